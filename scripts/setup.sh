@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything quarry needs on Debian 12: build tools and libraries (apt), DuckDB 1.4.4
+# pinned from npm, and the npm packages the tests use (package-lock.json). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+packages=(
+  ca-certificates cmake ninja-build g++ pkg-config openssl
+  libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev
+  libgtest-dev libgmock-dev libcpp-httplib-dev
+  nodejs npm python3
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+scripts/fetch_duckdb.sh
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+echo "setup: done"

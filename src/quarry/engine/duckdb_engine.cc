@@ -1,0 +1,391 @@
+// DuckDB behind the guard: files registered as views over read_csv/read_parquet/read_json, or
+// a .duckdb database opened read-only; then external access off (only the registered files
+// stay readable), extension auto-loading off, a memory limit, and the configuration locked.
+#include <duckdb.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "quarry/engine/engine_internal.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+// Owners for DuckDB's C handles: their destroy functions take a pointer to the handle.
+class Database {
+ public:
+  Database() = default;
+  ~Database() { if (db_) duckdb_close(&db_); }
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  duckdb_database* out() { return &db_; }
+  duckdb_database get() const { return db_; }
+
+ private:
+  duckdb_database db_ = nullptr;
+};
+
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection() { if (conn_) duckdb_disconnect(&conn_); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  duckdb_connection* out() { return &conn_; }
+  duckdb_connection get() const { return conn_; }
+
+ private:
+  duckdb_connection conn_ = nullptr;
+};
+
+class Config {
+ public:
+  Config() { duckdb_create_config(&config_); }
+  ~Config() { duckdb_destroy_config(&config_); }
+  Config(const Config&) = delete;
+  Config& operator=(const Config&) = delete;
+  bool Set(const char* name, const char* value) {
+    return duckdb_set_config(config_, name, value) == DuckDBSuccess;
+  }
+  duckdb_config get() const { return config_; }
+
+ private:
+  duckdb_config config_ = nullptr;
+};
+
+// duckdb_destroy_result must run even after a failed query.
+class QueryResult {
+ public:
+  QueryResult() = default;
+  ~QueryResult() { duckdb_destroy_result(&result_); }
+  QueryResult(const QueryResult&) = delete;
+  QueryResult& operator=(const QueryResult&) = delete;
+  duckdb_result* out() { return &result_; }
+  duckdb_result* get() { return &result_; }
+  std::string error() { return duckdb_result_error(&result_) ? duckdb_result_error(&result_) : ""; }
+
+ private:
+  duckdb_result result_{};
+};
+
+class Prepared {
+ public:
+  Prepared() = default;
+  ~Prepared() { duckdb_destroy_prepare(&stmt_); }
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  duckdb_prepared_statement* out() { return &stmt_; }
+  duckdb_prepared_statement get() const { return stmt_; }
+
+ private:
+  duckdb_prepared_statement stmt_ = nullptr;
+};
+
+class Extracted {
+ public:
+  Extracted() = default;
+  ~Extracted() { duckdb_destroy_extracted(&ex_); }
+  Extracted(const Extracted&) = delete;
+  Extracted& operator=(const Extracted&) = delete;
+  duckdb_extracted_statements* out() { return &ex_; }
+  duckdb_extracted_statements get() const { return ex_; }
+
+ private:
+  duckdb_extracted_statements ex_ = nullptr;
+};
+
+std::optional<std::string> Cell(duckdb_result* r, idx_t col, idx_t row) {
+  if (duckdb_value_is_null(r, col, row)) return std::nullopt;
+  char* v = duckdb_value_varchar(r, col, row);
+  if (!v) return std::nullopt;
+  std::string s(v);
+  duckdb_free(v);
+  return s;
+}
+
+// DuckDB's messages start with the error kind ("Parser Error: ..."), which decides the class.
+FailureClass ClassifyDuckDbError(std::string_view message) {
+  if (message.starts_with("Parser Error")) return FailureClass::kSyntaxError;
+  if (message.starts_with("Permission Error")) return FailureClass::kGuardViolation;
+  return FailureClass::kRuntimeError;
+}
+
+// Stops a query at its deadline from a second thread; duckdb_interrupt is the documented way.
+class Watchdog {
+ public:
+  Watchdog(duckdb_connection conn, int64_t timeout_ms)
+      : thread_([this, conn, timeout_ms] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) {
+            fired_ = true;
+            duckdb_interrupt(conn);
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  bool fired() {
+    std::lock_guard lock(mu_);
+    return fired_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool fired_ = false;
+  std::thread thread_;
+};
+
+class DuckDbEngine final : public Engine {
+ public:
+  Dialect dialect() const override { return Dialect::kDuckDB; }
+  const std::vector<TableCard>& describe() const override { return cards_; }
+  const std::vector<Source>& sources() const override { return sources_; }
+
+  QueryOutcome Query(std::string_view sql, const Limits& limits) override {
+    if (auto v = CheckQueryText(sql, Dialect::kDuckDB, table_names_)) return std::unexpected(*v);
+    const std::string text(sql);
+    Extracted extracted;
+    idx_t count = duckdb_extract_statements(conn_.get(), text.c_str(), extracted.out());
+    if (count == 0) {
+      const char* e = duckdb_extract_statements_error(extracted.get());
+      return std::unexpected(QueryFailure{FailureClass::kSyntaxError, "", e ? e : "parse failed"});
+    }
+    if (count != 1) {
+      return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "single_statement",
+                                          "guard: exactly one statement is allowed; got " +
+                                              std::to_string(count)});
+    }
+    Prepared stmt;
+    if (duckdb_prepare_extracted_statement(conn_.get(), extracted.get(), 0, stmt.out()) ==
+        DuckDBError) {
+      std::string e = duckdb_prepare_error(stmt.get()) ? duckdb_prepare_error(stmt.get()) : "";
+      return std::unexpected(QueryFailure{ClassifyDuckDbError(e),
+                                          e.starts_with("Permission") ? "file_access" : "", e});
+    }
+    // The authoritative check: whatever the text looked like, DuckDB's own parse must be a query.
+    if (duckdb_prepared_statement_type(stmt.get()) != DUCKDB_STATEMENT_TYPE_SELECT) {
+      return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "read_only",
+                                          "guard: only a read-only SELECT query may run"});
+    }
+    QueryResult result;
+    duckdb_state state;
+    bool timed_out = false;
+    {
+      Watchdog watchdog(conn_.get(), limits.timeout_ms);
+      state = duckdb_execute_prepared(stmt.get(), result.out());
+      timed_out = watchdog.fired();
+    }
+    if (state == DuckDBError) {
+      if (timed_out) {
+        return std::unexpected(QueryFailure{
+            FailureClass::kTimeout, "",
+            "the query was interrupted after " + std::to_string(limits.timeout_ms) +
+                " ms: simplify it, filter earlier, or aggregate before joining"});
+      }
+      std::string e = result.error();
+      return std::unexpected(QueryFailure{ClassifyDuckDbError(e),
+                                          e.starts_with("Permission") ? "file_access" : "", e});
+    }
+    ResultTable table;
+    const idx_t cols = duckdb_column_count(result.get());
+    for (idx_t c = 0; c < cols; ++c) {
+      table.columns.emplace_back(duckdb_column_name(result.get(), c));
+      table.types.push_back(TypeName(duckdb_column_type(result.get(), c)));
+    }
+    const idx_t rows = duckdb_row_count(result.get());
+    table.row_count = static_cast<int64_t>(rows);
+    const idx_t keep = std::min<idx_t>(rows, static_cast<idx_t>(std::max(limits.max_rows, 0)));
+    for (idx_t r = 0; r < keep; ++r) {
+      std::vector<std::optional<std::string>> row;
+      for (idx_t c = 0; c < cols; ++c) row.push_back(Cell(result.get(), c, r));
+      table.rows.push_back(std::move(row));
+    }
+    return table;
+  }
+
+  // Setup-time SQL, before the configuration is locked; the guard does not apply.
+  Result<Rows> RunTrusted(const std::string& sql) {
+    QueryResult result;
+    if (duckdb_query(conn_.get(), sql.c_str(), result.out()) == DuckDBError) {
+      return Fail(Error::Code::kData, result.error());
+    }
+    Rows rows;
+    const idx_t cols = duckdb_column_count(result.get());
+    for (idx_t r = 0; r < duckdb_row_count(result.get()); ++r) {
+      std::vector<std::optional<std::string>> row;
+      for (idx_t c = 0; c < cols; ++c) row.push_back(Cell(result.get(), c, r));
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  static std::string TypeName(duckdb_type t) {
+    switch (t) {
+      case DUCKDB_TYPE_BOOLEAN: return "BOOLEAN";
+      case DUCKDB_TYPE_TINYINT: return "TINYINT";
+      case DUCKDB_TYPE_SMALLINT: return "SMALLINT";
+      case DUCKDB_TYPE_INTEGER: return "INTEGER";
+      case DUCKDB_TYPE_BIGINT: return "BIGINT";
+      case DUCKDB_TYPE_HUGEINT: return "HUGEINT";
+      case DUCKDB_TYPE_FLOAT: return "FLOAT";
+      case DUCKDB_TYPE_DOUBLE: return "DOUBLE";
+      case DUCKDB_TYPE_DECIMAL: return "DECIMAL";
+      case DUCKDB_TYPE_DATE: return "DATE";
+      case DUCKDB_TYPE_TIMESTAMP: return "TIMESTAMP";
+      case DUCKDB_TYPE_TIME: return "TIME";
+      case DUCKDB_TYPE_INTERVAL: return "INTERVAL";
+      case DUCKDB_TYPE_VARCHAR: return "VARCHAR";
+      case DUCKDB_TYPE_BLOB: return "BLOB";
+      case DUCKDB_TYPE_LIST: return "LIST";
+      case DUCKDB_TYPE_STRUCT: return "STRUCT";
+      default: return "OTHER";
+    }
+  }
+
+  // Cards for every registered table, with DESCRIBE giving column names and types.
+  Result<void> BuildCards(const std::vector<std::pair<std::string, std::string>>& tables) {
+    for (const auto& [name, source] : tables) {
+      auto desc = RunTrusted("DESCRIBE " + QuoteIdent(name));
+      if (!desc) return std::unexpected(desc.error());
+      std::vector<ColumnInfo> columns;
+      for (const auto& row : *desc) {
+        const std::string type = row[1].value_or("");
+        const bool nested = type.find('[') != std::string::npos || type.starts_with("STRUCT") ||
+                            type.starts_with("MAP") || type.starts_with("UNION") || type == "BLOB";
+        columns.push_back({row[0].value_or(""), type, !nested});
+      }
+      auto card = BuildCard(name, source, columns,
+                            [this](const std::string& s) { return RunTrusted(s); });
+      if (!card) return std::unexpected(card.error());
+      cards_.push_back(std::move(*card));
+      table_names_.push_back(name);
+    }
+    return {};
+  }
+
+  Result<void> Connect(const char* path, bool read_only, const OpenOptions& options) {
+    Config config;
+    // Extensions must never be fetched or loaded behind the user's back.
+    config.Set("autoinstall_known_extensions", "false");
+    config.Set("autoload_known_extensions", "false");
+    config.Set("allow_community_extensions", "false");
+    config.Set("memory_limit", (std::to_string(options.memory_limit_mb) + "MB").c_str());
+    if (read_only) config.Set("access_mode", "READ_ONLY");
+    char* err = nullptr;
+    if (duckdb_open_ext(path, db_.out(), config.get(), &err) == DuckDBError) {
+      std::string msg = err ? err : "unknown error";
+      duckdb_free(err);
+      return Fail(Error::Code::kData, std::string("duckdb open failed: ") + msg);
+    }
+    if (duckdb_connect(db_.get(), conn_.out()) == DuckDBError) {
+      return Fail(Error::Code::kInternal, "duckdb connect failed");
+    }
+    return {};
+  }
+
+  Result<void> Lock() {
+    for (const char* s : {"SET enable_external_access = false", "SET lock_configuration = true"}) {
+      if (auto r = RunTrusted(s); !r) return std::unexpected(r.error());
+    }
+    return {};
+  }
+
+  Database db_;
+  Connection conn_;
+  std::vector<TableCard> cards_;
+  std::vector<Source> sources_;
+  std::vector<std::string> table_names_;
+};
+
+std::string ReaderFor(const std::string& format, const std::string& path) {
+  const std::string lit = QuoteLiteral(path);
+  if (format == "tsv") return "read_csv(" + lit + ", delim = '\\t')";
+  if (format == "csv") return "read_csv(" + lit + ")";
+  if (format == "parquet") return "read_parquet(" + lit + ")";
+  return "read_json_auto(" + lit + ")";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
+                                                const std::vector<std::string>& formats,
+                                                const OpenOptions& options) {
+  auto engine = std::make_unique<DuckDbEngine>();
+  if (auto r = engine->Connect(nullptr, false, options); !r) return std::unexpected(r.error());
+  std::string allowed;
+  std::vector<std::pair<std::string, std::string>> tables;
+  std::vector<std::string> taken;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto source = Fingerprint(paths[i], formats[i]);
+    if (!source) return std::unexpected(source.error());
+    const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
+    allowed += (allowed.empty() ? "" : ", ") + QuoteLiteral(abs);
+    const std::string name = TableNameFor(paths[i], taken);
+    taken.push_back(name);
+    source->tables = {name};
+    engine->sources_.push_back(std::move(*source));
+    tables.emplace_back(name, paths[i].string());
+  }
+  // Views keep the data in the files; external access goes off before any view is read by a
+  // model query, and only these exact paths stay readable.
+  if (auto r = engine->RunTrusted("SET allowed_paths = [" + allowed + "]"); !r) {
+    return std::unexpected(r.error());
+  }
+  if (auto r = engine->RunTrusted("SET enable_external_access = false"); !r) {
+    return std::unexpected(r.error());
+  }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
+    auto r = engine->RunTrusted("CREATE VIEW " + QuoteIdent(tables[i].first) + " AS SELECT * FROM " +
+                                ReaderFor(formats[i], abs));
+    if (!r) {
+      return Fail(Error::Code::kData, "cannot load " + paths[i].string() + " as " + formats[i] +
+                                          ": " + r.error().message.substr(0, 300));
+    }
+  }
+  if (auto r = engine->BuildCards(tables); !r) {
+    return Fail(Error::Code::kData, "cannot read " + paths[0].string() + ": " + r.error().message);
+  }
+  for (const TableCard& card : engine->cards_) {
+    if (card.row_count == 0) {
+      return Fail(Error::Code::kData, card.source + " has a header but no rows: there is nothing "
+                                                    "to query; add data rows or pick another file");
+    }
+  }
+  if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
+  return engine;
+}
+
+Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,
+                                                   const OpenOptions& options) {
+  auto engine = std::make_unique<DuckDbEngine>();
+  auto source = Fingerprint(path, "duckdb");
+  if (!source) return std::unexpected(source.error());
+  if (auto r = engine->Connect(path.c_str(), true, options); !r) return std::unexpected(r.error());
+  auto names = engine->RunTrusted(
+      "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+      "UNION SELECT view_name FROM duckdb_views() WHERE NOT internal "
+      "AND database_name = current_database() ORDER BY 1");
+  if (!names) return std::unexpected(names.error());
+  std::vector<std::pair<std::string, std::string>> tables;
+  for (const auto& row : *names) {
+    tables.emplace_back(row[0].value_or(""), path.string());
+    source->tables.push_back(row[0].value_or(""));
+  }
+  engine->sources_.push_back(std::move(*source));
+  if (auto r = engine->BuildCards(tables); !r) return std::unexpected(r.error());
+  if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
+  return engine;
+}
+
+}  // namespace quarry::engine::internal

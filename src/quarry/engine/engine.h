@@ -1,0 +1,120 @@
+// The engine module: opens data sources, describes them as schema cards, and runs guarded,
+// read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON) and .duckdb
+// databases; SQLite serves .sqlite/.db files. Nothing here knows about the agent.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quarry/common/common.h"
+
+namespace quarry::engine {
+
+enum class Dialect { kDuckDB, kSQLite };
+std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite"
+
+// Per column: min/max only for ordered scalar types; samples are the three most frequent
+// non-null values (ties broken by value), rendered as text.
+struct ColumnCard {
+  std::string name;
+  std::string type;
+  int64_t null_count = 0;
+  int64_t distinct_count = 0;
+  std::optional<std::string> min;
+  std::optional<std::string> max;
+  std::vector<std::string> samples;
+};
+
+struct ForeignKey {
+  std::string column;
+  std::string ref_table;
+  std::string ref_column;
+};
+
+struct TableCard {
+  std::string name;    // the SQL name to query it by
+  std::string source;  // the file it comes from, as the user gave it
+  int64_t row_count = 0;
+  std::vector<ColumnCard> columns;
+  std::vector<ForeignKey> foreign_keys;  // SQLite only
+};
+
+// A registered data file, fingerprinted when opened so a trace says what was asked about.
+struct Source {
+  std::string path;  // as the user gave it
+  std::string format;  // "csv", "tsv", "parquet", "json", "sqlite", "duckdb"
+  int64_t size_bytes = 0;
+  std::string sha256;  // hex
+  std::vector<std::string> tables;
+};
+
+// Per-query limits. At most max_rows rows are kept; row_count is still the true count.
+struct Limits {
+  int64_t timeout_ms = 10000;
+  int max_rows = 200;
+};
+
+struct OpenOptions {
+  int64_t memory_limit_mb = 2048;
+};
+
+// Cells are rendered as text; nullopt is SQL NULL.
+struct ResultTable {
+  std::vector<std::string> columns;
+  std::vector<std::string> types;
+  std::vector<std::vector<std::optional<std::string>>> rows;  // at most Limits::max_rows
+  int64_t row_count = 0;  // all rows the query produced
+  bool truncated() const { return row_count > static_cast<int64_t>(rows.size()); }
+};
+
+// Why a query did not run. `rule` names the guard rule broken (guard_violation only), e.g.
+// "single_statement", "read_only", "file_access"; `message` is what the model is shown.
+struct QueryFailure {
+  FailureClass failure_class = FailureClass::kRuntimeError;
+  std::string rule;
+  std::string message;
+};
+
+using QueryOutcome = std::expected<ResultTable, QueryFailure>;
+
+// Thread safety: one query at a time per Engine. Destroying it closes every handle.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual Dialect dialect() const = 0;
+  // Schema cards, computed once when the engine was opened.
+  virtual const std::vector<TableCard>& describe() const = 0;
+  virtual const std::vector<Source>& sources() const = 0;
+  // Runs one read-only query under the guard (CheckQueryText, then the engine's own
+  // statement checks), a wall-clock timeout that interrupts it, and the row cap.
+  virtual QueryOutcome Query(std::string_view sql, const Limits& limits) = 0;
+};
+
+// Opens the sources: any mix of CSV/TSV/Parquet/JSON files (one DuckDB, every file a table
+// named after its stem), or exactly one SQLite or DuckDB database.
+// Errors (Error::Code::kData, one line naming the file and what to do): missing, unreadable,
+// a directory, empty, header-only, unsupported extension, a .db that is not a database,
+// mixing a database with other sources.
+Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& paths,
+                                     const OpenOptions& options = {});
+
+// The dialect-independent first layer of the guard, on the SQL text alone (comments and
+// string literals understood): exactly one statement, a query, no write/DDL/admin keyword
+// anywhere (so DML inside a CTE is caught), no file-reading functions, no remote URLs.
+// Returns the failure, or nullopt when the text passes. `tables` is for the message.
+std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
+                                           const std::vector<std::string>& tables);
+
+// Schema cards as the model reads them (compact text, one block per table).
+std::string RenderCards(const std::vector<TableCard>& cards);
+// A result as the model reads it: a header saying rows are data, never instructions, the
+// first preview_rows rows as a pipe table, and the true row count.
+std::string RenderResult(const ResultTable& table, int preview_rows);
+
+}  // namespace quarry::engine

@@ -1,0 +1,46 @@
+// Pieces the engine implementations share; only the engine module includes this header.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "quarry/engine/engine.h"
+
+namespace quarry::engine::internal {
+
+using Rows = std::vector<std::vector<std::optional<std::string>>>;
+// Runs trusted, engine-internal SQL (card statistics), returning every row as text.
+using RunRows = std::function<Result<Rows>(const std::string& sql)>;
+
+struct ColumnInfo {
+  std::string name;
+  std::string type;
+  bool ordered = true;  // min/max mean something for this type
+};
+
+// "name" with embedded quotes doubled; valid in both dialects.
+std::string QuoteIdent(std::string_view name);
+// 'text' with embedded quotes doubled.
+std::string QuoteLiteral(std::string_view text);
+
+// Row count, per-column null/distinct counts, min/max and the three most frequent values.
+Result<TableCard> BuildCard(const std::string& table, const std::string& source,
+                            const std::vector<ColumnInfo>& columns, const RunRows& run);
+
+// Hashes and sizes the file; errors name the file (unreadable, directory, empty).
+Result<Source> Fingerprint(const std::filesystem::path& path, std::string format);
+
+// A SQL-safe table name from a file stem: lower case, [a-z0-9_], not starting with a digit,
+// and distinct from every name in `taken`.
+std::string TableNameFor(const std::filesystem::path& path, const std::vector<std::string>& taken);
+
+Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
+                                                const std::vector<std::string>& formats,
+                                                const OpenOptions& options);
+Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,
+                                                   const OpenOptions& options);
+Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
+                                           const OpenOptions& options);
+
+}  // namespace quarry::engine::internal

@@ -1,0 +1,209 @@
+// The first layer of the read-only guard: a small SQL tokenizer (comments, string literals and
+// quoted identifiers understood) and the rules checked on its tokens. The engines add their own
+// authoritative checks (statement type, read-only flags) after this one.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+#include "quarry/engine/engine.h"
+
+namespace quarry::engine {
+namespace {
+
+enum class TokenKind { kWord, kString, kQuotedIdent, kSymbol };
+
+struct Token {
+  TokenKind kind;
+  std::string text;  // words upper-cased; strings without their quotes
+};
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Returns nullopt when a literal or comment never closes: the engine's parser reports that
+// as a syntax error with a better message than ours.
+std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
+  std::vector<Token> tokens;
+  size_t i = 0;
+  while (i < sql.size()) {
+    char c = sql[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      size_t end = sql.find("*/", i + 2);
+      if (end == std::string_view::npos) return std::nullopt;
+      i = end + 2;
+    } else if (c == '\'' || c == '"' || c == '`' || c == '[') {
+      char close = c == '[' ? ']' : c;
+      std::string text;
+      size_t j = i + 1;
+      for (;; ++j) {
+        if (j >= sql.size()) return std::nullopt;
+        if (sql[j] == close) {
+          if (close != ']' && j + 1 < sql.size() && sql[j + 1] == close) {
+            text += close;  // doubled quote escapes itself
+            ++j;
+            continue;
+          }
+          break;
+        }
+        text += sql[j];
+      }
+      tokens.push_back({c == '\'' ? TokenKind::kString : TokenKind::kQuotedIdent, text});
+      i = j + 1;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$') {
+      size_t j = i;
+      while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) ||
+                                sql[j] == '_' || sql[j] == '$')) {
+        ++j;
+      }
+      tokens.push_back({TokenKind::kWord, Upper(sql.substr(i, j - i))});
+      i = j;
+    } else {
+      tokens.push_back({TokenKind::kSymbol, std::string(1, c)});
+      ++i;
+    }
+  }
+  return tokens;
+}
+
+// Statement keywords that write. Checked anywhere in the text, not only at the start, because
+// DuckDB and SQLite accept `WITH d AS (DELETE ... RETURNING *) SELECT ...` forms.
+constexpr std::array kDmlKeywords = {"INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT"};
+
+// What a statement that is not a query is called in the rejection, by its first keyword.
+struct StatementRule {
+  const char* keyword;
+  const char* rule;
+  const char* what;
+};
+constexpr std::array kStatementRules = {
+    StatementRule{"ATTACH", "attach", "attaching another database"},
+    StatementRule{"DETACH", "attach", "detaching a database"},
+    StatementRule{"PRAGMA", "pragma", "PRAGMA statements"},
+    StatementRule{"COPY", "file_write", "COPY (it reads or writes files)"},
+    StatementRule{"EXPORT", "file_write", "EXPORT DATABASE (it writes files)"},
+    StatementRule{"IMPORT", "file_access", "IMPORT DATABASE (it reads files)"},
+    StatementRule{"INSTALL", "extension_loading", "installing extensions"},
+    StatementRule{"FORCE", "extension_loading", "installing extensions"},
+    StatementRule{"LOAD", "extension_loading", "loading extensions"},
+    StatementRule{"SET", "configuration", "changing settings"},
+    StatementRule{"RESET", "configuration", "changing settings"},
+    StatementRule{"USE", "configuration", "changing the default database"},
+    StatementRule{"CALL", "read_only", "CALL statements"},
+};
+
+// Table functions and scalar functions that reach the file system or the network.
+constexpr std::array kFileFunctions = {
+    "READ_CSV", "READ_CSV_AUTO", "READ_PARQUET", "PARQUET_SCAN", "READ_JSON", "READ_JSON_AUTO",
+    "READ_NDJSON", "READ_NDJSON_AUTO", "READ_JSON_OBJECTS", "READ_NDJSON_OBJECTS", "READ_TEXT",
+    "READ_BLOB", "SNIFF_CSV", "GLOB", "PARQUET_METADATA", "PARQUET_SCHEMA", "PARQUET_FILE_METADATA",
+    "PARQUET_KV_METADATA", "SQLITE_SCAN", "SQLITE_ATTACH", "POSTGRES_SCAN", "MYSQL_SCAN",
+    "ICEBERG_SCAN", "DELTA_SCAN", "READ_XLSX", "LOAD_EXTENSION", "READFILE", "WRITEFILE", "EDIT",
+    "FTS3_TOKENIZER", "CSV_SCAN", "JSON_SCAN", "READ_CSV_AUTO",
+};
+constexpr std::array kQueryStarts = {"SELECT", "WITH",      "VALUES", "FROM",    "TABLE", "(",
+                                     "DESCRIBE", "SUMMARIZE", "SHOW", "PIVOT", "UNPIVOT"};
+// Statement keywords that are not queries. A first word that is neither these nor a query
+// start (a typo like SELEC) goes on to the engine's parser, which reports a syntax error.
+constexpr std::array kOtherStatements = {
+    "INSERT", "UPDATE",  "DELETE",   "REPLACE", "MERGE",     "UPSERT",   "CREATE",  "DROP",
+    "ALTER",  "TRUNCATE", "VACUUM",  "ANALYZE", "REINDEX",   "GRANT",    "REVOKE",  "BEGIN",
+    "START",  "COMMIT",  "ROLLBACK", "END",     "SAVEPOINT", "RELEASE",  "CHECKPOINT",
+    "COMMENT", "EXPLAIN", "PREPARE", "EXECUTE", "DEALLOCATE"};
+constexpr std::array kRemotePrefixes = {"http://", "https://", "s3://", "s3a://", "gs://",
+                                        "gcs://", "az://", "azure://", "abfss://", "hf://",
+                                        "r2://", "ftp://", "file://"};
+
+template <size_t N>
+bool Contains(const std::array<const char*, N>& set, const std::string& word) {
+  return std::any_of(set.begin(), set.end(), [&](const char* k) { return word == k; });
+}
+
+std::string TableList(const std::vector<std::string>& tables) {
+  std::string out;
+  for (const auto& t : tables) out += (out.empty() ? "" : ", ") + t;
+  return out.empty() ? "(none)" : out;
+}
+
+QueryFailure Violation(std::string rule, std::string message) {
+  return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
+}
+
+}  // namespace
+
+std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
+                                           const std::vector<std::string>& tables) {
+  auto tokens = Tokenize(sql);
+  if (!tokens) return std::nullopt;
+  // Trailing semicolons are harmless; anything after one is a second statement.
+  while (!tokens->empty() && tokens->back().text == ";" &&
+         tokens->back().kind == TokenKind::kSymbol) {
+    tokens->pop_back();
+  }
+  if (tokens->empty()) {
+    return QueryFailure{FailureClass::kSyntaxError, "", "the SQL is empty: write one SELECT query"};
+  }
+  for (const Token& t : *tokens) {
+    if (t.kind == TokenKind::kSymbol && t.text == ";") {
+      return Violation("single_statement",
+                       "guard: exactly one statement is allowed; remove the ';' and everything "
+                       "after it, and send one SELECT query");
+    }
+  }
+  const Token& first = tokens->front();
+  if (!Contains(kQueryStarts, first.text)) {
+    for (const StatementRule& r : kStatementRules) {
+      if (first.text == r.keyword) {
+        return Violation(r.rule, std::string("guard: ") + r.what +
+                                     " is not allowed: only a single read-only SELECT query may "
+                                     "run");
+      }
+    }
+    if (Contains(kOtherStatements, first.text)) {
+      return Violation("read_only", "guard: only a read-only query is allowed (SELECT or WITH ... "
+                                    "SELECT); got a statement starting with " + first.text);
+    }
+  }
+  const std::string tables_hint =
+      "; query the registered tables by name instead: " + TableList(tables);
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const Token& t = (*tokens)[i];
+    const bool call = i + 1 < tokens->size() && (*tokens)[i + 1].text == "(";
+    if (t.kind == TokenKind::kWord && !call && Contains(kDmlKeywords, t.text)) {
+      return Violation("read_only", "guard: " + t.text +
+                                        " is not allowed anywhere in the query, a WITH clause "
+                                        "included: the data is read-only");
+    }
+    if (t.kind == TokenKind::kWord && call && Contains(kFileFunctions, t.text)) {
+      return Violation("file_access", "guard: " + t.text +
+                                          "() reads files or loads code, which is not allowed" +
+                                          tables_hint);
+    }
+    if (t.kind == TokenKind::kString) {
+      std::string lower = t.text;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const char* prefix : kRemotePrefixes) {
+        if (lower.starts_with(prefix)) {
+          return Violation("remote_url", "guard: remote and file URLs ('" + t.text +
+                                             "') are not allowed" + tables_hint);
+        }
+      }
+      // DuckDB reads `FROM 'file.csv'` as a file scan.
+      if (dialect == Dialect::kDuckDB && i > 0 && (*tokens)[i - 1].kind == TokenKind::kWord &&
+          ((*tokens)[i - 1].text == "FROM" || (*tokens)[i - 1].text == "JOIN")) {
+        return Violation("file_access", "guard: reading the file '" + t.text +
+                                            "' directly is not allowed" + tables_hint);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace quarry::engine

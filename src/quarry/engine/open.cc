@@ -1,0 +1,93 @@
+// Open(): checks the paths the user gave, decides the format of each from its extension (and
+// for .db its header), and hands them to the DuckDB or SQLite engine.
+#include <cstring>
+#include <fstream>
+
+#include "quarry/engine/engine_internal.h"
+
+namespace quarry::engine {
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "csv", "tsv", "parquet", "json", "sqlite", "duckdb", "db" (decided by header), or "".
+std::string FormatOf(const std::filesystem::path& path) {
+  std::string name = Lower(path.filename().string());
+  for (const char* gz : {".gz", ".zst"}) {
+    if (name.ends_with(gz)) name.resize(name.size() - std::strlen(gz));
+  }
+  const std::string ext = std::filesystem::path(name).extension().string();
+  if (ext == ".csv") return "csv";
+  if (ext == ".tsv" || ext == ".tab") return "tsv";
+  if (ext == ".parquet" || ext == ".pq") return "parquet";
+  if (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") return "json";
+  if (ext == ".sqlite" || ext == ".sqlite3") return "sqlite";
+  if (ext == ".duckdb" || ext == ".ddb") return "duckdb";
+  if (ext == ".db") return "db";
+  return "";
+}
+
+bool HasDuckDbMagic(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[12] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 12 && std::memcmp(head + 8, "DUCK", 4) == 0;
+}
+
+}  // namespace
+
+std::string_view DialectName(Dialect dialect) {
+  return dialect == Dialect::kDuckDB ? "duckdb" : "sqlite";
+}
+
+Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& paths,
+                                     const OpenOptions& options) {
+  if (paths.empty()) {
+    return Fail(Error::Code::kUsage, "no data given: pass a file with --data PATH");
+  }
+  std::vector<std::string> formats;
+  bool database = false;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(status)) {
+      return Fail(Error::Code::kData, "data file not found: " + path.string() +
+                                          "; check the path (relative paths start at the "
+                                          "current directory)");
+    }
+    if (std::filesystem::is_directory(status)) {
+      return Fail(Error::Code::kData, path.string() + " is a directory; pass the data files in it "
+                                                      "one by one");
+    }
+    std::string format = FormatOf(path);
+    if (format.empty()) {
+      return Fail(Error::Code::kData,
+                  "unsupported file type: " + path.string() +
+                      "; quarry reads .csv, .tsv, .parquet, .json/.jsonl/.ndjson, "
+                      ".sqlite/.db and .duckdb files");
+    }
+    if (format == "db") {
+      // The extension promises a database; the header says which kind, if any.
+      std::ifstream probe(path, std::ios::binary);
+      if (!probe) {
+        return Fail(Error::Code::kData, "cannot read " + path.string() +
+                                            ": permission denied or unreadable");
+      }
+      format = HasDuckDbMagic(path) ? "duckdb" : "sqlite";
+    }
+    database = database || format == "sqlite" || format == "duckdb";
+    formats.push_back(format);
+  }
+  if (database && paths.size() > 1) {
+    return Fail(Error::Code::kUsage, "a database must be the only --data source: ask about " +
+                                         paths[0].string() + " and the other files separately");
+  }
+  if (formats[0] == "sqlite") return internal::OpenSqlite(paths[0], options);
+  if (formats[0] == "duckdb") return internal::OpenDuckDbDatabase(paths[0], options);
+  return internal::OpenDuckDbFiles(paths, formats, options);
+}
+
+}  // namespace quarry::engine

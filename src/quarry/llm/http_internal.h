@@ -1,0 +1,66 @@
+// Internals of the OpenAI-compatible client: one libcurl POST per call on a reused handle, and
+// the retry arithmetic (which replies are retried, how long to wait). Included only by llm/
+// and its tests.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <curl/curl.h>
+
+#include "quarry/llm/llm.h"
+
+namespace quarry::llm::internal {
+
+struct HttpPost {
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"; holds the credential, never logged
+  std::string body;
+  int64_t timeout_ms = 0;
+  int64_t connect_timeout_ms = 0;
+};
+
+// What one attempt produced: an HTTP reply (status > 0) or a transport failure (status 0).
+struct HttpReply {
+  long status = 0;
+  std::string body;
+  std::string retry_after;     // the Retry-After header of the final reply, "" when absent
+  std::string retry_after_ms;  // OpenAI's millisecond variant "retry-after-ms"
+  bool timed_out = false;      // transport failure was a timeout
+  std::string network_error;   // curl's description when status == 0
+};
+
+// One CURL easy handle, reset between calls so its connection cache survives (keep-alive to
+// the provider). Not thread safe. Runs curl_global_init once per process.
+class HttpSession {
+ public:
+  HttpSession();
+  HttpReply Post(const HttpPost& post);
+
+ private:
+  struct CurlDeleter {
+    void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+  };
+  std::unique_ptr<CURL, CurlDeleter> curl_;
+};
+
+// 429 and 5xx. Every other 4xx is the caller's fault and repeats identically if retried.
+bool IsRetryableStatus(long status);
+
+// The wait the server asked for, from "retry-after-ms" or Retry-After (delta-seconds or an
+// HTTP-date, RFC 9110 section 10.2.3); a date in the past means 0. nullopt when both are
+// absent or unparseable.
+std::optional<int64_t> ServerRetryDelayMs(std::string_view retry_after,
+                                          std::string_view retry_after_ms, std::time_t now);
+
+// Exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And
+// Jitter", 2015): uniform in [0, min(max_delay_ms, base_delay_ms * 2^(retry - 1))], retry >= 1.
+int64_t BackoffDelayMs(const RetryPolicy& policy, int retry, std::mt19937_64& rng);
+
+}  // namespace quarry::llm::internal

@@ -1,0 +1,182 @@
+// The model layer: a Client takes the conversation and the tool schemas and returns the
+// assistant's turn with usage, cost and latency. Provider JSON stays inside this module; the
+// agent sees only these structs. Implementations: OpenAI-compatible Chat Completions over
+// libcurl (OpenRouter, OpenAI, llama.cpp, Ollama, vLLM) and a replay client for fixtures.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "quarry/common/common.h"
+
+namespace quarry::llm {
+
+// One tool call the model asked for. `arguments_json` is the raw text the model produced; it
+// may be invalid JSON, which the agent reports back as bad_arguments.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments_json;
+};
+
+enum class Role { kSystem, kUser, kAssistant, kTool };
+
+struct Message {
+  Role role = Role::kUser;
+  std::string content;
+  std::vector<ToolCall> tool_calls;  // assistant turns only
+  std::string tool_call_id;          // tool turns only: which call this answers
+};
+
+// A tool as the model sees it; `parameters` is a JSON Schema object.
+struct ToolSchema {
+  std::string name;
+  std::string description;
+  nlohmann::ordered_json parameters;
+};
+
+struct Usage {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t cached_tokens = 0;  // the part of input_tokens served from the provider's cache
+};
+
+struct Request {
+  std::vector<Message> messages;
+  std::vector<ToolSchema> tools;
+  double temperature = 0.0;
+  int max_output_tokens = 2048;
+};
+
+// The assistant's turn. `cost_usd` is the provider's reported cost when `cost_reported`,
+// otherwise computed from the price table (0 when the model is not in it).
+struct Turn {
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+  std::string finish_reason;
+  Usage usage;
+  double cost_usd = 0.0;
+  bool cost_reported = false;
+  int64_t latency_ms = 0;  // wall time of the whole call, retries included
+  int attempts = 1;        // HTTP attempts made (1 = no retry)
+  // One line per failed attempt that was retried, e.g. "HTTP 429: rate limited; waited
+  // 2000 ms", for the trace. Never holds the API key.
+  std::vector<std::string> retried_errors;
+};
+
+// Thread safety: a Client is used from one thread at a time; distinct clients are independent.
+class Client {
+ public:
+  virtual ~Client() = default;
+  // Errors: Error::Code::kModel for HTTP failures (status and the provider's message, key
+  // masked), network failures after retries, and replies that cannot be parsed.
+  virtual Result<Turn> Complete(const Request& request) = 0;
+  virtual std::string provider() const = 0;  // "openrouter", "openai-compatible", "replay"
+  virtual std::string model() const = 0;
+};
+
+// Price per million tokens, USD.
+struct Price {
+  double input_per_mtok = 0.0;
+  double output_per_mtok = 0.0;
+  double cached_input_per_mtok = 0.0;
+};
+
+// Model id -> price. Built-in entries for common models; the user extends or overrides them
+// with a JSON file {"model-id": {"input": 3.0, "output": 15.0, "cached_input": 0.3}, ...}.
+class PriceTable {
+ public:
+  static PriceTable BuiltIn();
+  // Errors: kUsage when the file is missing or malformed (names the file and the entry).
+  Result<void> MergeFile(const std::filesystem::path& path);
+  std::optional<Price> Find(const std::string& model) const;
+  // Cost of `usage` for `model`; nullopt when the model has no price.
+  std::optional<double> Cost(const std::string& model, const Usage& usage) const;
+  void Set(const std::string& model, Price price) { prices_[model] = price; }
+
+ private:
+  std::map<std::string, Price> prices_;
+};
+
+// Exponential backoff with full jitter on 429, 5xx and network errors; Retry-After (seconds
+// or HTTP date) is honoured, capped at max_delay_ms. 400/401/402/403/404 are never retried.
+struct RetryPolicy {
+  int max_attempts = 4;
+  int64_t base_delay_ms = 500;
+  int64_t max_delay_ms = 30000;
+};
+
+struct ClientConfig {
+  std::string base_url;  // e.g. "https://openrouter.ai/api/v1"; "/chat/completions" is appended
+  std::string model;
+  std::string api_key;   // never logged, traced or passed to a child process
+  std::string provider = "openai-compatible";
+  int64_t request_timeout_ms = 120000;
+  int64_t connect_timeout_ms = 10000;
+  RetryPolicy retry;
+  PriceTable prices = PriceTable::BuiltIn();
+  // How the client waits between attempts; tests inject one that records the delays.
+  std::function<void(std::chrono::milliseconds)> sleep;
+  uint64_t jitter_seed = 0;  // 0: seeded from the clock
+};
+
+// OpenAI-compatible Chat Completions with tool calling: POST {base_url}/chat/completions.
+// Tool-call arguments come back exactly as the provider sent them. In the history sent back,
+// arguments that are not valid JSON are wrapped as {"invalid_json": "<raw text>"}, because
+// several servers (llama.cpp, Anthropic behind OpenRouter) reject a conversation whose
+// arguments do not parse. Uses libcurl; curl_global_init runs once, on first use.
+std::unique_ptr<Client> MakeOpenAiClient(ClientConfig config);
+
+// Plays recorded assistant turns in order while every tool really executes. Accepts a fixture
+//   {"source": ..., "model"?: ..., "turns": [{"content", "tool_calls": [{"id"?, "name",
+//    "arguments"}], "usage": {"input_tokens", "output_tokens", "cached_tokens"},
+//    "cost_usd"?, "finish_reason"?}]}
+// or a trace.json (the entries of "steps" whose "kind" is "model", same fields). Arguments
+// given as JSON are serialised; a string is passed on raw, so a fixture can hold malformed
+// arguments. A missing id becomes "call_<turn>_<i>" (both 0-based). The request is ignored;
+// cost is the turn's cost_usd (reported) or 0; latency 0. provider() is "replay", model() the
+// document's "model" or "replay". Errors: kUsage when the file is missing or malformed (names
+// the file and the entry); a Complete() past the last turn is a kModel error
+// "replay exhausted".
+Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path);
+Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const nlohmann::ordered_json& doc,
+                                                         const std::string& origin);
+
+// Where a live client's settings come from, in order: explicit flags, the environment
+// (QUARRY_BASE_URL, QUARRY_MODEL, QUARRY_API_KEY; OPENROUTER_API_KEY makes OpenRouter the
+// default endpoint), then a .env file, which never overrides the environment.
+struct Settings {
+  std::optional<std::string> base_url;
+  std::optional<std::string> model;
+  std::optional<std::string> api_key;
+};
+// Reads KEY=VALUE lines (comments, `export`, quotes allowed). Missing file: empty map.
+std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path);
+
+using GetEnv = std::function<std::optional<std::string>(const char*)>;
+// An empty variable counts as unset. The OpenRouter key is only ever sent to openrouter.ai.
+// Without a base URL, OPENROUTER_API_KEY selects https://openrouter.ai/api/v1; provider is
+// "openrouter" whenever the host is openrouter.ai, else "openai-compatible". A key is
+// required unless the host is loopback (llama.cpp, Ollama). QUARRY_PRICES names a price file
+// merged into the built-in table. Errors: kUsage with one line saying what to set, e.g.
+// "no model configured: set QUARRY_MODEL and QUARRY_API_KEY (or OPENROUTER_API_KEY), pass
+// --model/--base-url, or use --offline"; also a malformed base URL or price file.
+Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
+                                   const std::map<std::string, std::string>& dotenv);
+// The process environment, for ResolveConfig.
+std::optional<std::string> ProcessEnv(const char* name);
+
+// "sk-or-v1-abcd...wxyz" -> "sk-o...wxyz": for error messages that must not leak a key.
+// Secrets shorter than 12 characters become "****" entirely.
+std::string MaskSecret(const std::string& secret);
+
+}  // namespace quarry::llm

@@ -1,0 +1,327 @@
+// The OpenAI-compatible Chat Completions client (OpenRouter, OpenAI, llama.cpp, Ollama, vLLM):
+// Request -> provider JSON, POST with retries over http_internal.h, provider JSON -> Turn.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "quarry/llm/http_internal.h"
+#include "quarry/llm/llm.h"
+
+namespace quarry::llm {
+namespace {
+
+using json = nlohmann::ordered_json;
+using internal::HttpPost;
+using internal::HttpReply;
+
+constexpr size_t kSnippetChars = 300;
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Error bodies can be HTML from a proxy or megabytes long; keep one readable line.
+std::string Snippet(std::string_view text) {
+  std::string out(text.substr(0, kSnippetChars));
+  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  if (text.size() > kSnippetChars) out += "...";
+  return out;
+}
+
+const char* RoleName(Role role) {
+  switch (role) {
+    case Role::kSystem: return "system";
+    case Role::kUser: return "user";
+    case Role::kAssistant: return "assistant";
+    case Role::kTool: return "tool";
+  }
+  return "user";
+}
+
+std::string ArgumentsForHistory(const std::string& raw) {
+  if (raw.find_first_not_of(" \t\r\n") == std::string::npos) return "{}";
+  if (!json::parse(raw, nullptr, false).is_discarded()) return raw;
+  return Dump(json{{"invalid_json", raw}});
+}
+
+json BuildBody(const ClientConfig& config, const Request& request) {
+  json messages = json::array();
+  for (const Message& m : request.messages) {
+    json msg = json::object();
+    msg["role"] = RoleName(m.role);
+    if (m.role == Role::kAssistant && !m.tool_calls.empty()) {
+      msg["content"] = m.content.empty() ? json(nullptr) : json(m.content);
+      json calls = json::array();
+      for (const ToolCall& call : m.tool_calls) {
+        json function = json::object();
+        function["name"] = call.name;
+        function["arguments"] = ArgumentsForHistory(call.arguments_json);
+        json entry = json::object();
+        entry["id"] = call.id;
+        entry["type"] = "function";
+        entry["function"] = std::move(function);
+        calls.push_back(std::move(entry));
+      }
+      msg["tool_calls"] = std::move(calls);
+    } else {
+      msg["content"] = m.content;
+    }
+    if (m.role == Role::kTool) msg["tool_call_id"] = m.tool_call_id;
+    messages.push_back(std::move(msg));
+  }
+
+  json body = json::object();
+  body["model"] = config.model;
+  body["messages"] = std::move(messages);
+  if (!request.tools.empty()) {
+    json tools = json::array();
+    for (const ToolSchema& tool : request.tools) {
+      json function = json::object();
+      function["name"] = tool.name;
+      function["description"] = tool.description;
+      function["parameters"] = tool.parameters.is_object()
+                                   ? tool.parameters
+                                   : json{{"type", "object"}, {"properties", json::object()}};
+      tools.push_back(json{{"type", "function"}, {"function", std::move(function)}});
+    }
+    body["tools"] = std::move(tools);
+    // OpenAI rejects tool_choice without tools, so it is only sent alongside them.
+    body["tool_choice"] = "auto";
+  }
+  body["temperature"] = request.temperature;
+  body["max_tokens"] = request.max_output_tokens;
+  // OpenRouter reports the real cost (after its routing and caching) only when asked.
+  if (config.provider == "openrouter") body["usage"] = json{{"include", true}};
+  return body;
+}
+
+// nlohmann's value() throws on a type mismatch; provider JSON must never throw.
+std::string StringField(const json& object, const char* key) {
+  if (!object.is_object()) return {};
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json* ObjectField(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it != object.end() && it->is_object() ? &*it : nullptr;
+}
+
+int64_t IntField(const json& object, const char* key) {
+  if (!object.is_object()) return 0;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return 0;
+  if (it->is_number_float()) {  // a float outside int64 range would be undefined to convert
+    double value = it->get<double>();
+    return value > -9e18 && value < 9e18 ? static_cast<int64_t>(value) : 0;
+  }
+  return it->get<int64_t>();
+}
+
+// {"error": {"message": ..., "metadata": {"raw": ...}}} (OpenAI, OpenRouter), {"error": "..."}
+// (some local servers), or the raw body when it is not JSON.
+std::string ProviderMessage(const std::string& body) {
+  if (body.empty()) return "(empty body)";
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_object()) {
+    auto error = doc.find("error");
+    if (error != doc.end() && error->is_string()) return Snippet(error->get<std::string>());
+    if (error != doc.end() && error->is_object()) {
+      std::string message = StringField(*error, "message");
+      // OpenRouter puts the upstream provider's own explanation here.
+      const json* metadata = ObjectField(*error, "metadata");
+      std::string raw = metadata ? StringField(*metadata, "raw") : std::string();
+      if (!raw.empty()) message += " (" + raw + ")";
+      if (!message.empty()) return Snippet(message);
+    }
+    auto message = doc.find("message");
+    if (message != doc.end() && message->is_string()) return Snippet(message->get<std::string>());
+  }
+  return Snippet(body);
+}
+
+std::string ContentText(const json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string text;
+  if (content.is_array()) {  // [{"type": "text", "text": ...}] from some servers
+    for (const json& part : content) text += StringField(part, "text");
+  }
+  return text;
+}
+
+Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
+  auto choices = doc.find("choices");
+  if (choices == doc.end() || !choices->is_array() || choices->empty() ||
+      !(*choices)[0].is_object()) {
+    return Fail(Error::Code::kModel, "reply has no choices: " + Snippet(Dump(doc)));
+  }
+  const json& choice = (*choices)[0];
+  const json* message_ptr = ObjectField(choice, "message");
+  if (message_ptr == nullptr) {
+    return Fail(Error::Code::kModel, "reply choice has no message: " + Snippet(Dump(choice)));
+  }
+  const json& message = *message_ptr;
+
+  Turn turn;
+  if (auto content = message.find("content"); content != message.end()) {
+    turn.content = ContentText(*content);
+  }
+  auto calls = message.find("tool_calls");
+  if (calls != message.end() && calls->is_array()) {
+    for (size_t i = 0; i < calls->size(); ++i) {
+      const json& call = (*calls)[i];
+      if (!call.is_object()) continue;
+      ToolCall out;
+      auto id = call.find("id");
+      out.id = id != call.end() && id->is_string() && !id->get<std::string>().empty()
+                   ? id->get<std::string>()
+                   : "call_" + std::to_string(i);
+      if (const json* function = ObjectField(call, "function")) {
+        out.name = StringField(*function, "name");
+        auto args = function->find("arguments");
+        // Kept verbatim: the agent, not the client, judges whether the arguments parse.
+        if (args != function->end() && args->is_string()) {
+          out.arguments_json = args->get<std::string>();
+        } else if (args != function->end() && !args->is_null()) {
+          out.arguments_json = Dump(*args);
+        }
+      }
+      turn.tool_calls.push_back(std::move(out));
+    }
+  }
+  turn.finish_reason = StringField(choice, "finish_reason");
+
+  static const json kNoUsage = json::object();
+  const json* usage_ptr = ObjectField(doc, "usage");
+  const json& usage = usage_ptr ? *usage_ptr : kNoUsage;
+  turn.usage.input_tokens = IntField(usage, "prompt_tokens");
+  turn.usage.output_tokens = IntField(usage, "completion_tokens");
+  if (const json* details = ObjectField(usage, "prompt_tokens_details")) {
+    turn.usage.cached_tokens = IntField(*details, "cached_tokens");
+  }
+  auto cost = usage.find("cost");
+  if (cost != usage.end() && cost->is_number()) {
+    turn.cost_usd = cost->get<double>();
+    turn.cost_reported = true;
+  } else {
+    turn.cost_usd = config.prices.Cost(config.model, turn.usage).value_or(0.0);
+  }
+  return turn;
+}
+
+class OpenAiClient final : public Client {
+ public:
+  explicit OpenAiClient(ClientConfig config) : config_(std::move(config)) {
+    std::string base = config_.base_url;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    url_ = base + "/chat/completions";
+    headers_ = {"Content-Type: application/json", "Accept: application/json",
+                // curl's "Expect: 100-continue" on large bodies costs a round trip or a
+                // 1 s stall with servers that ignore it.
+                "Expect:"};
+    if (!config_.api_key.empty()) headers_.push_back("Authorization: Bearer " + config_.api_key);
+    if (config_.provider == "openrouter") headers_.push_back("X-Title: quarry");
+    if (!config_.sleep) {
+      config_.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+    }
+    uint64_t seed = config_.jitter_seed != 0
+                        ? config_.jitter_seed
+                        : static_cast<uint64_t>(
+                              std::chrono::steady_clock::now().time_since_epoch().count());
+    rng_.seed(seed);
+  }
+
+  Result<Turn> Complete(const Request& request) override;
+  std::string provider() const override { return config_.provider; }
+  std::string model() const override { return config_.model; }
+
+ private:
+  // Error text can echo what was sent (some servers quote the Authorization header).
+  std::string Scrub(std::string text) const {
+    const std::string& key = config_.api_key;
+    if (key.size() < 6) return text;
+    const std::string masked = MaskSecret(key);
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
+      text.replace(at, key.size(), masked);
+      at += masked.size();
+    }
+    return text;
+  }
+
+  ClientConfig config_;
+  std::string url_;
+  std::vector<std::string> headers_;
+  internal::HttpSession session_;
+  std::mt19937_64 rng_;
+};
+
+Result<Turn> OpenAiClient::Complete(const Request& request) {
+  const auto start = std::chrono::steady_clock::now();
+  HttpPost post{url_, headers_, Dump(BuildBody(config_, request)), config_.request_timeout_ms,
+                config_.connect_timeout_ms};
+  const int max_attempts = std::max(1, config_.retry.max_attempts);
+  const std::string where = config_.provider + " POST " + url_;
+  std::vector<std::string> retried;
+
+  for (int attempt = 1;; ++attempt) {
+    HttpReply reply = session_.Post(post);
+    std::string failure;
+    bool retryable = false;
+    if (reply.status >= 200 && reply.status < 300) {
+      json doc = json::parse(reply.body, nullptr, false);
+      if (!doc.is_object()) {
+        return Fail(Error::Code::kModel,
+                    Scrub(where + ": reply is not a JSON object: " + Snippet(reply.body)));
+      }
+      // OpenRouter can answer 200 with an upstream error inside; its code says what it was.
+      if (doc.contains("error") && !doc.contains("choices")) {
+        long code = static_cast<long>(IntField(doc["error"], "code"));
+        failure = "HTTP " + std::to_string(reply.status) + " with error" +
+                  (code != 0 ? " " + std::to_string(code) : std::string()) + ": " +
+                  ProviderMessage(reply.body);
+        retryable = internal::IsRetryableStatus(code);
+      } else {
+        Result<Turn> turn = ParseCompletion(doc, config_);
+        if (!turn) return Fail(Error::Code::kModel, Scrub(where + ": " + turn.error().message));
+        turn->attempts = attempt;
+        turn->retried_errors = std::move(retried);
+        turn->latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+        return turn;
+      }
+    } else if (reply.status == 0) {
+      failure = reply.timed_out
+                    ? "timed out (request_timeout_ms=" + std::to_string(post.timeout_ms) +
+                          ", connect_timeout_ms=" + std::to_string(post.connect_timeout_ms) +
+                          "): " + reply.network_error
+                    : "network error: " + reply.network_error;
+      retryable = true;
+    } else {
+      failure = "HTTP " + std::to_string(reply.status) + ": " + ProviderMessage(reply.body);
+      retryable = internal::IsRetryableStatus(reply.status);
+    }
+
+    if (!retryable || attempt >= max_attempts) {
+      std::string tries =
+          attempt > 1 ? " (after " + std::to_string(attempt) + " attempts)" : std::string();
+      return Fail(Error::Code::kModel, Scrub(where + " failed" + tries + ": " + failure));
+    }
+    std::optional<int64_t> asked = internal::ServerRetryDelayMs(
+        reply.retry_after, reply.retry_after_ms, std::time(nullptr));
+    int64_t delay_ms = asked ? std::min(*asked, config_.retry.max_delay_ms)
+                             : internal::BackoffDelayMs(config_.retry, attempt, rng_);
+    retried.push_back(Scrub(failure + "; waited " + std::to_string(delay_ms) + " ms"));
+    config_.sleep(std::chrono::milliseconds(delay_ms));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Client> MakeOpenAiClient(ClientConfig config) {
+  return std::make_unique<OpenAiClient>(std::move(config));
+}
+
+}  // namespace quarry::llm

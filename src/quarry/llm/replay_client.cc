@@ -1,0 +1,183 @@
+// The replay client: recorded assistant turns (a fixture or a trace.json's model steps) played
+// in order, so a run is reproducible offline while every tool still executes for real.
+#include <fstream>
+#include <sstream>
+
+#include "quarry/llm/llm.h"
+
+namespace quarry::llm {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<int64_t> TokenCount(const json& usage, const char* key, const std::string& where) {
+  auto it = usage.find(key);
+  if (it == usage.end() || it->is_null()) return 0;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+    return Fail(Error::Code::kUsage,
+                where + ".usage." + key + ": expected a non-negative integer");
+  }
+  return it->get<int64_t>();
+}
+
+Result<ToolCall> ParseToolCall(const json& call, size_t turn_index, size_t i,
+                               const std::string& where) {
+  if (!call.is_object()) return Fail(Error::Code::kUsage, where + ": expected an object");
+  auto name = call.find("name");
+  if (name == call.end() || !name->is_string() || name->get<std::string>().empty()) {
+    return Fail(Error::Code::kUsage, where + ": missing \"name\"");
+  }
+  ToolCall out;
+  out.name = name->get<std::string>();
+  auto id = call.find("id");
+  if (id != call.end() && id->is_string() && !id->get<std::string>().empty()) {
+    out.id = id->get<std::string>();
+  } else {
+    out.id = "call_" + std::to_string(turn_index) + "_" + std::to_string(i);
+  }
+  auto args = call.find("arguments");
+  if (args == call.end() || args->is_null()) {
+    out.arguments_json = "{}";
+  } else if (args->is_string()) {
+    // A string is the model's raw text, malformed or not; that is how fixtures test repair.
+    out.arguments_json = args->get<std::string>();
+  } else {
+    out.arguments_json = Dump(*args);
+  }
+  return out;
+}
+
+Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where) {
+  if (!entry.is_object()) return Fail(Error::Code::kUsage, where + ": expected an object");
+  Turn turn;
+  turn.latency_ms = 0;
+  auto content = entry.find("content");
+  if (content != entry.end() && content->is_string()) {
+    turn.content = content->get<std::string>();
+  } else if (content != entry.end() && !content->is_null()) {
+    return Fail(Error::Code::kUsage, where + ".content: expected a string");
+  }
+
+  auto calls = entry.find("tool_calls");
+  if (calls != entry.end() && !calls->is_null()) {
+    if (!calls->is_array()) {
+      return Fail(Error::Code::kUsage, where + ".tool_calls: expected an array");
+    }
+    for (size_t i = 0; i < calls->size(); ++i) {
+      Result<ToolCall> call = ParseToolCall((*calls)[i], index, i,
+                                            where + ".tool_calls[" + std::to_string(i) + "]");
+      if (!call) return std::unexpected(call.error());
+      turn.tool_calls.push_back(std::move(*call));
+    }
+  }
+
+  auto usage = entry.find("usage");
+  if (usage != entry.end() && !usage->is_null()) {
+    if (!usage->is_object()) return Fail(Error::Code::kUsage, where + ".usage: expected an object");
+    Result<int64_t> input = TokenCount(*usage, "input_tokens", where);
+    Result<int64_t> output = TokenCount(*usage, "output_tokens", where);
+    Result<int64_t> cached = TokenCount(*usage, "cached_tokens", where);
+    if (!input) return std::unexpected(input.error());
+    if (!output) return std::unexpected(output.error());
+    if (!cached) return std::unexpected(cached.error());
+    turn.usage = Usage{*input, *output, *cached};
+  }
+
+  auto cost = entry.find("cost_usd");
+  if (cost != entry.end() && !cost->is_null()) {
+    if (!cost->is_number()) return Fail(Error::Code::kUsage, where + ".cost_usd: expected a number");
+    turn.cost_usd = cost->get<double>();
+    turn.cost_reported = true;
+  }
+
+  auto finish = entry.find("finish_reason");
+  if (finish != entry.end() && finish->is_string()) {
+    turn.finish_reason = finish->get<std::string>();
+  } else {
+    turn.finish_reason = turn.tool_calls.empty() ? "stop" : "tool_calls";
+  }
+  return turn;
+}
+
+class ReplayClient final : public Client {
+ public:
+  ReplayClient(std::vector<Turn> turns, std::string model, std::string origin)
+      : turns_(std::move(turns)), model_(std::move(model)), origin_(std::move(origin)) {}
+
+  Result<Turn> Complete(const Request&) override {
+    if (next_ >= turns_.size()) {
+      return Fail(Error::Code::kModel, "replay exhausted: " + origin_ + " has " +
+                                           std::to_string(turns_.size()) +
+                                           " model turns and all were used");
+    }
+    return turns_[next_++];
+  }
+  std::string provider() const override { return "replay"; }
+  std::string model() const override { return model_; }
+
+ private:
+  std::vector<Turn> turns_;
+  std::string model_;
+  std::string origin_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
+                                                         const std::string& origin) {
+  const std::string name = "replay file " + origin;
+  if (!doc.is_object()) {
+    return Fail(Error::Code::kUsage,
+                name + ": expected a JSON object with \"turns\" (a fixture) or \"steps\" (a trace)");
+  }
+  std::vector<Turn> turns;
+  if (auto list = doc.find("turns"); list != doc.end()) {
+    if (!list->is_array()) return Fail(Error::Code::kUsage, name + ": \"turns\" must be an array");
+    for (size_t i = 0; i < list->size(); ++i) {
+      Result<Turn> turn = ParseTurn((*list)[i], i, name + ": turns[" + std::to_string(i) + "]");
+      if (!turn) return std::unexpected(turn.error());
+      turns.push_back(std::move(*turn));
+    }
+  } else if (auto steps = doc.find("steps"); steps != doc.end()) {
+    if (!steps->is_array()) return Fail(Error::Code::kUsage, name + ": \"steps\" must be an array");
+    for (size_t i = 0; i < steps->size(); ++i) {
+      const json& step = (*steps)[i];
+      if (!step.is_object()) continue;
+      auto kind = step.find("kind");
+      if (kind == step.end() || !kind->is_string() || kind->get<std::string>() != "model") continue;
+      Result<Turn> turn =
+          ParseTurn(step, turns.size(), name + ": steps[" + std::to_string(i) + "]");
+      if (!turn) return std::unexpected(turn.error());
+      turns.push_back(std::move(*turn));
+    }
+  } else {
+    return Fail(Error::Code::kUsage,
+                name + ": has neither \"turns\" (a fixture) nor \"steps\" (a trace)");
+  }
+  if (turns.empty()) return Fail(Error::Code::kUsage, name + ": holds no model turns");
+
+  std::string model = "replay";
+  if (auto m = doc.find("model"); m != doc.end() && m->is_string() && !m->get<std::string>().empty()) {
+    model = m->get<std::string>();
+  }
+  return std::make_unique<ReplayClient>(std::move(turns), std::move(model), origin);
+}
+
+Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Fail(Error::Code::kUsage, "replay file " + path.string() + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  json doc = json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded()) {
+    return Fail(Error::Code::kUsage, "replay file " + path.string() + ": not valid JSON");
+  }
+  return MakeReplayClientFromJson(doc, path.string());
+}
+
+}  // namespace quarry::llm

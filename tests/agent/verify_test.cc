@@ -1,0 +1,285 @@
+// Tests for the verify gate (quarry/agent/verify.h): number extraction, each matching rule
+// passing and failing, and whole answers checked against result cells.
+#include "quarry/agent/verify.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace quarry::agent {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+class VerifyTest : public ::testing::Test {
+ protected:
+  void Cells(const Strings& cells) {
+    for (const std::string& c : cells) evidence_.AddValue(c);
+  }
+
+  // Checks one supporting value (with no answer text) and returns its check.
+  ValueCheck CheckValue(const std::string& value, std::string_view question = "") {
+    VerifyReport report = Verify("", {value}, evidence_, question);
+    EXPECT_EQ(report.checks.size(), 1u) << value;
+    return report.checks.empty() ? ValueCheck{} : report.checks.front();
+  }
+  MatchRule Rule(const std::string& value, std::string_view question = "") {
+    return CheckValue(value, question).rule;
+  }
+
+  Evidence evidence_;
+};
+
+TEST_F(VerifyTest, MatchRuleNames) {
+  EXPECT_EQ(MatchRuleName(MatchRule::kNone), "none");
+  EXPECT_EQ(MatchRuleName(MatchRule::kVerbatim), "verbatim");
+  EXPECT_EQ(MatchRuleName(MatchRule::kNumeric), "numeric");
+  EXPECT_EQ(MatchRuleName(MatchRule::kRounding), "rounding");
+  EXPECT_EQ(MatchRuleName(MatchRule::kPercent), "percent");
+  EXPECT_EQ(MatchRuleName(MatchRule::kQuestion), "question");
+}
+
+TEST_F(VerifyTest, ExtractNumbersCurrencyThousandsAndPercent) {
+  EXPECT_EQ(ExtractNumbers("Revenue was $1,234,567.89 and costs \u20ac2,500 or \u00a3300."),
+            (Strings{"$1,234,567.89", "\u20ac2,500", "\u00a3300"}));
+  EXPECT_EQ(ExtractNumbers("margin -3.5%, share 12.5 %, growth 7 percent"),
+            (Strings{"-3.5%", "12.5 %", "7 percent"}));
+  EXPECT_EQ(ExtractNumbers("a loss of -$42.10 and \u22125"), (Strings{"-$42.10", "\u22125"}));
+}
+
+TEST_F(VerifyTest, ExtractNumbersThousandsNeedWholeGroups) {
+  EXPECT_EQ(ExtractNumbers("items 1, 2 and 3"), (Strings{"1", "2", "3"}));
+  EXPECT_EQ(ExtractNumbers("1,23 and 12345,678"), (Strings{"1", "23", "12345", "678"}));
+  EXPECT_EQ(ExtractNumbers("1,234,56"), (Strings{"1,234", "56"}));
+}
+
+TEST_F(VerifyTest, ExtractNumbersMagnitudeSuffixes) {
+  EXPECT_EQ(ExtractNumbers("1.2M users, 3.4k and 3.4K rows, 2.1B, 2.1bn, $5 bn"),
+            (Strings{"1.2M", "3.4k", "3.4K", "2.1B", "2.1bn", "$5 bn"}));
+  EXPECT_EQ(ExtractNumbers("about 1.2 million, 2.1 billion and 3 thousand"),
+            (Strings{"1.2 million", "2.1 billion", "3 thousand"}));
+}
+
+TEST_F(VerifyTest, ExtractNumbersKeepsIsoDatesWhole) {
+  EXPECT_EQ(ExtractNumbers("from 2025-03-01 to 2025-03-31 12:30:00, month 2025-04."),
+            (Strings{"2025-03-01", "2025-03-31 12:30:00", "2025-04"}));
+  EXPECT_EQ(ExtractNumbers("at 2025-03-01T08:15:00Z"), (Strings{"2025-03-01T08:15:00Z"}));
+  EXPECT_EQ(ExtractNumbers("fiscal 2024-2025"), (Strings{"2024", "2025"}));
+}
+
+TEST_F(VerifyTest, ExtractNumbersSkipsNumbersGluedToLetters) {
+  EXPECT_EQ(ExtractNumbers("Q4 H2O 3rd 2nd COVID-19 v1.2 5km 1.2.3 x_2"), Strings{});
+  EXPECT_EQ(ExtractNumbers("In Q4, 3rd place had 17 sales"), (Strings{"17"}));
+}
+
+TEST_F(VerifyTest, ExtractNumbersSentencePeriodSignsAndListMarkers) {
+  EXPECT_EQ(ExtractNumbers("The total was 42."), (Strings{"42"}));
+  EXPECT_EQ(ExtractNumbers("It was 42.5. Then -7 and +3."), (Strings{"42.5", "-7", "+3"}));
+  EXPECT_EQ(ExtractNumbers("1. West: 10\n2. East: 8"), (Strings{"10", "8"}));
+  EXPECT_EQ(ExtractNumbers("pandas says 1.234568e+06"), (Strings{"1.234568e+06"}));
+  EXPECT_EQ(ExtractNumbers("(1,234) [5]"), (Strings{"1,234", "5"}));
+}
+
+TEST_F(VerifyTest, VerbatimTextIgnoresCaseQuotesAndWhitespace) {
+  Cells({"west", "North  America", "NULL"});
+  EXPECT_EQ(Rule("West"), MatchRule::kVerbatim);
+  EXPECT_EQ(Rule("  \"north america\" "), MatchRule::kVerbatim);
+  ValueCheck check = CheckValue("WEST");
+  EXPECT_EQ(check.matched, "west");
+  EXPECT_EQ(check.origin, "supporting_values");
+}
+
+TEST_F(VerifyTest, VerbatimTextIsNotGroundedByPartOfACell) {
+  Cells({"Northwest", "Eastern Europe"});
+  EXPECT_EQ(Rule("West"), MatchRule::kNone);
+  EXPECT_EQ(Rule("Eastern"), MatchRule::kNone);
+  EXPECT_EQ(Rule("Antarctica"), MatchRule::kNone);
+}
+
+TEST_F(VerifyTest, VerbatimTextFromFreeTextAtWordBoundaries) {
+  evidence_.AddText("region   revenue\nWest     1234567.89\nNorthEast 99\n");
+  ValueCheck check = CheckValue("west");
+  EXPECT_EQ(check.rule, MatchRule::kVerbatim);
+  EXPECT_NE(check.matched.find("west"), std::string::npos);
+  EXPECT_EQ(Rule("East"), MatchRule::kNone);  // only inside "NorthEast"
+  EXPECT_EQ(Rule("South"), MatchRule::kNone);
+}
+
+TEST_F(VerifyTest, VerbatimNumbersIgnoreCurrencyAndThousands) {
+  Cells({"1234567.89", "2025-03-01 00:00:00"});
+  ValueCheck check = CheckValue("$1,234,567.89");
+  EXPECT_EQ(check.rule, MatchRule::kVerbatim);
+  EXPECT_EQ(check.matched, "1234567.89");
+  EXPECT_EQ(Rule("2025-03-01"), MatchRule::kVerbatim);  // a date grounds by prefix
+  EXPECT_EQ(Rule("2025-03"), MatchRule::kVerbatim);
+  EXPECT_EQ(Rule("2025"), MatchRule::kVerbatim);  // a year within a date cell
+  EXPECT_EQ(Rule("2025-03-02"), MatchRule::kNone);
+  EXPECT_EQ(Rule("2024"), MatchRule::kNone);
+}
+
+TEST_F(VerifyTest, NumericWithinRelativeTolerance) {
+  Cells({"1234567.8900004", "0.0", "-17.25"});
+  EXPECT_EQ(Rule("1234567.89"), MatchRule::kNumeric);
+  EXPECT_EQ(Rule("0"), MatchRule::kVerbatim);
+  EXPECT_EQ(Rule("0.000"), MatchRule::kNumeric);
+  EXPECT_EQ(Rule("-17.250"), MatchRule::kNumeric);
+  EXPECT_EQ(Rule("1246913.57"), MatchRule::kNone);  // 1% too high
+  EXPECT_EQ(Rule("1222222.21"), MatchRule::kNone);  // 1% too low
+}
+
+TEST_F(VerifyTest, RoundingAtTheWrittenPrecisionPasses) {
+  Cells({"0.44705882352941176", "1234.4", "12.04", "1234567", "3391", "2083000000",
+         "-3.46"});
+  ValueCheck check = CheckValue("0.4471");
+  EXPECT_EQ(check.rule, MatchRule::kRounding);
+  EXPECT_EQ(check.matched, "0.44705882352941176");
+  EXPECT_EQ(Rule("0.45"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("0.447"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("1,234"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("12.0"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("1.2M"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("1.2 million"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("$1.23M"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("3.4k"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("3.4K"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("2.1bn"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("2.1 billion"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("-3.5"), MatchRule::kRounding);
+}
+
+TEST_F(VerifyTest, RoundingHalfEitherWayAtTheBoundary) {
+  Cells({"0.125", "2.5"});
+  EXPECT_EQ(Rule("0.12"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("0.13"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("2"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("3"), MatchRule::kRounding);
+}
+
+TEST_F(VerifyTest, WrongRoundingFails) {
+  Cells({"0.447", "0.47", "12.06", "1234567", "-3.46"});
+  EXPECT_EQ(Rule("0.44"), MatchRule::kNone);
+  EXPECT_EQ(Rule("0.4"), MatchRule::kNone);
+  EXPECT_EQ(Rule("12.0"), MatchRule::kNone);  // d=1 means 12.06 rounds to 12.1
+  EXPECT_EQ(Rule("1.3M"), MatchRule::kNone);
+  EXPECT_EQ(Rule("1,234,000"), MatchRule::kNone);  // written to the unit, not the thousand
+  EXPECT_EQ(Rule("+3.5"), MatchRule::kNone);       // an explicit sign must agree
+}
+
+TEST_F(VerifyTest, UnsignedNumberMatchesEitherSign) {
+  Cells({"-0.05", "-1200"});
+  EXPECT_EQ(Rule("5%"), MatchRule::kPercent);  // "revenue fell 5%"
+  EXPECT_EQ(Rule("1,200"), MatchRule::kNumeric);
+  EXPECT_EQ(Rule("-1,200"), MatchRule::kNumeric);
+}
+
+TEST_F(VerifyTest, PercentAndProportionConvert) {
+  Cells({"0.44705882352941176", "12.5"});
+  ValueCheck check = CheckValue("44.71%");
+  EXPECT_EQ(check.rule, MatchRule::kPercent);
+  EXPECT_EQ(check.matched, "0.44705882352941176");
+  EXPECT_EQ(Rule("44.7%"), MatchRule::kPercent);
+  EXPECT_EQ(Rule("45%"), MatchRule::kPercent);
+  EXPECT_EQ(Rule("44.71 percent"), MatchRule::kPercent);
+  EXPECT_EQ(Rule("0.125"), MatchRule::kPercent);  // a proportion of the percentage 12.5
+  EXPECT_EQ(Rule("12.5%"), MatchRule::kNumeric);  // the percentage itself
+}
+
+TEST_F(VerifyTest, PercentWhoseProportionIsAbsentFails) {
+  Cells({"0.44705882352941176", "12.5"});
+  EXPECT_EQ(Rule("44.70%"), MatchRule::kNone);  // wrong rounding of 44.7059
+  EXPECT_EQ(Rule("46%"), MatchRule::kNone);
+  EXPECT_EQ(Rule("0.13"), MatchRule::kNone);  // 13 is not 12.5
+  EXPECT_EQ(Rule("0.4471%"), MatchRule::kNone);
+}
+
+TEST_F(VerifyTest, ValuesFromTheQuestionAreGrounded) {
+  Cells({"West"});
+  const std::string question = "Which of the top 5 regions grew fastest since 2024-01-01, East?";
+  EXPECT_EQ(Rule("5", question), MatchRule::kQuestion);
+  EXPECT_EQ(Rule("5.0", question), MatchRule::kQuestion);
+  EXPECT_EQ(Rule("2024-01-01", question), MatchRule::kQuestion);
+  EXPECT_EQ(Rule("2024", question), MatchRule::kQuestion);
+  ValueCheck check = CheckValue("east", question);
+  EXPECT_EQ(check.rule, MatchRule::kQuestion);
+  EXPECT_NE(check.matched.find("east"), std::string::npos);
+  EXPECT_EQ(Rule("6", question), MatchRule::kNone);
+  EXPECT_EQ(Rule("grew fast", question), MatchRule::kNone);  // not at a word boundary
+}
+
+TEST_F(VerifyTest, MixedValueNeedsEveryNumberGrounded) {
+  Cells({"West", "1234567.89", "1097393.68"});
+  ValueCheck check = CheckValue("West: 1,234,567.89");
+  EXPECT_EQ(check.rule, MatchRule::kVerbatim);
+  EXPECT_EQ(check.matched, "1234567.89");
+  check = CheckValue("$1.2M vs $1.1M");
+  EXPECT_EQ(check.rule, MatchRule::kRounding);
+  EXPECT_EQ(check.matched, "1234567.89; 1097393.68");
+  EXPECT_EQ(Rule("West: 1,234,567.89, East: 9,999"), MatchRule::kNone);
+  EXPECT_EQ(Rule("Q4"), MatchRule::kNone);  // digits only glued: checked as text
+  Cells({"Q4"});
+  EXPECT_EQ(Rule("q4"), MatchRule::kVerbatim);
+}
+
+TEST_F(VerifyTest, NumbersInFreeTextAreEvidence) {
+  evidence_.AddText("mean revenue: 1.234568e+06\nshare of West: 44.705882%\nrows: 12.\n");
+  EXPECT_EQ(Rule("1.23M"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("44.71%"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("0.4471"), MatchRule::kPercent);
+  EXPECT_EQ(Rule("12"), MatchRule::kVerbatim);
+  EXPECT_EQ(Rule("13"), MatchRule::kNone);
+}
+
+TEST_F(VerifyTest, EmptySupportingValuesAreSkipped) {
+  VerifyReport report = Verify("", {"", "  \"\" "}, evidence_, "");
+  EXPECT_TRUE(report.checks.empty());
+  EXPECT_TRUE(report.grounded());
+}
+
+TEST_F(VerifyTest, ReportListsUnsupportedOnceInFirstSeenOrder) {
+  Cells({"West", "10"});
+  VerifyReport report =
+      Verify("West had 10, then 11, then 99, then 11 again.", {"West", "99", "Mars"}, evidence_,
+             "");
+  ASSERT_EQ(report.checks.size(), 7u);
+  EXPECT_EQ(report.checks[3].origin, "answer_text");
+  EXPECT_EQ(report.checks[3].value, "10");
+  EXPECT_TRUE(report.checks[3].grounded());
+  EXPECT_FALSE(report.grounded());
+  EXPECT_EQ(report.unsupported(), (Strings{"99", "Mars", "11"}));
+}
+
+TEST_F(VerifyTest, EndToEndGroundedAnswer) {
+  Cells({"region", "revenue", "pct_ahead", "West", "1234567.89", "0.125", "East",
+         "1097393.68", "0.0"});
+  const std::string answer =
+      "West leads with $1,234,567.89 in revenue, 12.5% ahead of East ($1,097,393.68).";
+  VerifyReport report =
+      Verify(answer, {"West", "1234567.89", "12.5%", "East: $1,097,393.68"}, evidence_,
+             "Which region has the highest revenue, and by how much?");
+  ASSERT_EQ(report.checks.size(), 7u);
+  EXPECT_TRUE(report.grounded());
+  EXPECT_TRUE(report.unsupported().empty());
+  EXPECT_EQ(report.checks[2].rule, MatchRule::kPercent);
+  EXPECT_EQ(report.checks[3].rule, MatchRule::kVerbatim);
+  EXPECT_EQ(report.checks[4].value, "$1,234,567.89");
+  EXPECT_EQ(report.checks[4].rule, MatchRule::kVerbatim);
+  EXPECT_EQ(report.checks[5].value, "12.5%");
+  EXPECT_EQ(report.checks[5].matched, "0.125");
+  EXPECT_EQ(report.checks[6].value, "$1,097,393.68");
+  EXPECT_EQ(report.checks[6].origin, "answer_text");
+}
+
+TEST_F(VerifyTest, EndToEndHallucinatedNumbersAreUnsupported) {
+  Cells({"West", "1234567.89", "0.125", "East", "1097393.68"});
+  const std::string answer =
+      "West leads with $1,234,567.89 in revenue, 14% ahead of East ($1,097,393.68), "
+      "and North trails at $850,000.";
+  VerifyReport report =
+      Verify(answer, {"West", "North", "14%"}, evidence_, "Which region sells the most?");
+  EXPECT_FALSE(report.grounded());
+  EXPECT_EQ(report.unsupported(), (Strings{"North", "14%", "$850,000"}));
+}
+
+}  // namespace
+}  // namespace quarry::agent

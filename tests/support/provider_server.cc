@@ -1,0 +1,182 @@
+// The provider stand-in (see provider_server.h): cpp-httplib on a background thread, serving
+// scripted replies and recording what the client sent.
+#include "support/provider_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include <httplib.h>
+
+namespace quarry::testing {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string LoopbackUrl(int port) { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; }
+
+}  // namespace
+
+std::string RecordedRequest::Header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (EqualsIgnoreCase(key, name)) return value;
+  }
+  return "";
+}
+
+nlohmann::ordered_json RecordedRequest::Json() const {
+  return nlohmann::ordered_json::parse(body, nullptr, false);
+}
+
+ProviderServer::ProviderServer() : server_(std::make_unique<httplib::Server>()) {
+  server_->Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    RecordedRequest recorded;
+    recorded.method = req.method;
+    recorded.path = req.path;
+    for (const auto& [key, value] : req.headers) recorded.headers.emplace_back(key, value);
+    recorded.body = req.body;
+    int status = 0;
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+    Serve(std::move(recorded), status, body, headers);
+    res.status = status;
+    for (const auto& [key, value] : headers) res.set_header(key, value);
+    res.set_content(body, "application/json");
+  });
+  port_ = server_->bind_to_any_port("127.0.0.1");
+  if (port_ <= 0) throw std::runtime_error("provider stand-in: cannot bind 127.0.0.1");
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // stop() is a no-op until the listen loop runs, so wait for it before returning; requests
+  // sent before then would queue in the backlog anyway.
+  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+ProviderServer::~ProviderServer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  stopping_cv_.notify_all();
+  server_->stop();
+  thread_.join();
+}
+
+void ProviderServer::Serve(RecordedRequest request, int& status, std::string& body,
+                           std::vector<std::pair<std::string, std::string>>& headers) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool chat = request.path == "/v1/chat/completions";
+  requests_.push_back(std::move(request));
+  if (!chat) {
+    status = 404;
+    body = ErrorBody("provider stand-in: no route for " + requests_.back().path, 404);
+    return;
+  }
+  if (queue_.empty()) {
+    status = 400;
+    body = ErrorBody("provider stand-in: no scripted response left", 400);
+    return;
+  }
+  ScriptedResponse response = std::move(queue_.front());
+  queue_.pop_front();
+  if (response.delay.count() > 0) {
+    stopping_cv_.wait_for(lock, response.delay, [this] { return stopping_; });
+  }
+  status = response.status;
+  body = std::move(response.body);
+  headers = std::move(response.headers);
+}
+
+void ProviderServer::Enqueue(ScriptedResponse response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(std::move(response));
+}
+
+std::string ProviderServer::base_url() const { return LoopbackUrl(port_); }
+
+std::vector<RecordedRequest> ProviderServer::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+size_t ProviderServer::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+ClosedPort::ClosedPort() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error("ClosedPort: socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd_);
+    throw std::runtime_error("ClosedPort: bind failed");
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+ClosedPort::~ClosedPort() { ::close(fd_); }
+
+std::string ClosedPort::base_url() const { return LoopbackUrl(port_); }
+
+std::string CompletionBody(const ScriptedCompletion& completion) {
+  json message = json::object();
+  message["role"] = "assistant";
+  message["content"] = completion.content.empty() && !completion.tool_calls.empty()
+                           ? json(nullptr)
+                           : json(completion.content);
+  if (!completion.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ScriptedToolCall& call : completion.tool_calls) {
+      calls.push_back(json{{"id", call.id},
+                           {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+  }
+  std::string finish = completion.finish_reason;
+  if (finish.empty()) finish = completion.tool_calls.empty() ? "stop" : "tool_calls";
+
+  json usage = json::object();
+  usage["prompt_tokens"] = completion.prompt_tokens;
+  usage["completion_tokens"] = completion.completion_tokens;
+  usage["total_tokens"] = completion.prompt_tokens + completion.completion_tokens;
+  usage["prompt_tokens_details"] = json{{"cached_tokens", completion.cached_tokens}};
+  if (completion.cost_usd) usage["cost"] = *completion.cost_usd;
+
+  json doc = json::object();
+  doc["id"] = "chatcmpl-stand-in";
+  doc["object"] = "chat.completion";
+  doc["created"] = 1700000000;
+  doc["model"] = completion.model;
+  doc["choices"] = json::array(
+      {json{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish}}});
+  doc["usage"] = std::move(usage);
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string ErrorBody(const std::string& message, int code) {
+  json error = json::object();
+  error["message"] = message;
+  error["type"] = "invalid_request_error";
+  if (code != 0) error["code"] = code;
+  return json{{"error", std::move(error)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace quarry::testing

@@ -1,0 +1,122 @@
+// A real HTTP stand-in for a model provider, for tests of anything that talks to one (the llm
+// clients, the agent CLI, MCP): it listens on 127.0.0.1 at an ephemeral port, answers
+// POST /v1/chat/completions from a queue of scripted responses, and records every request.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace httplib {
+class Server;
+}
+
+namespace quarry::testing {
+
+// One scripted reply. Aggregate, so `server.Enqueue({429, {{"Retry-After", "2"}}, body})`.
+struct ScriptedResponse {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // Wait this long before answering (to trigger client timeouts). The wait ends early when
+  // the server is destroyed, so a test never blocks on it.
+  std::chrono::milliseconds delay{0};
+};
+
+// A request as the server received it.
+struct RecordedRequest {
+  std::string method;
+  std::string path;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+
+  // Value of the first header named `name` (case-insensitive); "" when absent.
+  std::string Header(std::string_view name) const;
+  // The body parsed as JSON; a discarded value when it is not JSON.
+  nlohmann::ordered_json Json() const;
+};
+
+// Starts listening in the constructor and stops (joining its threads) in the destructor.
+// Requests to POST /v1/chat/completions take the next scripted response; when the queue is
+// empty the reply is 400 {"error": {"message": "provider stand-in: no scripted response
+// left"}}, which clients do not retry. Any other path gets 404. Every request is recorded.
+// Thread safe: tests enqueue and inspect while the server runs.
+class ProviderServer {
+ public:
+  ProviderServer();
+  ~ProviderServer();
+  ProviderServer(const ProviderServer&) = delete;
+  ProviderServer& operator=(const ProviderServer&) = delete;
+
+  void Enqueue(ScriptedResponse response);
+  int port() const { return port_; }
+  std::string base_url() const;  // "http://127.0.0.1:PORT/v1"
+  std::vector<RecordedRequest> requests() const;
+  size_t pending() const;  // scripted responses not yet served
+
+ private:
+  void Serve(RecordedRequest request, int& status, std::string& body,
+             std::vector<std::pair<std::string, std::string>>& headers);
+
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable stopping_cv_;
+  bool stopping_ = false;
+  std::deque<ScriptedResponse> queue_;
+  std::vector<RecordedRequest> requests_;
+};
+
+// A port on 127.0.0.1 that is bound but not listening, held for this object's lifetime:
+// connecting to it is refused at once, and no other process can take it meanwhile.
+class ClosedPort {
+ public:
+  ClosedPort();
+  ~ClosedPort();
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  int port() const { return port_; }
+  std::string base_url() const;  // "http://127.0.0.1:PORT/v1"
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+struct ScriptedToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // raw text, sent as the "arguments" string as is
+};
+
+// The parts of an OpenAI-style chat completion that tests vary.
+struct ScriptedCompletion {
+  std::string content;
+  std::vector<ScriptedToolCall> tool_calls;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+  std::optional<double> cost_usd;  // OpenRouter's usage.cost when set
+  std::string finish_reason;       // "" -> "tool_calls" when there are calls, else "stop"
+  std::string model = "stand-in-model";
+};
+
+// {"id", "object": "chat.completion", "model", "choices": [{"index": 0, "message": {"role":
+// "assistant", "content", "tool_calls"?}, "finish_reason"}], "usage": {...}} as text.
+std::string CompletionBody(const ScriptedCompletion& completion);
+// {"error": {"message": ..., "type": ..., "code": status}} as text.
+std::string ErrorBody(const std::string& message, int code = 0);
+
+}  // namespace quarry::testing

@@ -1,0 +1,51 @@
+// Shared test helpers: paths into the repo, temporary directories that clean up, file hashes
+// (to prove the user's data was never written), and running the real quarry binary.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace quarry::testing {
+
+// The repository root (data/, fixtures/, node_modules/ live there).
+std::filesystem::path SourceDir();
+// The built quarry executable.
+std::filesystem::path QuarryBinary();
+
+// A fresh directory under the system temp dir, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  // Writes `content` to path()/name and returns the full path.
+  std::filesystem::path Write(const std::string& name, const std::string& content) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Hex SHA-256 of a file's bytes; throws std::runtime_error when unreadable.
+std::string Sha256File(const std::filesystem::path& path);
+// Names and hashes of every file in a directory (recursive), sorted: equal before and after
+// means nothing was written, created or deleted there.
+std::vector<std::string> DirectoryFingerprint(const std::filesystem::path& dir);
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs argv with the extra environment entries ("KEY=VALUE") added to a copy of this
+// process's, in `cwd`, and collects stdout and stderr.
+ProcessResult RunProcess(const std::vector<std::string>& argv,
+                         const std::filesystem::path& cwd,
+                         const std::vector<std::string>& extra_env = {},
+                         const std::vector<std::string>& unset_env = {});
+
+std::string ReadFile(const std::filesystem::path& path);
+
+}  // namespace quarry::testing
