@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace quarry::agent {
@@ -24,8 +25,9 @@ class VerifyTest : public ::testing::Test {
     EXPECT_EQ(report.checks.size(), 1u) << value;
     return report.checks.empty() ? ValueCheck{} : report.checks.front();
   }
-  MatchRule Rule(const std::string& value, std::string_view question = "") {
-    return CheckValue(value, question).rule;
+  // The name of the rule that grounds `value`, so failures print readably.
+  std::string_view Rule(const std::string& value, std::string_view question = "") {
+    return MatchRuleName(CheckValue(value, question).rule);
   }
 
   Evidence evidence_;
@@ -69,7 +71,7 @@ TEST_F(VerifyTest, ExtractNumbersKeepsIsoDatesWhole) {
 }
 
 TEST_F(VerifyTest, ExtractNumbersSkipsNumbersGluedToLetters) {
-  EXPECT_EQ(ExtractNumbers("Q4 H2O 3rd 2nd COVID-19 v1.2 5km 1.2.3 x_2"), Strings{});
+  EXPECT_EQ(ExtractNumbers("Q4 H2O 3rd 2nd COVID-19 v1.2 5km 1.2.3 x_2 #1"), Strings{});
   EXPECT_EQ(ExtractNumbers("In Q4, 3rd place had 17 sales"), (Strings{"17"}));
 }
 
@@ -83,8 +85,8 @@ TEST_F(VerifyTest, ExtractNumbersSentencePeriodSignsAndListMarkers) {
 
 TEST_F(VerifyTest, VerbatimTextIgnoresCaseQuotesAndWhitespace) {
   Cells({"west", "North  America", "NULL"});
-  EXPECT_EQ(Rule("West"), MatchRule::kVerbatim);
-  EXPECT_EQ(Rule("  \"north america\" "), MatchRule::kVerbatim);
+  EXPECT_EQ(Rule("West"), "verbatim");
+  EXPECT_EQ(Rule("  \"north america\" "), "verbatim");
   ValueCheck check = CheckValue("WEST");
   EXPECT_EQ(check.matched, "west");
   EXPECT_EQ(check.origin, "supporting_values");
@@ -92,142 +94,145 @@ TEST_F(VerifyTest, VerbatimTextIgnoresCaseQuotesAndWhitespace) {
 
 TEST_F(VerifyTest, VerbatimTextIsNotGroundedByPartOfACell) {
   Cells({"Northwest", "Eastern Europe"});
-  EXPECT_EQ(Rule("West"), MatchRule::kNone);
-  EXPECT_EQ(Rule("Eastern"), MatchRule::kNone);
-  EXPECT_EQ(Rule("Antarctica"), MatchRule::kNone);
+  EXPECT_EQ(Rule("West"), "none");
+  EXPECT_EQ(Rule("Eastern"), "none");
+  EXPECT_EQ(Rule("Antarctica"), "none");
 }
 
 TEST_F(VerifyTest, VerbatimTextFromFreeTextAtWordBoundaries) {
   evidence_.AddText("region   revenue\nWest     1234567.89\nNorthEast 99\n");
   ValueCheck check = CheckValue("west");
-  EXPECT_EQ(check.rule, MatchRule::kVerbatim);
+  EXPECT_EQ(MatchRuleName(check.rule), "verbatim");
   EXPECT_NE(check.matched.find("west"), std::string::npos);
-  EXPECT_EQ(Rule("East"), MatchRule::kNone);  // only inside "NorthEast"
-  EXPECT_EQ(Rule("South"), MatchRule::kNone);
+  EXPECT_EQ(Rule("East"), "none");  // only inside "NorthEast"
+  EXPECT_EQ(Rule("South"), "none");
 }
 
 TEST_F(VerifyTest, VerbatimNumbersIgnoreCurrencyAndThousands) {
   Cells({"1234567.89", "2025-03-01 00:00:00"});
   ValueCheck check = CheckValue("$1,234,567.89");
-  EXPECT_EQ(check.rule, MatchRule::kVerbatim);
+  EXPECT_EQ(MatchRuleName(check.rule), "verbatim");
   EXPECT_EQ(check.matched, "1234567.89");
-  EXPECT_EQ(Rule("2025-03-01"), MatchRule::kVerbatim);  // a date grounds by prefix
-  EXPECT_EQ(Rule("2025-03"), MatchRule::kVerbatim);
-  EXPECT_EQ(Rule("2025"), MatchRule::kVerbatim);  // a year within a date cell
-  EXPECT_EQ(Rule("2025-03-02"), MatchRule::kNone);
-  EXPECT_EQ(Rule("2024"), MatchRule::kNone);
+  EXPECT_EQ(Rule("2025-03-01"), "verbatim");  // a date grounds by prefix
+  EXPECT_EQ(Rule("2025-03"), "verbatim");
+  EXPECT_EQ(Rule("2025"), "verbatim");  // a year within a date cell
+  EXPECT_EQ(Rule("2025-03-02"), "none");
+  EXPECT_EQ(Rule("2024"), "none");
 }
 
 TEST_F(VerifyTest, NumericWithinRelativeTolerance) {
   Cells({"1234567.8900004", "0.0", "-17.25"});
-  EXPECT_EQ(Rule("1234567.89"), MatchRule::kNumeric);
-  EXPECT_EQ(Rule("0"), MatchRule::kVerbatim);
-  EXPECT_EQ(Rule("0.000"), MatchRule::kNumeric);
-  EXPECT_EQ(Rule("-17.250"), MatchRule::kNumeric);
-  EXPECT_EQ(Rule("1246913.57"), MatchRule::kNone);  // 1% too high
-  EXPECT_EQ(Rule("1222222.21"), MatchRule::kNone);  // 1% too low
+  EXPECT_EQ(Rule("1234567.89"), "numeric");
+  EXPECT_EQ(Rule("0.0"), "verbatim");
+  EXPECT_EQ(Rule("0"), "numeric");
+  EXPECT_EQ(Rule("0.000"), "numeric");
+  EXPECT_EQ(Rule("-17.250"), "numeric");
+  EXPECT_EQ(Rule("1246913.57"), "none");  // 1% too high
+  EXPECT_EQ(Rule("1222222.21"), "none");  // 1% too low
 }
 
 TEST_F(VerifyTest, RoundingAtTheWrittenPrecisionPasses) {
-  Cells({"0.44705882352941176", "1234.4", "12.04", "1234567", "3391", "2083000000",
-         "-3.46"});
+  Cells({"0.44705882352941176", "1234.4", "12.04", "1234567", "3391", "2083000000", "-3.46"});
   ValueCheck check = CheckValue("0.4471");
-  EXPECT_EQ(check.rule, MatchRule::kRounding);
+  EXPECT_EQ(MatchRuleName(check.rule), "rounding");
   EXPECT_EQ(check.matched, "0.44705882352941176");
-  EXPECT_EQ(Rule("0.45"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("0.447"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("1,234"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("12.0"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("1.2M"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("1.2 million"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("$1.23M"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("3.4k"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("3.4K"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("2.1bn"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("2.1 billion"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("-3.5"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("0.45"), "rounding");
+  EXPECT_EQ(Rule("0.447"), "rounding");
+  EXPECT_EQ(Rule("1,234"), "rounding");
+  EXPECT_EQ(Rule("12.0"), "rounding");
+  EXPECT_EQ(Rule("1.2M"), "rounding");
+  EXPECT_EQ(Rule("1.2 million"), "rounding");
+  EXPECT_EQ(Rule("$1.23M"), "rounding");
+  EXPECT_EQ(Rule("3.4k"), "rounding");
+  EXPECT_EQ(Rule("3.4K"), "rounding");
+  EXPECT_EQ(Rule("2.1bn"), "rounding");
+  EXPECT_EQ(Rule("2.1 billion"), "rounding");
+  EXPECT_EQ(Rule("-3.5"), "rounding");
 }
 
 TEST_F(VerifyTest, RoundingHalfEitherWayAtTheBoundary) {
   Cells({"0.125", "2.5"});
-  EXPECT_EQ(Rule("0.12"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("0.13"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("2"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("3"), MatchRule::kRounding);
+  EXPECT_EQ(Rule("0.12"), "rounding");
+  EXPECT_EQ(Rule("0.13"), "rounding");
+  EXPECT_EQ(Rule("2"), "rounding");
+  EXPECT_EQ(Rule("3"), "rounding");
 }
 
 TEST_F(VerifyTest, WrongRoundingFails) {
-  Cells({"0.447", "0.47", "12.06", "1234567", "-3.46"});
-  EXPECT_EQ(Rule("0.44"), MatchRule::kNone);
-  EXPECT_EQ(Rule("0.4"), MatchRule::kNone);
-  EXPECT_EQ(Rule("12.0"), MatchRule::kNone);  // d=1 means 12.06 rounds to 12.1
-  EXPECT_EQ(Rule("1.3M"), MatchRule::kNone);
-  EXPECT_EQ(Rule("1,234,000"), MatchRule::kNone);  // written to the unit, not the thousand
-  EXPECT_EQ(Rule("+3.5"), MatchRule::kNone);       // an explicit sign must agree
+  Cells({"0.447", "12.06", "1234567", "-3.46"});
+  EXPECT_EQ(Rule("0.44"), "none");
+  EXPECT_EQ(Rule("12.0"), "none");  // d=1 means 12.06 rounds to 12.1
+  EXPECT_EQ(Rule("1.3M"), "none");
+  EXPECT_EQ(Rule("1,234,000"), "none");  // written to the unit, not the thousand
+  EXPECT_EQ(Rule("+3.5"), "none");       // an explicit sign must agree
+  evidence_ = Evidence();
+  Cells({"0.47"});
+  EXPECT_EQ(Rule("0.4"), "none");
+  EXPECT_EQ(Rule("0.5"), "rounding");
 }
 
 TEST_F(VerifyTest, UnsignedNumberMatchesEitherSign) {
   Cells({"-0.05", "-1200"});
-  EXPECT_EQ(Rule("5%"), MatchRule::kPercent);  // "revenue fell 5%"
-  EXPECT_EQ(Rule("1,200"), MatchRule::kNumeric);
-  EXPECT_EQ(Rule("-1,200"), MatchRule::kNumeric);
+  EXPECT_EQ(Rule("5%"), "percent");  // "revenue fell 5%"
+  EXPECT_EQ(Rule("1,200"), "numeric");
+  EXPECT_EQ(Rule("-1,200.0"), "numeric");
 }
 
 TEST_F(VerifyTest, PercentAndProportionConvert) {
   Cells({"0.44705882352941176", "12.5"});
   ValueCheck check = CheckValue("44.71%");
-  EXPECT_EQ(check.rule, MatchRule::kPercent);
+  EXPECT_EQ(MatchRuleName(check.rule), "percent");
   EXPECT_EQ(check.matched, "0.44705882352941176");
-  EXPECT_EQ(Rule("44.7%"), MatchRule::kPercent);
-  EXPECT_EQ(Rule("45%"), MatchRule::kPercent);
-  EXPECT_EQ(Rule("44.71 percent"), MatchRule::kPercent);
-  EXPECT_EQ(Rule("0.125"), MatchRule::kPercent);  // a proportion of the percentage 12.5
-  EXPECT_EQ(Rule("12.5%"), MatchRule::kNumeric);  // the percentage itself
+  EXPECT_EQ(Rule("44.7%"), "percent");
+  EXPECT_EQ(Rule("45%"), "percent");
+  EXPECT_EQ(Rule("44.71 percent"), "percent");
+  EXPECT_EQ(Rule("0.125"), "percent");  // a proportion of the percentage 12.5
+  EXPECT_EQ(Rule("12.5%"), "numeric");  // the percentage itself
 }
 
 TEST_F(VerifyTest, PercentWhoseProportionIsAbsentFails) {
   Cells({"0.44705882352941176", "12.5"});
-  EXPECT_EQ(Rule("44.70%"), MatchRule::kNone);  // wrong rounding of 44.7059
-  EXPECT_EQ(Rule("46%"), MatchRule::kNone);
-  EXPECT_EQ(Rule("0.13"), MatchRule::kNone);  // 13 is not 12.5
-  EXPECT_EQ(Rule("0.4471%"), MatchRule::kNone);
+  EXPECT_EQ(Rule("44.70%"), "none");  // wrong rounding of 44.7059
+  EXPECT_EQ(Rule("46%"), "none");
+  EXPECT_EQ(Rule("0.14"), "none");  // 14 is not 12.5
+  EXPECT_EQ(Rule("0.1251"), "none");
 }
 
 TEST_F(VerifyTest, ValuesFromTheQuestionAreGrounded) {
   Cells({"West"});
   const std::string question = "Which of the top 5 regions grew fastest since 2024-01-01, East?";
-  EXPECT_EQ(Rule("5", question), MatchRule::kQuestion);
-  EXPECT_EQ(Rule("5.0", question), MatchRule::kQuestion);
-  EXPECT_EQ(Rule("2024-01-01", question), MatchRule::kQuestion);
-  EXPECT_EQ(Rule("2024", question), MatchRule::kQuestion);
+  EXPECT_EQ(Rule("5", question), "question");
+  EXPECT_EQ(Rule("5.0", question), "question");
+  EXPECT_EQ(Rule("2024-01-01", question), "question");
+  EXPECT_EQ(Rule("2024", question), "question");
   ValueCheck check = CheckValue("east", question);
-  EXPECT_EQ(check.rule, MatchRule::kQuestion);
+  EXPECT_EQ(MatchRuleName(check.rule), "question");
   EXPECT_NE(check.matched.find("east"), std::string::npos);
-  EXPECT_EQ(Rule("6", question), MatchRule::kNone);
-  EXPECT_EQ(Rule("grew fast", question), MatchRule::kNone);  // not at a word boundary
+  EXPECT_EQ(Rule("6", question), "none");
+  EXPECT_EQ(Rule("grew fast", question), "none");  // not at a word boundary
 }
 
 TEST_F(VerifyTest, MixedValueNeedsEveryNumberGrounded) {
   Cells({"West", "1234567.89", "1097393.68"});
   ValueCheck check = CheckValue("West: 1,234,567.89");
-  EXPECT_EQ(check.rule, MatchRule::kVerbatim);
+  EXPECT_EQ(MatchRuleName(check.rule), "verbatim");
   EXPECT_EQ(check.matched, "1234567.89");
   check = CheckValue("$1.2M vs $1.1M");
-  EXPECT_EQ(check.rule, MatchRule::kRounding);
+  EXPECT_EQ(MatchRuleName(check.rule), "rounding");
   EXPECT_EQ(check.matched, "1234567.89; 1097393.68");
-  EXPECT_EQ(Rule("West: 1,234,567.89, East: 9,999"), MatchRule::kNone);
-  EXPECT_EQ(Rule("Q4"), MatchRule::kNone);  // digits only glued: checked as text
+  EXPECT_EQ(Rule("West: 1,234,567.89, East: 9,999"), "none");
+  EXPECT_EQ(Rule("Q4"), "none");  // digits only glued: checked as text
   Cells({"Q4"});
-  EXPECT_EQ(Rule("q4"), MatchRule::kVerbatim);
+  EXPECT_EQ(Rule("q4"), "verbatim");
 }
 
 TEST_F(VerifyTest, NumbersInFreeTextAreEvidence) {
   evidence_.AddText("mean revenue: 1.234568e+06\nshare of West: 44.705882%\nrows: 12.\n");
-  EXPECT_EQ(Rule("1.23M"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("44.71%"), MatchRule::kRounding);
-  EXPECT_EQ(Rule("0.4471"), MatchRule::kPercent);
-  EXPECT_EQ(Rule("12"), MatchRule::kVerbatim);
-  EXPECT_EQ(Rule("13"), MatchRule::kNone);
+  EXPECT_EQ(Rule("1.23M"), "rounding");
+  EXPECT_EQ(Rule("44.71%"), "rounding");
+  EXPECT_EQ(Rule("0.4471"), "percent");
+  EXPECT_EQ(Rule("12"), "verbatim");
+  EXPECT_EQ(Rule("13"), "none");
 }
 
 TEST_F(VerifyTest, EmptySupportingValuesAreSkipped) {
@@ -238,9 +243,8 @@ TEST_F(VerifyTest, EmptySupportingValuesAreSkipped) {
 
 TEST_F(VerifyTest, ReportListsUnsupportedOnceInFirstSeenOrder) {
   Cells({"West", "10"});
-  VerifyReport report =
-      Verify("West had 10, then 11, then 99, then 11 again.", {"West", "99", "Mars"}, evidence_,
-             "");
+  VerifyReport report = Verify("West had 10, then 11, then 99, then 11 again.",
+                               {"West", "99", "Mars"}, evidence_, "");
   ASSERT_EQ(report.checks.size(), 7u);
   EXPECT_EQ(report.checks[3].origin, "answer_text");
   EXPECT_EQ(report.checks[3].value, "10");
@@ -250,20 +254,19 @@ TEST_F(VerifyTest, ReportListsUnsupportedOnceInFirstSeenOrder) {
 }
 
 TEST_F(VerifyTest, EndToEndGroundedAnswer) {
-  Cells({"region", "revenue", "pct_ahead", "West", "1234567.89", "0.125", "East",
-         "1097393.68", "0.0"});
+  Cells({"region", "revenue", "pct_ahead", "West", "1234567.89", "0.125", "East", "1097393.68",
+         "0.0"});
   const std::string answer =
       "West leads with $1,234,567.89 in revenue, 12.5% ahead of East ($1,097,393.68).";
-  VerifyReport report =
-      Verify(answer, {"West", "1234567.89", "12.5%", "East: $1,097,393.68"}, evidence_,
-             "Which region has the highest revenue, and by how much?");
+  VerifyReport report = Verify(answer, {"West", "1234567.89", "12.5%", "East: $1,097,393.68"},
+                               evidence_, "Which region has the highest revenue, and by how much?");
   ASSERT_EQ(report.checks.size(), 7u);
   EXPECT_TRUE(report.grounded());
   EXPECT_TRUE(report.unsupported().empty());
-  EXPECT_EQ(report.checks[2].rule, MatchRule::kPercent);
-  EXPECT_EQ(report.checks[3].rule, MatchRule::kVerbatim);
+  EXPECT_EQ(MatchRuleName(report.checks[2].rule), "percent");
+  EXPECT_EQ(MatchRuleName(report.checks[3].rule), "verbatim");
   EXPECT_EQ(report.checks[4].value, "$1,234,567.89");
-  EXPECT_EQ(report.checks[4].rule, MatchRule::kVerbatim);
+  EXPECT_EQ(MatchRuleName(report.checks[4].rule), "verbatim");
   EXPECT_EQ(report.checks[5].value, "12.5%");
   EXPECT_EQ(report.checks[5].matched, "0.125");
   EXPECT_EQ(report.checks[6].value, "$1,097,393.68");

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +12,17 @@
 #include <cctype>
 #include <stdexcept>
 
+// Debian's libcpp-httplib.so is built with these (`pkg-config --cflags cpp-httplib`); the
+// header must see the same ones, or httplib::Request's layout differs from the library's.
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_ZLIB_SUPPORT
+#define CPPHTTPLIB_ZLIB_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_BROTLI_SUPPORT
+#define CPPHTTPLIB_BROTLI_SUPPORT
+#endif
 #include <httplib.h>
 
 namespace quarry::testing {
@@ -54,6 +66,13 @@ ProviderServer::ProviderServer() : server_(std::make_unique<httplib::Server>()) 
     res.status = status;
     for (const auto& [key, value] : headers) res.set_header(key, value);
     res.set_content(body, "application/json");
+  });
+  // httplib writes headers and body separately; without TCP_NODELAY (inherited by accepted
+  // sockets) every reply on a kept-alive connection waits ~40 ms for a delayed ACK.
+  server_->set_socket_options([](socket_t sock) {
+    httplib::default_socket_options(sock);
+    int on = 1;
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
   });
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("provider stand-in: cannot bind 127.0.0.1");
@@ -165,10 +184,28 @@ std::string CompletionBody(const ScriptedCompletion& completion) {
   doc["object"] = "chat.completion";
   doc["created"] = 1700000000;
   doc["model"] = completion.model;
-  doc["choices"] = json::array(
-      {json{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish}}});
+  doc["choices"] =
+      json::array({json{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish}}});
   doc["usage"] = std::move(usage);
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string TextReply(const std::string& content, int64_t prompt_tokens,
+                      int64_t completion_tokens) {
+  ScriptedCompletion completion;
+  completion.content = content;
+  completion.prompt_tokens = prompt_tokens;
+  completion.completion_tokens = completion_tokens;
+  return CompletionBody(completion);
+}
+
+std::string ToolCallReply(std::vector<ScriptedToolCall> tool_calls, int64_t prompt_tokens,
+                          int64_t completion_tokens) {
+  ScriptedCompletion completion;
+  completion.tool_calls = std::move(tool_calls);
+  completion.prompt_tokens = prompt_tokens;
+  completion.completion_tokens = completion_tokens;
+  return CompletionBody(completion);
 }
 
 std::string ErrorBody(const std::string& message, int code) {

@@ -116,6 +116,11 @@ struct ScriptedCompletion {
 // {"id", "object": "chat.completion", "model", "choices": [{"index": 0, "message": {"role":
 // "assistant", "content", "tool_calls"?}, "finish_reason"}], "usage": {...}} as text.
 std::string CompletionBody(const ScriptedCompletion& completion);
+// Shorthands for the common replies: a final text answer, or a turn of tool calls.
+std::string TextReply(const std::string& content, int64_t prompt_tokens = 100,
+                      int64_t completion_tokens = 10);
+std::string ToolCallReply(std::vector<ScriptedToolCall> tool_calls, int64_t prompt_tokens = 100,
+                          int64_t completion_tokens = 10);
 // {"error": {"message": ..., "type": ..., "code": status}} as text.
 std::string ErrorBody(const std::string& message, int code = 0);
 

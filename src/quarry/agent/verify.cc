@@ -15,7 +15,8 @@ namespace {
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsWordChar(char c) { return IsDigit(c) || IsAlpha(c) || c == '_'; }
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool IsSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+char At(std::string_view s, size_t k) { return k < s.size() ? s[k] : '\0'; }
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 std::string LowerAscii(std::string_view s) {
@@ -72,19 +73,19 @@ std::string Normalise(std::string_view s) {
 
 // One numeric claim as scanned from text.
 struct NumberToken {
-  std::string text;         // as written: "$1,234.50", "-3.5%", "1.2 million"
-  double value = 0;         // signed, magnitude applied; a percent keeps its written scale
-  double step = 1;          // one unit in the last written place: 0.01 for "0.45", 1e5 for "1.2M"
+  std::string text;  // as written: "$1,234.50", "-3.5%", "1.2 million"
+  double value = 0;  // signed, magnitude applied; a percent keeps its written scale
+  double step = 1;   // one unit in the last written place: 0.01 for "0.45", 1e5 for "1.2M"
   bool percent = false;
   bool explicit_sign = false;
-  bool year_like = false;   // a bare four-digit integer, which a date may ground
-  bool is_date = false;     // then only `key` is meaningful
-  std::string key;          // canonical ISO date: "2025-03-01" or "2025-03-01 12:30:00"
+  bool year_like = false;  // a bare four-digit integer, which a date may ground
+  bool is_date = false;    // then only `key` is meaningful
+  std::string key;         // canonical ISO date: "2025-03-01" or "2025-03-01 12:30:00"
 };
 
 struct ScanResult {
-  std::optional<NumberToken> token;
-  size_t end;  // where scanning resumes
+  std::optional<NumberToken> token;  // empty when the text there is not a numeric claim
+  size_t end;                        // where scanning resumes
 };
 
 // Skips a word and any digits glued to it ("Q4", "COVID-19", "v1.2", "3rd").
@@ -105,48 +106,39 @@ size_t SkipWord(std::string_view s, size_t i) {
 // Matches an ISO date (YYYY-MM or YYYY-MM-DD, optionally with a time) at s[p]; returns its
 // end, or 0 when there is none, and sets `key` to its canonical form.
 size_t MatchDate(std::string_view s, size_t p, std::string& key) {
-  const size_t n = s.size();
-  auto digits = [&](size_t at, size_t count) {
-    for (size_t k = 0; k < count; ++k) {
-      if (at + k >= n || !IsDigit(s[at + k])) return false;
+  auto digits = [s](size_t at, size_t count) {
+    for (size_t k = at; k < at + count; ++k) {
+      if (!IsDigit(At(s, k))) return false;
     }
     return true;
   };
-  if (!digits(p, 4) || p + 4 >= n || s[p + 4] != '-' || !digits(p + 5, 2)) return 0;
+  if (!digits(p, 4) || At(s, p + 4) != '-' || !digits(p + 5, 2)) return 0;
   const int month = (s[p + 5] - '0') * 10 + (s[p + 6] - '0');
   if (month < 1 || month > 12) return 0;
   size_t e = p + 7;
-  const bool has_day = e < n && s[e] == '-' && digits(e + 1, 2) && !digits(e + 3, 1);
+  const bool has_day = At(s, e) == '-' && digits(e + 1, 2) && !digits(e + 3, 1);
   if (has_day) e += 3;
   key = std::string(s.substr(p, e - p));
-  if (has_day && e < n && (s[e] == ' ' || s[e] == 'T') && digits(e + 1, 2) && e + 3 < n &&
-      s[e + 3] == ':' && digits(e + 4, 2)) {
+  if (has_day && (At(s, e) == ' ' || At(s, e) == 'T') && digits(e + 1, 2) && At(s, e + 3) == ':' &&
+      digits(e + 4, 2)) {
     size_t t = e + 6;
-    if (t < n && s[t] == ':' && digits(t + 1, 2)) {
-      t += 3;
-      if (t < n && s[t] == '.' && digits(t + 1, 1)) {
-        ++t;
-        while (t < n && IsDigit(s[t])) ++t;
-      }
+    if (At(s, t) == ':' && digits(t + 1, 2)) t += 3;
+    if (At(s, t) == '.' && digits(t + 1, 1)) {
+      for (++t; IsDigit(At(s, t));) ++t;
     }
-    key += ' ';
-    key += s.substr(e + 1, t - e - 1);
-    e = t;
-    if (e < n && s[e] == 'Z') ++e;
+    key += ' ' + std::string(s.substr(e + 1, t - e - 1));
+    e = t + (At(s, t) == 'Z' ? 1 : 0);
   }
-  return (e < n && IsWordChar(s[e])) ? 0 : e;
+  return IsWordChar(At(s, e)) ? 0 : e;
 }
 
+// The multiplier a suffix stands for ("k", "M", "B" only glued to the number), 0 if none.
 double Magnitude(std::string_view word, bool glued) {
   if (glued && (word == "k" || word == "K")) return 1e3;
-  if (glued && word == "M") return 1e6;
-  if (glued && word == "B") return 1e9;
+  if (glued && (word == "M" || word == "B")) return word == "M" ? 1e6 : 1e9;
   const std::string lower = LowerAscii(word);
   if (lower == "bn" || lower == "billion") return 1e9;
-  if (lower == "thousand") return 1e3;
-  if (lower == "million") return 1e6;
-  if (lower == "trillion") return 1e12;
-  return 0;
+  return lower == "thousand" ? 1e3 : lower == "million" ? 1e6 : lower == "trillion" ? 1e12 : 0;
 }
 
 bool AtLineStart(std::string_view s, size_t i) {
@@ -156,8 +148,7 @@ bool AtLineStart(std::string_view s, size_t i) {
 
 // Parses the numeric token starting at s[i] (a sign, a currency symbol or a digit).
 ScanResult ParseAt(std::string_view s, size_t i) {
-  const size_t n = s.size();
-  auto at = [&](size_t k) { return k < n ? s[k] : '\0'; };
+  auto at = [s](size_t k) { return At(s, k); };
   NumberToken t;
   bool negative = false;
   size_t p = i;
@@ -176,7 +167,7 @@ ScanResult ParseAt(std::string_view s, size_t i) {
   if (!take_sign()) return {std::nullopt, p + SignLen(s, p)};
   if (!IsDigit(at(p))) return {std::nullopt, std::max(p, i + 1)};
   const size_t begin = p;
-  if (p == i && i > 0 && (IsWordChar(s[i - 1]) || s[i - 1] == '.')) {
+  if (p == i && i > 0 && (IsWordChar(s[i - 1]) || s[i - 1] == '.' || s[i - 1] == '#')) {
     return {std::nullopt, SkipWord(s, i)};
   }
   if (!t.explicit_sign && currency == 0) {
@@ -234,11 +225,10 @@ ScanResult ParseAt(std::string_view s, size_t i) {
       q = r;
     }
   }
-  if (at(q) == '%') {
-    t.percent = true, q += 1;
-  } else if (at(q) == ' ' && at(q + 1) == '%') {
-    t.percent = true, q += 2;
-  } else if (at(q) == ' ' && LowerAscii(s.substr(q + 1, 7)) == "percent" && !IsAlpha(at(q + 8))) {
+  const size_t space = at(q) == ' ' ? 1 : 0;
+  if (at(q + space) == '%') {
+    t.percent = true, q += space + 1;
+  } else if (space && LowerAscii(s.substr(q + 1, 7)) == "percent" && !IsAlpha(at(q + 8))) {
     t.percent = true, q += 8;
   }
   if (IsWordChar(at(q))) return {std::nullopt, SkipWord(s, begin)};
@@ -249,8 +239,8 @@ ScanResult ParseAt(std::string_view s, size_t i) {
   t.value = (negative ? -mantissa : mantissa) * power;
   t.step = std::pow(10.0, -decimals) * power;
   t.text = std::string(s.substr(i, q - i));
-  t.year_like = !t.explicit_sign && currency == 0 && !grouped && digits.size() == 4 &&
-                power == 1 && !t.percent;
+  t.year_like = !t.explicit_sign && currency == 0 && !grouped && digits.size() == 4 && power == 1 &&
+                !t.percent;
   return {std::move(t), q};
 }
 
@@ -350,18 +340,17 @@ Match CheckNumber(const NumberToken& t, const Index& ix) {
       if (d.starts_with(t.text + "-")) return {MatchRule::kVerbatim, d};
     }
   }
-  for (const EvidenceNumber& e : ix.numbers) {
-    if (NumericEqual(t.value, comparable(e.value))) return {MatchRule::kNumeric, e.source};
-  }
-  for (const EvidenceNumber& e : ix.numbers) {
-    if (RoundsTo(t.value, t.step, comparable(e.value))) return {MatchRule::kRounding, e.source};
-  }
   // 44.71% against a proportion, or a proportion 0.4471 against a percentage 44.71.
   const double factor = t.percent ? 0.01 : 100.0;
-  for (const EvidenceNumber& e : ix.numbers) {
-    const double v = t.value * factor, c = comparable(e.value);
-    if (NumericEqual(v, c) || RoundsTo(v, t.step * factor, c)) {
-      return {MatchRule::kPercent, e.source};
+  for (MatchRule rule : {MatchRule::kNumeric, MatchRule::kRounding, MatchRule::kPercent}) {
+    for (const EvidenceNumber& e : ix.numbers) {
+      const double c = comparable(e.value), v = t.value * factor;
+      if ((rule == MatchRule::kNumeric && NumericEqual(t.value, c)) ||
+          (rule == MatchRule::kRounding && RoundsTo(t.value, t.step, c)) ||
+          (rule == MatchRule::kPercent &&
+           (NumericEqual(v, c) || RoundsTo(v, t.step * factor, c)))) {
+        return {rule, e.source};
+      }
     }
   }
   for (const NumberToken& q : ix.question_tokens) {
@@ -386,14 +375,11 @@ size_t FindWord(std::string_view hay, std::string_view needle) {
   return std::string_view::npos;
 }
 
-// A window of `text` around a match, for the report; whole UTF-8 sequences only.
+// Up to 30 bytes of `text` either side of a match, for the report, cut between UTF-8 sequences.
 std::string Excerpt(std::string_view text, size_t pos, size_t len) {
-  constexpr size_t kContext = 30;
-  auto continuation = [&](size_t k) { return k < text.size() && (text[k] & 0xC0) == 0x80; };
-  size_t begin = pos > kContext ? pos - kContext : 0;
-  size_t end = std::min(text.size(), pos + len + kContext);
-  while (continuation(begin)) ++begin;
-  while (continuation(end)) ++end;
+  size_t begin = pos > 30 ? pos - 30 : 0, end = std::min(text.size(), pos + len + 30);
+  while (begin < pos && (text[begin] & 0xC0) == 0x80) ++begin;
+  while (end < text.size() && (text[end] & 0xC0) == 0x80) ++end;
   return std::string(text.substr(begin, end - begin));
 }
 
@@ -433,19 +419,15 @@ void Evidence::AddValue(std::string value) { values_.push_back(std::move(value))
 void Evidence::AddText(std::string_view text) { texts_.emplace_back(text); }
 
 std::string_view MatchRuleName(MatchRule rule) {
-  switch (rule) {
-    case MatchRule::kNone: return "none";
-    case MatchRule::kVerbatim: return "verbatim";
-    case MatchRule::kNumeric: return "numeric";
-    case MatchRule::kRounding: return "rounding";
-    case MatchRule::kPercent: return "percent";
-    case MatchRule::kQuestion: return "question";
-  }
-  return "none";
+  static constexpr std::string_view kNames[] = {"none",     "verbatim", "numeric",
+                                                "rounding", "percent",  "question"};
+  const auto index = static_cast<size_t>(rule);
+  return index < std::size(kNames) ? kNames[index] : "none";
 }
 
 bool VerifyReport::grounded() const {
-  return std::all_of(checks.begin(), checks.end(), [](const ValueCheck& c) { return c.grounded(); });
+  return std::all_of(checks.begin(), checks.end(),
+                     [](const ValueCheck& c) { return c.grounded(); });
 }
 
 std::vector<std::string> VerifyReport::unsupported() const {

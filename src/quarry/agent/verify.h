@@ -25,7 +25,8 @@ class Evidence {
 // The four matching rules, in the order they are tried, plus the question.
 enum class MatchRule {
   kNone,       // not grounded
-  kVerbatim,   // equal after normalisation (case, whitespace, thousands separators, quotes)
+  kVerbatim,   // equal after normalisation (case, whitespace, quotes, thousands separators,
+               // currency symbols); a date also by prefix ("2025-03-01" in "2025-03-01 00:00:00")
   kNumeric,    // numerically equal within a relative tolerance of 1e-6
   kRounding,   // a correct rounding of a computed value at the precision written (0.4471)
   kPercent,    // percent <-> proportion (44.71% for 0.4471, or 0.4471 for 44.71)
@@ -48,11 +49,15 @@ struct VerifyReport {
 };
 
 // Checks every supporting value and every number written in the answer text against the
-// evidence. Numbers glued to letters (Q4, H2O, 3rd) are not claims and are skipped.
+// evidence. Numbers glued to letters (Q4, H2O, 3rd) are not claims and are skipped. A number
+// written without a sign matches evidence of either sign (prose says "fell 5%"). A textual
+// value must equal a cell, or appear as whole words in free text or the question; a value
+// mixing text and numbers is judged by its numbers only. Empty values are not checked.
 VerifyReport Verify(std::string_view answer, const std::vector<std::string>& supporting_values,
                     const Evidence& evidence, std::string_view question);
 
-// The numeric claims in a text: "$1,234.50", "-3.5%", "0.4471", "1.2M", ISO dates kept whole.
+// The numeric claims in a text, as written: "$1,234.50", "-3.5%", "0.4471", "1.2M",
+// "1.2 million", ISO dates kept whole. Skips numbers glued to letters and list markers ("1. ").
 std::vector<std::string> ExtractNumbers(std::string_view text);
 
 }  // namespace quarry::agent

@@ -1,11 +1,11 @@
 // The transport under the OpenAI-compatible client: a libcurl POST with explicit timeouts, and
 // the backoff arithmetic used between attempts (see http_internal.h).
-#include "quarry/llm/http_internal.h"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <mutex>
+
+#include "quarry/llm/http_internal.h"
 
 namespace quarry::llm::internal {
 namespace {

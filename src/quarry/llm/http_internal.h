@@ -3,6 +3,8 @@
 // and its tests.
 #pragma once
 
+#include <curl/curl.h>
+
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -11,8 +13,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <curl/curl.h>
 
 #include "quarry/llm/llm.h"
 

@@ -118,7 +118,7 @@ struct RetryPolicy {
 struct ClientConfig {
   std::string base_url;  // e.g. "https://openrouter.ai/api/v1"; "/chat/completions" is appended
   std::string model;
-  std::string api_key;   // never logged, traced or passed to a child process
+  std::string api_key;  // never logged, traced or passed to a child process
   std::string provider = "openai-compatible";
   int64_t request_timeout_ms = 120000;
   int64_t connect_timeout_ms = 10000;

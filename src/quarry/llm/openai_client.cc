@@ -24,17 +24,22 @@ std::string Dump(const json& value) {
 // Error bodies can be HTML from a proxy or megabytes long; keep one readable line.
 std::string Snippet(std::string_view text) {
   std::string out(text.substr(0, kSnippetChars));
-  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
   if (text.size() > kSnippetChars) out += "...";
   return out;
 }
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kSystem: return "system";
-    case Role::kUser: return "user";
-    case Role::kAssistant: return "assistant";
-    case Role::kTool: return "tool";
+    case Role::kSystem:
+      return "system";
+    case Role::kUser:
+      return "user";
+    case Role::kAssistant:
+      return "assistant";
+    case Role::kTool:
+      return "tool";
   }
   return "user";
 }
@@ -226,10 +231,10 @@ class OpenAiClient final : public Client {
     if (!config_.sleep) {
       config_.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
     }
-    uint64_t seed = config_.jitter_seed != 0
-                        ? config_.jitter_seed
-                        : static_cast<uint64_t>(
-                              std::chrono::steady_clock::now().time_since_epoch().count());
+    uint64_t seed =
+        config_.jitter_seed != 0
+            ? config_.jitter_seed
+            : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     rng_.seed(seed);
   }
 
@@ -309,8 +314,8 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
           attempt > 1 ? " (after " + std::to_string(attempt) + " attempts)" : std::string();
       return Fail(Error::Code::kModel, Scrub(where + " failed" + tries + ": " + failure));
     }
-    std::optional<int64_t> asked = internal::ServerRetryDelayMs(
-        reply.retry_after, reply.retry_after_ms, std::time(nullptr));
+    std::optional<int64_t> asked =
+        internal::ServerRetryDelayMs(reply.retry_after, reply.retry_after_ms, std::time(nullptr));
     int64_t delay_ms = asked ? std::min(*asked, config_.retry.max_delay_ms)
                              : internal::BackoffDelayMs(config_.retry, attempt, rng_);
     retried.push_back(Scrub(failure + "; waited " + std::to_string(delay_ms) + " ms"));

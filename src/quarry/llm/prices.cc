@@ -90,10 +90,10 @@ std::optional<double> PriceTable::Cost(const std::string& model, const Usage& us
   if (!price) return std::nullopt;
   int64_t input = std::max<int64_t>(usage.input_tokens, 0);
   int64_t cached = std::clamp<int64_t>(usage.cached_tokens, 0, input);
-  double per_mtok = static_cast<double>(input - cached) * price->input_per_mtok +
-                    static_cast<double>(cached) * price->cached_input_per_mtok +
-                    static_cast<double>(std::max<int64_t>(usage.output_tokens, 0)) *
-                        price->output_per_mtok;
+  double per_mtok =
+      static_cast<double>(input - cached) * price->input_per_mtok +
+      static_cast<double>(cached) * price->cached_input_per_mtok +
+      static_cast<double>(std::max<int64_t>(usage.output_tokens, 0)) * price->output_per_mtok;
   return per_mtok / 1e6;
 }
 

@@ -18,8 +18,7 @@ Result<int64_t> TokenCount(const json& usage, const char* key, const std::string
   auto it = usage.find(key);
   if (it == usage.end() || it->is_null()) return 0;
   if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-    return Fail(Error::Code::kUsage,
-                where + ".usage." + key + ": expected a non-negative integer");
+    return Fail(Error::Code::kUsage, where + ".usage." + key + ": expected a non-negative integer");
   }
   return it->get<int64_t>();
 }
@@ -68,8 +67,8 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
       return Fail(Error::Code::kUsage, where + ".tool_calls: expected an array");
     }
     for (size_t i = 0; i < calls->size(); ++i) {
-      Result<ToolCall> call = ParseToolCall((*calls)[i], index, i,
-                                            where + ".tool_calls[" + std::to_string(i) + "]");
+      Result<ToolCall> call =
+          ParseToolCall((*calls)[i], index, i, where + ".tool_calls[" + std::to_string(i) + "]");
       if (!call) return std::unexpected(call.error());
       turn.tool_calls.push_back(std::move(*call));
     }
@@ -89,7 +88,8 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
 
   auto cost = entry.find("cost_usd");
   if (cost != entry.end() && !cost->is_null()) {
-    if (!cost->is_number()) return Fail(Error::Code::kUsage, where + ".cost_usd: expected a number");
+    if (!cost->is_number())
+      return Fail(Error::Code::kUsage, where + ".cost_usd: expected a number");
     turn.cost_usd = cost->get<double>();
     turn.cost_reported = true;
   }
@@ -132,8 +132,9 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
                                                          const std::string& origin) {
   const std::string name = "replay file " + origin;
   if (!doc.is_object()) {
-    return Fail(Error::Code::kUsage,
-                name + ": expected a JSON object with \"turns\" (a fixture) or \"steps\" (a trace)");
+    return Fail(
+        Error::Code::kUsage,
+        name + ": expected a JSON object with \"turns\" (a fixture) or \"steps\" (a trace)");
   }
   std::vector<Turn> turns;
   if (auto list = doc.find("turns"); list != doc.end()) {
@@ -162,7 +163,8 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
   if (turns.empty()) return Fail(Error::Code::kUsage, name + ": holds no model turns");
 
   std::string model = "replay";
-  if (auto m = doc.find("model"); m != doc.end() && m->is_string() && !m->get<std::string>().empty()) {
+  if (auto m = doc.find("model");
+      m != doc.end() && m->is_string() && !m->get<std::string>().empty()) {
     model = m->get<std::string>();
   }
   return std::make_unique<ReplayClient>(std::move(turns), std::move(model), origin);

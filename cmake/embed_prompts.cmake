@@ -1,0 +1,16 @@
+# Turns prompts/*.md into a C++ source so the binary carries its prompts while they stay files
+# in the repo. Invoked at build time: cmake -DPROMPT_DIR=... -DOUT=... -P embed_prompts.cmake
+file(GLOB prompt_files "${PROMPT_DIR}/*.md")
+list(SORT prompt_files)
+set(body "// Generated from prompts/*.md by cmake/embed_prompts.cmake; do not edit.\n")
+string(APPEND body "#include <map>\n#include <string>\n\nnamespace quarry::agent {\n")
+string(APPEND body "const std::map<std::string, std::string>& EmbeddedPrompts() {\n")
+string(APPEND body "  static const std::map<std::string, std::string> prompts = {\n")
+foreach(f ${prompt_files})
+  get_filename_component(name "${f}" NAME_WE)
+  file(READ "${f}" content)
+  string(APPEND body "    {\"${name}\", R\"quarry_prompt(${content})quarry_prompt\"},\n")
+endforeach()
+string(APPEND body "  };\n  return prompts;\n}\n}  // namespace quarry::agent\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)

@@ -1,0 +1,94 @@
+// The agent: the loop that turns a question into an answer. It shows the model the schema
+// cards, dispatches its tool calls (inspect_schema, run_sql, final_answer; later run_python,
+// make_chart, ask_user) with argument validation, classifies failures, feeds real errors back
+// for repair, keeps budgets, and passes the final answer through the verify gate.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "quarry/agent/verify.h"
+#include "quarry/common/common.h"
+#include "quarry/engine/engine.h"
+#include "quarry/llm/llm.h"
+#include "quarry/trace/trace.h"
+
+namespace quarry::agent {
+
+// Why a run ended (trace.stop_reason).
+inline constexpr const char* kStopAnswered = "answered";
+inline constexpr const char* kStopUngrounded = "final_answer_ungrounded";
+inline constexpr const char* kStopExecutionFailed = "execution_failed";  // self-correction off
+inline constexpr const char* kStopStepBudget = "step_budget_exhausted";
+inline constexpr const char* kStopRepairBudget = "repair_budget_exhausted";
+inline constexpr const char* kStopCostBudget = "cost_budget_exhausted";
+inline constexpr const char* kStopNoToolCall = "no_tool_call";
+inline constexpr const char* kStopModelError = "model_error";
+
+struct Config {
+  // Off: the first failed tool call ends the run (execution_failed); nothing else differs.
+  bool self_correction = true;
+  int max_steps = 12;          // model turns
+  int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
+  double max_cost_usd = 1.0;   // checked after every model turn
+  engine::Limits limits;       // per query: timeout_ms, max_rows
+  int preview_rows = 30;       // result rows the model sees
+};
+
+// Progress as it happens; the CLI prints it, tests collect it. Called on the run's thread.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void OnStep(const trace::Step& step) = 0;
+};
+
+// Everything a tool may touch during one run.
+struct ToolContext {
+  engine::Engine& engine;
+  const Config& config;
+  Evidence& evidence;  // successful executions add what the model was shown
+};
+
+// What a tool call produced, as the model will see it (`text`) and as the trace keeps it.
+struct Observation {
+  FailureClass failure = FailureClass::kNone;
+  std::string rule;  // guard rule, for kGuardViolation
+  std::string text;
+  nlohmann::ordered_json detail;  // sql, columns, rows, row_count, ...
+};
+
+// A tool the model can call. `execution` tools (run_sql, run_python, make_chart) clear an
+// outstanding failure when they succeed; the others (inspect_schema) do not.
+struct Tool {
+  llm::ToolSchema schema;
+  bool execution = false;
+  std::function<Observation(const nlohmann::ordered_json& arguments, ToolContext& context)> run;
+};
+
+// The tools of this build, final_answer included (the loop handles final_answer itself).
+std::vector<Tool> DefaultTools();
+
+// Checks tool-call arguments against the tool's JSON Schema (object, required, property
+// types, enums, no unknown properties). Returns the problem in words, or "" when they fit.
+std::string ValidateArguments(const nlohmann::ordered_json& schema,
+                              const nlohmann::ordered_json& arguments);
+
+// The system prompt: prompts/system.md with the dialect, the schema cards and the rules.
+std::string SystemPrompt(const engine::Engine& engine);
+
+struct RunInput {
+  std::string question;
+  std::string run_id;  // also the trace id
+};
+
+// Runs one question to its end. The returned trace is complete (also on budget stops and
+// model errors, which are recorded as stop reasons); `writer`, when given, receives events as
+// they happen and the final trace. Errors: none; failures are in trace.stop_reason.
+trace::Trace Run(const RunInput& input, engine::Engine& engine, llm::Client& client,
+                 const Config& config, Observer* observer, trace::Writer* writer);
+
+}  // namespace quarry::agent

@@ -1,0 +1,263 @@
+// The agent loop: model turn, tool calls, observations, repair accounting, budgets and the
+// verify gate, every step recorded in the trace as it happens.
+#include <chrono>
+#include <ctime>
+
+#include "quarry/agent/agent.h"
+#include "quarry/agent/agent_internal.h"
+
+namespace quarry::agent {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+int64_t MsSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string ValueText(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// One run's mutable state; Run() below is its only user.
+class Session {
+ public:
+  Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
+          Observer* observer, trace::Writer* writer)
+      : engine_(engine), client_(client), config_(config), observer_(observer), writer_(writer),
+        tools_(DefaultTools()), context_{engine, config, evidence_} {
+    trace_.id = input.run_id;
+    trace_.created_at = UtcNow();
+    trace_.question = input.question;
+    for (const auto& s : engine.sources()) {
+      trace_.sources.push_back({s.path, s.format, s.size_bytes, s.sha256, s.tables});
+    }
+    trace_.dialect = std::string(engine::DialectName(engine.dialect()));
+    trace_.provider = client.provider();
+    trace_.model = client.model();
+    trace_.config = {{"self_correction", config.self_correction},
+                     {"max_steps", config.max_steps},
+                     {"max_repairs", config.max_repairs},
+                     {"max_cost_usd", config.max_cost_usd},
+                     {"timeout_ms", config.limits.timeout_ms},
+                     {"max_rows", config.limits.max_rows},
+                     {"preview_rows", config.preview_rows}};
+    for (const Tool& t : tools_) schemas_.push_back(t.schema);
+    messages_.push_back({llm::Role::kSystem, SystemPrompt(engine), {}, {}});
+    messages_.push_back({llm::Role::kUser, input.question, {}, {}});
+  }
+
+  trace::Trace Run() {
+    const auto start = Clock::now();
+    if (writer_) {
+      writer_->AppendEvent({{"event", "start"}, {"id", trace_.id}, {"question", trace_.question},
+                            {"model", trace_.model}, {"created_at", trace_.created_at}});
+    }
+    while (stop_reason_.empty()) Turn();
+    trace_.stop_reason = stop_reason_;
+    trace_.totals.wall_ms = MsSince(start);
+    if (writer_) {
+      writer_->AppendEvent({{"event", "end"}, {"stop_reason", stop_reason_}});
+      if (auto w = writer_->WriteFinal(trace_); !w) trace_.notes.push_back(w.error().message);
+    }
+    return trace_;
+  }
+
+ private:
+  void Turn() {
+    if (trace_.totals.model_turns >= config_.max_steps) {
+      stop_reason_ = kStopStepBudget;
+      return;
+    }
+    const auto started = Clock::now();
+    auto turn = client_.Complete({messages_, schemas_, 0.0, 2048});
+    if (!turn) {
+      trace_.notes.push_back(turn.error().message);
+      stop_reason_ = kStopModelError;
+      return;
+    }
+    trace::Step step;
+    step.kind = "model";
+    step.content = turn->content;
+    for (const auto& c : turn->tool_calls) step.tool_calls.push_back({c.id, c.name, c.arguments_json});
+    step.input_tokens = turn->usage.input_tokens;
+    step.output_tokens = turn->usage.output_tokens;
+    step.cached_tokens = turn->usage.cached_tokens;
+    step.cost_usd = turn->cost_usd;
+    step.attempts = turn->attempts;
+    step.duration_ms = turn->latency_ms > 0 ? turn->latency_ms : MsSince(started);
+    trace::Totals& x = trace_.totals;
+    ++x.model_turns;
+    x.input_tokens += step.input_tokens;
+    x.output_tokens += step.output_tokens;
+    x.cached_tokens += step.cached_tokens;
+    x.cost_usd += step.cost_usd;
+    Emit(std::move(step));
+    messages_.push_back({llm::Role::kAssistant, turn->content, turn->tool_calls, {}});
+
+    if (x.cost_usd > config_.max_cost_usd) {
+      stop_reason_ = kStopCostBudget;
+      return;
+    }
+    if (turn->tool_calls.empty()) {
+      if (nudged_) {
+        stop_reason_ = kStopNoToolCall;
+        return;
+      }
+      nudged_ = true;
+      messages_.push_back({llm::Role::kUser, Prompt("no_tool_call", {}), {}, {}});
+      return;
+    }
+    for (const auto& call : turn->tool_calls) {
+      Call(call);
+      if (!stop_reason_.empty()) return;
+    }
+  }
+
+  void Call(const llm::ToolCall& call) {
+    const auto started = Clock::now();
+    trace::Step step;
+    step.kind = "tool";
+    step.tool = call.name;
+    step.tool_call_id = call.id;
+    step.arguments = call.arguments_json;
+    step.repair = failure_outstanding_;
+    trace::Totals& x = trace_.totals;
+    ++x.tool_calls;
+    if (step.repair) ++x.repair_attempts;
+
+    const Tool* tool = nullptr;
+    for (const Tool& t : tools_) {
+      if (t.schema.name == call.name) tool = &t;
+    }
+    Observation obs;
+    json args = json::parse(call.arguments_json.empty() ? "{}" : call.arguments_json, nullptr, false);
+    std::string problem;
+    if (!tool) {
+      std::string names;
+      for (const Tool& t : tools_) names += (names.empty() ? "" : ", ") + t.schema.name;
+      problem = "there is no tool named '" + call.name + "'; the tools are: " + names;
+    } else if (args.is_discarded()) {
+      problem = "the arguments are not valid JSON: " + call.arguments_json.substr(0, 200);
+    } else {
+      problem = ValidateArguments(tool->schema.parameters, args);
+    }
+    bool answered = false;
+    if (!problem.empty()) {
+      obs.failure = FailureClass::kBadArguments;
+      obs.text = "bad_arguments: " + problem;
+    } else if (call.name == "final_answer") {
+      answered = FinalAnswer(args, obs, step);
+    } else {
+      try {
+        obs = tool->run(args, context_);
+      } catch (const std::exception& e) {  // the tool runner is an edge: nothing escapes it
+        obs = Observation{FailureClass::kRuntimeError, "", std::string("runtime_error: ") + e.what(), {}};
+      }
+      if (obs.failure == FailureClass::kNone && call.name == "run_sql") {
+        answer_sql_ = obs.detail.value("sql", "");
+      }
+    }
+    if (obs.failure == FailureClass::kNone && tool && tool->execution && failure_outstanding_) {
+      ++x.repair_successes;
+      failure_outstanding_ = false;
+    }
+    if (obs.failure != FailureClass::kNone) failure_outstanding_ = true;
+
+    if (step.status.empty()) step.status = obs.failure == FailureClass::kNone ? "ok" : "failed";
+    step.failure_class = std::string(FailureClassName(obs.failure));
+    step.rule = obs.rule;
+    step.observation = obs.text;
+    step.detail = obs.detail;
+    step.duration_ms = MsSince(started);
+    Emit(std::move(step));
+    messages_.push_back({llm::Role::kTool, obs.text, {}, call.id});
+
+    if (answered) return;
+    if (obs.failure != FailureClass::kNone && !config_.self_correction) {
+      stop_reason_ = kStopExecutionFailed;
+    } else if (x.repair_attempts > config_.max_repairs) {
+      stop_reason_ = kStopRepairBudget;
+    }
+  }
+
+  // The verify gate. Returns true when the run ends here (answered, or ungrounded twice).
+  bool FinalAnswer(const json& args, Observation& obs, trace::Step& step) {
+    const std::string answer = args["answer"].get<std::string>();
+    std::vector<std::string> values;
+    for (const auto& v : args.value("supporting_values", json::array())) values.push_back(ValueText(v));
+    const VerifyReport report = Verify(answer, values, evidence_, trace_.question);
+    trace_.answer = answer;
+    trace_.supporting_values = values;
+    trace_.answer_sql = answer_sql_;
+    trace_.grounded = report.grounded();
+    trace_.verify.clear();
+    for (const auto& c : report.checks) {
+      trace_.verify.push_back({c.value, c.origin, std::string(MatchRuleName(c.rule)), c.matched,
+                               c.grounded()});
+    }
+    obs.detail = {{"grounded", report.grounded()}, {"unsupported", report.unsupported()}};
+    if (report.grounded()) {
+      obs.text = "accepted";
+      stop_reason_ = kStopAnswered;
+      return true;
+    }
+    std::string list;
+    for (const auto& v : report.unsupported()) list += (list.empty() ? "" : ", ") + v;
+    step.status = "rejected";
+    if (sent_back_) {
+      obs.text = "verify: not grounded again: " + list;
+      stop_reason_ = kStopUngrounded;
+      return true;
+    }
+    sent_back_ = true;
+    obs.text = Prompt("verify_sendback", {{"unsupported", list}});
+    return false;
+  }
+
+  void Emit(trace::Step step) {
+    step.index = static_cast<int>(trace_.steps.size()) + 1;
+    if (observer_) observer_->OnStep(step);
+    if (writer_) {
+      json event = trace::ToJson(step);
+      event["event"] = "step";
+      writer_->AppendEvent(event);
+    }
+    trace_.steps.push_back(std::move(step));
+  }
+
+  engine::Engine& engine_;
+  llm::Client& client_;
+  const Config& config_;
+  Observer* observer_;
+  trace::Writer* writer_;
+  std::vector<Tool> tools_;
+  std::vector<llm::ToolSchema> schemas_;
+  Evidence evidence_;
+  ToolContext context_;
+  std::vector<llm::Message> messages_;
+  trace::Trace trace_;
+  std::string stop_reason_;
+  std::string answer_sql_;
+  bool failure_outstanding_ = false;
+  bool sent_back_ = false;
+  bool nudged_ = false;
+};
+
+}  // namespace
+
+trace::Trace Run(const RunInput& input, engine::Engine& engine, llm::Client& client,
+                 const Config& config, Observer* observer, trace::Writer* writer) {
+  Session session(input, engine, client, config, observer, writer);
+  return session.Run();
+}
+
+}  // namespace quarry::agent

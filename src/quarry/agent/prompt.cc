@@ -1,0 +1,31 @@
+// Prompt assembly: the prompt files (embedded at build time from prompts/*.md) with their
+// {{placeholders}} filled.
+#include <map>
+
+#include "quarry/agent/agent.h"
+#include "quarry/agent/agent_internal.h"
+
+namespace quarry::agent {
+
+const std::map<std::string, std::string>& EmbeddedPrompts();
+
+std::string Prompt(const std::string& name,
+                   const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string text = EmbeddedPrompts().at(name);
+  for (const auto& [key, value] : values) {
+    const std::string mark = "{{" + key + "}}";
+    for (size_t pos = 0; (pos = text.find(mark, pos)) != std::string::npos; pos += value.size()) {
+      text.replace(pos, mark.size(), value);
+    }
+  }
+  return text;
+}
+
+std::string SystemPrompt(const engine::Engine& engine) {
+  const std::string dialect =
+      engine.dialect() == engine::Dialect::kDuckDB ? "DuckDB" : "SQLite";
+  return Prompt("system", {{"dialect", dialect},
+                           {"schema_cards", engine::RenderCards(engine.describe())}});
+}
+
+}  // namespace quarry::agent

@@ -1,0 +1,168 @@
+// The tool schemas the model sees, their argument validation, and the tools that execute:
+// inspect_schema and run_sql. final_answer's schema lives here; the loop runs it (verify gate).
+#include <algorithm>
+
+#include "quarry/agent/agent.h"
+
+namespace quarry::agent {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string JsonType(const json& v) {
+  if (v.is_string()) return "string";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
+  if (v.is_number()) return "number";
+  if (v.is_array()) return "array";
+  if (v.is_object()) return "object";
+  return "null";
+}
+
+bool TypeFits(const json& schema, const json& v) {
+  if (!schema.contains("type")) return true;
+  const json& t = schema["type"];
+  auto fits = [&](const std::string& want) {
+    const std::string got = JsonType(v);
+    return got == want || (want == "number" && got == "integer");
+  };
+  if (t.is_array()) {
+    return std::any_of(t.begin(), t.end(), [&](const json& w) { return fits(w.get<std::string>()); });
+  }
+  return fits(t.get<std::string>());
+}
+
+std::string TypeText(const json& schema) {
+  return schema.contains("type") ? schema["type"].dump() : "any";
+}
+
+Observation InspectSchema(const json& args, ToolContext& ctx) {
+  const auto& cards = ctx.engine.describe();
+  Observation obs;
+  if (args.contains("table")) {
+    const std::string want = args["table"].get<std::string>();
+    for (const auto& card : cards) {
+      if (card.name == want) {
+        obs.text = engine::RenderCards({card});
+        obs.detail = {{"table", want}};
+        return obs;
+      }
+    }
+    std::string names;
+    for (const auto& card : cards) names += (names.empty() ? "" : ", ") + card.name;
+    obs.failure = FailureClass::kBadArguments;
+    obs.text = "no table named '" + want + "'; the tables are: " + names;
+    return obs;
+  }
+  obs.text = engine::RenderCards(cards);
+  return obs;
+}
+
+Observation RunSql(const json& args, ToolContext& ctx) {
+  const std::string sql = args["sql"].get<std::string>();
+  Observation obs;
+  obs.detail = {{"sql", sql}};
+  auto outcome = ctx.engine.Query(sql, ctx.config.limits);
+  if (!outcome) {
+    obs.failure = outcome.error().failure_class;
+    obs.rule = outcome.error().rule;
+    obs.text = std::string(FailureClassName(obs.failure)) + ": " + outcome.error().message;
+    return obs;
+  }
+  const engine::ResultTable& table = *outcome;
+  obs.detail["columns"] = table.columns;
+  obs.detail["types"] = table.types;
+  obs.detail["row_count"] = table.row_count;
+  json rows = json::array();
+  const size_t shown = std::min(table.rows.size(), static_cast<size_t>(ctx.config.preview_rows));
+  for (size_t r = 0; r < shown; ++r) {
+    json row = json::array();
+    for (const auto& cell : table.rows[r]) row.push_back(cell ? json(*cell) : json(nullptr));
+    rows.push_back(row);
+  }
+  obs.detail["rows"] = rows;
+  if (table.row_count == 0) {
+    obs.failure = FailureClass::kEmptyResult;
+    obs.text = "empty_result: the query ran and returned no rows. Check filter values against "
+               "the samples in the schema (case, spelling, date format) before concluding "
+               "there is no data.\n" + engine::RenderResult(table, 0);
+    return obs;
+  }
+  obs.text = engine::RenderResult(table, ctx.config.preview_rows);
+  // The gate may only accept what the model was actually shown.
+  for (size_t r = 0; r < shown; ++r) {
+    for (const auto& cell : table.rows[r]) ctx.evidence.AddValue(cell.value_or("NULL"));
+  }
+  ctx.evidence.AddValue(std::to_string(table.row_count));
+  return obs;
+}
+
+}  // namespace
+
+std::string ValidateArguments(const json& schema, const json& arguments) {
+  if (!arguments.is_object()) return "arguments must be a JSON object, got " + JsonType(arguments);
+  const json props = schema.value("properties", json::object());
+  for (const auto& req : schema.value("required", json::array())) {
+    if (!arguments.contains(req.get<std::string>())) {
+      return "missing required argument '" + req.get<std::string>() + "'";
+    }
+  }
+  for (const auto& [key, value] : arguments.items()) {
+    if (!props.contains(key)) {
+      std::string known;
+      for (const auto& [k, _] : props.items()) known += (known.empty() ? "" : ", ") + k;
+      return "unknown argument '" + key + "'; this tool takes: " + known;
+    }
+    const json& p = props[key];
+    if (!TypeFits(p, value)) {
+      return "argument '" + key + "' must be " + TypeText(p) + ", got " + JsonType(value);
+    }
+    if (p.contains("enum") && std::find(p["enum"].begin(), p["enum"].end(), value) == p["enum"].end()) {
+      return "argument '" + key + "' must be one of " + p["enum"].dump();
+    }
+    if (value.is_string() && p.value("minLength", 0) > 0 && value.get<std::string>().empty()) {
+      return "argument '" + key + "' must not be empty";
+    }
+    if (value.is_array() && p.contains("items")) {
+      for (const auto& item : value) {
+        if (!TypeFits(p["items"], item)) {
+          return "every item of '" + key + "' must be " + TypeText(p["items"]) + ", got " +
+                 JsonType(item);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+std::vector<Tool> DefaultTools() {
+  std::vector<Tool> tools;
+  tools.push_back(Tool{
+      {"inspect_schema",
+       "Show the schema cards: tables, columns, types, null and distinct counts, min/max and "
+       "sample values. Give `table` for one table.",
+       json::parse(R"({"type":"object","properties":{"table":{"type":"string","minLength":1,
+         "description":"one table's name; omit for all"}},"additionalProperties":false})")},
+      false, InspectSchema});
+  tools.push_back(Tool{
+      {"run_sql",
+       "Run one read-only SQL query (SELECT or WITH ... SELECT) on the registered tables. "
+       "Returns up to 30 rows and the true row count. Compute every figure you will state.",
+       json::parse(R"({"type":"object","properties":{"sql":{"type":"string","minLength":1,
+         "description":"a single SELECT query in the engine's dialect"}},"required":["sql"],
+         "additionalProperties":false})")},
+      true, RunSql});
+  tools.push_back(Tool{
+      {"final_answer",
+       "Give the answer. Every number in `answer` and every entry of `supporting_values` must "
+       "appear in a query result you were shown (or in the question); otherwise it is sent back.",
+       json::parse(R"({"type":"object","properties":{
+         "answer":{"type":"string","minLength":1,"description":"the answer in plain English"},
+         "supporting_values":{"type":"array","items":{"type":["string","number"]},
+           "description":"the exact values from query results that the answer rests on"}},
+         "required":["answer","supporting_values"],"additionalProperties":false})")},
+      false, nullptr});
+  return tools;
+}
+
+}  // namespace quarry::agent

@@ -1,0 +1,176 @@
+// `quarry ask`: opens the data, picks the model client (live, --offline, --replay), runs the
+// agent with progress on stderr, prints the answer, its SQL and the totals, keeps the trace.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "quarry/cli/cli.h"
+#include "quarry/cli/cli_internal.h"
+#include "quarry/cli/commands.h"
+
+namespace quarry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+// Questions match a recording when they agree up to case, spacing and end punctuation.
+std::string NormalizeQuestion(const std::string& q) {
+  std::string out;
+  for (char c : q) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isspace(u)) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += static_cast<char>(std::tolower(u));
+    }
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == '?' || out.back() == '.')) out.pop_back();
+  return out;
+}
+
+std::vector<fs::path> FixtureDirs(const AskOptions& o) {
+  if (!o.fixtures.empty()) return {o.fixtures};
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("QUARRY_FIXTURES"); env && *env) dirs.emplace_back(env);
+  dirs.emplace_back("fixtures/offline");
+  dirs.emplace_back(fs::path(QUARRY_SOURCE_DIR) / "fixtures" / "offline");
+  return dirs;
+}
+
+Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
+  const std::string want = NormalizeQuestion(o.question);
+  std::vector<std::string> known;
+  for (const fs::path& dir : FixtureDirs(o)) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      std::ifstream in(f);
+      json doc = json::parse(in, nullptr, false);
+      if (doc.is_discarded() || !doc.contains("question")) continue;
+      const std::string q = doc["question"].get<std::string>();
+      if (NormalizeQuestion(q) == want) return llm::MakeReplayClientFromJson(doc, f.string());
+      known.push_back("\"" + q + "\"");
+    }
+    if (!known.empty()) break;
+  }
+  std::string list;
+  for (const auto& k : known) list += "\n  " + k;
+  return Fail(Error::Code::kUsage,
+              "--offline has no recorded model turns for this question; configure a model "
+              "(QUARRY_MODEL + QUARRY_API_KEY, or OPENROUTER_API_KEY) or ask a recorded one:" +
+                  list);
+}
+
+Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
+  if (!o.replay.empty()) return llm::MakeReplayClient(o.replay);
+  if (o.offline) return OfflineClient(o);
+  llm::Settings flags;
+  if (!o.model.empty()) flags.model = o.model;
+  if (!o.base_url.empty()) flags.base_url = o.base_url;
+  auto getenv = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  auto config = llm::ResolveConfig(flags, getenv, llm::ReadDotEnv(".env"));
+  if (!config) return std::unexpected(config.error());
+  return llm::MakeOpenAiClient(std::move(*config));
+}
+
+// Prints each step on stderr as it happens.
+class Progress final : public agent::Observer {
+ public:
+  void OnStep(const trace::Step& s) override {
+    char line[512];
+    if (s.kind == "model") {
+      std::snprintf(line, sizeof line, "  [%2d] %-14s %lld+%lld tokens  $%.4f  %lld ms", s.index,
+                    "model", static_cast<long long>(s.input_tokens),
+                    static_cast<long long>(s.output_tokens), s.cost_usd,
+                    static_cast<long long>(s.duration_ms));
+      std::cerr << Paint(line, "2") << "\n";
+      return;
+    }
+    const bool ok = s.status == "ok";
+    std::snprintf(line, sizeof line, "  [%2d] %-14s ", s.index, s.tool.c_str());
+    std::string out = line;
+    char status[16];
+    std::snprintf(status, sizeof status, "%-8s", s.status.c_str());
+    out += Paint(status, ok ? "32" : "31");
+    std::snprintf(line, sizeof line, " %-16s %6lld ms%s", ok ? "" : s.failure_class.c_str(),
+                  static_cast<long long>(s.duration_ms), s.repair ? "  repair" : "");
+    out += line;
+    std::cerr << out << "\n";
+    if (!ok) {
+      std::string first = s.observation.substr(0, s.observation.find('\n'));
+      if (first.size() > 160) first = first.substr(0, 157) + "...";
+      std::cerr << Paint("       " + first, "2") << "\n";
+    }
+  }
+};
+
+int ExitFor(const trace::Trace& t) {
+  if (t.stop_reason == agent::kStopAnswered && t.grounded) return kExitOk;
+  if (t.stop_reason == agent::kStopModelError) return kExitModel;
+  return kExitNoAnswer;
+}
+
+}  // namespace
+
+int RunAsk(const AskOptions& o) {
+  if (o.question.find_first_not_of(" \t\n") == std::string::npos) {
+    return Report({Error::Code::kUsage, "the question is empty: ask something about the data"});
+  }
+  std::vector<fs::path> paths(o.data.begin(), o.data.end());
+  auto engine = engine::Open(paths);
+  if (!engine) return Report(engine.error());
+  auto client = MakeClient(o);
+  if (!client) return Report(client.error());
+
+  const std::string id = trace::NewRunId();
+  auto writer = trace::Writer::Create(o.runs_dir, id);
+  if (!writer) return Report(writer.error());
+  agent::Config config = o.config;
+  config.self_correction = !o.no_self_correction;
+  std::cerr << Paint("quarry: " + (*client)->model() + " via " + (*client)->provider() + ", " +
+                         std::string(engine::DialectName((*engine)->dialect())) + ", run " + id,
+                     "2")
+            << "\n";
+  Progress progress;
+  const trace::Trace t =
+      agent::Run({o.question, id}, **engine, **client, config, &progress, &*writer);
+  const fs::path trace_path = writer->dir() / "trace.json";
+
+  if (o.format_name == "json") {
+    json out = {{"answer", t.answer},        {"grounded", t.grounded},
+                {"stop_reason", t.stop_reason}, {"sql", t.answer_sql},
+                {"supporting_values", t.supporting_values},
+                {"trace", trace_path.string()}, {"totals", trace::ToJson(t)["totals"]}};
+    if (!t.notes.empty()) out["notes"] = t.notes;
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    return ExitFor(t);
+  }
+  if (t.stop_reason == agent::kStopAnswered) {
+    std::cout << "\n" << t.answer << "\n";
+    if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << t.answer_sql << "\n";
+  } else {
+    std::cout << "\nno answer: " << t.stop_reason << "\n";
+    if (t.stop_reason == agent::kStopUngrounded) {
+      std::cout << "values not found in any result:";
+      for (const auto& c : t.verify) {
+        if (!c.grounded) std::cout << " " << c.value;
+      }
+      std::cout << "\n";
+    }
+    for (const auto& n : t.notes) std::cout << n << "\n";
+  }
+  std::cout << "\n" << trace::TotalsLine(t) << "\ntrace: " << trace_path.string() << "\n";
+  return ExitFor(t);
+}
+
+}  // namespace quarry::cli

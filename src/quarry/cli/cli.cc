@@ -1,0 +1,113 @@
+// Argument parsing (CLI11) and dispatch to the subcommands; the one place where exceptions
+// from anywhere below turn into an error line and an exit code.
+#include "quarry/cli/cli.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "quarry/cli/cli_internal.h"
+#include "quarry/cli/commands.h"
+
+namespace quarry::cli {
+
+bool UseColor() {
+  const char* no_color = std::getenv("NO_COLOR");
+  return isatty(2) && (no_color == nullptr || no_color[0] == '\0');
+}
+
+std::string Paint(const std::string& text, const char* ansi) {
+  if (!UseColor()) return text;
+  return std::string("\033[") + ansi + "m" + text + "\033[0m";
+}
+
+int Report(const Error& error) {
+  std::cerr << "quarry: " << error.message << "\n";
+  switch (error.code) {
+    case Error::Code::kUsage: return kExitUsage;
+    case Error::Code::kData: return kExitData;
+    case Error::Code::kModel: return kExitModel;
+    case Error::Code::kInternal: return kExitInternal;
+  }
+  return kExitInternal;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"quarry: ask questions about CSV, TSV, Parquet, JSON, SQLite and DuckDB data. "
+               "A model writes SQL; quarry runs it read-only, lets the model repair its errors, "
+               "and refuses answers whose numbers never appeared in a real result."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "quarry 0.1.0");
+
+  AskOptions ask;
+  CLI::App* ask_cmd = app.add_subcommand("ask", "Answer a question about the data with a model");
+  ask_cmd->add_option("question", ask.question, "The question, in English")->required();
+  ask_cmd->add_option("-d,--data", ask.data, "A data file (repeat for several)")->required();
+  ask_cmd->add_flag("--offline", ask.offline,
+                    "Replay recorded model turns from fixtures/offline (tools still execute)");
+  ask_cmd->add_option("--replay", ask.replay, "Replay model turns from this fixture or trace.json");
+  ask_cmd->add_option("--fixtures", ask.fixtures, "Where --offline looks for recorded turns");
+  ask_cmd->add_option("--model", ask.model, "Model id (else QUARRY_MODEL)");
+  ask_cmd->add_option("--base-url", ask.base_url,
+                      "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
+                      "OPENROUTER_API_KEY is set)");
+  ask_cmd->add_option("--runs-dir", ask.runs_dir, "Where runs/<id>/trace.json goes")
+      ->default_val("runs");
+  ask_cmd->add_flag("--no-self-correction", ask.no_self_correction,
+                    "End the run at the first failed tool call (the ablation arm)");
+  ask_cmd->add_option("--max-steps", ask.config.max_steps, "Model turns at most")->default_val(12);
+  ask_cmd->add_option("--max-repairs", ask.config.max_repairs, "Repair attempts at most")
+      ->default_val(6);
+  ask_cmd->add_option("--max-cost", ask.config.max_cost_usd, "Cost budget in USD")->default_val(1.0);
+  ask_cmd->add_option("--timeout-ms", ask.config.limits.timeout_ms, "Per-query timeout")
+      ->default_val(10000);
+  ask_cmd->add_option("--format", ask.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+
+  DataOptions schema;
+  CLI::App* schema_cmd = app.add_subcommand("schema", "Print the schema cards of data files");
+  schema_cmd->add_option("paths", schema.paths, "Data files")->required();
+  schema_cmd->add_option("--format", schema.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+
+  DataOptions sql;
+  CLI::App* sql_cmd = app.add_subcommand(
+      "sql", "Run one read-only query: quarry sql PATH... \"SELECT ...\"");
+  sql_cmd->add_option("args", sql.paths, "Data files, then the SQL")->required()->expected(2, -1);
+  sql_cmd->add_option("--format", sql.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+  sql_cmd->add_option("--timeout-ms", sql.timeout_ms, "Query timeout")->default_val(10000);
+  sql_cmd->add_option("--max-rows", sql.max_rows, "Rows fetched at most")->default_val(200);
+
+  TraceOptions trace;
+  CLI::App* trace_cmd = app.add_subcommand("trace", "Summarise a run: quarry trace [latest|ID]");
+  trace_cmd->add_option("which", trace.which, "latest, a run id, or a trace.json path")
+      ->default_val("latest");
+  trace_cmd->add_option("--runs-dir", trace.runs_dir, "Where the runs are")->default_val("runs");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    if (*ask_cmd) return RunAsk(ask);
+    if (*schema_cmd) return RunSchema(schema);
+    if (*sql_cmd) {
+      sql.sql = sql.paths.back();
+      sql.paths.pop_back();
+      return RunSql(sql);
+    }
+    if (*trace_cmd) return RunTrace(trace);
+  } catch (const std::exception& e) {
+    std::cerr << "quarry: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+  return kExitUsage;
+}
+
+}  // namespace quarry::cli

@@ -1,0 +1,17 @@
+// The `quarry` command: subcommands ask, schema, sql and trace. Results go to stdout, progress
+// and errors to stderr; exit codes tell scripts what went wrong.
+#pragma once
+
+namespace quarry::cli {
+
+// Exit codes.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitUsage = 2;       // bad flags or arguments, nothing configured
+inline constexpr int kExitData = 3;        // a data source or a query failed
+inline constexpr int kExitModel = 4;       // the model provider failed
+inline constexpr int kExitNoAnswer = 5;    // the run ended without a grounded answer
+
+int Main(int argc, char** argv);
+
+}  // namespace quarry::cli

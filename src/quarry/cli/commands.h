@@ -1,0 +1,43 @@
+// The subcommands, each a function of its parsed options returning the exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "quarry/agent/agent.h"
+
+namespace quarry::cli {
+
+struct AskOptions {
+  std::string question;
+  std::vector<std::string> data;
+  bool offline = false;
+  std::string replay;
+  std::string fixtures;
+  std::string model;
+  std::string base_url;
+  std::string runs_dir = "runs";
+  bool no_self_correction = false;
+  agent::Config config;
+  std::string format_name = "text";
+};
+
+struct DataOptions {
+  std::vector<std::string> paths;
+  std::string sql;
+  std::string format_name = "text";
+  int64_t timeout_ms = 10000;
+  int max_rows = 200;
+};
+
+struct TraceOptions {
+  std::string which = "latest";
+  std::string runs_dir = "runs";
+};
+
+int RunAsk(const AskOptions& options);
+int RunSchema(const DataOptions& options);
+int RunSql(const DataOptions& options);
+int RunTrace(const TraceOptions& options);
+
+}  // namespace quarry::cli

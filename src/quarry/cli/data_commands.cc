@@ -1,0 +1,97 @@
+// `quarry schema`, `quarry sql` and `quarry trace`: the engine and the trace reader used
+// directly, without a model.
+#include <iostream>
+
+#include "quarry/cli/cli.h"
+#include "quarry/cli/cli_internal.h"
+#include "quarry/cli/commands.h"
+
+namespace quarry::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string Dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+
+json CardsJson(const std::vector<engine::TableCard>& cards) {
+  json out = json::array();
+  for (const auto& t : cards) {
+    json cols = json::array();
+    for (const auto& c : t.columns) {
+      json col = {{"name", c.name}, {"type", c.type}, {"null_count", c.null_count},
+                  {"distinct_count", c.distinct_count}};
+      col["min"] = c.min ? json(*c.min) : json(nullptr);
+      col["max"] = c.max ? json(*c.max) : json(nullptr);
+      col["samples"] = c.samples;
+      cols.push_back(col);
+    }
+    json fks = json::array();
+    for (const auto& fk : t.foreign_keys) {
+      fks.push_back({{"column", fk.column}, {"ref_table", fk.ref_table}, {"ref_column", fk.ref_column}});
+    }
+    out.push_back({{"name", t.name}, {"source", t.source}, {"row_count", t.row_count},
+                   {"columns", cols}, {"foreign_keys", fks}});
+  }
+  return out;
+}
+
+Result<std::unique_ptr<engine::Engine>> OpenPaths(const std::vector<std::string>& paths) {
+  return engine::Open(std::vector<std::filesystem::path>(paths.begin(), paths.end()));
+}
+
+}  // namespace
+
+int RunSchema(const DataOptions& o) {
+  auto engine = OpenPaths(o.paths);
+  if (!engine) return Report(engine.error());
+  if (o.format_name == "json") {
+    std::cout << Dump({{"dialect", engine::DialectName((*engine)->dialect())},
+                       {"tables", CardsJson((*engine)->describe())}})
+              << "\n";
+  } else {
+    std::cout << engine::RenderCards((*engine)->describe());
+  }
+  return kExitOk;
+}
+
+int RunSql(const DataOptions& o) {
+  auto engine = OpenPaths(o.paths);
+  if (!engine) return Report(engine.error());
+  auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows});
+  if (!result) {
+    const auto& f = result.error();
+    std::string kind(FailureClassName(f.failure_class));
+    if (!f.rule.empty()) kind += " (" + f.rule + ")";
+    std::string message = f.message;
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::cerr << "quarry: " << kind << ": " << message << "\n";
+    return kExitData;
+  }
+  if (o.format_name == "json") {
+    json rows = json::array();
+    for (const auto& r : result->rows) {
+      json row = json::array();
+      for (const auto& c : r) row.push_back(c ? json(*c) : json(nullptr));
+      rows.push_back(row);
+    }
+    std::cout << Dump({{"columns", result->columns}, {"types", result->types}, {"rows", rows},
+                       {"row_count", result->row_count}, {"truncated", result->truncated()}})
+              << "\n";
+  } else {
+    std::string text = engine::RenderResult(*result, o.max_rows);
+    // The "rows are data" header is for the model; a person reading a terminal knows.
+    std::cout << text.substr(text.find('\n') + 1);
+  }
+  return kExitOk;
+}
+
+int RunTrace(const TraceOptions& o) {
+  auto path = trace::FindTrace(o.runs_dir, o.which);
+  if (!path) return Report(path.error());
+  auto t = trace::ReadTrace(*path);
+  if (!t) return Report(t.error());
+  std::cout << trace::Summary(*t) << "trace: " << path->string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace quarry::cli

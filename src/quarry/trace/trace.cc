@@ -1,0 +1,307 @@
+// Trace serialisation (stable key order), the run directory writer and the summary printer.
+#include "quarry/trace/trace.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <random>
+
+namespace quarry::trace {
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::string Dump(const json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+// Reads `key` into `out` when present; a present key of the wrong type is an error.
+template <typename T>
+Result<void> Get(const json& j, const char* key, T& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  try {
+    out = it->get<T>();
+  } catch (const json::exception&) {
+    return Fail(Error::Code::kUsage, std::string("trace: field '") + key + "' has the wrong type");
+  }
+  return {};
+}
+
+#define QUARRY_GET(j, key, out) \
+  if (auto get_result_ = Get(j, key, out); !get_result_) return std::unexpected(get_result_.error())
+
+}  // namespace
+
+json ToJson(const Step& s) {
+  json j;
+  j["index"] = s.index;
+  j["kind"] = s.kind;
+  if (s.kind == "model") {
+    j["content"] = s.content;
+    json calls = json::array();
+    for (const auto& c : s.tool_calls) {
+      calls.push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+    }
+    j["tool_calls"] = calls;
+    j["usage"] = {{"input_tokens", s.input_tokens},
+                  {"output_tokens", s.output_tokens},
+                  {"cached_tokens", s.cached_tokens}};
+    j["cost_usd"] = s.cost_usd;
+    j["attempts"] = s.attempts;
+  } else {
+    j["tool"] = s.tool;
+    j["tool_call_id"] = s.tool_call_id;
+    j["arguments"] = s.arguments;
+    j["status"] = s.status;
+    j["failure_class"] = s.failure_class;
+    if (!s.rule.empty()) j["rule"] = s.rule;
+    j["repair"] = s.repair;
+    j["observation"] = s.observation;
+    if (!s.detail.is_null()) j["detail"] = s.detail;
+  }
+  j["duration_ms"] = s.duration_ms;
+  return j;
+}
+
+json ToJson(const Trace& t) {
+  json j;
+  j["format_version"] = t.format_version;
+  j["id"] = t.id;
+  j["created_at"] = t.created_at;
+  j["question"] = t.question;
+  json sources = json::array();
+  for (const auto& s : t.sources) {
+    sources.push_back({{"path", s.path}, {"format", s.format}, {"size_bytes", s.size_bytes},
+                       {"sha256", s.sha256}, {"tables", s.tables}});
+  }
+  j["sources"] = sources;
+  j["dialect"] = t.dialect;
+  j["model"] = {{"provider", t.provider}, {"model", t.model}};
+  j["config"] = t.config;
+  json steps = json::array();
+  for (const auto& s : t.steps) steps.push_back(ToJson(s));
+  j["steps"] = steps;
+  const Totals& x = t.totals;
+  j["totals"] = {{"model_turns", x.model_turns},       {"tool_calls", x.tool_calls},
+                 {"repair_attempts", x.repair_attempts}, {"repair_successes", x.repair_successes},
+                 {"input_tokens", x.input_tokens},     {"output_tokens", x.output_tokens},
+                 {"cached_tokens", x.cached_tokens},   {"cost_usd", x.cost_usd},
+                 {"wall_ms", x.wall_ms}};
+  j["stop_reason"] = t.stop_reason;
+  j["answer"] = {{"text", t.answer}, {"supporting_values", t.supporting_values},
+                 {"sql", t.answer_sql}};
+  json checks = json::array();
+  for (const auto& c : t.verify) {
+    checks.push_back({{"value", c.value}, {"origin", c.origin}, {"grounded", c.grounded},
+                      {"rule", c.rule}, {"matched", c.matched}});
+  }
+  j["verify"] = {{"grounded", t.grounded}, {"checks", checks}};
+  j["artifacts"] = t.artifacts;
+  j["notes"] = t.notes;
+  return j;
+}
+
+Result<Trace> FromJson(const json& j) {
+  if (!j.is_object()) return Fail(Error::Code::kUsage, "trace: not a JSON object");
+  Trace t;
+  QUARRY_GET(j, "format_version", t.format_version);
+  if (t.format_version != kFormatVersion) {
+    return Fail(Error::Code::kUsage, "trace: format_version " + std::to_string(t.format_version) +
+                                         " is not supported (this quarry reads " +
+                                         std::to_string(kFormatVersion) + ")");
+  }
+  QUARRY_GET(j, "id", t.id);
+  QUARRY_GET(j, "created_at", t.created_at);
+  QUARRY_GET(j, "question", t.question);
+  QUARRY_GET(j, "dialect", t.dialect);
+  QUARRY_GET(j, "stop_reason", t.stop_reason);
+  QUARRY_GET(j, "artifacts", t.artifacts);
+  QUARRY_GET(j, "notes", t.notes);
+  if (j.contains("config")) t.config = j["config"];
+  if (auto m = j.find("model"); m != j.end() && m->is_object()) {
+    QUARRY_GET(*m, "provider", t.provider);
+    QUARRY_GET(*m, "model", t.model);
+  }
+  for (const auto& s : j.value("sources", json::array())) {
+    SourceRecord r;
+    QUARRY_GET(s, "path", r.path);
+    QUARRY_GET(s, "format", r.format);
+    QUARRY_GET(s, "size_bytes", r.size_bytes);
+    QUARRY_GET(s, "sha256", r.sha256);
+    QUARRY_GET(s, "tables", r.tables);
+    t.sources.push_back(std::move(r));
+  }
+  for (const auto& s : j.value("steps", json::array())) {
+    Step st;
+    QUARRY_GET(s, "index", st.index);
+    QUARRY_GET(s, "kind", st.kind);
+    QUARRY_GET(s, "duration_ms", st.duration_ms);
+    QUARRY_GET(s, "content", st.content);
+    QUARRY_GET(s, "cost_usd", st.cost_usd);
+    QUARRY_GET(s, "attempts", st.attempts);
+    if (auto u = s.find("usage"); u != s.end() && u->is_object()) {
+      QUARRY_GET(*u, "input_tokens", st.input_tokens);
+      QUARRY_GET(*u, "output_tokens", st.output_tokens);
+      QUARRY_GET(*u, "cached_tokens", st.cached_tokens);
+    }
+    for (const auto& c : s.value("tool_calls", json::array())) {
+      ToolCallRecord r;
+      QUARRY_GET(c, "id", r.id);
+      QUARRY_GET(c, "name", r.name);
+      QUARRY_GET(c, "arguments", r.arguments);
+      st.tool_calls.push_back(std::move(r));
+    }
+    QUARRY_GET(s, "tool", st.tool);
+    QUARRY_GET(s, "tool_call_id", st.tool_call_id);
+    QUARRY_GET(s, "arguments", st.arguments);
+    QUARRY_GET(s, "status", st.status);
+    QUARRY_GET(s, "failure_class", st.failure_class);
+    QUARRY_GET(s, "rule", st.rule);
+    QUARRY_GET(s, "repair", st.repair);
+    QUARRY_GET(s, "observation", st.observation);
+    if (s.contains("detail")) st.detail = s["detail"];
+    t.steps.push_back(std::move(st));
+  }
+  if (auto x = j.find("totals"); x != j.end() && x->is_object()) {
+    QUARRY_GET(*x, "model_turns", t.totals.model_turns);
+    QUARRY_GET(*x, "tool_calls", t.totals.tool_calls);
+    QUARRY_GET(*x, "repair_attempts", t.totals.repair_attempts);
+    QUARRY_GET(*x, "repair_successes", t.totals.repair_successes);
+    QUARRY_GET(*x, "input_tokens", t.totals.input_tokens);
+    QUARRY_GET(*x, "output_tokens", t.totals.output_tokens);
+    QUARRY_GET(*x, "cached_tokens", t.totals.cached_tokens);
+    QUARRY_GET(*x, "cost_usd", t.totals.cost_usd);
+    QUARRY_GET(*x, "wall_ms", t.totals.wall_ms);
+  }
+  if (auto a = j.find("answer"); a != j.end() && a->is_object()) {
+    QUARRY_GET(*a, "text", t.answer);
+    QUARRY_GET(*a, "supporting_values", t.supporting_values);
+    QUARRY_GET(*a, "sql", t.answer_sql);
+  }
+  if (auto v = j.find("verify"); v != j.end() && v->is_object()) {
+    QUARRY_GET(*v, "grounded", t.grounded);
+    for (const auto& c : v->value("checks", json::array())) {
+      VerifyCheck vc;
+      QUARRY_GET(c, "value", vc.value);
+      QUARRY_GET(c, "origin", vc.origin);
+      QUARRY_GET(c, "rule", vc.rule);
+      QUARRY_GET(c, "matched", vc.matched);
+      QUARRY_GET(c, "grounded", vc.grounded);
+      t.verify.push_back(std::move(vc));
+    }
+  }
+  return t;
+}
+
+std::string NewRunId() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::random_device rd;
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%06x", rd() & 0xffffffu);
+  return std::string(stamp) + "-" + suffix;
+}
+
+Result<Writer> Writer::Create(const fs::path& runs_dir, const std::string& id) {
+  Writer w;
+  w.dir_ = runs_dir / id;
+  std::error_code ec;
+  fs::create_directories(w.dir_, ec);
+  if (ec) {
+    return Fail(Error::Code::kInternal,
+                "cannot create the run directory " + w.dir_.string() + ": " + ec.message());
+  }
+  return w;
+}
+
+void Writer::AppendEvent(const json& event) {
+  std::ofstream out(dir_ / "events.jsonl", std::ios::app);
+  out << Dump(event) << '\n';
+  out.flush();
+}
+
+Result<fs::path> Writer::WriteFinal(const Trace& trace) {
+  const fs::path final_path = dir_ / "trace.json";
+  const fs::path tmp = dir_ / "trace.json.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << Dump(ToJson(trace), 2) << '\n';
+    out.flush();
+    if (!out) return Fail(Error::Code::kInternal, "cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, final_path, ec);
+  if (ec) return Fail(Error::Code::kInternal, "cannot write " + final_path.string() + ": " + ec.message());
+  return final_path;
+}
+
+Result<fs::path> FindTrace(const fs::path& runs_dir, const std::string& which) {
+  if (which.ends_with(".json") && fs::exists(which)) return fs::path(which);
+  if (which != "latest") {
+    const fs::path p = runs_dir / which / "trace.json";
+    if (fs::exists(p)) return p;
+    return Fail(Error::Code::kUsage, "no run " + which + " in " + runs_dir.string() +
+                                         "; `quarry trace latest` shows the newest");
+  }
+  std::string newest;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(runs_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (fs::exists(e.path() / "trace.json") && name > newest && name != "example") newest = name;
+  }
+  if (newest.empty()) {
+    return Fail(Error::Code::kUsage, "no runs in " + runs_dir.string() + " yet: run `quarry ask` first");
+  }
+  return runs_dir / newest / "trace.json";
+}
+
+Result<Trace> ReadTrace(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return Fail(Error::Code::kUsage, "cannot read " + path.string());
+  json doc = json::parse(in, nullptr, false);
+  if (doc.is_discarded()) return Fail(Error::Code::kUsage, path.string() + " is not valid JSON");
+  return FromJson(doc);
+}
+
+std::string TotalsLine(const Trace& t) {
+  const Totals& x = t.totals;
+  char cost[32];
+  std::snprintf(cost, sizeof cost, "$%.4f", x.cost_usd);
+  return "steps " + std::to_string(x.model_turns) + " · tool calls " +
+         std::to_string(x.tool_calls) + " · repairs " + std::to_string(x.repair_successes) + "/" +
+         std::to_string(x.repair_attempts) + " · grounded " + (t.grounded ? "yes" : "no") +
+         " · tokens " + std::to_string(x.input_tokens) + "+" + std::to_string(x.output_tokens) +
+         " · cost " + cost + " · " + std::to_string(x.wall_ms) + " ms";
+}
+
+std::string Summary(const Trace& t) {
+  std::string out = "run " + t.id + " (" + t.created_at + ")\n";
+  out += "question: " + t.question + "\n";
+  for (const auto& s : t.sources) {
+    out += "source:   " + s.path + " (" + s.format + ", " + std::to_string(s.size_bytes) +
+           " bytes, sha256 " + s.sha256.substr(0, 12) + ")\n";
+  }
+  out += "model:    " + t.model + " via " + t.provider + "\n";
+  for (const auto& s : t.steps) {
+    if (s.kind != "tool") continue;
+    char line[256];
+    std::snprintf(line, sizeof line, "  [%2d] %-14s %-8s %-16s %6lld ms%s\n", s.index,
+                  s.tool.c_str(), s.status.c_str(),
+                  s.failure_class == "none" ? "" : s.failure_class.c_str(),
+                  static_cast<long long>(s.duration_ms), s.repair ? "  (repair)" : "");
+    out += line;
+  }
+  out += "stop:     " + t.stop_reason + "\n";
+  if (!t.answer.empty()) out += "answer:   " + t.answer + "\n";
+  if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
+  out += TotalsLine(t) + "\n";
+  return out;
+}
+
+}  // namespace quarry::trace

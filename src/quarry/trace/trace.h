@@ -1,0 +1,138 @@
+// The trace of one run: what was asked, about which data, with which model, every step the
+// agent took (model turns and tool calls, with tokens, cost and latency), the answer and its
+// verify report. Written atomically as runs/<id>/trace.json, with events.jsonl appended while
+// the run goes so a crash still leaves a readable partial record. Depends only on JSON.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "quarry/common/common.h"
+
+namespace quarry::trace {
+
+inline constexpr int kFormatVersion = 1;
+
+struct SourceRecord {
+  std::string path;
+  std::string format;
+  int64_t size_bytes = 0;
+  std::string sha256;
+  std::vector<std::string> tables;
+};
+
+struct ToolCallRecord {
+  std::string id;
+  std::string name;
+  std::string arguments;  // raw, as the model wrote it
+};
+
+// One step. kind "model": a model turn (content, tool_calls, tokens, cost). kind "tool": a
+// tool call's execution (tool, arguments, status, failure_class, observation as the model saw
+// it). duration_ms is wall time for both.
+struct Step {
+  int index = 0;
+  std::string kind;
+  int64_t duration_ms = 0;
+  // model turns
+  std::string content;
+  std::vector<ToolCallRecord> tool_calls;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t cached_tokens = 0;
+  double cost_usd = 0.0;
+  int attempts = 1;
+  // tool calls
+  std::string tool;
+  std::string tool_call_id;
+  std::string arguments;
+  std::string status;         // "ok", "failed", "rejected" (the verify gate sent it back)
+  std::string failure_class;  // FailureClassName, "none" when ok
+  std::string rule;           // the guard rule, for guard_violation
+  std::string observation;
+  bool repair = false;        // made while a failure was outstanding
+  nlohmann::ordered_json detail;  // tool-specific facts: sql, columns, rows, row_count
+};
+
+struct Totals {
+  int model_turns = 0;
+  int tool_calls = 0;
+  int repair_attempts = 0;
+  int repair_successes = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t cached_tokens = 0;
+  double cost_usd = 0.0;
+  int64_t wall_ms = 0;
+};
+
+struct VerifyCheck {
+  std::string value;
+  std::string origin;
+  std::string rule;
+  std::string matched;
+  bool grounded = false;
+};
+
+struct Trace {
+  int format_version = kFormatVersion;
+  std::string id;
+  std::string created_at;  // UTC, ISO 8601
+  std::string question;
+  std::vector<SourceRecord> sources;
+  std::string dialect;
+  std::string provider;
+  std::string model;
+  nlohmann::ordered_json config = nlohmann::ordered_json::object();
+  std::vector<Step> steps;
+  Totals totals;
+  std::string stop_reason;
+  std::string answer;
+  std::vector<std::string> supporting_values;
+  std::string answer_sql;  // the last successful query the answer rests on
+  bool grounded = false;
+  std::vector<VerifyCheck> verify;
+  std::vector<std::string> artifacts;
+  std::vector<std::string> notes;
+};
+
+nlohmann::ordered_json ToJson(const Trace& trace);
+nlohmann::ordered_json ToJson(const Step& step);
+// Errors: kUsage naming the field that is missing or of the wrong type.
+Result<Trace> FromJson(const nlohmann::ordered_json& doc);
+
+// A new run id: "<UTC yyyymmdd-hhmmss>-<6 hex>", sortable by time.
+std::string NewRunId();
+
+// Owns runs/<id>/ for one run. Not thread-safe.
+class Writer {
+ public:
+  // Creates runs_dir/<id>/. Errors: kInternal when the directory cannot be created.
+  static Result<Writer> Create(const std::filesystem::path& runs_dir, const std::string& id);
+  const std::filesystem::path& dir() const { return dir_; }
+  // Appends one line to events.jsonl and flushes it.
+  void AppendEvent(const nlohmann::ordered_json& event);
+  // Writes trace.json via a temporary file and rename, so readers never see half a file.
+  Result<std::filesystem::path> WriteFinal(const Trace& trace);
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// "latest" or a run id (or a path to a trace.json) -> the trace.json path.
+// Errors: kUsage when there is no such run.
+Result<std::filesystem::path> FindTrace(const std::filesystem::path& runs_dir,
+                                        const std::string& which);
+Result<Trace> ReadTrace(const std::filesystem::path& path);
+
+// A human summary: question, sources, model, each step on a line, answer, totals.
+std::string Summary(const Trace& trace);
+// The totals line printed at the end of `quarry ask`.
+std::string TotalsLine(const Trace& trace);
+
+}  // namespace quarry::trace

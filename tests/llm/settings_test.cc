@@ -1,0 +1,192 @@
+// Settings resolution (flags > environment > .env), .env parsing, secret masking and prices.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "quarry/llm/llm.h"
+#include "support/test_support.h"
+
+namespace quarry::llm {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+GetEnv FakeEnv(Env env) {
+  return [env = std::move(env)](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+const std::string kLocal = "http://127.0.0.1:8080/v1";
+
+TEST(SettingsTest, FlagsBeatEnvironmentWhichBeatsDotEnv) {
+  Env env = {{"QUARRY_MODEL", "env-model"}, {"QUARRY_BASE_URL", kLocal}};
+  Env dotenv = {{"QUARRY_MODEL", "dotenv-model"},
+                {"QUARRY_BASE_URL", "https://elsewhere/v1"},
+                {"QUARRY_API_KEY", "dotenv-key-123456"}};
+
+  Settings flags;
+  flags.model = "flag-model";
+  Result<ClientConfig> with_flag = ResolveConfig(flags, FakeEnv(env), dotenv);
+  ASSERT_TRUE(with_flag) << with_flag.error().message;
+  EXPECT_EQ(with_flag->model, "flag-model");
+
+  Result<ClientConfig> from_env = ResolveConfig(Settings{}, FakeEnv(env), dotenv);
+  ASSERT_TRUE(from_env) << from_env.error().message;
+  EXPECT_EQ(from_env->model, "env-model");
+  EXPECT_EQ(from_env->base_url, kLocal) << ".env must never override the environment";
+  EXPECT_EQ(from_env->api_key, "dotenv-key-123456") << ".env fills what the environment lacks";
+
+  Result<ClientConfig> from_dotenv = ResolveConfig(Settings{}, FakeEnv({}), dotenv);
+  ASSERT_TRUE(from_dotenv) << from_dotenv.error().message;
+  EXPECT_EQ(from_dotenv->model, "dotenv-model");
+  EXPECT_EQ(from_dotenv->base_url, "https://elsewhere/v1");
+  EXPECT_EQ(from_dotenv->provider, "openai-compatible");
+}
+
+TEST(SettingsTest, OpenRouterKeyAloneSelectsOpenRouter) {
+  Env env = {{"OPENROUTER_API_KEY", "sk-or-v1-routerkey0000"},
+             {"QUARRY_MODEL", "openai/gpt-4o-mini"}};
+  Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->base_url, "https://openrouter.ai/api/v1");
+  EXPECT_EQ(config->provider, "openrouter");
+  EXPECT_EQ(config->api_key, "sk-or-v1-routerkey0000");
+
+  env["QUARRY_API_KEY"] = "sk-quarry-key-000000";
+  Result<ClientConfig> explicit_key = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(explicit_key);
+  EXPECT_EQ(explicit_key->api_key, "sk-quarry-key-000000");
+}
+
+TEST(SettingsTest, OpenRouterHostMeansOpenRouterProvider) {
+  Settings flags;
+  flags.base_url = "https://openrouter.ai/api/v1/";
+  flags.model = "anthropic/claude-haiku-4.5";
+  Env env = {{"OPENROUTER_API_KEY", "sk-or-v1-routerkey0000"}};
+  Result<ClientConfig> config = ResolveConfig(flags, FakeEnv(env), {});
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->provider, "openrouter");
+  EXPECT_EQ(config->base_url, "https://openrouter.ai/api/v1");
+  EXPECT_EQ(config->api_key, "sk-or-v1-routerkey0000");
+}
+
+TEST(SettingsTest, OpenRouterKeyIsNeverSentToAnotherHost) {
+  Env env = {{"OPENROUTER_API_KEY", "sk-or-v1-routerkey0000"},
+             {"QUARRY_BASE_URL", "https://api.openai.com/v1"},
+             {"QUARRY_MODEL", "gpt-4o-mini"}};
+  Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().code, Error::Code::kUsage);
+  EXPECT_NE(config.error().message.find("QUARRY_API_KEY"), std::string::npos)
+      << config.error().message;
+}
+
+TEST(SettingsTest, LocalServerNeedsNoKey) {
+  Env env = {{"QUARRY_BASE_URL", "http://localhost:11434/v1"}, {"QUARRY_MODEL", "qwen2.5:7b"}};
+  Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->api_key, "");
+  EXPECT_EQ(config->provider, "openai-compatible");
+}
+
+TEST(SettingsTest, MissingModelOrEndpointSaysWhatToSet) {
+  Result<ClientConfig> nothing = ResolveConfig(Settings{}, FakeEnv({}), {});
+  ASSERT_FALSE(nothing);
+  EXPECT_EQ(nothing.error().code, Error::Code::kUsage);
+  EXPECT_EQ(nothing.error().message,
+            "no model configured: set QUARRY_MODEL and QUARRY_API_KEY (or OPENROUTER_API_KEY), "
+            "pass --model/--base-url, or use --offline");
+
+  Result<ClientConfig> no_endpoint =
+      ResolveConfig(Settings{}, FakeEnv({{"QUARRY_MODEL", "gpt-4o-mini"}}), {});
+  ASSERT_FALSE(no_endpoint);
+  EXPECT_EQ(no_endpoint.error().code, Error::Code::kUsage);
+  EXPECT_NE(no_endpoint.error().message.find("QUARRY_BASE_URL"), std::string::npos);
+
+  Result<ClientConfig> bad_url = ResolveConfig(
+      Settings{}, FakeEnv({{"QUARRY_MODEL", "m"}, {"QUARRY_BASE_URL", "localhost:8080"}}), {});
+  ASSERT_FALSE(bad_url);
+  EXPECT_NE(bad_url.error().message.find("invalid base URL"), std::string::npos);
+}
+
+TEST(SettingsTest, DotEnvSyntax) {
+  quarry::testing::TempDir dir;
+  auto path = dir.Write(".env",
+                        "# settings\n"
+                        "QUARRY_MODEL=openai/gpt-4o-mini\n"
+                        "export QUARRY_API_KEY=\"sk-quoted \\\"key\\\"\"\n"
+                        "  QUARRY_BASE_URL = 'http://127.0.0.1:8080/v1'  \n"
+                        "PLAIN=value # trailing comment\n"
+                        "HASH=abc#def\n"
+                        "not a setting\n"
+                        "UNTERMINATED=\"oops\n");
+  std::map<std::string, std::string> values = ReadDotEnv(path);
+  EXPECT_EQ(values["QUARRY_MODEL"], "openai/gpt-4o-mini");
+  EXPECT_EQ(values["QUARRY_API_KEY"], "sk-quoted \"key\"");
+  EXPECT_EQ(values["QUARRY_BASE_URL"], "http://127.0.0.1:8080/v1");
+  EXPECT_EQ(values["PLAIN"], "value");
+  EXPECT_EQ(values["HASH"], "abc#def");
+  EXPECT_FALSE(values.contains("UNTERMINATED"));
+  EXPECT_EQ(values.size(), 5u);
+  EXPECT_TRUE(ReadDotEnv(dir.path() / "missing.env").empty());
+}
+
+TEST(SettingsTest, MaskSecretShowsOnlyTheEnds) {
+  EXPECT_EQ(MaskSecret("sk-or-v1-abcdefghijklmnopwxyz"), "sk-o...wxyz");
+  EXPECT_EQ(MaskSecret("short"), "****");
+  EXPECT_EQ(MaskSecret(""), "");
+}
+
+TEST(SettingsTest, PriceFileIsMergedOverBuiltIns) {
+  quarry::testing::TempDir dir;
+  auto prices = dir.Write("prices.json", R"({
+      "my/model": {"input": 1.0, "output": 2.0},
+      "openai/gpt-4o-mini": {"input": 0.2, "output": 0.8, "cached_input": 0.05}})");
+  Env env = {{"QUARRY_BASE_URL", kLocal},
+             {"QUARRY_MODEL", "my/model"},
+             {"QUARRY_PRICES", prices.string()}};
+  Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(config) << config.error().message;
+  std::optional<Price> mine = config->prices.Find("my/model");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->cached_input_per_mtok, 1.0) << "no cache price: cached input costs as input";
+  EXPECT_EQ(config->prices.Find("openai/gpt-4o-mini")->input_per_mtok, 0.2);
+  EXPECT_TRUE(config->prices.Find("anthropic/claude-sonnet-4.5")) << "built-ins are kept";
+  // 2M input (0.5M cached) and 1M output: 1.5*1 + 0.5*1 + 1*2 = 4 USD.
+  EXPECT_NEAR(*config->prices.Cost("my/model", {2'000'000, 1'000'000, 500'000}), 4.0, 1e-9);
+}
+
+TEST(SettingsTest, MalformedPriceFileIsAUsageError) {
+  quarry::testing::TempDir dir;
+  Env env = {{"QUARRY_BASE_URL", kLocal},
+             {"QUARRY_MODEL", "m"},
+             {"QUARRY_PRICES", dir.Write("prices.json", "{\"m\": {\"input\": 1,").string()}};
+  Result<ClientConfig> broken = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().code, Error::Code::kUsage);
+  EXPECT_NE(broken.error().message.find("prices.json"), std::string::npos);
+
+  PriceTable table = PriceTable::BuiltIn();
+  Result<void> no_output = table.MergeFile(
+      dir.Write("p2.json", R"({"ok": {"input": 1, "output": 1}, "m": {"input": 1}})"));
+  ASSERT_FALSE(no_output);
+  EXPECT_NE(no_output.error().message.find("entry \"m\": missing \"output\""), std::string::npos)
+      << no_output.error().message;
+  EXPECT_FALSE(table.Find("ok")) << "a bad file changes nothing";
+  EXPECT_FALSE(table.MergeFile(dir.Write("p3.json", R"({"m": {"input": -1, "output": 1}})")));
+}
+
+TEST(SettingsTest, BuiltInCostArithmetic) {
+  PriceTable table = PriceTable::BuiltIn();
+  // claude-sonnet-4.5: 3 in / 15 out / 0.30 cached, per million tokens.
+  std::optional<double> cost = table.Cost("anthropic/claude-sonnet-4.5", {10'000, 1'000, 8'000});
+  ASSERT_TRUE(cost);
+  EXPECT_NEAR(*cost, (2'000 * 3.0 + 8'000 * 0.30 + 1'000 * 15.0) / 1e6, 1e-12);
+  EXPECT_FALSE(table.Cost("nobody/unknown", {1, 1, 0}));
+}
+
+}  // namespace
+}  // namespace quarry::llm
