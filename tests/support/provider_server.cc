@@ -4,7 +4,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -67,13 +66,9 @@ ProviderServer::ProviderServer() : server_(std::make_unique<httplib::Server>()) 
     for (const auto& [key, value] : headers) res.set_header(key, value);
     res.set_content(body, "application/json");
   });
-  // httplib writes headers and body separately; without TCP_NODELAY (inherited by accepted
-  // sockets) every reply on a kept-alive connection waits ~40 ms for a delayed ACK.
-  server_->set_socket_options([](socket_t sock) {
-    httplib::default_socket_options(sock);
-    int on = 1;
-    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-  });
+  // One request per connection: httplib's stop() otherwise waits out the keep-alive timeout
+  // (5 s) of any client still holding a connection when the server is destroyed.
+  server_->set_keep_alive_max_count(1);
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) throw std::runtime_error("provider stand-in: cannot bind 127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });

@@ -51,7 +51,8 @@ struct RecordedRequest {
 // Requests to POST /v1/chat/completions take the next scripted response; when the queue is
 // empty the reply is 400 {"error": {"message": "provider stand-in: no scripted response
 // left"}}, which clients do not retry. Any other path gets 404. Every request is recorded.
-// Thread safe: tests enqueue and inspect while the server runs.
+// Each connection carries one request ("Connection: close"), so destruction never waits on
+// an idle client. Thread safe: tests enqueue and inspect while the server runs.
 class ProviderServer {
  public:
   ProviderServer();

@@ -1,0 +1,113 @@
+// Agent scenarios as data: each folder under tests/agent/scenarios holds the data it uses, the
+// scripted model turns and the trace facts expected (stop reason, groundedness, repair counts,
+// every tool step's tool/status/failure class). The loop runs them with real engines.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "quarry/agent/agent.h"
+#include "support/test_support.h"
+
+namespace quarry::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+fs::path ScenarioDir() { return quarry::testing::SourceDir() / "tests" / "agent" / "scenarios"; }
+
+std::vector<std::string> ScenarioNames() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(ScenarioDir())) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class Collector final : public Observer {
+ public:
+  void OnStep(const trace::Step& step) override { steps.push_back(step); }
+  std::vector<trace::Step> steps;
+};
+
+class ScenarioTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ScenarioTest, TraceFactsMatch) {
+  const json doc = json::parse(quarry::testing::ReadFile(ScenarioDir() / GetParam() / "scenario.json"));
+  ASSERT_EQ(doc["source"], "scripted");
+  std::vector<fs::path> data;
+  for (const auto& d : doc["data"]) data.push_back(quarry::testing::SourceDir() / d.get<std::string>());
+  auto engine = engine::Open(data);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  auto client = llm::MakeReplayClientFromJson(doc, GetParam());
+  ASSERT_TRUE(client.has_value()) << client.error().message;
+
+  Config config;
+  const json& c = doc["config"];
+  config.self_correction = c.value("self_correction", true);
+  config.max_steps = c.value("max_steps", config.max_steps);
+  config.max_repairs = c.value("max_repairs", config.max_repairs);
+  config.max_cost_usd = c.value("max_cost_usd", config.max_cost_usd);
+
+  quarry::testing::TempDir runs;
+  auto writer = trace::Writer::Create(runs.path(), "run1");
+  ASSERT_TRUE(writer.has_value());
+  Collector collector;
+  const trace::Trace t = agent::Run({doc["question"], "run1"}, **engine, **client, config, &collector, &*writer);
+
+  const json& expect = doc["expect"];
+  EXPECT_EQ(t.stop_reason, expect["stop_reason"].get<std::string>());
+  EXPECT_EQ(t.grounded, expect["grounded"].get<bool>());
+  if (expect.contains("repair_attempts")) {
+    EXPECT_EQ(t.totals.repair_attempts, expect["repair_attempts"].get<int>());
+  }
+  if (expect.contains("repair_successes")) {
+    EXPECT_EQ(t.totals.repair_successes, expect["repair_successes"].get<int>());
+  }
+  if (expect.contains("model_turns")) {
+    EXPECT_EQ(t.totals.model_turns, expect["model_turns"].get<int>());
+  }
+  if (expect.contains("cost_usd")) {
+    EXPECT_NEAR(t.totals.cost_usd, expect["cost_usd"].get<double>(), 1e-9);
+  }
+
+  std::vector<json> tools;
+  std::vector<std::string> observations;
+  for (const auto& s : t.steps) {
+    if (s.kind != "tool") continue;
+    tools.push_back(json::array({s.tool, s.status, s.failure_class}));
+    observations.push_back(s.observation);
+  }
+  EXPECT_EQ(json(tools), expect["tools"]);
+  EXPECT_EQ(t.totals.tool_calls, static_cast<int>(tools.size()));
+  for (const auto& fragment : expect.value("observation_contains", json::array())) {
+    bool found = false;
+    for (const auto& o : observations) found = found || o.find(fragment.get<std::string>()) != std::string::npos;
+    EXPECT_TRUE(found) << "no observation contains: " << fragment;
+  }
+  for (const auto& v : expect.value("unsupported", json::array())) {
+    bool found = false;
+    for (const auto& check : t.verify) found = found || (!check.grounded && check.value == v.get<std::string>());
+    EXPECT_TRUE(found) << "not reported as unsupported: " << v;
+  }
+
+  // The observer saw every step as it happened, and the trace on disk says the same.
+  EXPECT_EQ(collector.steps.size(), t.steps.size());
+  auto on_disk = trace::ReadTrace(runs.path() / "run1" / "trace.json");
+  ASSERT_TRUE(on_disk.has_value()) << on_disk.error().message;
+  EXPECT_EQ(on_disk->stop_reason, t.stop_reason);
+  EXPECT_EQ(on_disk->steps.size(), t.steps.size());
+  EXPECT_EQ(on_disk->totals.repair_attempts, t.totals.repair_attempts);
+  std::ifstream events(runs.path() / "run1" / "events.jsonl");
+  size_t lines = 0;
+  for (std::string line; std::getline(events, line);) {
+    ASSERT_FALSE(json::parse(line, nullptr, false).is_discarded()) << line;
+    ++lines;
+  }
+  EXPECT_EQ(lines, t.steps.size() + 2);  // start, every step, end
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioNames()),
+                         [](const auto& param_info) { return param_info.param; });
+
+}  // namespace
+}  // namespace quarry::agent

@@ -1,0 +1,196 @@
+// The quarry binary as a user runs it: the offline asks on the bundled data (answers checked
+// against figures computed here from the files), the data commands, bad input with its exit
+// codes and one-line errors, and nothing written next to the user's data.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace quarry {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using quarry::testing::RunProcess;
+using quarry::testing::SourceDir;
+using quarry::testing::TempDir;
+
+// No model settings leak in from the machine running the tests.
+const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY",
+                                            "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES"};
+
+class CliTest : public ::testing::Test {
+ protected:
+  testing::ProcessResult Quarry(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    args.insert(args.begin(), quarry::testing::QuarryBinary().string());
+    return RunProcess(args, cwd_.path(), env, kModelEnv);
+  }
+  std::string Data(const std::string& name) { return (SourceDir() / "data" / name).string(); }
+  TempDir cwd_;  // the user's working directory: runs/ goes here
+};
+
+// Region totals of data/sales.csv computed straight from the file, in cents.
+std::map<std::string, long long> RegionTotalsInCents() {
+  std::ifstream in(SourceDir() / "data" / "sales.csv");
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::stringstream hs(line);
+  for (std::string f; std::getline(hs, f, ',');) header.push_back(f);
+  const auto col = [&](const std::string& name) {
+    return std::find(header.begin(), header.end(), name) - header.begin();
+  };
+  const auto region_col = col("region"), revenue_col = col("revenue");
+  std::map<std::string, long long> totals;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    totals[f[region_col]] += std::llround(std::stod(f[revenue_col]) * 100);
+  }
+  return totals;
+}
+
+std::vector<long long> MoneyInCents(const std::string& text) {
+  std::vector<long long> out;
+  std::regex money(R"(\$([0-9,]+\.[0-9]{2}))");
+  for (std::sregex_iterator it(text.begin(), text.end(), money), end; it != end; ++it) {
+    std::string digits = (*it)[1];
+    digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+    out.push_back(std::llround(std::stod(digits) * 100));
+  }
+  return out;
+}
+
+TEST_F(CliTest, OfflineSalesAskIsGroundedAndRight) {
+  const auto before = quarry::testing::DirectoryFingerprint(SourceDir() / "data");
+  auto r = Quarry({"ask", "--offline", "--data", Data("sales.csv"),
+                   "Which region has the highest total revenue, and by how much does it beat the "
+                   "runner-up?"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("grounded yes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("repairs 1/2"), std::string::npos) << r.out;
+  // Progress went to stderr, step by step: the failure, the schema lookup, the repair.
+  EXPECT_NE(r.err.find("runtime_error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("inspect_schema"), std::string::npos);
+
+  auto totals = RegionTotalsInCents();
+  std::vector<std::pair<long long, std::string>> ranked;
+  for (const auto& [region, cents] : totals) ranked.emplace_back(cents, region);
+  std::sort(ranked.rbegin(), ranked.rend());
+  const std::string answer = r.out.substr(0, r.out.find("SQL:"));
+  EXPECT_NE(answer.find(ranked[0].second), std::string::npos) << answer;
+  EXPECT_NE(answer.find(ranked[1].second), std::string::npos) << answer;
+  EXPECT_EQ(MoneyInCents(answer), (std::vector<long long>{ranked[0].first, ranked[1].first,
+                                                          ranked[0].first - ranked[1].first}));
+  EXPECT_EQ(quarry::testing::DirectoryFingerprint(SourceDir() / "data"), before);
+
+  // The trace on disk agrees, and `quarry trace latest` summarises it.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(trace: (\S+))")));
+  const json t = json::parse(quarry::testing::ReadFile(cwd_.path() / m[1].str()));
+  EXPECT_EQ(t["stop_reason"], "answered");
+  EXPECT_EQ(t["verify"]["grounded"], true);
+  EXPECT_EQ(t["totals"]["repair_attempts"], 2);
+  EXPECT_EQ(t["sources"][0]["sha256"], quarry::testing::Sha256File(Data("sales.csv")));
+  EXPECT_TRUE(fs::exists(cwd_.path() / fs::path(m[1].str()).parent_path() / "events.jsonl"));
+  auto summary = Quarry({"trace", "latest"});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_NE(summary.out.find("run_sql"), std::string::npos);
+  EXPECT_NE(summary.out.find("stop:     answered"), std::string::npos) << summary.out;
+}
+
+TEST_F(CliTest, OfflineChinookAndSensors) {
+  auto chinook = Quarry({"ask", "--offline", "--format", "json", "--data", Data("chinook.sqlite"),
+                         "Which 3 genres have the most tracks?"});
+  ASSERT_EQ(chinook.exit_code, 0) << chinook.out << chinook.err;
+  const json c = json::parse(chinook.out);
+  EXPECT_EQ(c["grounded"], true);
+  EXPECT_EQ(c["supporting_values"], json::parse(R"(["Rock","1297","Latin","579","Metal","374"])"));
+
+  auto sensors = Quarry({"ask", "--offline", "--data", Data("sensors.csv"),
+                         "Which station has the highest average temperature in Celsius?"});
+  ASSERT_EQ(sensors.exit_code, 0) << sensors.out << sensors.err;
+  EXPECT_NE(sensors.out.find("ST-05"), std::string::npos);
+  EXPECT_NE(sensors.out.find("grounded yes"), std::string::npos);
+  EXPECT_NE(sensors.out.find("repairs 1/1"), std::string::npos) << sensors.out;
+  EXPECT_NE(sensors.err.find("runtime_error"), std::string::npos);  // the text-cast failure
+}
+
+TEST_F(CliTest, SchemaAndSqlForScripts) {
+  auto schema = Quarry({"schema", "--format", "json", Data("passengers.csv")});
+  ASSERT_EQ(schema.exit_code, 0) << schema.err;
+  const json s = json::parse(schema.out);
+  EXPECT_EQ(s["tables"][0]["name"], "passengers");
+  EXPECT_EQ(s["tables"][0]["row_count"], 340);
+
+  auto sql = Quarry({"sql", "--format", "json", Data("chinook.sqlite"),
+                     "SELECT count(*) AS n FROM Genre"});
+  ASSERT_EQ(sql.exit_code, 0) << sql.err;
+  EXPECT_EQ(json::parse(sql.out)["rows"][0][0], "25");
+
+  auto write = Quarry({"sql", Data("chinook.sqlite"), "DROP TABLE Genre"});
+  EXPECT_EQ(write.exit_code, 3);
+  EXPECT_NE(write.err.find("guard_violation (read_only)"), std::string::npos) << write.err;
+}
+
+TEST_F(CliTest, HelpOnEverySubcommand) {
+  for (const char* sub : {"ask", "schema", "sql", "trace"}) {
+    auto r = Quarry({sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+  auto none = Quarry({});
+  EXPECT_EQ(none.exit_code, 2);
+  auto bad_flag = Quarry({"ask", "--no-such-flag", "q"});
+  EXPECT_EQ(bad_flag.exit_code, 2);
+}
+
+struct BadInput {
+  std::string name;
+  std::string file;
+  std::string content;
+  std::string fragment;
+};
+
+TEST_F(CliTest, BadInputGetsOneLineAndAnExitCode) {
+  TempDir data;
+  const std::vector<BadInput> cases = {
+      {"missing", "nope.csv", "", "not found"},
+      {"extension", "table.xlsx", "x", "unsupported file type"},
+      {"empty", "empty.csv", "", "is empty"},
+      {"header only", "header.csv", "a,b\n", "header but no rows"},
+      {"not sqlite", "fake.db", "hello, I am text\n", "not a SQLite database"},
+  };
+  for (const auto& c : cases) {
+    if (c.name != "missing") data.Write(c.file, c.content);
+    const auto before = quarry::testing::DirectoryFingerprint(data.path());
+    auto r = Quarry({"ask", "--offline", "--data", (data.path() / c.file).string(), "How many rows?"});
+    EXPECT_EQ(r.exit_code, 3) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.fragment), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
+    EXPECT_EQ(quarry::testing::DirectoryFingerprint(data.path()), before) << c.name;
+  }
+}
+
+TEST_F(CliTest, NoModelConfiguredSaysWhatToSet) {
+  auto r = Quarry({"ask", "--data", Data("sales.csv"), "Which region sells most?"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("QUARRY_MODEL"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--offline"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  auto unrecorded = Quarry({"ask", "--offline", "--data", Data("sales.csv"), "What is love?"});
+  EXPECT_EQ(unrecorded.exit_code, 2);
+  EXPECT_NE(unrecorded.err.find("no recorded model turns"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quarry
