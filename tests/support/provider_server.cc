@@ -11,17 +11,8 @@
 #include <cctype>
 #include <stdexcept>
 
-// Debian's libcpp-httplib.so is built with these (`pkg-config --cflags cpp-httplib`); the
-// header must see the same ones, or httplib::Request's layout differs from the library's.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
+// The CPPHTTPLIB_*_SUPPORT defines Debian's library was built with come from pkg-config
+// (tests/CMakeLists.txt); the header must see the same ones as the library.
 #include <httplib.h>
 
 namespace quarry::testing {
