@@ -15,6 +15,7 @@
 #include "quarry/common/common.h"
 #include "quarry/engine/engine.h"
 #include "quarry/llm/llm.h"
+#include "quarry/sandbox/sandbox.h"
 #include "quarry/trace/trace.h"
 
 namespace quarry::agent {
@@ -37,6 +38,9 @@ struct Config {
   double max_cost_usd = 1.0;   // checked after every model turn
   engine::Limits limits;       // per query: timeout_ms, max_rows
   int preview_rows = 30;       // result rows the model sees
+  // run_python: offered to the model when on. sandbox.workdir must be set (runs/<id>/workdir).
+  bool python = true;
+  sandbox::Options sandbox;
 };
 
 // Progress as it happens; the CLI prints it, tests collect it. Called on the run's thread.
@@ -51,6 +55,7 @@ struct ToolContext {
   engine::Engine& engine;
   const Config& config;
   Evidence& evidence;  // successful executions add what the model was shown
+  std::optional<sandbox::LastResult>& last;  // the latest successful run_sql result
 };
 
 // What a tool call produced, as the model will see it (`text`) and as the trace keeps it.
@@ -59,6 +64,7 @@ struct Observation {
   std::string rule;  // guard rule, for kGuardViolation
   std::string text;
   nlohmann::ordered_json detail;  // sql, columns, rows, row_count, ...
+  std::vector<std::string> artifacts;  // files the step produced (figures)
 };
 
 // A tool the model can call. `execution` tools (run_sql, run_python, make_chart) clear an
@@ -69,8 +75,12 @@ struct Tool {
   std::function<Observation(const nlohmann::ordered_json& arguments, ToolContext& context)> run;
 };
 
-// The tools of this build, final_answer included (the loop handles final_answer itself).
-std::vector<Tool> DefaultTools();
+// The tools of this build, final_answer included (the loop handles final_answer itself);
+// run_python only when `python` is on.
+std::vector<Tool> DefaultTools(bool python = true);
+
+// The registered data as the sandbox loads it: one DataFrame per file (SQLite: per table).
+std::vector<sandbox::TableFile> SandboxTables(const engine::Engine& engine);
 
 // Checks tool-call arguments against the tool's JSON Schema (object, required, property
 // types, enums, no unknown properties). Returns the problem in words, or "" when they fit.

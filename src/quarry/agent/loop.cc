@@ -33,7 +33,7 @@ class Session {
   Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
           Observer* observer, trace::Writer* writer)
       : engine_(engine), client_(client), config_(config), observer_(observer), writer_(writer),
-        tools_(DefaultTools()), context_{engine, config, evidence_} {
+        tools_(DefaultTools(config.python)), context_{engine, config, evidence_, last_} {
     trace_.id = input.run_id;
     trace_.created_at = UtcNow();
     trace_.question = input.question;
@@ -51,6 +51,12 @@ class Session {
                      {"max_rows", config.limits.max_rows},
                      {"preview_rows", config.preview_rows}};
     for (const Tool& t : tools_) schemas_.push_back(t.schema);
+    if (config.python && config.sandbox.allow_unisolated) {
+      if (auto why = sandbox::NamespaceUnavailableReason()) {
+        trace_.notes.push_back("run_python is NOT isolated on this machine (" + *why +
+                               "): rlimits, seccomp and the Python guard only");
+      }
+    }
     messages_.push_back({llm::Role::kSystem, SystemPrompt(engine), {}, {}});
     messages_.push_back({llm::Role::kUser, input.question, {}, {}});
   }
@@ -160,7 +166,9 @@ class Session {
       try {
         obs = tool->run(args, context_);
       } catch (const std::exception& e) {  // the tool runner is an edge: nothing escapes it
-        obs = Observation{FailureClass::kRuntimeError, "", std::string("runtime_error: ") + e.what(), {}};
+        obs = Observation{};
+        obs.failure = FailureClass::kRuntimeError;
+        obs.text = std::string("runtime_error: ") + e.what();
       }
       if (obs.failure == FailureClass::kNone && call.name == "run_sql") {
         answer_sql_ = obs.detail.value("sql", "");
@@ -177,6 +185,7 @@ class Session {
     step.rule = obs.rule;
     step.observation = obs.text;
     step.detail = obs.detail;
+    for (const auto& a : obs.artifacts) trace_.artifacts.push_back(a);
     step.duration_ms = MsSince(started);
     Emit(std::move(step));
     messages_.push_back({llm::Role::kTool, obs.text, {}, call.id});
@@ -242,6 +251,7 @@ class Session {
   std::vector<Tool> tools_;
   std::vector<llm::ToolSchema> schemas_;
   Evidence evidence_;
+  std::optional<sandbox::LastResult> last_;
   ToolContext context_;
   std::vector<llm::Message> messages_;
   trace::Trace trace_;

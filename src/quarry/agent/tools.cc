@@ -94,6 +94,58 @@ Observation RunSql(const json& args, ToolContext& ctx) {
     for (const auto& cell : table.rows[r]) ctx.evidence.AddValue(cell.value_or("NULL"));
   }
   ctx.evidence.AddValue(std::to_string(table.row_count));
+  ctx.last = sandbox::LastResult{table.columns, table.types, table.rows};
+  return obs;
+}
+
+}  // namespace
+
+std::vector<sandbox::TableFile> SandboxTables(const engine::Engine& engine) {
+  std::vector<sandbox::TableFile> out;
+  for (const auto& source : engine.sources()) {
+    sandbox::TableFile t;
+    t.name = source.tables.empty() ? "" : source.tables.front();
+    t.host_path = source.path;
+    t.format = source.format;
+    t.delimiter = source.delimiter.empty() ? "," : source.delimiter;
+    t.header = source.header;
+    for (const auto& card : engine.describe()) {
+      if (card.name != t.name) continue;
+      for (const auto& c : card.columns) t.columns.emplace_back(c.name, c.type);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+namespace {
+
+Observation RunPython(const json& args, ToolContext& ctx) {
+  const std::string code = args["code"].get<std::string>();
+  Observation obs;
+  obs.detail = {{"code", code}};
+  sandbox::Options options = ctx.config.sandbox;
+  options.tables = SandboxTables(ctx.engine);
+  options.last = ctx.last;
+  auto result = sandbox::RunPython(code, options);
+  if (!result) {
+    // quarry cannot run Python here at all: the model should fall back to SQL.
+    obs.failure = FailureClass::kGuardViolation;
+    obs.rule = "isolation_unavailable";
+    obs.text = "guard_violation: " + result.error().message;
+    return obs;
+  }
+  obs.failure = result->failure;
+  obs.rule = result->rule;
+  obs.text = sandbox::RenderObservation(*result);
+  obs.detail["stdout"] = result->stdout_text;
+  obs.detail["stderr"] = result->stderr_text;
+  obs.detail["exit_code"] = result->exit_code;
+  obs.detail["isolation"] =
+      result->isolation == sandbox::Isolation::kNamespaces ? "namespaces" : "rlimits_only";
+  for (const auto& a : result->artifacts) obs.artifacts.push_back(a.string());
+  obs.detail["artifacts"] = obs.artifacts;
+  if (obs.failure == FailureClass::kNone) ctx.evidence.AddText(result->stdout_text);
   return obs;
 }
 
@@ -135,7 +187,7 @@ std::string ValidateArguments(const json& schema, const json& arguments) {
   return "";
 }
 
-std::vector<Tool> DefaultTools() {
+std::vector<Tool> DefaultTools(bool python) {
   std::vector<Tool> tools;
   tools.push_back(Tool{
       {"inspect_schema",
@@ -152,6 +204,19 @@ std::vector<Tool> DefaultTools() {
          "description":"a single SELECT query in the engine's dialect"}},"required":["sql"],
          "additionalProperties":false})")},
       true, RunSql});
+  if (python) {
+    tools.push_back(Tool{
+        {"run_python",
+         "Run Python 3 with pandas (pd), numpy (np) and matplotlib.pyplot (plt) in a sandbox. "
+         "Each registered table is a DataFrame in `tables` (and `df` when there is one); the "
+         "latest run_sql result is `last`. Print what you need; save figures with "
+         "plt.savefig('name.png'). Imports: pandas, numpy, matplotlib, json, math, datetime, "
+         "re, statistics, collections, itertools. Use it where SQL is the wrong tool.",
+         json::parse(R"({"type":"object","properties":{"code":{"type":"string","minLength":1,
+           "description":"a Python script; print the results"}},"required":["code"],
+           "additionalProperties":false})")},
+        true, RunPython});
+  }
   tools.push_back(Tool{
       {"final_answer",
        "Give the answer. Every number in `answer` and every entry of `supporting_values` must "

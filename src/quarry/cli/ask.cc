@@ -137,6 +137,16 @@ int RunAsk(const AskOptions& o) {
   if (!writer) return Report(writer.error());
   agent::Config config = o.config;
   config.self_correction = !o.no_self_correction;
+  config.python = !o.no_python;
+  config.sandbox.workdir = writer->dir() / "workdir";
+  config.sandbox.allow_unisolated = o.allow_unisolated;
+  if (config.python && o.allow_unisolated) {
+    if (auto why = sandbox::NamespaceUnavailableReason()) {
+      std::cerr << Paint("quarry: warning: run_python is NOT isolated here (" + *why +
+                             "): rlimits, seccomp and the Python guard only", "33")
+                << "\n";
+    }
+  }
   std::cerr << Paint("quarry: " + (*client)->model() + " via " + (*client)->provider() + ", " +
                          std::string(engine::DialectName((*engine)->dialect())) + ", run " + id,
                      "2")
@@ -158,6 +168,7 @@ int RunAsk(const AskOptions& o) {
   if (t.stop_reason == agent::kStopAnswered) {
     std::cout << "\n" << t.answer << "\n";
     if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << t.answer_sql << "\n";
+    for (const auto& a : t.artifacts) std::cout << "figure: " << a << "\n";
   } else {
     std::cout << "\nno answer: " << t.stop_reason << "\n";
     if (t.stop_reason == agent::kStopUngrounded) {

@@ -64,6 +64,10 @@ int Main(int argc, char** argv) {
   ask_cmd->add_option("--max-cost", ask.config.max_cost_usd, "Cost budget in USD")->default_val(1.0);
   ask_cmd->add_option("--timeout-ms", ask.config.limits.timeout_ms, "Per-query timeout")
       ->default_val(10000);
+  ask_cmd->add_flag("--allow-unisolated", ask.allow_unisolated,
+                    "Where bubblewrap cannot isolate Python, run it with rlimits, seccomp and "
+                    "the guard only (said on every run)");
+  ask_cmd->add_flag("--no-python", ask.no_python, "Do not offer run_python to the model");
   ask_cmd->add_option("--format", ask.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
 
@@ -81,6 +85,16 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
   sql_cmd->add_option("--timeout-ms", sql.timeout_ms, "Query timeout")->default_val(10000);
   sql_cmd->add_option("--max-rows", sql.max_rows, "Rows fetched at most")->default_val(200);
+
+  PythonOptions python;
+  CLI::App* python_cmd = app.add_subcommand(
+      "python", "Run a Python script in the sandbox against the data: quarry python PATH... SCRIPT.py");
+  python_cmd->add_option("args", python.args, "Data files, then the script")->required()->expected(2, -1);
+  python_cmd->add_option("--runs-dir", python.runs_dir, "Where runs/<id>/workdir goes")
+      ->default_val("runs");
+  python_cmd->add_flag("--allow-unisolated", python.allow_unisolated,
+                       "Run without namespaces where bubblewrap cannot start");
+  python_cmd->add_option("--timeout-ms", python.timeout_ms, "Wall-clock limit")->default_val(30000);
 
   TraceOptions trace;
   CLI::App* trace_cmd = app.add_subcommand("trace", "Summarise a run: quarry trace [latest|ID]");
@@ -103,6 +117,7 @@ int Main(int argc, char** argv) {
       return RunSql(sql);
     }
     if (*trace_cmd) return RunTrace(trace);
+    if (*python_cmd) return RunPythonScript(python);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -20,6 +20,8 @@ struct AskOptions {
   bool no_self_correction = false;
   agent::Config config;
   std::string format_name = "text";
+  bool allow_unisolated = false;
+  bool no_python = false;
 };
 
 struct DataOptions {
@@ -28,6 +30,13 @@ struct DataOptions {
   std::string format_name = "text";
   int64_t timeout_ms = 10000;
   int max_rows = 200;
+};
+
+struct PythonOptions {
+  std::vector<std::string> args;  // data files, then the script
+  std::string runs_dir = "runs";
+  bool allow_unisolated = false;
+  int64_t timeout_ms = 30000;
 };
 
 struct TraceOptions {
@@ -39,5 +48,6 @@ int RunAsk(const AskOptions& options);
 int RunSchema(const DataOptions& options);
 int RunSql(const DataOptions& options);
 int RunTrace(const TraceOptions& options);
+int RunPythonScript(const PythonOptions& options);
 
 }  // namespace quarry::cli

@@ -99,7 +99,12 @@ Result<Source> Fingerprint(const std::filesystem::path& path, std::string format
     std::snprintf(two, sizeof two, "%02x", md[i]);
     hex += two;
   }
-  return Source{path.string(), std::move(format), size, hex, {}};
+  Source source;
+  source.path = path.string();
+  source.format = std::move(format);
+  source.size_bytes = size;
+  source.sha256 = hex;
+  return source;
 }
 
 std::string TableNameFor(const std::filesystem::path& path,

@@ -353,6 +353,16 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
                                           ": " + r.error().message.substr(0, 300));
     }
   }
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (formats[i] != "csv" && formats[i] != "tsv") continue;
+    const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
+    auto sniff = engine->RunTrusted("SELECT Delimiter, HasHeader FROM sniff_csv(" +
+                                    QuoteLiteral(abs) + (formats[i] == "tsv" ? ", delim = '\t')" : ")"));
+    if (sniff && !sniff->empty()) {
+      engine->sources_[i].delimiter = (*sniff)[0][0].value_or(",");
+      engine->sources_[i].header = (*sniff)[0][1].value_or("true") == "true";
+    }
+  }
   if (auto r = engine->BuildCards(tables); !r) {
     return Fail(Error::Code::kData, "cannot read " + paths[0].string() + ": " + r.error().message);
   }

@@ -52,6 +52,10 @@ struct Source {
   int64_t size_bytes = 0;
   std::string sha256;  // hex
   std::vector<std::string> tables;
+  // CSV/TSV only: the dialect DuckDB's sniffer detected, so other readers (the sandbox's
+  // pandas) load the file the same way.
+  std::string delimiter;
+  bool header = true;
 };
 
 // Per-query limits. At most max_rows rows are kept; row_count is still the true count.

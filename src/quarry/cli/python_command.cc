@@ -1,0 +1,48 @@
+// `quarry python PATH... SCRIPT.py`: a script run in the same sandbox the model's code gets,
+// with the same tables, for users and for tests.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "quarry/cli/cli.h"
+#include "quarry/cli/cli_internal.h"
+#include "quarry/cli/commands.h"
+
+namespace quarry::cli {
+
+int RunPythonScript(const PythonOptions& o) {
+  const std::filesystem::path script = o.args.back();
+  std::ifstream in(script);
+  if (!in) return Report({Error::Code::kUsage, "cannot read the script " + script.string()});
+  std::stringstream code;
+  code << in.rdbuf();
+  std::vector<std::filesystem::path> paths(o.args.begin(), o.args.end() - 1);
+  auto engine = engine::Open(paths);
+  if (!engine) return Report(engine.error());
+
+  const std::string id = trace::NewRunId();
+  sandbox::Options options;
+  options.workdir = std::filesystem::path(o.runs_dir) / id / "workdir";
+  options.allow_unisolated = o.allow_unisolated;
+  options.timeout_ms = o.timeout_ms;
+  options.tables = agent::SandboxTables(**engine);
+  auto result = sandbox::RunPython(code.str(), options);
+  if (!result) return Report(result.error());
+  if (result->isolation == sandbox::Isolation::kRlimitsOnly) {
+    std::cerr << Paint("quarry: warning: not isolated (no user namespaces): rlimits, seccomp and "
+                       "the Python guard only", "33")
+              << "\n";
+  }
+  std::cout << result->stdout_text;
+  std::cerr << result->stderr_text;
+  for (const auto& a : result->artifacts) std::cerr << "figure: " << a.string() << "\n";
+  if (result->failure != FailureClass::kNone && result->failure != FailureClass::kEmptyResult) {
+    std::string kind(FailureClassName(result->failure));
+    if (!result->rule.empty()) kind += " (" + result->rule + ")";
+    std::cerr << "quarry: " << kind << ": " << result->message << "\n";
+    return kExitData;
+  }
+  return kExitOk;
+}
+
+}  // namespace quarry::cli

@@ -1,0 +1,425 @@
+# quarry's sandbox runner: runs INSIDE the isolated child as `python3 -I -c <this source>`.
+# Reads one JSON request on stdin, applies the Python guard (the first, message-giving layer;
+# the OS sandbox is the boundary), runs the code, and writes one JSON result to fd 3.
+import ast
+import builtins
+import json
+import linecache
+import os
+import re
+import sys
+import traceback
+
+DEFAULT_ALLOWED = ["pandas", "numpy", "matplotlib", "json", "math", "datetime", "re",
+                   "statistics", "collections", "itertools"]
+FORBIDDEN_BUILTINS = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr",
+                      "globals", "locals", "vars", "breakpoint", "input"}
+# Modules (and a few gadgets) that allowed modules expose as attributes, e.g. pd.io.common.os.
+# Any attribute with one of these names is refused, since the guard cannot know the receiver.
+BLOCKED_ATTRS = {
+    "os", "sys", "subprocess", "builtins", "ctypes", "ctypeslib", "importlib", "socket",
+    "shutil", "pathlib", "pickle", "marshal", "posix", "signal", "threading", "_thread",
+    "multiprocessing", "urllib", "http", "glob", "tempfile", "runpy", "code", "pty", "resource",
+    "gc", "inspect", "types", "sysconfig", "platform", "codecs", "distutils", "f2py", "asyncio",
+    "_posixsubprocess", "mmap", "fcntl", "select", "selectors", "zipimport", "webbrowser",
+    "shelve", "dbm", "posixpath", "pkgutil", "operator", "_operator", "pickle_compat",
+    "attrgetter", "methodcaller", "runstring"}  # runstring: numpy.testing's exec()
+# Frame and code attributes reach the runner's globals without a single dunder.
+FRAME_ATTRS = {"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_globals",
+               "f_locals", "f_builtins", "f_back", "f_code", "tb_frame", "tb_next"}
+READ_MODES = {"r", "rb", "rt"}
+OPEN_KEYWORDS = {"mode", "encoding", "newline", "errors"}
+QUERY_KEYWORDS = {"local_dict", "global_dict", "resolvers", "engine"}
+# pandas methods that look a method up by its string name (df.apply("eval", ...)).
+BY_NAME_METHODS = {"apply", "agg", "aggregate", "transform", "pipe", "map", "applymap"}
+FORMAT_DUNDER = re.compile(r"\{[^{}]*(\.__|\.(?:%s)\b)" % "|".join(sorted(FRAME_ATTRS)))
+_real_open = builtins.open
+_dumps = json.dumps  # taken now: user code may reassign json.dumps before the result is written
+
+
+def is_dunder(name):
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def path_problem(path):
+    """Why open() may not take `path` (shared by the guard and the runtime wrapper)."""
+    if not path or "\x00" in path:
+        return "the path is empty or contains a NUL byte"
+    if path.startswith(("/", "~", "\\")):
+        return "the path is absolute or starts with '~'; use a path relative to the work directory"
+    if ".." in re.split(r"[\\/]", path):
+        return "the path has a '..' component"
+    return None
+
+
+def is_literal(node):
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def open_problem(call):
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return "its arguments must be written out (no *args or **kwargs)"
+    if not call.args or not (isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+        return "the path must be a string literal, not an expression"
+    if len(call.args) > 2:
+        return "only the path and the mode may be positional"
+    problem = path_problem(call.args[0].value)
+    if problem:
+        return problem + f" (found {call.args[0].value!r})"
+    mode = call.args[1] if len(call.args) == 2 else None
+    for kw in call.keywords:
+        if kw.arg not in OPEN_KEYWORDS:
+            return f"the keyword '{kw.arg}' is not allowed (only mode, encoding, newline, errors)"
+        if not isinstance(kw.value, ast.Constant):
+            return f"the keyword '{kw.arg}' must be a literal"
+        if kw.arg == "mode":
+            mode = kw.value
+    if mode is not None and not (isinstance(mode, ast.Constant) and mode.value in READ_MODES):
+        shown = repr(mode.value) if isinstance(mode, ast.Constant) else "an expression"
+        return f"the mode must be 'r', 'rb' or 'rt' (found {shown}); write files with pandas or matplotlib"
+    return None
+
+
+def query_problem(call):
+    expr = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "expr"), None)
+    if not (isinstance(expr, ast.Constant) and isinstance(expr.value, str)):
+        return "its expression must be a string literal"
+    bad = [t for t in ("@", "__", "import", "`") if t in expr.value]
+    if bad:
+        return f"its expression may not contain {', '.join(repr(t) for t in bad)}; use boolean indexing instead"
+    for kw in call.keywords:
+        if kw.arg is None:
+            return "**kwargs are not allowed"
+        if kw.arg in QUERY_KEYWORDS and not is_literal(kw.value):
+            return f"the keyword '{kw.arg}' must be a literal"
+    return None
+
+
+def run_guard(tree, allowed):
+    """All violations as (line, col, order, rule, text); the caller reports the first."""
+    found = []
+    allowed_set = set(allowed)
+    blocked = BLOCKED_ATTRS - allowed_set
+    allowed_text = ", ".join(allowed)
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+
+    def hit(node, rule, text):
+        found.append((getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0), len(found), rule, text))
+
+    def check_imported_name(node, name, where):
+        if name == "*":
+            hit(node, "import_allowlist", f"'from {where} import *' is not allowed; import names explicitly")
+        elif name in blocked:
+            hit(node, "module_attribute", f"importing '{name}' from {where} is not allowed (it reaches a "
+                f"module outside the allowlist); allowed modules: {allowed_text}")
+        elif name in ("eval", "query"):  # before forbidden builtins: this is pandas.eval
+            hit(node, "query_eval_literal", f"importing '{name}' from {where} is not allowed; call "
+                f"df.{name}(...) or pd.eval(...) directly with a literal expression")
+        elif name in FORBIDDEN_BUILTINS:
+            hit(node, "forbidden_builtin", f"importing '{name}' is not allowed")
+        elif name == "read_pickle":
+            hit(node, "pickle_load", "read_pickle can run arbitrary code and is not allowed")
+        elif is_dunder(name) or name in FRAME_ATTRS:
+            hit(node, "dunder_access", f"importing '{name}' is not allowed")
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                hit(node, "import_allowlist", "relative imports are not allowed; allowed modules: " + allowed_text)
+                continue
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for module in modules:
+                parts = module.split(".")
+                if parts[0] not in allowed_set:
+                    hit(node, "import_allowlist", f"import of '{parts[0]}' is not allowed; allowed modules: {allowed_text}")
+                elif any(p in blocked for p in parts[1:]):
+                    hit(node, "module_attribute", f"import of '{module}' reaches a module outside the "
+                        f"allowlist; allowed modules: {allowed_text}")
+            for alias in node.names:
+                if isinstance(node, ast.ImportFrom) and parts[0] in allowed_set:
+                    check_imported_name(node, alias.name, node.module)
+                if alias.asname and is_dunder(alias.asname):
+                    hit(node, "dunder_access", f"binding the name '{alias.asname}' is not allowed")
+        elif isinstance(node, ast.Name):
+            if node.id in FORBIDDEN_BUILTINS and isinstance(node.ctx, ast.Load):
+                hit(node, "forbidden_builtin", f"'{node.id}' is not available in the sandbox"
+                    + ("; access attributes directly (obj.name)" if "attr" in node.id else ""))
+            elif is_dunder(node.id) and node.id != "__name__":  # __name__ is only a string
+                hit(node, "dunder_access", f"the name '{node.id}' is not allowed (dunder names are blocked)")
+            elif node.id == "open" and id(node) not in called:
+                hit(node, "open_literal", "open may only be called directly, as open('relative/path')")
+        elif isinstance(node, ast.Attribute):
+            if is_dunder(node.attr) or node.attr in FRAME_ATTRS:
+                hit(node, "dunder_access", f"access to '.{node.attr}' is not allowed (it exposes interpreter internals)")
+            elif node.attr in blocked:
+                hit(node, "module_attribute", f"'.{node.attr}' reaches a module outside the allowlist; "
+                    f"allowed modules: {allowed_text} (for a column named '{node.attr}' use df['{node.attr}'])")
+            elif node.attr == "read_pickle":
+                hit(node, "pickle_load", "read_pickle can run arbitrary code and is not allowed")
+            elif node.attr in ("query", "eval") and id(node) not in called:
+                hit(node, "query_eval_literal", f".{node.attr} must be called directly with a literal expression")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "open":
+                problem = open_problem(node)
+                if problem:
+                    hit(node, "open_literal", f"open() needs a literal relative path and a read mode: {problem}")
+            elif isinstance(func, ast.Attribute) and func.attr in ("query", "eval"):
+                problem = query_problem(node)
+                if problem:
+                    hit(node, "query_eval_literal", f".{func.attr}() is restricted: {problem}")
+            elif isinstance(func, ast.Attribute) and func.attr in BY_NAME_METHODS:
+                for arg in list(node.args) + [k.value for k in node.keywords]:
+                    if isinstance(arg, ast.Constant) and arg.value in ("eval", "query", "read_pickle"):
+                        hit(node, "query_eval_literal", f"passing '{arg.value}' by name to .{func.attr}() is not allowed")
+            for kw in node.keywords:
+                if kw.arg == "allow_pickle" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
+                    hit(node, "pickle_load", "allow_pickle can run arbitrary code; leave it False")
+        elif isinstance(node, ast.MatchClass):  # case C(__class__=x) reads an attribute too
+            for attr in node.kwd_attrs:
+                if is_dunder(attr) or attr in FRAME_ATTRS:
+                    hit(node, "dunder_access", f"matching on '{attr}' is not allowed")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and FORMAT_DUNDER.search(node.value):
+            hit(node, "dunder_access", "a format string may not reach dunder or frame attributes")
+    return sorted(found)
+
+
+def engine_kind(engine_type):
+    """The pandas treatment of a DuckDB (or SQLite declared) column type."""
+    t = (engine_type or "").upper().strip()
+    base = t.split("(")[0].strip()
+    if t.endswith("]") or base.startswith(("STRUCT", "MAP", "UNION", "LIST")):
+        return "str"
+    if "INT" in base and "INTERVAL" not in base and "POINT" not in base:  # SQLite's affinity rule
+        return "int"
+    if base.startswith(("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")):
+        return "float"
+    if base in ("BOOLEAN", "BOOL"):
+        return "bool"
+    if base.startswith(("DATE", "TIMESTAMP")):
+        return "date"
+    return "str"
+
+
+def convert(pd, series, kind):
+    if kind == "int":
+        return pd.to_numeric(series).astype("Int64")
+    if kind == "float":
+        return pd.to_numeric(series).astype(float)
+    if kind == "bool":
+        words = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
+        return series.map(lambda v: words.get(v.strip().lower(), v) if isinstance(v, str) else v).astype("boolean")
+    if kind == "date":
+        return pd.to_datetime(series)
+    return series
+
+
+def typed(pd, frame, kinds, label, notes):
+    """Rebuilds `frame` with column i converted to kinds[i]; a column that does not convert stays as read."""
+    columns = []
+    for i in range(frame.shape[1]):
+        series = frame.iloc[:, i]
+        try:
+            series = convert(pd, series, kinds[i])
+        except (ValueError, TypeError, OverflowError) as e:
+            notes.append(f"{label}: column {series.name!r} kept as read, not {kinds[i]}: {e}")
+        columns.append(series)
+    return pd.concat(columns, axis=1) if columns else frame
+
+
+def load_tables(pd, specs, notes):
+    tables = {}
+    for spec in specs:
+        name, path, fmt = spec.get("name", ""), spec.get("path", ""), spec.get("format", "csv")
+        columns = spec.get("columns") or []
+        kinds = {c[0]: engine_kind(c[1]) for c in columns}
+        try:
+            if fmt in ("csv", "tsv"):
+                sep = spec.get("delimiter") or ("\t" if fmt == "tsv" else ",")
+                str_cols = [c for c, k in kinds.items() if k == "str"] if spec.get("header", True) else []
+                frame = pd.read_csv(path, sep=sep, header=0 if spec.get("header", True) else None,
+                                    dtype={c: object for c in str_cols} or None)
+                if len(columns) == frame.shape[1]:  # the engine's names and types, by position
+                    if not spec.get("header", True):
+                        frame.columns = [c[0] for c in columns]
+                    frame = typed(pd, frame, [engine_kind(c[1]) for c in columns], f"table {name}", notes)
+                tables[name] = frame
+            elif fmt == "json":
+                with _real_open(path, encoding="utf-8") as f:
+                    text = f.read()
+                as_lines = text.lstrip().startswith("{") and len(text.strip().splitlines()) > 1
+                try:
+                    frame = pd.read_json(path, lines=as_lines)
+                except ValueError:
+                    if not as_lines:
+                        raise
+                    frame = pd.read_json(path)  # a pretty-printed single document
+                tables[name] = typed(pd, frame, [kinds.get(str(c), "str") for c in frame.columns], f"table {name}", notes)
+            elif fmt == "parquet":
+                try:
+                    tables[name] = pd.read_parquet(path)
+                except ImportError:
+                    notes.append(f"parquet table {name} is not available in Python: pyarrow is not installed; use run_sql")
+            elif fmt == "sqlite":
+                load_sqlite(pd, path, tables, notes)
+            else:
+                notes.append(f"{fmt} table {name} is not available in Python; use run_sql")
+        except Exception as e:  # one unreadable table must not hide the others
+            notes.append(f"table {name} could not be loaded in Python ({type(e).__name__}: {e}); use run_sql")
+    return tables
+
+
+def load_sqlite(pd, path, tables, notes):
+    import sqlite3
+    import urllib.parse
+    uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1")
+    except sqlite3.OperationalError:  # a WAL database on a read-only mount needs immutable
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True)
+    with conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
+                                            "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        for table in names:
+            if table in tables:
+                notes.append(f"sqlite table {table} skipped: a table of that name is already loaded")
+                continue
+            tables[table] = pd.read_sql_query('SELECT * FROM "%s"' % table.replace('"', '""'), conn)
+    conn.close()
+
+
+def load_last(pd, last, notes):
+    columns, types, rows = last.get("columns") or [], last.get("types") or [], last.get("rows") or []
+    kinds = [engine_kind(types[i] if i < len(types) else "") for i in range(len(columns))]
+    raw = pd.DataFrame([list(r) for r in rows], columns=columns, dtype=object) if rows else \
+        pd.DataFrame({i: pd.Series([], dtype=object) for i in range(len(columns))})
+    raw.columns = columns
+    return typed(pd, raw, kinds, "last", notes)
+
+
+def safe_open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
+    """The user's open(): read-only, relative paths; the guard's literal check runs before this."""
+    if not isinstance(file, str):
+        problem = "the path must be a string"
+    else:
+        problem = path_problem(file)
+    if not problem and mode not in READ_MODES:
+        problem = f"mode {mode!r} is not 'r', 'rb' or 'rt'; write files with pandas or matplotlib"
+    if not problem and (not closefd or opener is not None):
+        problem = "closefd and opener are not allowed"
+    if problem:
+        raise PermissionError(f"open_literal: open({file!r}) refused: {problem}")
+    return _real_open(file, mode, buffering, encoding, errors, newline)
+
+
+def user_traceback(exc):
+    """The traceback with only <analysis> frames, and the line of the innermost one."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<analysis>"]
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    lines += traceback.StackSummary.from_list(frames).format()
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip("\n"), (frames[-1].lineno if frames else None)
+
+
+def cut_front(text, keep=40):
+    lines = text.split("\n")
+    if len(lines) > keep:
+        lines = [f"... ({len(lines) - keep} earlier lines cut)"] + lines[-keep:]
+    return "\n".join(lines)
+
+
+def result_writer():
+    try:
+        os.fstat(3)
+        stream = os.fdopen(3, "w", encoding="utf-8")
+        return lambda text: (stream.write(text + "\n"), stream.flush())
+    except OSError:  # run by hand: no result pipe
+        return lambda text: (sys.stderr.write("QUARRY_RESULT " + text + "\n"), sys.stderr.flush())
+
+
+def main():
+    write = result_writer()
+    result = {"status": "ok", "rule": None, "message": "", "line": None, "tables_loaded": [], "notes": []}
+
+    def finish(exit_code=0):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        write(_dumps(result))
+        # os._exit: leftover user threads or atexit hooks must not keep the child alive.
+        os._exit(exit_code)
+
+    try:
+        request = json.loads(sys.stdin.read())
+        code = request["code"]
+        if not isinstance(code, str) or request.get("mode", "run") not in ("run", "check"):
+            raise ValueError("code must be a string and mode 'run' or 'check'")
+    except (ValueError, KeyError, TypeError) as e:
+        result.update(status="internal_error", message=f"runner: bad request: {e}")
+        finish(2)
+
+    try:
+        tree = ast.parse(code, "<analysis>")
+        compiled = compile(tree, "<analysis>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        detail = f"\n    {e.text.rstrip()}" if e.text and e.text.strip() else ""
+        result.update(status="syntax_error", line=e.lineno, message=f"syntax_error: line {e.lineno}: {e.msg}{detail}")
+        finish()
+    except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
+        result.update(status="syntax_error", message=f"syntax_error: {e}")
+        finish()
+
+    if request.get("guard", True):
+        violations = run_guard(tree, request.get("allowed_modules") or DEFAULT_ALLOWED)
+        if violations:
+            line, _, _, rule, text = violations[0]
+            result.update(status="guard_violation", rule=rule, line=line,
+                          message=f"guard_violation ({rule}): line {line}: {text}")
+            finish()
+    if request.get("mode", "run") == "check":
+        finish()
+
+    import logging
+    import warnings
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)  # no "config dir not writable" noise
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+
+    notes = result["notes"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tables = load_tables(pd, request.get("tables") or [], notes)
+        last = load_last(pd, request["last"], notes) if request.get("last") else None
+    result["tables_loaded"] = list(tables)
+
+    user_builtins = dict(vars(builtins))
+    user_builtins["open"] = safe_open
+    scope = {"__name__": "__main__", "__builtins__": user_builtins,
+             "pd": pd, "np": np, "plt": plt, "tables": tables, "last": last}
+    if len(tables) == 1:
+        scope["df"] = next(iter(tables.values()))
+    # Lets the traceback show the user's source lines.
+    linecache.cache["<analysis>"] = (len(code), None, code.splitlines(True), "<analysis>")
+    try:
+        exec(compiled, scope)
+    except BaseException as e:  # noqa: B902 - the user's KeyboardInterrupt etc. are results too
+        if isinstance(e, SystemExit) and e.code in (None, 0):
+            finish()
+        text, line = user_traceback(e)
+        sys.stderr.write(text + "\n")
+        result.update(status="runtime_error", line=line, message="runtime_error: " + cut_front(text))
+    finish()
+
+
+main()

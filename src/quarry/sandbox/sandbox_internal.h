@@ -1,0 +1,74 @@
+// The sandbox's OS plumbing: owned file descriptors, pipes, a child process that is killed by
+// process group and reaped when dropped, and the seccomp filter. Only sandbox/ includes this.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "quarry/sandbox/sandbox.h"
+
+namespace quarry::sandbox::internal {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Close(); }
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void Close();
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read;
+  Fd write;
+  bool Open();  // O_CLOEXEC on both ends
+};
+
+// Writes all of `data`, retrying on EINTR; stops quietly on EPIPE (the child has gone).
+void WriteAll(int fd, const std::string& data);
+
+// What to start. fds[0..4] become the child's 0..4 (-1: /dev/null for 0-2, closed for 3-4);
+// every other descriptor is closed. An empty env means an empty environment.
+struct ChildSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::filesystem::path cwd;  // empty: unchanged
+  std::array<int, 5> fds;
+  bool load_seccomp = false;  // install the filter from fds[4] in the child itself
+  Options limits;             // rlimits applied before exec
+  bool apply_rlimits = true;
+};
+
+class Child {
+ public:
+  static Result<Child> Start(const ChildSpec& spec);
+  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  Child& operator=(Child&&) = delete;
+  Child(const Child&) = delete;
+  ~Child();
+  void Kill();  // SIGKILL to the whole process group
+  int Wait();   // the waitpid status; once
+
+ private:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  pid_t pid_ = -1;
+};
+
+// The seccomp filter as a BPF program in a memfd (for bwrap --seccomp, or to load directly):
+// refuses socket families other than AF_UNIX, process creation (fork, vfork, clone without
+// CLONE_THREAD; clone3 answers ENOSYS so threads fall back to clone), ptrace, mount, keyctl,
+// bpf, perf_event_open, unshare, setns, module loading, kexec and friends, with EPERM.
+Result<Fd> SeccompFilter();
+
+}  // namespace quarry::sandbox::internal

@@ -1,0 +1,116 @@
+// The trace document: a full round trip through JSON, the run directory writer, finding the
+// latest run, and clear errors for traces this version cannot read.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "quarry/trace/trace.h"
+#include "support/test_support.h"
+
+namespace quarry::trace {
+namespace {
+
+Trace Sample() {
+  Trace t;
+  t.id = "20261129-120000-abcdef";
+  t.created_at = "2026-11-29T12:00:00Z";
+  t.question = "Which region <b>sells</b> most?";
+  t.sources = {{"data/sales.csv", "csv", 1234, "ab12", {"sales"}}};
+  t.dialect = "duckdb";
+  t.provider = "openrouter";
+  t.model = "openai/gpt-4o-mini";
+  t.config = {{"self_correction", true}};
+  Step model;
+  model.index = 1;
+  model.kind = "model";
+  model.tool_calls = {{"call_1", "run_sql", "{\"sql\": \"SELECT 1\"}"}};
+  model.input_tokens = 1200;
+  model.output_tokens = 40;
+  model.cached_tokens = 1000;
+  model.cost_usd = 0.00042;
+  model.duration_ms = 900;
+  Step tool;
+  tool.index = 2;
+  tool.kind = "tool";
+  tool.tool = "run_sql";
+  tool.tool_call_id = "call_1";
+  tool.arguments = "{\"sql\": \"SELECT 1\"}";
+  tool.status = "failed";
+  tool.failure_class = "guard_violation";
+  tool.rule = "read_only";
+  tool.repair = true;
+  tool.observation = "guard: ...";
+  tool.detail = {{"sql", "SELECT 1"}};
+  t.steps = {model, tool};
+  t.totals = {1, 1, 1, 0, 1200, 40, 1000, 0.00042, 950};
+  t.stop_reason = "answered";
+  t.answer = "North";
+  t.supporting_values = {"North"};
+  t.answer_sql = "SELECT 1";
+  t.grounded = true;
+  t.verify = {{"North", "supporting_values", "verbatim", "North", true}};
+  t.artifacts = {"runs/x/workdir/fig.png"};
+  return t;
+}
+
+TEST(TraceTest, RoundTripKeepsEveryField) {
+  const Trace t = Sample();
+  auto back = FromJson(ToJson(t));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(ToJson(*back), ToJson(t));
+  EXPECT_EQ(back->steps[1].rule, "read_only");
+  EXPECT_EQ(back->steps[0].cached_tokens, 1000);
+  EXPECT_DOUBLE_EQ(back->totals.cost_usd, 0.00042);
+}
+
+TEST(TraceTest, WriterIsAtomicAndAppendsEvents) {
+  quarry::testing::TempDir runs;
+  auto w = Writer::Create(runs.path(), "20261129-120000-abcdef");
+  ASSERT_TRUE(w.has_value());
+  w->AppendEvent({{"event", "start"}});
+  w->AppendEvent({{"event", "step"}, {"index", 1}});
+  auto path = w->WriteFinal(Sample());
+  ASSERT_TRUE(path.has_value());
+  EXPECT_FALSE(std::filesystem::exists(w->dir() / "trace.json.tmp"));
+  const std::string events = quarry::testing::ReadFile(w->dir() / "events.jsonl");
+  EXPECT_EQ(std::count(events.begin(), events.end(), '\n'), 2);
+  auto read = ReadTrace(*path);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->question, "Which region <b>sells</b> most?");
+
+  auto older = Writer::Create(runs.path(), "20261128-090000-000001");
+  ASSERT_TRUE(older->WriteFinal(Sample()).has_value());
+  auto latest = FindTrace(runs.path(), "latest");
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->parent_path().filename(), "20261129-120000-abcdef");
+  auto missing = FindTrace(runs.path(), "nope");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message.find("no run nope"), std::string::npos);
+}
+
+TEST(TraceTest, SummaryAndTotalsLine) {
+  const Trace t = Sample();
+  EXPECT_EQ(TotalsLine(t),
+            "steps 1 · tool calls 1 · repairs 0/1 · grounded yes · tokens 1200+40 · cost $0.0004 · "
+            "950 ms");
+  const std::string s = Summary(t);
+  EXPECT_NE(s.find("run_sql"), std::string::npos);
+  EXPECT_NE(s.find("guard_violation"), std::string::npos);
+  EXPECT_NE(s.find("(repair)"), std::string::npos);
+}
+
+TEST(TraceTest, UnreadableTracesSayWhy) {
+  auto bad_version = FromJson({{"format_version", 99}});
+  ASSERT_FALSE(bad_version.has_value());
+  EXPECT_NE(bad_version.error().message.find("format_version 99"), std::string::npos);
+  auto bad_type = FromJson({{"format_version", 1}, {"question", 5}});
+  ASSERT_FALSE(bad_type.has_value());
+  EXPECT_NE(bad_type.error().message.find("'question'"), std::string::npos);
+  quarry::testing::TempDir dir;
+  auto not_json = ReadTrace(dir.Write("t.json", "{oops"));
+  ASSERT_FALSE(not_json.has_value());
+  EXPECT_NE(not_json.error().message.find("not valid JSON"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quarry::trace
