@@ -7,8 +7,13 @@ packages=(
   ca-certificates cmake ninja-build g++ pkg-config openssl
   libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev
   libgtest-dev libgmock-dev libcpp-httplib-dev
-  nodejs npm python3
+  bubblewrap libseccomp-dev python3 python3-pandas python3-numpy python3-matplotlib
 )
+# Node.js may come from elsewhere (NodeSource bundles npm and conflicts with Debian's npm
+# package): only ask apt for it when there is no node or npm at all.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -77,6 +77,9 @@ TEST_F(GuardTest, DuckDbRejectsEachForbiddenConstruct) {
       {"SELECT * FROM read_csv_auto('/etc/passwd')", "file_access"},
       {"SELECT * FROM read_text('/etc/hostname')", "file_access"},
       {"SELECT * FROM glob('/etc/*')", "file_access"},
+      {"SELECT * FROM \"read_csv\"('/etc/passwd')", "file_access"},
+      {"SELECT $$x$$; DROP VIEW sales", "single_statement"},
+      {"PIVOT sales ON region USING sum(revenue)", "single_statement"},
       {"SELECT * FROM '" + outside_.string() + "'", "file_access"},
       {"SELECT * FROM read_parquet('https://example.com/x.parquet')", "file_access"},
       {"SELECT 'https://example.com/data.csv' AS u", "remote_url"},
@@ -156,6 +159,13 @@ TEST_F(GuardTest, AllowedQueriesStillRun) {
   EXPECT_EQ(r->row_count, 2);
   EXPECT_EQ(r->rows[0][0].value_or(""), "South");
   EXPECT_EQ(r->rows[1][1].value_or(""), "north");
+  auto dollar = (*duck)->Query("SELECT $$x;y$$ AS s, $t$DELETE$t$ AS d", Limits{});
+  ASSERT_TRUE(dollar.has_value()) << dollar.error().message;
+  EXPECT_EQ(dollar->rows[0][0].value_or(""), "x;y");
+  auto pivot = (*duck)->Query("PIVOT sales ON region IN ('North', 'South') USING sum(revenue)",
+                              Limits{});
+  ASSERT_TRUE(pivot.has_value()) << pivot.error().message;
+  EXPECT_EQ(pivot->columns, (std::vector<std::string>{"North", "South"}));
 
   auto lite = Open({sqlite_});
   ASSERT_TRUE(lite.has_value());

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <duckdb.h>
+
 #include "quarry/engine/engine.h"
 #include "support/test_support.h"
 
@@ -63,7 +65,7 @@ TEST_F(OpenTest, DatabaseMixedWithFiles) {
   auto r = Open({quarry::testing::SourceDir() / "data" / "chinook.sqlite",
                  quarry::testing::SourceDir() / "data" / "sales.csv"});
   ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.error().message.find("only --data source"), std::string::npos);
+  EXPECT_NE(r.error().message.find("the only data source"), std::string::npos);
 }
 
 TEST_F(OpenTest, TsvJsonAndNameCollisions) {
@@ -79,6 +81,72 @@ TEST_F(OpenTest, TsvJsonAndNameCollisions) {
   ASSERT_TRUE(q.has_value()) << q.error().message;
   EXPECT_EQ(q->rows[0][0].value_or(""), "6.0");
   EXPECT_EQ(q->rows[0][1].value_or(""), "Oslo");
+}
+
+TEST_F(OpenTest, RaggedRowsAreKeptNotSkipped) {
+  auto ragged = tmp_.Write("ragged.csv", "a,b\n1,2\n3\n4,5,6\n");
+  auto r = Open({ragged});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE((*r)->sources()[0].padded);
+  EXPECT_EQ((*r)->describe()[0].row_count, 3);
+  EXPECT_EQ((*r)->describe()[0].columns[0].name, "a");
+  auto q = (*r)->Query("SELECT sum(a) AS s FROM ragged", Limits{});
+  ASSERT_TRUE(q.has_value()) << q.error().message;
+  EXPECT_EQ(q->rows[0][0].value_or(""), "8");
+}
+
+TEST_F(OpenTest, TableNamesFromStems) {
+  auto a = tmp_.Write("s.2024.csv", "x\n1\n");
+  auto b = tmp_.Write("semi.csv", "x\n2\n");
+  auto r = Open({a, b});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ((*r)->describe()[0].name, "s_2024");
+  EXPECT_EQ((*r)->describe()[1].name, "semi_table");  // SEMI is a DuckDB keyword
+  auto q = (*r)->Query("SELECT s_2024.x + semi_table.x AS s FROM s_2024, semi_table", Limits{});
+  ASSERT_TRUE(q.has_value()) << q.error().message;
+  EXPECT_EQ(q->rows[0][0].value_or(""), "3");
+}
+
+TEST_F(OpenTest, DuckDbDatabaseWithSchemas) {
+  const auto path = tmp_.path() / "warehouse.duckdb";
+  {
+    duckdb_database db;
+    duckdb_connection conn;
+    ASSERT_EQ(duckdb_open(path.c_str(), &db), DuckDBSuccess);
+    ASSERT_EQ(duckdb_connect(db, &conn), DuckDBSuccess);
+    for (const char* sql : {"CREATE SCHEMA other", "CREATE TABLE other.t AS SELECT 41 AS a",
+                            "CREATE TABLE m AS SELECT 1 AS b"}) {
+      ASSERT_EQ(duckdb_query(conn, sql, nullptr), DuckDBSuccess) << sql;
+    }
+    duckdb_disconnect(&conn);
+    duckdb_close(&db);
+  }
+  const std::string before = quarry::testing::Sha256File(path);
+  {
+    auto r = Open({path});
+    ASSERT_TRUE(r.has_value()) << r.error().message;
+    ASSERT_EQ((*r)->describe().size(), 2u);
+    EXPECT_EQ((*r)->describe()[0].name, "m");
+    EXPECT_EQ((*r)->describe()[1].name, "other.t");
+    auto q = (*r)->Query("SELECT a + b AS s FROM other.t, m", Limits{});
+    ASSERT_TRUE(q.has_value()) << q.error().message;
+    EXPECT_EQ(q->rows[0][0].value_or(""), "42");
+    auto w = (*r)->Query("SELECT * FROM m; DROP TABLE m", Limits{});
+    EXPECT_FALSE(w.has_value());
+  }
+  EXPECT_EQ(quarry::testing::Sha256File(path), before);
+}
+
+TEST_F(OpenTest, SqliteInWalModeGetsNoNewFiles) {
+  const auto path = tmp_.path() / "w.sqlite";
+  std::filesystem::copy_file(quarry::testing::SourceDir() / "data" / "chinook.sqlite", path);
+  const auto before = quarry::testing::DirectoryFingerprint(tmp_.path());
+  auto r = Open({path});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  auto q = (*r)->Query("SELECT count(*) FROM Genre", Limits{});
+  ASSERT_TRUE(q.has_value());
+  r->reset();
+  EXPECT_EQ(quarry::testing::DirectoryFingerprint(tmp_.path()), before);
 }
 
 }  // namespace

@@ -86,6 +86,21 @@ GUARD_CASES = [
      ["np.testing.assert_allclose(1.0, 1.0)"]),
     ("column_attribute_named_like_a_module", "df.code.value_counts()", "module_attribute", 1,
      ["df['code'].value_counts()"]),
+    ("collections_private_sys", "import collections\ncollections._sys.modules['os']", "module_attribute", 2,
+     ["import collections\ncollections.Counter('ab')"]),
+    ("io_module_behind_pandas", "pd.io.common.io.open('/tmp/x', 'w')", "module_attribute", 1,
+     ["pd.io.json.read_json('a.json')", "import pandas as pandas_lib\npandas_lib.io.json.read_json('a.json')"]),
+    ("io_module_after_rebinding_pd", "pd = pd.io.parquet\npd.io.open('x', 'w')", "module_attribute", 1,
+     ["import pandas as pandas_lib\nframe = pandas_lib.io.json.read_json('a.json')"]),
+    ("io_module_through_parameter", "def f(pd):\n    return pd.io.open('x', 'w')", "module_attribute", 2,
+     ["def f(frame):\n    return pd.io.json.read_json('a.json')"]),
+    ("from_submodule_import_io", "from pandas.io.parquet import io", "module_attribute", 1, ["from pandas import io"]),
+    ("stdlib_types_module", "x.types.FunctionType", "module_attribute", 1, ["pd.api.types.is_numeric_dtype(df['a'])"]),
+    ("dataclasses_exec_gadget", "pd.core.frame.dataclasses._create_fn('f', [], ['return 1'])", "module_attribute", 1,
+     ["from pandas.core.frame import DataFrame"]),
+    ("uuid_subprocess_gadget", "from pandas.core.common import uuid\nuuid._get_command_stdout('sh', '-c', 'id')",
+     "module_attribute", 2, ["from pandas.core.common import flatten"]),
+    ("agg_dunder_by_name", "df.agg('__class__')", "dunder_access", 1, ["df.agg('sum')"]),
     # open_literal
     ("open_absolute", "open('/etc/passwd')", "open_literal", 1, ["open('notes.txt')"]),
     ("open_home", "open('~/.ssh/id_rsa')", "open_literal", 1, ["open('sub/notes.txt')"]),
@@ -161,6 +176,28 @@ class GuardTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0)
         self.assertNotIn("QUARRY_RESULT", proc.stderr)
         self.assertEqual(json.loads(written)["rule"], "import_allowlist")
+
+    def test_open_wrapper_refuses_what_the_guard_refuses(self):
+        # The runner's definitions without its main(): safe_open is what the code gets as open().
+        scope = {}
+        exec(RUNNER_SOURCE[:RUNNER_SOURCE.rindex("\nmain()")], scope)
+        safe_open = scope["safe_open"]
+        for args, kwargs in [(("out.txt", "w"), {}), (("a.txt", "a"), {}), (("a.txt", "r+"), {}),
+                             (("/etc/hostname",), {}), (("../x",), {}), (("~/x",), {}), ((3,), {}),
+                             (("a\x00b",), {}), (("a.txt",), {"opener": lambda p, f: 0}), (("a.txt",), {"closefd": False})]:
+            with self.subTest(args=args, kwargs=kwargs), self.assertRaises(PermissionError) as caught:
+                safe_open(*args, **kwargs)
+            self.assertIn("open_literal", str(caught.exception))
+        with tempfile.TemporaryDirectory() as tmp:
+            here = os.getcwd()
+            os.chdir(tmp)
+            try:
+                with open("notes.txt", "w") as f:
+                    f.write("ok")
+                with safe_open("notes.txt", "rt", encoding="utf-8") as f:
+                    self.assertEqual(f.read(), "ok")
+            finally:
+                os.chdir(here)
 
     def test_bad_request_is_an_internal_error(self):
         proc = subprocess.run([PYTHON, "-I", "-c", RUNNER_SOURCE], input="not json", capture_output=True, text=True,
@@ -280,16 +317,15 @@ class RunTest(unittest.TestCase):
         self.assertEqual(err.splitlines()[-1], "KeyError: 'missing'")
         self.assertEqual(out, "")
 
-    def test_open_wrapper_refuses_at_runtime_with_guard_off(self):
-        code = "print(open('in.txt').read())\nname = 'out.txt'\nopen(name, 'w').write('x')\n"
+    def test_open_reads_with_guard_on_and_is_plain_with_guard_off(self):
         self.write("in.txt", "hello")
-        result, out, _, _ = run_runner({"mode": "run", "code": code, "guard": False}, cwd=self.dir)
-        self.assertEqual((result["status"], result["line"]), ("runtime_error", 3))
-        self.assertIn("PermissionError: open_literal:", result["message"])
-        self.assertEqual(out, "hello\n")
-        self.assertFalse(os.path.exists(os.path.join(self.dir, "out.txt")))
-        result, _, _, _ = run_runner({"mode": "run", "code": "p = '/etc/hostname'\nopen(p)", "guard": False})
-        self.assertIn("PermissionError: open_literal:", result["message"])
+        result, out, err, _ = run_runner({"mode": "run", "code": "print(open('in.txt').read())"}, cwd=self.dir)
+        self.assertEqual((result["status"], out), ("ok", "hello\n"), result["message"] + err)
+        # Guard off is the Python layer off (the escape corpus proves the OS layer alone): plain open().
+        code = "name = 'out.txt'\nopen(name, 'w').write('x')\nprint('written')"
+        result, out, err, _ = run_runner({"mode": "run", "code": code, "guard": False}, cwd=self.dir)
+        self.assertEqual((result["status"], out), ("ok", "written\n"), result["message"] + err)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "out.txt")))
 
     def test_run_mode_stops_at_syntax_error(self):
         result, _, _, _ = run_runner({"mode": "run", "code": "print(1)\nif x\n"})

@@ -137,6 +137,10 @@ class Session {
     step.arguments = call.arguments_json;
     step.repair = failure_outstanding_;
     trace::Totals& x = trace_.totals;
+    if (step.repair && x.repair_attempts >= config_.max_repairs) {
+      stop_reason_ = kStopRepairBudget;  // the next repair attempt would exceed the budget
+      return;
+    }
     ++x.tool_calls;
     if (step.repair) ++x.repair_attempts;
 
@@ -193,8 +197,6 @@ class Session {
     if (answered) return;
     if (obs.failure != FailureClass::kNone && !config_.self_correction) {
       stop_reason_ = kStopExecutionFailed;
-    } else if (x.repair_attempts > config_.max_repairs) {
-      stop_reason_ = kStopRepairBudget;
     }
   }
 
@@ -204,16 +206,20 @@ class Session {
     std::vector<std::string> values;
     for (const auto& v : args.value("supporting_values", json::array())) values.push_back(ValueText(v));
     const VerifyReport report = Verify(answer, values, evidence_, trace_.question);
-    trace_.answer = answer;
-    trace_.supporting_values = values;
-    trace_.answer_sql = answer_sql_;
+    // Only a grounded answer is the run's answer; a rejected one stays in its step's detail.
+    if (report.grounded()) {
+      trace_.answer = answer;
+      trace_.supporting_values = values;
+      trace_.answer_sql = answer_sql_;
+    }
     trace_.grounded = report.grounded();
     trace_.verify.clear();
     for (const auto& c : report.checks) {
       trace_.verify.push_back({c.value, c.origin, std::string(MatchRuleName(c.rule)), c.matched,
                                c.grounded()});
     }
-    obs.detail = {{"grounded", report.grounded()}, {"unsupported", report.unsupported()}};
+    obs.detail = {{"grounded", report.grounded()}, {"answer", answer}, {"supporting_values", values},
+                  {"unsupported", report.unsupported()}};
     if (report.grounded()) {
       obs.text = "accepted";
       stop_reason_ = kStopAnswered;

@@ -39,8 +39,28 @@ std::vector<fs::path> FixtureDirs(const AskOptions& o) {
   return dirs;
 }
 
+std::vector<std::string> Basenames(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) out.push_back(fs::path(p).filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A recording fits when it answers this question about files of the same names.
+bool Fits(const json& doc, const AskOptions& o) {
+  if (!doc.contains("question") || !doc["question"].is_string()) return false;
+  if (NormalizeQuestion(doc["question"].get<std::string>()) != NormalizeQuestion(o.question)) {
+    return false;
+  }
+  if (!doc.contains("data")) return true;
+  std::vector<std::string> recorded;
+  for (const auto& d : doc["data"]) {
+    if (d.is_string()) recorded.push_back(d.get<std::string>());
+  }
+  return Basenames(recorded) == Basenames(o.data);
+}
+
 Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
-  const std::string want = NormalizeQuestion(o.question);
   std::vector<std::string> known;
   for (const fs::path& dir : FixtureDirs(o)) {
     std::error_code ec;
@@ -54,22 +74,38 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
       std::ifstream in(f);
       json doc = json::parse(in, nullptr, false);
       if (doc.is_discarded() || !doc.contains("question")) continue;
-      const std::string q = doc["question"].get<std::string>();
-      if (NormalizeQuestion(q) == want) return llm::MakeReplayClientFromJson(doc, f.string());
-      known.push_back("\"" + q + "\"");
+      if (Fits(doc, o)) return llm::MakeReplayClientFromJson(doc, f.string());
+      std::string data;
+      for (const auto& d : doc.value("data", json::array())) data += " --data " + d.get<std::string>();
+      known.push_back("\"" + doc["question"].get<std::string>() + "\"" + data);
     }
     if (!known.empty()) break;
   }
   std::string list;
   for (const auto& k : known) list += "\n  " + k;
   return Fail(Error::Code::kUsage,
-              "--offline has no recorded model turns for this question; configure a model "
-              "(QUARRY_MODEL + QUARRY_API_KEY, or OPENROUTER_API_KEY) or ask a recorded one:" +
-                  list);
+              "--offline has no recorded model turns for this question on this data; configure "
+              "a model (QUARRY_MODEL + QUARRY_API_KEY, or OPENROUTER_API_KEY) or ask a recorded "
+              "one:" + list);
 }
 
 Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
-  if (!o.replay.empty()) return llm::MakeReplayClient(o.replay);
+  if (!o.replay.empty() && o.offline) {
+    return Fail(Error::Code::kUsage, "--offline and --replay both choose recorded turns: pass one");
+  }
+  if (!o.replay.empty()) {
+    std::ifstream in(o.replay);
+    const json doc = json::parse(in, nullptr, false);
+    if (!in || doc.is_discarded()) {
+      return Fail(Error::Code::kUsage, "--replay " + o.replay + " is not a readable JSON file");
+    }
+    if (doc.contains("question") && !Fits(doc, o)) {
+      return Fail(Error::Code::kUsage, "--replay " + o.replay + " records the question \"" +
+                                           doc["question"].get<std::string>() +
+                                           "\" on other data; replay it with that question and data");
+    }
+    return llm::MakeReplayClientFromJson(doc, o.replay);
+  }
   if (o.offline) return OfflineClient(o);
   llm::Settings flags;
   if (!o.model.empty()) flags.model = o.model;
@@ -106,7 +142,13 @@ class Progress final : public agent::Observer {
                   static_cast<long long>(s.duration_ms), s.repair ? "  repair" : "");
     out += line;
     std::cerr << out << "\n";
-    if (!ok) {
+    if (s.status == "rejected") {
+      std::string values;
+      for (const auto& v : s.detail.value("unsupported", json::array())) {
+        values += (values.empty() ? "" : ", ") + v.get<std::string>();
+      }
+      std::cerr << Paint("       not grounded: " + values, "2") << "\n";
+    } else if (!ok) {
       std::string first = s.observation.substr(0, s.observation.find('\n'));
       if (first.size() > 160) first = first.substr(0, 157) + "...";
       std::cerr << Paint("       " + first, "2") << "\n";
@@ -173,8 +215,11 @@ int RunAsk(const AskOptions& o) {
     std::cout << "\nno answer: " << t.stop_reason << "\n";
     if (t.stop_reason == agent::kStopUngrounded) {
       std::cout << "values not found in any result:";
+      std::vector<std::string> seen;
       for (const auto& c : t.verify) {
-        if (!c.grounded) std::cout << " " << c.value;
+        if (c.grounded || std::find(seen.begin(), seen.end(), c.value) != seen.end()) continue;
+        seen.push_back(c.value);
+        std::cout << " " << c.value;
       }
       std::cout << "\n";
     }

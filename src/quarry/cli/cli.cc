@@ -25,7 +25,12 @@ std::string Paint(const std::string& text, const char* ansi) {
 }
 
 int Report(const Error& error) {
-  std::cerr << "quarry: " << error.message << "\n";
+  // One line: engines' messages carry "LINE 1:" excerpts and carets meant for a SQL console.
+  std::string line = error.message.substr(0, error.message.find("\nLINE "));
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::cerr << "quarry: " << line << "\n";
   switch (error.code) {
     case Error::Code::kUsage: return kExitUsage;
     case Error::Code::kData: return kExitData;
@@ -58,12 +63,14 @@ int Main(int argc, char** argv) {
       ->default_val("runs");
   ask_cmd->add_flag("--no-self-correction", ask.no_self_correction,
                     "End the run at the first failed tool call (the ablation arm)");
-  ask_cmd->add_option("--max-steps", ask.config.max_steps, "Model turns at most")->default_val(12);
+  ask_cmd->add_option("--max-steps", ask.config.max_steps, "Model turns at most")
+      ->default_val(12)->check(CLI::Range(1, 1000));
   ask_cmd->add_option("--max-repairs", ask.config.max_repairs, "Repair attempts at most")
-      ->default_val(6);
-  ask_cmd->add_option("--max-cost", ask.config.max_cost_usd, "Cost budget in USD")->default_val(1.0);
+      ->default_val(6)->check(CLI::Range(0, 1000));
+  ask_cmd->add_option("--max-cost", ask.config.max_cost_usd, "Cost budget in USD")
+      ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
   ask_cmd->add_option("--timeout-ms", ask.config.limits.timeout_ms, "Per-query timeout")
-      ->default_val(10000);
+      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   ask_cmd->add_flag("--allow-unisolated", ask.allow_unisolated,
                     "Where bubblewrap cannot isolate Python, run it with rlimits, seccomp and "
                     "the guard only (said on every run)");
@@ -83,8 +90,10 @@ int Main(int argc, char** argv) {
   sql_cmd->add_option("args", sql.paths, "Data files, then the SQL")->required()->expected(2, -1);
   sql_cmd->add_option("--format", sql.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
-  sql_cmd->add_option("--timeout-ms", sql.timeout_ms, "Query timeout")->default_val(10000);
-  sql_cmd->add_option("--max-rows", sql.max_rows, "Rows fetched at most")->default_val(200);
+  sql_cmd->add_option("--timeout-ms", sql.timeout_ms, "Query timeout")
+      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  sql_cmd->add_option("--max-rows", sql.max_rows, "Rows fetched at most")
+      ->default_val(200)->check(CLI::Range(0, 100000));
 
   PythonOptions python;
   CLI::App* python_cmd = app.add_subcommand(
@@ -94,7 +103,8 @@ int Main(int argc, char** argv) {
       ->default_val("runs");
   python_cmd->add_flag("--allow-unisolated", python.allow_unisolated,
                        "Run without namespaces where bubblewrap cannot start");
-  python_cmd->add_option("--timeout-ms", python.timeout_ms, "Wall-clock limit")->default_val(30000);
+  python_cmd->add_option("--timeout-ms", python.timeout_ms, "Wall-clock limit")
+      ->default_val(30000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
 
   TraceOptions trace;
   CLI::App* trace_cmd = app.add_subcommand("trace", "Summarise a run: quarry trace [latest|ID]");

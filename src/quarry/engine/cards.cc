@@ -25,10 +25,11 @@ std::string QuoteLiteral(std::string_view text) {
   return out + "'";
 }
 
-Result<TableCard> BuildCard(const std::string& table, const std::string& source,
-                            const std::vector<ColumnInfo>& columns, const RunRows& run) {
+Result<TableCard> BuildCard(const std::string& table, const std::string& sql_name,
+                            const std::string& source, const std::vector<ColumnInfo>& columns,
+                            const RunRows& run) {
   TableCard card{table, source, 0, {}, {}};
-  const std::string from = " FROM " + QuoteIdent(table);
+  const std::string from = " FROM " + sql_name;
   // One scan for every count and bound: cheap enough on the files people ask about.
   std::string sql = "SELECT count(*)";
   for (const ColumnInfo& c : columns) {
@@ -107,16 +108,22 @@ Result<Source> Fingerprint(const std::filesystem::path& path, std::string format
   return source;
 }
 
-std::string TableNameFor(const std::filesystem::path& path,
-                         const std::vector<std::string>& taken) {
-  std::string stem = path.filename().string();
-  stem = stem.substr(0, stem.find('.'));  // data.csv.gz -> data
+std::string TableNameFor(const std::filesystem::path& path, const std::vector<std::string>& taken,
+                         const std::vector<std::string>& keywords) {
+  // The stem without the format and compression extensions: s.2024.csv.gz -> s_2024.
+  std::filesystem::path p = path.filename();
+  for (const char* compressed : {".gz", ".zst"}) {
+    if (p.extension() == compressed) p = p.stem();
+  }
+  std::string stem = p.stem().string();
   std::string name;
   for (char c : stem) {
     const auto u = static_cast<unsigned char>(c);
     name += std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '_';
   }
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "t_" + name;
+  // A keyword would need quoting in every query the model writes.
+  if (std::find(keywords.begin(), keywords.end(), name) != keywords.end()) name += "_table";
   std::string candidate = name;
   for (int n = 2; std::find(taken.begin(), taken.end(), candidate) != taken.end(); ++n) {
     candidate = name + "_" + std::to_string(n);
@@ -129,8 +136,8 @@ std::string TableNameFor(const std::filesystem::path& path,
 std::string RenderCards(const std::vector<TableCard>& cards) {
   std::string out;
   for (const TableCard& t : cards) {
-    out += "table " + t.name + " (" + std::to_string(t.row_count) + " rows, from " + t.source +
-           ")\n";
+    out += "table " + t.name + " (" + std::to_string(t.row_count) +
+           (t.row_count == 1 ? " row" : " rows") + ", from " + t.source + ")\n";
     for (const ColumnCard& c : t.columns) {
       out += "  " + c.name + " " + c.type + ": " + std::to_string(c.null_count) + " null, " +
              std::to_string(c.distinct_count) + " distinct";
@@ -138,7 +145,11 @@ std::string RenderCards(const std::vector<TableCard>& cards) {
       if (!c.samples.empty()) {
         out += ", e.g.";
         for (size_t i = 0; i < c.samples.size(); ++i) {
-          out += (i ? ", " : " ") + internal::QuoteLiteral(c.samples[i].substr(0, 60));
+          std::string sample = c.samples[i].substr(0, 60);
+          for (char& ch : sample) {
+            if (ch == '\n' || ch == '\r') ch = ' ';  // one line per column
+          }
+          out += (i ? ", " : " ") + internal::QuoteLiteral(sample);
         }
       }
       out += "\n";

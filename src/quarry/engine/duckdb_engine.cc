@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <map>
 #include <thread>
 
 #include "quarry/engine/engine_internal.h"
@@ -161,9 +162,13 @@ class DuckDbEngine final : public Engine {
       return std::unexpected(QueryFailure{FailureClass::kSyntaxError, "", e ? e : "parse failed"});
     }
     if (count != 1) {
-      return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "single_statement",
-                                          "guard: exactly one statement is allowed; got " +
-                                              std::to_string(count)});
+      // The text layer already saw one statement; DuckDB expands a PIVOT without an IN list
+      // into a second query that looks up the values.
+      return std::unexpected(QueryFailure{
+          FailureClass::kGuardViolation, "single_statement",
+          "guard: exactly one statement is allowed, and this one expands into " +
+              std::to_string(count) + " (a PIVOT needs an explicit list: PIVOT t ON c IN "
+                                      "('a', 'b') USING sum(x))"});
     }
     Prepared stmt;
     if (duckdb_prepare_extracted_statement(conn_.get(), extracted.get(), 0, stmt.out()) ==
@@ -255,7 +260,9 @@ class DuckDbEngine final : public Engine {
   // Cards for every registered table, with DESCRIBE giving column names and types.
   Result<void> BuildCards(const std::vector<std::pair<std::string, std::string>>& tables) {
     for (const auto& [name, source] : tables) {
-      auto desc = RunTrusted("DESCRIBE " + QuoteIdent(name));
+      const auto quoted = sql_names_.find(name);
+      const std::string sql_name = quoted != sql_names_.end() ? quoted->second : QuoteIdent(name);
+      auto desc = RunTrusted("DESCRIBE " + sql_name);
       if (!desc) return std::unexpected(desc.error());
       std::vector<ColumnInfo> columns;
       for (const auto& row : *desc) {
@@ -264,7 +271,7 @@ class DuckDbEngine final : public Engine {
                             type.starts_with("MAP") || type.starts_with("UNION") || type == "BLOB";
         columns.push_back({row[0].value_or(""), type, !nested});
       }
-      auto card = BuildCard(name, source, columns,
+      auto card = BuildCard(name, sql_name, source, columns,
                             [this](const std::string& s) { return RunTrusted(s); });
       if (!card) return std::unexpected(card.error());
       cards_.push_back(std::move(*card));
@@ -305,12 +312,16 @@ class DuckDbEngine final : public Engine {
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
+  std::map<std::string, std::string> sql_names_;  // display name -> quoted SQL name, if not simple
 };
 
-std::string ReaderFor(const std::string& format, const std::string& path) {
+// `padded`: rows with missing or extra fields are kept (padded with NULLs) instead of letting
+// the sniffer skip every line before the last irregular one.
+std::string ReaderFor(const std::string& format, const std::string& path, bool padded = false) {
   const std::string lit = QuoteLiteral(path);
-  if (format == "tsv") return "read_csv(" + lit + ", delim = '\\t')";
-  if (format == "csv") return "read_csv(" + lit + ")";
+  const std::string pad = padded ? ", null_padding = true, parallel = false" : "";
+  if (format == "tsv") return "read_csv(" + lit + ", delim = '\\t'" + pad + ")";
+  if (format == "csv") return "read_csv(" + lit + pad + ")";
   if (format == "parquet") return "read_parquet(" + lit + ")";
   return "read_json_auto(" + lit + ")";
 }
@@ -324,13 +335,17 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
   if (auto r = engine->Connect(nullptr, false, options); !r) return std::unexpected(r.error());
   std::string allowed;
   std::vector<std::pair<std::string, std::string>> tables;
-  std::vector<std::string> taken;
+  std::vector<std::string> taken, keywords;
+  if (auto kw = engine->RunTrusted("SELECT lower(keyword_name) FROM duckdb_keywords() "
+                                   "WHERE keyword_category <> 'unreserved'")) {
+    for (const auto& row : *kw) keywords.push_back(row[0].value_or(""));
+  }
   for (size_t i = 0; i < paths.size(); ++i) {
     auto source = Fingerprint(paths[i], formats[i]);
     if (!source) return std::unexpected(source.error());
     const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
     allowed += (allowed.empty() ? "" : ", ") + QuoteLiteral(abs);
-    const std::string name = TableNameFor(paths[i], taken);
+    const std::string name = TableNameFor(paths[i], taken, keywords);
     taken.push_back(name);
     source->tables = {name};
     engine->sources_.push_back(std::move(*source));
@@ -356,8 +371,18 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
   for (size_t i = 0; i < paths.size(); ++i) {
     if (formats[i] != "csv" && formats[i] != "tsv") continue;
     const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
-    auto sniff = engine->RunTrusted("SELECT Delimiter, HasHeader FROM sniff_csv(" +
-                                    QuoteLiteral(abs) + (formats[i] == "tsv" ? ", delim = '\t')" : ")"));
+    const std::string tsv = formats[i] == "tsv" ? ", delim = '\\t'" : "";
+    auto sniff = engine->RunTrusted("SELECT Delimiter, HasHeader, SkipRows FROM sniff_csv(" +
+                                    QuoteLiteral(abs) + tsv + ")");
+    if (sniff && !sniff->empty() && (*sniff)[0][2].value_or("0") != "0") {
+      // Ragged rows made the sniffer skip lines, header and data included: read them padded.
+      auto padded = engine->RunTrusted("CREATE OR REPLACE VIEW " + QuoteIdent(tables[i].first) +
+                                       " AS SELECT * FROM " + ReaderFor(formats[i], abs, true));
+      if (!padded) return std::unexpected(padded.error());
+      sniff = engine->RunTrusted("SELECT Delimiter, HasHeader, SkipRows FROM sniff_csv(" +
+                                 QuoteLiteral(abs) + tsv + ", null_padding = true)");
+      engine->sources_[i].padded = true;
+    }
     if (sniff && !sniff->empty()) {
       engine->sources_[i].delimiter = (*sniff)[0][0].value_or(",");
       engine->sources_[i].header = (*sniff)[0][1].value_or("true") == "true";
@@ -382,15 +407,20 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
   auto source = Fingerprint(path, "duckdb");
   if (!source) return std::unexpected(source.error());
   if (auto r = engine->Connect(path.c_str(), true, options); !r) return std::unexpected(r.error());
+  // Tables outside the main schema are named schema.table, as queries must name them.
   auto names = engine->RunTrusted(
-      "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-      "UNION SELECT view_name FROM duckdb_views() WHERE NOT internal "
-      "AND database_name = current_database() ORDER BY 1");
+      "SELECT CASE WHEN schema_name = 'main' THEN '\"' || replace(table_name, '\"', '\"\"') || '\"' "
+      "ELSE '\"' || replace(schema_name, '\"', '\"\"') || '\".\"' || replace(table_name, '\"', '\"\"') || '\"' END, "
+      "CASE WHEN schema_name = 'main' THEN table_name ELSE schema_name || '.' || table_name END "
+      "FROM (SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
+      "UNION SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal "
+      "AND database_name = current_database()) ORDER BY 2");
   if (!names) return std::unexpected(names.error());
   std::vector<std::pair<std::string, std::string>> tables;
   for (const auto& row : *names) {
-    tables.emplace_back(row[0].value_or(""), path.string());
-    source->tables.push_back(row[0].value_or(""));
+    tables.emplace_back(row[1].value_or(""), path.string());
+    source->tables.push_back(row[1].value_or(""));
+    engine->sql_names_[row[1].value_or("")] = row[0].value_or("");
   }
   engine->sources_.push_back(std::move(*source));
   if (auto r = engine->BuildCards(tables); !r) return std::unexpected(r.error());

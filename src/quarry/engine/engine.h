@@ -56,6 +56,7 @@ struct Source {
   // pandas) load the file the same way.
   std::string delimiter;
   bool header = true;
+  bool padded = false;  // some rows had missing or extra fields, kept and padded with NULL
 };
 
 // Per-query limits. At most max_rows rows are kept; row_count is still the true count.

@@ -25,15 +25,18 @@ std::string QuoteIdent(std::string_view name);
 std::string QuoteLiteral(std::string_view text);
 
 // Row count, per-column null/distinct counts, min/max and the three most frequent values.
-Result<TableCard> BuildCard(const std::string& table, const std::string& source,
+// `sql_name` is how queries reach the table (quoted, maybe schema-qualified).
+Result<TableCard> BuildCard(const std::string& table, const std::string& sql_name,
+                            const std::string& source,
                             const std::vector<ColumnInfo>& columns, const RunRows& run);
 
 // Hashes and sizes the file; errors name the file (unreadable, directory, empty).
 Result<Source> Fingerprint(const std::filesystem::path& path, std::string format);
 
 // A SQL-safe table name from a file stem: lower case, [a-z0-9_], not starting with a digit,
-// and distinct from every name in `taken`.
-std::string TableNameFor(const std::filesystem::path& path, const std::vector<std::string>& taken);
+// not one of `keywords` (lower case), and distinct from every name in `taken`.
+std::string TableNameFor(const std::filesystem::path& path, const std::vector<std::string>& taken,
+                         const std::vector<std::string>& keywords);
 
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
                                                 const std::vector<std::string>& formats,

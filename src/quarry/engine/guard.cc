@@ -24,6 +24,13 @@ std::string Upper(std::string_view s) {
   return out;
 }
 
+// For a '$' at `i` that opens a dollar quote ($$ or $tag$), the index of the tag's closing '$'.
+size_t DollarTagEnd(std::string_view sql, size_t i) {
+  size_t j = i + 1;
+  while (j < sql.size() && (std::isalpha(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;
+  return j < sql.size() && sql[j] == '$' ? j : std::string_view::npos;
+}
+
 // Returns nullopt when a literal or comment never closes: the engine's parser reports that
 // as a syntax error with a better message than ours.
 std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
@@ -39,6 +46,14 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
       size_t end = sql.find("*/", i + 2);
       if (end == std::string_view::npos) return std::nullopt;
       i = end + 2;
+    } else if (c == '$' && DollarTagEnd(sql, i) != std::string_view::npos) {
+      // $$...$$ or $tag$...$tag$: a string literal in DuckDB and PostgreSQL.
+      const size_t tag_end = DollarTagEnd(sql, i);
+      const std::string_view tag = sql.substr(i, tag_end - i + 1);
+      const size_t close = sql.find(tag, tag_end + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      tokens.push_back({TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
+      i = close + tag.size();
     } else if (c == '\'' || c == '"' || c == '`' || c == '[') {
       char close = c == '[' ? ']' : c;
       std::string text;
@@ -181,8 +196,10 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
                                         " is not allowed anywhere in the query, a WITH clause "
                                         "included: the data is read-only");
     }
-    if (t.kind == TokenKind::kWord && call && Contains(kFileFunctions, t.text)) {
-      return Violation("file_access", "guard: " + t.text +
+    // "read_csv"(...) names the same function as read_csv(...).
+    const bool named = t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdent;
+    if (named && call && Contains(kFileFunctions, Upper(t.text))) {
+      return Violation("file_access", "guard: " + Upper(t.text) +
                                           "() reads files or loads code, which is not allowed" +
                                           tables_hint);
     }

@@ -82,7 +82,7 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
     formats.push_back(format);
   }
   if (database && paths.size() > 1) {
-    return Fail(Error::Code::kUsage, "a database must be the only --data source: ask about " +
+    return Fail(Error::Code::kUsage, "a database must be the only data source: use " +
                                          paths[0].string() + " and the other files separately");
   }
   if (formats[0] == "sqlite") return internal::OpenSqlite(paths[0], options);

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -194,6 +195,21 @@ class SqliteEngine final : public Engine {
   std::chrono::steady_clock::time_point deadline_{};
 };
 
+// Percent-encodes what a file: URI cannot hold literally (RFC 3986, as sqlite3 reads it).
+std::string UriPath(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || std::strchr("/-._~", c)) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 bool HasSqliteMagic(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[16] = {};
@@ -214,7 +230,16 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   }
   auto engine = std::make_unique<SqliteEngine>();
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+  // immutable=1: no locks, no -shm or -wal files next to the user's database. A database with
+  // a live write-ahead log is read through it instead (mode=ro), or its newest rows would be
+  // missed; that log and its -shm exist already, so nothing new appears.
+  std::error_code ec;
+  const auto wal = std::filesystem::path(path.string() + "-wal");
+  const bool live_wal = std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0;
+  const std::string uri = "file:" + UriPath(std::filesystem::absolute(path).string()) +
+                          (live_wal ? "?mode=ro" : "?mode=ro&immutable=1");
+  const int rc = sqlite3_open_v2(uri.c_str(), &raw,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
                                  nullptr);
   engine->db_.reset(raw);
   if (rc != SQLITE_OK) {
@@ -245,7 +270,7 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
       const std::string type = c[1].value_or("");
       columns.push_back({c[0].value_or(""), type.empty() ? "ANY" : type, type != "BLOB"});
     }
-    auto card = BuildCard(table, path.string(), columns,
+    auto card = BuildCard(table, QuoteIdent(table), path.string(), columns,
                           [&](const std::string& s) { return engine->RunTrusted(s); });
     if (!card) return std::unexpected(card.error());
     auto fks = engine->RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +

@@ -58,8 +58,10 @@ void WriteAll(int fd, const std::string& data) {
 
 namespace {
 
+// For RLIMIT_CPU the hard limit sits one second above the soft one, so the process gets
+// SIGXCPU (reported as the CPU limit) before the kernel's SIGKILL.
 void SetLimit(int resource, rlim_t value) {
-  const rlimit l{value, value};
+  const rlimit l{value, resource == RLIMIT_CPU ? value + 1 : value};
   setrlimit(resource, &l);
 }
 

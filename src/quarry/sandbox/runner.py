@@ -14,23 +14,27 @@ DEFAULT_ALLOWED = ["pandas", "numpy", "matplotlib", "json", "math", "datetime", 
                    "statistics", "collections", "itertools"]
 FORBIDDEN_BUILTINS = {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr",
                       "globals", "locals", "vars", "breakpoint", "input"}
-# Modules (and a few gadgets) that allowed modules expose as attributes, e.g. pd.io.common.os.
-# Any attribute with one of these names is refused, since the guard cannot know the receiver.
+# Attribute names that lead out of the allowlist: modules that allowed modules import (found by
+# scanning pandas/numpy/matplotlib, e.g. pd.io.common.os, collections._sys, pickle_compat.pkl)
+# and functions that exec, eval, import, getattr or spawn. The guard cannot know the receiver's
+# type, so the name alone is refused (a column named like one is read with df['name']).
 BLOCKED_ATTRS = {
-    "os", "sys", "subprocess", "builtins", "ctypes", "ctypeslib", "importlib", "socket",
-    "shutil", "pathlib", "pickle", "marshal", "posix", "signal", "threading", "_thread",
-    "multiprocessing", "urllib", "http", "glob", "tempfile", "runpy", "code", "pty", "resource",
-    "gc", "inspect", "types", "sysconfig", "platform", "codecs", "distutils", "f2py", "asyncio",
-    "_posixsubprocess", "mmap", "fcntl", "select", "selectors", "zipimport", "webbrowser",
-    "shelve", "dbm", "posixpath", "pkgutil", "operator", "_operator", "pickle_compat",
-    "attrgetter", "methodcaller", "runstring"}  # runstring: numpy.testing's exec()
+    "os", "sys", "_sys", "subprocess", "builtins", "_builtins", "ctypes", "_ctypes", "ctypeslib",
+    "importlib", "socket", "shutil", "pathlib", "pickle", "pkl", "marshal", "posix", "posixpath",
+    "signal", "threading", "_thread", "multiprocessing", "urllib", "http", "glob", "tempfile",
+    "runpy", "code", "pty", "resource", "gc", "inspect", "types", "sysconfig", "platform", "codecs",
+    "_io", "distutils", "f2py", "asyncio", "_posixsubprocess", "mmap", "fcntl", "select",
+    "selectors", "zipimport", "webbrowser", "shelve", "dbm", "pkgutil", "operator", "_operator",
+    "typing", "dataclasses", "logging", "sqlite3", "pickle_compat",
+    "runstring", "_create_fn", "get_type_hints", "ForwardRef", "_get_command_stdout",
+    "attrgetter", "methodcaller", "get_field", "load_extension", "enable_load_extension"}
 # Frame and code attributes reach the runner's globals without a single dunder.
 FRAME_ATTRS = {"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_globals",
                "f_locals", "f_builtins", "f_back", "f_code", "tb_frame", "tb_next"}
 READ_MODES = {"r", "rb", "rt"}
 OPEN_KEYWORDS = {"mode", "encoding", "newline", "errors"}
 QUERY_KEYWORDS = {"local_dict", "global_dict", "resolvers", "engine"}
-# pandas methods that look a method up by its string name (df.apply("eval", ...)).
+# pandas methods that look a method up by its string name (df.agg("eval", ...)).
 BY_NAME_METHODS = {"apply", "agg", "aggregate", "transform", "pipe", "map", "applymap"}
 FORMAT_DUNDER = re.compile(r"\{[^{}]*(\.__|\.(?:%s)\b)" % "|".join(sorted(FRAME_ATTRS)))
 _real_open = builtins.open
@@ -60,24 +64,24 @@ def is_literal(node):
         return False
 
 
+def is_str(node):
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
 def open_problem(call):
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return "its arguments must be written out (no *args or **kwargs)"
-    if not call.args or not (isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+    if not call.args or not is_str(call.args[0]):
         return "the path must be a string literal, not an expression"
     if len(call.args) > 2:
         return "only the path and the mode may be positional"
-    problem = path_problem(call.args[0].value)
-    if problem:
-        return problem + f" (found {call.args[0].value!r})"
+    if path_problem(call.args[0].value):
+        return path_problem(call.args[0].value) + f" (found {call.args[0].value!r})"
     mode = call.args[1] if len(call.args) == 2 else None
     for kw in call.keywords:
-        if kw.arg not in OPEN_KEYWORDS:
-            return f"the keyword '{kw.arg}' is not allowed (only mode, encoding, newline, errors)"
-        if not isinstance(kw.value, ast.Constant):
-            return f"the keyword '{kw.arg}' must be a literal"
-        if kw.arg == "mode":
-            mode = kw.value
+        if kw.arg not in OPEN_KEYWORDS or not isinstance(kw.value, ast.Constant):
+            return f"the keyword '{kw.arg}' is not allowed (only mode, encoding, newline, errors, as literals)"
+        mode = kw.value if kw.arg == "mode" else mode
     if mode is not None and not (isinstance(mode, ast.Constant) and mode.value in READ_MODES):
         shown = repr(mode.value) if isinstance(mode, ast.Constant) else "an expression"
         return f"the mode must be 'r', 'rb' or 'rt' (found {shown}); write files with pandas or matplotlib"
@@ -86,64 +90,88 @@ def open_problem(call):
 
 def query_problem(call):
     expr = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "expr"), None)
-    if not (isinstance(expr, ast.Constant) and isinstance(expr.value, str)):
+    if not is_str(expr):
         return "its expression must be a string literal"
     bad = [t for t in ("@", "__", "import", "`") if t in expr.value]
     if bad:
-        return f"its expression may not contain {', '.join(repr(t) for t in bad)}; use boolean indexing instead"
+        return f"its expression may not contain {', '.join(map(repr, bad))}; use boolean indexing instead"
     for kw in call.keywords:
-        if kw.arg is None:
-            return "**kwargs are not allowed"
-        if kw.arg in QUERY_KEYWORDS and not is_literal(kw.value):
-            return f"the keyword '{kw.arg}' must be a literal"
+        if kw.arg is None or (kw.arg in QUERY_KEYWORDS and not is_literal(kw.value)):
+            return f"the keyword '{kw.arg or '**'}' must be a literal"
     return None
 
 
+def bound_names(tree):
+    """Names bound other than by assignment: parameters, defs, except/match targets, non-pandas imports."""
+    names = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+            names.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names |= {a.asname or a.name.split(".")[0] for a in n.names
+                      if not (isinstance(n, ast.Import) and a.name == "pandas")}
+    return names
+
+
 def run_guard(tree, allowed):
-    """All violations as (line, col, order, rule, text); the caller reports the first."""
-    found = []
-    allowed_set = set(allowed)
+    """All violations as (line, col, order, rule, text), sorted: the first is reported."""
+    found, allowed_set, allowed_text = [], set(allowed), ", ".join(allowed)
     blocked = BLOCKED_ATTRS - allowed_set
-    allowed_text = ", ".join(allowed)
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    # pd.io is pandas' reader namespace; any other .io (pd.io.common.io.open) is the io module.
+    # The exemption holds only for names never bound to anything else (pd = pd.io.parquet).
+    pandas_names = {"pd", "pandas"} | {a.asname for n in ast.walk(tree) if isinstance(n, ast.Import)
+                                       for a in n.names if a.name == "pandas" and a.asname}
+    pandas_names -= bound_names(tree) | {n.id for n in ast.walk(tree)
+                                         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
 
     def hit(node, rule, text):
         found.append((getattr(node, "lineno", 0) or 0, getattr(node, "col_offset", 0), len(found), rule, text))
 
-    def check_imported_name(node, name, where):
-        if name == "*":
-            hit(node, "import_allowlist", f"'from {where} import *' is not allowed; import names explicitly")
-        elif name in blocked:
-            hit(node, "module_attribute", f"importing '{name}' from {where} is not allowed (it reaches a "
-                f"module outside the allowlist); allowed modules: {allowed_text}")
-        elif name in ("eval", "query"):  # before forbidden builtins: this is pandas.eval
-            hit(node, "query_eval_literal", f"importing '{name}' from {where} is not allowed; call "
-                f"df.{name}(...) or pd.eval(...) directly with a literal expression")
-        elif name in FORBIDDEN_BUILTINS:
-            hit(node, "forbidden_builtin", f"importing '{name}' is not allowed")
-        elif name == "read_pickle":
-            hit(node, "pickle_load", "read_pickle can run arbitrary code and is not allowed")
-        elif is_dunder(name) or name in FRAME_ATTRS:
-            hit(node, "dunder_access", f"importing '{name}' is not allowed")
+    def name_rule(name):
+        """The rule an attribute or imported name breaks, if any."""
+        if is_dunder(name) or name in FRAME_ATTRS:
+            return "dunder_access", f"'{name}' is not allowed (dunder and frame attributes expose interpreter internals)"
+        if name in blocked:
+            return "module_attribute", (f"'{name}' reaches a module outside the allowlist; allowed modules: "
+                                        f"{allowed_text} (for a column named '{name}' use df['{name}'])")
+        if name == "read_pickle":
+            return "pickle_load", "read_pickle can run arbitrary code; read data with read_csv or read_json"
+        return None
 
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if isinstance(node, ast.ImportFrom) and node.level:
                 hit(node, "import_allowlist", "relative imports are not allowed; allowed modules: " + allowed_text)
                 continue
-            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
             for module in modules:
                 parts = module.split(".")
                 if parts[0] not in allowed_set:
                     hit(node, "import_allowlist", f"import of '{parts[0]}' is not allowed; allowed modules: {allowed_text}")
-                elif any(p in blocked for p in parts[1:]):
-                    hit(node, "module_attribute", f"import of '{module}' reaches a module outside the "
-                        f"allowlist; allowed modules: {allowed_text}")
+                elif any(name_rule(p) for p in parts[1:]):  # import numpy.ctypeslib as c
+                    hit(node, *next(name_rule(p) for p in parts[1:] if name_rule(p)))
             for alias in node.names:
-                if isinstance(node, ast.ImportFrom) and parts[0] in allowed_set:
-                    check_imported_name(node, alias.name, node.module)
                 if alias.asname and is_dunder(alias.asname):
                     hit(node, "dunder_access", f"binding the name '{alias.asname}' is not allowed")
+                if isinstance(node, ast.Import) or parts[0] not in allowed_set:
+                    continue
+                if alias.name == "*":  # would bind whatever the module imported (pyplot's sys)
+                    hit(node, "import_allowlist", f"'from {node.module} import *' is not allowed; import names explicitly")
+                elif alias.name in ("eval", "query"):  # pandas.eval under another name
+                    hit(node, "query_eval_literal", f"importing '{alias.name}' is not allowed; call "
+                        f"df.{alias.name}(...) or pd.eval(...) directly with a literal expression")
+                elif alias.name in FORBIDDEN_BUILTINS:
+                    hit(node, "forbidden_builtin", f"importing '{alias.name}' is not allowed")
+                elif name_rule(alias.name):
+                    hit(node, *name_rule(alias.name))
+                elif alias.name == "io" and node.module != "pandas":  # from pandas.io.parquet import io
+                    hit(node, "module_attribute", f"importing 'io' from {node.module} reaches the io module; "
+                        f"allowed modules: {allowed_text}")
         elif isinstance(node, ast.Name):
             if node.id in FORBIDDEN_BUILTINS and isinstance(node.ctx, ast.Load):
                 hit(node, "forbidden_builtin", f"'{node.id}' is not available in the sandbox"
@@ -153,37 +181,35 @@ def run_guard(tree, allowed):
             elif node.id == "open" and id(node) not in called:
                 hit(node, "open_literal", "open may only be called directly, as open('relative/path')")
         elif isinstance(node, ast.Attribute):
-            if is_dunder(node.attr) or node.attr in FRAME_ATTRS:
-                hit(node, "dunder_access", f"access to '.{node.attr}' is not allowed (it exposes interpreter internals)")
-            elif node.attr in blocked:
-                hit(node, "module_attribute", f"'.{node.attr}' reaches a module outside the allowlist; "
-                    f"allowed modules: {allowed_text} (for a column named '{node.attr}' use df['{node.attr}'])")
-            elif node.attr == "read_pickle":
-                hit(node, "pickle_load", "read_pickle can run arbitrary code and is not allowed")
+            value = node.value
+            if name_rule(node.attr) and not (node.attr == "types" and isinstance(value, ast.Attribute)
+                                             and value.attr == "api"):  # pd.api.types is pandas'
+                hit(node, *name_rule(node.attr))
+            elif node.attr == "io" and not (isinstance(value, ast.Name) and value.id in pandas_names):
+                hit(node, "module_attribute", "'.io' is only allowed on pandas itself (pd.io, with pd never "
+                    "reassigned); allowed modules: " + allowed_text)
             elif node.attr in ("query", "eval") and id(node) not in called:
                 hit(node, "query_eval_literal", f".{node.attr} must be called directly with a literal expression")
         elif isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Name) and func.id == "open":
-                problem = open_problem(node)
-                if problem:
-                    hit(node, "open_literal", f"open() needs a literal relative path and a read mode: {problem}")
-            elif isinstance(func, ast.Attribute) and func.attr in ("query", "eval"):
-                problem = query_problem(node)
-                if problem:
-                    hit(node, "query_eval_literal", f".{func.attr}() is restricted: {problem}")
+            if isinstance(func, ast.Name) and func.id == "open" and open_problem(node):
+                hit(node, "open_literal", "open() needs a literal relative path and a read mode: " + open_problem(node))
+            elif isinstance(func, ast.Attribute) and func.attr in ("query", "eval") and query_problem(node):
+                hit(node, "query_eval_literal", f".{func.attr}() is restricted: {query_problem(node)}")
             elif isinstance(func, ast.Attribute) and func.attr in BY_NAME_METHODS:
                 for arg in list(node.args) + [k.value for k in node.keywords]:
-                    if isinstance(arg, ast.Constant) and arg.value in ("eval", "query", "read_pickle"):
+                    if is_str(arg) and arg.value in ("eval", "query"):
                         hit(node, "query_eval_literal", f"passing '{arg.value}' by name to .{func.attr}() is not allowed")
+                    elif is_str(arg) and name_rule(arg.value):  # df.agg("__class__") is getattr
+                        hit(node, *name_rule(arg.value))
             for kw in node.keywords:
                 if kw.arg == "allow_pickle" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
                     hit(node, "pickle_load", "allow_pickle can run arbitrary code; leave it False")
         elif isinstance(node, ast.MatchClass):  # case C(__class__=x) reads an attribute too
             for attr in node.kwd_attrs:
-                if is_dunder(attr) or attr in FRAME_ATTRS:
-                    hit(node, "dunder_access", f"matching on '{attr}' is not allowed")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and FORMAT_DUNDER.search(node.value):
+                if name_rule(attr):
+                    hit(node, *name_rule(attr))
+        elif is_str(node) and FORMAT_DUNDER.search(node.value):  # "{0.__class__}".format(x)
             hit(node, "dunder_access", "a format string may not reach dunder or frame attributes")
     return sorted(found)
 
@@ -196,12 +222,10 @@ def engine_kind(engine_type):
         return "str"
     if "INT" in base and "INTERVAL" not in base and "POINT" not in base:  # SQLite's affinity rule
         return "int"
-    if base.startswith(("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")):
-        return "float"
-    if base in ("BOOLEAN", "BOOL"):
-        return "bool"
-    if base.startswith(("DATE", "TIMESTAMP")):
-        return "date"
+    for kind, prefixes in (("float", ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")),
+                           ("bool", ("BOOL",)), ("date", ("DATE", "TIMESTAMP"))):
+        if base.startswith(prefixes):
+            return kind
     return "str"
 
 
@@ -235,29 +259,29 @@ def load_tables(pd, specs, notes):
     tables = {}
     for spec in specs:
         name, path, fmt = spec.get("name", ""), spec.get("path", ""), spec.get("format", "csv")
-        columns = spec.get("columns") or []
+        columns, header = spec.get("columns") or [], spec.get("header", True)
         kinds = {c[0]: engine_kind(c[1]) for c in columns}
         try:
             if fmt in ("csv", "tsv"):
-                sep = spec.get("delimiter") or ("\t" if fmt == "tsv" else ",")
-                str_cols = [c for c, k in kinds.items() if k == "str"] if spec.get("header", True) else []
-                frame = pd.read_csv(path, sep=sep, header=0 if spec.get("header", True) else None,
-                                    dtype={c: object for c in str_cols} or None)
+                # VARCHAR columns stay text ("007" is not 7); the rest is converted from the engine's types.
+                text_cols = {c: object for c, k in kinds.items() if k == "str"} if header else None
+                frame = pd.read_csv(path, sep=spec.get("delimiter") or ("\t" if fmt == "tsv" else ","),
+                                    header=0 if header else None, dtype=text_cols or None)
                 if len(columns) == frame.shape[1]:  # the engine's names and types, by position
-                    if not spec.get("header", True):
+                    if not header:
                         frame.columns = [c[0] for c in columns]
                     frame = typed(pd, frame, [engine_kind(c[1]) for c in columns], f"table {name}", notes)
                 tables[name] = frame
             elif fmt == "json":
                 with _real_open(path, encoding="utf-8") as f:
-                    text = f.read()
-                as_lines = text.lstrip().startswith("{") and len(text.strip().splitlines()) > 1
+                    text = f.read().strip()
+                as_lines = text.startswith("{") and "\n" in text
                 try:
                     frame = pd.read_json(path, lines=as_lines)
                 except ValueError:
                     if not as_lines:
                         raise
-                    frame = pd.read_json(path)  # a pretty-printed single document
+                    frame = pd.read_json(path)  # a pretty-printed single document, not JSON lines
                 tables[name] = typed(pd, frame, [kinds.get(str(c), "str") for c in frame.columns], f"table {name}", notes)
             elif fmt == "parquet":
                 try:
@@ -274,46 +298,50 @@ def load_tables(pd, specs, notes):
 
 
 def load_sqlite(pd, path, tables, notes):
+    """Every table and view of the database, under its own name."""
     import sqlite3
     import urllib.parse
     uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True)
         conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1")
-    except sqlite3.OperationalError:  # a WAL database on a read-only mount needs immutable
+    except sqlite3.OperationalError:  # a WAL database on a read-only mount needs immutable=1
         conn = sqlite3.connect(uri + "&immutable=1", uri=True)
-    with conn:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
-                                            "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-        for table in names:
+    try:
+        for (table,) in conn.execute("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
+                                     "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
             if table in tables:
                 notes.append(f"sqlite table {table} skipped: a table of that name is already loaded")
                 continue
-            tables[table] = pd.read_sql_query('SELECT * FROM "%s"' % table.replace('"', '""'), conn)
-    conn.close()
+            try:
+                tables[table] = pd.read_sql_query('SELECT * FROM "%s"' % table.replace('"', '""'), conn)
+            except Exception as e:  # a broken view must not hide the tables
+                notes.append(f"sqlite table {table} could not be loaded in Python ({e}); use run_sql")
+    finally:
+        conn.close()
 
 
 def load_last(pd, last, notes):
     columns, types, rows = last.get("columns") or [], last.get("types") or [], last.get("rows") or []
     kinds = [engine_kind(types[i] if i < len(types) else "") for i in range(len(columns))]
-    raw = pd.DataFrame([list(r) for r in rows], columns=columns, dtype=object) if rows else \
-        pd.DataFrame({i: pd.Series([], dtype=object) for i in range(len(columns))})
-    raw.columns = columns
+    try:
+        raw = pd.DataFrame([list(r) for r in rows] or None, index=None if rows else pd.RangeIndex(0),
+                           columns=range(len(columns)), dtype=object)
+    except (ValueError, TypeError) as e:  # rows that do not match the columns
+        notes.append(f"last could not be built: {e}")
+        return None
+    raw.columns = columns  # after construction: duplicate names are legal in SQL results
     return typed(pd, raw, kinds, "last", notes)
 
 
 def safe_open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
-    """The user's open(): read-only, relative paths; the guard's literal check runs before this."""
-    if not isinstance(file, str):
-        problem = "the path must be a string"
-    else:
-        problem = path_problem(file)
+    """The user's open() while the guard is on: the guard's rule again, at run time, in case a
+    path or mode ever reaches open() by a route the AST check did not foresee."""
+    problem = path_problem(file) if isinstance(file, str) else "the path must be a string"
     if not problem and mode not in READ_MODES:
         problem = f"mode {mode!r} is not 'r', 'rb' or 'rt'; write files with pandas or matplotlib"
-    if not problem and (not closefd or opener is not None):
-        problem = "closefd and opener are not allowed"
-    if problem:
-        raise PermissionError(f"open_literal: open({file!r}) refused: {problem}")
+    if problem or not closefd or opener is not None:
+        raise PermissionError(f"open_literal: open({file!r}) refused: {problem or 'closefd/opener are not allowed'}")
     return _real_open(file, mode, buffering, encoding, errors, newline)
 
 
@@ -333,28 +361,23 @@ def cut_front(text, keep=40):
     return "\n".join(lines)
 
 
-def result_writer():
-    try:
-        os.fstat(3)
-        stream = os.fdopen(3, "w", encoding="utf-8")
-        return lambda text: (stream.write(text + "\n"), stream.flush())
-    except OSError:  # run by hand: no result pipe
-        return lambda text: (sys.stderr.write("QUARRY_RESULT " + text + "\n"), sys.stderr.flush())
-
-
 def main():
-    write = result_writer()
+    try:  # opened before the user's code runs, which could otherwise close or take fd 3
+        out, marker = os.fdopen(3, "w", encoding="utf-8"), ""
+    except OSError:  # run by hand
+        out, marker = sys.stderr, "QUARRY_RESULT "
     result = {"status": "ok", "rule": None, "message": "", "line": None, "tables_loaded": [], "notes": []}
 
     def finish(exit_code=0):
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:
+            except Exception:  # with the guard off, the code may have closed or replaced it
                 pass
-        write(_dumps(result))
-        # os._exit: leftover user threads or atexit hooks must not keep the child alive.
-        os._exit(exit_code)
+        # On a line of its own, so stray bytes the code wrote to fd 3 cannot corrupt it.
+        out.write("\n" + marker + _dumps(result) + "\n")
+        out.flush()
+        os._exit(exit_code)  # leftover user threads or atexit hooks must not keep the child alive
 
     try:
         request = json.loads(sys.stdin.read())
@@ -388,23 +411,29 @@ def main():
 
     import logging
     import warnings
-    logging.getLogger("matplotlib").setLevel(logging.ERROR)  # no "config dir not writable" noise
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    import pandas as pd
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-
     notes = result["notes"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tables = load_tables(pd, request.get("tables") or [], notes)
-        last = load_last(pd, request["last"], notes) if request.get("last") else None
+    try:
+        mpl_log = logging.getLogger("matplotlib")
+        level = mpl_log.level
+        mpl_log.setLevel(logging.ERROR)  # no "config dir not writable" noise in the user's stderr
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import numpy as np
+        import pandas as pd
+        mpl_log.setLevel(level)
+        with warnings.catch_warnings():  # DtypeWarning and the like are not the user's output
+            warnings.simplefilter("ignore")
+            tables = load_tables(pd, request.get("tables") or [], notes)
+            last = load_last(pd, request["last"], notes) if request.get("last") else None
+    except Exception as e:  # the environment, not the user's code: still exactly one result
+        result.update(status="internal_error", message=f"runner: could not prepare Python: {type(e).__name__}: {e}")
+        finish(2)
     result["tables_loaded"] = list(tables)
 
     user_builtins = dict(vars(builtins))
-    user_builtins["open"] = safe_open
+    if request.get("guard", True):  # guard off is the whole Python layer off: the OS must hold alone
+        user_builtins["open"] = safe_open
     scope = {"__name__": "__main__", "__builtins__": user_builtins,
              "pd": pd, "np": np, "plt": plt, "tables": tables, "last": last}
     if len(tables) == 1:

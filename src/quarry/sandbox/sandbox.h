@@ -65,6 +65,7 @@ struct PythonResult {
   Isolation isolation = Isolation::kNamespaces;
   std::vector<std::filesystem::path> artifacts;  // figures written to the work directory
   std::vector<std::string> tables_loaded;
+  std::vector<std::string> notes;  // e.g. a table the child could not load into pandas
   int64_t duration_ms = 0;
 };
 

@@ -105,7 +105,9 @@ json ToJson(const Trace& t) {
 }
 
 Result<Trace> FromJson(const json& j) {
-  if (!j.is_object()) return Fail(Error::Code::kUsage, "trace: not a JSON object");
+  if (!j.is_object() || !j.contains("format_version")) {
+    return Fail(Error::Code::kUsage, "not a quarry trace (no format_version): pass a runs/<id>/trace.json");
+  }
   Trace t;
   QUARRY_GET(j, "format_version", t.format_version);
   if (t.format_version != kFormatVersion) {
@@ -197,14 +199,18 @@ Result<Trace> FromJson(const json& j) {
 }
 
 std::string NewRunId() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  const auto now_point = std::chrono::system_clock::now();
+  const std::time_t now = std::chrono::system_clock::to_time_t(now_point);
   std::tm tm{};
   gmtime_r(&now, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  // Milliseconds first, so ids sort by start time within a second; then 3 random hex digits.
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      now_point.time_since_epoch()).count() % 1000;
   std::random_device rd;
   char suffix[8];
-  std::snprintf(suffix, sizeof suffix, "%06x", rd() & 0xffffffu);
+  std::snprintf(suffix, sizeof suffix, "%03lld%03x", static_cast<long long>(ms), rd() & 0xfffu);
   return std::string(stamp) + "-" + suffix;
 }
 
