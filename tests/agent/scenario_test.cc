@@ -49,6 +49,10 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   config.max_cost_usd = c.value("max_cost_usd", config.max_cost_usd);
 
   quarry::testing::TempDir runs;
+  config.sandbox.workdir = runs.path() / "run1" / "workdir";
+  if (doc["expect"].value("needs_namespaces", false) && sandbox::NamespaceUnavailableReason()) {
+    GTEST_SKIP() << *sandbox::NamespaceUnavailableReason();
+  }
   auto writer = trace::Writer::Create(runs.path(), "run1");
   ASSERT_TRUE(writer.has_value());
   Collector collector;

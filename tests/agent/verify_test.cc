@@ -284,5 +284,13 @@ TEST_F(VerifyTest, EndToEndHallucinatedNumbersAreUnsupported) {
   EXPECT_EQ(report.unsupported(), (Strings{"North", "14%", "$850,000"}));
 }
 
+TEST_F(VerifyTest, PercentagePointsAreAPercentOfADifference) {
+  Cells({"0.48113"});
+  EXPECT_TRUE(Verify("a gap of 48.11 percentage points", {}, evidence_, "").grounded());
+  EXPECT_TRUE(Verify("a gap of 48.1 pp", {}, evidence_, "").grounded());
+  EXPECT_FALSE(Verify("a gap of 48.2 percentage points", {}, evidence_, "").grounded());
+  EXPECT_EQ(ExtractNumbers("up 3.5 percentage points"), std::vector<std::string>{"3.5 percentage points"});
+}
+
 }  // namespace
 }  // namespace quarry::agent

@@ -192,5 +192,77 @@ TEST_F(CliTest, NoModelConfiguredSaysWhatToSet) {
   EXPECT_NE(unrecorded.err.find("no recorded model turns"), std::string::npos);
 }
 
+// A quote-aware split of one CSV line (names hold commas inside quotes).
+std::vector<std::string> SplitCsvLine(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+TEST_F(CliTest, OfflinePassengersRepairsAGuardViolationInPython) {
+  auto r = Quarry({"ask", "--offline", "--data", Data("passengers.csv"),
+                   "Did women survive more often than men, and by how much?"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("guard_violation"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("import_allowlist"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("grounded yes"), std::string::npos);
+  EXPECT_NE(r.out.find("repairs 1/1"), std::string::npos) << r.out;
+
+  std::ifstream in(SourceDir() / "data" / "passengers.csv");
+  std::string line;
+  std::getline(in, line);
+  const auto header = SplitCsvLine(line);
+  const auto col = [&](const std::string& n) { return std::find(header.begin(), header.end(), n) - header.begin(); };
+  std::map<std::string, std::pair<int, int>> by_sex;  // survived, total
+  while (std::getline(in, line)) {
+    const auto f = SplitCsvLine(line);
+    auto& [survived, total] = by_sex[f[col("Sex")]];
+    survived += f[col("Survived")] == "1";
+    ++total;
+  }
+  auto percent = [](std::pair<int, int> p) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * p.first / p.second);
+    return std::string(buf);
+  };
+  EXPECT_NE(r.out.find(percent(by_sex["female"]) + " of women"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(percent(by_sex["male"]) + " of men"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(" + std::to_string(by_sex["female"].second) + " passengers)"), std::string::npos);
+}
+
+TEST_F(CliTest, PythonScriptsRunInTheSandbox) {
+  auto script = cwd_.Write("plot.py", "import matplotlib.pyplot as plt\n"
+                                       "totals = df.groupby('region')['revenue'].sum()\n"
+                                       "print(round(totals.max(), 2))\n"
+                                       "totals.plot.bar()\nplt.savefig('regions.png')\n");
+  auto r = Quarry({"python", Data("sales.csv"), script.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "141794.14\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(figure: (\S+regions\.png))"))) << r.err;
+  const fs::path figure = cwd_.path() / m[1].str();
+  ASSERT_TRUE(fs::exists(figure));
+  EXPECT_EQ(quarry::testing::ReadFile(figure).substr(1, 3), "PNG");
+
+  auto bad = cwd_.Write("bad.py", "import os\nos.system('id')\n");
+  auto refused = Quarry({"python", Data("sales.csv"), bad.string()});
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_NE(refused.err.find("guard_violation (import_allowlist)"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.out, "");
+}
+
 }  // namespace
 }  // namespace quarry

@@ -230,6 +230,12 @@ ScanResult ParseAt(std::string_view s, size_t i) {
     t.percent = true, q += space + 1;
   } else if (space && LowerAscii(s.substr(q + 1, 7)) == "percent" && !IsAlpha(at(q + 8))) {
     t.percent = true, q += 8;
+  } else if (space && LowerAscii(s.substr(q + 1, 16)) == "percentage point") {
+    // A difference of proportions: "48.11 percentage points" for 0.4811.
+    t.percent = true, q += 17;
+    if (at(q) == 's') ++q;
+  } else if (space && LowerAscii(s.substr(q + 1, 2)) == "pp" && !IsAlpha(at(q + 3))) {
+    t.percent = true, q += 3;
   }
   if (IsWordChar(at(q))) return {std::nullopt, SkipWord(s, begin)};
 

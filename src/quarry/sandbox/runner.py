@@ -416,9 +416,13 @@ def main():
         mpl_log = logging.getLogger("matplotlib")
         level = mpl_log.level
         mpl_log.setLevel(logging.ERROR)  # no "config dir not writable" noise in the user's stderr
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        # pyplot costs ~0.3 s (font cache): imported only for code that names plt; pandas'
+        # own .plot() imports it on demand (MPLBACKEND=Agg).
+        plt = None
+        if any(isinstance(n, ast.Name) and n.id == "plt" for n in ast.walk(tree)):
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
         import numpy as np
         import pandas as pd
         mpl_log.setLevel(level)
@@ -435,7 +439,9 @@ def main():
     if request.get("guard", True):  # guard off is the whole Python layer off: the OS must hold alone
         user_builtins["open"] = safe_open
     scope = {"__name__": "__main__", "__builtins__": user_builtins,
-             "pd": pd, "np": np, "plt": plt, "tables": tables, "last": last}
+             "pd": pd, "np": np, "tables": tables, "last": last}
+    if plt is not None:
+        scope["plt"] = plt
     if len(tables) == 1:
         scope["df"] = next(iter(tables.values()))
     # Lets the traceback show the user's source lines.

@@ -78,8 +78,10 @@ json JobJson(const std::string& code, const Options& o, bool check_only, bool is
 
 std::vector<std::string> Environment(const std::string& home) {
   // Built by hand: nothing of quarry's environment (API keys included) is inherited.
+  // matplotlib's font cache lives in the work directory, so it is built once per run, not
+  // once per run_python call.
   return {"PATH=/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8", "MPLBACKEND=Agg",
-          "MPLCONFIGDIR=/tmp/matplotlib", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
+          "MPLCONFIGDIR=" + home + "/.matplotlib", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
           "PYTHONDONTWRITEBYTECODE=1", "TMPDIR=/tmp"};
 }
 
@@ -164,7 +166,9 @@ std::set<std::string> ImageFiles(const fs::path& dir) {
 }
 
 Result<PythonResult> Execute(const std::string& code, const Options& o, bool check_only) {
-  const std::optional<std::string> no_ns = NamespaceUnavailableReason();
+  const std::optional<std::string> no_ns =
+      o.use_namespaces ? NamespaceUnavailableReason()
+                       : std::optional<std::string>("namespaces turned off for this run");
   if (no_ns && !o.allow_unisolated) {
     return Fail(Error::Code::kUsage,
                 "run_python cannot isolate Python here (" + *no_ns +

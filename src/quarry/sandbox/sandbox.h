@@ -50,6 +50,8 @@ struct Options {
   bool allow_unisolated = false;
   // The Python guard. Only the isolation tests turn it off, to prove the OS layer holds alone.
   bool python_guard = true;
+  // false: behave as if bubblewrap could not start (tests of the refusal and the fallback).
+  bool use_namespaces = true;
 };
 
 enum class Isolation { kNamespaces, kRlimitsOnly };
