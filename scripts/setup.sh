@@ -8,6 +8,7 @@ packages=(
   libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev
   libgtest-dev libgmock-dev libcpp-httplib-dev
   bubblewrap libseccomp-dev python3 python3-pandas python3-numpy python3-matplotlib
+  libcairo2-dev libpango1.0-dev fonts-dejavu-core chromium
 )
 # Node.js may come from elsewhere (NodeSource bundles npm and conflicts with Debian's npm
 # package): only ask apt for it when there is no node or npm at all.

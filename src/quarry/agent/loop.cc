@@ -99,6 +99,14 @@ class Session {
     step.cached_tokens = turn->usage.cached_tokens;
     step.cost_usd = turn->cost_usd;
     step.attempts = turn->attempts;
+    for (const auto& e : turn->retried_errors) trace_.notes.push_back("retried: " + e);
+    if (!turn->cost_known && !cost_unknown_noted_) {
+      cost_unknown_noted_ = true;
+      trace_.notes.push_back("no cost for model '" + trace_.model +
+                             "': the provider reported none and the price table has no entry, "
+                             "so costs show as $0 and --max-cost cannot apply; add the model to "
+                             "a QUARRY_PRICES file");
+    }
     step.duration_ms = turn->latency_ms > 0 ? turn->latency_ms : MsSince(started);
     trace::Totals& x = trace_.totals;
     ++x.model_turns;
@@ -266,6 +274,7 @@ class Session {
   bool failure_outstanding_ = false;
   bool sent_back_ = false;
   bool nudged_ = false;
+  bool cost_unknown_noted_ = false;
 };
 
 }  // namespace

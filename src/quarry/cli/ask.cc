@@ -107,16 +107,7 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
     return llm::MakeReplayClientFromJson(doc, o.replay);
   }
   if (o.offline) return OfflineClient(o);
-  llm::Settings flags;
-  if (!o.model.empty()) flags.model = o.model;
-  if (!o.base_url.empty()) flags.base_url = o.base_url;
-  auto getenv = [](const char* name) -> std::optional<std::string> {
-    const char* v = std::getenv(name);
-    return v ? std::optional<std::string>(v) : std::nullopt;
-  };
-  auto config = llm::ResolveConfig(flags, getenv, llm::ReadDotEnv(".env"));
-  if (!config) return std::unexpected(config.error());
-  return llm::MakeOpenAiClient(std::move(*config));
+  return LiveClient(o.model, o.base_url);
 }
 
 // Prints each step on stderr as it happens.
@@ -163,6 +154,16 @@ int ExitFor(const trace::Trace& t) {
 }
 
 }  // namespace
+
+Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model,
+                                                const std::string& base_url) {
+  llm::Settings flags;
+  if (!model.empty()) flags.model = model;
+  if (!base_url.empty()) flags.base_url = base_url;
+  auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"));
+  if (!config) return std::unexpected(config.error());
+  return llm::MakeOpenAiClient(std::move(*config));
+}
 
 int RunAsk(const AskOptions& o) {
   if (o.question.find_first_not_of(" \t\n") == std::string::npos) {
@@ -226,6 +227,9 @@ int RunAsk(const AskOptions& o) {
     for (const auto& n : t.notes) std::cout << n << "\n";
   }
   std::cout << "\n" << trace::TotalsLine(t) << "\ntrace: " << trace_path.string() << "\n";
+  if (t.stop_reason == agent::kStopAnswered) {
+    for (const auto& n : t.notes) std::cerr << Paint("note: " + n, "2") << "\n";
+  }
   return ExitFor(t);
 }
 

@@ -106,6 +106,15 @@ int Main(int argc, char** argv) {
   python_cmd->add_option("--timeout-ms", python.timeout_ms, "Wall-clock limit")
       ->default_val(30000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
 
+  McpOptions mcp;
+  CLI::App* mcp_cmd = app.add_subcommand(
+      "mcp", "Serve quarry's tools over MCP (stdio) for Claude Code and other MCP clients");
+  mcp_cmd->add_option("paths", mcp.paths, "Data files")->required();
+  mcp_cmd->add_flag("--allow-python", mcp.allow_python, "Offer run_python (sandboxed) to clients");
+  mcp_cmd->add_option("--runs-dir", mcp.runs_dir, "Where runs/<id>/ go")->default_val("runs");
+  mcp_cmd->add_option("--model", mcp.model, "Model id for ask_database (else QUARRY_MODEL)");
+  mcp_cmd->add_option("--base-url", mcp.base_url, "Endpoint for ask_database");
+
   TraceOptions trace;
   CLI::App* trace_cmd = app.add_subcommand("trace", "Summarise a run: quarry trace [latest|ID]");
   trace_cmd->add_option("which", trace.which, "latest, a run id, or a trace.json path")
@@ -128,6 +137,7 @@ int Main(int argc, char** argv) {
     }
     if (*trace_cmd) return RunTrace(trace);
     if (*python_cmd) return RunPythonScript(python);
+    if (*mcp_cmd) return RunMcp(mcp);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

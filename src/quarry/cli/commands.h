@@ -39,6 +39,14 @@ struct PythonOptions {
   int64_t timeout_ms = 30000;
 };
 
+struct McpOptions {
+  std::vector<std::string> paths;
+  bool allow_python = false;
+  std::string runs_dir = "runs";
+  std::string model;
+  std::string base_url;
+};
+
 struct TraceOptions {
   std::string which = "latest";
   std::string runs_dir = "runs";
@@ -49,5 +57,9 @@ int RunSchema(const DataOptions& options);
 int RunSql(const DataOptions& options);
 int RunTrace(const TraceOptions& options);
 int RunPythonScript(const PythonOptions& options);
+int RunMcp(const McpOptions& options);
+
+// The live model client from flags, the environment and .env (see llm::ResolveConfig).
+Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);
 
 }  // namespace quarry::cli

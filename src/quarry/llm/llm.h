@@ -66,6 +66,7 @@ struct Turn {
   Usage usage;
   double cost_usd = 0.0;
   bool cost_reported = false;
+  bool cost_known = true;  // false: no reported cost and no price for the model (cost_usd 0)
   int64_t latency_ms = 0;  // wall time of the whole call, retries included
   int attempts = 1;        // HTTP attempts made (1 = no retry)
   // One line per failed attempt that was retried, e.g. "HTTP 429: rate limited; waited

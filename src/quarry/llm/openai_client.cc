@@ -211,7 +211,9 @@ Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
     turn.cost_usd = cost->get<double>();
     turn.cost_reported = true;
   } else {
-    turn.cost_usd = config.prices.Cost(config.model, turn.usage).value_or(0.0);
+    const auto priced = config.prices.Cost(config.model, turn.usage);
+    turn.cost_usd = priced.value_or(0.0);
+    turn.cost_known = priced.has_value();
   }
   return turn;
 }

@@ -92,6 +92,8 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
       return Fail(Error::Code::kUsage, where + ".cost_usd: expected a number");
     turn.cost_usd = cost->get<double>();
     turn.cost_reported = true;
+  } else {
+    turn.cost_known = false;  // recorded without a cost: shown as $0, not as free
   }
 
   auto finish = entry.find("finish_reason");

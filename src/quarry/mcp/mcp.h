@@ -1,0 +1,32 @@
+// The MCP server: quarry's tools for Claude Code and other MCP clients, as JSON-RPC 2.0 over
+// stdio (one compact message per line; nothing but protocol on stdout; logs on stderr).
+// Protocol 2025-11-25, with 2025-06-18 and 2025-03-26 accepted. Sits on the agent, like cli.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "quarry/agent/agent.h"
+
+namespace quarry::mcp {
+
+struct ServerOptions {
+  std::vector<std::filesystem::path> data;  // the sources every tool works on
+  std::string runs_dir = "runs";            // where ask_database and make_chart keep runs
+  bool allow_python = false;                // offer run_python (explicit opt-in)
+  agent::Config config;                     // budgets and limits for ask_database
+  // Builds the model client for ask_database; an error (no model configured) becomes a tool
+  // error result, not a protocol error.
+  std::function<Result<std::unique_ptr<llm::Client>>()> make_client;
+};
+
+// Opens the data, then serves requests from `in` until EOF. Returns the process exit code:
+// 0 on a clean EOF; data errors are reported on stderr before serving (exit 3).
+int Serve(const ServerOptions& options, std::istream& in, std::ostream& out);
+
+}  // namespace quarry::mcp
