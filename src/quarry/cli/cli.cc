@@ -106,6 +106,14 @@ int Main(int argc, char** argv) {
   python_cmd->add_option("--timeout-ms", python.timeout_ms, "Wall-clock limit")
       ->default_val(30000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
 
+  ViewOptions view;
+  CLI::App* view_cmd = app.add_subcommand(
+      "view", "Render a trace to one self-contained HTML page: quarry view [latest|ID|trace.json]");
+  view_cmd->add_option("which", view.which, "latest, a run id, or a trace.json path")
+      ->default_val("latest");
+  view_cmd->add_option("-o,--out", view.out, "The HTML file (default: trace.html beside the trace)");
+  view_cmd->add_option("--runs-dir", view.runs_dir, "Where the runs are")->default_val("runs");
+
   McpOptions mcp;
   CLI::App* mcp_cmd = app.add_subcommand(
       "mcp", "Serve quarry's tools over MCP (stdio) for Claude Code and other MCP clients");
@@ -138,6 +146,7 @@ int Main(int argc, char** argv) {
     if (*trace_cmd) return RunTrace(trace);
     if (*python_cmd) return RunPythonScript(python);
     if (*mcp_cmd) return RunMcp(mcp);
+    if (*view_cmd) return RunView(view);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -47,6 +47,12 @@ struct McpOptions {
   std::string base_url;
 };
 
+struct ViewOptions {
+  std::string which = "latest";
+  std::string out;
+  std::string runs_dir = "runs";
+};
+
 struct TraceOptions {
   std::string which = "latest";
   std::string runs_dir = "runs";
@@ -58,6 +64,7 @@ int RunSql(const DataOptions& options);
 int RunTrace(const TraceOptions& options);
 int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
+int RunView(const ViewOptions& options);
 
 // The live model client from flags, the environment and .env (see llm::ResolveConfig).
 Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);

@@ -1,5 +1,6 @@
 // `quarry schema`, `quarry sql` and `quarry trace`: the engine and the trace reader used
 // directly, without a model.
+#include <fstream>
 #include <iostream>
 
 #include "quarry/cli/cli.h"
@@ -91,6 +92,26 @@ int RunTrace(const TraceOptions& o) {
   auto t = trace::ReadTrace(*path);
   if (!t) return Report(t.error());
   std::cout << trace::Summary(*t) << "trace: " << path->string() << "\n";
+  return kExitOk;
+}
+
+int RunView(const ViewOptions& o) {
+  auto path = trace::FindTrace(o.runs_dir, o.which);
+  if (!path) return Report(path.error());
+  auto t = trace::ReadTrace(*path);
+  if (!t) return Report(t.error());
+  const std::filesystem::path out =
+      o.out.empty() ? path->parent_path() / "trace.html" : std::filesystem::path(o.out);
+  const std::string tmp = out.string() + ".tmp";
+  {
+    std::ofstream file(tmp, std::ios::trunc);
+    file << trace::RenderHtml(*t, path->parent_path());
+    if (!file) return Report({Error::Code::kUsage, "cannot write " + out.string()});
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) return Report({Error::Code::kUsage, "cannot write " + out.string() + ": " + ec.message()});
+  std::cout << out.string() << "\n";
   return kExitOk;
 }
 

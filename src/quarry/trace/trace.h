@@ -130,6 +130,15 @@ Result<std::filesystem::path> FindTrace(const std::filesystem::path& runs_dir,
                                         const std::string& which);
 Result<Trace> ReadTrace(const std::filesystem::path& path);
 
+// One self-contained HTML page for a trace: question, answer and verify report first, then a
+// timeline of steps (tool, status, failure class, duration, tokens, cost), each step's SQL or
+// Python and the observation as the model saw it, result tables, charts, totals. No scripts
+// and no network: charts are inlined as data: images (an SVG in <img> never runs script), and
+// every string from the trace is HTML-escaped, so a data row holding markup shows as text.
+// Chart files named in artifacts are read from where the trace says or from `trace_dir`.
+std::string RenderHtml(const Trace& trace, const std::filesystem::path& trace_dir);
+std::string HtmlEscape(std::string_view text);
+
 // A human summary: question, sources, model, each step on a line, answer, totals.
 std::string Summary(const Trace& trace);
 // The totals line printed at the end of `quarry ask`.

@@ -1,0 +1,229 @@
+// The trace viewer: one standalone HTML page per trace (see RenderHtml in trace.h). Static
+// markup and CSS only; <details> does the expanding, so the page needs no script at all.
+#include <fstream>
+#include <sstream>
+
+#include "quarry/trace/trace.h"
+
+namespace quarry::trace {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+std::string Base64(const std::string& bytes) {
+  static const char* kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t n = (static_cast<uint8_t>(bytes[i]) << 16) |
+                       (static_cast<uint8_t>(bytes[i + 1]) << 8) | static_cast<uint8_t>(bytes[i + 2]);
+    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(n >> shift) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t n = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) n |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string ReadBytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Money(double usd) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.4f", usd);
+  return buf;
+}
+
+std::string CellText(const json& v) {
+  if (v.is_null()) return "NULL";
+  return v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string ResultTableHtml(const json& detail) {
+  if (!detail.is_object() || !detail.contains("columns") || !detail.contains("rows")) return "";
+  std::string out = "<table class=\"rows\"><thead><tr>";
+  for (const auto& c : detail["columns"]) out += "<th>" + HtmlEscape(CellText(c)) + "</th>";
+  out += "</tr></thead><tbody>";
+  for (const auto& row : detail["rows"]) {
+    out += "<tr>";
+    for (const auto& cell : row) out += "<td>" + HtmlEscape(CellText(cell)) + "</td>";
+    out += "</tr>";
+  }
+  out += "</tbody></table>";
+  const int64_t count = detail.value("row_count", int64_t{0});
+  out += "<p class=\"muted\">" + std::to_string(count) + (count == 1 ? " row" : " rows");
+  if (count > static_cast<int64_t>(detail["rows"].size())) {
+    out += ", first " + std::to_string(detail["rows"].size()) + " shown";
+  }
+  return out + "</p>";
+}
+
+// An artifact as an <img>: SVG or PNG from the path the trace names, or beside the trace.
+std::string ImageHtml(const std::string& artifact, const fs::path& trace_dir) {
+  fs::path p = artifact;
+  std::error_code ec;
+  if (!fs::exists(p, ec)) p = trace_dir / fs::path(artifact).filename();
+  if (!fs::exists(p, ec)) p = trace_dir / "workdir" / fs::path(artifact).filename();
+  const std::string ext = p.extension().string();
+  const char* mime = ext == ".svg" ? "image/svg+xml" : ext == ".png" ? "image/png" : nullptr;
+  if (!mime || !fs::exists(p, ec)) return "";
+  return "<figure><img alt=\"" + HtmlEscape(fs::path(artifact).filename().string()) +
+         "\" src=\"data:" + mime + ";base64," + Base64(ReadBytes(p)) + "\"><figcaption>" +
+         HtmlEscape(fs::path(artifact).filename().string()) + "</figcaption></figure>";
+}
+
+constexpr const char* kStyle = R"(
+body{font:15px/1.45 system-ui,-apple-system,"DejaVu Sans",sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
+main{max-width:1080px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
+.card{background:#fff;border:1px solid #dde2e8;border-radius:8px;padding:16px 18px;margin:12px 0}
+.answer{font-size:17px} .muted{color:#5f6b7a;font-size:13px}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.ok{background:#d9f2e3;color:#125c33} .failed{background:#fde2e1;color:#8a1c14}
+.rejected{background:#fff1cc;color:#6b4e00} .model{background:#e6eefc;color:#1f3f7a}
+table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f1f3f6} pre{background:#0f1720;color:#e6edf3;padding:10px 12px;border-radius:6px;overflow:auto;white-space:pre-wrap;font-size:12.5px}
+details{margin:6px 0} summary{cursor:pointer} .rows{max-height:420px;overflow:auto;display:block}
+figure{margin:10px 0} figure img{max-width:100%;border:1px solid #e6e9ee;background:#fff}
+.totals td{font-variant-numeric:tabular-nums}
+)";
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
+  const auto e = [](std::string_view s) { return HtmlEscape(s); };
+  std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                  "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+                  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+                  "img-src data:; style-src 'unsafe-inline'\">"
+                  "<title>quarry trace " + e(t.id) + "</title><style>" + kStyle +
+                  "</style></head><body><main>";
+  h += "<h1>" + e(t.question) + "</h1><p class=\"muted\">run " + e(t.id) + " · " +
+       e(t.created_at) + " · " + e(t.model) + " via " + e(t.provider) + " · " + e(t.dialect) + "</p>";
+
+  h += "<div class=\"card\">";
+  if (t.stop_reason == "answered") {
+    h += "<p class=\"answer\">" + e(t.answer) + "</p>";
+  } else {
+    h += "<p class=\"answer\">No answer: " + e(t.stop_reason) + "</p>";
+  }
+  h += std::string("<p><span class=\"badge ") + (t.grounded ? "ok\">grounded" : "failed\">not grounded") +
+       "</span> <span class=\"muted\">stop reason: " + e(t.stop_reason) + "</span></p>";
+  if (!t.answer_sql.empty()) h += "<pre>" + e(t.answer_sql) + "</pre>";
+  if (!t.verify.empty()) {
+    h += "<h2>Verify report</h2><table><thead><tr><th>value</th><th>from</th><th>rule</th>"
+         "<th>matched</th></tr></thead><tbody>";
+    for (const auto& c : t.verify) {
+      h += "<tr><td>" + e(c.value) + "</td><td>" + e(c.origin) + "</td><td><span class=\"badge " +
+           (c.grounded ? "ok" : "failed") + "\">" + e(c.rule) + "</span></td><td>" + e(c.matched) +
+           "</td></tr>";
+    }
+    h += "</tbody></table>";
+  }
+  for (const auto& a : t.artifacts) h += ImageHtml(a, trace_dir);
+  for (const auto& n : t.notes) h += "<p class=\"muted\">note: " + e(n) + "</p>";
+  h += "</div>";
+
+  h += "<h2>Sources</h2><div class=\"card\"><table><thead><tr><th>path</th><th>format</th>"
+       "<th>bytes</th><th>sha256</th><th>tables</th></tr></thead><tbody>";
+  for (const auto& s : t.sources) {
+    std::string tables;
+    for (const auto& n : s.tables) tables += (tables.empty() ? "" : ", ") + n;
+    h += "<tr><td>" + e(s.path) + "</td><td>" + e(s.format) + "</td><td>" +
+         std::to_string(s.size_bytes) + "</td><td><code>" + e(s.sha256.substr(0, 16)) +
+         "…</code></td><td>" + e(tables) + "</td></tr>";
+  }
+  h += "</tbody></table></div>";
+
+  h += "<h2>Timeline</h2><div class=\"card\"><table><thead><tr><th>#</th><th>step</th>"
+       "<th>status</th><th>failure</th><th>ms</th><th>tokens in+out</th><th>cost</th></tr>"
+       "</thead><tbody>";
+  for (const auto& s : t.steps) {
+    const bool model = s.kind == "model";
+    const std::string status = model ? "model" : s.status;
+    h += "<tr><td><a href=\"#step-" + std::to_string(s.index) + "\">" + std::to_string(s.index) +
+         "</a></td><td>" + e(model ? "model turn" : s.tool) + (s.repair ? " <span class=\"muted\">repair</span>" : "") +
+         "</td><td><span class=\"badge " + e(status) + "\">" + e(status) + "</span></td><td>" +
+         e(model || s.failure_class == "none" ? "" : s.failure_class +
+           (s.rule.empty() ? "" : " (" + s.rule + ")")) +
+         "</td><td>" + std::to_string(s.duration_ms) + "</td><td>" +
+         (model ? std::to_string(s.input_tokens) + "+" + std::to_string(s.output_tokens) : "") +
+         "</td><td>" + (model ? Money(s.cost_usd) : "") + "</td></tr>";
+  }
+  h += "</tbody></table></div>";
+
+  h += "<h2>Steps</h2>";
+  for (const auto& s : t.steps) {
+    h += "<div class=\"card\" id=\"step-" + std::to_string(s.index) + "\">";
+    if (s.kind == "model") {
+      h += "<p><span class=\"badge model\">model turn " + std::to_string(s.index) + "</span> <span class=\"muted\">" +
+           std::to_string(s.input_tokens) + " in (" + std::to_string(s.cached_tokens) + " cached) + " +
+           std::to_string(s.output_tokens) + " out · " + Money(s.cost_usd) + " · " +
+           std::to_string(s.duration_ms) + " ms</span></p>";
+      if (!s.content.empty()) h += "<p>" + e(s.content) + "</p>";
+      for (const auto& c : s.tool_calls) h += "<p class=\"muted\">calls " + e(c.name) + "</p>";
+    } else {
+      h += "<p><span class=\"badge " + e(s.status) + "\">" + e(s.status) + "</span> <strong>" +
+           e(s.tool) + "</strong> <span class=\"muted\">" +
+           e(s.failure_class == "none" ? "" : s.failure_class) + " · " +
+           std::to_string(s.duration_ms) + " ms" + (s.repair ? " · repair" : "") + "</span></p>";
+      const json& d = s.detail;
+      if (d.is_object() && d.contains("sql")) h += "<pre>" + e(CellText(d["sql"])) + "</pre>";
+      if (d.is_object() && d.contains("code")) h += "<pre>" + e(CellText(d["code"])) + "</pre>";
+      if (!(d.is_object() && (d.contains("sql") || d.contains("code")))) {
+        h += "<pre>" + e(s.arguments) + "</pre>";
+      }
+      h += ResultTableHtml(d);
+      if (d.is_object() && d.contains("artifacts")) {
+        for (const auto& a : d["artifacts"]) h += ImageHtml(CellText(a), trace_dir);
+      }
+      h += "<details><summary>observation as the model saw it</summary><pre>" + e(s.observation) +
+           "</pre></details>";
+    }
+    h += "</div>";
+  }
+
+  const Totals& x = t.totals;
+  h += "<h2>Totals</h2><div class=\"card\"><table class=\"totals\"><tbody>"
+       "<tr><td>model turns</td><td>" + std::to_string(x.model_turns) + "</td></tr>"
+       "<tr><td>tool calls</td><td>" + std::to_string(x.tool_calls) + "</td></tr>"
+       "<tr><td>repairs (succeeded / attempted)</td><td>" + std::to_string(x.repair_successes) + " / " +
+       std::to_string(x.repair_attempts) + "</td></tr>"
+       "<tr><td>tokens (in + out, cached)</td><td>" + std::to_string(x.input_tokens) + " + " +
+       std::to_string(x.output_tokens) + ", " + std::to_string(x.cached_tokens) + " cached</td></tr>"
+       "<tr><td>cost</td><td>" + Money(x.cost_usd) + "</td></tr>"
+       "<tr><td>wall time</td><td>" + std::to_string(x.wall_ms) + " ms</td></tr>"
+       "</tbody></table></div>";
+  h += "<p class=\"muted\">Rendered by quarry view from trace format " +
+       std::to_string(t.format_version) + ".</p></main></body></html>\n";
+  return h;
+}
+
+}  // namespace quarry::trace
