@@ -1,0 +1,65 @@
+// The trace viewer in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core;
+// no downloaded browser): a run whose data holds an <img onerror> payload is rendered by
+// `quarry view`; the page shows every step, logs no console errors, and the payload stays text.
+// Usage: node viewer_test.mjs QUARRY_BINARY SOURCE_DIR
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+
+const [quarry, sourceDir] = process.argv.slice(2);
+const dir = mkdtempSync(join(tmpdir(), 'quarry-viewer-'));
+const payload = '<img src=x onerror="window.__pwned = 1; console.error(\'pwned\')">';
+try {
+  writeFileSync(join(dir, 'notes.csv'), `id,note\n1,"${payload.replaceAll('"', '""')}"\n2,plain\n`);
+  const fixture = {
+    source: 'scripted',
+    question: 'What do the notes say?',
+    data: ['notes.csv'],
+    turns: [
+      { content: 'Reading the notes.', tool_calls: [{ name: 'run_sql', arguments: { sql: 'SELECT id, note FROM notes ORDER BY id' } }],
+        usage: { input_tokens: 300, output_tokens: 20 } },
+      { content: '', tool_calls: [{ name: 'final_answer', arguments: { answer: 'There are 2 notes.', supporting_values: ['2'] } }],
+        usage: { input_tokens: 400, output_tokens: 20 } },
+    ],
+  };
+  writeFileSync(join(dir, 'fixture.json'), JSON.stringify(fixture));
+  execFileSync(quarry, ['ask', '--replay', 'fixture.json', '--data', 'notes.csv', 'What do the notes say?'],
+               { cwd: dir, stdio: 'pipe' });
+  const html = execFileSync(quarry, ['view', 'latest'], { cwd: dir }).toString().trim();
+  const trace = JSON.parse(readFileSync(join(dir, html.replace(/trace\.html$/, 'trace.json'))));
+  assert.ok(!readFileSync(join(dir, html), 'utf8').includes('<img src=x'), 'payload written unescaped');
+
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage();
+    const problems = [];
+    page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+    page.on('pageerror', (e) => problems.push(String(e)));
+    page.on('request', (r) => { if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) problems.push('network: ' + r.url()); });
+    await page.goto('file://' + join(dir, html));
+    await page.waitForLoadState('load');
+    assert.deepEqual(problems, [], 'console errors or network requests');
+    assert.equal(await page.evaluate(() => window.__pwned), undefined, 'the payload ran');
+    assert.equal(await page.locator('img').count(), 0, 'the payload became an element');
+    const text = await page.locator('body').innerText();
+    assert.ok(text.includes(payload), 'the payload is not shown as text');
+    assert.ok(text.includes('There are 2 notes.'));
+    for (const s of trace.steps) {
+      assert.equal(await page.locator(`#step-${s.index}`).count(), 1, `step ${s.index} missing`);
+    }
+    assert.equal(trace.steps.length, 4);
+    assert.ok(text.includes('grounded'));
+    console.log(`viewer ok: ${trace.steps.length} steps shown, payload inert`);
+  } finally {
+    await browser.close();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
