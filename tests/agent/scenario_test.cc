@@ -50,6 +50,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
 
   quarry::testing::TempDir runs;
   config.sandbox.workdir = runs.path() / "run1" / "workdir";
+  config.artifacts_dir = runs.path() / "run1";
   if (doc["expect"].value("needs_namespaces", false) && sandbox::NamespaceUnavailableReason()) {
     GTEST_SKIP() << *sandbox::NamespaceUnavailableReason();
   }
@@ -108,6 +109,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
     ++lines;
   }
   EXPECT_EQ(lines, t.steps.size() + 2);  // start, every step, end
+  EXPECT_EQ(t.artifacts.size(), expect.value("artifacts", size_t{0}));
+  for (const auto& a : t.artifacts) EXPECT_TRUE(fs::exists(a)) << a;
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioNames()),

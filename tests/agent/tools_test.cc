@@ -39,7 +39,9 @@ TEST(ToolsTest, ArgumentsAreValidatedAgainstTheSchema) {
 
 TEST(ToolsTest, ExecutionToolsAreMarked) {
   for (const auto& t : DefaultTools()) {
-    EXPECT_EQ(t.execution, t.schema.name == "run_sql" || t.schema.name == "run_python") << t.schema.name;
+    EXPECT_EQ(t.execution, t.schema.name == "run_sql" || t.schema.name == "run_python" ||
+                               t.schema.name == "make_chart")
+        << t.schema.name;
   }
   for (const auto& t : DefaultTools(false)) {
     EXPECT_NE(t.schema.name, "run_python");

@@ -264,5 +264,41 @@ TEST_F(CliTest, PythonScriptsRunInTheSandbox) {
   EXPECT_EQ(refused.out, "");
 }
 
+TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
+  auto r = Quarry({"ask", "--offline", "--data", Data("sales.csv"), "Plot monthly revenue for 2025"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(figure: (\S+chart-1\.png))"))) << r.out;
+  const std::string png = quarry::testing::ReadFile(cwd_.path() / m[1].str());
+  ASSERT_GT(png.size(), 24u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  auto be32 = [&](size_t at) {
+    return (static_cast<unsigned char>(png[at]) << 24) | (static_cast<unsigned char>(png[at + 1]) << 16) |
+           (static_cast<unsigned char>(png[at + 2]) << 8) | static_cast<unsigned char>(png[at + 3]);
+  };
+  EXPECT_EQ(be32(16), 800u);
+  EXPECT_EQ(be32(20), 500u);
+  fs::path svg = cwd_.path() / m[1].str();
+  svg.replace_extension(".svg");
+  const std::string text = quarry::testing::ReadFile(svg);
+  EXPECT_NE(text.find("Monthly revenue, 2025"), std::string::npos);
+  EXPECT_NE(text.find("Jan 2025"), std::string::npos);
+  EXPECT_NE(text.find("35,000"), std::string::npos);
+
+  // The trace keeps the spec, the rows and the files with the step, and the viewer inlines them.
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(trace: (\S+))")));
+  const json t = json::parse(quarry::testing::ReadFile(cwd_.path() / m[1].str()));
+  const json& step = t["steps"][1];
+  EXPECT_EQ(step["tool"], "make_chart");
+  EXPECT_EQ(step["detail"]["spec"]["mark"], "line");
+  EXPECT_EQ(step["detail"]["row_count"], 12);
+  EXPECT_EQ(step["detail"]["rows"][11][1], "34327.9");
+  EXPECT_EQ(t["artifacts"].size(), 2u);
+  auto view = Quarry({"view", "latest"});
+  ASSERT_EQ(view.exit_code, 0) << view.err;
+  const std::string html = quarry::testing::ReadFile(cwd_.path() / view.out.substr(0, view.out.size() - 1));
+  EXPECT_NE(html.find("data:image/svg+xml;base64,"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace quarry

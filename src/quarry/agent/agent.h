@@ -41,6 +41,9 @@ struct Config {
   // run_python: offered to the model when on. sandbox.workdir must be set (runs/<id>/workdir).
   bool python = true;
   sandbox::Options sandbox;
+  // Where make_chart writes chart-<n>.png/.svg (runs/<id>); empty: make_chart is not offered.
+  std::filesystem::path artifacts_dir;
+  int64_t chart_max_rows = 5000;  // rows a chart query may draw
 };
 
 // Progress as it happens; the CLI prints it, tests collect it. Called on the run's thread.
@@ -76,8 +79,8 @@ struct Tool {
 };
 
 // The tools of this build, final_answer included (the loop handles final_answer itself);
-// run_python only when `python` is on.
-std::vector<Tool> DefaultTools(bool python = true);
+// run_python only when `python` is on, make_chart only when `charts` is on.
+std::vector<Tool> DefaultTools(bool python = true, bool charts = true);
 
 // The registered data as the sandbox loads it: one DataFrame per file (SQLite: per table).
 std::vector<sandbox::TableFile> SandboxTables(const engine::Engine& engine);

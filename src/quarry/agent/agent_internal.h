@@ -5,10 +5,15 @@
 #include <utility>
 #include <vector>
 
+#include "quarry/agent/agent.h"
+
 namespace quarry::agent {
 
 // The prompt file prompts/<name>.md with each {{key}} replaced by its value.
 std::string Prompt(const std::string& name,
                    const std::vector<std::pair<std::string, std::string>>& values);
+
+// make_chart's implementation (chart_tool.cc).
+Observation MakeChart(const nlohmann::ordered_json& args, ToolContext& context);
 
 }  // namespace quarry::agent

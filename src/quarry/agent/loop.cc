@@ -33,7 +33,7 @@ class Session {
   Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
           Observer* observer, trace::Writer* writer)
       : engine_(engine), client_(client), config_(config), observer_(observer), writer_(writer),
-        tools_(DefaultTools(config.python)), context_{engine, config, evidence_, last_} {
+        tools_(DefaultTools(config.python, !config.artifacts_dir.empty())), context_{engine, config, evidence_, last_} {
     trace_.id = input.run_id;
     trace_.created_at = UtcNow();
     trace_.question = input.question;

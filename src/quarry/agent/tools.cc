@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "quarry/agent/agent.h"
+#include "quarry/agent/agent_internal.h"
 
 namespace quarry::agent {
 namespace {
@@ -187,7 +188,7 @@ std::string ValidateArguments(const json& schema, const json& arguments) {
   return "";
 }
 
-std::vector<Tool> DefaultTools(bool python) {
+std::vector<Tool> DefaultTools(bool python, bool charts) {
   std::vector<Tool> tools;
   tools.push_back(Tool{
       {"inspect_schema",
@@ -216,6 +217,20 @@ std::vector<Tool> DefaultTools(bool python) {
            "description":"a Python script; print the results"}},"required":["code"],
            "additionalProperties":false})")},
         true, RunPython});
+  }
+  if (charts) {
+    tools.push_back(Tool{
+        {"make_chart",
+         "Draw a chart of a query's result (a small Vega-Lite subset, rendered to PNG and SVG). "
+         "spec: {\"mark\": \"bar\"|\"line\"|\"point\"|\"area\"|\"arc\", \"title\": "
+         "\"...\", \"data\": {\"sql\": \"SELECT ...\"}, \"encoding\": {\"x\": {\"field\", "
+         "\"type\": nominal|ordinal|quantitative|temporal, \"sort\"?, \"title\"?}, \"y\": "
+         "{...}, \"color\"?: {...}, \"theta\"? (arc)}}. A histogram: bar, x with \"bin\": true, "
+         "y {\"aggregate\": \"count\"}. Aggregate in SQL where you can.",
+         json::parse(R"({"type":"object","properties":{"spec":{"type":"object",
+           "description":"the chart spec; data.sql is the query whose rows are drawn"}},
+           "required":["spec"],"additionalProperties":false})")},
+        true, MakeChart});
   }
   tools.push_back(Tool{
       {"final_answer",

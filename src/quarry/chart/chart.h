@@ -22,8 +22,10 @@ struct Channel {
   std::string field;            // empty only for {"aggregate": "count"}
   FieldType type = FieldType::kNominal;
   std::string aggregate;        // "", "sum", "mean", "count", "min", "max", "median"
-  std::string sort;             // "", "ascending", "descending", "x", "-x", "y", "-y"
+  std::string sort;             // "", "ascending", "descending", "x", "-x", "y", "-y", or
+                                // "none" (JSON null: keep the query's row order); x only
   bool bin = false;             // histogram: bin a quantitative x, count on y
+  int maxbins = 0;              // {"bin": {"maxbins": n}}; 0 means about 20 bins
   std::string title;            // axis or legend title; defaults to the field
 };
 
@@ -43,7 +45,10 @@ struct Table {
   std::vector<std::vector<std::optional<std::string>>> rows;
 };
 
-// Errors: kUsage naming the field of the spec that is wrong and what is allowed.
+// Errors: kUsage naming the field of the spec that is wrong and what is allowed, one line, e.g.
+// `spec.encoding.x.type: "quantity" is not one of nominal, ordinal, quantitative, temporal`.
+// Keys outside the subset are errors too, so the model learns the subset; "$schema" and
+// "description" are accepted and ignored. "histogram" is a bar with x.bin and a count on y.
 Result<Spec> ParseSpec(const nlohmann::ordered_json& spec);
 
 // Why a spec and its data do not make a chart: fields missing, types that do not fit their
@@ -63,7 +68,10 @@ struct Rendered {
   int height = 0;
 };
 
-// Renders a spec that passed Check. Errors: kInternal when cairo fails.
+// Renders a spec that passed Check; lint problems still draw (no rows: empty axes and a note).
+// Safe to call from several threads at once. Errors: kUsage when width/height are outside
+// 200..4000 or a field is missing or has the wrong type (what Check reports as missing_field or
+// type_mismatch); kInternal when cairo fails.
 Result<Rendered> Render(const Spec& spec, const Table& table, int width = 800, int height = 500);
 
 }  // namespace quarry::chart

@@ -182,6 +182,7 @@ int RunAsk(const AskOptions& o) {
   config.self_correction = !o.no_self_correction;
   config.python = !o.no_python;
   config.sandbox.workdir = writer->dir() / "workdir";
+  config.artifacts_dir = writer->dir();
   config.sandbox.allow_unisolated = o.allow_unisolated;
   if (config.python && o.allow_unisolated) {
     if (auto why = sandbox::NamespaceUnavailableReason()) {

@@ -26,7 +26,11 @@ struct ServerOptions {
 };
 
 // Opens the data, then serves requests from `in` until EOF. Returns the process exit code:
-// 0 on a clean EOF; data errors are reported on stderr before serving (exit 3).
+// 0 on a clean EOF (or when the client closes its end); data errors are reported on stderr
+// before serving (exit 3). When `out` is std::cout, fd 1 points at stderr while serving and the
+// protocol goes to a close-on-exec duplicate of the original stdout, so no other code in the
+// process and no child can write into the protocol stream; SIGPIPE is ignored meanwhile.
+// Calls are served one at a time, in order. Not reentrant: one Serve per process.
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out);
 
 }  // namespace quarry::mcp

@@ -89,7 +89,6 @@ class ToolBox {
   engine::Engine& engine_;
   std::vector<agent::Tool> agent_tools_;
   std::vector<McpTool> tools_;
-  agent::Evidence evidence_;  // required by ToolContext; no verify gate runs over MCP tools
   std::optional<sandbox::LastResult> last_;
   std::map<std::string, std::deque<ThreadTurn>> threads_;
 };
@@ -126,7 +125,7 @@ class Dispatcher {
 json ErrorResponse(const json& id, int code, const std::string& message);
 // The one compact line a message is written as (invalid UTF-8 replaced), without the newline.
 std::string DumpLine(const json& message);
-// Standard base64 with padding, for image content.
-std::string Base64(std::string_view bytes);
+// One line on stderr, prefixed "quarry mcp: " (stdout belongs to the protocol).
+void Log(std::string_view message);
 
 }  // namespace quarry::mcp

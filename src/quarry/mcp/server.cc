@@ -1,13 +1,126 @@
-// Placeholder until the MCP server lands: refuses to serve.
+// Serve(): opens the data, keeps stdout for protocol messages alone, and runs the line loop of
+// MCP's stdio transport (one JSON-RPC message per line in, one per line out, until EOF).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <iostream>
 
-#include "quarry/mcp/mcp.h"
+#include "quarry/mcp/mcp_internal.h"
 
 namespace quarry::mcp {
+namespace {
 
-int Serve(const ServerOptions&, std::istream&, std::ostream&) {
-  std::cerr << "quarry: mcp is not built yet\n";
-  return 1;
+// Where responses go. When `out` is std::cout, the protocol moves to a private duplicate of
+// fd 1 and fd 1 itself points at stderr while serving, so nothing else in the process (a
+// library's printf, a child that inherits fd 1) can put a stray byte into the protocol stream.
+// The duplicate is close-on-exec: no child can hold the client's pipe open either.
+class ProtocolOut {
+ public:
+  explicit ProtocolOut(std::ostream& out) : out_(out) {
+    if (&out != &std::cout) return;
+    std::cout.flush();
+    std::fflush(stdout);
+    fd_ = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd_ < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      Log("cannot set stdout aside for the protocol; serving on it directly");
+      if (fd_ >= 0) close(fd_);
+      fd_ = -1;
+      return;
+    }
+    // A client that goes away mid-write is an ordinary end (EPIPE), not a fatal signal.
+    previous_sigpipe_ = std::signal(SIGPIPE, SIG_IGN);
+  }
+  ~ProtocolOut() {
+    if (fd_ < 0) return;
+    std::cout.flush();
+    std::fflush(stdout);
+    dup2(fd_, STDOUT_FILENO);
+    close(fd_);
+    std::signal(SIGPIPE, previous_sigpipe_);
+  }
+  ProtocolOut(const ProtocolOut&) = delete;
+  ProtocolOut& operator=(const ProtocolOut&) = delete;
+
+  // Writes one message and its newline, flushed. False when the client is gone.
+  bool WriteLine(std::string line) {
+    line += '\n';
+    if (fd_ < 0) {
+      out_ << line;
+      out_.flush();
+      return static_cast<bool>(out_);
+    }
+    size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = write(fd_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+ private:
+  std::ostream& out_;
+  int fd_ = -1;
+  void (*previous_sigpipe_)(int) = SIG_DFL;
+};
+
+std::string FirstLine(const std::string& text) {
+  std::string line = text.substr(0, text.find("\nLINE "));
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return line;
+}
+
+// initialize's "instructions": what the data is and how the tools fit together.
+std::string Instructions(const engine::Engine& engine, const ServerOptions& options) {
+  std::string tables;
+  const auto& cards = engine.describe();
+  for (size_t i = 0; i < cards.size() && i < 20; ++i) tables += (i ? ", " : "") + cards[i].name;
+  if (cards.size() > 20) tables += ", ... (" + std::to_string(cards.size()) + " tables)";
+  return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s) (" +
+         std::string(engine::DialectName(engine.dialect())) + " SQL): " + tables +
+         ". Call describe_schema before writing SQL. run_sql runs one read-only query and "
+         "returns at most " + std::to_string(options.config.limits.max_rows) +
+         " rows with the true row count; its errors name the problem so you can fix the query. "
+         "make_chart draws a PNG chart from a spec whose data.sql is a query. ask_database "
+         "hands a whole question to quarry's own agent, which answers only with numbers found "
+         "in real query results and returns the SQL and a trace path." +
+         (options.allow_python ? " run_python runs sandboxed pandas code over the same tables."
+                               : "");
+}
+
+}  // namespace
+
+int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
+  auto engine = engine::Open(options.data);
+  if (!engine) {
+    std::cerr << "quarry: " << FirstLine(engine.error().message) << "\n";
+    return 3;
+  }
+  ProtocolOut protocol(out);
+  ToolBox tools(options, **engine);
+  Dispatcher dispatcher(tools, Instructions(**engine, options));
+  Log("serving " + std::to_string((*engine)->describe().size()) + " table(s) on stdio");
+
+  std::string line;
+  while (std::getline(in, line)) {
+    // getline sets eof only when the last line had no newline: EOF cut it off.
+    const bool complete = !in.eof();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    std::optional<json> response = dispatcher.Handle(line, complete);
+    if (response && !protocol.WriteLine(DumpLine(*response))) {
+      Log("the client closed the connection");
+      break;
+    }
+  }
+  Log("end of input; exiting");
+  return 0;
 }
 
 }  // namespace quarry::mcp

@@ -1,0 +1,149 @@
+// JSON-RPC 2.0 for MCP: validates each message, keeps the lifecycle (initialize before anything
+// but ping), answers requests, swallows notifications, and is the one place where exceptions
+// become protocol errors (-32603). Tool failures never get here: they are isError results.
+#include <algorithm>
+#include <iostream>
+
+#include "quarry/mcp/mcp_internal.h"
+
+namespace quarry::mcp {
+
+void Log(std::string_view message) { std::cerr << "quarry mcp: " << message << "\n"; }
+
+std::string DumpLine(const json& message) {
+  return message.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json ErrorResponse(const json& id, int code, const std::string& message) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+}
+
+Dispatcher::Dispatcher(ToolBox& tools, std::string instructions)
+    : tools_(tools), instructions_(std::move(instructions)) {}
+
+std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
+  const json message = json::parse(line, nullptr, false);
+  if (message.is_discarded()) {
+    if (!complete) {
+      Log("ignoring an incomplete last line that is not JSON");
+      return std::nullopt;
+    }
+    return ErrorResponse(nullptr, kParseError, "Parse error: the line is not valid JSON");
+  }
+  if (message.is_array()) {
+    return ErrorResponse(nullptr, kInvalidRequest,
+                         "Invalid Request: batches are not supported (MCP removed them in "
+                         "2025-06-18); send one message per line");
+  }
+  if (!message.is_object()) {
+    return ErrorResponse(nullptr, kInvalidRequest, "Invalid Request: a message must be a JSON object");
+  }
+  const bool has_id = message.contains("id");
+  json id = nullptr;
+  if (has_id) {
+    // MCP ids are strings or numbers, never null (a request's id must be answerable).
+    if (!message["id"].is_string() && !message["id"].is_number()) {
+      return ErrorResponse(nullptr, kInvalidRequest,
+                           "Invalid Request: \"id\" must be a string or a number");
+    }
+    id = message["id"];
+  }
+  if (!message.contains("jsonrpc") || message["jsonrpc"] != "2.0") {
+    return ErrorResponse(id, kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+  }
+  if (!message.contains("method") && (message.contains("result") || message.contains("error"))) {
+    // A response: this server sends no requests, so there is nothing it could answer.
+    Log("ignoring a response from the client");
+    return std::nullopt;
+  }
+  if (!message.contains("method") || !message["method"].is_string()) {
+    return ErrorResponse(id, kInvalidRequest, "Invalid Request: \"method\" must be a string");
+  }
+  const std::string method = message["method"].get<std::string>();
+  json params = message.value("params", json::object());
+  if (params.is_null()) params = json::object();
+  if (!params.is_object() && !params.is_array()) {
+    return ErrorResponse(id, kInvalidRequest,
+                         "Invalid Request: \"params\" must be an object or an array");
+  }
+  if (!has_id) {
+    Notification(method);
+    return std::nullopt;
+  }
+  if (!params.is_object()) {
+    return ErrorResponse(id, kInvalidParams, "Invalid params: MCP takes \"params\" as an object");
+  }
+  MethodResult result;
+  try {
+    result = Request(method, params);
+  } catch (const std::exception& e) {
+    Log(method + " failed: " + e.what());
+    result = std::unexpected(RpcError{kInternalError, std::string("Internal error: ") + e.what()});
+  } catch (...) {
+    result = std::unexpected(RpcError{kInternalError, "Internal error"});
+  }
+  if (!result) return ErrorResponse(id, result.error().code, result.error().message);
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(*result)}};
+}
+
+void Dispatcher::Notification(const std::string& method) {
+  // notifications/initialized needs no action: requests are served once initialize has been
+  // answered. notifications/cancelled cannot overtake a call: calls run one at a time, so by
+  // the time it is read the call has been answered.
+  if (method != "notifications/initialized" && method != "notifications/cancelled") {
+    Log("ignoring notification " + method);
+  }
+}
+
+Dispatcher::MethodResult Dispatcher::Request(const std::string& method, const json& params) {
+  if (method == "ping") return json::object();
+  if (method == "initialize") return Initialize(params);
+  if (!initialized_) {
+    // MCP "Lifecycle": the client sends nothing but pings before the initialize response.
+    return std::unexpected(RpcError{
+        kInvalidRequest, "Invalid Request: the server is not initialized; send initialize first"});
+  }
+  if (method == "tools/list") {
+    return json{{"tools", tools_.List(protocol_version_ != "2025-03-26")}};
+  }
+  if (method == "tools/call") return CallTool(params);
+  return std::unexpected(RpcError{kMethodNotFound, "Method not found: " + method});
+}
+
+Dispatcher::MethodResult Dispatcher::Initialize(const json& params) {
+  const json requested = params.value("protocolVersion", json());
+  protocol_version_ = kProtocolVersions[0];
+  for (const char* v : kProtocolVersions) {
+    if (requested == v) protocol_version_ = v;
+  }
+  initialized_ = true;
+  std::string client = "an unnamed client";
+  if (params.contains("clientInfo") && params["clientInfo"].is_object()) {
+    const json& info = params["clientInfo"];
+    if (info.contains("name") && info["name"].is_string()) client = info["name"].get<std::string>();
+  }
+  Log("initialized by " + client + ", protocol " + protocol_version_);
+  return json{{"protocolVersion", protocol_version_},
+              {"capabilities", {{"tools", {{"listChanged", false}}}}},
+              {"serverInfo", {{"name", kServerName}, {"version", kServerVersion}}},
+              {"instructions", instructions_}};
+}
+
+Dispatcher::MethodResult Dispatcher::CallTool(const json& params) {
+  if (!params.contains("name") || !params["name"].is_string()) {
+    return std::unexpected(RpcError{kInvalidParams, "Invalid params: \"name\" must be a string"});
+  }
+  const std::string name = params["name"].get<std::string>();
+  const McpTool* tool = tools_.Find(name);
+  if (!tool) {
+    return std::unexpected(RpcError{
+        kInvalidParams, "Invalid params: unknown tool '" + name + "'; the tools are: " + tools_.Names()});
+  }
+  // Arguments that are not an object reach the tool's validation and come back as isError,
+  // which the client's model can correct.
+  json arguments = params.value("arguments", json::object());
+  if (arguments.is_null()) arguments = json::object();
+  return tools_.Call(*tool, arguments, protocol_version_ != "2025-03-26");
+}
+
+}  // namespace quarry::mcp

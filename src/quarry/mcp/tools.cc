@@ -1,0 +1,366 @@
+// quarry's MCP tools: describe_schema, run_sql, ask_database, make_chart and run_python. Each
+// is a thin layer over the agent's own tools (or, for ask_database, the whole agent run) that
+// shapes an Observation into an MCP CallToolResult; no engine call is re-implemented here.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+
+#include "quarry/mcp/mcp_internal.h"
+
+namespace quarry::mcp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ask_database's thread memory: how many answered questions a follow-up is shown, and how much
+// of each answer. Small on purpose: the context goes into the question the model reads.
+constexpr size_t kThreadTurnsKept = 3;
+constexpr size_t kThreadAnswerChars = 600;
+// Larger figures are named in text instead of inlined (clients cap a message's size).
+constexpr std::uintmax_t kMaxImageBytes = 8u << 20;
+
+json TextBlock(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+
+json ToolResult(const std::string& text, bool is_error) {
+  return {{"content", json::array({TextBlock(text)})}, {"isError", is_error}};
+}
+
+bool Failed(const agent::Observation& obs) { return obs.failure != FailureClass::kNone; }
+
+std::string Base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
+                       static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
+                       static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 2]));
+    out += kAlphabet[n >> 18 & 63];
+    out += kAlphabet[n >> 12 & 63];
+    out += kAlphabet[n >> 6 & 63];
+    out += kAlphabet[n & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (i + 1 < bytes.size()) n |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    out += kAlphabet[n >> 18 & 63];
+    out += kAlphabet[n >> 12 & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[n >> 6 & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+bool IsPng(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".png";
+}
+
+// Appends every PNG among `artifacts` to the result's content as an image block.
+void AddImages(const std::vector<std::string>& artifacts, json& result) {
+  for (const std::string& a : artifacts) {
+    if (!IsPng(a)) continue;
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(a, ec);
+    if (ec) {
+      Log("figure " + a + " is not readable: " + ec.message());
+      continue;
+    }
+    if (size > kMaxImageBytes) {
+      result["content"].push_back(TextBlock("figure " + a + " is too large to inline (" +
+                                            std::to_string(size) + " bytes)"));
+      continue;
+    }
+    std::ifstream in(a, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) continue;
+    result["content"].push_back({{"type", "image"}, {"data", Base64(bytes)}, {"mimeType", "image/png"}});
+  }
+}
+
+std::string Absolute(const fs::path& p) {
+  std::error_code ec;
+  const fs::path a = fs::absolute(p, ec);
+  return (ec ? p : a).lexically_normal().string();
+}
+
+// Progress of an ask_database run, on stderr: a client's server log shows each tool call.
+class StepLog final : public agent::Observer {
+ public:
+  explicit StepLog(std::string run_id) : run_id_(std::move(run_id)) {}
+  void OnStep(const trace::Step& s) override {
+    if (s.kind != "tool") return;
+    Log("run " + run_id_ + " step " + std::to_string(s.index) + ": " + s.tool + " " + s.status +
+        (s.status == "ok" ? "" : " (" + s.failure_class + ")"));
+  }
+
+ private:
+  std::string run_id_;
+};
+
+// A direct execution tool call (make_chart, run_python) gets its own runs/<id>/ so that what it
+// writes (figures, the sandbox's work directory) lands beside the runs of ask_database.
+json RunInRunDir(ToolBox& box, const agent::Tool& tool, const json& arguments) {
+  const std::string id = trace::NewRunId();
+  auto writer = trace::Writer::Create(box.options().runs_dir, id);
+  if (!writer) return ToolResult(writer.error().message, true);
+  agent::Config config = box.options().config;
+  config.sandbox.workdir = writer->dir() / "workdir";
+  config.artifacts_dir = writer->dir();
+  const agent::Observation obs = box.RunAgentTool(tool, arguments, config);
+  json result = ToolResult(obs.text, Failed(obs));
+  AddImages(obs.artifacts, result);
+  return result;
+}
+
+json DescribeSchema(ToolBox& box, const json& arguments) {
+  const agent::Observation obs =
+      box.RunAgentTool(*box.AgentTool("inspect_schema"), arguments, box.options().config);
+  return ToolResult(obs.text, Failed(obs));
+}
+
+json RunSql(ToolBox& box, const json& arguments) {
+  // The agent shows its model a 30-row preview; an MCP client gets every row fetched.
+  agent::Config config = box.options().config;
+  config.preview_rows = config.limits.max_rows;
+  const agent::Observation obs = box.RunAgentTool(*box.AgentTool("run_sql"), arguments, config);
+  // No rows is an answer for a client, not an error (the text still says so, with a hint).
+  if (Failed(obs) && obs.failure != FailureClass::kEmptyResult) return ToolResult(obs.text, true);
+  const json rows = obs.detail.value("rows", json::array());
+  const int64_t row_count = obs.detail.value("row_count", int64_t{0});
+  json result = ToolResult(obs.text, false);
+  result["structuredContent"] = {{"columns", obs.detail.value("columns", json::array())},
+                                 {"rows", rows},
+                                 {"row_count", row_count},
+                                 {"truncated", row_count > static_cast<int64_t>(rows.size())}};
+  return result;
+}
+
+// The question a follow-up in a thread is asked as: the earlier answered questions first.
+std::string WithThreadContext(const std::deque<ToolBox::ThreadTurn>& turns,
+                              const std::string& question) {
+  std::string out = "Earlier questions in this conversation and the answers you gave:\n";
+  for (const auto& t : turns) {
+    out += "Q: " + t.question + "\nA: " + t.answer + "\n";
+    if (!t.sql.empty()) out += "SQL: " + t.sql + "\n";
+  }
+  return out + "\nThe question to answer now: " + question;
+}
+
+json AskDatabase(ToolBox& box, const json& arguments) {
+  const ServerOptions& options = box.options();
+  if (!options.make_client) return ToolResult("ask_database has no model client in this server", true);
+  auto client = options.make_client();
+  if (!client) return ToolResult(client.error().message, true);
+
+  const std::string question = arguments["question"].get<std::string>();
+  const std::string thread = arguments.value("thread", "");
+  std::deque<ToolBox::ThreadTurn>* turns = thread.empty() ? nullptr : &box.Thread(thread);
+  const std::string asked = turns && !turns->empty() ? WithThreadContext(*turns, question) : question;
+
+  const std::string id = trace::NewRunId();
+  auto writer = trace::Writer::Create(options.runs_dir, id);
+  if (!writer) return ToolResult(writer.error().message, true);
+  agent::Config config = options.config;
+  config.sandbox.workdir = writer->dir() / "workdir";
+  config.artifacts_dir = writer->dir();
+  Log("run " + id + ": " + (*client)->model() + " via " + (*client)->provider() +
+      (thread.empty() ? "" : ", thread '" + thread + "'"));
+  StepLog progress(id);
+  trace::Trace t = agent::Run({asked, id}, box.engine(), **client, config, &progress, &*writer);
+  if (turns) {
+    t.notes.push_back("mcp thread '" + thread + "': the question carries the thread's " +
+                      std::to_string(turns->size()) + " earlier answered question(s)");
+    if (auto w = writer->WriteFinal(t); !w) Log(w.error().message);
+  }
+  const std::string trace_path = Absolute(writer->dir() / "trace.json");
+  Log("run " + id + ": " + t.stop_reason);
+
+  if (t.stop_reason != agent::kStopAnswered) {
+    std::string text = "no answer: " + t.stop_reason;
+    if (t.stop_reason == agent::kStopUngrounded) {
+      std::string values;
+      for (const auto& c : t.verify) {
+        if (!c.grounded) values += (values.empty() ? "" : ", ") + c.value;
+      }
+      text += "\nvalues not found in any query result: " + values;
+    }
+    for (const auto& n : t.notes) text += "\n" + n;
+    return ToolResult(text + "\n\ntrace: " + trace_path, true);
+  }
+  std::string text = t.answer;
+  if (!t.answer_sql.empty()) text += "\n\nSQL:\n" + t.answer_sql;
+  for (const auto& a : t.artifacts) text += "\nfigure: " + Absolute(a);
+  text += "\n\ntrace: " + trace_path;
+  json result = ToolResult(text, false);
+  AddImages(t.artifacts, result);
+  if (turns) {
+    std::string answer = t.answer.substr(0, kThreadAnswerChars);
+    turns->push_back({question, std::move(answer), t.answer_sql});
+    while (turns->size() > kThreadTurnsKept) turns->pop_front();
+  }
+  return result;
+}
+
+// The agent's make_chart takes the spec either whole as its arguments or as {"spec": ...}.
+bool TakesSpecArgument(const agent::Tool& tool) {
+  const json& p = tool.schema.parameters;
+  return p.contains("properties") && p["properties"].contains("spec");
+}
+
+json MakeChart(ToolBox& box, const json& arguments) {
+  const agent::Tool* tool = box.AgentTool("make_chart");
+  if (!tool) return ToolResult("make_chart is not available in this build", true);
+  const json args = TakesSpecArgument(*tool) ? json{{"spec", arguments["spec"]}} : arguments["spec"];
+  if (std::string problem = agent::ValidateArguments(tool->schema.parameters, args); !problem.empty()) {
+    return ToolResult("bad_arguments: " + problem, true);
+  }
+  return RunInRunDir(box, *tool, args);
+}
+
+json RunPython(ToolBox& box, const json& arguments) {
+  return RunInRunDir(box, *box.AgentTool("run_python"), arguments);
+}
+
+json SpecSchema(const agent::Tool* chart_tool) {
+  json spec = {{"type", "object"},
+               {"description",
+                "A chart spec (a small Vega-Lite subset): {\"mark\": \"bar\"|\"line\"|\"point\"|"
+                "\"area\"|\"arc\", \"title\"?, \"encoding\": {\"x\", \"y\", \"color\"?, "
+                "\"theta\"?}, \"data\": {\"sql\": \"SELECT ...\"}}; each channel is {\"field\", "
+                "\"type\": \"nominal\"|\"ordinal\"|\"quantitative\"|\"temporal\", "
+                "\"aggregate\"?, \"sort\"?, \"bin\"?, \"title\"?}. The data is the result of "
+                "data.sql, run read-only."}};
+  if (!chart_tool) return spec;
+  const json& p = chart_tool->schema.parameters;
+  if (TakesSpecArgument(*chart_tool)) return p["properties"]["spec"];
+  return p;
+}
+
+json SpecArguments(const agent::Tool* chart_tool) {
+  json schema = json::parse(R"({"type": "object", "properties": {}, "required": ["spec"],
+                                "additionalProperties": false})");
+  schema["properties"]["spec"] = SpecSchema(chart_tool);
+  return schema;
+}
+
+}  // namespace
+
+ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
+    : options_(options), engine_(engine), agent_tools_(agent::DefaultTools(options.allow_python)) {
+  const std::string dialect(engine::DialectName(engine.dialect()));
+  const std::string max_rows = std::to_string(options.config.limits.max_rows);
+  tools_.push_back({"describe_schema", "Describe the schema",
+                    "The schema cards of the data quarry serves: tables, columns, types, null and "
+                    "distinct counts, min/max, sample values, foreign keys and row counts. Give "
+                    "`table` for one table's card. Read this before writing SQL.",
+                    AgentTool("inspect_schema")->schema.parameters, std::nullopt, true, false,
+                    DescribeSchema});
+  tools_.push_back(
+      {"run_sql", "Run a read-only SQL query",
+       "Run one read-only query (SELECT or WITH ... SELECT) in the " + dialect +
+           " dialect. A guard refuses writes, DDL, PRAGMA/ATTACH and file access, naming the "
+           "rule. Returns at most " + max_rows + " rows (cells as text, null for NULL) and the "
+           "true row count.",
+       AgentTool("run_sql")->schema.parameters,
+       json::parse(R"({"type": "object",
+         "properties": {
+           "columns": {"type": "array", "items": {"type": "string"}},
+           "rows": {"type": "array", "items": {"type": "array", "items": {"type": ["string", "null"]}}},
+           "row_count": {"type": "integer", "minimum": 0},
+           "truncated": {"type": "boolean"}},
+         "required": ["columns", "rows", "row_count", "truncated"]})"),
+       true, false, RunSql});
+  tools_.push_back(
+      {"ask_database", "Ask quarry's analyst agent",
+       "Hand a whole question in English to quarry's own agent: it writes and runs SQL, repairs "
+       "its errors, and answers only with numbers that appeared in real query results. Returns "
+       "the answer, the SQL it rests on, a chart when one was drawn, and the trace path. Give "
+       "the same `thread` to ask follow-up questions.",
+       json::parse(R"({"type": "object",
+         "properties": {
+           "question": {"type": "string", "minLength": 1, "description": "the question"},
+           "thread": {"type": "string", "minLength": 1,
+                      "description": "a name for the conversation: follow-ups with the same thread see its earlier questions and answers"}},
+         "required": ["question"], "additionalProperties": false})"),
+       std::nullopt, false, true, AskDatabase});
+  const agent::Tool* chart = AgentTool("make_chart");
+  tools_.push_back({"make_chart", "Draw a chart",
+                    "Draw a chart as a PNG from a spec whose data is a read-only query "
+                    "(data.sql). The spec is checked against the rows it draws.",
+                    SpecArguments(chart), std::nullopt, true, false,
+                    MakeChart});
+  if (options.allow_python && AgentTool("run_python")) {
+    const agent::Tool* python = AgentTool("run_python");
+    tools_.push_back({"run_python", "Run sandboxed Python", python->schema.description,
+                      python->schema.parameters, std::nullopt, false, false, RunPython});
+  }
+}
+
+const agent::Tool* ToolBox::AgentTool(std::string_view name) const {
+  for (const agent::Tool& t : agent_tools_) {
+    if (t.schema.name == name && t.run) return &t;
+  }
+  return nullptr;
+}
+
+agent::Observation ToolBox::RunAgentTool(const agent::Tool& tool, const json& arguments,
+                                         const agent::Config& config) {
+  agent::Evidence evidence;  // no verify gate runs over direct tool calls
+  agent::ToolContext context{engine_, config, evidence, last_};
+  return tool.run(arguments, context);
+}
+
+const McpTool* ToolBox::Find(std::string_view name) const {
+  for (const McpTool& t : tools_) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::string ToolBox::Names() const {
+  std::string names;
+  for (const McpTool& t : tools_) names += (names.empty() ? "" : ", ") + t.name;
+  return names;
+}
+
+json ToolBox::List(bool structured) const {
+  json list = json::array();
+  for (const McpTool& t : tools_) {
+    json entry = {{"name", t.name}};
+    if (structured) entry["title"] = t.title;
+    entry["description"] = t.description;
+    entry["inputSchema"] = t.input_schema;
+    if (structured && t.output_schema) entry["outputSchema"] = *t.output_schema;
+    entry["annotations"] = {{"title", t.title},
+                            {"readOnlyHint", true},
+                            {"destructiveHint", false},
+                            {"idempotentHint", t.idempotent},
+                            {"openWorldHint", t.open_world}};
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
+json ToolBox::Call(const McpTool& tool, const json& arguments, bool structured) {
+  const auto started = std::chrono::steady_clock::now();
+  json result;
+  if (std::string problem = agent::ValidateArguments(tool.input_schema, arguments); !problem.empty()) {
+    result = ToolResult("bad_arguments: " + problem, true);
+  } else {
+    result = tool.handler(*this, arguments);
+  }
+  if (!structured) result.erase("structuredContent");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started).count();
+  Log(tool.name + ": " + (result.value("isError", false) ? "error" : "ok") + " in " +
+      std::to_string(ms) + " ms");
+  return result;
+}
+
+}  // namespace quarry::mcp

@@ -1,0 +1,396 @@
+// `quarry mcp` as a client meets it, line by line: the real binary reads a file of JSON-RPC
+// messages on stdin and every line it writes to stdout is checked. Covers what an SDK client
+// never sends (malformed JSON, batches, requests before initialize, unknown methods, a request
+// cut off by EOF) and the tools' results; sdk_client_test.mjs drives it with the official SDK.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/provider_server.h"
+#include "support/test_support.h"
+
+namespace quarry {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using quarry::testing::ProviderServer;
+using quarry::testing::RunProcess;
+using quarry::testing::ScriptedToolCall;
+using quarry::testing::SourceDir;
+using quarry::testing::TempDir;
+using quarry::testing::ToolCallReply;
+
+// No model settings leak in from the machine running the tests.
+const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY",
+                                            "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES"};
+
+const char* kInitialize =
+    R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+    R"("capabilities":{},"clientInfo":{"name":"mcp_test","version":"1"}}})";
+const char* kInitialized = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
+
+struct Session {
+  int exit_code = -1;
+  std::vector<json> responses;  // stdout, one parsed message per line
+  std::string out;
+  std::string err;
+};
+
+class McpServerTest : public ::testing::Test {
+ protected:
+  // Runs `quarry mcp [flags] chinook.sqlite` with `input` as its whole stdin.
+  Session Serve(const std::string& input, std::vector<std::string> flags = {},
+                std::vector<std::string> env = {}) {
+    const fs::path in = cwd_.Write("input-" + std::to_string(++sessions_) + ".jsonl", input);
+    std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" < \"$0\"", in.string(),
+                                     testing::QuarryBinary().string(), "mcp"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--runs-dir");
+    argv.push_back(runs_dir().string());
+    argv.push_back(data_.empty() ? (SourceDir() / "data" / "chinook.sqlite").string() : data_);
+    const testing::ProcessResult r = RunProcess(argv, cwd_.path(), env, kModelEnv);
+    Session s{r.exit_code, {}, r.out, r.err};
+    // stdout holds protocol lines only: each one a compact JSON-RPC 2.0 message.
+    EXPECT_TRUE(r.out.empty() || r.out.back() == '\n') << "stdout does not end a line: " << r.out;
+    size_t start = 0;
+    while (start < r.out.size()) {
+      size_t end = r.out.find('\n', start);
+      if (end == std::string::npos) end = r.out.size();
+      const std::string line = r.out.substr(start, end - start);
+      start = end + 1;
+      const json message = json::parse(line, nullptr, false);
+      EXPECT_FALSE(message.is_discarded()) << "not JSON on stdout: " << line;
+      if (message.is_discarded()) continue;
+      EXPECT_EQ(message.value("jsonrpc", ""), "2.0") << line;
+      EXPECT_TRUE(message.contains("id")) << "a response needs an id: " << line;
+      EXPECT_NE(message.contains("result"), message.contains("error")) << line;
+      s.responses.push_back(message);
+    }
+    return s;
+  }
+  // initialize and its notification, then `lines`.
+  Session Initialized(const std::vector<std::string>& lines, std::vector<std::string> flags = {},
+                      std::vector<std::string> env = {}) {
+    std::string input = std::string(kInitialize) + "\n" + kInitialized + "\n";
+    for (const auto& l : lines) input += l + "\n";
+    return Serve(input, std::move(flags), std::move(env));
+  }
+  static std::string Call(int id, const std::string& tool, const json& arguments) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                {"params", {{"name", tool}, {"arguments", arguments}}}}.dump();
+  }
+  static std::string Text(const json& result) {
+    std::string text;
+    for (const auto& block : result["content"]) {
+      if (block["type"] == "text") text += block["text"].get<std::string>();
+    }
+    return text;
+  }
+  fs::path runs_dir() const { return cwd_.path() / "runs"; }
+
+  TempDir cwd_;
+  std::string data_;
+  int sessions_ = 0;
+};
+
+TEST_F(McpServerTest, MalformedJsonIsAParseErrorWithNullIdAndServingGoesOn) {
+  const Session s = Serve("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \n" +
+                          std::string(R"({"jsonrpc":"2.0","id":2,"method":"ping"})") + "\n");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;
+  EXPECT_TRUE(s.responses[0]["id"].is_null());
+  EXPECT_EQ(s.responses[0]["error"]["code"], -32700);
+  EXPECT_EQ(s.responses[1]["id"], 2);
+  EXPECT_EQ(s.responses[1]["result"], json::object());
+}
+
+TEST_F(McpServerTest, RequestsBeforeInitializeAreRefusedButPingIsAnswered) {
+  const Session s = Serve(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})" "\n"
+                          R"({"jsonrpc":"2.0","id":"b","method":"ping"})" "\n" +
+                          std::string(kInitialize) + "\n" +
+                          R"({"jsonrpc":"2.0","id":"c","method":"tools/list"})" "\n");
+  ASSERT_EQ(s.responses.size(), 4u) << s.out;
+  EXPECT_EQ(s.responses[0]["id"], "a");
+  EXPECT_EQ(s.responses[0]["error"]["code"], -32600);
+  EXPECT_NE(s.responses[0]["error"]["message"].get<std::string>().find("not initialized"),
+            std::string::npos);
+  EXPECT_EQ(s.responses[1]["id"], "b");
+  EXPECT_EQ(s.responses[1]["result"], json::object());
+  EXPECT_EQ(s.responses[3]["id"], "c");
+  EXPECT_TRUE(s.responses[3]["result"]["tools"].is_array());
+}
+
+TEST_F(McpServerTest, ABatchIsAnInvalidRequest) {
+  const Session s = Initialized({R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
+                                 R"({"jsonrpc":"2.0","id":2,"method":"ping"}])"});
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;  // initialize, then one error for the batch
+  EXPECT_TRUE(s.responses[1]["id"].is_null());
+  EXPECT_EQ(s.responses[1]["error"]["code"], -32600);
+}
+
+TEST_F(McpServerTest, UnknownMethodIsMethodNotFound) {
+  const Session s = Initialized({R"({"jsonrpc":"2.0","id":7,"method":"resources/list"})"});
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;
+  EXPECT_EQ(s.responses[1]["id"], 7);
+  EXPECT_EQ(s.responses[1]["error"]["code"], -32601);
+}
+
+TEST_F(McpServerTest, NotificationsAreNeverAnswered) {
+  const Session s = Initialized({R"({"jsonrpc":"2.0","method":"notifications/cancelled",)"
+                                 R"("params":{"requestId":3}})",
+                                 R"({"jsonrpc":"2.0","method":"no/such/notification"})",
+                                 R"({"jsonrpc":"2.0","method":"tools/list"})",
+                                 R"({"jsonrpc":"2.0","id":8,"method":"ping"})"});
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;
+  EXPECT_EQ(s.responses[0]["id"], 0);
+  EXPECT_EQ(s.responses[1]["id"], 8);
+}
+
+TEST_F(McpServerTest, MessagesThatAreNotJsonRpcRequestsAreInvalid) {
+  const Session s = Initialized({R"({"id":1,"method":"ping"})",
+                                 R"({"jsonrpc":"1.0","id":2,"method":"ping"})",
+                                 R"({"jsonrpc":"2.0","id":3,"method":42})",
+                                 R"({"jsonrpc":"2.0","id":{"x":1},"method":"ping"})",
+                                 R"("just a string")",
+                                 R"({"jsonrpc":"2.0","id":4,"method":"ping","params":"x"})",
+                                 R"({"jsonrpc":"2.0","id":5,"result":{}})",
+                                 R"({"jsonrpc":"2.0","id":6,"method":"ping"})"});
+  ASSERT_EQ(s.responses.size(), 8u) << s.out;  // the client's response (id 5) is not answered
+  const std::vector<json> ids = {1, 2, 3, nullptr, nullptr, 4};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(s.responses[i + 1]["id"], ids[i]) << s.responses[i + 1].dump();
+    EXPECT_EQ(s.responses[i + 1]["error"]["code"], -32600) << s.responses[i + 1].dump();
+  }
+  EXPECT_EQ(s.responses[7]["id"], 6);
+  EXPECT_EQ(s.responses[7]["result"], json::object());
+}
+
+TEST_F(McpServerTest, ARequestCompletedByEofIsAnsweredAndACutOneIsDropped) {
+  Session s = Serve(std::string(kInitialize) + "\n" + R"({"jsonrpc":"2.0","id":5,"method":"ping"})");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;
+  EXPECT_EQ(s.responses[1]["id"], 5);
+
+  s = Serve(std::string(kInitialize) + "\n" + R"({"jsonrpc":"2.0","id":6,"method":"pi)");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_EQ(s.responses.size(), 1u) << s.out;
+  EXPECT_EQ(s.responses[0]["id"], 0);
+
+  s = Serve("");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_TRUE(s.out.empty());
+}
+
+TEST_F(McpServerTest, InitializeNegotiatesTheProtocolVersion) {
+  const auto init = [](const std::string& version) {
+    return R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" +
+           version + R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})" "\n" +
+           R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})" "\n";
+  };
+  for (const std::string v : {"2025-11-25", "2025-06-18", "2025-03-26"}) {
+    const Session s = Serve(init(v));
+    ASSERT_EQ(s.responses.size(), 2u) << s.out;
+    EXPECT_EQ(s.responses[0]["result"]["protocolVersion"], v);
+  }
+  Session s = Serve(init("2024-11-05"));
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;
+  const json& result = s.responses[0]["result"];
+  EXPECT_EQ(result["protocolVersion"], "2025-11-25");
+  EXPECT_EQ(result["serverInfo"]["name"], "quarry");
+  EXPECT_EQ(result["serverInfo"]["version"], "0.1.0");
+  EXPECT_EQ(result["capabilities"]["tools"]["listChanged"], false);
+  EXPECT_NE(result["instructions"].get<std::string>().find("Genre"), std::string::npos);
+
+  // 2025-03-26 knows neither tool titles nor outputSchema; its annotations carry the title.
+  s = Serve(init("2025-03-26"));
+  for (const auto& tool : s.responses[1]["result"]["tools"]) {
+    EXPECT_FALSE(tool.contains("outputSchema")) << tool["name"];
+    EXPECT_FALSE(tool.contains("title")) << tool["name"];
+    EXPECT_TRUE(tool["annotations"]["title"].is_string()) << tool["name"];
+  }
+}
+
+TEST_F(McpServerTest, ToolsAreReadOnlyAndRunPythonIsOptIn) {
+  const auto names = [](const Session& s) {
+    std::vector<std::string> out;
+    for (const auto& tool : s.responses.at(1)["result"]["tools"]) {
+      out.push_back(tool["name"]);
+      EXPECT_EQ(tool["annotations"]["readOnlyHint"], true) << tool["name"];
+      EXPECT_TRUE(tool["title"].is_string()) << tool["name"];
+      EXPECT_EQ(tool["inputSchema"]["type"], "object") << tool["name"];
+    }
+    return out;
+  };
+  const std::string list = R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})";
+  EXPECT_EQ(names(Initialized({list})),
+            (std::vector<std::string>{"describe_schema", "run_sql", "ask_database", "make_chart"}));
+  EXPECT_EQ(names(Initialized({list}, {"--allow-python"})),
+            (std::vector<std::string>{"describe_schema", "run_sql", "ask_database", "make_chart",
+                                      "run_python"}));
+  // Without the opt-in, run_python is not a tool at all.
+  const Session s = Initialized({Call(2, "run_python", {{"code", "print(1)"}})});
+  EXPECT_EQ(s.responses.at(1)["error"]["code"], -32602);
+}
+
+TEST_F(McpServerTest, RunSqlReturnsUpToTheRowCapWithTheTrueCountAndNulls) {
+  const Session s = Initialized({
+      Call(1, "run_sql", {{"sql", "SELECT count(*) AS n FROM Genre"}}),
+      Call(2, "run_sql", {{"sql", "SELECT TrackId, Composer FROM Track ORDER BY TrackId"}}),
+      Call(3, "run_sql", {{"sql", "SELECT Name FROM Genre WHERE Name = 'Polka'"}}),
+  });
+  ASSERT_EQ(s.responses.size(), 4u) << s.out;
+  const json& count = s.responses[1]["result"];
+  EXPECT_EQ(count["isError"], false);
+  EXPECT_EQ(count["structuredContent"]["columns"], json::array({"n"}));
+  EXPECT_EQ(count["structuredContent"]["rows"], json::parse(R"([["25"]])"));
+  EXPECT_EQ(count["structuredContent"]["row_count"], 1);
+  EXPECT_EQ(count["structuredContent"]["truncated"], false);
+  EXPECT_NE(Text(count).find("25"), std::string::npos);
+
+  const json& tracks = s.responses[2]["result"]["structuredContent"];
+  EXPECT_EQ(tracks["row_count"], 3503);
+  EXPECT_EQ(tracks["rows"].size(), 200u);  // engine::Limits::max_rows, not the model's 30
+  EXPECT_EQ(tracks["truncated"], true);
+  EXPECT_EQ(tracks["rows"][0], json::parse(R"(["1", "Angus Young, Malcolm Young, Brian Johnson"])"));
+  EXPECT_TRUE(tracks["rows"][62][1].is_null()) << tracks["rows"][62];  // track 63: no composer
+
+  // No rows is an answer, not an error.
+  const json& none = s.responses[3]["result"];
+  EXPECT_EQ(none["isError"], false);
+  EXPECT_EQ(none["structuredContent"]["row_count"], 0);
+  EXPECT_EQ(none["structuredContent"]["rows"], json::array());
+}
+
+TEST_F(McpServerTest, BadArgumentsGuardRejectionsAndErrorsAreToolResults) {
+  const fs::path db = SourceDir() / "data" / "chinook.sqlite";
+  const std::string before = testing::Sha256File(db);
+  const Session s = Initialized({
+      Call(1, "run_sql", {{"sql", "DROP TABLE Genre"}}),
+      Call(2, "run_sql", json::object()),
+      Call(3, "run_sql", {{"sql", 5}}),
+      Call(4, "run_sql", {{"sql", "SELECT 1"}, {"limit", 3}}),
+      Call(5, "run_sql", {{"sql", "SELECT nope FROM Genre"}}),
+      Call(6, "describe_schema", {{"table", "Nope"}}),
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_sql","arguments":"x"}})",
+      Call(8, "no_such_tool", json::object()),
+  });
+  ASSERT_EQ(s.responses.size(), 9u) << s.out;
+  const auto result = [&](int id) { return s.responses.at(static_cast<size_t>(id))["result"]; };
+  for (int id = 1; id <= 7; ++id) {
+    EXPECT_EQ(result(id)["isError"], true) << result(id).dump();
+    EXPECT_FALSE(result(id).contains("structuredContent")) << id;
+  }
+  EXPECT_NE(Text(result(1)).find("guard"), std::string::npos) << Text(result(1));
+  EXPECT_NE(Text(result(2)).find("missing required argument 'sql'"), std::string::npos);
+  EXPECT_NE(Text(result(3)).find("'sql' must be"), std::string::npos) << Text(result(3));
+  EXPECT_NE(Text(result(4)).find("unknown argument 'limit'"), std::string::npos);
+  EXPECT_NE(Text(result(5)).find("nope"), std::string::npos) << Text(result(5));
+  EXPECT_NE(Text(result(6)).find("Genre"), std::string::npos) << Text(result(6));
+  EXPECT_NE(Text(result(7)).find("object"), std::string::npos) << Text(result(7));
+  EXPECT_EQ(s.responses[8]["error"]["code"], -32602);
+  EXPECT_NE(s.responses[8]["error"]["message"].get<std::string>().find("run_sql"),
+            std::string::npos);
+  EXPECT_EQ(testing::Sha256File(db), before);
+}
+
+TEST_F(McpServerTest, DescribeSchemaGivesTheCards) {
+  const Session s = Initialized({Call(1, "describe_schema", json::object()),
+                                 Call(2, "describe_schema", {{"table", "Genre"}})});
+  ASSERT_EQ(s.responses.size(), 3u) << s.out;
+  const std::string all = Text(s.responses[1]["result"]);
+  for (const char* table : {"Album", "Artist", "Genre", "InvoiceLine", "Track"}) {
+    EXPECT_NE(all.find(table), std::string::npos) << table;
+  }
+  const std::string one = Text(s.responses[2]["result"]);
+  EXPECT_NE(one.find("Genre"), std::string::npos);
+  EXPECT_EQ(one.find("InvoiceLine"), std::string::npos);
+}
+
+TEST_F(McpServerTest, MakeChartGivesAPngOrSaysItIsNotBuilt) {
+  const Session s = Initialized({Call(1, "make_chart",
+      {{"spec", {{"mark", "bar"},
+                 {"encoding", {{"x", {{"field", "genre"}, {"type", "nominal"}}},
+                               {"y", {{"field", "tracks"}, {"type", "quantitative"}}}}},
+                 {"data", {{"sql", "SELECT g.Name AS genre, count(*) AS tracks FROM Track t "
+                                   "JOIN Genre g USING (GenreId) GROUP BY 1 ORDER BY 2 DESC "
+                                   "LIMIT 5"}}}}}})});
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;
+  const json& result = s.responses[1]["result"];
+  if (result["isError"] == true) {
+    // Until the chart module is in DefaultTools().
+    EXPECT_EQ(Text(result), "make_chart is not available in this build");
+    return;
+  }
+  bool png = false;
+  for (const auto& block : result["content"]) {
+    if (block["type"] != "image") continue;
+    EXPECT_EQ(block["mimeType"], "image/png");
+    png = block["data"].get<std::string>().starts_with("iVBORw0KGgo");  // "\x89PNG\r\n\x1a\n"
+  }
+  EXPECT_TRUE(png) << result.dump().substr(0, 400);
+}
+
+TEST_F(McpServerTest, AskDatabaseWithoutAModelIsAToolError) {
+  const Session s = Initialized({Call(1, "ask_database", {{"question", "How many genres?"}})});
+  ASSERT_EQ(s.responses.size(), 2u) << s.out;
+  EXPECT_EQ(s.responses[1]["result"]["isError"], true);
+  EXPECT_NE(Text(s.responses[1]["result"]).find("QUARRY_MODEL"), std::string::npos);
+}
+
+TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
+  ProviderServer provider;
+  const auto sql = [](const std::string& id, const std::string& query) {
+    return ToolCallReply({{id, "run_sql", json{{"sql", query}}.dump()}});
+  };
+  const auto answer = [](const std::string& id, const std::string& text, const std::string& value) {
+    return ToolCallReply(
+        {{id, "final_answer", json{{"answer", text}, {"supporting_values", {value}}}.dump()}});
+  };
+  provider.Enqueue({200, {}, sql("c1", "SELECT count(*) AS n FROM Genre")});
+  provider.Enqueue({200, {}, answer("c2", "There are 25 genres.", "25")});
+  provider.Enqueue({200, {}, sql("c3", "SELECT count(*) AS n FROM MediaType")});
+  provider.Enqueue({200, {}, answer("c4", "There are 5 media types.", "5")});
+  const Session s = Initialized(
+      {Call(1, "ask_database", {{"question", "How many genres are there?"}, {"thread", "t1"}}),
+       Call(2, "ask_database", {{"question", "And media types?"}, {"thread", "t1"}})},
+      {}, {"QUARRY_BASE_URL=" + provider.base_url(), "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=sk-test"});
+  ASSERT_EQ(s.responses.size(), 3u) << s.out << s.err;
+  EXPECT_EQ(s.responses[1]["result"]["isError"], false) << s.responses[1].dump();
+  EXPECT_TRUE(Text(s.responses[1]["result"]).starts_with("There are 25 genres."));
+  EXPECT_TRUE(Text(s.responses[2]["result"]).starts_with("There are 5 media types."));
+
+  // The follow-up's first model request carries the thread's earlier question and answer.
+  const auto requests = provider.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  const json follow_up = requests[2].Json();
+  std::string user;
+  for (const auto& m : follow_up["messages"]) {
+    if (m["role"] == "user") user += m["content"].get<std::string>();
+  }
+  EXPECT_NE(user.find("How many genres are there?"), std::string::npos) << user;
+  EXPECT_NE(user.find("There are 25 genres."), std::string::npos) << user;
+  EXPECT_NE(user.find("And media types?"), std::string::npos) << user;
+
+  // Each ask wrote its run, with the trace path in the result.
+  const std::string text = Text(s.responses[2]["result"]);
+  const size_t at = text.rfind("trace: ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const fs::path trace_path = text.substr(at + 7);
+  ASSERT_TRUE(fs::exists(trace_path)) << trace_path;
+  EXPECT_EQ(trace_path.parent_path().parent_path(), runs_dir());
+  const json trace = json::parse(testing::ReadFile(trace_path));
+  EXPECT_EQ(trace["stop_reason"], "answered");
+  EXPECT_NE(trace["notes"].dump().find("mcp thread 't1'"), std::string::npos) << trace["notes"];
+}
+
+TEST_F(McpServerTest, DataErrorsEndBeforeServingWithNothingOnStdout) {
+  data_ = (cwd_.path() / "missing.csv").string();
+  const Session s = Serve(std::string(kInitialize) + "\n");
+  EXPECT_EQ(s.exit_code, 3);
+  EXPECT_TRUE(s.out.empty()) << s.out;
+  EXPECT_NE(s.err.find("missing.csv"), std::string::npos) << s.err;
+}
+
+}  // namespace
+}  // namespace quarry
