@@ -7,7 +7,8 @@ quarry=${1:-build/quarry}
 runs=$(mktemp -d)
 trap 'rm -rf "$runs"' EXIT
 "$quarry" ask --offline --no-python --runs-dir "$runs" --data data/sales.csv \
-  "Which region has the highest total revenue, and by how much does it beat the runner-up?" >/dev/null
+  "Which region has the highest total revenue, and by how much does it beat the runner-up?" \
+  >/dev/null 2>&1
 mkdir -p runs/example
 cp "$(ls -d "$runs"/*/ | head -1)trace.json" runs/example/trace.json
 "$quarry" view runs/example/trace.json --out site/trace.html >/dev/null

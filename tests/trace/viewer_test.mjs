@@ -57,6 +57,24 @@ try {
     assert.equal(trace.steps.length, 4);
     assert.ok(text.includes('grounded'));
     console.log(`viewer ok: ${trace.steps.length} steps shown, payload inert`);
+
+    // The committed product page and example trace open from file:// with no network.
+    for (const page_path of ['site/index.html', 'site/trace.html']) {
+      const p = await browser.newPage();
+      const issues = [];
+      p.on('console', (m) => { if (m.type() === 'error') issues.push(m.text()); });
+      p.on('pageerror', (e) => issues.push(String(e)));
+      p.on('request', (r) => { if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) issues.push('network: ' + r.url()); });
+      await p.goto('file://' + join(sourceDir, page_path));
+      await p.waitForLoadState('load');
+      assert.deepEqual(issues, [], page_path);
+      const body = await p.locator('body').innerText();
+      assert.ok(body.includes('North has the highest total revenue'), page_path);
+    }
+    const example = JSON.parse(readFileSync(join(sourceDir, 'runs/example/trace.json')));
+    assert.equal(example.stop_reason, 'answered');
+    assert.equal(example.verify.grounded, true);
+    console.log('site pages ok');
   } finally {
     await browser.close();
   }
