@@ -67,7 +67,13 @@ async function connect(env = {}) {
   const client = new Client({ name: 'quarry-sdk-test', version: '1.0.0' });
   const errors = [];
   client.onerror = (e) => errors.push(e);  // e.g. a stdout line that is not JSON-RPC
-  await client.connect(transport);
+  try {
+    await client.connect(transport, { timeout: 20000 });
+  } catch (e) {
+    await client.close();
+    fs.rmSync(cwd, { recursive: true, force: true });
+    throw new Error(`cannot connect to ${binary}: ${e.message}\n${stderr}`);
+  }
   return {
     client,
     cwd,
@@ -189,12 +195,13 @@ test('ask_database answered through a stand-in provider', async () => {
     { name: 'run_sql', arguments: { sql: 'SELECT count(*) AS n FROM Genre' } },
     { name: 'final_answer', arguments: { answer: 'There are 25 genres.', supporting_values: ['25'] } },
   ]);
-  const s = await connect({
-    QUARRY_BASE_URL: provider.baseUrl,
-    QUARRY_MODEL: 'stand-in',
-    QUARRY_API_KEY: 'sk-test',
-  });
+  let s;
   try {
+    s = await connect({
+      QUARRY_BASE_URL: provider.baseUrl,
+      QUARRY_MODEL: 'stand-in',
+      QUARRY_API_KEY: 'sk-test',
+    });
     const result = await s.client.callTool({
       name: 'ask_database',
       arguments: { question: 'How many genres are there?', thread: 'sdk' },
@@ -214,7 +221,7 @@ test('ask_database answered through a stand-in provider', async () => {
     assert.equal(provider.requests[0].path, '/v1/chat/completions');
     assert.deepEqual(s.errors, []);
   } finally {
-    await s.close();
+    await s?.close();
     await provider.close();
   }
 });

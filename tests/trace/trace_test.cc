@@ -99,6 +99,15 @@ TEST(TraceTest, SummaryAndTotalsLine) {
   EXPECT_NE(s.find("(repair)"), std::string::npos);
 }
 
+TEST(TraceTest, Base64AndEscaping) {
+  EXPECT_EQ(Base64(""), "");
+  EXPECT_EQ(Base64("f"), "Zg==");
+  EXPECT_EQ(Base64("fo"), "Zm8=");
+  EXPECT_EQ(Base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(HtmlEscape("<img src=x onerror='a(\"b\")'>&"),
+            "&lt;img src=x onerror=&#39;a(&quot;b&quot;)&#39;&gt;&amp;");
+}
+
 TEST(TraceTest, UnreadableTracesSayWhy) {
   auto bad_version = FromJson({{"format_version", 99}});
   ASSERT_FALSE(bad_version.has_value());

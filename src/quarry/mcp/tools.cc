@@ -113,7 +113,9 @@ json RunInRunDir(ToolBox& box, const agent::Tool& tool, const json& arguments) {
   config.sandbox.workdir = writer->dir() / "workdir";
   config.artifacts_dir = writer->dir();
   const agent::Observation obs = box.RunAgentTool(tool, arguments, config);
-  json result = ToolResult(obs.text, Failed(obs));
+  std::string text = obs.text;
+  for (const auto& a : obs.artifacts) text += "\nfile: " + Absolute(a);
+  json result = ToolResult(text, Failed(obs));
   AddImages(obs.artifacts, result);
   return result;
 }
@@ -227,19 +229,21 @@ json RunPython(ToolBox& box, const json& arguments) {
   return RunInRunDir(box, *box.AgentTool("run_python"), arguments);
 }
 
+// What make_chart tells the client: the agent tool's own words when this build has it.
+std::string ChartDescription(const agent::Tool* chart_tool) {
+  if (chart_tool) return chart_tool->schema.description + " Returns the chart as a PNG image.";
+  return "Draw a chart as a PNG from a spec (a small Vega-Lite subset): {\"mark\": \"bar\"|"
+         "\"line\"|\"point\"|\"area\"|\"arc\", \"title\"?, \"encoding\": {\"x\", \"y\", "
+         "\"color\"?, \"theta\"?}, \"data\": {\"sql\": \"SELECT ...\"}}; the data is the result "
+         "of data.sql, run read-only.";
+}
+
 json SpecSchema(const agent::Tool* chart_tool) {
-  json spec = {{"type", "object"},
-               {"description",
-                "A chart spec (a small Vega-Lite subset): {\"mark\": \"bar\"|\"line\"|\"point\"|"
-                "\"area\"|\"arc\", \"title\"?, \"encoding\": {\"x\", \"y\", \"color\"?, "
-                "\"theta\"?}, \"data\": {\"sql\": \"SELECT ...\"}}; each channel is {\"field\", "
-                "\"type\": \"nominal\"|\"ordinal\"|\"quantitative\"|\"temporal\", "
-                "\"aggregate\"?, \"sort\"?, \"bin\"?, \"title\"?}. The data is the result of "
-                "data.sql, run read-only."}};
-  if (!chart_tool) return spec;
-  const json& p = chart_tool->schema.parameters;
-  if (TakesSpecArgument(*chart_tool)) return p["properties"]["spec"];
-  return p;
+  if (chart_tool && TakesSpecArgument(*chart_tool)) {
+    return chart_tool->schema.parameters["properties"]["spec"];
+  }
+  if (chart_tool) return chart_tool->schema.parameters;
+  return {{"type", "object"}, {"description", "the chart spec; data.sql is the query whose rows are drawn"}};
 }
 
 json SpecArguments(const agent::Tool* chart_tool) {
@@ -290,11 +294,8 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
          "required": ["question"], "additionalProperties": false})"),
        std::nullopt, false, true, AskDatabase});
   const agent::Tool* chart = AgentTool("make_chart");
-  tools_.push_back({"make_chart", "Draw a chart",
-                    "Draw a chart as a PNG from a spec whose data is a read-only query "
-                    "(data.sql). The spec is checked against the rows it draws.",
-                    SpecArguments(chart), std::nullopt, true, false,
-                    MakeChart});
+  tools_.push_back({"make_chart", "Draw a chart", ChartDescription(chart), SpecArguments(chart),
+                    std::nullopt, true, false, MakeChart});
   if (options.allow_python && AgentTool("run_python")) {
     const agent::Tool* python = AgentTool("run_python");
     tools_.push_back({"run_python", "Run sandboxed Python", python->schema.description,

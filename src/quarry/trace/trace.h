@@ -138,6 +138,8 @@ Result<Trace> ReadTrace(const std::filesystem::path& path);
 // Chart files named in artifacts are read from where the trace says or from `trace_dir`.
 std::string RenderHtml(const Trace& trace, const std::filesystem::path& trace_dir);
 std::string HtmlEscape(std::string_view text);
+// RFC 4648 base64 (OpenSSL's encoder), for data: URIs and MCP image blocks.
+std::string Base64(std::string_view bytes);
 
 // A human summary: question, sources, model, each step on a line, answer, totals.
 std::string Summary(const Trace& trace);

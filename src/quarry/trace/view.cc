@@ -1,5 +1,7 @@
 // The trace viewer: one standalone HTML page per trace (see RenderHtml in trace.h). Static
 // markup and CSS only; <details> does the expanding, so the page needs no script at all.
+#include <openssl/evp.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -10,27 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
-
-std::string Base64(const std::string& bytes) {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t n = (static_cast<uint8_t>(bytes[i]) << 16) |
-                       (static_cast<uint8_t>(bytes[i + 1]) << 8) | static_cast<uint8_t>(bytes[i + 2]);
-    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(n >> shift) & 63];
-  }
-  if (i < bytes.size()) {
-    uint32_t n = static_cast<uint8_t>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) n |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
 
 std::string ReadBytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -100,6 +81,15 @@ figure{margin:10px 0} figure img{max-width:100%;border:1px solid #e6e9ee;backgro
 )";
 
 }  // namespace
+
+std::string Base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
 
 std::string HtmlEscape(std::string_view text) {
   std::string out;
