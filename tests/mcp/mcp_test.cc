@@ -22,8 +22,9 @@ using quarry::testing::TempDir;
 using quarry::testing::ToolCallReply;
 
 // No model settings leak in from the machine running the tests.
-const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY",
-                                            "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES"};
+const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL",
+                                            "QUARRY_API_KEY",  "OPENROUTER_API_KEY",
+                                            "QUARRY_FIXTURES", "QUARRY_PRICES"};
 
 const char* kInitialize =
     R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
@@ -43,8 +44,9 @@ class McpServerTest : public ::testing::Test {
   Session Serve(const std::string& input, std::vector<std::string> flags = {},
                 std::vector<std::string> env = {}) {
     const fs::path in = cwd_.Write("input-" + std::to_string(++sessions_) + ".jsonl", input);
-    std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" < \"$0\"", in.string(),
-                                     testing::QuarryBinary().string(), "mcp"};
+    std::vector<std::string> argv = {
+        "/bin/sh", "-c", "exec \"$@\" < \"$0\"", in.string(), testing::QuarryBinary().string(),
+        "mcp"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back("--runs-dir");
     argv.push_back(runs_dir().string());
@@ -77,8 +79,11 @@ class McpServerTest : public ::testing::Test {
     return Serve(input, std::move(flags), std::move(env));
   }
   static std::string Call(int id, const std::string& tool, const json& arguments) {
-    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
-                {"params", {{"name", tool}, {"arguments", arguments}}}}.dump();
+    return json{{"jsonrpc", "2.0"},
+                {"id", id},
+                {"method", "tools/call"},
+                {"params", {{"name", tool}, {"arguments", arguments}}}}
+        .dump();
   }
   static std::string Text(const json& result) {
     std::string text;
@@ -106,10 +111,13 @@ TEST_F(McpServerTest, MalformedJsonIsAParseErrorWithNullIdAndServingGoesOn) {
 }
 
 TEST_F(McpServerTest, RequestsBeforeInitializeAreRefusedButPingIsAnswered) {
-  const Session s = Serve(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})" "\n"
-                          R"({"jsonrpc":"2.0","id":"b","method":"ping"})" "\n" +
+  const Session s = Serve(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})"
+                          "\n"
+                          R"({"jsonrpc":"2.0","id":"b","method":"ping"})"
+                          "\n" +
                           std::string(kInitialize) + "\n" +
-                          R"({"jsonrpc":"2.0","id":"c","method":"tools/list"})" "\n");
+                          R"({"jsonrpc":"2.0","id":"c","method":"tools/list"})"
+                          "\n");
   ASSERT_EQ(s.responses.size(), 4u) << s.out;
   EXPECT_EQ(s.responses[0]["id"], "a");
   EXPECT_EQ(s.responses[0]["error"]["code"], -32600);
@@ -148,14 +156,12 @@ TEST_F(McpServerTest, NotificationsAreNeverAnswered) {
 }
 
 TEST_F(McpServerTest, MessagesThatAreNotJsonRpcRequestsAreInvalid) {
-  const Session s = Initialized({R"({"id":1,"method":"ping"})",
-                                 R"({"jsonrpc":"1.0","id":2,"method":"ping"})",
-                                 R"({"jsonrpc":"2.0","id":3,"method":42})",
-                                 R"({"jsonrpc":"2.0","id":{"x":1},"method":"ping"})",
-                                 R"("just a string")",
-                                 R"({"jsonrpc":"2.0","id":4,"method":"ping","params":"x"})",
-                                 R"({"jsonrpc":"2.0","id":5,"result":{}})",
-                                 R"({"jsonrpc":"2.0","id":6,"method":"ping"})"});
+  const Session s = Initialized(
+      {R"({"id":1,"method":"ping"})", R"({"jsonrpc":"1.0","id":2,"method":"ping"})",
+       R"({"jsonrpc":"2.0","id":3,"method":42})",
+       R"({"jsonrpc":"2.0","id":{"x":1},"method":"ping"})", R"("just a string")",
+       R"({"jsonrpc":"2.0","id":4,"method":"ping","params":"x"})",
+       R"({"jsonrpc":"2.0","id":5,"result":{}})", R"({"jsonrpc":"2.0","id":6,"method":"ping"})"});
   ASSERT_EQ(s.responses.size(), 8u) << s.out;  // the client's response (id 5) is not answered
   const std::vector<json> ids = {1, 2, 3, nullptr, nullptr, 4};
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -167,7 +173,8 @@ TEST_F(McpServerTest, MessagesThatAreNotJsonRpcRequestsAreInvalid) {
 }
 
 TEST_F(McpServerTest, ARequestCompletedByEofIsAnsweredAndACutOneIsDropped) {
-  Session s = Serve(std::string(kInitialize) + "\n" + R"({"jsonrpc":"2.0","id":5,"method":"ping"})");
+  Session s =
+      Serve(std::string(kInitialize) + "\n" + R"({"jsonrpc":"2.0","id":5,"method":"ping"})");
   EXPECT_EQ(s.exit_code, 0) << s.err;
   ASSERT_EQ(s.responses.size(), 2u) << s.out;
   EXPECT_EQ(s.responses[1]["id"], 5);
@@ -185,8 +192,11 @@ TEST_F(McpServerTest, ARequestCompletedByEofIsAnsweredAndACutOneIsDropped) {
 TEST_F(McpServerTest, InitializeNegotiatesTheProtocolVersion) {
   const auto init = [](const std::string& version) {
     return R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" +
-           version + R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})" "\n" +
-           R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})" "\n";
+           version +
+           R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
+           "\n" +
+           R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})"
+           "\n";
   };
   for (const std::string v : {"2025-11-25", "2025-06-18", "2025-03-26"}) {
     const Session s = Serve(init(v));
@@ -252,7 +262,8 @@ TEST_F(McpServerTest, RunSqlReturnsUpToTheRowCapWithTheTrueCountAndNulls) {
   EXPECT_EQ(tracks["row_count"], 3503);
   EXPECT_EQ(tracks["rows"].size(), 200u);  // engine::Limits::max_rows, not the model's 30
   EXPECT_EQ(tracks["truncated"], true);
-  EXPECT_EQ(tracks["rows"][0], json::parse(R"(["1", "Angus Young, Malcolm Young, Brian Johnson"])"));
+  EXPECT_EQ(tracks["rows"][0],
+            json::parse(R"(["1", "Angus Young, Malcolm Young, Brian Johnson"])"));
   EXPECT_TRUE(tracks["rows"][62][1].is_null()) << tracks["rows"][62];  // track 63: no composer
 
   // No rows is an answer, not an error.
@@ -272,7 +283,8 @@ TEST_F(McpServerTest, BadArgumentsGuardRejectionsAndErrorsAreToolResults) {
       Call(4, "run_sql", {{"sql", "SELECT 1"}, {"limit", 3}}),
       Call(5, "run_sql", {{"sql", "SELECT nope FROM Genre"}}),
       Call(6, "describe_schema", {{"table", "Nope"}}),
-      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_sql","arguments":"x"}})",
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call",)"
+      R"("params":{"name":"run_sql","arguments":"x"}})",
       Call(8, "no_such_tool", json::object()),
   });
   ASSERT_EQ(s.responses.size(), 9u) << s.out;
@@ -307,28 +319,70 @@ TEST_F(McpServerTest, DescribeSchemaGivesTheCards) {
   EXPECT_EQ(one.find("InvoiceLine"), std::string::npos);
 }
 
-TEST_F(McpServerTest, MakeChartGivesAPngOrSaysItIsNotBuilt) {
-  const Session s = Initialized({Call(1, "make_chart",
-      {{"spec", {{"mark", "bar"},
-                 {"encoding", {{"x", {{"field", "genre"}, {"type", "nominal"}}},
-                               {"y", {{"field", "tracks"}, {"type", "quantitative"}}}}},
-                 {"data", {{"sql", "SELECT g.Name AS genre, count(*) AS tracks FROM Track t "
-                                   "JOIN Genre g USING (GenreId) GROUP BY 1 ORDER BY 2 DESC "
-                                   "LIMIT 5"}}}}}})});
-  ASSERT_EQ(s.responses.size(), 2u) << s.out;
-  const json& result = s.responses[1]["result"];
-  if (result["isError"] == true) {
-    // Until the chart module is in DefaultTools().
-    EXPECT_EQ(Text(result), "make_chart is not available in this build");
-    return;
-  }
-  bool png = false;
+// Tracks per genre, top five: a bar chart that passes the chart module's lint.
+json GenreChart() {
+  json spec = json::parse(R"({"mark": "bar",
+      "encoding": {"x": {"field": "genre", "type": "nominal"},
+                   "y": {"field": "tracks", "type": "quantitative"}}})");
+  spec["data"]["sql"] =
+      "SELECT g.Name AS genre, count(*) AS tracks FROM Track t JOIN Genre g USING (GenreId) "
+      "GROUP BY 1 ORDER BY 2 DESC LIMIT 5";
+  return spec;
+}
+
+int PngImages(const json& result) {
+  int n = 0;
   for (const auto& block : result["content"]) {
     if (block["type"] != "image") continue;
     EXPECT_EQ(block["mimeType"], "image/png");
-    png = block["data"].get<std::string>().starts_with("iVBORw0KGgo");  // "\x89PNG\r\n\x1a\n"
+    // base64 of the PNG signature "\x89PNG\r\n\x1a\n"
+    if (block["data"].get<std::string>().starts_with("iVBORw0KGgo")) ++n;
   }
-  EXPECT_TRUE(png) << result.dump().substr(0, 400);
+  return n;
+}
+
+TEST_F(McpServerTest, MakeChartReturnsAPngAndRefusesABadSpec) {
+  const Session s = Initialized({Call(1, "make_chart", {{"spec", GenreChart()}}),
+                                 Call(2, "make_chart", {{"spec", {{"mark", "bar"}}}}),
+                                 Call(3, "make_chart", {{"mark", "bar"}})});
+  ASSERT_EQ(s.responses.size(), 4u) << s.out;
+  const json& chart = s.responses[1]["result"];
+  EXPECT_EQ(chart["isError"], false) << Text(chart);
+  EXPECT_EQ(PngImages(chart), 1) << Text(chart);
+  EXPECT_NE(Text(chart).find(runs_dir().string()), std::string::npos) << Text(chart);
+  EXPECT_EQ(s.responses[2]["result"]["isError"], true);
+  EXPECT_EQ(s.responses[3]["result"]["isError"], true);
+  EXPECT_NE(Text(s.responses[3]["result"]).find("spec"), std::string::npos);
+}
+
+TEST_F(McpServerTest, RunPythonSeesTheLastSqlResultAndReturnsItsFigures) {
+  const Session s =
+      Initialized({Call(1, "run_sql", {{"sql", "SELECT Name FROM Genre ORDER BY GenreId LIMIT 3"}}),
+                   Call(2, "run_python",
+                        {{"code",
+                          "print(len(last), last['Name'][0])\n"
+                          "plt.bar(['a', 'b'], [1, 2])\nplt.savefig('bars.png')"}})},
+                  {"--allow-python"});
+  ASSERT_EQ(s.responses.size(), 3u) << s.out;
+  const json& result = s.responses[2]["result"];
+  if (result["isError"] == true && Text(result).find("isolation") != std::string::npos) {
+    GTEST_SKIP() << "no sandbox isolation on this machine: " << Text(result);
+  }
+  EXPECT_EQ(result["isError"], false) << Text(result);
+  EXPECT_NE(Text(result).find("3 Rock"), std::string::npos) << Text(result);
+  int images = 0;
+  for (const auto& block : result["content"]) {
+    if (block["type"] != "image") continue;
+    ++images;
+    EXPECT_TRUE(block["data"].get<std::string>().starts_with("iVBORw0KGgo"));
+  }
+  EXPECT_EQ(images, 1);
+  // The sandbox worked inside runs/<id>/workdir.
+  bool saved = false;
+  for (const auto& e : fs::recursive_directory_iterator(runs_dir())) {
+    saved = saved || e.path().filename() == "bars.png";
+  }
+  EXPECT_TRUE(saved);
 }
 
 TEST_F(McpServerTest, AskDatabaseWithoutAModelIsAToolError) {
@@ -345,7 +399,8 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   };
   const auto answer = [](const std::string& id, const std::string& text, const std::string& value) {
     return ToolCallReply(
-        {{id, "final_answer", json{{"answer", text}, {"supporting_values", {value}}}.dump()}});
+        {{id, "final_answer",
+          json{{"answer", text}, {"supporting_values", json::array({value})}}.dump()}});
   };
   provider.Enqueue({200, {}, sql("c1", "SELECT count(*) AS n FROM Genre")});
   provider.Enqueue({200, {}, answer("c2", "There are 25 genres.", "25")});
@@ -354,23 +409,26 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   const Session s = Initialized(
       {Call(1, "ask_database", {{"question", "How many genres are there?"}, {"thread", "t1"}}),
        Call(2, "ask_database", {{"question", "And media types?"}, {"thread", "t1"}})},
-      {}, {"QUARRY_BASE_URL=" + provider.base_url(), "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=sk-test"});
+      {},
+      {"QUARRY_BASE_URL=" + provider.base_url(), "QUARRY_MODEL=stand-in",
+       "QUARRY_API_KEY=sk-test"});
   ASSERT_EQ(s.responses.size(), 3u) << s.out << s.err;
   EXPECT_EQ(s.responses[1]["result"]["isError"], false) << s.responses[1].dump();
   EXPECT_TRUE(Text(s.responses[1]["result"]).starts_with("There are 25 genres."));
   EXPECT_TRUE(Text(s.responses[2]["result"]).starts_with("There are 5 media types."));
 
-  // The follow-up's first model request carries the thread's earlier question and answer.
+  // The follow-up's first model request carries the thread's earlier question and answer as
+  // prior turns, before the new question.
   const auto requests = provider.requests();
   ASSERT_EQ(requests.size(), 4u);
   const json follow_up = requests[2].Json();
-  std::string user;
-  for (const auto& m : follow_up["messages"]) {
-    if (m["role"] == "user") user += m["content"].get<std::string>();
-  }
-  EXPECT_NE(user.find("How many genres are there?"), std::string::npos) << user;
-  EXPECT_NE(user.find("There are 25 genres."), std::string::npos) << user;
-  EXPECT_NE(user.find("And media types?"), std::string::npos) << user;
+  const json& messages = follow_up["messages"];
+  ASSERT_GE(messages.size(), 4u);
+  EXPECT_EQ(messages[1]["role"], "user");
+  EXPECT_EQ(messages[1]["content"], "How many genres are there?");
+  EXPECT_EQ(messages[2]["role"], "assistant");
+  EXPECT_NE(messages[2]["content"].get<std::string>().find("There are 25 genres."), std::string::npos);
+  EXPECT_EQ(messages[3]["content"], "And media types?");
 
   // Each ask wrote its run, with the trace path in the result.
   const std::string text = Text(s.responses[2]["result"]);
@@ -381,7 +439,29 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   EXPECT_EQ(trace_path.parent_path().parent_path(), runs_dir());
   const json trace = json::parse(testing::ReadFile(trace_path));
   EXPECT_EQ(trace["stop_reason"], "answered");
-  EXPECT_NE(trace["notes"].dump().find("mcp thread 't1'"), std::string::npos) << trace["notes"];
+  EXPECT_EQ(trace["question"], "And media types?");  // the gate sees only this run's question
+  EXPECT_NE(trace["notes"].dump().find("1 earlier question"), std::string::npos) << trace["notes"];
+}
+
+TEST_F(McpServerTest, AskDatabaseReturnsTheChartItDrew) {
+  ProviderServer provider;
+  provider.Enqueue(
+      {200, {}, ToolCallReply({{"c1", "make_chart", json{{"spec", GenreChart()}}.dump()}})});
+  provider.Enqueue({200,
+                    {},
+                    ToolCallReply({{"c2", "final_answer",
+                                    json{{"answer", "Rock has the most tracks: 1297."},
+                                         {"supporting_values", json::array({"1297"})}}
+                                        .dump()}})});
+  const Session s = Initialized(
+      {Call(1, "ask_database", {{"question", "Which genres have the most tracks? Chart it."}})}, {},
+      {"QUARRY_BASE_URL=" + provider.base_url(), "QUARRY_MODEL=stand-in",
+       "QUARRY_API_KEY=sk-test"});
+  ASSERT_EQ(s.responses.size(), 2u) << s.out << s.err;
+  const json& result = s.responses[1]["result"];
+  EXPECT_EQ(result["isError"], false) << Text(result) << s.err;
+  EXPECT_TRUE(Text(result).starts_with("Rock has the most tracks: 1297.")) << Text(result);
+  EXPECT_EQ(PngImages(result), 1);
 }
 
 TEST_F(McpServerTest, DataErrorsEndBeforeServingWithNothingOnStdout) {

@@ -93,9 +93,19 @@ std::string ValidateArguments(const nlohmann::ordered_json& schema,
 // The system prompt: prompts/system.md with the dialect, the schema cards and the rules.
 std::string SystemPrompt(const engine::Engine& engine);
 
+// An earlier answered question of the same conversation (a thread), shown to the model as
+// prior turns. The verify gate does not count its numbers as given: a follow-up's figures must
+// come from this run's own results or its own question.
+struct PriorTurn {
+  std::string question;
+  std::string answer;
+  std::string sql;
+};
+
 struct RunInput {
   std::string question;
   std::string run_id;  // also the trace id
+  std::vector<PriorTurn> history;
 };
 
 // Runs one question to its end. The returned trace is complete (also on budget stops and

@@ -58,6 +58,15 @@ class Session {
       }
     }
     messages_.push_back({llm::Role::kSystem, SystemPrompt(engine), {}, {}});
+    for (const PriorTurn& p : input.history) {
+      messages_.push_back({llm::Role::kUser, p.question, {}, {}});
+      messages_.push_back({llm::Role::kAssistant,
+                           p.answer + (p.sql.empty() ? "" : "\n\nSQL:\n" + p.sql), {}, {}});
+    }
+    if (!input.history.empty()) {
+      trace_.notes.push_back("follow-up: the model saw " + std::to_string(input.history.size()) +
+                             " earlier question(s) of this thread");
+    }
     messages_.push_back({llm::Role::kUser, input.question, {}, {}});
   }
 

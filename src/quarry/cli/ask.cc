@@ -197,7 +197,7 @@ int RunAsk(const AskOptions& o) {
             << "\n";
   Progress progress;
   const trace::Trace t =
-      agent::Run({o.question, id}, **engine, **client, config, &progress, &*writer);
+      agent::Run({o.question, id, {}}, **engine, **client, config, &progress, &*writer);
   const fs::path trace_path = writer->dir() / "trace.json";
 
   if (o.format_name == "json") {

@@ -1,7 +1,6 @@
 // JSON-RPC 2.0 for MCP: validates each message, keeps the lifecycle (initialize before anything
 // but ping), answers requests, swallows notifications, and is the one place where exceptions
 // become protocol errors (-32603). Tool failures never get here: they are isError results.
-#include <algorithm>
 #include <iostream>
 
 #include "quarry/mcp/mcp_internal.h"
@@ -36,7 +35,8 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
                          "2025-06-18); send one message per line");
   }
   if (!message.is_object()) {
-    return ErrorResponse(nullptr, kInvalidRequest, "Invalid Request: a message must be a JSON object");
+    return ErrorResponse(nullptr, kInvalidRequest,
+                         "Invalid Request: a message must be a JSON object");
   }
   const bool has_id = message.contains("id");
   json id = nullptr;
@@ -136,8 +136,8 @@ Dispatcher::MethodResult Dispatcher::CallTool(const json& params) {
   const std::string name = params["name"].get<std::string>();
   const McpTool* tool = tools_.Find(name);
   if (!tool) {
-    return std::unexpected(RpcError{
-        kInvalidParams, "Invalid params: unknown tool '" + name + "'; the tools are: " + tools_.Names()});
+    return std::unexpected(RpcError{kInvalidParams, "Invalid params: unknown tool '" + name +
+                                                        "'; the tools are: " + tools_.Names()});
   }
   // Arguments that are not an object reach the tool's validation and come back as isError,
   // which the client's model can correct.

@@ -29,31 +29,6 @@ json ToolResult(const std::string& text, bool is_error) {
 
 bool Failed(const agent::Observation& obs) { return obs.failure != FailureClass::kNone; }
 
-std::string Base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
-                       static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
-                       static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 2]));
-    out += kAlphabet[n >> 18 & 63];
-    out += kAlphabet[n >> 12 & 63];
-    out += kAlphabet[n >> 6 & 63];
-    out += kAlphabet[n & 63];
-  }
-  if (i < bytes.size()) {
-    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
-    if (i + 1 < bytes.size()) n |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
-    out += kAlphabet[n >> 18 & 63];
-    out += kAlphabet[n >> 12 & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[n >> 6 & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
 
 bool IsPng(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
@@ -79,7 +54,8 @@ void AddImages(const std::vector<std::string>& artifacts, json& result) {
     std::ifstream in(a, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in && !in.eof()) continue;
-    result["content"].push_back({{"type", "image"}, {"data", Base64(bytes)}, {"mimeType", "image/png"}});
+    result["content"].push_back(
+        {{"type", "image"}, {"data", trace::Base64(bytes)}, {"mimeType", "image/png"}});
   }
 }
 
@@ -143,27 +119,20 @@ json RunSql(ToolBox& box, const json& arguments) {
   return result;
 }
 
-// The question a follow-up in a thread is asked as: the earlier answered questions first.
-std::string WithThreadContext(const std::deque<ToolBox::ThreadTurn>& turns,
-                              const std::string& question) {
-  std::string out = "Earlier questions in this conversation and the answers you gave:\n";
-  for (const auto& t : turns) {
-    out += "Q: " + t.question + "\nA: " + t.answer + "\n";
-    if (!t.sql.empty()) out += "SQL: " + t.sql + "\n";
-  }
-  return out + "\nThe question to answer now: " + question;
-}
-
 json AskDatabase(ToolBox& box, const json& arguments) {
   const ServerOptions& options = box.options();
-  if (!options.make_client) return ToolResult("ask_database has no model client in this server", true);
+  if (!options.make_client)
+    return ToolResult("ask_database has no model client in this server", true);
   auto client = options.make_client();
   if (!client) return ToolResult(client.error().message, true);
 
   const std::string question = arguments["question"].get<std::string>();
   const std::string thread = arguments.value("thread", "");
   std::deque<ToolBox::ThreadTurn>* turns = thread.empty() ? nullptr : &box.Thread(thread);
-  const std::string asked = turns && !turns->empty() ? WithThreadContext(*turns, question) : question;
+  std::vector<agent::PriorTurn> history;
+  if (turns) {
+    for (const auto& turn : *turns) history.push_back({turn.question, turn.answer, turn.sql});
+  }
 
   const std::string id = trace::NewRunId();
   auto writer = trace::Writer::Create(options.runs_dir, id);
@@ -174,12 +143,8 @@ json AskDatabase(ToolBox& box, const json& arguments) {
   Log("run " + id + ": " + (*client)->model() + " via " + (*client)->provider() +
       (thread.empty() ? "" : ", thread '" + thread + "'"));
   StepLog progress(id);
-  trace::Trace t = agent::Run({asked, id}, box.engine(), **client, config, &progress, &*writer);
-  if (turns) {
-    t.notes.push_back("mcp thread '" + thread + "': the question carries the thread's " +
-                      std::to_string(turns->size()) + " earlier answered question(s)");
-    if (auto w = writer->WriteFinal(t); !w) Log(w.error().message);
-  }
+  trace::Trace t =
+      agent::Run({question, id, history}, box.engine(), **client, config, &progress, &*writer);
   const std::string trace_path = Absolute(writer->dir() / "trace.json");
   Log("run " + id + ": " + t.stop_reason);
 
@@ -218,8 +183,10 @@ bool TakesSpecArgument(const agent::Tool& tool) {
 json MakeChart(ToolBox& box, const json& arguments) {
   const agent::Tool* tool = box.AgentTool("make_chart");
   if (!tool) return ToolResult("make_chart is not available in this build", true);
-  const json args = TakesSpecArgument(*tool) ? json{{"spec", arguments["spec"]}} : arguments["spec"];
-  if (std::string problem = agent::ValidateArguments(tool->schema.parameters, args); !problem.empty()) {
+  const json args =
+      TakesSpecArgument(*tool) ? json{{"spec", arguments["spec"]}} : arguments["spec"];
+  if (std::string problem = agent::ValidateArguments(tool->schema.parameters, args);
+      !problem.empty()) {
     return ToolResult("bad_arguments: " + problem, true);
   }
   return RunInRunDir(box, *tool, args);
@@ -243,7 +210,8 @@ json SpecSchema(const agent::Tool* chart_tool) {
     return chart_tool->schema.parameters["properties"]["spec"];
   }
   if (chart_tool) return chart_tool->schema.parameters;
-  return {{"type", "object"}, {"description", "the chart spec; data.sql is the query whose rows are drawn"}};
+  return {{"type", "object"},
+          {"description", "the chart spec; data.sql is the query whose rows are drawn"}};
 }
 
 json SpecArguments(const agent::Tool* chart_tool) {
@@ -265,39 +233,42 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
                     "`table` for one table's card. Read this before writing SQL.",
                     AgentTool("inspect_schema")->schema.parameters, std::nullopt, true, false,
                     DescribeSchema});
-  tools_.push_back(
-      {"run_sql", "Run a read-only SQL query",
-       "Run one read-only query (SELECT or WITH ... SELECT) in the " + dialect +
-           " dialect. A guard refuses writes, DDL, PRAGMA/ATTACH and file access, naming the "
-           "rule. Returns at most " + max_rows + " rows (cells as text, null for NULL) and the "
-           "true row count.",
-       AgentTool("run_sql")->schema.parameters,
-       json::parse(R"({"type": "object",
-         "properties": {
-           "columns": {"type": "array", "items": {"type": "string"}},
-           "rows": {"type": "array", "items": {"type": "array", "items": {"type": ["string", "null"]}}},
-           "row_count": {"type": "integer", "minimum": 0},
-           "truncated": {"type": "boolean"}},
-         "required": ["columns", "rows", "row_count", "truncated"]})"),
-       true, false, RunSql});
-  tools_.push_back(
-      {"ask_database", "Ask quarry's analyst agent",
-       "Hand a whole question in English to quarry's own agent: it writes and runs SQL, repairs "
-       "its errors, and answers only with numbers that appeared in real query results. Returns "
-       "the answer, the SQL it rests on, a chart when one was drawn, and the trace path. Give "
-       "the same `thread` to ask follow-up questions.",
-       json::parse(R"({"type": "object",
-         "properties": {
-           "question": {"type": "string", "minLength": 1, "description": "the question"},
-           "thread": {"type": "string", "minLength": 1,
-                      "description": "a name for the conversation: follow-ups with the same thread see its earlier questions and answers"}},
-         "required": ["question"], "additionalProperties": false})"),
-       std::nullopt, false, true, AskDatabase});
+
+  json rows_schema = json::parse(R"({"type": "object",
+      "properties": {
+        "columns": {"type": "array", "items": {"type": "string"}},
+        "rows": {"type": "array",
+                 "items": {"type": "array", "items": {"type": ["string", "null"]}}},
+        "row_count": {"type": "integer", "minimum": 0},
+        "truncated": {"type": "boolean"}},
+      "required": ["columns", "rows", "row_count", "truncated"]})");
+  tools_.push_back({"run_sql", "Run a read-only SQL query",
+                    "Run one read-only query (SELECT or WITH ... SELECT) in the " + dialect +
+                        " dialect. A guard refuses writes, DDL, PRAGMA/ATTACH and file access, "
+                        "naming the rule. Returns at most " + max_rows +
+                        " rows (cells as text, null for NULL) and the true row count.",
+                    AgentTool("run_sql")->schema.parameters, std::move(rows_schema), true, false,
+                    RunSql});
+
+  json ask_schema = json::parse(R"({"type": "object",
+      "properties": {
+        "question": {"type": "string", "minLength": 1, "description": "the question"},
+        "thread": {"type": "string", "minLength": 1}},
+      "required": ["question"], "additionalProperties": false})");
+  ask_schema["properties"]["thread"]["description"] =
+      "a name for the conversation: follow-ups with the same thread see its earlier questions "
+      "and answers";
+  tools_.push_back({"ask_database", "Ask quarry's analyst agent",
+                    "Hand a whole question in English to quarry's own agent: it writes and runs "
+                    "SQL, repairs its errors, and answers only with numbers that appeared in real "
+                    "query results. Returns the answer, the SQL it rests on, a chart when one was "
+                    "drawn, and the trace path. Give the same `thread` to ask follow-ups.",
+                    std::move(ask_schema), std::nullopt, false, true, AskDatabase});
+
   const agent::Tool* chart = AgentTool("make_chart");
   tools_.push_back({"make_chart", "Draw a chart", ChartDescription(chart), SpecArguments(chart),
                     std::nullopt, true, false, MakeChart});
-  if (options.allow_python && AgentTool("run_python")) {
-    const agent::Tool* python = AgentTool("run_python");
+  if (const agent::Tool* python = AgentTool("run_python"); options.allow_python && python) {
     tools_.push_back({"run_python", "Run sandboxed Python", python->schema.description,
                       python->schema.parameters, std::nullopt, false, false, RunPython});
   }
@@ -351,14 +322,16 @@ json ToolBox::List(bool structured) const {
 json ToolBox::Call(const McpTool& tool, const json& arguments, bool structured) {
   const auto started = std::chrono::steady_clock::now();
   json result;
-  if (std::string problem = agent::ValidateArguments(tool.input_schema, arguments); !problem.empty()) {
+  if (std::string problem = agent::ValidateArguments(tool.input_schema, arguments);
+      !problem.empty()) {
     result = ToolResult("bad_arguments: " + problem, true);
   } else {
     result = tool.handler(*this, arguments);
   }
   if (!structured) result.erase("structuredContent");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - started).count();
+                      std::chrono::steady_clock::now() - started)
+                      .count();
   Log(tool.name + ": " + (result.value("isError", false) ? "error" : "ok") + " in " +
       std::to_string(ms) + " ms");
   return result;
