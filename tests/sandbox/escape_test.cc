@@ -86,12 +86,12 @@ TEST_F(EscapeTest, EnvironmentHoldsNoSecrets) {
   unsetenv("OPENROUTER_API_KEY");
   EXPECT_EQ(r.failure, FailureClass::kNone) << r.message;
   EXPECT_EQ(r.stdout_text.find("canary"), std::string::npos) << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("('HOME', '/work')"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("('HOME', '/workdir')"), std::string::npos) << r.stdout_text;
 }
 
 TEST_F(EscapeTest, WritesStayInTheWorkDirectory) {
   auto r = Run(R"(
-for p in ["/usr/quarry-x", "/etc/quarry-x", "/data/quarry-x", "/work/ok.txt", "/tmp/t.txt", ")" +
+for p in ["/usr/quarry-x", "/etc/quarry-x", "/data/quarry-x", "/workdir/ok.txt", "/tmp/t.txt", ")" +
                marker_.string() + R"("]:
     try:
         with open(p, "w") as f:
@@ -101,7 +101,7 @@ for p in ["/usr/quarry-x", "/etc/quarry-x", "/data/quarry-x", "/work/ok.txt", "/
         print(p, type(e).__name__)
 )");
   EXPECT_NE(r.stdout_text.find("/usr/quarry-x OSError"), std::string::npos) << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("/work/ok.txt written"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("/workdir/ok.txt written"), std::string::npos) << r.stdout_text;
   EXPECT_TRUE(fs::exists(work_.path() / "workdir" / "ok.txt"));
   // /tmp inside is a tmpfs of its own: the marker "written" there never reaches the host.
   EXPECT_FALSE(fs::exists("/usr/quarry-x"));
@@ -200,7 +200,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 print("unshare", libc.unshare(0x10000000), ctypes.get_errno())
 print("socket", libc.socket(socket.AF_INET, socket.SOCK_STREAM, 0), ctypes.get_errno())
 print("ptrace", libc.ptrace(0, 0, 0, 0), ctypes.get_errno())
-print("mount", libc.mount(b"none", b"/work", b"tmpfs", 0, None), ctypes.get_errno())
+print("mount", libc.mount(b"none", b"/workdir", b"tmpfs", 0, None), ctypes.get_errno())
 )");
   EXPECT_NE(r.stdout_text.find("unshare -1 1"), std::string::npos) << r.stdout_text << r.message;
   EXPECT_NE(r.stdout_text.find("socket -1 1"), std::string::npos);

@@ -37,7 +37,7 @@ using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kPython = "/usr/bin/python3";
-constexpr const char* kWorkInside = "/work";
+constexpr const char* kWorkInside = "/workdir";
 
 std::string FindBwrap() {
   for (const char* p : {"/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"}) {
