@@ -83,6 +83,24 @@ TEST_F(OpenTest, TsvJsonAndNameCollisions) {
   EXPECT_EQ(q->rows[0][1].value_or(""), "Oslo");
 }
 
+TEST_F(OpenTest, EveryTypeIsRenderedAsText) {
+  auto csv = tmp_.Write("events.csv", "id,ts\n1,2025-03-04T13:05:00Z\n2,2025-03-05T08:00:00Z\n");
+  auto r = Open({csv});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const auto& ts = (*r)->describe()[0].columns[1];
+  EXPECT_EQ(ts.min.value_or("NULL"), "2025-03-04 13:05:00+00");
+  auto q = (*r)->Query("SELECT ts, uuid() IS NOT NULL AS u, [id, id + 1] AS l, {'k': id} AS s, "
+                       "uuid() AS v FROM events ORDER BY id", Limits{});
+  ASSERT_TRUE(q.has_value()) << q.error().message;
+  EXPECT_EQ(q->rows[0][0].value_or("NULL"), "2025-03-04 13:05:00+00");
+  EXPECT_EQ(q->rows[0][1].value_or("NULL"), "true");
+  EXPECT_EQ(q->rows[1][2].value_or("NULL"), "[2, 3]");
+  EXPECT_EQ(q->rows[1][3].value_or("NULL"), "{'k': 2}");
+  EXPECT_EQ(q->rows[0][4].value_or("").size(), 36u);
+  EXPECT_EQ(q->types[4], "UUID");
+  EXPECT_EQ(q->columns[2], "l");
+}
+
 TEST_F(OpenTest, RaggedRowsAreKeptNotSkipped) {
   auto ragged = tmp_.Write("ragged.csv", "a,b\n1,2\n3\n4,5,6\n");
   auto r = Open({ragged});

@@ -35,7 +35,8 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
   for (const ColumnInfo& c : columns) {
     const std::string q = QuoteIdent(c.name);
     sql += ", count(*) - count(" + q + "), count(DISTINCT " + q + ")";
-    if (c.ordered) sql += ", min(" + q + "), max(" + q + ")";
+    // Cast in SQL: both engines then render every type (timestamps with zones, lists, ...).
+    if (c.ordered) sql += ", CAST(min(" + q + ") AS VARCHAR), CAST(max(" + q + ") AS VARCHAR)";
   }
   auto stats = run(sql + from);
   if (!stats) return std::unexpected(stats.error());
@@ -57,7 +58,8 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
       col.max = row[k++];
     }
     const std::string q = QuoteIdent(c.name);
-    auto samples = run("SELECT " + q + from + " WHERE " + q + " IS NOT NULL GROUP BY " + q +
+    auto samples = run("SELECT CAST(" + q + " AS VARCHAR)" + from + " WHERE " + q +
+                       " IS NOT NULL GROUP BY " + q +
                        " ORDER BY count(*) DESC, " + q + " LIMIT 3");
     if (!samples) return std::unexpected(samples.error());
     for (const auto& s : *samples) {

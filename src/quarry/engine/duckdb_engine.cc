@@ -4,6 +4,7 @@
 #include <duckdb.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -182,12 +183,30 @@ class DuckDbEngine final : public Engine {
       return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "read_only",
                                           "guard: only a read-only SELECT query may run"});
     }
+    // Names and types come from the query as written; the values are rendered by DuckDB
+    // itself (every column cast to VARCHAR in a wrapping SELECT), because the C API's value
+    // accessors do not cover every type (UUID, TIMESTAMPTZ, LIST, STRUCT, ...). The wrapper
+    // only projects the guarded query's result, so it adds no capability.
+    std::vector<std::string> names, types;
+    for (idx_t c = 0; c < duckdb_prepared_statement_column_count(stmt.get()); ++c) {
+      names.emplace_back(duckdb_prepared_statement_column_name(stmt.get(), c));
+      types.push_back(TypeName(duckdb_prepared_statement_column_type(stmt.get(), c)));
+    }
+    std::string inner = text;
+    while (!inner.empty() && (std::isspace(static_cast<unsigned char>(inner.back())) || inner.back() == ';')) {
+      inner.pop_back();
+    }
+    Prepared wrapped;
+    const std::string wrapper = "SELECT COLUMNS(*)::VARCHAR FROM (\n" + inner + "\n)";
+    const bool as_text =
+        duckdb_prepare(conn_.get(), wrapper.c_str(), wrapped.out()) == DuckDBSuccess &&
+        duckdb_prepared_statement_column_count(wrapped.get()) == names.size();
     QueryResult result;
     duckdb_state state;
     bool timed_out = false;
     {
       Watchdog watchdog(conn_.get(), limits.timeout_ms);
-      state = duckdb_execute_prepared(stmt.get(), result.out());
+      state = duckdb_execute_prepared(as_text ? wrapped.get() : stmt.get(), result.out());
       timed_out = watchdog.fired();
     }
     if (state == DuckDBError) {
@@ -204,8 +223,8 @@ class DuckDbEngine final : public Engine {
     ResultTable table;
     const idx_t cols = duckdb_column_count(result.get());
     for (idx_t c = 0; c < cols; ++c) {
-      table.columns.emplace_back(duckdb_column_name(result.get(), c));
-      table.types.push_back(TypeName(duckdb_column_type(result.get(), c)));
+      table.columns.push_back(c < names.size() ? names[c] : duckdb_column_name(result.get(), c));
+      table.types.push_back(c < types.size() ? types[c] : TypeName(duckdb_column_type(result.get(), c)));
     }
     const idx_t rows = duckdb_row_count(result.get());
     table.row_count = static_cast<int64_t>(rows);
@@ -253,6 +272,19 @@ class DuckDbEngine final : public Engine {
       case DUCKDB_TYPE_BLOB: return "BLOB";
       case DUCKDB_TYPE_LIST: return "LIST";
       case DUCKDB_TYPE_STRUCT: return "STRUCT";
+      case DUCKDB_TYPE_MAP: return "MAP";
+      case DUCKDB_TYPE_UUID: return "UUID";
+      case DUCKDB_TYPE_TIMESTAMP_TZ: return "TIMESTAMP WITH TIME ZONE";
+      case DUCKDB_TYPE_TIMESTAMP_S: return "TIMESTAMP_S";
+      case DUCKDB_TYPE_TIMESTAMP_MS: return "TIMESTAMP_MS";
+      case DUCKDB_TYPE_TIMESTAMP_NS: return "TIMESTAMP_NS";
+      case DUCKDB_TYPE_ENUM: return "ENUM";
+      case DUCKDB_TYPE_ARRAY: return "ARRAY";
+      case DUCKDB_TYPE_UBIGINT: return "UBIGINT";
+      case DUCKDB_TYPE_UINTEGER: return "UINTEGER";
+      case DUCKDB_TYPE_USMALLINT: return "USMALLINT";
+      case DUCKDB_TYPE_UTINYINT: return "UTINYINT";
+      case DUCKDB_TYPE_TIME_TZ: return "TIME WITH TIME ZONE";
       default: return "OTHER";
     }
   }
