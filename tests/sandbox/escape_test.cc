@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "quarry/sandbox/sandbox.h"
+#include "quarry/trace/trace.h"
 #include "support/test_support.h"
 
 namespace quarry::sandbox {
@@ -226,6 +227,48 @@ TEST_F(EscapeTest, PythonLevelTricksAreStoppedByBothLayers) {
     EXPECT_EQ(guarded.rule, rule) << code << "\n" << guarded.message;
     Run(code, false);  // whatever happens inside, the marker must not appear on the host
     EXPECT_FALSE(fs::exists(marker_)) << code;
+  }
+}
+
+TEST_F(EscapeTest, SymlinksAreNeverArtifacts) {
+  quarry::testing::TempDir host;
+  const fs::path secret = host.Write("secret.txt", "HOST-SECRET-42");
+  auto r = Run("import os\nos.symlink('" + secret.string() + "', 'leak.png')\n"
+               "os.symlink('/etc/hostname', 'leak2.svg')\nprint('linked')\n");
+  EXPECT_EQ(r.failure, FailureClass::kNone) << r.message;
+  EXPECT_TRUE(r.artifacts.empty());
+  const fs::path link = work_.path() / "workdir" / "leak.png";
+  ASSERT_TRUE(fs::is_symlink(link));
+  auto read = trace::ReadArtifact(link, 1 << 20);
+  EXPECT_FALSE(read.has_value()) << "read through the link: " << *read;
+}
+
+TEST_F(EscapeTest, NoSetuidFilesOnTheHost) {
+  auto r = Run(R"(
+import os, shutil
+shutil.copyfile("/usr/bin/python3", "py")
+for mode in (0o4755, 0o2755, 0o6755):
+    try:
+        os.chmod("py", mode)
+        print(oct(mode), "set")
+    except PermissionError:
+        print(oct(mode), "denied")
+try:
+    os.close(os.open("made", os.O_CREAT | os.O_WRONLY, 0o4755))
+    print("open set")
+except PermissionError:
+    print("open denied")
+os.chmod("py", 0o755)
+print("plain chmod ok")
+)");
+  EXPECT_NE(r.stdout_text.find("0o4755 denied"), std::string::npos) << r.stdout_text << r.message;
+  EXPECT_NE(r.stdout_text.find("0o2755 denied"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("open denied"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("plain chmod ok"), std::string::npos);
+  for (const auto& e : fs::recursive_directory_iterator(work_.path() / "workdir")) {
+    if (!e.is_regular_file()) continue;
+    const auto perms = fs::status(e.path()).permissions();
+    EXPECT_EQ(perms & (fs::perms::set_uid | fs::perms::set_gid), fs::perms::none) << e.path();
   }
 }
 

@@ -70,6 +70,10 @@ TEST_F(PythonGuardTest, OpenAndQueryNeedLiterals) {
   ExpectRule("df.query(\"@pd.io.common.os.system('id')\")", "query_eval_literal");
   ExpectRule("pd.eval(\"__import__('os')\")", "query_eval_literal");
   ExpectAllowed("df.query('age > 30')\ndf.eval('c = a + b')");
+  ExpectRule("np.load('p.npy', None, True)", "pickle_load");
+  ExpectRule("args = ('p.npy', None, True)\nnp.load(*args)", "pickle_load");
+  ExpectRule("np.load('p.npy', allow_pickle=True)", "pickle_load");
+  ExpectAllowed("import json\nx = np.load('p.npy')\ny = json.load(open('a.json'))");
 }
 
 TEST_F(PythonGuardTest, SyntaxErrorsAreNotViolations) {

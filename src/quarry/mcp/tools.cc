@@ -40,22 +40,13 @@ bool IsPng(const std::string& path) {
 void AddImages(const std::vector<std::string>& artifacts, json& result) {
   for (const std::string& a : artifacts) {
     if (!IsPng(a)) continue;
-    std::error_code ec;
-    const std::uintmax_t size = fs::file_size(a, ec);
-    if (ec) {
-      Log("figure " + a + " is not readable: " + ec.message());
+    auto bytes = trace::ReadArtifact(a, kMaxImageBytes);
+    if (!bytes) {
+      result["content"].push_back(TextBlock("figure " + a + " is not inlined: " + bytes.error().message));
       continue;
     }
-    if (size > kMaxImageBytes) {
-      result["content"].push_back(TextBlock("figure " + a + " is too large to inline (" +
-                                            std::to_string(size) + " bytes)"));
-      continue;
-    }
-    std::ifstream in(a, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in && !in.eof()) continue;
     result["content"].push_back(
-        {{"type", "image"}, {"data", trace::Base64(bytes)}, {"mimeType", "image/png"}});
+        {{"type", "image"}, {"data", trace::Base64(*bytes)}, {"mimeType", "image/png"}});
   }
 }
 

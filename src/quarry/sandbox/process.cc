@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -166,6 +167,26 @@ Result<Fd> SeccompFilter() {
     if (nr != __NR_SCMP_ERROR) rc |= seccomp_rule_add(ctx.get(), deny, nr, 0);
   }
   rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+  // No setuid/setgid files and no device nodes: the child's uid is quarry's on the host.
+  constexpr scmp_datum_t kSetId = S_ISUID | S_ISGID;
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(chmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISUID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(chmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISGID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(chmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, kSetId));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISUID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISGID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, kSetId));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kSetId, S_ISUID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kSetId, S_ISGID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kSetId, kSetId));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(open), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(openat), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(creat), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(mknod), 0);
+  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(mknodat), 0);
+  // fchmodat2 (Linux 6.6, number 452 on x86_64) is newer than this libseccomp's syscall table.
+#if defined(__x86_64__)
+  rc |= seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), 452, 0);
+#endif
   // New processes are refused, threads (CLONE_THREAD) allowed: numpy and pandas use threads.
   rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(clone), 1,
                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
@@ -179,6 +200,18 @@ Result<Fd> SeccompFilter() {
   }
   lseek(fd, 0, SEEK_SET);
   return out;
+}
+
+void ScrubWorkdir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (st.st_mode & (S_ISUID | S_ISGID)) {
+      chmod(it->path().c_str(), st.st_mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID));
+    }
+  }
 }
 
 }  // namespace quarry::sandbox::internal

@@ -205,6 +205,12 @@ def run_guard(tree, allowed):
             for kw in node.keywords:
                 if kw.arg == "allow_pickle" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
                     hit(node, "pickle_load", "allow_pickle can run arbitrary code; leave it False")
+            # np.load(f, None, True): allow_pickle is also the third positional argument, and
+            # *args/**kwargs could carry it unseen.
+            if isinstance(func, ast.Attribute) and func.attr == "load" and (
+                    len(node.args) > 2 or any(isinstance(a, ast.Starred) for a in node.args)
+                    or any(k.arg is None for k in node.keywords)):
+                hit(node, "pickle_load", ".load() takes at most (file, mmap_mode) here: allow_pickle stays False")
         elif isinstance(node, ast.MatchClass):  # case C(__class__=x) reads an attribute too
             for attr in node.kwd_attrs:
                 if name_rule(attr):

@@ -157,7 +157,9 @@ std::set<std::string> ImageFiles(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".png" || ext == ".svg" || ext == ".jpg" || ext == ".pdf")) {
+    // Never a symlink: the child could point one at any host file for quarry to read back.
+    const bool regular = e.symlink_status(ec).type() == fs::file_type::regular;
+    if (regular && (ext == ".png" || ext == ".svg" || ext == ".jpg" || ext == ".pdf")) {
       out.insert(e.path().filename().string() + "@" +
                  std::to_string(fs::last_write_time(e.path(), ec).time_since_epoch().count()));
     }
@@ -308,6 +310,7 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
                                      : "exit code " + std::to_string(r.exit_code)) +
                 ")" + (r.stderr_text.empty() ? "" : ":\n" + TailLines(r.stderr_text, 2000));
   }
+  internal::ScrubWorkdir(o.workdir);
   if (r.failure == FailureClass::kNone && !check_only) {
     for (const std::string& tagged : ImageFiles(o.workdir)) {
       if (!images_before.contains(tagged)) r.artifacts.push_back(o.workdir / tagged.substr(0, tagged.rfind('@')));

@@ -71,4 +71,10 @@ class Child {
 // bpf, perf_event_open, unshare, setns, module loading, kexec and friends, with EPERM.
 Result<Fd> SeccompFilter();
 
+// After a run: clears setuid/setgid bits on every file in the work directory (links not
+// followed). The child's uid maps to quarry's, so when quarry runs as root a setuid file the
+// child made would be a setuid-root file on the host. The seccomp filter refuses to make one;
+// this is the second layer.
+void ScrubWorkdir(const std::filesystem::path& dir);
+
 }  // namespace quarry::sandbox::internal

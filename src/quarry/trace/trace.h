@@ -138,6 +138,10 @@ Result<Trace> ReadTrace(const std::filesystem::path& path);
 // Chart files named in artifacts are read from where the trace says or from `trace_dir`.
 std::string RenderHtml(const Trace& trace, const std::filesystem::path& trace_dir);
 std::string HtmlEscape(std::string_view text);
+// An artifact's bytes, for inlining. Only a regular file, opened without following links: a
+// sandboxed script could leave a symlink to any host file under an artifact's name.
+// Errors: kUsage when it is missing, a link, not a regular file, or larger than max_bytes.
+Result<std::string> ReadArtifact(const std::filesystem::path& path, size_t max_bytes);
 // RFC 4648 base64 (OpenSSL's encoder), for data: URIs and MCP image blocks.
 std::string Base64(std::string_view bytes);
 

@@ -1,6 +1,11 @@
 // The trace viewer: one standalone HTML page per trace (see RenderHtml in trace.h). Static
 // markup and CSS only; <details> does the expanding, so the page needs no script at all.
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <fstream>
 #include <sstream>
@@ -12,13 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
-
-std::string ReadBytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Money(double usd) {
   char buf[32];
@@ -58,9 +56,11 @@ std::string ImageHtml(const std::string& artifact, const fs::path& trace_dir) {
   if (!fs::exists(p, ec)) p = trace_dir / "workdir" / fs::path(artifact).filename();
   const std::string ext = p.extension().string();
   const char* mime = ext == ".svg" ? "image/svg+xml" : ext == ".png" ? "image/png" : nullptr;
-  if (!mime || !fs::exists(p, ec)) return "";
+  if (!mime) return "";
+  auto bytes = ReadArtifact(p, 16u << 20);
+  if (!bytes) return "";
   return "<figure><img alt=\"" + HtmlEscape(fs::path(artifact).filename().string()) +
-         "\" src=\"data:" + mime + ";base64," + Base64(ReadBytes(p)) + "\"><figcaption>" +
+         "\" src=\"data:" + mime + ";base64," + Base64(*bytes) + "\"><figcaption>" +
          HtmlEscape(fs::path(artifact).filename().string()) + "</figcaption></figure>";
 }
 
@@ -81,6 +81,29 @@ figure{margin:10px 0} figure img{max-width:100%;border:1px solid #e6e9ee;backgro
 )";
 
 }  // namespace
+
+Result<std::string> ReadArtifact(const fs::path& path, size_t max_bytes) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return Fail(Error::Code::kUsage, "cannot open " + path.string() + " (missing or a link)");
+  struct stat st {};
+  std::string bytes;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > max_bytes) {
+    close(fd);
+    return Fail(Error::Code::kUsage, path.string() + " is not a regular file of at most " +
+                                         std::to_string(max_bytes) + " bytes");
+  }
+  bytes.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+  bytes.resize(done);
+  return bytes;
+}
 
 std::string Base64(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
