@@ -71,7 +71,7 @@ TEST_F(VerifyTest, ExtractNumbersKeepsIsoDatesWhole) {
 }
 
 TEST_F(VerifyTest, ExtractNumbersSkipsNumbersGluedToLetters) {
-  EXPECT_EQ(ExtractNumbers("Q4 H2O 3rd 2nd COVID-19 v1.2 5km 1.2.3 x_2 #1"), Strings{});
+  EXPECT_EQ(ExtractNumbers("Q4 H2O 3rd 2nd COVID-19 v1.2 1.2.3 x_2 #1"), Strings{});
   EXPECT_EQ(ExtractNumbers("In Q4, 3rd place had 17 sales"), (Strings{"17"}));
 }
 
@@ -290,6 +290,15 @@ TEST_F(VerifyTest, PercentagePointsAreAPercentOfADifference) {
   EXPECT_TRUE(Verify("a gap of 48.1 pp", {}, evidence_, "").grounded());
   EXPECT_FALSE(Verify("a gap of 48.2 percentage points", {}, evidence_, "").grounded());
   EXPECT_EQ(ExtractNumbers("up 3.5 percentage points"), std::vector<std::string>{"3.5 percentage points"});
+}
+
+TEST_F(VerifyTest, GluedUnitsStillStateTheirNumber) {
+  Cells({"7.1", "0.5"});
+  EXPECT_TRUE(Verify("North is 7.1x the size of East", {}, evidence_, "").grounded());
+  EXPECT_FALSE(Verify("North is 9x the size of East", {}, evidence_, "").grounded());
+  EXPECT_TRUE(Verify("50pct of orders", {}, evidence_, "").grounded());
+  EXPECT_FALSE(Verify("60pct of orders", {}, evidence_, "").grounded());
+  EXPECT_TRUE(Verify("the 3rd region", {}, evidence_, "").grounded());  // an ordinal
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ class Session {
     step.cost_usd = turn->cost_usd;
     step.attempts = turn->attempts;
     for (const auto& e : turn->retried_errors) trace_.notes.push_back("retried: " + e);
-    if (!turn->cost_known && !cost_unknown_noted_) {
+    if (!turn->cost_known && !cost_unknown_noted_ && trace_.provider != "replay") {
       cost_unknown_noted_ = true;
       trace_.notes.push_back("no cost for model '" + trace_.model +
                              "': the provider reported none and the price table has no entry, "

@@ -215,8 +215,17 @@ ScanResult ParseAt(std::string_view s, size_t i) {
   size_t r = q;
   while (IsAlpha(at(r))) ++r;
   if (r > q) {
+    const std::string word = LowerAscii(s.substr(q, r - q));
     scale = Magnitude(s.substr(q, r - q), /*glued=*/true);
-    if (scale == 0) return {std::nullopt, SkipWord(s, begin)};  // "3rd", "5km"
+    if (scale == 0) {
+      // Ordinals name a position, not a quantity; any other glued unit ("7x", "5km", "50pct")
+      // still states the number, so it is checked.
+      if (word == "st" || word == "nd" || word == "rd" || word == "th") {
+        return {std::nullopt, SkipWord(s, begin)};
+      }
+      scale = 1;
+      if (word == "pct") t.percent = true;
+    }
     q = r;
   } else if (at(q) == ' ' && IsAlpha(at(q + 1))) {
     for (r = q + 1; IsAlpha(at(r));) ++r;

@@ -52,12 +52,15 @@ bool Fits(const json& doc, const AskOptions& o) {
   if (NormalizeQuestion(doc["question"].get<std::string>()) != NormalizeQuestion(o.question)) {
     return false;
   }
-  if (!doc.contains("data")) return true;
+  // A fixture names its data files; a trace.json, its sources.
   std::vector<std::string> recorded;
-  for (const auto& d : doc["data"]) {
+  for (const auto& d : doc.value("data", json::array())) {
     if (d.is_string()) recorded.push_back(d.get<std::string>());
   }
-  return Basenames(recorded) == Basenames(o.data);
+  for (const auto& src : doc.value("sources", json::array())) {
+    if (src.is_object() && src.contains("path")) recorded.push_back(src["path"].get<std::string>());
+  }
+  return recorded.empty() || Basenames(recorded) == Basenames(o.data);
 }
 
 Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
@@ -102,7 +105,8 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
     if (doc.contains("question") && !Fits(doc, o)) {
       return Fail(Error::Code::kUsage, "--replay " + o.replay + " records the question \"" +
                                            doc["question"].get<std::string>() +
-                                           "\" on other data; replay it with that question and data");
+                                           "\" about other data files or another question; "
+                                           "replay it with the same question and --data files");
     }
     return llm::MakeReplayClientFromJson(doc, o.replay);
   }
@@ -129,7 +133,8 @@ class Progress final : public agent::Observer {
     char status[16];
     std::snprintf(status, sizeof status, "%-8s", s.status.c_str());
     out += Paint(status, ok ? "32" : "31");
-    std::snprintf(line, sizeof line, " %-16s %6lld ms%s", ok ? "" : s.failure_class.c_str(),
+    const bool classed = !ok && s.failure_class != "none";
+    std::snprintf(line, sizeof line, " %-16s %6lld ms%s", classed ? s.failure_class.c_str() : "",
                   static_cast<long long>(s.duration_ms), s.repair ? "  repair" : "");
     out += line;
     std::cerr << out << "\n";

@@ -1,5 +1,6 @@
 // `quarry mcp PATH...`: the MCP server on stdio, with ask_database's model from the
 // environment (resolved per call, so a missing key is a tool error, not a failed start).
+#include <cstring>
 #include <iostream>
 
 #include "quarry/cli/commands.h"
@@ -13,8 +14,17 @@ int RunMcp(const McpOptions& o) {
   options.runs_dir = o.runs_dir;
   options.allow_python = o.allow_python;
   options.config.python = o.allow_python;
-  options.make_client = [model = o.model, base_url = o.base_url] {
-    return LiveClient(model, base_url);
+  options.make_client = [model = o.model, base_url = o.base_url]() -> Result<std::unique_ptr<llm::Client>> {
+    auto client = LiveClient(model, base_url);
+    if (!client) {
+      // `quarry ask --offline` has no MCP counterpart: drop that part of the advice.
+      std::string message = client.error().message;
+      if (const size_t at = message.find(", or use --offline"); at != std::string::npos) {
+        message.erase(at, std::strlen(", or use --offline"));
+      }
+      return Fail(client.error().code, message);
+    }
+    return client;
   };
   return mcp::Serve(options, std::cin, std::cout);
 }

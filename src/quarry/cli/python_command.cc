@@ -34,12 +34,12 @@ int RunPythonScript(const PythonOptions& o) {
               << "\n";
   }
   std::cout << result->stdout_text;
-  std::cerr << result->stderr_text;
+  // On a runtime error the message carries the traceback already.
+  if (result->failure != FailureClass::kRuntimeError) std::cerr << result->stderr_text;
   for (const auto& a : result->artifacts) std::cerr << "figure: " << a.string() << "\n";
   if (result->failure != FailureClass::kNone && result->failure != FailureClass::kEmptyResult) {
-    std::string kind(FailureClassName(result->failure));
-    if (!result->rule.empty()) kind += " (" + result->rule + ")";
-    std::cerr << "quarry: " << kind << ": " << result->message << "\n";
+    // The message already starts with its class (and rule), as the model reads it.
+    std::cerr << "quarry: " << result->message << "\n";
     return kExitData;
   }
   return kExitOk;

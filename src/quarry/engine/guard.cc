@@ -101,7 +101,7 @@ struct StatementRule {
 constexpr std::array kStatementRules = {
     StatementRule{"ATTACH", "attach", "attaching another database"},
     StatementRule{"DETACH", "attach", "detaching a database"},
-    StatementRule{"PRAGMA", "pragma", "PRAGMA statements"},
+    StatementRule{"PRAGMA", "pragma", "a PRAGMA statement"},
     StatementRule{"COPY", "file_write", "COPY (it reads or writes files)"},
     StatementRule{"EXPORT", "file_write", "EXPORT DATABASE (it writes files)"},
     StatementRule{"IMPORT", "file_access", "IMPORT DATABASE (it reads files)"},
@@ -206,8 +206,12 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
     if (t.kind == TokenKind::kString) {
       std::string lower = t.text;
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      // A URL handed to a function or read as a table; a literal compared against a column
+      // (url LIKE 'http://%') reaches nothing.
+      const std::string before = i > 0 ? (*tokens)[i - 1].text : "";
+      const bool reaches = before == "(" || before == "," || before == "FROM" || before == "JOIN";
       for (const char* prefix : kRemotePrefixes) {
-        if (lower.starts_with(prefix)) {
+        if (reaches && lower.starts_with(prefix)) {
           return Violation("remote_url", "guard: remote and file URLs ('" + t.text +
                                              "') are not allowed" + tables_hint);
         }
