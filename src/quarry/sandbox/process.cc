@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "quarry/sandbox/sandbox_internal.h"
 
@@ -168,19 +169,16 @@ Result<Fd> SeccompFilter() {
   }
   rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
   // No setuid/setgid files and no device nodes: the child's uid is quarry's on the host.
-  constexpr scmp_datum_t kSetId = S_ISUID | S_ISGID;
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(chmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISUID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(chmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISGID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(chmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, kSetId));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISUID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, S_ISGID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kSetId, kSetId));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kSetId, S_ISUID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kSetId, S_ISGID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(fchmodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kSetId, kSetId));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(open), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(openat), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(creat), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+  // (syscall, index of its mode argument): refused when the mode sets either bit.
+  const std::pair<int, unsigned> kModeArgs[] = {{SCMP_SYS(chmod), 1},  {SCMP_SYS(fchmod), 1},
+                                                {SCMP_SYS(fchmodat), 2}, {SCMP_SYS(open), 2},
+                                                {SCMP_SYS(openat), 3}, {SCMP_SYS(creat), 1}};
+  for (const auto& [nr, arg] : kModeArgs) {
+    for (const scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
+      const scmp_arg_cmp mode_sets_bit = {arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      rc |= seccomp_rule_add_array(ctx.get(), deny, nr, 1, &mode_sets_bit);
+    }
+  }
   rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(mknod), 0);
   rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(mknodat), 0);
   // fchmodat2 (Linux 6.6, number 452 on x86_64) is newer than this libseccomp's syscall table.
