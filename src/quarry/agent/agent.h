@@ -35,7 +35,7 @@ struct Config {
   bool self_correction = true;
   int max_steps = 12;          // model turns
   int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
-  double max_cost_usd = 1.0;   // checked after every model turn
+  double max_cost_usd = 1.0;   // checked before every model call after the first
   engine::Limits limits;       // per query: timeout_ms, max_rows
   int preview_rows = 30;       // result rows the model sees
   // run_python: offered to the model when on. sandbox.workdir must be set (runs/<id>/workdir).

@@ -92,6 +92,12 @@ class Session {
       stop_reason_ = kStopStepBudget;
       return;
     }
+    // Checked before the next model call, so the calls of a turn already paid for still run
+    // (a final answer in the turn that crossed the budget is not thrown away).
+    if (trace_.totals.cost_usd > config_.max_cost_usd) {
+      stop_reason_ = kStopCostBudget;
+      return;
+    }
     const auto started = Clock::now();
     auto turn = client_.Complete({messages_, schemas_, 0.0, 2048});
     if (!turn) {
@@ -126,10 +132,6 @@ class Session {
     Emit(std::move(step));
     messages_.push_back({llm::Role::kAssistant, turn->content, turn->tool_calls, {}});
 
-    if (x.cost_usd > config_.max_cost_usd) {
-      stop_reason_ = kStopCostBudget;
-      return;
-    }
     if (turn->tool_calls.empty()) {
       if (nudged_) {
         stop_reason_ = kStopNoToolCall;
