@@ -219,6 +219,13 @@ TEST_F(McpServerTest, InitializeNegotiatesTheProtocolVersion) {
     EXPECT_FALSE(tool.contains("title")) << tool["name"];
     EXPECT_TRUE(tool["annotations"]["title"].is_string()) << tool["name"];
   }
+
+  // A second initialize in the same session is refused; the first negotiation stands.
+  s = Serve(init("2025-06-18") + init("2025-11-25"));
+  ASSERT_EQ(s.responses.size(), 4u) << s.out;
+  EXPECT_EQ(s.responses[0]["result"]["protocolVersion"], "2025-06-18");
+  EXPECT_EQ(s.responses[2]["error"]["code"], -32600);
+  EXPECT_TRUE(s.responses[3]["result"]["tools"][0].contains("title"));
 }
 
 TEST_F(McpServerTest, ToolsAreReadOnlyAndRunPythonIsOptIn) {

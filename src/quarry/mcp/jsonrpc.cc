@@ -97,7 +97,13 @@ void Dispatcher::Notification(const std::string& method) {
 
 Dispatcher::MethodResult Dispatcher::Request(const std::string& method, const json& params) {
   if (method == "ping") return json::object();
-  if (method == "initialize") return Initialize(params);
+  if (method == "initialize") {
+    // One session, one lifecycle: a second initialize would switch the protocol mid-session.
+    if (initialized_) {
+      return std::unexpected(RpcError{kInvalidRequest, "Invalid Request: already initialized"});
+    }
+    return Initialize(params);
+  }
   if (!initialized_) {
     // MCP "Lifecycle": the client sends nothing but pings before the initialize response.
     return std::unexpected(RpcError{
