@@ -114,6 +114,7 @@ TEST_F(CliTest, OfflineChinookAndSensors) {
   const json c = json::parse(chinook.out);
   EXPECT_EQ(c["grounded"], true);
   EXPECT_EQ(c["supporting_values"], json::parse(R"(["Rock","1297","Latin","579","Metal","374"])"));
+  EXPECT_EQ(c["figures"], json::array());
 
   auto sensors = Quarry({"ask", "--offline", "--data", Data("sensors.csv"),
                          "Which station has the highest average temperature in Celsius?"});

@@ -208,7 +208,7 @@ int RunAsk(const AskOptions& o) {
   if (o.format_name == "json") {
     json out = {{"answer", t.answer},        {"grounded", t.grounded},
                 {"stop_reason", t.stop_reason}, {"sql", t.answer_sql},
-                {"supporting_values", t.supporting_values},
+                {"supporting_values", t.supporting_values}, {"figures", t.artifacts},
                 {"trace", trace_path.string()}, {"totals", trace::ToJson(t)["totals"]}};
     if (!t.notes.empty()) out["notes"] = t.notes;
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
