@@ -82,6 +82,9 @@ struct Tool {
 // run_python only when `python` is on, make_chart only when `charts` is on.
 std::vector<Tool> DefaultTools(bool python = true, bool charts = true);
 
+// Result rows as JSON arrays of strings and nulls, the first `max_rows` of them.
+nlohmann::ordered_json RowsJson(const engine::ResultTable& table, size_t max_rows);
+
 // The registered data as the sandbox loads it: one DataFrame per file (SQLite: per table).
 std::vector<sandbox::TableFile> SandboxTables(const engine::Engine& engine);
 

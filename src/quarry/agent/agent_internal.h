@@ -13,6 +13,10 @@ namespace quarry::agent {
 std::string Prompt(const std::string& name,
                    const std::vector<std::pair<std::string, std::string>>& values);
 
+// A result as the model reads it (RenderResult with the preview size), recording what that
+// shows (the preview cells and the true row count) as evidence for the verify gate.
+std::string ShowResult(const engine::ResultTable& table, ToolContext& context);
+
 // make_chart's implementation (chart_tool.cc).
 Observation MakeChart(const nlohmann::ordered_json& args, ToolContext& context);
 

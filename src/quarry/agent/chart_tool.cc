@@ -78,21 +78,11 @@ Observation MakeChart(const json& args, ToolContext& ctx) {
   obs.detail["artifacts"] = obs.artifacts;
   obs.detail["columns"] = outcome->columns;
   obs.detail["row_count"] = outcome->row_count;
-  json rows = json::array();
-  for (const auto& r : outcome->rows) {
-    json row = json::array();
-    for (const auto& c : r) row.push_back(c ? json(*c) : json(nullptr));
-    rows.push_back(row);
-  }
-  obs.detail["rows"] = rows;
+  obs.detail["rows"] = RowsJson(*outcome, outcome->rows.size());
   obs.text = "chart drawn: " + png.filename().string() + " and " + svg.filename().string() + " (" +
              std::to_string(rendered->width) + "x" + std::to_string(rendered->height) + "), " +
              std::to_string(outcome->row_count) + " rows. The data drawn:\n" +
-             engine::RenderResult(*outcome, ctx.config.preview_rows);
-  const size_t shown = std::min(outcome->rows.size(), static_cast<size_t>(ctx.config.preview_rows));
-  for (size_t r = 0; r < shown; ++r) {
-    for (const auto& cell : outcome->rows[r]) ctx.evidence.AddValue(cell.value_or("NULL"));
-  }
+             ShowResult(*outcome, ctx);
   return obs;
 }
 

@@ -74,14 +74,7 @@ Observation RunSql(const json& args, ToolContext& ctx) {
   obs.detail["columns"] = table.columns;
   obs.detail["types"] = table.types;
   obs.detail["row_count"] = table.row_count;
-  json rows = json::array();
-  const size_t shown = std::min(table.rows.size(), static_cast<size_t>(ctx.config.preview_rows));
-  for (size_t r = 0; r < shown; ++r) {
-    json row = json::array();
-    for (const auto& cell : table.rows[r]) row.push_back(cell ? json(*cell) : json(nullptr));
-    rows.push_back(row);
-  }
-  obs.detail["rows"] = rows;
+  obs.detail["rows"] = RowsJson(table, static_cast<size_t>(ctx.config.preview_rows));
   if (table.row_count == 0) {
     obs.failure = FailureClass::kEmptyResult;
     obs.text = "empty_result: the query ran and returned no rows. Check filter values against "
@@ -89,17 +82,32 @@ Observation RunSql(const json& args, ToolContext& ctx) {
                "there is no data.\n" + engine::RenderResult(table, 0);
     return obs;
   }
-  obs.text = engine::RenderResult(table, ctx.config.preview_rows);
-  // The gate may only accept what the model was actually shown.
-  for (size_t r = 0; r < shown; ++r) {
-    for (const auto& cell : table.rows[r]) ctx.evidence.AddValue(cell.value_or("NULL"));
-  }
-  ctx.evidence.AddValue(std::to_string(table.row_count));
+  obs.text = ShowResult(table, ctx);
   ctx.last = sandbox::LastResult{table.columns, table.types, table.rows};
   return obs;
 }
 
 }  // namespace
+
+json RowsJson(const engine::ResultTable& table, size_t max_rows) {
+  json rows = json::array();
+  for (size_t r = 0; r < std::min(table.rows.size(), max_rows); ++r) {
+    json row = json::array();
+    for (const auto& cell : table.rows[r]) row.push_back(cell ? json(*cell) : json(nullptr));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string ShowResult(const engine::ResultTable& table, ToolContext& ctx) {
+  // The gate may only accept what the model was actually shown.
+  const size_t shown = std::min(table.rows.size(), static_cast<size_t>(ctx.config.preview_rows));
+  for (size_t r = 0; r < shown; ++r) {
+    for (const auto& cell : table.rows[r]) ctx.evidence.AddValue(cell.value_or("NULL"));
+  }
+  ctx.evidence.AddValue(std::to_string(table.row_count));
+  return engine::RenderResult(table, ctx.config.preview_rows);
+}
 
 std::vector<sandbox::TableFile> SandboxTables(const engine::Engine& engine) {
   std::vector<sandbox::TableFile> out;

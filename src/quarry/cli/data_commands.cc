@@ -69,12 +69,7 @@ int RunSql(const DataOptions& o) {
     return kExitData;
   }
   if (o.format_name == "json") {
-    json rows = json::array();
-    for (const auto& r : result->rows) {
-      json row = json::array();
-      for (const auto& c : r) row.push_back(c ? json(*c) : json(nullptr));
-      rows.push_back(row);
-    }
+    const json rows = agent::RowsJson(*result, result->rows.size());
     std::cout << Dump({{"columns", result->columns}, {"types", result->types}, {"rows", rows},
                        {"row_count", result->row_count}, {"truncated", result->truncated()}})
               << "\n";
