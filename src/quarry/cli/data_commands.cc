@@ -24,6 +24,7 @@ json CardsJson(const std::vector<engine::TableCard>& cards) {
       col["min"] = c.min ? json(*c.min) : json(nullptr);
       col["max"] = c.max ? json(*c.max) : json(nullptr);
       col["samples"] = c.samples;
+      col["notes"] = c.notes;
       cols.push_back(col);
     }
     json fks = json::array();
@@ -31,7 +32,7 @@ json CardsJson(const std::vector<engine::TableCard>& cards) {
       fks.push_back({{"column", fk.column}, {"ref_table", fk.ref_table}, {"ref_column", fk.ref_column}});
     }
     out.push_back({{"name", t.name}, {"source", t.source}, {"row_count", t.row_count},
-                   {"columns", cols}, {"foreign_keys", fks}});
+                   {"columns", cols}, {"foreign_keys", fks}, {"notes", t.notes}});
   }
   return out;
 }

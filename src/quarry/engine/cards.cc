@@ -155,10 +155,12 @@ std::string RenderCards(const std::vector<TableCard>& cards) {
         }
       }
       out += "\n";
+      for (const std::string& note : c.notes) out += "    note: " + note + "\n";
     }
     for (const ForeignKey& fk : t.foreign_keys) {
       out += "  foreign key " + fk.column + " -> " + fk.ref_table + "." + fk.ref_column + "\n";
     }
+    for (const std::string& note : t.notes) out += "  note: " + note + "\n";
   }
   return out;
 }

@@ -29,6 +29,10 @@ struct ColumnCard {
   std::optional<std::string> min;
   std::optional<std::string> max;
   std::vector<std::string> samples;
+  // What the model must know to read this column right, one sentence each: a stored type
+  // that differs from the declared one, a missing-value marker, a number format kept as text,
+  // a type the loader changed ("declared INTEGER, stored as text in 3/3 rows").
+  std::vector<std::string> notes;
 };
 
 struct ForeignKey {
@@ -43,6 +47,9 @@ struct TableCard {
   int64_t row_count = 0;
   std::vector<ColumnCard> columns;
   std::vector<ForeignKey> foreign_keys;  // SQLite only
+  // What the loader decided on its own, one sentence each (lines skipped, rows padded, a
+  // retry with another encoding): told to the model and the user, never silent.
+  std::vector<std::string> notes;
 };
 
 // A registered data file, fingerprinted when opened so a trace says what was asked about.
