@@ -28,7 +28,10 @@ std::string QuoteLiteral(std::string_view text) {
 Result<TableCard> BuildCard(const std::string& table, const std::string& sql_name,
                             const std::string& source, const std::vector<ColumnInfo>& columns,
                             const RunRows& run) {
-  TableCard card{table, source, 0, {}, {}};
+  TableCard card;
+  card.name = table;
+  card.source = source;
+  card.profiled = true;
   const std::string from = " FROM " + sql_name;
   // One scan for every count and bound: cheap enough on the files people ask about.
   std::string sql = "SELECT count(*)";
@@ -51,6 +54,7 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
     ColumnCard col;
     col.name = c.name;
     col.type = c.type;
+    col.profiled = true;
     col.null_count = as_int(row[k++]);
     col.distinct_count = as_int(row[k++]);
     if (c.ordered) {
@@ -70,7 +74,31 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
   return card;
 }
 
-Result<Source> Fingerprint(const std::filesystem::path& path, std::string format) {
+Error Context(Error error, const std::string& what) {
+  error.message = what + ": " + error.message;
+  return error;
+}
+
+Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash) {
+  if (!hash) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    std::ifstream probe(path, std::ios::binary);
+    if (ec || !probe) {
+      return Fail(Error::Code::kData, "cannot read " + path.string() +
+                                          ": permission denied or unreadable; check the file's "
+                                          "permissions");
+    }
+    if (size == 0) {
+      return Fail(Error::Code::kData, path.string() + " is empty: there is nothing to query; "
+                                                      "point --data at a file with rows");
+    }
+    Source source;
+    source.path = path.string();
+    source.format = std::move(format);
+    source.size_bytes = static_cast<int64_t>(size);
+    return source;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Fail(Error::Code::kData, "cannot read " + path.string() +
@@ -138,11 +166,16 @@ std::string TableNameFor(const std::filesystem::path& path, const std::vector<st
 std::string RenderCards(const std::vector<TableCard>& cards) {
   std::string out;
   for (const TableCard& t : cards) {
-    out += "table " + t.name + " (" + std::to_string(t.row_count) +
-           (t.row_count == 1 ? " row" : " rows") + ", from " + t.source + ")\n";
+    out += "table " + t.name + " (" +
+           (t.profiled ? std::to_string(t.row_count) + (t.row_count == 1 ? " row" : " rows") + ", "
+                       : std::string()) +
+           "from " + t.source + ")\n";
     for (const ColumnCard& c : t.columns) {
-      out += "  " + c.name + " " + c.type + ": " + std::to_string(c.null_count) + " null, " +
-             std::to_string(c.distinct_count) + " distinct";
+      out += "  " + c.name + " " + c.type;
+      if (c.profiled) {
+        out += ": " + std::to_string(c.null_count) + " null, " +
+               (c.distinct_approx ? "~" : "") + std::to_string(c.distinct_count) + " distinct";
+      }
       if (c.min && c.max) out += ", min " + *c.min + ", max " + *c.max;
       if (!c.samples.empty()) {
         out += ", e.g.";

@@ -154,6 +154,22 @@ class DuckDbEngine final : public Engine {
   const std::vector<Source>& sources() const override { return sources_; }
 
   QueryOutcome Query(std::string_view sql, const Limits& limits) override {
+    auto outcome = QueryOnce(sql, limits);
+    // A file opened on the sniffer's sample alone can hold a value the sample did not (a
+    // 'n/a' 60,000 rows in): plan every such file again against all its rows, and retry once.
+    if (!outcome && outcome.error().failure_class == FailureClass::kRuntimeError &&
+        (outcome.error().message.find("CSV Error") != std::string::npos ||
+         outcome.error().message.find("Could not convert") != std::string::npos) &&
+        std::any_of(files_.begin(), files_.end(), [](const FileTable& f) { return f.csv && !f.deep; })) {
+      if (auto r = Deepen(); !r) {
+        return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", r.error().message});
+      }
+      return QueryOnce(sql, limits);
+    }
+    return outcome;
+  }
+
+  QueryOutcome QueryOnce(std::string_view sql, const Limits& limits) {
     if (auto v = CheckQueryText(sql, Dialect::kDuckDB, table_names_)) return std::unexpected(*v);
     const std::string text(sql);
     Extracted extracted;
@@ -237,10 +253,25 @@ class DuckDbEngine final : public Engine {
     return table;
   }
 
-  // Setup-time SQL, before the configuration is locked; the guard does not apply.
+  // Setup-time SQL (loading, profiling), written by quarry, not the model; the guard does not
+  // apply. Bounded by the load timeout.
   Result<Rows> RunTrusted(const std::string& sql) {
     QueryResult result;
-    if (duckdb_query(conn_.get(), sql.c_str(), result.out()) == DuckDBError) {
+    duckdb_state state;
+    bool timed_out = false;
+    if (load_timeout_ms_ > 0) {
+      Watchdog watchdog(conn_.get(), load_timeout_ms_);
+      state = duckdb_query(conn_.get(), sql.c_str(), result.out());
+      timed_out = watchdog.fired();
+    } else {
+      state = duckdb_query(conn_.get(), sql.c_str(), result.out());
+    }
+    if (state == DuckDBError) {
+      if (timed_out) {
+        return Fail(Error::Code::kData, "loading took longer than " +
+                                            std::to_string(load_timeout_ms_) +
+                                            " ms; raise --timeout-ms");
+      }
       return Fail(Error::Code::kData, result.error());
     }
     Rows rows;
@@ -289,28 +320,86 @@ class DuckDbEngine final : public Engine {
     }
   }
 
-  // Cards for every registered table, with DESCRIBE giving column names and types.
-  Result<void> BuildCards(const std::vector<std::pair<std::string, std::string>>& tables) {
+  // Cards for every registered table: DESCRIBE gives names and types, the loader's notes are
+  // attached, and (when profiling) one scan per table fills in the statistics.
+  Result<void> BuildCards(const std::vector<std::pair<std::string, std::string>>& tables,
+                          bool profile, bool exact) {
     for (const auto& [name, source] : tables) {
       const auto quoted = sql_names_.find(name);
       const std::string sql_name = quoted != sql_names_.end() ? quoted->second : QuoteIdent(name);
       auto desc = RunTrusted("DESCRIBE " + sql_name);
       if (!desc) return std::unexpected(desc.error());
       std::vector<ColumnInfo> columns;
+      TableCard card;
+      card.name = name;
+      card.source = source;
+      const FileTable* file = nullptr;
+      for (const auto& f : files_) {
+        if (f.name == name) file = &f;
+      }
+      if (file) card.notes = file->plan.table_notes;
       for (const auto& row : *desc) {
         const std::string type = row[1].value_or("");
         const bool nested = type.find('[') != std::string::npos || type.starts_with("STRUCT") ||
                             type.starts_with("MAP") || type.starts_with("UNION") || type == "BLOB";
         columns.push_back({row[0].value_or(""), type, !nested});
+        ColumnCard col;
+        col.name = columns.back().name;
+        col.type = type;
+        if (file) {
+          if (auto it = file->plan.column_notes.find(col.name); it != file->plan.column_notes.end()) {
+            col.notes = it->second;
+          }
+        }
+        card.columns.push_back(std::move(col));
       }
-      auto card = BuildCard(name, sql_name, source, columns,
-                            [this](const std::string& s) { return RunTrusted(s); });
-      if (!card) return std::unexpected(card.error());
-      cards_.push_back(std::move(*card));
+      if (profile) {
+        auto r = ProfileDuckDb(card, sql_name, columns,
+                               [this](const std::string& s) { return RunTrusted(s); }, exact);
+        if (!r) return std::unexpected(r.error());
+      }
+      cards_.push_back(std::move(card));
       table_names_.push_back(name);
     }
     return {};
   }
+
+  // Plans every file read only on the sniffer's sample again, against all its rows, and
+  // redefines its view; the notes reach the cards.
+  Result<void> Deepen() {
+    for (auto& f : files_) {
+      if (!f.csv || f.deep) continue;
+      auto plan = PlanCsv([this](const std::string& s) { return RunTrusted(s); }, f.abs,
+                          f.format == "tsv", f.options, true);
+      if (!plan) return std::unexpected(Context(plan.error(), "cannot load " + f.path));
+      if (auto r = RunTrusted("CREATE OR REPLACE VIEW " + QuoteIdent(f.name) + " AS " + plan->select); !r) {
+        return std::unexpected(Context(r.error(), "cannot load " + f.path));
+      }
+      f.plan = std::move(*plan);
+      f.deep = true;
+      for (auto& card : cards_) {
+        if (card.name != f.name) continue;
+        card.notes = f.plan.table_notes;
+        for (auto& col : card.columns) {
+          if (auto it = f.plan.column_notes.find(col.name); it != f.plan.column_notes.end()) {
+            col.notes = it->second;
+          }
+        }
+      }
+    }
+    return {};
+  }
+
+  struct FileTable {
+    std::string path;  // as the user gave it
+    std::string abs;
+    std::string format;
+    std::string name;
+    CsvOptions options;
+    bool csv = false;
+    bool deep = false;
+    CsvPlan plan;
+  };
 
   Result<void> Connect(const char* path, bool read_only, const OpenOptions& options) {
     Config config;
@@ -341,27 +430,31 @@ class DuckDbEngine final : public Engine {
 
   Database db_;
   Connection conn_;
+  std::vector<FileTable> files_;
+  int64_t load_timeout_ms_ = 0;
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
   std::map<std::string, std::string> sql_names_;  // display name -> quoted SQL name, if not simple
 };
 
-// `padded`: rows with missing or extra fields are kept (padded with NULLs) instead of letting
-// the sniffer skip every line before the last irregular one.
-std::string ReaderFor(const std::string& format, const std::string& path, bool padded = false) {
+std::string ReaderFor(const std::string& format, const std::string& path) {
   const std::string lit = QuoteLiteral(path);
-  const std::string pad = padded ? ", null_padding = true, parallel = false" : "";
-  if (format == "tsv") return "read_csv(" + lit + ", delim = '\\t'" + pad + ")";
-  if (format == "csv") return "read_csv(" + lit + pad + ")";
   if (format == "parquet") return "read_parquet(" + lit + ")";
   return "read_json_auto(" + lit + ")";
 }
 
+// Files at most this large are checked row by row when opened even without profiling: the
+// extra pass costs little, and every note is there from the first command.
+constexpr int64_t kDeepBytes = 64ll << 20;
+
 }  // namespace
 
+// The file pipeline: register (paths, names, fingerprints), create views (the CSV loader's
+// plans), describe and profile; then lock.
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
                                                 const std::vector<std::string>& formats,
+                                                const std::vector<CsvOptions>& csv_options,
                                                 const OpenOptions& options) {
   auto engine = std::make_unique<DuckDbEngine>();
   if (auto r = engine->Connect(nullptr, false, options); !r) return std::unexpected(r.error());
@@ -372,72 +465,83 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
                                    "WHERE keyword_category <> 'unreserved'")) {
     for (const auto& row : *kw) keywords.push_back(row[0].value_or(""));
   }
+  int64_t total_bytes = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
-    auto source = Fingerprint(paths[i], formats[i]);
+    auto source = Fingerprint(paths[i], formats[i], options.fingerprint);
     if (!source) return std::unexpected(source.error());
-    const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
-    allowed += (allowed.empty() ? "" : ", ") + QuoteLiteral(abs);
-    const std::string name = TableNameFor(paths[i], taken, keywords);
-    taken.push_back(name);
-    source->tables = {name};
+    total_bytes += source->size_bytes;
+    DuckDbEngine::FileTable f;
+    f.path = paths[i].string();
+    f.abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
+    f.format = formats[i];
+    f.csv = formats[i] == "csv" || formats[i] == "tsv";
+    f.options = i < csv_options.size() ? csv_options[i] : CsvOptions{};
+    f.name = TableNameFor(paths[i], taken, keywords);
+    f.deep = f.csv && (options.profile || source->size_bytes <= kDeepBytes);
+    allowed += (allowed.empty() ? "" : ", ") + QuoteLiteral(f.abs);
+    taken.push_back(f.name);
+    source->tables = {f.name};
     engine->sources_.push_back(std::move(*source));
-    tables.emplace_back(name, paths[i].string());
+    tables.emplace_back(f.name, f.path);
+    engine->files_.push_back(std::move(f));
   }
-  // Views keep the data in the files; external access goes off before any view is read by a
-  // model query, and only these exact paths stay readable.
+  // Views keep the data in the files; external access goes off before any view is read, and
+  // only these exact paths stay readable.
   if (auto r = engine->RunTrusted("SET allowed_paths = [" + allowed + "]"); !r) {
     return std::unexpected(r.error());
   }
   if (auto r = engine->RunTrusted("SET enable_external_access = false"); !r) {
     return std::unexpected(r.error());
   }
-  for (size_t i = 0; i < paths.size(); ++i) {
-    const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
-    auto r = engine->RunTrusted("CREATE VIEW " + QuoteIdent(tables[i].first) + " AS SELECT * FROM " +
-                                ReaderFor(formats[i], abs));
+  engine->load_timeout_ms_ = options.timeout_ms;
+  auto run = [&engine](const std::string& s) { return engine->RunTrusted(s); };
+  for (size_t i = 0; i < engine->files_.size(); ++i) {
+    auto& f = engine->files_[i];
+    const std::string context = "cannot load " + f.path;
+    std::string select;
+    if (f.csv) {
+      auto plan = PlanCsv(run, f.abs, f.format == "tsv", f.options, f.deep);
+      if (!plan) return std::unexpected(Context(plan.error(), context));
+      select = plan->select;
+      engine->sources_[i].delimiter = plan->delimiter;
+      engine->sources_[i].header = plan->header;
+      engine->sources_[i].padded = plan->padded;
+      f.plan = std::move(*plan);
+    } else {
+      select = "SELECT * FROM " + ReaderFor(f.format, f.abs);
+    }
+    auto r = engine->RunTrusted("CREATE VIEW " + QuoteIdent(f.name) + " AS " + select);
     if (!r) {
-      return Fail(Error::Code::kData, "cannot load " + paths[i].string() + " as " + formats[i] +
-                                          ": " + r.error().message.substr(0, 300));
+      return Fail(Error::Code::kData, context + " as " + f.format + ": " +
+                                          r.error().message.substr(0, 300));
     }
   }
-  for (size_t i = 0; i < paths.size(); ++i) {
-    if (formats[i] != "csv" && formats[i] != "tsv") continue;
-    const std::string abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
-    const std::string tsv = formats[i] == "tsv" ? ", delim = '\\t'" : "";
-    auto sniff = engine->RunTrusted("SELECT Delimiter, HasHeader, SkipRows FROM sniff_csv(" +
-                                    QuoteLiteral(abs) + tsv + ")");
-    if (sniff && !sniff->empty() && (*sniff)[0][2].value_or("0") != "0") {
-      // Ragged rows made the sniffer skip lines, header and data included: read them padded.
-      auto padded = engine->RunTrusted("CREATE OR REPLACE VIEW " + QuoteIdent(tables[i].first) +
-                                       " AS SELECT * FROM " + ReaderFor(formats[i], abs, true));
-      if (!padded) return std::unexpected(padded.error());
-      sniff = engine->RunTrusted("SELECT Delimiter, HasHeader, SkipRows FROM sniff_csv(" +
-                                 QuoteLiteral(abs) + tsv + ", null_padding = true)");
-      engine->sources_[i].padded = true;
+  if (auto r = engine->BuildCards(tables, options.profile, total_bytes <= kDeepBytes); !r) {
+    // The statistics pass names no file; find the one that fails on its own.
+    for (const auto& f : engine->files_) {
+      if (auto probe = engine->RunTrusted("SELECT count(*) FROM " + QuoteIdent(f.name)); !probe) {
+        return std::unexpected(Context(probe.error(), "cannot load " + f.path));
+      }
     }
-    if (sniff && !sniff->empty()) {
-      engine->sources_[i].delimiter = (*sniff)[0][0].value_or(",");
-      engine->sources_[i].header = (*sniff)[0][1].value_or("true") == "true";
-    }
-  }
-  if (auto r = engine->BuildCards(tables); !r) {
-    return Fail(Error::Code::kData, "cannot read " + paths[0].string() + ": " + r.error().message);
+    return std::unexpected(Context(r.error(), "cannot load " + paths[0].string()));
   }
   for (const TableCard& card : engine->cards_) {
-    if (card.row_count == 0) {
+    if (card.profiled && card.row_count == 0) {
       return Fail(Error::Code::kData, card.source + " has a header but no rows: there is nothing "
                                                     "to query; add data rows or pick another file");
     }
   }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
+  engine->load_timeout_ms_ = 0;
   return engine;
 }
 
 Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,
                                                    const OpenOptions& options) {
   auto engine = std::make_unique<DuckDbEngine>();
-  auto source = Fingerprint(path, "duckdb");
+  auto source = Fingerprint(path, "duckdb", options.fingerprint);
   if (!source) return std::unexpected(source.error());
+  const int64_t source_bytes = source->size_bytes;
   if (auto r = engine->Connect(path.c_str(), true, options); !r) return std::unexpected(r.error());
   // Tables outside the main schema are named schema.table, as queries must name them.
   auto names = engine->RunTrusted(
@@ -455,7 +559,9 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
     engine->sql_names_[row[1].value_or("")] = row[0].value_or("");
   }
   engine->sources_.push_back(std::move(*source));
-  if (auto r = engine->BuildCards(tables); !r) return std::unexpected(r.error());
+  if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kDeepBytes); !r) {
+    return std::unexpected(Context(r.error(), "cannot read " + path.string()));
+  }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
   return engine;
 }

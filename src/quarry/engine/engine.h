@@ -26,6 +26,8 @@ struct ColumnCard {
   std::string type;
   int64_t null_count = 0;
   int64_t distinct_count = 0;
+  bool distinct_approx = false;  // large tables: DuckDB's approx_count_distinct (HyperLogLog)
+  bool profiled = false;         // false: only name, type and notes are known (quarry sql)
   std::optional<std::string> min;
   std::optional<std::string> max;
   std::vector<std::string> samples;
@@ -45,6 +47,7 @@ struct TableCard {
   std::string name;    // the SQL name to query it by
   std::string source;  // the file it comes from, as the user gave it
   int64_t row_count = 0;
+  bool profiled = false;  // row_count and the column statistics were computed
   std::vector<ColumnCard> columns;
   std::vector<ForeignKey> foreign_keys;  // SQLite only
   // What the loader decided on its own, one sentence each (lines skipped, rows padded, a
@@ -57,7 +60,7 @@ struct Source {
   std::string path;  // as the user gave it
   std::string format;  // "csv", "tsv", "parquet", "json", "sqlite", "duckdb"
   int64_t size_bytes = 0;
-  std::string sha256;  // hex
+  std::string sha256;  // hex; empty when OpenOptions::fingerprint was off
   std::vector<std::string> tables;
   // CSV/TSV only: the dialect DuckDB's sniffer detected, so other readers (the sandbox's
   // pandas) load the file the same way.
@@ -74,6 +77,14 @@ struct Limits {
 
 struct OpenOptions {
   int64_t memory_limit_mb = 2048;
+  // Schema cards with statistics (one scan per table). Off for one-off queries (quarry sql):
+  // cards then hold names, types and the loader's notes only.
+  bool profile = true;
+  // sha256 of every file (a full read), for traces. Off when nothing records it.
+  bool fingerprint = true;
+  // Every statement that loads or profiles a file is interrupted after this long (0: never);
+  // the error names the file and the flag to raise.
+  int64_t timeout_ms = 0;
 };
 
 // Cells are rendered as text; nullopt is SQL NULL.
@@ -109,10 +120,13 @@ class Engine {
 };
 
 // Opens the sources: any mix of CSV/TSV/Parquet/JSON files (one DuckDB, every file a table
-// named after its stem), or exactly one SQLite or DuckDB database.
+// named after its stem), or exactly one SQLite or DuckDB database. A CSV/TSV path may carry
+// reading options after '?' (data.csv?delim=;&header=false&skip=2&encoding=latin-1&decimal=,
+// &null=N/A&types=id:VARCHAR;amount:DOUBLE), unless a file of that whole name exists.
 // Errors (Error::Code::kData, one line naming the file and what to do): missing, unreadable,
 // a directory, empty, header-only, unsupported extension, a .db that is not a database,
-// mixing a database with other sources.
+// mixing a database with other sources, an unknown or malformed CSV option (kUsage). Every
+// error from a file's loading starts "cannot load PATH: ".
 Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& paths,
                                      const OpenOptions& options = {});
 

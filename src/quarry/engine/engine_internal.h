@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,16 +31,65 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
                             const std::string& source,
                             const std::vector<ColumnInfo>& columns, const RunRows& run);
 
-// Hashes and sizes the file; errors name the file (unreadable, directory, empty).
-Result<Source> Fingerprint(const std::filesystem::path& path, std::string format);
+// Hashes (when `hash`) and sizes the file; errors name the file (unreadable, directory, empty).
+Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash = true);
 
 // A SQL-safe table name from a file stem: lower case, [a-z0-9_], not starting with a digit,
 // not one of `keywords` (lower case), and distinct from every name in `taken`.
 std::string TableNameFor(const std::filesystem::path& path, const std::vector<std::string>& taken,
                          const std::vector<std::string>& keywords);
 
+// Per-file reading options for what sniffing cannot guess, given as PATH?key=value&...:
+// delim, quote, header, skip, encoding, decimal, null (repeatable), types=col:TYPE;col:TYPE.
+struct CsvOptions {
+  std::optional<std::string> delimiter;
+  std::optional<std::string> quote;
+  std::optional<bool> header;
+  std::optional<int64_t> skip;
+  std::optional<std::string> encoding;
+  std::optional<std::string> decimal;
+  std::vector<std::string> nulls;
+  std::vector<std::pair<std::string, std::string>> types;  // column, DuckDB type
+  bool empty() const {
+    return !delimiter && !quote && !header && !skip && !encoding && !decimal && nulls.empty() &&
+           types.empty();
+  }
+};
+
+// Errors (kUsage) name the option and the accepted values.
+Result<CsvOptions> ParseCsvOptions(std::string_view query);
+
+// How one CSV/TSV file becomes a table, and what the loader decided on the way.
+struct CsvPlan {
+  std::string select;  // SELECT ... FROM read_csv(...) with the dialect and columns fixed
+  std::vector<std::string> table_notes;
+  std::map<std::string, std::vector<std::string>> column_notes;  // by column name
+  std::string delimiter;  // "" when read as one column
+  bool header = true;
+  bool padded = false;
+  std::string encoding;
+  bool deep = false;  // every row was checked, not only the sniffer's sample
+};
+
+// Plans the reading of `abs_path` with DuckDB (`run` executes trusted SQL). `deep`: check every
+// row (types, repeated headers, ragged lines) in one extra pass; otherwise trust the sniffer's
+// sample, and let a failing query ask for the deep plan. Errors are DuckDB's, unprefixed: the
+// caller names the file.
+Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool tsv,
+                        const CsvOptions& options, bool deep);
+
+// Fills card.row_count and every column's statistics in one query over `sql_name`; card.columns
+// must already list `columns` in order. `exact`: exact distinct counts and top-3 values (small
+// tables); otherwise DuckDB's approximate ones.
+Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
+                           const std::vector<ColumnInfo>& columns, const RunRows& run, bool exact);
+
+// Adds the context a per-file loop knows: "cannot load data/x.csv: " + the error.
+Error Context(Error error, const std::string& what);
+
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
                                                 const std::vector<std::string>& formats,
+                                                const std::vector<CsvOptions>& csv_options,
                                                 const OpenOptions& options);
 Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,
                                                    const OpenOptions& options);

@@ -49,9 +49,22 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
     return Fail(Error::Code::kUsage, "no data given: pass a file with --data PATH");
   }
   std::vector<std::string> formats;
+  std::vector<std::filesystem::path> files;
+  std::vector<internal::CsvOptions> csv_options;
   bool database = false;
-  for (const auto& path : paths) {
+  for (const auto& given : paths) {
     std::error_code ec;
+    // data.csv?delim=; carries reading options, unless a file of that whole name exists.
+    std::filesystem::path path = given;
+    internal::CsvOptions csv;
+    const std::string text = given.string();
+    if (const auto q = text.rfind('?');
+        q != std::string::npos && !std::filesystem::exists(given, ec)) {
+      path = text.substr(0, q);
+      auto parsed = internal::ParseCsvOptions(std::string_view(text).substr(q + 1));
+      if (!parsed) return std::unexpected(internal::Context(parsed.error(), text));
+      csv = std::move(*parsed);
+    }
     const auto status = std::filesystem::status(path, ec);
     if (!std::filesystem::exists(status)) {
       return Fail(Error::Code::kData, "data file not found: " + path.string() +
@@ -78,16 +91,22 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
       }
       format = HasDuckDbMagic(path) ? "duckdb" : "sqlite";
     }
+    if (!csv.empty() && format != "csv" && format != "tsv") {
+      return Fail(Error::Code::kUsage, "reading options (after '?') apply to CSV/TSV files only, "
+                                       "not to " + path.string());
+    }
     database = database || format == "sqlite" || format == "duckdb";
     formats.push_back(format);
+    files.push_back(path);
+    csv_options.push_back(std::move(csv));
   }
   if (database && paths.size() > 1) {
     return Fail(Error::Code::kUsage, "a database must be the only data source: use " +
                                          paths[0].string() + " and the other files separately");
   }
-  if (formats[0] == "sqlite") return internal::OpenSqlite(paths[0], options);
-  if (formats[0] == "duckdb") return internal::OpenDuckDbDatabase(paths[0], options);
-  return internal::OpenDuckDbFiles(paths, formats, options);
+  if (formats[0] == "sqlite") return internal::OpenSqlite(files[0], options);
+  if (formats[0] == "duckdb") return internal::OpenDuckDbDatabase(files[0], options);
+  return internal::OpenDuckDbFiles(files, formats, csv_options, options);
 }
 
 }  // namespace quarry::engine

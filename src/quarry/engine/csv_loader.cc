@@ -1,0 +1,645 @@
+// The CSV loader: turns one CSV/TSV file into the SELECT that defines its table, and says what
+// it decided. DuckDB's sniffer finds the dialect and types; this file judges its guesses
+// against the whole file (preamble or ragged rows, a one-column file, a header repeated
+// mid-file, integers past 64 bits, decimal commas, thousands separators, missing-value
+// markers), retries as an analyst would (full-file sniff, the offending column as text, another
+// encoding), and turns every decision into a note for the model and the user.
+#include <algorithm>
+#include <charconv>
+
+#include <nlohmann/json.hpp>
+
+#include "quarry/engine/engine_internal.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+// Values analysts' tools write for "no value". Compared lower-cased and trimmed.
+constexpr const char* kMarkerList =
+    "'n/a', 'na', 'null', 'none', 'nan', '-', '--', '?', '#n/a', 'missing', 'nil', '.', '(null)'";
+
+std::string Plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string FirstLine(const std::string& message) {
+  return message.substr(0, message.find('\n'));
+}
+
+// DuckDB's CSV errors carry "CSV Error on Line: N"; the number is the file's line.
+std::optional<int64_t> ErrorLine(const std::string& message) {
+  const auto at = message.find("on Line: ");
+  if (at == std::string::npos) return std::nullopt;
+  int64_t line = 0;
+  const char* begin = message.data() + at + 9;
+  auto [ptr, ec] = std::from_chars(begin, message.data() + message.size(), line);
+  if (ec != std::errc()) return std::nullopt;
+  return line;
+}
+
+struct Sniffed {
+  std::string delimiter;
+  std::string quote;
+  std::string escape;
+  int64_t skip = 0;
+  bool header = true;
+  std::string date_format;
+  std::string timestamp_format;
+  std::vector<std::pair<std::string, std::string>> columns;  // name, type
+};
+
+class Planner {
+ public:
+  Planner(const RunRows& run, std::string path, bool tsv, const CsvOptions& user, bool deep)
+      : run_(run), path_(std::move(path)), lit_(QuoteLiteral(path_)), tsv_(tsv), user_(user),
+        deep_(deep) {}
+
+  Result<CsvPlan> Plan() {
+    encoding_ = user_.encoding;
+    auto sniffed = Sniff(Dialect(true), deep_);
+    if (!sniffed && !user_.encoding && Mentions(sniffed.error().message, "not utf-8")) {
+      // Most non-UTF-8 CSVs in the wild are Latin-1 or its Windows superset; every byte
+      // sequence is valid Latin-1, so the retry cannot fail on encoding again.
+      encoding_ = "latin-1";
+      plan_.table_notes.push_back(
+          "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1). If accented "
+          "letters look wrong, give the encoding: FILE?encoding=utf-16 (or another)");
+      sniffed = Sniff(Dialect(true), deep_);
+    }
+    if (!sniffed) return std::unexpected(sniffed.error());
+    s_ = *sniffed;
+    if (!user_.delimiter) {
+      if (auto r = CheckOneColumn(); !r) return std::unexpected(r.error());
+    }
+    if (s_.skip > 0 && !user_.skip) {
+      if (auto r = CheckSkip(); !r) return std::unexpected(r.error());
+    }
+    if (deep_) {
+      if (auto r = Deepen(); !r) return std::unexpected(r.error());
+    } else {
+      plan_.select = "SELECT * FROM " + Reader(false);
+    }
+    plan_.delimiter = s_.delimiter;
+    plan_.header = s_.header;
+    plan_.padded = padded_;
+    plan_.encoding = encoding_.value_or("utf-8");
+    plan_.deep = deep_;
+    return plan_;
+  }
+
+ private:
+  static bool Mentions(const std::string& text, const char* what) {
+    std::string lower = text;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lower.find(what) != std::string::npos;
+  }
+
+  // The read_csv options fixed so far. `sniffing`: only what the user gave (and the encoding).
+  std::string Dialect(bool sniffing) const {
+    std::string o;
+    if (encoding_) o += ", encoding = " + QuoteLiteral(*encoding_);
+    if (user_.decimal) o += ", decimal_separator = " + QuoteLiteral(*user_.decimal);
+    if (!user_.nulls.empty()) {
+      o += ", nullstr = [";
+      for (size_t i = 0; i < user_.nulls.size(); ++i) o += (i ? ", " : "") + QuoteLiteral(user_.nulls[i]);
+      o += "]";
+    }
+    if (!user_.types.empty()) {
+      o += ", types = {";
+      for (size_t i = 0; i < user_.types.size(); ++i) {
+        o += (i ? ", " : "") + QuoteLiteral(user_.types[i].first) + ": " +
+             QuoteLiteral(user_.types[i].second);
+      }
+      o += "}";
+    }
+    if (sniffing) {
+      if (user_.delimiter) o += ", delim = " + QuoteLiteral(*user_.delimiter);
+      else if (tsv_) o += ", delim = '\\t'";
+      if (user_.quote) o += ", quote = " + QuoteLiteral(*user_.quote);
+      if (user_.header) o += std::string(", header = ") + (*user_.header ? "true" : "false");
+      if (user_.skip) o += ", skip = " + std::to_string(*user_.skip);
+      return o;
+    }
+    o += ", delim = " + QuoteLiteral(s_.delimiter) + ", quote = " + QuoteLiteral(s_.quote) +
+         ", escape = " + QuoteLiteral(s_.escape) + ", header = " + (s_.header ? "true" : "false") +
+         ", skip = " + std::to_string(s_.skip);
+    if (!s_.date_format.empty()) o += ", dateformat = " + QuoteLiteral(s_.date_format);
+    if (!s_.timestamp_format.empty()) o += ", timestampformat = " + QuoteLiteral(s_.timestamp_format);
+    if (!strict_) o += ", strict_mode = false";
+    return o;
+  }
+
+  std::string Padding() const { return padded_ ? ", null_padding = true" : ""; }
+
+  // The reader with the dialect and columns fixed: no sniffing at query time, so every read
+  // of the table sees the same columns. `as_text`: every column VARCHAR.
+  std::string Reader(bool as_text, const std::string& extra = "") const {
+    std::string cols;
+    for (const auto& [n, t] : s_.columns) {
+      cols += (cols.empty() ? "" : ", ") + QuoteLiteral(n) + ": " + QuoteLiteral(as_text ? "VARCHAR" : t);
+    }
+    std::string user = Dialect(false);
+    // Column types are fixed in `columns` here; the user's types already shaped the sniff.
+    if (const auto at = user.find(", types = {"); at != std::string::npos) {
+      user.erase(at, user.find('}', at) + 1 - at);
+    }
+    return "read_csv(" + lit_ + user + Padding() + ", auto_detect = false, columns = {" + cols +
+           "}" + extra + ")";
+  }
+
+  Result<Sniffed> Sniff(const std::string& options, bool full) {
+    auto rows = run_("SELECT Delimiter, Quote, Escape, SkipRows, HasHeader, "
+                     "CAST(to_json(Columns) AS VARCHAR), DateFormat, TimestampFormat "
+                     "FROM sniff_csv(" + lit_ + options +
+                     (full ? ", sample_size = -1" : "") + ")");
+    if (!rows) return std::unexpected(rows.error());
+    if (rows->empty()) return Fail(Error::Code::kData, "the CSV sniffer returned nothing");
+    const auto& r = rows->front();
+    Sniffed s;
+    // sniff_csv shows an absent quote or escape as the text "(empty)".
+    auto field = [&](size_t k, const char* absent) {
+      const std::string v = r[k].value_or(absent);
+      return v == "(empty)" ? std::string() : v;
+    };
+    s.delimiter = field(0, ",");
+    s.quote = field(1, "");
+    s.escape = field(2, "");
+    s.skip = std::stoll(r[3].value_or("0"));
+    s.header = r[4].value_or("true") == "true";
+    s.date_format = r[6].value_or("");
+    s.timestamp_format = r[7].value_or("");
+    auto cols = nlohmann::json::parse(r[5].value_or("[]"), nullptr, false);
+    if (cols.is_array()) {
+      for (const auto& c : cols) {
+        if (c.is_object() && c.value("name", nlohmann::json()).is_string()) {
+          s.columns.emplace_back(c["name"].get<std::string>(), c.value("type", "VARCHAR"));
+        }
+      }
+    }
+    return s;
+  }
+
+  // The first physical lines, unparsed: what a person sees with `head`.
+  Result<std::vector<std::string>> RawLines(int64_t n) {
+    auto rows = run_("SELECT line FROM read_csv(" + lit_ +
+                     ", columns = {'line': 'VARCHAR'}, delim = '', quote = '', escape = '', "
+                     "header = false, auto_detect = false" +
+                     (encoding_ ? ", encoding = " + QuoteLiteral(*encoding_) : std::string()) +
+                     ") LIMIT " + std::to_string(n));
+    if (!rows) return std::unexpected(rows.error());
+    std::vector<std::string> lines;
+    for (const auto& r : *rows) lines.push_back(r[0].value_or(""));
+    return lines;
+  }
+
+  int64_t Fields(const std::string& line) const {
+    if (s_.delimiter.empty()) return 1;
+    int64_t n = 1;
+    for (size_t at = line.find(s_.delimiter); at != std::string::npos;
+         at = line.find(s_.delimiter, at + s_.delimiter.size())) {
+      ++n;
+    }
+    return n;
+  }
+
+  // A file whose lines mostly hold no delimiter at all is one column, whatever character the
+  // sniffer settled on (`c0\nv0\na;b` is two rows of c0, not a table split at ';').
+  Result<void> CheckOneColumn() {
+    auto lines = RawLines(200);
+    if (!lines) return std::unexpected(lines.error());
+    int64_t with = 0, total = 0;
+    for (const auto& line : *lines) {
+      if (line.empty()) continue;
+      ++total;
+      if (line.find(s_.delimiter) != std::string::npos) ++with;
+      if (!s_.quote.empty() && line.find(s_.quote) != std::string::npos) return {};
+    }
+    if (total == 0 || s_.columns.size() <= 1 || with * 2 >= total) return {};
+    auto resniffed = Sniff(Dialect(true) + ", delim = ''", deep_);
+    if (!resniffed) return std::unexpected(resniffed.error());
+    s_ = *resniffed;
+    s_.delimiter = "";
+    plan_.table_notes.push_back(
+        "read as one column: " + std::to_string(total - with) + " of " + std::to_string(total) +
+        " sampled lines hold no delimiter, so the few that do keep it as text");
+    return {};
+  }
+
+  // The sniffer skips lines it cannot fit. Lines before a header that hold at most half its
+  // fields are a preamble (a title, an export date) and stay skipped; anything else is data
+  // with missing or extra fields, read padded instead of dropped.
+  Result<void> CheckSkip() {
+    auto lines = RawLines(s_.skip + 1);
+    if (!lines) return std::unexpected(lines.error());
+    const int64_t width = static_cast<int64_t>(s_.columns.size());
+    bool preamble = s_.header && static_cast<int64_t>(lines->size()) > s_.skip;
+    for (int64_t i = 0; preamble && i < s_.skip; ++i) {
+      const std::string& line = (*lines)[static_cast<size_t>(i)];
+      if (!line.empty() && Fields(line) > std::max<int64_t>(1, width / 2)) preamble = false;
+    }
+    if (preamble) {
+      std::string shown;
+      for (int64_t i = 0; i < s_.skip && i < 3; ++i) {
+        shown += (i ? ", '" : "'") + (*lines)[static_cast<size_t>(i)].substr(0, 60) + "'";
+      }
+      plan_.table_notes.push_back(Plural(s_.skip, "line", "lines") +
+                                  " before the header skipped as a preamble: " + shown);
+      return {};
+    }
+    padded_ = true;
+    return Repad();
+  }
+
+  // Reads again with missing fields padded with NULL and extra fields in extra columns,
+  // keeping the delimiter: sniffing a ragged file afresh can settle on another one.
+  Result<void> Repad() {
+    padded_ = true;
+    std::string o = Dialect(true);
+    if (!user_.delimiter && !tsv_) o += ", delim = " + QuoteLiteral(s_.delimiter);
+    auto resniffed = Sniff(o + ", null_padding = true", deep_);
+    if (!resniffed) return std::unexpected(resniffed.error());
+    const std::string delimiter = s_.delimiter;
+    s_ = *resniffed;
+    s_.delimiter = delimiter;
+    s_.skip = user_.skip.value_or(0);
+    return {};
+  }
+
+  struct ColumnStats {
+    int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
+    int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
+    std::string marker;  // one of the marker values seen, as written
+  };
+
+  // One pass over the file read as text: per column, how many values fit each type and
+  // pattern, and which rows repeat the header. The sniffer only sampled; this saw every row.
+  Result<void> Deepen() {
+    // Strictness first: a stray quote far into the file is an error in strict mode.
+    for (int attempt = 0;; ++attempt) {
+      auto r = Measure();
+      if (r) break;
+      const std::string& message = r.error().message;
+      if (attempt == 0 && strict_ && (Mentions(message, "quote") || Mentions(message, "columns"))) {
+        strict_ = false;
+        const auto line = ErrorLine(message);
+        plan_.table_notes.push_back(
+            "read leniently (strict_mode off): " +
+            (line ? "line " + std::to_string(*line) : std::string("a line")) + " breaks the CSV "
+            "rules (" + FirstLine(message).substr(0, 120) + ")");
+        continue;
+      }
+      return std::unexpected(r.error());
+    }
+    return {};
+  }
+
+  Result<void> Measure() {
+    std::vector<std::string> cols;
+    for (const auto& [n, t] : s_.columns) cols.push_back(n);
+    std::map<std::string, std::string> sniffed_type;
+    for (const auto& [n, t] : s_.columns) sniffed_type[n] = t;
+
+    // Rows that repeat the header: every field equals its column name.
+    std::string header_row = "false";
+    if (s_.header && !cols.empty()) {
+      header_row = "";
+      for (const auto& c : cols) {
+        header_row += (header_row.empty() ? "" : " AND ") + QuoteIdent(c) + " = " + QuoteLiteral(c);
+      }
+      header_row = "(" + header_row + ")";
+    }
+    std::string sql = "SELECT count(*), count(*) FILTER (" + header_row + ")";
+    for (const auto& c : cols) {
+      const std::string q = QuoteIdent(c);
+      const std::string v = "trim(" + q + ")";
+      sql += ", count(" + q + ")";
+      sql += ", count(*) FILTER (regexp_full_match(" + v + ", '[+-]?[0-9]{1,18}'))";
+      sql += ", count(*) FILTER (regexp_full_match(" + v + ", '[+-]?[0-9]{19,38}'))";
+      sql += ", count(*) FILTER (regexp_full_match(" + v + ", '[+-]?[0-9]{39,}'))";
+      sql += ", count(TRY_CAST(" + q + " AS DOUBLE))";
+      sql += ", count(*) FILTER (regexp_full_match(" + v + ", '[+-]?0[0-9]+'))";
+      sql += ", count(*) FILTER (regexp_full_match(" + v +
+             ", '[+-]?([0-9]{1,3}(\\.[0-9]{3})+|[0-9]+),[0-9]+|[+-]?[0-9]{1,3}(\\.[0-9]{3})+'))";
+      sql += ", count(*) FILTER (regexp_full_match(" + v + ", '[+-]?[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]+)?'))";
+      sql += ", count(TRY_CAST(" + q + " AS DATE))";
+      sql += ", count(TRY_CAST(" + q + " AS TIMESTAMP))";
+      sql += ", count(*) FILTER (lower(" + v + ") IN (" + kMarkerList + "))";
+      sql += ", CAST(any_value(" + q + ") FILTER (lower(" + v + ") IN (" + kMarkerList + ")) AS VARCHAR)";
+    }
+    const std::string rejects = "quarry_rejects";
+    auto stats = run_(sql + " FROM " + Reader(true, RejectsOptions(rejects)));
+    if (!stats) return std::unexpected(stats.error());
+    if (!padded_) {
+      // Lines with missing or extra fields were left out of this pass: read them padded.
+      auto ragged = run_("SELECT count(*) FROM " + rejects +
+                         " WHERE CAST(error_type AS VARCHAR) IN ('MISSING COLUMNS', 'TOO MANY COLUMNS')");
+      if (ragged && !ragged->empty() && ragged->front()[0].value_or("0") != "0") {
+        if (auto r = NoteRejects(rejects); !r) return r;
+        if (auto r = Repad(); !r) return r;
+        return Measure();
+      }
+    }
+    if (stats->size() != 1) return Fail(Error::Code::kInternal, "loader statistics returned no row");
+    const auto& row = stats->front();
+    auto num = [&](size_t k) { return std::stoll(row[k].value_or("0")); };
+    const int64_t total = num(0);
+    const int64_t header_rows = num(1);
+    std::vector<ColumnStats> stats_by_column;
+    size_t k = 2;
+    for (size_t i = 0; i < cols.size(); ++i) {
+      ColumnStats s;
+      s.non_null = num(k++);
+      s.ints = num(k++);
+      s.long_ints = num(k++);
+      s.too_long = num(k++);
+      s.doubles = num(k++);
+      s.leading_zero = num(k++);
+      s.decimal_comma = num(k++);
+      s.thousands = num(k++);
+      s.dates = num(k++);
+      s.timestamps = num(k++);
+      s.markers = num(k++);
+      s.marker = row[k++].value_or("");
+      if (header_rows > 0) {
+        // The header rows were counted as text values of every column; take them out again.
+        s.non_null -= header_rows;
+      }
+      stats_by_column.push_back(s);
+    }
+    if (padded_ && !noted_rejects_) {
+      if (auto r = NoteRaggedLines(rejects); !r) return r;
+    }
+    if (auto r = NoteRejects(rejects); !r) return r;
+
+    std::string select;
+    bool transformed = header_rows > 0;
+    for (size_t i = 0; i < cols.size(); ++i) {
+      const auto it = sniffed_type.find(cols[i]);
+      const std::string sniffed = it != sniffed_type.end() ? it->second : "VARCHAR";
+      std::string expr = Decide(cols[i], sniffed, stats_by_column[i], header_rows > 0);
+      if (expr != "CAST(" + QuoteIdent(cols[i]) + " AS " + sniffed + ")") transformed = true;
+      select += (select.empty() ? "" : ", ") + expr + " AS " + QuoteIdent(cols[i]);
+    }
+    if (header_rows > 0) {
+      plan_.table_notes.push_back(
+          Plural(header_rows, "row repeats", "rows repeat") +
+          " the header mid-file (concatenated exports) and " + (header_rows == 1 ? "was" : "were") +
+          " dropped" + HeaderLines() + ": " + std::to_string(total - header_rows) +
+          " data rows remain");
+    }
+    if (!transformed) {
+      // The sniffer was right about every column: read typed, which is also faster.
+      plan_.select = "SELECT * FROM " + Reader(false);
+    } else {
+      plan_.select = "SELECT " + select + " FROM " + Reader(true) +
+                     (header_rows > 0 ? " WHERE NOT coalesce(" + header_row + ", false)" : "");
+    }
+    return {};
+  }
+
+  // The column's expression over its text, and the notes that explain it.
+  std::string Decide(const std::string& name, const std::string& sniffed, const ColumnStats& s,
+                     bool resniff) {
+    const std::string q = QuoteIdent(name);
+    auto& notes = plan_.column_notes[name];
+    auto user_typed = std::find_if(user_.types.begin(), user_.types.end(),
+                                   [&](const auto& t) { return t.first == name; });
+    if (user_typed != user_.types.end()) return "CAST(" + q + " AS " + sniffed + ")";
+    const int64_t n = s.non_null;
+    if (n <= 0) return "CAST(" + q + " AS " + sniffed + ")";
+    const int64_t all_ints = s.ints + s.long_ints + s.too_long;
+    if (all_ints == n && s.leading_zero == 0 && (s.long_ints > 0 || s.too_long > 0)) {
+      if (s.too_long > 0) {
+        notes.push_back("integers longer than 38 digits: kept exact as text; compare them as "
+                        "strings, never as numbers");
+        return q;
+      }
+      notes.push_back("integers past 64 bits: kept exact as HUGEINT (a DOUBLE would round "
+                      "them and merge distinct ids)");
+      return "CAST(" + q + " AS HUGEINT)";
+    }
+    const bool text = sniffed == "VARCHAR";
+    if (!text && !resniff) return "CAST(" + q + " AS " + sniffed + ")";
+    if (s.ints == n && s.leading_zero == 0) return "CAST(" + q + " AS BIGINT)";
+    if (s.doubles == n && s.leading_zero == 0) return "CAST(" + q + " AS DOUBLE)";
+    if (!text) return "CAST(" + q + " AS " + sniffed + ")";
+    // Decimal commas (1.234,50; 12,00) win over thousands separators when some value can only
+    // be read that way: a comma followed by other than three digits.
+    if (s.decimal_comma > 0 && s.decimal_comma + s.ints == n && s.decimal_comma > s.thousands) {
+      notes.push_back("numbers written with a decimal comma (e.g. 1.234,50) were read as DOUBLE: "
+                      "'.' groups thousands and ',' marks decimals");
+      return "CAST(replace(replace(trim(" + q + "), '.', ''), ',', '.') AS DOUBLE)";
+    }
+    if (s.thousands > 0 && s.thousands + s.ints + (s.doubles - s.ints) >= n &&
+        s.thousands + s.doubles >= n) {
+      notes.push_back("numbers written with thousands separators (e.g. 1,234,567) were read as "
+                      "numbers with the commas removed");
+      return "CAST(replace(trim(" + q + "), ',', '') AS " +
+             (s.doubles > s.ints ? std::string("DOUBLE") : std::string("BIGINT")) + ")";
+    }
+    if (resniff && s.dates == n) return "CAST(" + q + " AS DATE)";
+    if (resniff && s.timestamps == n) return "CAST(" + q + " AS TIMESTAMP)";
+    if (s.markers > 0) {
+      std::string note = "'" + s.marker + "' (" + Plural(s.markers, "row", "rows") +
+                         ") looks like a missing-value marker";
+      if (s.doubles + s.markers == n && s.doubles > 0) {
+        note += "; the other " + std::to_string(s.doubles) + " values are numbers, so the column "
+                "is text: TRY_CAST(" + q + " AS DOUBLE) reads them with the marker as NULL";
+      }
+      notes.push_back(note);
+    } else if (s.doubles > 0 && s.doubles * 10 >= n * 9) {
+      notes.push_back(std::to_string(s.doubles) + " of " + std::to_string(n) +
+                      " values are numbers, the rest text: TRY_CAST(" + q +
+                      " AS DOUBLE) reads the numbers and gives NULL for the rest");
+    } else if (s.decimal_comma > 0 && s.decimal_comma * 2 >= n) {
+      notes.push_back(std::to_string(s.decimal_comma) + " of " + std::to_string(n) +
+                      " values look like numbers with a decimal comma (1.234,50), the rest do "
+                      "not: kept as text");
+    } else if (s.thousands > 0 && s.thousands * 2 >= n) {
+      notes.push_back(std::to_string(s.thousands) + " of " + std::to_string(n) +
+                      " values look like numbers with thousands separators (1,234,567), the "
+                      "rest do not: kept as text");
+    }
+    return q;
+  }
+
+  // Lines the strict reading refused: named in a note (the first few), since the table keeps
+  // them padded or leaves them out.
+  // " (lines 4, 9)": where the header repeats, counted as a text editor counts lines. Read
+  // single-threaded so the row numbers follow the file.
+  std::string HeaderLines() {
+    auto head = RawLines(s_.skip + 1);
+    if (!head || head->empty()) return "";
+    auto rows = run_("SELECT n FROM (SELECT line, row_number() OVER () AS n FROM read_csv(" + lit_ +
+                     ", columns = {'line': 'VARCHAR'}, delim = '', quote = '', escape = '', "
+                     "header = false, auto_detect = false, parallel = false" +
+                     (encoding_ ? ", encoding = " + QuoteLiteral(*encoding_) : std::string()) +
+                     ")) WHERE line = " + QuoteLiteral(head->back()) + " AND n > " +
+                     std::to_string(s_.skip + 1) + " ORDER BY n LIMIT 6");
+    if (!rows || rows->empty()) return "";
+    std::string out;
+    for (size_t i = 0; i < rows->size() && i < 5; ++i) {
+      out += (i ? ", " : "") + (*rows)[i][0].value_or("?");
+    }
+    return std::string(rows->size() == 1 ? " (line " : " (lines ") + out +
+           (rows->size() > 5 ? ", ..." : "") + ")";
+  }
+
+  static std::string RejectsOptions(const std::string& table) {
+    return ", store_rejects = true, ignore_errors = true, rejects_table = '" + table +
+           "', rejects_scan = '" + table + "_scan'";
+  }
+
+  // A padded read refuses nothing, so the lines it padded are found by a strict read of the
+  // header's width.
+  Result<void> NoteRaggedLines(const std::string& table) {
+    auto lines = RawLines(s_.skip + 1);
+    if (!lines || lines->empty()) return {};
+    const int64_t width = s_.header ? Fields(lines->back()) : static_cast<int64_t>(s_.columns.size());
+    std::string cols;
+    for (int64_t i = 0; i < width && i < static_cast<int64_t>(s_.columns.size()); ++i) {
+      cols += (cols.empty() ? "" : ", ") + QuoteLiteral(s_.columns[static_cast<size_t>(i)].first) + ": 'VARCHAR'";
+    }
+    std::string user = Dialect(false);
+    if (const auto at = user.find(", types = {"); at != std::string::npos) {
+      user.erase(at, user.find('}', at) + 1 - at);
+    }
+    auto r = run_("SELECT count(*) FROM read_csv(" + lit_ + user + ", auto_detect = false, columns = {" +
+                  cols + "}" + RejectsOptions(table + "_strict") + ")");
+    if (!r) return {};  // the notes are best effort; the padded table itself is right
+    return NoteRejects(table + "_strict");
+  }
+
+  Result<void> NoteRejects(const std::string& table) {
+    auto rows = run_("SELECT line, CAST(error_type AS VARCHAR), csv_line FROM " + table +
+                     " ORDER BY line LIMIT 6");
+    run_("DROP TABLE IF EXISTS " + table).value_or(Rows{});
+    run_("DROP TABLE IF EXISTS " + table + "_scan").value_or(Rows{});
+    if (!rows || rows->empty()) return {};
+    std::string missing, extra, other;
+    int64_t n_missing = 0, n_extra = 0, n_other = 0;
+    for (const auto& r : *rows) {
+      const std::string line = r[0].value_or("?");
+      const std::string type = r[1].value_or("");
+      if (type == "MISSING COLUMNS") {
+        missing += (n_missing++ ? ", " : "") + line;
+      } else if (type == "TOO MANY COLUMNS") {
+        extra += (n_extra++ ? ", " : "") + line;
+      } else if (type != "CAST") {
+        other += (n_other++ ? ", " : "") + line;
+      }
+    }
+    const std::string more = rows->size() > 5 ? " (and more)" : "";
+    if (n_missing > 0) {
+      plan_.table_notes.push_back("rows with fewer fields than the header were padded with "
+                                  "NULL: line " + missing + more);
+      noted_rejects_ = true;
+    }
+    if (n_extra > 0) {
+      plan_.table_notes.push_back("rows with more fields than the header were kept, the extra "
+                                  "fields in extra columns (column3, ...): line " + extra + more);
+      noted_rejects_ = true;
+    }
+    if (n_other > 0 && strict_) {
+      plan_.table_notes.push_back("lines that break the CSV rules: " + other + more);
+    }
+    return {};
+  }
+
+  const RunRows& run_;
+  std::string path_;
+  std::string lit_;
+  bool tsv_;
+  const CsvOptions& user_;
+  bool deep_;
+  std::optional<std::string> encoding_;
+  Sniffed s_;
+  bool padded_ = false;
+  bool strict_ = true;
+  bool noted_rejects_ = false;
+  CsvPlan plan_;
+};
+
+}  // namespace
+
+Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool tsv,
+                        const CsvOptions& options, bool deep) {
+  Planner planner(run, abs_path, tsv, options, deep);
+  auto plan = planner.Plan();
+  if (!plan) return plan;
+  // Check the plan reads: a short probe catches a dialect the whole-file pass did not.
+  auto probe = run("SELECT * FROM (" + plan->select + ") LIMIT 1");
+  if (!probe) return std::unexpected(probe.error());
+  return plan;
+}
+
+Result<CsvOptions> ParseCsvOptions(std::string_view query) {
+  CsvOptions o;
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t end = query.find('&', start);
+    if (end == std::string_view::npos) end = query.size();
+    const std::string_view item = query.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) {
+      if (end == query.size()) break;
+      continue;
+    }
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Fail(Error::Code::kUsage, "CSV option '" + std::string(item) +
+                                           "' has no value: write key=value (e.g. delim=;)");
+    }
+    const std::string key(item.substr(0, eq));
+    std::string value(item.substr(eq + 1));
+    if (value == "\\t" || value == "tab") value = "\t";
+    if (key == "delim" || key == "sep" || key == "delimiter") {
+      o.delimiter = value;
+    } else if (key == "quote") {
+      o.quote = value;
+    } else if (key == "header") {
+      if (value != "true" && value != "false") {
+        return Fail(Error::Code::kUsage, "CSV option header=" + value + ": use true or false");
+      }
+      o.header = value == "true";
+    } else if (key == "skip") {
+      int64_t n = -1;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || p != value.data() + value.size() || n < 0) {
+        return Fail(Error::Code::kUsage, "CSV option skip=" + value + ": give a line count");
+      }
+      o.skip = n;
+    } else if (key == "encoding") {
+      o.encoding = value;
+    } else if (key == "decimal") {
+      if (value != "," && value != ".") {
+        return Fail(Error::Code::kUsage, "CSV option decimal=" + value + ": use , or .");
+      }
+      o.decimal = value;
+    } else if (key == "null" || key == "nullstr") {
+      o.nulls.push_back(value);
+    } else if (key == "types") {
+      // types=id:VARCHAR;amount:DOUBLE
+      size_t s = 0;
+      while (s < value.size()) {
+        size_t e = value.find(';', s);
+        if (e == std::string::npos) e = value.size();
+        const std::string pair = value.substr(s, e - s);
+        s = e + 1;
+        const size_t colon = pair.rfind(':');
+        if (colon == std::string::npos || colon == 0 || colon + 1 == pair.size()) {
+          return Fail(Error::Code::kUsage, "CSV option types: '" + pair +
+                                               "' should be column:TYPE (e.g. types=id:VARCHAR)");
+        }
+        o.types.emplace_back(pair.substr(0, colon), pair.substr(colon + 1));
+      }
+    } else {
+      return Fail(Error::Code::kUsage,
+                  "unknown CSV option '" + key + "': use delim, quote, header, skip, encoding, "
+                  "decimal, null or types");
+    }
+  }
+  return o;
+}
+
+}  // namespace quarry::engine::internal
