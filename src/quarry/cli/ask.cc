@@ -174,9 +174,16 @@ int RunAsk(const AskOptions& o) {
   if (o.question.find_first_not_of(" \t\n") == std::string::npos) {
     return Report({Error::Code::kUsage, "the question is empty: ask something about the data"});
   }
-  std::vector<fs::path> paths(o.data.begin(), o.data.end());
-  auto engine = engine::Open(paths);
+  LoadFlags load = o.load;
+  load.timeout_ms = o.config.limits.timeout_ms;
+  auto engine = OpenData(o.data, load);
   if (!engine) return Report(engine.error());
+  struct Fill {
+    const engine::Engine& e;
+    const std::vector<std::string>& specs;
+    const LoadFlags& load;
+    ~Fill() { FillCache(e, specs, load); }
+  } fill{**engine, o.data, load};
   auto client = MakeClient(o);
   if (!client) return Report(client.error());
 

@@ -40,6 +40,17 @@ int Report(const Error& error) {
   return kExitInternal;
 }
 
+namespace {
+
+void AddLoadFlags(CLI::App* cmd, LoadFlags& load) {
+  cmd->add_flag("--no-cache", load.no_cache,
+                "Neither read nor fill the parse cache (large CSV/TSV/JSON files are "
+                "materialised once under $XDG_CACHE_HOME/quarry/parse)");
+  cmd->add_option("--cache-dir", load.cache_dir, "The parse cache's directory");
+}
+
+}  // namespace
+
 int Main(int argc, char** argv) {
   CLI::App app{"quarry: ask questions about CSV, TSV, Parquet, JSON, SQLite and DuckDB data. "
                "A model writes SQL; quarry runs it read-only, lets the model repair its errors, "
@@ -77,12 +88,16 @@ int Main(int argc, char** argv) {
   ask_cmd->add_flag("--no-python", ask.no_python, "Do not offer run_python to the model");
   ask_cmd->add_option("--format", ask.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+  AddLoadFlags(ask_cmd, ask.load);
 
   DataOptions schema;
   CLI::App* schema_cmd = app.add_subcommand("schema", "Print the schema cards of data files");
   schema_cmd->add_option("paths", schema.paths, "Data files")->required();
   schema_cmd->add_option("--format", schema.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+  schema_cmd->add_option("--timeout-ms", schema.timeout_ms, "Limit per loading statement")
+      ->default_val(60000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  AddLoadFlags(schema_cmd, schema.load);
 
   DataOptions sql;
   CLI::App* sql_cmd = app.add_subcommand(
@@ -94,6 +109,7 @@ int Main(int argc, char** argv) {
       ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   sql_cmd->add_option("--max-rows", sql.max_rows, "Rows fetched at most")
       ->default_val(200)->check(CLI::Range(0, 100000));
+  AddLoadFlags(sql_cmd, sql.load);
 
   PythonOptions python;
   CLI::App* python_cmd = app.add_subcommand(
@@ -105,6 +121,7 @@ int Main(int argc, char** argv) {
                        "Run without namespaces where bubblewrap cannot start");
   python_cmd->add_option("--timeout-ms", python.timeout_ms, "Wall-clock limit")
       ->default_val(30000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  AddLoadFlags(python_cmd, python.load);
 
   ViewOptions view;
   CLI::App* view_cmd = app.add_subcommand(
@@ -122,6 +139,18 @@ int Main(int argc, char** argv) {
   mcp_cmd->add_option("--runs-dir", mcp.runs_dir, "Where runs/<id>/ go")->default_val("runs");
   mcp_cmd->add_option("--model", mcp.model, "Model id for ask_database (else QUARRY_MODEL)");
   mcp_cmd->add_option("--base-url", mcp.base_url, "Endpoint for ask_database");
+  AddLoadFlags(mcp_cmd, mcp.load);
+
+  CacheOptions cache;
+  CLI::App* cache_cmd = app.add_subcommand(
+      "cache", "The parse cache: quarry cache [list|build FILE...|clear]");
+  cache_cmd->add_option("action", cache.action, "list, build or clear")
+      ->check(CLI::IsMember({"list", "build", "clear"}))->default_val("list");
+  cache_cmd->add_option("paths", cache.paths, "Files to build entries for (build)");
+  cache_cmd->add_option("--cache-dir", cache.cache_dir, "The parse cache's directory");
+  cache_cmd->add_option("--format", cache.format_name, "text or json (list)")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+  cache_cmd->add_flag("--quiet", cache.quiet, "Print nothing on success");
 
   TraceOptions trace;
   CLI::App* trace_cmd = app.add_subcommand("trace", "Summarise a run: quarry trace [latest|ID]");
@@ -147,6 +176,7 @@ int Main(int argc, char** argv) {
     if (*python_cmd) return RunPythonScript(python);
     if (*mcp_cmd) return RunMcp(mcp);
     if (*view_cmd) return RunView(view);
+    if (*cache_cmd) return RunCache(cache);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

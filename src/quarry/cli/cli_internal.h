@@ -2,9 +2,12 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "quarry/common/common.h"
+#include "quarry/engine/engine.h"
 
 namespace quarry::cli {
 
@@ -16,5 +19,23 @@ std::string Paint(const std::string& text, const char* ansi);
 
 // Prints "quarry: <message>" on stderr and returns the exit code for the error's kind.
 int Report(const Error& error);
+
+// How a subcommand opens its data (see engine::OpenOptions).
+struct LoadFlags {
+  bool no_cache = false;
+  std::string cache_dir;  // --cache-dir; empty: XDG
+  int64_t timeout_ms = 0;
+  bool profile = true;
+  bool fingerprint = true;
+  bool show_notes = false;  // the loader's notes on stderr (commands without cards on stdout)
+};
+engine::OpenOptions ToOpenOptions(const LoadFlags& flags);
+// engine::Open over the user's specs (paths, maybe with ?options).
+Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>& specs,
+                                                 const LoadFlags& flags);
+// After a command: starts a detached `quarry cache build` for every large CSV/TSV/JSON file
+// that had no parse-cache entry. `specs` are in the order the engine's sources are.
+void FillCache(const engine::Engine& engine, const std::vector<std::string>& specs,
+               const LoadFlags& flags);
 
 }  // namespace quarry::cli

@@ -5,10 +5,12 @@
 #include <vector>
 
 #include "quarry/agent/agent.h"
+#include "quarry/cli/cli_internal.h"
 
 namespace quarry::cli {
 
 struct AskOptions {
+  LoadFlags load;
   std::string question;
   std::vector<std::string> data;
   bool offline = false;
@@ -25,6 +27,7 @@ struct AskOptions {
 };
 
 struct DataOptions {
+  LoadFlags load;
   std::vector<std::string> paths;
   std::string sql;
   std::string format_name = "text";
@@ -33,6 +36,7 @@ struct DataOptions {
 };
 
 struct PythonOptions {
+  LoadFlags load;
   std::vector<std::string> args;  // data files, then the script
   std::string runs_dir = "runs";
   bool allow_unisolated = false;
@@ -40,11 +44,20 @@ struct PythonOptions {
 };
 
 struct McpOptions {
+  LoadFlags load;
   std::vector<std::string> paths;
   bool allow_python = false;
   std::string runs_dir = "runs";
   std::string model;
   std::string base_url;
+};
+
+struct CacheOptions {
+  std::string action = "list";  // list, build, clear
+  std::vector<std::string> paths;
+  std::string cache_dir;
+  std::string format_name = "text";
+  bool quiet = false;
 };
 
 struct ViewOptions {
@@ -65,6 +78,7 @@ int RunTrace(const TraceOptions& options);
 int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
 int RunView(const ViewOptions& options);
+int RunCache(const CacheOptions& options);
 
 // The live model client from flags, the environment and .env (see llm::ResolveConfig).
 Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);

@@ -37,15 +37,15 @@ json CardsJson(const std::vector<engine::TableCard>& cards) {
   return out;
 }
 
-Result<std::unique_ptr<engine::Engine>> OpenPaths(const std::vector<std::string>& paths) {
-  return engine::Open(std::vector<std::filesystem::path>(paths.begin(), paths.end()));
-}
-
 }  // namespace
 
 int RunSchema(const DataOptions& o) {
-  auto engine = OpenPaths(o.paths);
+  LoadFlags load = o.load;
+  load.timeout_ms = o.timeout_ms;
+  load.fingerprint = false;  // nothing records it
+  auto engine = OpenData(o.paths, load);
   if (!engine) return Report(engine.error());
+  FillCache(**engine, o.paths, load);
   if (o.format_name == "json") {
     std::cout << Dump({{"dialect", engine::DialectName((*engine)->dialect())},
                        {"tables", CardsJson((*engine)->describe())}})
@@ -57,8 +57,21 @@ int RunSchema(const DataOptions& o) {
 }
 
 int RunSql(const DataOptions& o) {
-  auto engine = OpenPaths(o.paths);
+  // One query needs no statistics and no hash: the cards would go unread.
+  LoadFlags load = o.load;
+  load.timeout_ms = o.timeout_ms;
+  load.profile = false;
+  load.fingerprint = false;
+  load.show_notes = true;
+  auto engine = OpenData(o.paths, load);
   if (!engine) return Report(engine.error());
+  // The entry is built after the answer, so the first question costs one scan.
+  struct Fill {
+    const engine::Engine& e;
+    const std::vector<std::string>& specs;
+    const LoadFlags& load;
+    ~Fill() { FillCache(e, specs, load); }
+  } fill{**engine, o.paths, load};
   auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows});
   if (!result) {
     const auto& f = result.error();

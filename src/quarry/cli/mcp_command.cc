@@ -14,6 +14,8 @@ int RunMcp(const McpOptions& o) {
   options.runs_dir = o.runs_dir;
   options.allow_python = o.allow_python;
   options.config.python = o.allow_python;
+  options.open = ToOpenOptions(o.load);
+  options.on_open = [&o](const engine::Engine& e) { FillCache(e, o.paths, o.load); };
   options.make_client = [model = o.model, base_url = o.base_url]() -> Result<std::unique_ptr<llm::Client>> {
     auto client = LiveClient(model, base_url);
     if (!client) {

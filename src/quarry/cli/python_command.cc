@@ -16,8 +16,10 @@ int RunPythonScript(const PythonOptions& o) {
   if (!in) return Report({Error::Code::kUsage, "cannot read the script " + script.string()});
   std::stringstream code;
   code << in.rdbuf();
-  std::vector<std::filesystem::path> paths(o.args.begin(), o.args.end() - 1);
-  auto engine = engine::Open(paths);
+  const std::vector<std::string> specs(o.args.begin(), o.args.end() - 1);
+  LoadFlags load = o.load;
+  load.show_notes = true;
+  auto engine = OpenData(specs, load);
   if (!engine) return Report(engine.error());
 
   const std::string id = trace::NewRunId();

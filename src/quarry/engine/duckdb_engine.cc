@@ -337,6 +337,15 @@ class DuckDbEngine final : public Engine {
       for (const auto& f : files_) {
         if (f.name == name) file = &f;
       }
+      if (file && file->cached) {
+        // Profiled when the entry was built; the entry is immutable, so the card still holds.
+        TableCard cached = file->cached->card;
+        cached.name = name;
+        cached.source = source;
+        cards_.push_back(std::move(cached));
+        table_names_.push_back(name);
+        continue;
+      }
       if (file) card.notes = file->plan.table_notes;
       for (const auto& row : *desc) {
         const std::string type = row[1].value_or("");
@@ -399,6 +408,7 @@ class DuckDbEngine final : public Engine {
     bool csv = false;
     bool deep = false;
     CsvPlan plan;
+    std::optional<CacheHit> cached;
   };
 
   Result<void> Connect(const char* path, bool read_only, const OpenOptions& options) {
@@ -467,18 +477,40 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
   }
   int64_t total_bytes = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
-    auto source = Fingerprint(paths[i], formats[i], options.fingerprint);
-    if (!source) return std::unexpected(source.error());
-    total_bytes += source->size_bytes;
     DuckDbEngine::FileTable f;
     f.path = paths[i].string();
     f.abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
     f.format = formats[i];
     f.csv = formats[i] == "csv" || formats[i] == "tsv";
     f.options = i < csv_options.size() ? csv_options[i] : CsvOptions{};
+    const bool cacheable = options.use_cache && (f.csv || f.format == "json");
+    if (cacheable) f.cached = LookupCache(f.abs, f.options, options);
+    auto source = Fingerprint(paths[i], formats[i], options.fingerprint && !f.cached);
+    if (!source) return std::unexpected(source.error());
+    if (cacheable) source->cache = f.cached ? "hit" : "miss";
+    if (f.cached) {
+      source->sha256 = f.cached->sha256;
+      source->delimiter = f.cached->delimiter;
+      source->header = f.cached->header;
+      source->padded = f.cached->padded;
+      f.plan.table_notes = f.cached->card.notes;
+    }
+    total_bytes += source->size_bytes;
     f.name = TableNameFor(paths[i], taken, keywords);
-    f.deep = f.csv && (options.profile || source->size_bytes <= kDeepBytes);
+    f.deep = f.cached || (f.csv && (options.profile || source->size_bytes <= kDeepBytes));
     allowed += (allowed.empty() ? "" : ", ") + QuoteLiteral(f.abs);
+    if (f.cached) {
+      // Read-only: nothing, the model least of all, can change an entry through this engine.
+      const std::string schema = "quarry_cache_" + std::to_string(i);
+      auto r = engine->RunTrusted("ATTACH " + QuoteLiteral(f.cached->entry.string()) + " AS " +
+                                  schema + " (READ_ONLY)");
+      if (!r) {
+        f.cached.reset();  // an unreadable entry is skipped, never trusted
+        source->cache = "miss";
+        if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint); full) *source = *full;
+        source->cache = "miss";
+      }
+    }
     taken.push_back(f.name);
     source->tables = {f.name};
     engine->sources_.push_back(std::move(*source));
@@ -499,7 +531,9 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     auto& f = engine->files_[i];
     const std::string context = "cannot load " + f.path;
     std::string select;
-    if (f.csv) {
+    if (f.cached) {
+      select = "SELECT * FROM quarry_cache_" + std::to_string(i) + ".data";
+    } else if (f.csv) {
       auto plan = PlanCsv(run, f.abs, f.format == "tsv", f.options, f.deep);
       if (!plan) return std::unexpected(Context(plan.error(), context));
       select = plan->select;

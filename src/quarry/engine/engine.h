@@ -67,6 +67,9 @@ struct Source {
   std::string delimiter;
   bool header = true;
   bool padded = false;  // some rows had missing or extra fields, kept and padded with NULL
+  // The parse cache: "hit" (opened from an entry), "miss" (none yet; CacheWorthy says whether
+  // building one pays), or "" (not cached: a database, Parquet, or the cache was off).
+  std::string cache;
 };
 
 // Per-query limits. At most max_rows rows are kept; row_count is still the true count.
@@ -85,7 +88,23 @@ struct OpenOptions {
   // Every statement that loads or profiles a file is interrupted after this long (0: never);
   // the error names the file and the flag to raise.
   int64_t timeout_ms = 0;
+  // The parse cache (see BuildCacheEntry). `cache_dir` empty: $XDG_CACHE_HOME/quarry/parse,
+  // else ~/.cache/quarry/parse.
+  bool use_cache = true;
+  std::filesystem::path cache_dir;
 };
+
+// Files at least this large are worth a parse-cache entry; smaller ones load in milliseconds.
+inline constexpr int64_t kCacheMinBytes = 16ll << 20;
+
+// Loads one CSV/TSV/JSON file (the path may carry ?options) into the parse cache: a DuckDB
+// database holding the table as the loader planned it, with its profile and notes, written
+// atomically under a private (0700) directory. Returns the entry. Errors: kUsage for another
+// format or no cache directory; kData when the file cannot be loaded, changed while being
+// read, or another process is building the same entry.
+Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& path,
+                                              const OpenOptions& options);
+std::filesystem::path CacheDirectory(const OpenOptions& options);
 
 // Cells are rendered as text; nullopt is SQL NULL.
 struct ResultTable {

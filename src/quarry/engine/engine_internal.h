@@ -87,6 +87,28 @@ Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
 // Adds the context a per-file loop knows: "cannot load data/x.csv: " + the error.
 Error Context(Error error, const std::string& what);
 
+// "csv", "tsv", "parquet", "json", "sqlite", "duckdb", "db" (decided by header), or "".
+std::string FormatOf(const std::filesystem::path& path);
+
+// A usable parse-cache entry: the materialised table (in `entry`, as table `data`), its card
+// and what the loader decided when it was built.
+struct CacheHit {
+  std::filesystem::path entry;
+  TableCard card;
+  std::string sha256;
+  std::string delimiter;
+  bool header = true;
+  bool padded = false;
+};
+std::filesystem::path CacheDir(const OpenOptions& options);
+// nullopt when the file cannot be stat'ed.
+std::optional<std::string> CacheKey(const std::filesystem::path& abs, const CsvOptions& options);
+// The entry for this file as it is now, or nullopt (none, stale, or unreadable).
+std::optional<CacheHit> LookupCache(const std::filesystem::path& abs, const CsvOptions& options,
+                                    const OpenOptions& open);
+Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given,
+                                              const OpenOptions& options);
+
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
                                                 const std::vector<std::string>& formats,
                                                 const std::vector<CsvOptions>& csv_options,

@@ -13,7 +13,9 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// "csv", "tsv", "parquet", "json", "sqlite", "duckdb", "db" (decided by header), or "".
+}  // namespace
+
+namespace internal {
 std::string FormatOf(const std::filesystem::path& path) {
   std::string name = Lower(path.filename().string());
   for (const char* gz : {".gz", ".zst"}) {
@@ -29,6 +31,9 @@ std::string FormatOf(const std::filesystem::path& path) {
   if (ext == ".db") return "db";
   return "";
 }
+}  // namespace internal
+
+namespace {
 
 bool HasDuckDbMagic(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -75,7 +80,7 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
       return Fail(Error::Code::kData, path.string() + " is a directory; pass the data files in it "
                                                       "one by one");
     }
-    std::string format = FormatOf(path);
+    std::string format = internal::FormatOf(path);
     if (format.empty()) {
       return Fail(Error::Code::kData,
                   "unsupported file type: " + path.string() +

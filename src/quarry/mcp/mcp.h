@@ -20,6 +20,9 @@ struct ServerOptions {
   std::string runs_dir = "runs";            // where ask_database and make_chart keep runs
   bool allow_python = false;                // offer run_python (explicit opt-in)
   agent::Config config;                     // budgets and limits for ask_database
+  engine::OpenOptions open;                 // how the data is opened (cache, timeouts)
+  // Called once the data is open, before serving (the CLI starts parse-cache builds here).
+  std::function<void(const engine::Engine&)> on_open;
   // Builds the model client for ask_database; an error (no model configured) becomes a tool
   // error result, not a protocol error.
   std::function<Result<std::unique_ptr<llm::Client>>()> make_client;

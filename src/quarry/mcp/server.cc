@@ -97,11 +97,12 @@ std::string Instructions(const engine::Engine& engine, const ServerOptions& opti
 }  // namespace
 
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
-  auto engine = engine::Open(options.data);
+  auto engine = engine::Open(options.data, options.open);
   if (!engine) {
     std::cerr << "quarry: " << FirstLine(engine.error().message) << "\n";
     return 3;
   }
+  if (options.on_open) options.on_open(**engine);
   ProtocolOut protocol(out);
   ToolBox tools(options, **engine);
   Dispatcher dispatcher(tools, Instructions(**engine, options));

@@ -1,0 +1,340 @@
+// The parse cache: a large CSV/TSV/JSON file is loaded once into a DuckDB database under the
+// user's cache directory, with its profile and the loader's notes, so later commands open it
+// read-only in well under a second. Entries are keyed by the file's path, size, mtime, ctime,
+// inode and reading options (any write to the file changes its ctime), carry the content hash
+// computed once when built, and are rebuilt, never trusted, when any of those differ.
+#include <duckdb.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include "quarry/engine/engine_internal.h"
+
+namespace quarry::engine {
+namespace internal {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Bumped whenever the loader's decisions change, so old entries are rebuilt.
+constexpr const char* kLoaderVersion = "loader-1";
+
+std::string Hex(const unsigned char* md, unsigned int len) {
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex += digits[md[i] >> 4];
+    hex += digits[md[i] & 15];
+  }
+  return hex;
+}
+
+std::string Sha256(std::string_view text) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
+  return Hex(md, len);
+}
+
+// A short-lived DuckDB for building entries: quarry's own SQL only, never the model's.
+class Builder {
+ public:
+  ~Builder() {
+    if (conn_) duckdb_disconnect(&conn_);
+    if (db_) duckdb_close(&db_);
+  }
+  Result<void> Open(int64_t memory_limit_mb) {
+    duckdb_config config = nullptr;
+    duckdb_create_config(&config);
+    duckdb_set_config(config, "autoinstall_known_extensions", "false");
+    duckdb_set_config(config, "autoload_known_extensions", "false");
+    duckdb_set_config(config, "memory_limit", (std::to_string(memory_limit_mb) + "MB").c_str());
+    char* err = nullptr;
+    const auto state = duckdb_open_ext(nullptr, &db_, config, &err);
+    duckdb_destroy_config(&config);
+    if (state == DuckDBError) {
+      std::string msg = err ? err : "unknown error";
+      duckdb_free(err);
+      return Fail(Error::Code::kInternal, "duckdb open failed: " + msg);
+    }
+    if (duckdb_connect(db_, &conn_) == DuckDBError) {
+      return Fail(Error::Code::kInternal, "duckdb connect failed");
+    }
+    return {};
+  }
+  Result<Rows> Run(const std::string& sql) {
+    duckdb_result result{};
+    if (duckdb_query(conn_, sql.c_str(), &result) == DuckDBError) {
+      std::string e = duckdb_result_error(&result) ? duckdb_result_error(&result) : "query failed";
+      duckdb_destroy_result(&result);
+      return Fail(Error::Code::kData, e);
+    }
+    Rows rows;
+    const idx_t cols = duckdb_column_count(&result);
+    for (idx_t r = 0; r < duckdb_row_count(&result); ++r) {
+      std::vector<std::optional<std::string>> row;
+      for (idx_t c = 0; c < cols; ++c) {
+        if (duckdb_value_is_null(&result, c, r)) {
+          row.emplace_back(std::nullopt);
+          continue;
+        }
+        char* v = duckdb_value_varchar(&result, c, r);
+        row.emplace_back(v ? std::optional<std::string>(v) : std::nullopt);
+        duckdb_free(v);
+      }
+      rows.push_back(std::move(row));
+    }
+    duckdb_destroy_result(&result);
+    return rows;
+  }
+
+ private:
+  duckdb_database db_ = nullptr;
+  duckdb_connection conn_ = nullptr;
+};
+
+std::string OptionsText(const CsvOptions& o) {
+  json j = json::object();
+  if (o.delimiter) j["delim"] = *o.delimiter;
+  if (o.quote) j["quote"] = *o.quote;
+  if (o.header) j["header"] = *o.header;
+  if (o.skip) j["skip"] = *o.skip;
+  if (o.encoding) j["encoding"] = *o.encoding;
+  if (o.decimal) j["decimal"] = *o.decimal;
+  if (!o.nulls.empty()) j["null"] = o.nulls;
+  for (const auto& [c, t] : o.types) j["types"][c] = t;
+  return j.dump();
+}
+
+json CardJson(const TableCard& card) {
+  json cols = json::array();
+  for (const auto& c : card.columns) {
+    cols.push_back({{"name", c.name}, {"type", c.type}, {"null_count", c.null_count},
+                    {"distinct_count", c.distinct_count}, {"distinct_approx", c.distinct_approx},
+                    {"min", c.min ? json(*c.min) : json(nullptr)},
+                    {"max", c.max ? json(*c.max) : json(nullptr)},
+                    {"samples", c.samples}, {"notes", c.notes}});
+  }
+  return {{"row_count", card.row_count}, {"columns", cols}, {"notes", card.notes}};
+}
+
+// The stored card, read defensively: an entry is a file on disk like any other input.
+std::optional<TableCard> CardFromJson(const json& j) {
+  if (!j.is_object() || !j.contains("columns") || !j["columns"].is_array()) return std::nullopt;
+  TableCard card;
+  card.row_count = j.value("row_count", int64_t{0});
+  card.profiled = true;
+  for (const auto& n : j.value("notes", json::array())) {
+    if (n.is_string()) card.notes.push_back(n.get<std::string>());
+  }
+  for (const auto& c : j["columns"]) {
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return std::nullopt;
+    ColumnCard col;
+    col.name = c["name"].get<std::string>();
+    col.type = c.value("type", "");
+    col.null_count = c.value("null_count", int64_t{0});
+    col.distinct_count = c.value("distinct_count", int64_t{0});
+    col.distinct_approx = c.value("distinct_approx", false);
+    if (c.contains("min") && c["min"].is_string()) col.min = c["min"].get<std::string>();
+    if (c.contains("max") && c["max"].is_string()) col.max = c["max"].get<std::string>();
+    for (const auto& s : c.value("samples", json::array())) {
+      if (s.is_string()) col.samples.push_back(s.get<std::string>());
+    }
+    for (const auto& n : c.value("notes", json::array())) {
+      if (n.is_string()) col.notes.push_back(n.get<std::string>());
+    }
+    col.profiled = true;
+    card.columns.push_back(std::move(col));
+  }
+  return card;
+}
+
+}  // namespace
+
+std::filesystem::path CacheDir(const OpenOptions& options) {
+  if (!options.cache_dir.empty()) return options.cache_dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') {
+    return std::filesystem::path(xdg) / "quarry" / "parse";
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return std::filesystem::path(home) / ".cache" / "quarry" / "parse";
+  }
+  return {};
+}
+
+std::optional<std::string> CacheKey(const std::filesystem::path& abs, const CsvOptions& options) {
+  struct stat st {};
+  if (::stat(abs.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const std::string identity =
+      std::string(kLoaderVersion) + "\n" + abs.string() + "\n" + std::to_string(st.st_size) + "\n" +
+      std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "\n" +
+      std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec) + "\n" +
+      std::to_string(st.st_ino) + "." + std::to_string(st.st_dev) + "\n" + OptionsText(options);
+  return Sha256(identity).substr(0, 40);
+}
+
+std::optional<CacheHit> LookupCache(const std::filesystem::path& abs, const CsvOptions& options,
+                                    const OpenOptions& open) {
+  const auto dir = CacheDir(open);
+  if (dir.empty()) return std::nullopt;
+  const auto key = CacheKey(abs, options);
+  if (!key) return std::nullopt;
+  const auto entry = dir / (*key + ".duckdb");
+  const auto meta = dir / (*key + ".json");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(entry, ec) || !std::filesystem::is_regular_file(meta, ec)) {
+    return std::nullopt;
+  }
+  std::ifstream in(meta);
+  const json m = json::parse(in, nullptr, false);
+  if (!m.is_object() || m.value("key", "") != *key || m.value("source", "") != abs.string()) {
+    return std::nullopt;
+  }
+  auto card = CardFromJson(m.value("card", json()));
+  if (!card) return std::nullopt;
+  CacheHit hit;
+  hit.entry = entry;
+  hit.card = std::move(*card);
+  hit.sha256 = m.value("sha256", "");
+  hit.delimiter = m.value("delimiter", "");
+  hit.header = m.value("header", true);
+  hit.padded = m.value("padded", false);
+  return hit;
+}
+
+Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given,
+                                              const OpenOptions& options) {
+  // The path may carry reading options (data.csv?delim=;), as everywhere else.
+  std::filesystem::path path = given;
+  CsvOptions csv;
+  std::error_code ec;
+  const std::string text = given.string();
+  if (const auto q = text.rfind('?'); q != std::string::npos && !std::filesystem::exists(given, ec)) {
+    path = text.substr(0, q);
+    auto parsed = ParseCsvOptions(std::string_view(text).substr(q + 1));
+    if (!parsed) return std::unexpected(Context(parsed.error(), text));
+    csv = std::move(*parsed);
+  }
+  const std::string format = FormatOf(path);
+  if (format != "csv" && format != "tsv" && format != "json") {
+    return Fail(Error::Code::kUsage, "the parse cache holds CSV, TSV and JSON files; " +
+                                         path.string() + " is not one");
+  }
+  auto source = Fingerprint(path, format, true);
+  if (!source) return std::unexpected(source.error());
+  const auto abs = std::filesystem::absolute(path).lexically_normal();
+  const auto key = CacheKey(abs, csv);
+  const auto dir = CacheDir(options);
+  if (!key || dir.empty()) {
+    return Fail(Error::Code::kUsage, "no cache directory: set XDG_CACHE_HOME or HOME");
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(Error::Code::kData, "cannot create " + dir.string() + ": " + ec.message());
+  // The cache holds the user's data: private to them.
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  std::filesystem::permissions(dir.parent_path(), std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  const auto entry = dir / (*key + ".duckdb");
+  if (std::filesystem::exists(entry, ec) && std::filesystem::exists(dir / (*key + ".json"), ec)) {
+    return entry;
+  }
+  // One builder per entry: a second command that starts one while the first runs leaves.
+  const auto lock_path = dir / (*key + ".lock");
+  const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (lock < 0) return Fail(Error::Code::kData, "cannot create " + lock_path.string());
+  struct Unlock {
+    int fd;
+    std::filesystem::path path;
+    ~Unlock() {
+      std::error_code e;
+      std::filesystem::remove(path, e);
+      ::close(fd);
+    }
+  } unlock{lock, lock_path};
+  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    return Fail(Error::Code::kData, "the cache entry for " + path.string() + " is being built");
+  }
+  const auto tmp = dir / (*key + ".duckdb.tmp-" + std::to_string(::getpid()));
+  std::filesystem::remove(tmp, ec);
+  Builder b;
+  if (auto r = b.Open(options.memory_limit_mb); !r) return std::unexpected(r.error());
+  auto run = [&b](const std::string& s) { return b.Run(s); };
+  std::string select;
+  CsvPlan plan;
+  if (format == "json") {
+    select = "SELECT * FROM read_json_auto(" + QuoteLiteral(abs.string()) + ")";
+  } else {
+    auto p = PlanCsv(run, abs.string(), format == "tsv", csv, true);
+    if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
+    plan = std::move(*p);
+    select = plan.select;
+  }
+  auto fail = [&](const Error& e) {
+    std::filesystem::remove(tmp, ec);
+    std::filesystem::remove(tmp.string() + ".wal", ec);
+    return std::unexpected(Context(e, "cannot cache " + path.string()));
+  };
+  if (auto r = run("ATTACH " + QuoteLiteral(tmp.string()) + " AS entry"); !r) return fail(r.error());
+  if (auto r = run("CREATE TABLE entry.data AS " + select); !r) return fail(r.error());
+  auto desc = run("DESCRIBE entry.data");
+  if (!desc) return fail(desc.error());
+  TableCard card;
+  std::vector<ColumnInfo> columns;
+  for (const auto& row : *desc) {
+    const std::string type = row[1].value_or("");
+    const bool nested = type.find('[') != std::string::npos || type.starts_with("STRUCT") ||
+                        type.starts_with("MAP") || type.starts_with("UNION") || type == "BLOB";
+    columns.push_back({row[0].value_or(""), type, !nested});
+    ColumnCard col;
+    col.name = columns.back().name;
+    col.type = type;
+    if (auto it = plan.column_notes.find(col.name); it != plan.column_notes.end()) col.notes = it->second;
+    card.columns.push_back(std::move(col));
+  }
+  card.notes = plan.table_notes;
+  if (auto r = ProfileDuckDb(card, "entry.data", columns, run, source->size_bytes <= (64ll << 20)); !r) {
+    return fail(r.error());
+  }
+  if (auto r = run("DETACH entry"); !r) return fail(r.error());
+  // The file must not have changed while it was read; otherwise the entry describes neither.
+  if (CacheKey(abs, csv) != key) {
+    return fail(Error{Error::Code::kData, "the file changed while it was being cached"});
+  }
+  const json meta = {{"key", *key},           {"source", abs.string()},
+                     {"size_bytes", source->size_bytes}, {"sha256", source->sha256},
+                     {"loader", kLoaderVersion}, {"options", OptionsText(csv)},
+                     {"delimiter", plan.delimiter}, {"header", plan.header},
+                     {"padded", plan.padded},    {"card", CardJson(card)}};
+  const auto meta_tmp = dir / (*key + ".json.tmp-" + std::to_string(::getpid()));
+  {
+    std::ofstream out(meta_tmp, std::ios::trunc);
+    out << meta.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (!out) return fail(Error{Error::Code::kData, "cannot write " + meta_tmp.string()});
+  }
+  std::filesystem::rename(tmp, entry, ec);
+  if (ec) return fail(Error{Error::Code::kData, "cannot write " + entry.string() + ": " + ec.message()});
+  std::filesystem::rename(meta_tmp, dir / (*key + ".json"), ec);
+  if (ec) return fail(Error{Error::Code::kData, "cannot write the cache index: " + ec.message()});
+  return entry;
+}
+
+}  // namespace internal
+
+Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& path,
+                                              const OpenOptions& options) {
+  return internal::BuildCacheEntry(path, options);
+}
+
+std::filesystem::path CacheDirectory(const OpenOptions& options) {
+  return internal::CacheDir(options);
+}
+
+}  // namespace quarry::engine
