@@ -596,6 +596,10 @@ def fmt_mb(mb):
     return "-" if mb is None else f"{mb:8.0f} MB"
 
 
+def exit_note(run):
+    return "" if run.exit_code == 0 else f", EXIT {run.exit_code}"
+
+
 def print_report(r, scan, load_doc, first, cache, follow, no_cache, pandas, sqlite):
     f = r["file"]
     print(f"\nload_bench (issue 8 §3): {r['rows']:,} rows, {f['bytes'] / 1e9:.3f} GB, seed "
@@ -611,13 +615,14 @@ def print_report(r, scan, load_doc, first, cache, follow, no_cache, pandas, sqli
         rows.append((f"DuckDB: {name} on the table (in-process)", s, None))
     rows.append(("DuckDB: load + five questions, whole process", d["load"]["seconds"],
                  d["load"]["peak_rss_mb"]))
-    rows.append(("quarry: first command, empty cache", first.seconds, first.maxrss_mb))
+    rows.append(("quarry: first command, empty cache" + exit_note(first), first.seconds,
+                 first.maxrss_mb))
     builder = max(cache["builder_peak_rss_mb"].values(), default=None)
     rows.append((f"quarry: background cache build ({cache['status']})", cache["seconds"], builder))
     for (name, _), run in zip(QUESTIONS, follow):
-        rows.append((f"quarry: follow-up {name}", run.seconds, run.maxrss_mb))
+        rows.append((f"quarry: follow-up {name}" + exit_note(run), run.seconds, run.maxrss_mb))
     for (name, _), run in zip(QUESTIONS, no_cache):
-        rows.append((f"quarry --no-cache: {name}", run.seconds, run.maxrss_mb))
+        rows.append((f"quarry --no-cache: {name}" + exit_note(run), run.seconds, run.maxrss_mb))
     if not r["quarry_flags"]["--no-cache"]:
         rows.append(("quarry --no-cache: not offered by `quarry sql --help`", None, None))
     rows.append(("quarry: five questions (first + follow-ups 2-5)", r["five_questions_seconds"], None))
@@ -656,6 +661,9 @@ def print_report(r, scan, load_doc, first, cache, follow, no_cache, pandas, sqli
             if w[key]["exit_code"] != 0:
                 print(f"  wide {key} failed: {w[key]['stderr'].strip()[-300:]}")
 
+    for run in [first] + list(follow) + list(no_cache):
+        if run.exit_code != 0:
+            print(f"  quarry failed (exit {run.exit_code}): {run.stderr.strip()[-300:]}")
     if cache["seconds"] is None:
         print(f"\nquarry parse cache: {cache['status']} after {cache['waited_s']:.1f} s "
               "(the follow-ups read the CSV again)")
