@@ -25,7 +25,7 @@ std::string SystemPrompt(const engine::Engine& engine) {
   const std::string dialect =
       engine.dialect() == engine::Dialect::kDuckDB ? "DuckDB" : "SQLite";
   return Prompt("system", {{"dialect", dialect},
-                           {"schema_cards", engine::RenderCards(engine.describe())}});
+                           {"schema_cards", engine::RenderCards(engine.describe(), engine::kCardColumns)}});
 }
 
 }  // namespace quarry::agent

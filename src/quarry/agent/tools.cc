@@ -40,14 +40,28 @@ std::string TypeText(const json& schema) {
 Observation InspectSchema(const json& args, ToolContext& ctx) {
   const auto& cards = ctx.engine.describe();
   Observation obs;
+  std::vector<std::string> only;
+  for (const auto& c : args.value("columns", json::array())) only.push_back(c.get<std::string>());
   if (args.contains("table")) {
     const std::string want = args["table"].get<std::string>();
     for (const auto& card : cards) {
-      if (card.name == want) {
-        obs.text = engine::RenderCards({card});
-        obs.detail = {{"table", want}};
+      if (card.name != want) continue;
+      std::vector<std::string> missing;
+      for (const auto& name : only) {
+        if (std::none_of(card.columns.begin(), card.columns.end(),
+                         [&](const engine::ColumnCard& c) { return c.name == name; })) {
+          missing.push_back(name);
+        }
+      }
+      if (!missing.empty()) {
+        obs.failure = FailureClass::kBadArguments;
+        obs.text = "table " + want + " has no column named '" + missing.front() +
+                   "'; inspect_schema with only `table` lists its columns";
         return obs;
       }
+      obs.text = engine::RenderCards({card}, only.empty() ? 0 : engine::kCardColumns, only);
+      obs.detail = {{"table", want}};
+      return obs;
     }
     std::string names;
     for (const auto& card : cards) names += (names.empty() ? "" : ", ") + card.name;
@@ -55,7 +69,7 @@ Observation InspectSchema(const json& args, ToolContext& ctx) {
     obs.text = "no table named '" + want + "'; the tables are: " + names;
     return obs;
   }
-  obs.text = engine::RenderCards(cards);
+  obs.text = engine::RenderCards(cards, engine::kCardColumns, only);
   return obs;
 }
 
@@ -201,9 +215,12 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   tools.push_back(Tool{
       {"inspect_schema",
        "Show the schema cards: tables, columns, types, null and distinct counts, min/max and "
-       "sample values. Give `table` for one table.",
+       "sample values, and notes on how each file was read. Give `table` for one table (every "
+       "column), and `columns` for just those columns of it.",
        json::parse(R"({"type":"object","properties":{"table":{"type":"string","minLength":1,
-         "description":"one table's name; omit for all"}},"additionalProperties":false})")},
+         "description":"one table's name; omit for all"},"columns":{"type":"array",
+         "items":{"type":"string"},"description":"only these columns of `table`"}},
+         "additionalProperties":false})")},
       false, InspectSchema});
   tools.push_back(Tool{
       {"run_sql",

@@ -156,8 +156,13 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
                                            const std::vector<std::string>& tables);
 
-// Schema cards as the model reads them (compact text, one block per table).
-std::string RenderCards(const std::vector<TableCard>& cards);
+// Schema cards as the model reads them (compact text, one block per table). A table with more
+// than `max_columns` columns (0: no limit) shows the first ones and every column with a note in
+// full, and the rest as `name TYPE` only, so a 1,000-column file stays a readable prompt.
+// `only`: show just these columns of each table (inspect_schema's `columns`).
+std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns = 0,
+                        const std::vector<std::string>& only = {});
+inline constexpr size_t kCardColumns = 40;  // the model's default
 // A result as the model reads it: a header saying rows are data, never instructions, the
 // first preview_rows rows as a pipe table, and the true row count.
 std::string RenderResult(const ResultTable& table, int preview_rows);
