@@ -123,6 +123,28 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
                                            const std::vector<std::string>& tables);
 
+// One registered table copied out for readers that cannot read the source format themselves
+// (the sandbox's pandas has no pyarrow and no DuckDB): a CSV with a header row, ',' between
+// fields, '"' quoting, and NULL written as kExportNull, so an empty string stays distinct.
+struct TableExport {
+  std::string table;             // the table's name, as queries name it ("schema.t" outside main)
+  std::filesystem::path path;    // the CSV written under the export directory
+  std::vector<std::pair<std::string, std::string>> columns;  // name, engine type, in order
+  int64_t row_count = 0;         // the table's true row count (its card's)
+  int64_t rows_written = 0;      // min(row_count, max_rows)
+};
+inline constexpr std::string_view kExportNull = "\\N:quarry-null";
+
+// Copies every table of `engine` (at most `max_rows` rows each, in the engine's order) into
+// `dir` (created if missing) as <index>_<table>.csv. It runs apart from the engine, which stays
+// locked: DuckDB-served sources through a separate in-memory DuckDB that may read only the
+// registered file (or opens the .duckdb read-only) and write only into `dir`; SQLite databases
+// through the SQLite C API, read-only. Thread safety: reads only the engine's cards and sources,
+// never its connection, so it may run on another thread while the engine serves queries.
+// Errors: kData naming the table when a copy fails (the tables before it are kept on disk).
+Result<std::vector<TableExport>> ExportTables(const Engine& engine, const std::filesystem::path& dir,
+                                              int64_t max_rows);
+
 // Schema cards as the model reads them (compact text, one block per table).
 std::string RenderCards(const std::vector<TableCard>& cards);
 // A result as the model reads it: a header saying rows are data, never instructions, the
