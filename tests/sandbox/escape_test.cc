@@ -38,7 +38,11 @@ class EscapeTest : public ::testing::Test {
     o.workdir = work_.path() / "workdir";
     o.python_guard = guard;
     o.timeout_ms = timeout_ms;
-    o.tables = {{"sales", quarry::testing::SourceDir() / "data" / "sales.csv", "csv", ",", true, {}}};
+    TableFile sales;
+    sales.name = "sales";
+    sales.host_path = quarry::testing::SourceDir() / "data" / "sales.csv";
+    sales.format = "csv";
+    o.tables = {sales};
     auto r = RunPython(code, o);
     EXPECT_TRUE(r.has_value()) << r.error().message;
     EXPECT_EQ(r->isolation, Isolation::kNamespaces);
