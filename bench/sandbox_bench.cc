@@ -53,7 +53,11 @@ int main(int argc, char** argv) {
   quarry::sandbox::Options bare;
   bare.workdir = work;
   quarry::sandbox::Options with_table = bare;
-  with_table.tables = {{"sales", source / "data" / "sales.csv", "csv", ",", true, {}}};
+  quarry::sandbox::TableFile sales;
+  sales.name = "sales";
+  sales.host_path = source / "data" / "sales.csv";
+  sales.format = "csv";
+  with_table.tables = {sales};
   if (auto why = quarry::sandbox::NamespaceUnavailableReason()) {
     std::printf("no namespaces here (%s): measuring the rlimits-only fallback\n", why->c_str());
     bare.allow_unisolated = with_table.allow_unisolated = true;
