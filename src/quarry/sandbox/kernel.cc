@@ -355,10 +355,16 @@ struct Kernel::State {
                                             (tail.empty() ? "" : ": " + TailLines(tail, 1000)));
   }
 
-  // How the process ended, once it has: "killed by SIGXCPU (...)" or "exit code 1".
-  std::string EndedHow(PythonResult& r) {
-    child->Kill();
-    const int status = child->Wait();
+  // How the process ended: "killed by SIGXCPU (...)" or "exit code 1". A process that closed
+  // its result pipe gets `grace_ms` to exit on its own (so its own status is reported), then
+  // is killed.
+  std::string EndedHow(PythonResult& r, int64_t grace_ms) {
+    std::optional<int> ended = child->WaitFor(grace_ms);
+    if (!ended) {
+      child->Kill();
+      ended = child->Wait();
+    }
+    const int status = *ended;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const int sig = WIFSIGNALED(status) ? WTERMSIG(status)
                     : (isolated && r.exit_code > 128) ? r.exit_code - 128
@@ -444,7 +450,7 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
   const std::string reset = "; the Python session was reset, so its variables are lost";
   if (!w.frame) {
     std::string how;
-    if (s.child) how = s.EndedHow(r);
+    if (s.child) how = s.EndedHow(r, w.ended ? 2000 : 0);
     s.EndProcess();
     if (w.timed_out || (!sent && MsLeft(deadline) <= 0)) {
       r.failure = FailureClass::kTimeout;

@@ -87,6 +87,8 @@ class Child {
   ~Child();
   void Kill();  // SIGKILL to the whole process group
   int Wait();   // the waitpid status; once
+  // Waits at most `ms` for the child to end on its own: its waitpid status, or nullopt (alive).
+  std::optional<int> WaitFor(int64_t ms);
   pid_t pid() const { return pid_; }
 
  private:
