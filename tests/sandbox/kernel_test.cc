@@ -223,6 +223,22 @@ TEST_F(KernelTest, JunkOnTheProtocolDescriptorsCannotForgeOrHang) {
   EXPECT_TRUE(next.state_lost);
 }
 
+TEST_F(KernelTest, WithoutNamespacesItRefusesOrSaysSo) {
+  options_.use_namespaces = false;
+  Kernel refused(options_);
+  auto error = refused.Run("print(1)", std::nullopt);
+  ASSERT_FALSE(error.has_value());
+  EXPECT_EQ(error.error().code, Error::Code::kUsage);
+  EXPECT_NE(error.error().message.find("--allow-unisolated"), std::string::npos);
+
+  options_.allow_unisolated = true;
+  Kernel fallback(options_);
+  Call(fallback, "x = 20");
+  auto r = Call(fallback, "print(x * 2)");
+  EXPECT_EQ(r.stdout_text, "40\n");
+  EXPECT_EQ(r.isolation, Isolation::kRlimitsOnly);
+}
+
 TEST_F(KernelTest, ShutdownLeavesNoProcess) {
   const std::set<pid_t> before = Children();
   {

@@ -88,6 +88,26 @@ TEST_F(TablesTest, DuckDbDatabaseGivesEveryTableInEverySchema) {
       << r.err;
 }
 
+TEST_F(TablesTest, UnusualTypesArriveAsTextWithANote) {
+  const fs::path db = cwd_.path() / "odd.duckdb";
+  DuckDb(db.string(), {"CREATE TYPE mood AS ENUM ('sad', 'ok')",
+                       "CREATE TABLE odd AS SELECT [1, 2] AS tags, {'a': 1} AS s, 'ab'::BLOB AS b, "
+                       "18446744073709551615::UBIGINT AS big, 170141183460469231731687303715884105727::HUGEINT AS huge, "
+                       "TIME '10:30:00' AS t, INTERVAL 3 DAY AS span, 'ok'::mood AS m, "
+                       "TIMESTAMPTZ '2024-01-01 12:00:00+00' AS tz, 7::UTINYINT AS small"});
+  auto r = Python(db.string(),
+                  "print(df.dtypes.astype(str).tolist())\n"
+                  "print(df['tags'][0], df['t'][0], df['m'][0], int(df['small'][0]) + 1)\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[1, 2] 10:30:00 ok 8"), std::string::npos) << r.out << r.err;
+  // A time zone survives; integers past Int64 stay exact as text, and that is said.
+  EXPECT_NE(r.out.find("'datetime64[ns, UTC]', 'Int64']"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("column 'big' kept as read, not int"), std::string::npos) << r.err;
+  // Nested values and blobs are text in Python, and the model and the user are told.
+  EXPECT_NE(r.err.find("column 'tags' (INTEGER[]) is text in Python"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("column 'b' (BLOB) is text in Python"), std::string::npos) << r.err;
+}
+
 TEST_F(TablesTest, SqliteTablesKeepTheirTypes) {
   auto r = Python((quarry::testing::SourceDir() / "data" / "chinook.sqlite").string(),
                   "inv, trk = tables['Invoice'], tables['Track']\n"

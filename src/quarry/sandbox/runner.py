@@ -318,9 +318,11 @@ def load_export(pd, spec, notes):
         for i, kind in enumerate(kinds):
             if kind == "date":
                 frame[i] = pd.to_datetime(frame[i])
+        frame.columns = names  # after reading: SQL allows duplicate column names
     except (ValueError, TypeError, OverflowError):  # e.g. a UBIGINT past Int64: convert one by one
-        frame = typed(pd, pd.read_csv(spec["path"], dtype=object, **options), kinds, f"table {name}", notes)
-    frame.columns = names  # after reading: SQL allows duplicate column names
+        frame = pd.read_csv(spec["path"], dtype=object, **options)
+        frame.columns = names
+        frame = typed(pd, frame, kinds, f"table {name}", notes)
     for (column, engine_type), kind in zip(columns, kinds):
         if kind == "str" and engine_kind(engine_type) == "str" and (
                 engine_type.upper().endswith("]") or engine_type.upper().startswith(("STRUCT", "MAP", "UNION", "BLOB"))):
