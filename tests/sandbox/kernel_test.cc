@@ -2,6 +2,8 @@
 // between calls, a call that times out or ends Python yields a fresh kernel that says so, the
 // guard still checks every call without costing the state, output is capped per call, the
 // escape corpus holds against the kernel, and no process outlives it or an agent run.
+#include "quarry/sandbox/kernel.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 
 #include "quarry/agent/agent.h"
 #include "quarry/engine/engine.h"
-#include "quarry/sandbox/kernel.h"
 #include "support/test_support.h"
 
 namespace quarry::sandbox {
@@ -66,7 +67,8 @@ TEST_F(KernelTest, VariablesPersistBetweenCalls) {
   auto first = Call(k, "x = 41\nprint('set')");
   EXPECT_EQ(first.failure, FailureClass::kNone) << first.message;
   EXPECT_EQ(first.tables_loaded, std::vector<std::string>{"sales"});
-  auto second = Call(k, "print(x + 1)\nprint(round(df.groupby('region')['revenue'].sum().max(), 2))");
+  auto second =
+      Call(k, "print(x + 1)\nprint(round(df.groupby('region')['revenue'].sum().max(), 2))");
   EXPECT_EQ(second.failure, FailureClass::kNone) << second.message;
   EXPECT_EQ(second.stdout_text, "42\n141794.14\n");
   EXPECT_FALSE(second.state_lost);
@@ -86,9 +88,11 @@ TEST_F(KernelTest, TimeoutGivesAFreshKernelThatSaysSo) {
   auto fresh = Call(k, "print(x)");
   EXPECT_TRUE(fresh.state_lost);
   EXPECT_EQ(fresh.failure, FailureClass::kRuntimeError);
-  EXPECT_NE(fresh.message.find("NameError: name 'x' is not defined"), std::string::npos) << fresh.message;
+  EXPECT_NE(fresh.message.find("NameError: name 'x' is not defined"), std::string::npos)
+      << fresh.message;
   const std::string seen = RenderObservation(fresh);
-  EXPECT_NE(seen.find("the Python state was lost: the previous call timed out"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("the Python state was lost: the previous call timed out"), std::string::npos)
+      << seen;
   EXPECT_NE(k.pid(), first_pid);
   // The note is said once; the new kernel's state then persists as before.
   auto after = Call(k, "x = 1\nprint(x + 1)");
@@ -174,29 +178,40 @@ TEST_F(KernelTest, EscapeCorpusHoldsAgainstTheKernel) {
   EXPECT_EQ(env.stdout_text.find("canary"), std::string::npos);
   EXPECT_NE(env.stdout_text.find("('HOME', '/workdir')"), std::string::npos) << env.stdout_text;
 
-  auto secrets = Call(k, "import os\nprint(os.path.exists('/etc/shadow'), os.path.exists('/root'))");
+  auto secrets =
+      Call(k, "import os\nprint(os.path.exists('/etc/shadow'), os.path.exists('/root'))");
   EXPECT_EQ(secrets.stdout_text, "False False\n");
   auto pids = Call(k, "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))");
   EXPECT_EQ(pids.stdout_text, "[1, 2]\n");  // a PID namespace of its own, also for the kernel
 
-  auto spawn = Call(k, "import subprocess\ntry:\n    subprocess.run(['id'])\nexcept Exception as e:\n"
-                       "    print('subprocess', type(e).__name__)\nprint('system', os.system(" + touch + "))\n"
-                       "try:\n    os.fork()\nexcept Exception as e:\n    print('fork', type(e).__name__)\n");
-  EXPECT_NE(spawn.stdout_text.find("subprocess PermissionError"), std::string::npos) << spawn.stdout_text;
+  auto spawn = Call(
+      k,
+      "import subprocess\ntry:\n    subprocess.run(['id'])\nexcept Exception as e:\n"
+      "    print('subprocess', type(e).__name__)\nprint('system', os.system(" +
+          touch +
+          "))\n"
+          "try:\n    os.fork()\nexcept Exception as e:\n    print('fork', type(e).__name__)\n");
+  EXPECT_NE(spawn.stdout_text.find("subprocess PermissionError"), std::string::npos)
+      << spawn.stdout_text;
   EXPECT_NE(spawn.stdout_text.find("fork PermissionError"), std::string::npos);
   EXPECT_EQ(spawn.stdout_text.find("system 0"), std::string::npos);
 
-  auto net = Call(k, "import socket\ntry:\n    socket.socket(socket.AF_INET).connect(('127.0.0.1', 9))\n"
-                     "except Exception as e:\n    print(type(e).__name__)\n");
+  auto net =
+      Call(k,
+           "import socket\ntry:\n    socket.socket(socket.AF_INET).connect(('127.0.0.1', 9))\n"
+           "except Exception as e:\n    print(type(e).__name__)\n");
   EXPECT_EQ(net.stdout_text, "PermissionError\n");
-  auto writes = Call(k, "for p in ['/usr/x', '/data/x', '" + marker.string() + "']:\n"
-                        "    try:\n        open(p, 'w').write('x')\n        print(p, 'written')\n"
-                        "    except Exception as e:\n        print(p, type(e).__name__)\n");
+  auto writes =
+      Call(k, "for p in ['/usr/x', '/data/x', '" + marker.string() +
+                  "']:\n"
+                  "    try:\n        open(p, 'w').write('x')\n        print(p, 'written')\n"
+                  "    except Exception as e:\n        print(p, type(e).__name__)\n");
   EXPECT_EQ(writes.stdout_text.find("/usr/x written"), std::string::npos) << writes.stdout_text;
   EXPECT_FALSE(fs::exists("/usr/x"));
 
-  auto ctypes = Call(k, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-                        "print('unshare', libc.unshare(0x10000000), ctypes.get_errno())\n");
+  auto ctypes = Call(k,
+                     "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                     "print('unshare', libc.unshare(0x10000000), ctypes.get_errno())\n");
   EXPECT_EQ(ctypes.stdout_text, "unshare -1 1\n");
   // The kernel's fds: stdin is /dev/null, so user code cannot read the next request.
   auto stdin_read = Call(k, "import sys\nprint(repr(sys.stdin.read()))");
@@ -214,9 +229,11 @@ TEST_F(KernelTest, JunkOnTheProtocolDescriptorsCannotForgeOrHang) {
   Kernel k(options_);
   // The result pipe moved off fd 3; writing junk to every fd the code can find must end in a
   // clean failure (or nothing), never a forged status or a hung parent.
-  auto r = Call(k, "import os\nfor fd in range(3, 40):\n    try:\n"
-                   "        os.write(fd, b'99999999999\\n{\"status\": \"ok\"}')\n    except OSError:\n        pass\n"
-                   "print('done')\n");
+  auto r = Call(k,
+                "import os\nfor fd in range(3, 40):\n    try:\n"
+                "        os.write(fd, b'99999999999\\n{\"status\": \"ok\"}')\n    except "
+                "OSError:\n        pass\n"
+                "print('done')\n");
   EXPECT_NE(r.failure, FailureClass::kNone) << r.stdout_text;
   auto next = Call(k, "print(1 + 1)");
   EXPECT_EQ(next.stdout_text, "2\n");
@@ -278,13 +295,15 @@ llm::Turn ToolTurn(const std::string& name, const nlohmann::ordered_json& args) 
 TEST_F(KernelTest, AnAgentRunSharesOneKernelAndLeavesNoProcess) {
   auto engine = engine::Open({quarry::testing::SourceDir() / "data" / "sales.csv"});
   ASSERT_TRUE(engine.has_value());
-  ScriptedClient client({ToolTurn("run_python", {{"code", "x = 41\nprint('stored')"}}),
-                         ToolTurn("run_python", {{"code", "print(x + 1)"}}),
-                         ToolTurn("final_answer", {{"answer", "42"}, {"supporting_values", {"42"}}})});
+  ScriptedClient client(
+      {ToolTurn("run_python", {{"code", "x = 41\nprint('stored')"}}),
+       ToolTurn("run_python", {{"code", "print(x + 1)"}}),
+       ToolTurn("final_answer", {{"answer", "42"}, {"supporting_values", {"42"}}})});
   agent::Config config;
   config.sandbox.workdir = dir_.path() / "run" / "workdir";
   const std::set<pid_t> before = Children();
-  const trace::Trace t = agent::Run({"what is x + 1?", "run1", {}}, **engine, client, config, nullptr, nullptr);
+  const trace::Trace t =
+      agent::Run({"what is x + 1?", "run1", {}}, **engine, client, config, nullptr, nullptr);
   EXPECT_EQ(t.stop_reason, agent::kStopAnswered);
   ASSERT_GE(t.steps.size(), 4u);
   EXPECT_NE(t.steps[3].observation.find("\n42\n"), std::string::npos) << t.steps[3].observation;

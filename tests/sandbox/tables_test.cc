@@ -46,17 +46,21 @@ class TablesTest : public ::testing::Test {
 
 TEST_F(TablesTest, ParquetKeepsItsTypes) {
   const fs::path parquet = cwd_.path() / "visits.parquet";
-  DuckDb("", {"COPY (SELECT * FROM (VALUES "
-              "(1, 1.5, '02134', DATE '2024-01-31', TIMESTAMP '2024-02-01 10:30:00', 12.50::DECIMAL(10,2)), "
-              "(2, NULL, '00501', DATE '2024-03-01', NULL, 3.25::DECIMAL(10,2)), "
-              "(NULL, 2.25, NULL, NULL, TIMESTAMP '2024-02-02 00:00:00', NULL), "
-              "(40, 4.0, '', DATE '2023-12-25', TIMESTAMP '2023-12-25 08:00:00', 1.00::DECIMAL(10,2))"
-              ") t(n, x, zip, d, ts, price)) TO '" + parquet.string() + "' (FORMAT parquet)"});
-  auto r = Python(parquet.string(),
-                  "print(' '.join(f'{c}:{t}' for c, t in df.dtypes.astype(str).items()))\n"
-                  "print(df['zip'].tolist())\n"
-                  "print(int(df['n'].sum()), int(df['n'].isna().sum()), df['x'].sum(), df['price'].sum())\n"
-                  "print(df['d'].max().date(), df['ts'].min())\n");
+  DuckDb("",
+         {"COPY (SELECT * FROM (VALUES "
+          "(1, 1.5, '02134', DATE '2024-01-31', TIMESTAMP '2024-02-01 10:30:00', "
+          "12.50::DECIMAL(10,2)), "
+          "(2, NULL, '00501', DATE '2024-03-01', NULL, 3.25::DECIMAL(10,2)), "
+          "(NULL, 2.25, NULL, NULL, TIMESTAMP '2024-02-02 00:00:00', NULL), "
+          "(40, 4.0, '', DATE '2023-12-25', TIMESTAMP '2023-12-25 08:00:00', 1.00::DECIMAL(10,2))"
+          ") t(n, x, zip, d, ts, price)) TO '" +
+          parquet.string() + "' (FORMAT parquet)"});
+  auto r = Python(
+      parquet.string(),
+      "print(' '.join(f'{c}:{t}' for c, t in df.dtypes.astype(str).items()))\n"
+      "print(df['zip'].tolist())\n"
+      "print(int(df['n'].sum()), int(df['n'].isna().sum()), df['x'].sum(), df['price'].sum())\n"
+      "print(df['d'].max().date(), df['ts'].min())\n");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string expected =
       "n:Int64 x:float64 zip:object d:datetime64[ns] ts:datetime64[ns] price:float64\n"
@@ -69,17 +73,18 @@ TEST_F(TablesTest, ParquetKeepsItsTypes) {
 
 TEST_F(TablesTest, DuckDbDatabaseGivesEveryTableInEverySchema) {
   const fs::path db = cwd_.path() / "shop.duckdb";
-  DuckDb(db.string(), {"CREATE TABLE orders(id INTEGER, amount DECIMAL(8,2), placed DATE)",
-                       "INSERT INTO orders VALUES (1, 10.25, '2024-05-01'), (2, 4.75, '2024-05-02'), "
-                       "(3, NULL, NULL)",
-                       "CREATE SCHEMA crm",
-                       "CREATE TABLE crm.customers(id BIGINT, zip VARCHAR, vip BOOLEAN)",
-                       "INSERT INTO crm.customers VALUES (7, '02134', true), (8, NULL, false)"});
-  auto r = Python(db.string(),
-                  "print(sorted(tables))\n"
-                  "o, c = tables['orders'], tables['crm.customers']\n"
-                  "print(o.dtypes.astype(str).tolist(), c.dtypes.astype(str).tolist())\n"
-                  "print(o['amount'].sum(), int(c['id'].sum()), c['zip'].tolist(), int(c['vip'].sum()))\n");
+  DuckDb(db.string(),
+         {"CREATE TABLE orders(id INTEGER, amount DECIMAL(8,2), placed DATE)",
+          "INSERT INTO orders VALUES (1, 10.25, '2024-05-01'), (2, 4.75, '2024-05-02'), "
+          "(3, NULL, NULL)",
+          "CREATE SCHEMA crm", "CREATE TABLE crm.customers(id BIGINT, zip VARCHAR, vip BOOLEAN)",
+          "INSERT INTO crm.customers VALUES (7, '02134', true), (8, NULL, false)"});
+  auto r = Python(
+      db.string(),
+      "print(sorted(tables))\n"
+      "o, c = tables['orders'], tables['crm.customers']\n"
+      "print(o.dtypes.astype(str).tolist(), c.dtypes.astype(str).tolist())\n"
+      "print(o['amount'].sum(), int(c['id'].sum()), c['zip'].tolist(), int(c['vip'].sum()))\n");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out,
             "['crm.customers', 'orders']\n"
@@ -92,7 +97,8 @@ TEST_F(TablesTest, UnusualTypesArriveAsTextWithANote) {
   const fs::path db = cwd_.path() / "odd.duckdb";
   DuckDb(db.string(), {"CREATE TYPE mood AS ENUM ('sad', 'ok')",
                        "CREATE TABLE odd AS SELECT [1, 2] AS tags, {'a': 1} AS s, 'ab'::BLOB AS b, "
-                       "18446744073709551615::UBIGINT AS big, 170141183460469231731687303715884105727::HUGEINT AS huge, "
+                       "18446744073709551615::UBIGINT AS big, "
+                       "170141183460469231731687303715884105727::HUGEINT AS huge, "
                        "TIME '10:30:00' AS t, INTERVAL 3 DAY AS span, 'ok'::mood AS m, "
                        "TIMESTAMPTZ '2024-01-01 12:00:00+00' AS tz, 7::UTINYINT AS small"});
   auto r = Python(db.string(),
@@ -109,12 +115,13 @@ TEST_F(TablesTest, UnusualTypesArriveAsTextWithANote) {
 }
 
 TEST_F(TablesTest, SqliteTablesKeepTheirTypes) {
-  auto r = Python((quarry::testing::SourceDir() / "data" / "chinook.sqlite").string(),
-                  "inv, trk = tables['Invoice'], tables['Track']\n"
-                  "print(len(tables), inv['InvoiceId'].dtype, inv['InvoiceDate'].dtype, inv['Total'].dtype)\n"
-                  "print(round(inv['Total'].sum(), 2), len(inv), inv['BillingState'].isna().sum())\n"
-                  "print(trk['Milliseconds'].dtype, int(trk['Composer'].notna().sum()))\n"
-                  "print(inv.groupby(inv['InvoiceDate'].dt.year)['Total'].sum().round(2).to_dict())\n");
+  auto r = Python(
+      (quarry::testing::SourceDir() / "data" / "chinook.sqlite").string(),
+      "inv, trk = tables['Invoice'], tables['Track']\n"
+      "print(len(tables), inv['InvoiceId'].dtype, inv['InvoiceDate'].dtype, inv['Total'].dtype)\n"
+      "print(round(inv['Total'].sum(), 2), len(inv), inv['BillingState'].isna().sum())\n"
+      "print(trk['Milliseconds'].dtype, int(trk['Composer'].notna().sum()))\n"
+      "print(inv.groupby(inv['InvoiceDate'].dt.year)['Total'].sum().round(2).to_dict())\n");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out,
             "11 Int64 datetime64[ns] float64\n"
@@ -126,7 +133,8 @@ TEST_F(TablesTest, SqliteTablesKeepTheirTypes) {
 }
 
 TEST_F(TablesTest, ACsvIsSeenAsTheEngineSeesIt) {
-  const fs::path csv = cwd_.Write("zips.csv", "zip,n,when\n02134,1,2024-01-02\n00501,,2024-02-03\n");
+  const fs::path csv =
+      cwd_.Write("zips.csv", "zip,n,when\n02134,1,2024-01-02\n00501,,2024-02-03\n");
   auto r = Python(csv.string(), "print(df['zip'].tolist(), df['n'].dtype, df['when'].dtype)\n");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "['02134', '00501'] Int64 datetime64[ns]\n");
@@ -149,8 +157,8 @@ TEST_F(TablesTest, RowCapIsToldWithTheTrueCount) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->stdout_text, "100\n");
   ASSERT_EQ(r->notes.size(), 1u);
-  EXPECT_NE(r->notes[0].find("only the first 100 of its 2,065 rows"),
-            std::string::npos) << r->notes[0];
+  EXPECT_NE(r->notes[0].find("only the first 100 of its 2,065 rows"), std::string::npos)
+      << r->notes[0];
   EXPECT_NE(RenderObservation(*r).find("note: table sales: Python holds only the first 100"),
             std::string::npos);
 }

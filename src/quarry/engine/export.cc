@@ -34,9 +34,12 @@ class Duck {
     duckdb_config config = nullptr;
     duckdb_create_config(&config);
     // Extensions are never fetched; one thread is enough and leaves the other core to the run.
-    for (const auto& [k, v] : std::map<std::string, std::string>{
-             {"autoinstall_known_extensions", "false"}, {"autoload_known_extensions", "false"},
-             {"allow_community_extensions", "false"}, {"memory_limit", "1GB"}, {"threads", "1"}}) {
+    for (const auto& [k, v] :
+         std::map<std::string, std::string>{{"autoinstall_known_extensions", "false"},
+                                            {"autoload_known_extensions", "false"},
+                                            {"allow_community_extensions", "false"},
+                                            {"memory_limit", "1GB"},
+                                            {"threads", "1"}}) {
       duckdb_set_config(config, k.c_str(), v.c_str());
     }
     if (path) duckdb_set_config(config, "access_mode", "READ_ONLY");
@@ -188,7 +191,8 @@ Result<std::vector<TableExport>> ExportDuckDb(const Engine& engine, const fs::pa
       }
       TableExport e = Planned(*card, dir / FileName(index++, table), max_rows);
       if (auto r = duck.Run(CopyTo(from, *card, e.path, max_rows)); !r) {
-        return Fail(Error::Code::kData, "export of table " + table + " failed: " + r.error().message);
+        return Fail(Error::Code::kData,
+                    "export of table " + table + " failed: " + r.error().message);
       }
       out.push_back(std::move(e));
     }
@@ -225,7 +229,8 @@ void WriteHeader(std::string& line, const TableCard& card) {
   for (size_t i = 0; i < card.columns.size(); ++i) {
     if (i) line += ',';
     line += '"';
-    for (const char c : card.columns[i].name) line += c == '"' ? std::string("\"\"") : std::string(1, c);
+    for (const char c : card.columns[i].name)
+      line += c == '"' ? std::string("\"\"") : std::string(1, c);
     line += '"';
   }
   line += '\n';
@@ -250,7 +255,8 @@ Result<std::vector<TableExport>> ExportSqlite(const Engine& engine, const fs::pa
   }
   const std::string uri = "file:" + escaped + (live_wal ? "?mode=ro" : "?mode=ro&immutable=1");
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  const int rc =
+      sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
   std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> db(raw, sqlite3_close_v2);
   if (rc != SQLITE_OK) {
     return Fail(Error::Code::kData, "export: cannot open " + s.path + " as SQLite");
@@ -260,10 +266,12 @@ Result<std::vector<TableExport>> ExportSqlite(const Engine& engine, const fs::pa
   size_t index = 0;
   for (const TableCard& card : engine.describe()) {
     TableExport e = Planned(card, dir / FileName(index++, card.name), max_rows);
-    const std::string sql = "SELECT * FROM " + QuoteIdent(card.name) + " LIMIT " + std::to_string(max_rows);
+    const std::string sql =
+        "SELECT * FROM " + QuoteIdent(card.name) + " LIMIT " + std::to_string(max_rows);
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(raw, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
-      return Fail(Error::Code::kData, "export of table " + card.name + " failed: " + sqlite3_errmsg(raw));
+      return Fail(Error::Code::kData,
+                  "export of table " + card.name + " failed: " + sqlite3_errmsg(raw));
     }
     std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> stmt(st, sqlite3_finalize);
     std::ofstream file(e.path, std::ios::binary | std::ios::trunc);
@@ -284,8 +292,9 @@ Result<std::vector<TableExport>> ExportSqlite(const Engine& engine, const fs::pa
     file << line;
     file.close();
     if (step != SQLITE_DONE || !file) {
-      return Fail(Error::Code::kData, "export of table " + card.name + " failed: " +
-                                          (step != SQLITE_DONE ? sqlite3_errmsg(raw) : "write error"));
+      return Fail(Error::Code::kData,
+                  "export of table " + card.name +
+                      " failed: " + (step != SQLITE_DONE ? sqlite3_errmsg(raw) : "write error"));
     }
     out.push_back(std::move(e));
   }
@@ -298,7 +307,8 @@ Result<std::vector<TableExport>> ExportTables(const Engine& engine, const fs::pa
                                               int64_t max_rows) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return Fail(Error::Code::kInternal, "cannot create " + dir.string() + ": " + ec.message());
+  if (ec)
+    return Fail(Error::Code::kInternal, "cannot create " + dir.string() + ": " + ec.message());
   const fs::path abs = fs::absolute(dir).lexically_normal();
   if (engine.sources().empty()) return std::vector<TableExport>{};
   return engine.dialect() == Dialect::kSQLite ? ExportSqlite(engine, abs, max_rows)

@@ -14,9 +14,8 @@
 #include <cerrno>
 #include <chrono>
 #include <map>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "quarry/sandbox/sandbox_internal.h"
 
@@ -108,9 +107,9 @@ struct Kernel::State {
   Fd requests;  // our end of the socket pair
   Fd out, err, results;
   std::string result_buffer;
-  bool load_sent = false;                 // the table list went out (maybe from the copier)
-  bool loaded = false;                    // its "loaded" frame has arrived
-  std::vector<std::string> load_notes;    // shown with the next call's result
+  bool load_sent = false;               // the table list went out (maybe from the copier)
+  bool loaded = false;                  // its "loaded" frame has arrived
+  std::vector<std::string> load_notes;  // shown with the next call's result
   std::vector<std::string> tables_loaded;
   std::optional<LastResult> last_sent;
   int64_t next_id = 1;
@@ -159,7 +158,9 @@ struct Kernel::State {
     std::error_code ec;
     fs::create_directories(options.workdir, ec);
     if (!ec && !options.tables_dir.empty()) fs::create_directories(options.tables_dir, ec);
-    if (ec) return Fail(Error::Code::kInternal, "cannot create the kernel's directories: " + ec.message());
+    if (ec)
+      return Fail(Error::Code::kInternal,
+                  "cannot create the kernel's directories: " + ec.message());
     if (access(kPython, X_OK) != 0) {
       return Fail(Error::Code::kUsage, std::string(kPython) +
                                            " is missing: run scripts/setup.sh (python3 with "
@@ -187,9 +188,12 @@ struct Kernel::State {
       env = Environment(fs::absolute(options.workdir).string());
       env.push_back("QUARRY_KERNEL=1");
     }
-    ChildSpec spec{argv, env, isolated ? fs::path() : options.workdir,
+    ChildSpec spec{argv,
+                   env,
+                   isolated ? fs::path() : options.workdir,
                    {theirs.get(), o.write.get(), e.write.get(), r.write.get(), seccomp_fd.get()},
-                   !isolated, limits};
+                   !isolated,
+                   limits};
     auto started = Child::Start(spec);
     if (!started) return std::unexpected(started.error());
     child.emplace(std::move(*started));
@@ -204,7 +208,8 @@ struct Kernel::State {
   }
 
   std::string LoadFrame() const {
-    return Frame({{"kind", "load"}, {"guard", options.python_guard},
+    return Frame({{"kind", "load"},
+                  {"guard", options.python_guard},
                   {"tables", TablesJson(tables, options, isolated)}});
   }
 
@@ -266,8 +271,8 @@ struct Kernel::State {
     std::string& o = r ? r->stdout_text : sink_out;
     std::string& e = r ? r->stderr_text : sink_err;
     const size_t cap = options.output_cap_bytes;
-    std::array<pollfd, 3> fds{{{out.get(), POLLIN, 0}, {err.get(), POLLIN, 0},
-                               {results.get(), POLLIN, 0}}};
+    std::array<pollfd, 3> fds{
+        {{out.get(), POLLIN, 0}, {err.get(), POLLIN, 0}, {results.get(), POLLIN, 0}}};
     for (;;) {
       bool broken = false;
       if (auto f = TakeFrame(result_buffer, broken)) {
@@ -295,9 +300,10 @@ struct Kernel::State {
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         size_t result_total = 0;
-        const bool more = i == 0   ? Drain(fds[i].fd, r ? o : sink_out, r ? cap : 0, w.out_total)
-                          : i == 1 ? Drain(fds[i].fd, r ? e : sink_err, r ? 4 * cap : 0, w.err_total)
-                                   : Drain(fds[i].fd, result_buffer, 2 * kMaxFrameBytes, result_total);
+        const bool more = i == 0 ? Drain(fds[i].fd, r ? o : sink_out, r ? cap : 0, w.out_total)
+                          : i == 1
+                              ? Drain(fds[i].fd, r ? e : sink_err, r ? 4 * cap : 0, w.err_total)
+                              : Drain(fds[i].fd, result_buffer, 2 * kMaxFrameBytes, result_total);
         if (!more) fds[i].fd = -1;
       }
       if (r && w.out_total + w.err_total > 64 * cap) {
@@ -309,7 +315,9 @@ struct Kernel::State {
     // to this call. Take it, within the caps.
     for (int i = 0; i < 2; ++i) {
       const int fd = i == 0 ? out.get() : err.get();
-      if (fd >= 0) Drain(fd, i == 0 ? o : e, r ? (i == 0 ? cap : 4 * cap) : 0, i == 0 ? w.out_total : w.err_total);
+      if (fd >= 0)
+        Drain(fd, i == 0 ? o : e, r ? (i == 0 ? cap : 4 * cap) : 0,
+              i == 0 ? w.out_total : w.err_total);
     }
     return w;
   }
@@ -366,7 +374,7 @@ struct Kernel::State {
     }
     const int status = *ended;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    const int sig = WIFSIGNALED(status) ? WTERMSIG(status)
+    const int sig = WIFSIGNALED(status)               ? WTERMSIG(status)
                     : (isolated && r.exit_code > 128) ? r.exit_code - 128
                                                       : 0;
     child.reset();
@@ -422,8 +430,12 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
   s.load_notes.clear();
 
   const int64_t id = s.next_id++;
-  json request = {{"kind", "run"}, {"id", id}, {"code", code}, {"guard", s.options.python_guard},
-                  {"allowed_modules", AllowedModules()}, {"cpu_seconds", s.options.cpu_seconds}};
+  json request = {{"kind", "run"},
+                  {"id", id},
+                  {"code", code},
+                  {"guard", s.options.python_guard},
+                  {"allowed_modules", AllowedModules()},
+                  {"cpu_seconds", s.options.cpu_seconds}};
   if (last && !(s.last_sent && s.last_sent->columns == last->columns &&
                 s.last_sent->types == last->types && s.last_sent->rows == last->rows)) {
     request["last"] = LastJson(last);
@@ -439,7 +451,8 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
     // A frame of another id is a leftover; the runner answers in order, so skip it.
     if (!w.frame || (w.frame->contains("id") && (*w.frame)["id"] == id)) break;
   }
-  r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - call_started).count();
+  r.duration_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - call_started).count();
   const size_t cap = s.options.output_cap_bytes;
   r.stdout_truncated = w.out_total > r.stdout_text.size();
   if (r.stdout_truncated) {
@@ -464,7 +477,8 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
       s.lost_reason = "the previous call flooded its output";
     } else if (w.broken) {
       r.failure = FailureClass::kRuntimeError;
-      r.message = "runtime_error: the Python process broke quarry's protocol and was stopped" + reset;
+      r.message =
+          "runtime_error: the Python process broke quarry's protocol and was stopped" + reset;
       s.lost_reason = "the previous call broke the kernel's protocol";
     } else {
       r.failure = FailureClass::kRuntimeError;
@@ -478,12 +492,16 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
     r.rule = Text(res, "rule");
     r.message = Text(res, "message");
     for (auto& n : Strings(res, "notes")) r.notes.push_back(std::move(n));
-    if (status == "guard_violation") r.failure = FailureClass::kGuardViolation;
-    else if (status == "syntax_error") r.failure = FailureClass::kSyntaxError;
-    else if (status == "runtime_error") r.failure = FailureClass::kRuntimeError;
+    if (status == "guard_violation")
+      r.failure = FailureClass::kGuardViolation;
+    else if (status == "syntax_error")
+      r.failure = FailureClass::kSyntaxError;
+    else if (status == "runtime_error")
+      r.failure = FailureClass::kRuntimeError;
     else if (status != "ok") {
       r.failure = FailureClass::kRuntimeError;
-      r.message = "runtime_error: " + (r.message.empty() ? "the kernel refused the call" : r.message);
+      r.message =
+          "runtime_error: " + (r.message.empty() ? "the kernel refused the call" : r.message);
     }
   }
   ScrubWorkdir(s.options.workdir);
@@ -495,8 +513,9 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
     }
     if (r.stdout_text.find_first_not_of(" \n\t") == std::string::npos && r.artifacts.empty()) {
       r.failure = FailureClass::kEmptyResult;
-      r.message = "empty_result: the code ran but printed nothing and saved no figure; print "
-                  "the values you need";
+      r.message =
+          "empty_result: the code ran but printed nothing and saved no figure; print "
+          "the values you need";
     }
   }
   return r;
