@@ -161,11 +161,16 @@ Observation RunPython(const json& args, ToolContext& ctx) {
     std::error_code ec;
     std::filesystem::remove_all(options.tables_dir, ec);
   }
-  if (!result) {
+  if (!result && result.error().code == Error::Code::kUsage) {
     // quarry cannot run Python here at all: the model should fall back to SQL.
     obs.failure = FailureClass::kGuardViolation;
     obs.rule = "isolation_unavailable";
     obs.text = "guard_violation: " + result.error().message;
+    return obs;
+  }
+  if (!result) {  // Python could not be started this time (the next call tries again)
+    obs.failure = FailureClass::kRuntimeError;
+    obs.text = "runtime_error: " + result.error().message;
     return obs;
   }
   obs.failure = result->failure;
