@@ -125,6 +125,7 @@ Result<std::vector<sandbox::TableFile>> SandboxTables(const engine::Engine& engi
     t.row_count = e.row_count;
     t.rows_written = e.rows_written;
     t.max_rows = max_rows;
+    t.notes = e.notes;
     out.push_back(std::move(t));
   }
   return out;

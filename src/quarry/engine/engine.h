@@ -129,9 +129,12 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
 struct TableExport {
   std::string table;             // the table's name, as queries name it ("schema.t" outside main)
   std::filesystem::path path;    // the CSV written under the export directory
-  std::vector<std::pair<std::string, std::string>> columns;  // name, engine type, in order
-  int64_t row_count = 0;         // the table's true row count (its card's)
-  int64_t rows_written = 0;      // min(row_count, max_rows)
+  // As written to the file, in order: these name Python's columns, whatever the card says.
+  std::vector<std::pair<std::string, std::string>> columns;  // name, engine type
+  int64_t row_count = 0;     // the table's true row count (counted when the copy was cut)
+  int64_t rows_written = 0;  // min(row_count, max_rows)
+  // Where the copy disagrees with the engine's card (columns, row count): to tell the model.
+  std::vector<std::string> notes;
 };
 inline constexpr std::string_view kExportNull = "\\N:quarry-null";
 

@@ -110,34 +110,59 @@ const TableCard* CardFor(const Engine& engine, const std::string& table) {
   return nullptr;
 }
 
-TableExport Planned(const TableCard& card, const fs::path& path, int64_t max_rows) {
+TableExport Planned(const TableCard& card, const fs::path& path) {
   TableExport e;
   e.table = card.name;
   e.path = path;
-  for (const ColumnCard& c : card.columns) e.columns.emplace_back(c.name, c.type);
-  e.row_count = card.row_count;
-  e.rows_written = std::min(card.row_count, max_rows);
   return e;
+}
+
+// The copy is checked against the engine's card, so that a loader which reads a file
+// differently (skipped lines, renamed columns) can never make Python disagree in silence.
+void Compare(TableExport& e, const TableCard& card, int64_t max_rows) {
+  bool same_columns = e.columns.size() == card.columns.size();
+  for (size_t i = 0; same_columns && i < e.columns.size(); ++i) {
+    same_columns = e.columns[i].first == card.columns[i].name;
+  }
+  if (!same_columns) {
+    e.notes.push_back("table " + e.table +
+                      ": Python's columns differ from the engine's; use "
+                      "run_sql for figures");
+  }
+  const bool counted = card.row_count > 0;  // a card without a profile has no count
+  if (counted && e.row_count != card.row_count) {
+    e.notes.push_back("table " + e.table + ": Python's copy has " + std::to_string(e.row_count) +
+                      " rows, the engine's table " + std::to_string(card.row_count) +
+                      "; use run_sql for figures");
+  }
+  (void)max_rows;
 }
 
 // What DuckDB's CSV writer would do with these types, done explicitly: decimals become
 // doubles (pandas has no decimal dtype), nested values and blobs their text.
-std::string SelectList(const TableCard& card) {
+std::string SelectList(const std::vector<std::pair<std::string, std::string>>& columns) {
   std::string list;
-  for (const ColumnCard& c : card.columns) {
-    const std::string q = QuoteIdent(c.name);
-    const bool decimal = c.type.starts_with("DECIMAL") || c.type.starts_with("NUMERIC");
+  for (const auto& [name, type] : columns) {
+    const std::string q = QuoteIdent(name);
+    const bool decimal = type.starts_with("DECIMAL") || type.starts_with("NUMERIC");
     list += (list.empty() ? "" : ", ") + (decimal ? "CAST(" + q + " AS DOUBLE) AS " + q : q);
   }
   return list.empty() ? "*" : list;
 }
 
-std::string CopyTo(const std::string& from, const TableCard& card, const fs::path& out,
-                   int64_t max_rows) {
-  return "COPY (SELECT " + SelectList(card) + " FROM " + from + " LIMIT " +
-         std::to_string(max_rows) + ") TO " + QuoteLiteral(out.string()) +
+std::string CopyTo(const std::string& from, const TableExport& e, int64_t max_rows) {
+  return "COPY (SELECT " + SelectList(e.columns) + " FROM " + from + " LIMIT " +
+         std::to_string(max_rows) + ") TO " + QuoteLiteral(e.path.string()) +
          " (FORMAT csv, HEADER true, DELIMITER ',', QUOTE '\"', NULLSTR " +
          QuoteLiteral(kExportNull) + ")";
+}
+
+int64_t ToInt(const std::string& text) {
+  try {
+    return std::stoll(text);
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 // Files (and the .duckdb database) may be read, the export directory written; nothing else,
@@ -189,11 +214,28 @@ Result<std::vector<TableExport>> ExportDuckDb(const Engine& engine, const fs::pa
       } else {
         from = "(SELECT * FROM " + ReaderFor(s, abs) + ")";
       }
-      TableExport e = Planned(*card, dir / FileName(index++, table), max_rows);
-      if (auto r = duck.Run(CopyTo(from, *card, e.path, max_rows)); !r) {
+      TableExport e = Planned(*card, dir / FileName(index++, table));
+      auto described = duck.Run("DESCRIBE SELECT * FROM " + from);
+      if (!described) {
         return Fail(Error::Code::kData,
-                    "export of table " + table + " failed: " + r.error().message);
+                    "export of table " + table + " failed: " + described.error().message);
       }
+      for (const auto& row : *described) e.columns.emplace_back(row[0], row[1]);
+      auto copied = duck.Run(CopyTo(from, e, max_rows));
+      if (!copied) {
+        return Fail(Error::Code::kData,
+                    "export of table " + table + " failed: " + copied.error().message);
+      }
+      e.rows_written = copied->empty() || copied->front().empty() ? 0 : ToInt(copied->front()[0]);
+      e.row_count = e.rows_written;
+      if (e.rows_written >= max_rows) {  // cut: the true count, from the card or counted
+        e.row_count = card->row_count;
+        if (e.row_count <= e.rows_written) {
+          auto n = duck.Run("SELECT count(*) FROM " + from);
+          if (n && !n->empty()) e.row_count = ToInt(n->front()[0]);
+        }
+      }
+      Compare(e, *card, max_rows);
       out.push_back(std::move(e));
     }
   }
@@ -225,12 +267,14 @@ void WriteField(std::string& line, sqlite3_stmt* stmt, int col) {
   }
 }
 
-void WriteHeader(std::string& line, const TableCard& card) {
-  for (size_t i = 0; i < card.columns.size(); ++i) {
+void WriteHeader(std::string& line,
+                 const std::vector<std::pair<std::string, std::string>>& columns) {
+  for (size_t i = 0; i < columns.size(); ++i) {
     if (i) line += ',';
     line += '"';
-    for (const char c : card.columns[i].name)
+    for (const char c : columns[i].first) {
       line += c == '"' ? std::string("\"\"") : std::string(1, c);
+    }
     line += '"';
   }
   line += '\n';
@@ -265,7 +309,7 @@ Result<std::vector<TableExport>> ExportSqlite(const Engine& engine, const fs::pa
   sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   size_t index = 0;
   for (const TableCard& card : engine.describe()) {
-    TableExport e = Planned(card, dir / FileName(index++, card.name), max_rows);
+    TableExport e = Planned(card, dir / FileName(index++, card.name));
     const std::string sql =
         "SELECT * FROM " + QuoteIdent(card.name) + " LIMIT " + std::to_string(max_rows);
     sqlite3_stmt* st = nullptr;
@@ -274,11 +318,20 @@ Result<std::vector<TableExport>> ExportSqlite(const Engine& engine, const fs::pa
                   "export of table " + card.name + " failed: " + sqlite3_errmsg(raw));
     }
     std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> stmt(st, sqlite3_finalize);
+    for (int c = 0; c < sqlite3_column_count(st); ++c) {
+      const char* name = sqlite3_column_name(st, c);
+      std::string type;
+      for (const ColumnCard& col : card.columns) {
+        if (name && col.name == name) type = col.type;
+      }
+      e.columns.emplace_back(name ? name : "", type);
+    }
     std::ofstream file(e.path, std::ios::binary | std::ios::trunc);
     std::string line;
-    WriteHeader(line, card);
+    WriteHeader(line, e.columns);
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+      ++e.rows_written;
       for (int c = 0; c < sqlite3_column_count(st); ++c) {
         if (c) line += ',';
         WriteField(line, st, c);
@@ -296,6 +349,18 @@ Result<std::vector<TableExport>> ExportSqlite(const Engine& engine, const fs::pa
                   "export of table " + card.name +
                       " failed: " + (step != SQLITE_DONE ? sqlite3_errmsg(raw) : "write error"));
     }
+    e.row_count = e.rows_written;
+    if (e.rows_written >= max_rows) {
+      e.row_count = card.row_count;
+      sqlite3_stmt* count = nullptr;
+      const std::string count_sql = "SELECT count(*) FROM " + QuoteIdent(card.name);
+      if (e.row_count <= e.rows_written &&
+          sqlite3_prepare_v2(raw, count_sql.c_str(), -1, &count, nullptr) == SQLITE_OK) {
+        if (sqlite3_step(count) == SQLITE_ROW) e.row_count = sqlite3_column_int64(count, 0);
+      }
+      sqlite3_finalize(count);
+    }
+    Compare(e, card, max_rows);
     out.push_back(std::move(e));
   }
   return out;

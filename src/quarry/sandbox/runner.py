@@ -327,6 +327,7 @@ def load_export(pd, spec, notes):
         if kind == "str" and engine_kind(engine_type) == "str" and (
                 engine_type.upper().endswith("]") or engine_type.upper().startswith(("STRUCT", "MAP", "UNION", "BLOB"))):
             notes.append(f"table {name}: column {column!r} ({engine_type}) is text in Python")
+    notes.extend(n for n in spec.get("notes") or [] if isinstance(n, str))
     total, written = spec.get("row_count", len(frame)), spec.get("rows_written", len(frame))
     if written < total:
         notes.append(f"table {name}: Python holds only the first {written:,} of its {total:,} rows "

@@ -70,6 +70,7 @@ json TablesJson(const std::vector<TableFile>& files, const Options& o, bool isol
       spec["row_count"] = t.row_count;
       spec["rows_written"] = t.rows_written;
       spec["max_rows"] = t.max_rows;
+      spec["notes"] = t.notes;
     }
     tables.push_back(std::move(spec));
   }

@@ -32,6 +32,7 @@ struct TableFile {
   int64_t row_count = 0;
   int64_t rows_written = 0;
   int64_t max_rows = 0;
+  std::vector<std::string> notes;  // what the copy wants the model told (shown with the result)
 };
 
 // The latest successful SQL result, available inside as the DataFrame `last`.
