@@ -1,6 +1,7 @@
-// The escape corpus, run against the real sandbox. Each attempt runs with the Python guard OFF,
-// to prove the operating system's isolation holds on its own, and must fail with the host
-// unaffected; the Python-level tricks are also shown to be stopped by the guard when it is on.
+// The escape corpus, run against the real sandbox: the one-shot path and the warm kernel (a
+// fresh kernel per attempt). Each attempt runs with the Python guard OFF, to prove the operating
+// system's isolation holds on its own, and must fail with the host unaffected; the Python-level
+// tricks are also shown to be stopped by the guard when it is on.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "quarry/sandbox/kernel.h"
 #include "quarry/sandbox/sandbox.h"
 #include "quarry/trace/trace.h"
 #include "support/test_support.h"
@@ -20,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class EscapeTest : public ::testing::Test {
+class EscapeTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     if (NamespaceUnavailableReason()) {
@@ -38,11 +40,21 @@ class EscapeTest : public ::testing::Test {
     o.workdir = work_.path() / "workdir";
     o.python_guard = guard;
     o.timeout_ms = timeout_ms;
-    o.tables = {{"sales", quarry::testing::SourceDir() / "data" / "sales.csv", "csv", ",", true, {}}};
-    auto r = RunPython(code, o);
+    TableFile sales;
+    sales.name = "sales";
+    sales.host_path = quarry::testing::SourceDir() / "data" / "sales.csv";
+    sales.format = "csv";
+    o.tables = {sales};
+    auto r = RunWith(code, o);
     EXPECT_TRUE(r.has_value()) << r.error().message;
     EXPECT_EQ(r->isolation, Isolation::kNamespaces);
     return r.value_or(PythonResult{});
+  }
+  // GetParam(): through a fresh kernel rather than the one-shot path.
+  Result<PythonResult> RunWith(const std::string& code, const Options& o) {
+    if (!GetParam()) return RunPython(code, o);
+    Kernel kernel(o);
+    return kernel.Run(code, o.last);
   }
   std::string Touch() const { return "'touch " + marker_.string() + "'"; }
 
@@ -50,7 +62,7 @@ class EscapeTest : public ::testing::Test {
   fs::path marker_;
 };
 
-TEST_F(EscapeTest, CannotReadHostSecrets) {
+TEST_P(EscapeTest, CannotReadHostSecrets) {
   auto r = Run(R"(
 import os
 for p in ["/etc/shadow", "/etc/passwd", "/root", "/home"]:
@@ -66,7 +78,7 @@ except Exception as e:
   EXPECT_NE(r.stdout_text.find("shadow: FileNotFoundError"), std::string::npos);
 }
 
-TEST_F(EscapeTest, CannotSeeTheParentProcess) {
+TEST_P(EscapeTest, CannotSeeTheParentProcess) {
   auto r = Run("import os\npid = " + std::to_string(getpid()) + R"(
 try:
     print(open(f"/proc/{pid}/environ").read()[:50])
@@ -79,7 +91,7 @@ print("pids:", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
   EXPECT_NE(r.stdout_text.find("pids: [1, 2]"), std::string::npos) << r.stdout_text;
 }
 
-TEST_F(EscapeTest, EnvironmentHoldsNoSecrets) {
+TEST_P(EscapeTest, EnvironmentHoldsNoSecrets) {
   setenv("QUARRY_API_KEY", "sk-canary-sandbox-env-0123456789", 1);
   setenv("OPENROUTER_API_KEY", "sk-or-canary-sandbox-env-0123456789", 1);
   auto r = Run("import os\nprint(sorted(os.environ.items()))");
@@ -90,7 +102,7 @@ TEST_F(EscapeTest, EnvironmentHoldsNoSecrets) {
   EXPECT_NE(r.stdout_text.find("('HOME', '/workdir')"), std::string::npos) << r.stdout_text;
 }
 
-TEST_F(EscapeTest, WritesStayInTheWorkDirectory) {
+TEST_P(EscapeTest, WritesStayInTheWorkDirectory) {
   auto r = Run(R"(
 for p in ["/usr/quarry-x", "/etc/quarry-x", "/data/quarry-x", "/workdir/ok.txt", "/tmp/t.txt", ")" +
                marker_.string() + R"("]:
@@ -108,7 +120,7 @@ for p in ["/usr/quarry-x", "/etc/quarry-x", "/data/quarry-x", "/workdir/ok.txt",
   EXPECT_FALSE(fs::exists("/usr/quarry-x"));
 }
 
-TEST_F(EscapeTest, DataFilesAreReadOnly) {
+TEST_P(EscapeTest, DataFilesAreReadOnly) {
   const std::string before = quarry::testing::Sha256File(quarry::testing::SourceDir() / "data" / "sales.csv");
   auto r = Run(R"(
 import glob
@@ -123,7 +135,7 @@ except Exception as e:
   EXPECT_EQ(quarry::testing::Sha256File(quarry::testing::SourceDir() / "data" / "sales.csv"), before);
 }
 
-TEST_F(EscapeTest, NoNetworkToTheHost) {
+TEST_P(EscapeTest, NoNetworkToTheHost) {
   // A listener on the host's loopback that the sandbox must not reach.
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
@@ -148,7 +160,7 @@ TEST_F(EscapeTest, NoNetworkToTheHost) {
   close(listener);
 }
 
-TEST_F(EscapeTest, NoSubprocessesAndNoForkBomb) {
+TEST_P(EscapeTest, NoSubprocessesAndNoForkBomb) {
   auto r = Run("import os, subprocess\n"
                "try:\n    subprocess.run(['id'])\nexcept Exception as e:\n    print('subprocess', type(e).__name__)\n"
                "print('system', os.system(" + Touch() + "))\n"
@@ -160,14 +172,14 @@ TEST_F(EscapeTest, NoSubprocessesAndNoForkBomb) {
   EXPECT_EQ(r.stdout_text.find("system 0"), std::string::npos) << r.stdout_text;
 }
 
-TEST_F(EscapeTest, MemoryBombHitsTheLimit) {
+TEST_P(EscapeTest, MemoryBombHitsTheLimit) {
   auto r = Run("blocks = []\nwhile True:\n    blocks.append(bytearray(64 << 20))\n", false, 20000,
                1024);
   EXPECT_EQ(r.failure, FailureClass::kRuntimeError) << r.message;
   EXPECT_NE(r.message.find("MemoryError"), std::string::npos) << r.message;
 }
 
-TEST_F(EscapeTest, CpuLoopIsStopped) {
+TEST_P(EscapeTest, CpuLoopIsStopped) {
   auto timed = Run("while True:\n    pass\n", false, 1500);
   EXPECT_EQ(timed.failure, FailureClass::kTimeout) << timed.message;
 
@@ -175,26 +187,26 @@ TEST_F(EscapeTest, CpuLoopIsStopped) {
   o.workdir = work_.path() / "cpu";
   o.python_guard = false;
   o.cpu_seconds = 1;
-  auto cpu = RunPython("while True:\n    pass\n", o);
+  auto cpu = RunWith("while True:\n    pass\n", o);
   ASSERT_TRUE(cpu.has_value());
   EXPECT_EQ(cpu->failure, FailureClass::kRuntimeError);
   EXPECT_NE(cpu->message.find("CPU time limit"), std::string::npos) << cpu->message;
 }
 
-TEST_F(EscapeTest, OutputFloodIsCut) {
+TEST_P(EscapeTest, OutputFloodIsCut) {
   auto r = Run("import sys\nline = 'x' * 65536\nfor _ in range(16384):\n    sys.stdout.write(line)\n");
   EXPECT_EQ(r.failure, FailureClass::kRuntimeError) << r.message;
   EXPECT_TRUE(r.stdout_truncated);
   EXPECT_LT(r.stdout_text.size(), 70u * 1024);
 }
 
-TEST_F(EscapeTest, FileSizeLimit) {
+TEST_P(EscapeTest, FileSizeLimit) {
   auto r = Run("with open('big.bin', 'wb') as f:\n    f.write(b'0' * (100 << 20))\nprint('done')\n");
   EXPECT_NE(r.failure, FailureClass::kNone);
   EXPECT_LE(fs::file_size(work_.path() / "workdir" / "big.bin"), 64u << 20);
 }
 
-TEST_F(EscapeTest, CtypesCannotReachForbiddenSyscalls) {
+TEST_P(EscapeTest, CtypesCannotReachForbiddenSyscalls) {
   auto r = Run(R"(
 import ctypes, socket
 libc = ctypes.CDLL(None, use_errno=True)
@@ -212,7 +224,7 @@ print("mount", libc.mount(b"none", b"/workdir", b"tmpfs", 0, None), ctypes.get_e
   EXPECT_EQ(guarded.rule, "import_allowlist");
 }
 
-TEST_F(EscapeTest, PythonLevelTricksAreStoppedByBothLayers) {
+TEST_P(EscapeTest, PythonLevelTricksAreStoppedByBothLayers) {
   const std::vector<std::pair<std::string, std::string>> tricks = {
       {"[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'catch_warnings'][0]()"
        "._module.__builtins__['__import__']('os').system(" + Touch() + ")", "dunder_access"},
@@ -230,7 +242,7 @@ TEST_F(EscapeTest, PythonLevelTricksAreStoppedByBothLayers) {
   }
 }
 
-TEST_F(EscapeTest, SymlinksAreNeverArtifacts) {
+TEST_P(EscapeTest, SymlinksAreNeverArtifacts) {
   quarry::testing::TempDir host;
   const fs::path secret = host.Write("secret.txt", "HOST-SECRET-42");
   auto r = Run("import os\nos.symlink('" + secret.string() + "', 'leak.png')\n"
@@ -243,7 +255,7 @@ TEST_F(EscapeTest, SymlinksAreNeverArtifacts) {
   EXPECT_FALSE(read.has_value()) << "read through the link: " << *read;
 }
 
-TEST_F(EscapeTest, NoSetuidFilesOnTheHost) {
+TEST_P(EscapeTest, NoSetuidFilesOnTheHost) {
   auto r = Run(R"(
 import os, shutil
 shutil.copyfile("/usr/bin/python3", "py")
@@ -272,13 +284,19 @@ print("plain chmod ok")
   }
 }
 
-TEST_F(EscapeTest, CorrectAnalysisRuns) {
+TEST_P(EscapeTest, CorrectAnalysisRuns) {
   auto r = Run("print(round(df.groupby('region')['revenue'].sum().max(), 2))\n"
                "print(last is None)\n", true);
   EXPECT_EQ(r.failure, FailureClass::kNone) << r.message << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("141794.14"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(r.tables_loaded, std::vector<std::string>{"sales"});
 }
+
+std::string PathName(const ::testing::TestParamInfo<bool>& param) {
+  return param.param ? "Kernel" : "OneShot";
+}
+
+INSTANTIATE_TEST_SUITE_P(OneShotAndKernel, EscapeTest, ::testing::Bool(), PathName);
 
 }  // namespace
 }  // namespace quarry::sandbox

@@ -1,6 +1,6 @@
 // The agent: the loop that turns a question into an answer. It shows the model the schema
-// cards, dispatches its tool calls (inspect_schema, run_sql, final_answer; later run_python,
-// make_chart, ask_user) with argument validation, classifies failures, feeds real errors back
+// cards, dispatches its tool calls (inspect_schema, run_sql, run_python on a warm kernel per
+// run, make_chart, final_answer; later ask_user) with argument validation, classifies failures, feeds real errors back
 // for repair, keeps budgets, and passes the final answer through the verify gate.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include "quarry/common/common.h"
 #include "quarry/engine/engine.h"
 #include "quarry/llm/llm.h"
+#include "quarry/sandbox/kernel.h"
 #include "quarry/sandbox/sandbox.h"
 #include "quarry/trace/trace.h"
 
@@ -41,6 +42,8 @@ struct Config {
   // run_python: offered to the model when on. sandbox.workdir must be set (runs/<id>/workdir).
   bool python = true;
   sandbox::Options sandbox;
+  // Rows of each table that Python gets (the rest is told to the model, with the true count).
+  int64_t python_max_rows = 1'000'000;
   // Where make_chart writes chart-<n>.png/.svg (runs/<id>); empty: make_chart is not offered.
   std::filesystem::path artifacts_dir;
   int64_t chart_max_rows = 5000;  // rows a chart query may draw
@@ -59,6 +62,8 @@ struct ToolContext {
   const Config& config;
   Evidence& evidence;  // successful executions add what the model was shown
   std::optional<sandbox::LastResult>& last;  // the latest successful run_sql result
+  // The run's warm Python (variables persist between calls); null: each call is a fresh one.
+  sandbox::Kernel* kernel = nullptr;
 };
 
 // What a tool call produced, as the model will see it (`text`) and as the trace keeps it.
@@ -85,8 +90,17 @@ std::vector<Tool> DefaultTools(bool python = true, bool charts = true);
 // Result rows as JSON arrays of strings and nulls, the first `max_rows` of them.
 nlohmann::ordered_json RowsJson(const engine::ResultTable& table, size_t max_rows);
 
-// The registered data as the sandbox loads it: one DataFrame per file (SQLite: per table).
-std::vector<sandbox::TableFile> SandboxTables(const engine::Engine& engine);
+// The registered data as the sandbox loads it: every table (of every file, .duckdb schema or
+// SQLite database) copied by engine::ExportTables into `dir` as a typed CSV of at most
+// `max_rows` rows. Errors: the export's. Safe to call on another thread while the engine
+// serves queries (it reads only cards and sources).
+Result<std::vector<sandbox::TableFile>> SandboxTables(const engine::Engine& engine,
+                                                      const std::filesystem::path& dir,
+                                                      int64_t max_rows);
+
+// Where a run's table copies go: beside its work directory (runs/<id>/tables), mounted
+// read-only into the sandbox, and removed when the run ends.
+std::filesystem::path TablesDirFor(const sandbox::Options& options);
 
 // Checks tool-call arguments against the tool's JSON Schema (object, required, property
 // types, enums, no unknown properties). Returns the problem in words, or "" when they fit.

@@ -2,6 +2,7 @@
 // verify gate, every step recorded in the trace as it happens.
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
@@ -33,7 +34,7 @@ class Session {
   Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
           Observer* observer, trace::Writer* writer)
       : engine_(engine), client_(client), config_(config), observer_(observer), writer_(writer),
-        tools_(DefaultTools(config.python, !config.artifacts_dir.empty())), context_{engine, config, evidence_, last_} {
+        tools_(DefaultTools(config.python, !config.artifacts_dir.empty())), context_{engine, config, evidence_, last_, nullptr} {
     trace_.id = input.run_id;
     trace_.created_at = UtcNow();
     trace_.question = input.question;
@@ -68,7 +69,10 @@ class Session {
                              " earlier question(s) of this thread");
     }
     messages_.push_back({llm::Role::kUser, input.question, {}, {}});
+    StartKernel();
   }
+
+  ~Session() { StopKernel(); }
 
   trace::Trace Run() {
     const auto start = Clock::now();
@@ -77,6 +81,7 @@ class Session {
                             {"model", trace_.model}, {"created_at", trace_.created_at}});
     }
     while (stop_reason_.empty()) Turn();
+    StopKernel();
     trace_.stop_reason = stop_reason_;
     trace_.totals.wall_ms = MsSince(start);
     if (writer_) {
@@ -257,6 +262,33 @@ class Session {
     return false;
   }
 
+  // One warm Python per run, only when run_python is offered: it imports pandas and loads the
+  // tables while the model thinks, and serves every call of the run.
+  void StartKernel() {
+    if (!config_.python || config_.sandbox.workdir.empty()) return;
+    sandbox::Options options = config_.sandbox;
+    options.tables_dir = TablesDirFor(options);
+    tables_dir_ = options.tables_dir;
+    const engine::Engine* engine = &engine_;
+    const int64_t max_rows = config_.python_max_rows;
+    const std::filesystem::path dir = tables_dir_;
+    kernel_ = std::make_unique<sandbox::Kernel>(options, [engine, dir, max_rows] {
+      return SandboxTables(*engine, dir, max_rows);
+    });
+    (void)kernel_->Start();  // an error here (no isolation) is the first call's to report
+    context_.kernel = kernel_.get();
+  }
+
+  // No process outlives the run, and the copies of the user's tables go with it.
+  void StopKernel() {
+    if (!kernel_) return;
+    kernel_->Shutdown();
+    context_.kernel = nullptr;
+    kernel_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(tables_dir_, ec);
+  }
+
   void Emit(trace::Step step) {
     step.index = static_cast<int>(trace_.steps.size()) + 1;
     if (observer_) observer_->OnStep(step);
@@ -278,6 +310,8 @@ class Session {
   Evidence evidence_;
   std::optional<sandbox::LastResult> last_;
   ToolContext context_;
+  std::unique_ptr<sandbox::Kernel> kernel_;
+  std::filesystem::path tables_dir_;
   std::vector<llm::Message> messages_;
   trace::Trace trace_;
   std::string stop_reason_;

@@ -1,5 +1,5 @@
 // The tool schemas the model sees, their argument validation, and the tools that execute:
-// inspect_schema and run_sql. final_answer's schema lives here; the loop runs it (verify gate).
+// inspect_schema, run_sql and run_python. final_answer's schema lives here; the loop runs it (verify gate).
 #include <algorithm>
 
 #include "quarry/agent/agent.h"
@@ -123,22 +123,31 @@ std::string ShowResult(const engine::ResultTable& table, ToolContext& ctx) {
   return engine::RenderResult(table, ctx.config.preview_rows);
 }
 
-std::vector<sandbox::TableFile> SandboxTables(const engine::Engine& engine) {
+Result<std::vector<sandbox::TableFile>> SandboxTables(const engine::Engine& engine,
+                                                      const std::filesystem::path& dir,
+                                                      int64_t max_rows) {
+  auto exported = engine::ExportTables(engine, dir, max_rows);
+  if (!exported) return std::unexpected(exported.error());
   std::vector<sandbox::TableFile> out;
-  for (const auto& source : engine.sources()) {
+  for (const engine::TableExport& e : *exported) {
     sandbox::TableFile t;
-    t.name = source.tables.empty() ? "" : source.tables.front();
-    t.host_path = source.path;
-    t.format = source.format;
-    t.delimiter = source.delimiter.empty() ? "," : source.delimiter;
-    t.header = source.header;
-    for (const auto& card : engine.describe()) {
-      if (card.name != t.name) continue;
-      for (const auto& c : card.columns) t.columns.emplace_back(c.name, c.type);
-    }
+    t.name = e.table;
+    t.host_path = e.path;
+    t.format = "export";
+    t.columns = e.columns;
+    t.null_marker = std::string(engine::kExportNull);
+    t.row_count = e.row_count;
+    t.rows_written = e.rows_written;
+    t.max_rows = max_rows;
+    t.notes = e.notes;
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::filesystem::path TablesDirFor(const sandbox::Options& options) {
+  if (!options.tables_dir.empty()) return options.tables_dir;
+  return std::filesystem::absolute(options.workdir).lexically_normal().parent_path() / "tables";
 }
 
 namespace {
@@ -147,15 +156,36 @@ Observation RunPython(const json& args, ToolContext& ctx) {
   const std::string code = args["code"].get<std::string>();
   Observation obs;
   obs.detail = {{"code", code}};
-  sandbox::Options options = ctx.config.sandbox;
-  options.tables = SandboxTables(ctx.engine);
-  options.last = ctx.last;
-  auto result = sandbox::RunPython(code, options);
-  if (!result) {
+  Result<sandbox::PythonResult> result;
+  if (ctx.kernel) {
+    result = ctx.kernel->Run(code, ctx.last);
+  } else {
+    // No kernel (a direct tool call): a fresh Python, its tables copied for this call alone.
+    sandbox::Options options = ctx.config.sandbox;
+    options.tables_dir = TablesDirFor(options);
+    options.last = ctx.last;
+    auto tables = SandboxTables(ctx.engine, options.tables_dir, ctx.config.python_max_rows);
+    if (tables) {
+      options.tables = std::move(*tables);
+    }
+    result = sandbox::RunPython(code, options);
+    if (result && !tables) {
+      result->notes.insert(result->notes.begin(), "the tables could not be copied for Python (" +
+                                                      tables.error().message + "); use run_sql");
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(options.tables_dir, ec);
+  }
+  if (!result && result.error().code == Error::Code::kUsage) {
     // quarry cannot run Python here at all: the model should fall back to SQL.
     obs.failure = FailureClass::kGuardViolation;
     obs.rule = "isolation_unavailable";
     obs.text = "guard_violation: " + result.error().message;
+    return obs;
+  }
+  if (!result) {  // Python could not be started this time (the next call tries again)
+    obs.failure = FailureClass::kRuntimeError;
+    obs.text = "runtime_error: " + result.error().message;
     return obs;
   }
   obs.failure = result->failure;
@@ -166,6 +196,8 @@ Observation RunPython(const json& args, ToolContext& ctx) {
   obs.detail["exit_code"] = result->exit_code;
   obs.detail["isolation"] =
       result->isolation == sandbox::Isolation::kNamespaces ? "namespaces" : "rlimits_only";
+  if (!result->notes.empty()) obs.detail["notes"] = result->notes;
+  if (ctx.kernel) obs.detail["kernel_state_lost"] = result->state_lost;
   for (const auto& a : result->artifacts) obs.artifacts.push_back(a.string());
   obs.detail["artifacts"] = obs.artifacts;
   if (obs.failure == FailureClass::kNone) ctx.evidence.AddText(result->stdout_text);
@@ -235,7 +267,9 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
         {"run_python",
          "Run Python 3 with pandas (pd), numpy (np) and matplotlib.pyplot (plt) in a sandbox. "
          "Each registered table is a DataFrame in `tables` (and `df` when there is one); the "
-         "latest run_sql result is `last`. Print what you need; save figures with "
+         "latest run_sql result is `last`. Variables persist between run_python calls of this "
+         "run, as in a notebook (unless a call times out or ends Python: then you are told "
+         "the state was lost). Print what you need; save figures with "
          "plt.savefig('name.png'). Imports: pandas, numpy, matplotlib, json, math, datetime, "
          "re, statistics, collections, itertools. Use it where SQL is the wrong tool.",
          json::parse(R"({"type":"object","properties":{"code":{"type":"string","minLength":1,

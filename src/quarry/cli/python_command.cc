@@ -27,9 +27,20 @@ int RunPythonScript(const PythonOptions& o) {
   options.workdir = std::filesystem::path(o.runs_dir) / id / "workdir";
   options.allow_unisolated = o.allow_unisolated;
   options.timeout_ms = o.timeout_ms;
-  options.tables = agent::SandboxTables(**engine);
+  options.tables_dir = agent::TablesDirFor(options);
+  // The script runs once: the cold path (a kernel pays off from the second call on).
+  auto tables = agent::SandboxTables(**engine, options.tables_dir, agent::Config{}.python_max_rows);
+  if (!tables) {
+    std::error_code ec;
+    std::filesystem::remove_all(options.tables_dir, ec);
+    return Report(tables.error());
+  }
+  options.tables = std::move(*tables);
   auto result = sandbox::RunPython(code.str(), options);
+  std::error_code ec;
+  std::filesystem::remove_all(options.tables_dir, ec);  // copies of the user's data: not kept
   if (!result) return Report(result.error());
+  for (const auto& n : result->notes) std::cerr << Paint("quarry: note: " + n, "33") << "\n";
   if (result->isolation == sandbox::Isolation::kRlimitsOnly) {
     std::cerr << Paint("quarry: warning: not isolated (no user namespaces): rlimits, seccomp and "
                        "the Python guard only", "33")

@@ -386,6 +386,9 @@ class DuckDbEngine final : public Engine {
       }
       f.plan = std::move(*plan);
       f.deep = true;
+      for (auto& source : sources_) {
+        if (source.path == f.path) source.select = f.plan.select;
+      }
       for (auto& card : cards_) {
         if (card.name != f.name) continue;
         card.notes = f.plan.table_notes;
@@ -533,6 +536,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     std::string select;
     if (f.cached) {
       select = "SELECT * FROM quarry_cache_" + std::to_string(i) + ".data";
+      engine->sources_[i].cache_entry = f.cached->entry;
     } else if (f.csv) {
       auto plan = PlanCsv(run, f.abs, f.format == "tsv", f.options, f.deep);
       if (!plan) return std::unexpected(Context(plan.error(), context));
@@ -544,6 +548,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     } else {
       select = "SELECT * FROM " + ReaderFor(f.format, f.abs);
     }
+    if (!f.cached) engine->sources_[i].select = select;
     auto r = engine->RunTrusted("CREATE VIEW " + QuoteIdent(f.name) + " AS " + select);
     if (!r) {
       return Fail(Error::Code::kData, context + " as " + f.format + ": " +

@@ -70,6 +70,11 @@ struct Source {
   // The parse cache: "hit" (opened from an entry), "miss" (none yet; CacheWorthy says whether
   // building one pays), or "" (not cached: a database, Parquet, or the cache was off).
   std::string cache;
+  // Files: the SELECT that defines the table over the file (the CSV loader's plan), so other
+  // readers (the export for Python) read exactly what the engine reads; with a cache hit, the
+  // entry it was read from instead (table `data`).
+  std::string select;
+  std::filesystem::path cache_entry;
 };
 
 // Per-query limits. At most max_rows rows are kept; row_count is still the true count.
@@ -155,6 +160,31 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
 // Returns the failure, or nullopt when the text passes. `tables` is for the message.
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
                                            const std::vector<std::string>& tables);
+
+// One registered table copied out for readers that cannot read the source format themselves
+// (the sandbox's pandas has no pyarrow and no DuckDB): a CSV with a header row, ',' between
+// fields, '"' quoting, and NULL written as kExportNull, so an empty string stays distinct.
+struct TableExport {
+  std::string table;             // the table's name, as queries name it ("schema.t" outside main)
+  std::filesystem::path path;    // the CSV written under the export directory
+  // As written to the file, in order: these name Python's columns, whatever the card says.
+  std::vector<std::pair<std::string, std::string>> columns;  // name, engine type
+  int64_t row_count = 0;     // the table's true row count (counted when the copy was cut)
+  int64_t rows_written = 0;  // min(row_count, max_rows)
+  // Where the copy disagrees with the engine's card (columns, row count): to tell the model.
+  std::vector<std::string> notes;
+};
+inline constexpr std::string_view kExportNull = "\\N:quarry-null";
+
+// Copies every table of `engine` (at most `max_rows` rows each, in the engine's order) into
+// `dir` (created if missing) as <index>_<table>.csv. It runs apart from the engine, which stays
+// locked: DuckDB-served sources through a separate in-memory DuckDB that may read only the
+// registered file (or opens the .duckdb read-only) and write only into `dir`; SQLite databases
+// through the SQLite C API, read-only. Thread safety: reads only the engine's cards and sources,
+// never its connection, so it may run on another thread while the engine serves queries.
+// Errors: kData naming the table when a copy fails (the tables before it are kept on disk).
+Result<std::vector<TableExport>> ExportTables(const Engine& engine, const std::filesystem::path& dir,
+                                              int64_t max_rows);
 
 // Schema cards as the model reads them (compact text, one block per table). A table with more
 // than `max_columns` columns (0: no limit) shows the first ones and every column with a note in

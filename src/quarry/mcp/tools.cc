@@ -260,7 +260,17 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
   tools_.push_back({"make_chart", "Draw a chart", ChartDescription(chart), SpecArguments(chart),
                     std::nullopt, true, false, MakeChart});
   if (const agent::Tool* python = AgentTool("run_python"); options.allow_python && python) {
-    tools_.push_back({"run_python", "Run sandboxed Python", python->schema.description,
+    // Over MCP each call is a fresh Python in its own run directory (no kernel per session
+    // yet), so the agent's promise of persistent variables is replaced by the truth.
+    std::string description = python->schema.description;
+    const std::string persist = "Variables persist between run_python calls of this run, as in a "
+                                "notebook (unless a call times out or ends Python: then you are "
+                                "told the state was lost). ";
+    if (const size_t at = description.find(persist); at != std::string::npos) {
+      description.replace(at, persist.size(), "Each call starts a fresh Python: variables do not "
+                                              "persist between calls. ");
+    }
+    tools_.push_back({"run_python", "Run sandboxed Python", description,
                       python->schema.parameters, std::nullopt, false, false, RunPython});
   }
 }

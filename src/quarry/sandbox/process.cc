@@ -151,6 +151,21 @@ int Child::Wait() {
   return status;
 }
 
+std::optional<int> Child::WaitFor(int64_t ms) {
+  if (pid_ <= 0) return 0;
+  for (int64_t waited = 0;; waited += 5) {
+    int status = 0;
+    const pid_t got = waitpid(pid_, &status, WNOHANG);
+    if (got == pid_) {
+      pid_ = -1;
+      return status;
+    }
+    if (got < 0 && errno != EINTR) return std::nullopt;
+    if (waited >= ms) return std::nullopt;
+    usleep(5000);
+  }
+}
+
 Result<Fd> SeccompFilter() {
   std::unique_ptr<void, decltype(&seccomp_release)> ctx(seccomp_init(SCMP_ACT_ALLOW),
                                                         seccomp_release);

@@ -268,7 +268,9 @@ def load_tables(pd, specs, notes):
         columns, header = spec.get("columns") or [], spec.get("header", True)
         kinds = {c[0]: engine_kind(c[1]) for c in columns}
         try:
-            if fmt in ("csv", "tsv"):
+            if fmt == "export":
+                tables[name] = load_export(pd, spec, notes)
+            elif fmt in ("csv", "tsv"):
                 # VARCHAR columns stay text ("007" is not 7); the rest is converted from the engine's types.
                 text_cols = {c: object for c, k in kinds.items() if k == "str"} if header else None
                 frame = pd.read_csv(path, sep=spec.get("delimiter") or ("\t" if fmt == "tsv" else ","),
@@ -301,6 +303,36 @@ def load_tables(pd, specs, notes):
         except Exception as e:  # one unreadable table must not hide the others
             notes.append(f"table {name} could not be loaded in Python ({type(e).__name__}: {e}); use run_sql")
     return tables
+
+
+def load_export(pd, spec, notes):
+    """A table quarry copied out as CSV (engine.h, ExportTables), typed from the engine's column
+    types: ints nullable Int64, dates datetimes, text stays text ('02134'), NULL kept apart."""
+    name, columns = spec["name"], spec.get("columns") or []
+    names, kinds = [c[0] for c in columns], [engine_kind(c[1]) for c in columns]
+    dtypes = {"int": "Int64", "float": "float64", "bool": "boolean", "str": object, "date": object}
+    options = dict(header=None, skiprows=1, names=range(len(columns)), na_values=[spec.get("null", "")],
+                   keep_default_na=False, low_memory=False)
+    try:
+        frame = pd.read_csv(spec["path"], dtype={i: dtypes[k] for i, k in enumerate(kinds)}, **options)
+        for i, kind in enumerate(kinds):
+            if kind == "date":
+                frame[i] = pd.to_datetime(frame[i])
+        frame.columns = names  # after reading: SQL allows duplicate column names
+    except (ValueError, TypeError, OverflowError):  # e.g. a UBIGINT past Int64: convert one by one
+        frame = pd.read_csv(spec["path"], dtype=object, **options)
+        frame.columns = names
+        frame = typed(pd, frame, kinds, f"table {name}", notes)
+    for (column, engine_type), kind in zip(columns, kinds):
+        if kind == "str" and engine_kind(engine_type) == "str" and (
+                engine_type.upper().endswith("]") or engine_type.upper().startswith(("STRUCT", "MAP", "UNION", "BLOB"))):
+            notes.append(f"table {name}: column {column!r} ({engine_type}) is text in Python")
+    notes.extend(n for n in spec.get("notes") or [] if isinstance(n, str))
+    total, written = spec.get("row_count", len(frame)), spec.get("rows_written", len(frame))
+    if written < total:
+        notes.append(f"table {name}: Python holds only the first {written:,} of its {total:,} rows "
+                     f"(the cap is {spec.get('max_rows', written):,}); use run_sql for figures over the whole table")
+    return frame
 
 
 def load_sqlite(pd, path, tables, notes):
@@ -367,19 +399,110 @@ def cut_front(text, keep=40):
     return "\n".join(lines)
 
 
+def check_code(request, result):
+    """Parses and guards the code. Returns the compiled code and its tree, or None with `result`
+    set to the syntax_error or guard_violation."""
+    code = request["code"]
+    try:
+        tree = ast.parse(code, "<analysis>")
+        compiled = compile(tree, "<analysis>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        detail = f"\n    {e.text.rstrip()}" if e.text and e.text.strip() else ""
+        result.update(status="syntax_error", line=e.lineno, message=f"syntax_error: line {e.lineno}: {e.msg}{detail}")
+        return None
+    except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
+        result.update(status="syntax_error", message=f"syntax_error: {e}")
+        return None
+    if request.get("guard", True):
+        violations = run_guard(tree, request.get("allowed_modules") or DEFAULT_ALLOWED)
+        if violations:
+            line, _, _, rule, text = violations[0]
+            result.update(status="guard_violation", rule=rule, line=line,
+                          message=f"guard_violation ({rule}): line {line}: {text}")
+            return None
+    return compiled, tree
+
+
+def import_libraries(with_pyplot):
+    import logging
+    mpl_log = logging.getLogger("matplotlib")
+    level = mpl_log.level
+    mpl_log.setLevel(logging.ERROR)  # no "config dir not writable" noise in the user's stderr
+    plt = None
+    if with_pyplot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    mpl_log.setLevel(level)
+    return pd, np, plt
+
+
+def load_all(pd, request, notes):
+    import warnings
+    with warnings.catch_warnings():  # DtypeWarning and the like are not the user's output
+        warnings.simplefilter("ignore")
+        return load_tables(pd, request.get("tables") or [], notes)
+
+
+def load_last_quietly(pd, last, notes):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_last(pd, last, notes)
+
+
+def new_scope(request, pd, np, plt, tables, last):
+    user_builtins = dict(vars(builtins))
+    if request.get("guard", True):  # guard off is the whole Python layer off: the OS must hold alone
+        user_builtins["open"] = safe_open
+    scope = {"__name__": "__main__", "__builtins__": user_builtins,
+             "pd": pd, "np": np, "tables": tables, "last": last}
+    if plt is not None:
+        scope["plt"] = plt
+    if len(tables) == 1:
+        scope["df"] = next(iter(tables.values()))
+    return scope
+
+
+def execute(compiled, code, scope, result):
+    """Runs the user's code in `scope`; a failure becomes the result's runtime_error."""
+    # Lets the traceback show the user's source lines.
+    linecache.cache["<analysis>"] = (len(code), None, code.splitlines(True), "<analysis>")
+    try:
+        exec(compiled, scope)
+    except BaseException as e:  # noqa: B902 - the user's KeyboardInterrupt etc. are results too
+        if isinstance(e, SystemExit) and e.code in (None, 0):
+            return
+        text, line = user_traceback(e)
+        sys.stderr.write(text + "\n")
+        result.update(status="runtime_error", line=line, message="runtime_error: " + cut_front(text))
+
+
+def flush_streams():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # with the guard off, the code may have closed or replaced it
+            pass
+
+
+def new_result():
+    return {"status": "ok", "rule": None, "message": "", "line": None, "tables_loaded": [], "notes": []}
+
+
 def main():
     try:  # opened before the user's code runs, which could otherwise close or take fd 3
         out, marker = os.fdopen(3, "w", encoding="utf-8"), ""
     except OSError:  # run by hand
         out, marker = sys.stderr, "QUARRY_RESULT "
-    result = {"status": "ok", "rule": None, "message": "", "line": None, "tables_loaded": [], "notes": []}
+    if os.environ.get("QUARRY_KERNEL") == "1":
+        kernel(out)
+    result = new_result()
 
     def finish(exit_code=0):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # with the guard off, the code may have closed or replaced it
-                pass
+        flush_streams()
         # On a line of its own, so stray bytes the code wrote to fd 3 cannot corrupt it.
         out.write("\n" + marker + _dumps(result) + "\n")
         out.flush()
@@ -394,73 +517,98 @@ def main():
         result.update(status="internal_error", message=f"runner: bad request: {e}")
         finish(2)
 
-    try:
-        tree = ast.parse(code, "<analysis>")
-        compiled = compile(tree, "<analysis>", "exec", dont_inherit=True)
-    except SyntaxError as e:
-        detail = f"\n    {e.text.rstrip()}" if e.text and e.text.strip() else ""
-        result.update(status="syntax_error", line=e.lineno, message=f"syntax_error: line {e.lineno}: {e.msg}{detail}")
+    checked = check_code(request, result)
+    if checked is None or request.get("mode", "run") == "check":
         finish()
-    except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
-        result.update(status="syntax_error", message=f"syntax_error: {e}")
-        finish()
+    compiled, tree = checked
 
-    if request.get("guard", True):
-        violations = run_guard(tree, request.get("allowed_modules") or DEFAULT_ALLOWED)
-        if violations:
-            line, _, _, rule, text = violations[0]
-            result.update(status="guard_violation", rule=rule, line=line,
-                          message=f"guard_violation ({rule}): line {line}: {text}")
-            finish()
-    if request.get("mode", "run") == "check":
-        finish()
-
-    import logging
-    import warnings
     notes = result["notes"]
     try:
-        mpl_log = logging.getLogger("matplotlib")
-        level = mpl_log.level
-        mpl_log.setLevel(logging.ERROR)  # no "config dir not writable" noise in the user's stderr
         # pyplot costs ~0.3 s (font cache): imported only for code that names plt; pandas'
         # own .plot() imports it on demand (MPLBACKEND=Agg).
-        plt = None
-        if any(isinstance(n, ast.Name) and n.id == "plt" for n in ast.walk(tree)):
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        import numpy as np
-        import pandas as pd
-        mpl_log.setLevel(level)
-        with warnings.catch_warnings():  # DtypeWarning and the like are not the user's output
-            warnings.simplefilter("ignore")
-            tables = load_tables(pd, request.get("tables") or [], notes)
-            last = load_last(pd, request["last"], notes) if request.get("last") else None
+        pd, np, plt = import_libraries(any(isinstance(n, ast.Name) and n.id == "plt" for n in ast.walk(tree)))
+        tables = load_all(pd, request, notes)
+        last = load_last_quietly(pd, request["last"], notes) if request.get("last") else None
     except Exception as e:  # the environment, not the user's code: still exactly one result
         result.update(status="internal_error", message=f"runner: could not prepare Python: {type(e).__name__}: {e}")
         finish(2)
     result["tables_loaded"] = list(tables)
-
-    user_builtins = dict(vars(builtins))
-    if request.get("guard", True):  # guard off is the whole Python layer off: the OS must hold alone
-        user_builtins["open"] = safe_open
-    scope = {"__name__": "__main__", "__builtins__": user_builtins,
-             "pd": pd, "np": np, "tables": tables, "last": last}
-    if plt is not None:
-        scope["plt"] = plt
-    if len(tables) == 1:
-        scope["df"] = next(iter(tables.values()))
-    # Lets the traceback show the user's source lines.
-    linecache.cache["<analysis>"] = (len(code), None, code.splitlines(True), "<analysis>")
-    try:
-        exec(compiled, scope)
-    except BaseException as e:  # noqa: B902 - the user's KeyboardInterrupt etc. are results too
-        if isinstance(e, SystemExit) and e.code in (None, 0):
-            finish()
-        text, line = user_traceback(e)
-        sys.stderr.write(text + "\n")
-        result.update(status="runtime_error", line=line, message="runtime_error: " + cut_front(text))
+    execute(compiled, code, new_scope(request, pd, np, plt, tables, last), result)
     finish()
+
+
+MAX_FRAME = 64 << 20
+
+
+def read_frame(stream):
+    """One '<length>\n<json>' frame, or None at EOF or on a malformed frame."""
+    header = stream.readline(24)
+    if not header.endswith(b"\n") or not header[:-1].isdigit() or int(header) > MAX_FRAME:
+        return None
+    body = stream.read(int(header))
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def kernel(out):
+    """The warm kernel (sandbox/kernel.h): one process serves a run's calls over dedicated
+    descriptors. Requests arrive as frames on what was fd 0, results leave as frames on what was
+    fd 3; both are moved to private numbers first, so the user's stdin is /dev/null and a stray
+    write to fd 3 reaches nothing. Variables persist in one scope between calls."""
+    import resource
+    requests = os.fdopen(os.dup(0), "rb")
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    results = os.fdopen(os.dup(out.fileno()), "wb")
+    out.close()
+    sys.stdin = open(os.devnull)
+
+    def send(message):
+        body = _dumps(message).encode("utf-8", "replace")
+        results.write(str(len(body)).encode() + b"\n" + body)
+        results.flush()
+
+    pd = np = plt = None
+    scope = None
+    try:
+        pd, np, plt = import_libraries(True)  # once, before the first call: the calls are what is timed
+    except Exception as e:
+        send({"kind": "loaded", "status": "internal_error", "message": f"runner: could not import: {type(e).__name__}: {e}",
+              "tables_loaded": [], "notes": []})
+        os._exit(2)
+    while True:
+        request = read_frame(requests)
+        if request is None:
+            os._exit(0)
+        kind = request.get("kind")
+        if kind == "load":
+            notes = []
+            tables = load_all(pd, request, notes)
+            scope = new_scope(request, pd, np, plt, tables, None)
+            send({"kind": "loaded", "status": "ok", "tables_loaded": list(tables), "notes": notes})
+        elif kind == "run" and scope is not None:
+            result = new_result()
+            result.update(kind="result", id=request.get("id"))
+            checked = check_code(request, result) if isinstance(request.get("code"), str) else None
+            if checked is not None and request.get("mode", "run") == "run":
+                if request.get("last"):
+                    scope["last"] = load_last_quietly(pd, request["last"], result["notes"])
+                # This call's CPU budget: the soft limit moves, the hard one is the kernel's whole.
+                used = resource.getrusage(resource.RUSAGE_SELF)
+                soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+                want = int(used.ru_utime + used.ru_stime) + 1 + int(request.get("cpu_seconds", 60))
+                if hard != resource.RLIM_INFINITY:
+                    want = min(want, hard)
+                resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+                execute(checked[0], request["code"], scope, result)
+                flush_streams()
+            send(result)
+        else:
+            send({"kind": "result", "id": request.get("id"), "status": "internal_error",
+                  "message": "runner: bad request", "tables_loaded": [], "notes": []})
 
 
 main()

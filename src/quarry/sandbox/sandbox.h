@@ -21,10 +21,18 @@ namespace quarry::sandbox {
 struct TableFile {
   std::string name;                 // the DataFrame's key in `tables`
   std::filesystem::path host_path;  // mounted read-only inside
-  std::string format;               // "csv", "tsv", "json", "parquet", "sqlite", "duckdb"
+  // "export" (a typed CSV that engine::ExportTables wrote), or the source itself: "csv", "tsv",
+  // "json", "parquet", "sqlite" (which pandas may not be able to read: see notes)
+  std::string format;
   std::string delimiter = ",";      // as the engine's sniffer detected it
   bool header = true;
   std::vector<std::pair<std::string, std::string>> columns;  // name, engine type
+  // "export" only: the NULL marker, the table's true row count, the rows in the file, the cap.
+  std::string null_marker;
+  int64_t row_count = 0;
+  int64_t rows_written = 0;
+  int64_t max_rows = 0;
+  std::vector<std::string> notes;  // what the copy wants the model told (shown with the result)
 };
 
 // The latest successful SQL result, available inside as the DataFrame `last`.
@@ -37,6 +45,9 @@ struct LastResult {
 struct Options {
   std::filesystem::path workdir;  // created if missing; the only writable place
   std::vector<TableFile> tables;
+  // Mounted read-only at /tables when set: tables whose file lies directly in it need no mount
+  // of their own, and may be written after the child started (the kernel's background copy).
+  std::filesystem::path tables_dir;
   std::optional<LastResult> last;
   int64_t timeout_ms = 30000;          // wall clock; then the process group is killed
   int64_t address_space_mb = 4096;     // RLIMIT_AS
@@ -69,6 +80,9 @@ struct PythonResult {
   std::vector<std::string> tables_loaded;
   std::vector<std::string> notes;  // e.g. a table the child could not load into pandas
   int64_t duration_ms = 0;
+  // Kernel only: this call ran in a fresh Python because the previous one died or was killed;
+  // earlier variables are gone (the reason is in notes).
+  bool state_lost = false;
 };
 
 // Whether bubblewrap can start here (it needs user namespaces). Cached after the first call.
@@ -86,7 +100,8 @@ Result<PythonResult> CheckPython(const std::string& code, const Options& options
 // The modules `import` may name (the guard's allowlist).
 const std::vector<std::string>& AllowedModules();
 
-// Model-facing text for a result: what it printed, the figures it saved, or the error.
+// Model-facing text for a result: what it printed, the figures it saved, or the error; a lost
+// kernel state and the notes come first, whatever the outcome.
 std::string RenderObservation(const PythonResult& result);
 
 }  // namespace quarry::sandbox

@@ -6,12 +6,40 @@
 
 #include <array>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "quarry/sandbox/sandbox.h"
 
 namespace quarry::sandbox::internal {
+
+inline constexpr const char* kPython = "/usr/bin/python3";
+inline constexpr const char* kWorkInside = "/workdir";
+inline constexpr const char* kTablesInside = "/tables";
+
+// Shared by the one-shot path (sandbox.cc) and the kernel (kernel.cc).
+std::string FindBwrap();
+// The runner's table specs, with inside paths when isolated.
+nlohmann::ordered_json TablesJson(const std::vector<TableFile>& files, const Options& o,
+                                  bool isolated);
+nlohmann::ordered_json LastJson(const std::optional<LastResult>& last);
+// The hand-built environment (nothing of quarry's is inherited); `home` is the work directory.
+std::vector<std::string> Environment(const std::string& home);
+// bubblewrap around `python3 -I -c <runner>`, mounting o.workdir, o.tables_dir and o.tables.
+std::vector<std::string> BwrapArgs(const std::string& bwrap, const Options& o, int seccomp_fd,
+                                   const std::vector<std::string>& extra_env);
+// Reads what is available on non-blocking `fd` into `out`, keeping at most `cap` bytes and
+// counting all in `total`. Returns false at EOF.
+bool Drain(int fd, std::string& out, size_t cap, size_t& total);
+std::string Signal(int sig);  // "SIGXCPU (the CPU time limit)", ...
+// The tail of `text` within max_bytes, cut at a line start, marked when cut.
+std::string TailLines(const std::string& text, size_t max_bytes);
+// Regular image files in `dir` (never symlinks) as "name@mtime".
+std::set<std::string> ImageFiles(const std::filesystem::path& dir);
 
 class Fd {
  public:
@@ -59,6 +87,9 @@ class Child {
   ~Child();
   void Kill();  // SIGKILL to the whole process group
   int Wait();   // the waitpid status; once
+  // Waits at most `ms` for the child to end on its own: its waitpid status, or nullopt (alive).
+  std::optional<int> WaitFor(int64_t ms);
+  pid_t pid() const { return pid_; }
 
  private:
   explicit Child(pid_t pid) : pid_(pid) {}
