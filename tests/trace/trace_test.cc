@@ -15,7 +15,7 @@ Trace Sample() {
   t.id = "20261129-120000-abcdef";
   t.created_at = "2026-11-29T12:00:00Z";
   t.question = "Which region <b>sells</b> most?";
-  t.sources = {{"data/sales.csv", "csv", 1234, "ab12", {"sales"}}};
+  t.sources = {{"data/sales.csv", "csv", 1234, "ab12", {"sales"}, "miss"}};
   t.dialect = "duckdb";
   t.provider = "openrouter";
   t.model = "openai/gpt-4o-mini";

@@ -123,6 +123,9 @@ struct RunInput {
   std::string question;
   std::string run_id;  // also the trace id
   std::vector<PriorTurn> history;
+  // How long opening the data took (fingerprint, load, profile), when the caller opened it for
+  // this run: recorded as a first step "open_data" and counted in the totals. -1: not this run's.
+  int64_t load_ms = -1;
 };
 
 // Runs one question to its end. The returned trace is complete (also on budget stops and

@@ -39,7 +39,7 @@ class Session {
     trace_.created_at = UtcNow();
     trace_.question = input.question;
     for (const auto& s : engine.sources()) {
-      trace_.sources.push_back({s.path, s.format, s.size_bytes, s.sha256, s.tables});
+      trace_.sources.push_back({s.path, s.format, s.size_bytes, s.sha256, s.tables, s.cache});
     }
     trace_.dialect = std::string(engine::DialectName(engine.dialect()));
     trace_.provider = client.provider();
@@ -69,6 +69,7 @@ class Session {
                              " earlier question(s) of this thread");
     }
     messages_.push_back({llm::Role::kUser, input.question, {}, {}});
+    load_ms_ = input.load_ms;
     StartKernel();
   }
 
@@ -80,10 +81,12 @@ class Session {
       writer_->AppendEvent({{"event", "start"}, {"id", trace_.id}, {"question", trace_.question},
                             {"model", trace_.model}, {"created_at", trace_.created_at}});
     }
+    if (load_ms_ >= 0) EmitLoad();
     while (stop_reason_.empty()) Turn();
     StopKernel();
     trace_.stop_reason = stop_reason_;
-    trace_.totals.wall_ms = MsSince(start);
+    trace_.totals.wall_ms = MsSince(start) + std::max<int64_t>(load_ms_, 0);
+    trace_.totals.load_ms = std::max<int64_t>(load_ms_, 0);
     if (writer_) {
       writer_->AppendEvent({{"event", "end"}, {"stop_reason", stop_reason_}});
       if (auto w = writer_->WriteFinal(trace_); !w) trace_.notes.push_back(w.error().message);
@@ -289,6 +292,31 @@ class Session {
     std::filesystem::remove_all(tables_dir_, ec);
   }
 
+  // Opening the data, as the first step: what it cost and what the loader decided.
+  void EmitLoad() {
+    trace::Step step;
+    step.kind = "load";
+    step.tool = "open_data";
+    step.status = "ok";
+    step.failure_class = "none";
+    step.duration_ms = load_ms_;
+    json sources = json::array();
+    std::string text;
+    for (const auto& s : engine_.sources()) {
+      sources.push_back({{"path", s.path}, {"size_bytes", s.size_bytes}, {"cache", s.cache}});
+      if (s.cache == "hit") text += s.path + ": read from the parse cache\n";
+    }
+    for (const auto& card : engine_.describe()) {
+      for (const auto& n : card.notes) text += card.name + ": " + n + "\n";
+      for (const auto& c : card.columns) {
+        for (const auto& n : c.notes) text += card.name + "." + c.name + ": " + n + "\n";
+      }
+    }
+    step.observation = text;
+    step.detail = {{"sources", sources}};
+    Emit(std::move(step));
+  }
+
   void Emit(trace::Step step) {
     step.index = static_cast<int>(trace_.steps.size()) + 1;
     if (observer_) observer_->OnStep(step);
@@ -314,6 +342,7 @@ class Session {
   std::filesystem::path tables_dir_;
   std::vector<llm::Message> messages_;
   trace::Trace trace_;
+  int64_t load_ms_ = -1;
   std::string stop_reason_;
   std::string answer_sql_;
   bool failure_outstanding_ = false;

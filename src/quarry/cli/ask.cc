@@ -1,5 +1,6 @@
 // `quarry ask`: opens the data, picks the model client (live, --offline, --replay), runs the
 // agent with progress on stderr, prints the answer, its SQL and the totals, keeps the trace.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -176,7 +177,10 @@ int RunAsk(const AskOptions& o) {
   }
   LoadFlags load = o.load;
   load.timeout_ms = o.config.limits.timeout_ms;
+  const auto load_start = std::chrono::steady_clock::now();
   auto engine = OpenData(o.data, load);
+  const int64_t load_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - load_start).count();
   if (!engine) return Report(engine.error());
   struct Fill {
     const engine::Engine& e;
@@ -209,7 +213,7 @@ int RunAsk(const AskOptions& o) {
             << "\n";
   Progress progress;
   const trace::Trace t =
-      agent::Run({o.question, id, {}}, **engine, **client, config, &progress, &*writer);
+      agent::Run({o.question, id, {}, load_ms}, **engine, **client, config, &progress, &*writer);
   const fs::path trace_path = writer->dir() / "trace.json";
 
   if (o.format_name == "json") {

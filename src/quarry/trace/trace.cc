@@ -75,7 +75,7 @@ json ToJson(const Trace& t) {
   json sources = json::array();
   for (const auto& s : t.sources) {
     sources.push_back({{"path", s.path}, {"format", s.format}, {"size_bytes", s.size_bytes},
-                       {"sha256", s.sha256}, {"tables", s.tables}});
+                       {"sha256", s.sha256}, {"tables", s.tables}, {"cache", s.cache}});
   }
   j["sources"] = sources;
   j["dialect"] = t.dialect;
@@ -89,7 +89,7 @@ json ToJson(const Trace& t) {
                  {"repair_attempts", x.repair_attempts}, {"repair_successes", x.repair_successes},
                  {"input_tokens", x.input_tokens},     {"output_tokens", x.output_tokens},
                  {"cached_tokens", x.cached_tokens},   {"cost_usd", x.cost_usd},
-                 {"wall_ms", x.wall_ms}};
+                 {"wall_ms", x.wall_ms},                {"load_ms", x.load_ms}};
   j["stop_reason"] = t.stop_reason;
   j["answer"] = {{"text", t.answer}, {"supporting_values", t.supporting_values},
                  {"sql", t.answer_sql}};
@@ -134,6 +134,7 @@ Result<Trace> FromJson(const json& j) {
     QUARRY_GET(s, "size_bytes", r.size_bytes);
     QUARRY_GET(s, "sha256", r.sha256);
     QUARRY_GET(s, "tables", r.tables);
+    if (s.contains("cache")) QUARRY_GET(s, "cache", r.cache);
     t.sources.push_back(std::move(r));
   }
   for (const auto& s : j.value("steps", json::array())) {
@@ -177,6 +178,7 @@ Result<Trace> FromJson(const json& j) {
     QUARRY_GET(*x, "cached_tokens", t.totals.cached_tokens);
     QUARRY_GET(*x, "cost_usd", t.totals.cost_usd);
     QUARRY_GET(*x, "wall_ms", t.totals.wall_ms);
+    if (x->contains("load_ms")) QUARRY_GET(*x, "load_ms", t.totals.load_ms);
   }
   if (auto a = j.find("answer"); a != j.end() && a->is_object()) {
     QUARRY_GET(*a, "text", t.answer);
@@ -283,7 +285,8 @@ std::string TotalsLine(const Trace& t) {
          std::to_string(x.tool_calls) + " · repairs " + std::to_string(x.repair_successes) + "/" +
          std::to_string(x.repair_attempts) + " · grounded " + (t.grounded ? "yes" : "no") +
          " · tokens " + std::to_string(x.input_tokens) + "+" + std::to_string(x.output_tokens) +
-         " · cost " + cost + " · " + std::to_string(x.wall_ms) + " ms";
+         " · cost " + cost + " · " + std::to_string(x.wall_ms) + " ms" +
+         (x.load_ms > 0 ? " (opening the data " + std::to_string(x.load_ms) + " ms)" : "");
 }
 
 std::string Summary(const Trace& t) {

@@ -24,6 +24,7 @@ struct SourceRecord {
   int64_t size_bytes = 0;
   std::string sha256;
   std::vector<std::string> tables;
+  std::string cache;  // the parse cache: "hit", "miss", or "" (not cached)
 };
 
 struct ToolCallRecord {
@@ -34,7 +35,8 @@ struct ToolCallRecord {
 
 // One step. kind "model": a model turn (content, tool_calls, tokens, cost). kind "tool": a
 // tool call's execution (tool, arguments, status, failure_class, observation as the model saw
-// it). duration_ms is wall time for both.
+// it). kind "load": opening the data (tool "open_data"; observation: the loader's notes and
+// the parse cache's use). duration_ms is wall time for all.
 struct Step {
   int index = 0;
   std::string kind;
@@ -68,7 +70,8 @@ struct Totals {
   int64_t output_tokens = 0;
   int64_t cached_tokens = 0;
   double cost_usd = 0.0;
-  int64_t wall_ms = 0;
+  int64_t wall_ms = 0;  // the whole run, opening the data included
+  int64_t load_ms = 0;  // of which opening the data (the open_data step)
 };
 
 struct VerifyCheck {
