@@ -289,7 +289,10 @@ TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   // The trace keeps the spec, the rows and the files with the step, and the viewer inlines them.
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(trace: (\S+))")));
   const json t = json::parse(quarry::testing::ReadFile(cwd_.path() / m[1].str()));
-  const json& step = t["steps"][1];
+  // Step 0 is opening the data; then the model turn and its make_chart call.
+  EXPECT_EQ(t["steps"][0]["tool"], "open_data");
+  EXPECT_EQ(t["totals"]["load_ms"], t["steps"][0]["duration_ms"]);
+  const json& step = t["steps"][2];
   EXPECT_EQ(step["tool"], "make_chart");
   EXPECT_EQ(step["detail"]["spec"]["mark"], "line");
   EXPECT_EQ(step["detail"]["row_count"], 12);

@@ -54,7 +54,8 @@ try {
     for (const s of trace.steps) {
       assert.equal(await page.locator(`#step-${s.index}`).count(), 1, `step ${s.index} missing`);
     }
-    assert.equal(trace.steps.length, 4);
+    assert.equal(trace.steps.length, 5);  // open_data, then two model turns and their tools
+    assert.equal(trace.steps[0].tool, 'open_data');
     assert.ok(text.includes('grounded'));
     console.log(`viewer ok: ${trace.steps.length} steps shown, payload inert`);
 
