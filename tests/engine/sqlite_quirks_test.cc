@@ -156,6 +156,25 @@ TEST_F(SqliteQuirksTest, Fts5TableIsQueryableAndItsShadowTablesAreHidden) {
   EXPECT_EQ(again->rows[0][0], "[Shipping]");
 }
 
+// External-content FTS5 (datasette#1991) reads its content table; fts5vocab (workerd#1540)
+// reads the index: both through statements the module prepares itself.
+TEST_F(SqliteQuirksTest, ExternalContentFts5AndVocabularyTablesWork) {
+  auto engine = OpenDb(
+      "CREATE TABLE captions(image_key TEXT PRIMARY KEY, caption TEXT NOT NULL);"
+      "INSERT INTO captions VALUES ('a', 'a red cat'), ('b', 'a blue dog');"
+      "CREATE VIRTUAL TABLE captions_fts USING fts5(caption, image_key UNINDEXED, "
+      "  content=captions);"
+      "INSERT INTO captions_fts(captions_fts) VALUES ('rebuild');"
+      "CREATE VIRTUAL TABLE vocab USING fts5vocab('captions_fts', 'row');");
+  ASSERT_TRUE(engine);
+  std::vector<std::string> names;
+  for (const auto& card : engine->describe()) names.push_back(card.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"captions", "captions_fts", "vocab"}));
+  EXPECT_EQ(Single(*engine, "SELECT image_key FROM captions_fts WHERE captions_fts MATCH 'cat'"),
+            "a");
+  EXPECT_EQ(Single(*engine, "SELECT doc FROM vocab WHERE term = 'a'"), "2");
+}
+
 TEST_F(SqliteQuirksTest, Fts4AndRtreeTablesWorkToo) {
   auto engine = OpenDb(
       "CREATE VIRTUAL TABLE notes USING fts4(body);"
