@@ -75,9 +75,10 @@ TEST_F(SqlOutputTest, SqliteJsonCellsAreTyped) {
   for (int i = 0; i < 56; ++i) sql += "INSERT INTO country VALUES (52.5, NULL, NULL, NULL);";
   sql += "INSERT INTO country VALUES (56.599999999999454, x'00FF41', 9007199254740993, '42');";
   MakeSqlite(db, sql);
-  const json j = SqlJson(db, "SELECT avg(life) AS a, 0.1 + 0.2 AS s, count(*) AS n, max(flag) AS f, "
-                             "max(big) AS big, max(name) AS t, NULL AS z, "
-                             "9007199254740992 AS edge FROM country");
+  const json j = SqlJson(db,
+                         "SELECT avg(life) AS a, 0.1 + 0.2 AS s, count(*) AS n, max(flag) AS f, "
+                         "max(big) AS big, max(name) AS t, NULL AS z, "
+                         "9007199254740992 AS edge FROM country");
   const json& row = j["rows"][0];
   ASSERT_TRUE(row[0].is_number_float()) << j;
   EXPECT_EQ(row[0].get<double>(), 52.571929824561394);
@@ -122,7 +123,8 @@ TEST_F(SqlOutputTest, DuckDbJsonKeepsWideNumbersExact) {
   EXPECT_EQ(j["types"][1], "DECIMAL(38,0)");
   EXPECT_EQ(j["types"][2], "DECIMAL(18,2)");
   // The dumped text itself carries the 17 digits.
-  auto raw = Quarry({"sql", "--format", "json", csv.string(), "SELECT 0.1::DOUBLE + 0.2::DOUBLE AS s"});
+  auto raw = Quarry(
+      {"sql", "--format", "json", csv.string(), "SELECT 0.1::DOUBLE + 0.2::DOUBLE AS s"});
   EXPECT_NE(raw.out.find("0.30000000000000004"), std::string::npos) << raw.out;
 }
 

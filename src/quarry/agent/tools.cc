@@ -122,7 +122,9 @@ std::string Base64(std::string_view bytes) {
 std::optional<double> ParseDouble(const std::string& text) {
   double d = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
-  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d)) return std::nullopt;
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d)) {
+    return std::nullopt;
+  }
   return d;
 }
 
@@ -181,7 +183,8 @@ json RowsJson(const engine::ResultTable& table, size_t max_rows) {
     json row = json::array();
     for (size_t c = 0; c < table.rows[r].size(); ++c) {
       const bool known = r < table.kinds.size() && c < table.kinds[r].size();
-      row.push_back(CellJson(table.rows[r][c], known ? table.kinds[r][c] : engine::CellKind::kText));
+      const engine::CellKind kind = known ? table.kinds[r][c] : engine::CellKind::kText;
+      row.push_back(CellJson(table.rows[r][c], kind));
     }
     rows.push_back(std::move(row));
   }

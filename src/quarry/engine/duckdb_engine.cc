@@ -205,7 +205,8 @@ class DuckDbEngine final : public Engine {
           break;
         case DUCKDB_TYPE_DECIMAL: {
           // The width and scale say whether a double can hold the values (README, --format json).
-          duckdb_logical_type logical = duckdb_prepared_statement_column_logical_type(stmt.get(), c);
+          duckdb_logical_type logical =
+              duckdb_prepared_statement_column_logical_type(stmt.get(), c);
           if (logical) {
             types.back() = "DECIMAL(" + std::to_string(duckdb_decimal_width(logical)) + "," +
                            std::to_string(duckdb_decimal_scale(logical)) + ")";

@@ -1,6 +1,7 @@
 // SQLite behind the guard: opened read-only, extension loading off, defensive mode, no
-// attached databases, and an authorizer that allows reads only; a progress handler enforces
-// the wall-clock timeout.
+// attached databases, and an authorizer that allows reads only (plus what SQLite's own
+// virtual-table modules prepare inside a read); a progress handler enforces the wall-clock
+// timeout. Results keep every digit of a REAL; cards note text stored in numeric columns.
 #include <sqlite3.h>
 
 #include <charconv>

@@ -242,9 +242,10 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
                     "Run one read-only query (SELECT or WITH ... SELECT) in the " + dialect +
                         " dialect. A guard refuses writes, DDL, PRAGMA/ATTACH and file access, "
                         "naming the rule. Returns at most " + max_rows +
-                        " rows and the true row count. Cells are typed: numbers as JSON numbers (integers "
-                        "beyond 2^53 and DECIMALs beyond 15 digits as strings of their exact "
-                        "digits), null for NULL, {\"base64\": ...} for a BLOB, text as strings.",
+                        " rows and the true row count. Cells are typed: numbers as JSON "
+                        "numbers (integers beyond 2^53 and DECIMALs beyond 15 digits as strings "
+                        "of their exact digits), null for NULL, {\"base64\": ...} for a BLOB, "
+                        "text as strings.",
                     AgentTool("run_sql")->schema.parameters, std::move(rows_schema), true, false,
                     RunSql});
 
