@@ -127,6 +127,12 @@ TEST_F(ResultValuesTest, DuckDbDoublesAreShortestRoundTripAndWideIntegersExact) 
   EXPECT_EQ(r->types[3], "DECIMAL(38,0)");
   EXPECT_EQ(r->types[4], "DECIMAL(18,2)");
   EXPECT_EQ(r->types[2], "HUGEINT");
+
+  // DuckDB reads 0.1 as a DECIMAL literal, and DECIMAL sums are exact: 0.3, not a rounding.
+  auto literal = engine->Query("SELECT 0.1 + 0.2 AS s", Limits{});
+  ASSERT_TRUE(literal) << literal.error().message;
+  EXPECT_EQ(literal->rows[0][0], "0.3");
+  EXPECT_EQ(literal->kinds[0][0], CellKind::kDecimal);
 }
 
 // Many doubles, not two: DuckDB's VARCHAR cast must give back the very same double each time.
