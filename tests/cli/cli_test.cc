@@ -135,7 +135,7 @@ TEST_F(CliTest, SchemaAndSqlForScripts) {
   auto sql = Quarry({"sql", "--format", "json", Data("chinook.sqlite"),
                      "SELECT count(*) AS n FROM Genre"});
   ASSERT_EQ(sql.exit_code, 0) << sql.err;
-  EXPECT_EQ(json::parse(sql.out)["rows"][0][0], "25");
+  EXPECT_EQ(json::parse(sql.out)["rows"][0][0], 25);
 
   auto write = Quarry({"sql", Data("chinook.sqlite"), "DROP TABLE Genre"});
   EXPECT_EQ(write.exit_code, 3);
@@ -296,7 +296,7 @@ TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   EXPECT_EQ(step["tool"], "make_chart");
   EXPECT_EQ(step["detail"]["spec"]["mark"], "line");
   EXPECT_EQ(step["detail"]["row_count"], 12);
-  EXPECT_EQ(step["detail"]["rows"][11][1], "34327.9");
+  EXPECT_EQ(step["detail"]["rows"][11][1], 34327.9);
   EXPECT_EQ(t["artifacts"].size(), 2u);
   auto view = Quarry({"view", "latest"});
   ASSERT_EQ(view.exit_code, 0) << view.err;

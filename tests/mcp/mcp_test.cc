@@ -260,7 +260,8 @@ TEST_F(McpServerTest, RunSqlReturnsUpToTheRowCapWithTheTrueCountAndNulls) {
   const json& count = s.responses[1]["result"];
   EXPECT_EQ(count["isError"], false);
   EXPECT_EQ(count["structuredContent"]["columns"], json::array({"n"}));
-  EXPECT_EQ(count["structuredContent"]["rows"], json::parse(R"([["25"]])"));
+  EXPECT_EQ(count["structuredContent"]["rows"], json::parse(R"([[25]])"));
+  EXPECT_EQ(count["structuredContent"]["types"], json::array({"INTEGER"}));
   EXPECT_EQ(count["structuredContent"]["row_count"], 1);
   EXPECT_EQ(count["structuredContent"]["truncated"], false);
   EXPECT_NE(Text(count).find("25"), std::string::npos);
@@ -270,7 +271,7 @@ TEST_F(McpServerTest, RunSqlReturnsUpToTheRowCapWithTheTrueCountAndNulls) {
   EXPECT_EQ(tracks["rows"].size(), 200u);  // engine::Limits::max_rows, not the model's 30
   EXPECT_EQ(tracks["truncated"], true);
   EXPECT_EQ(tracks["rows"][0],
-            json::parse(R"(["1", "Angus Young, Malcolm Young, Brian Johnson"])"));
+            json::parse(R"([1, "Angus Young, Malcolm Young, Brian Johnson"])"));
   EXPECT_TRUE(tracks["rows"][62][1].is_null()) << tracks["rows"][62];  // track 63: no composer
 
   // No rows is an answer, not an error.

@@ -41,7 +41,8 @@ function validateAgainst(schema, value) {
   assert.ok(Array.isArray(value.columns) && value.columns.every((c) => typeof c === 'string'));
   assert.ok(Array.isArray(value.rows));
   for (const row of value.rows) {
-    assert.ok(Array.isArray(row) && row.every((c) => c === null || typeof c === 'string'));
+    assert.ok(Array.isArray(row) && row.every((c) => c === null || ['string', 'number', 'boolean'].includes(typeof c) ||
+                                                 (typeof c === 'object' && typeof c.base64 === 'string')));
   }
   assert.ok(Number.isInteger(value.row_count) && value.row_count >= 0);
   assert.equal(typeof value.truncated, 'boolean');
@@ -156,8 +157,16 @@ test('tools, SQL and tool errors through the SDK client', async () => {
     const count = await s.client.callTool({ name: 'run_sql', arguments: { sql: 'SELECT count(*) AS n FROM Genre' } });
     assert.equal(count.isError, false, text(count));
     validateAgainst(runSql.outputSchema, count.structuredContent);
-    assert.deepEqual(count.structuredContent, { columns: ['n'], rows: [['25']], row_count: 1, truncated: false });
+    assert.deepEqual(count.structuredContent, { columns: ['n'], types: ['INTEGER'], rows: [[25]], row_count: 1, truncated: false });
     assert.match(text(count), /25/);
+
+    // Typed cells: a real with all its digits, a marked BLOB, NULL, a wide integer as a string.
+    const typed = await s.client.callTool({ name: 'run_sql', arguments: {
+      sql: "SELECT 0.1 + 0.2 AS s, x'00FF41' AS b, NULL AS z, 9007199254740993 AS big, 'x' AS t" } });
+    assert.equal(typed.isError, false, text(typed));
+    validateAgainst(runSql.outputSchema, typed.structuredContent);
+    assert.deepEqual(typed.structuredContent.rows, [[0.30000000000000004, { base64: 'AP9B' }, null, '9007199254740993', 'x']]);
+    assert.deepEqual(typed.structuredContent.types, ['REAL', 'BLOB', 'NULL', 'INTEGER', 'TEXT']);
 
     const many = await s.client.callTool({ name: 'run_sql', arguments: { sql: 'SELECT TrackId, Composer FROM Track' } });
     validateAgainst(runSql.outputSchema, many.structuredContent);

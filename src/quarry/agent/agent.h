@@ -87,7 +87,11 @@ struct Tool {
 // run_python only when `python` is on, make_chart only when `charts` is on.
 std::vector<Tool> DefaultTools(bool python = true, bool charts = true);
 
-// Result rows as JSON arrays of strings and nulls, the first `max_rows` of them.
+// Result rows as JSON arrays, the first `max_rows` of them, each cell typed by its
+// engine::CellKind: integers within ±2^53 and reals as JSON numbers (reals with round-trip
+// precision), DECIMALs of at most 15 significant digits as numbers, larger integers and
+// DECIMALs as strings of their exact digits, booleans as true/false, NULL as null, BLOBs as
+// {"base64": "..."}, everything else (and inf/nan) as strings.
 nlohmann::ordered_json RowsJson(const engine::ResultTable& table, size_t max_rows);
 
 // The registered data as the sandbox loads it: every table (of every file, .duckdb schema or

@@ -1,6 +1,8 @@
 // The tool schemas the model sees, their argument validation, and the tools that execute:
 // inspect_schema, run_sql and run_python. final_answer's schema lives here; the loop runs it (verify gate).
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
@@ -103,11 +105,101 @@ Observation RunSql(const json& args, ToolContext& ctx) {
 
 }  // namespace
 
+namespace {
+
+// Every integer of at most this magnitude is exact in a double, so any JSON reader (a
+// JavaScript client too) reads it back unchanged (2^53).
+constexpr int64_t kMaxExactInteger = int64_t{1} << 53;
+// A decimal of at most 15 significant digits survives the trip through a double and back
+// (DBL_DIG), so it can be a JSON number without changing its value.
+constexpr int kMaxExactDigits = 15;
+
+std::string Base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (const char ch : bytes) {
+    acc = (acc << 8) | static_cast<unsigned char>(ch);
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kAlphabet[(acc >> bits) & 63];
+    }
+  }
+  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 63];
+  while (out.size() % 4 != 0) out += '=';
+  return out;
+}
+
+std::optional<double> ParseDouble(const std::string& text) {
+  double d = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d)) {
+    return std::nullopt;
+  }
+  return d;
+}
+
+int SignificantDigits(std::string_view decimal) {
+  int digits = 0;
+  bool leading = true;
+  for (const char ch : decimal) {
+    if (ch < '0' || ch > '9') continue;
+    if (leading && ch == '0') continue;
+    leading = false;
+    ++digits;
+  }
+  return digits;
+}
+
+// One cell as JSON by its kind (engine::CellKind), as the README documents for --format json.
+json CellJson(const std::optional<std::string>& cell, engine::CellKind kind) {
+  using engine::CellKind;
+  if (!cell) return nullptr;
+  const std::string& text = *cell;
+  switch (kind) {
+    case CellKind::kInteger: {
+      int64_t n = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (ec == std::errc() && end == text.data() + text.size() && n <= kMaxExactInteger &&
+          n >= -kMaxExactInteger) {
+        return n;
+      }
+      return text;  // HUGEINT, UBIGINT or a BIGINT beyond 2^53: its exact digits
+    }
+    case CellKind::kReal:
+      if (auto d = ParseDouble(text)) return *d;
+      return text;  // inf, -inf, nan have no JSON number
+    case CellKind::kDecimal:
+      if (SignificantDigits(text) <= kMaxExactDigits) {
+        if (auto d = ParseDouble(text)) return *d;
+      }
+      return text;
+    case CellKind::kBoolean:
+      if (text == "true" || text == "false") return text == "true";
+      return text;
+    case CellKind::kBlob:
+      return json{{"base64", Base64(engine::BlobBytes(text))}};
+    case CellKind::kNull:
+    case CellKind::kText:
+      break;
+  }
+  return text;
+}
+
+}  // namespace
+
 json RowsJson(const engine::ResultTable& table, size_t max_rows) {
   json rows = json::array();
   for (size_t r = 0; r < std::min(table.rows.size(), max_rows); ++r) {
     json row = json::array();
-    for (const auto& cell : table.rows[r]) row.push_back(cell ? json(*cell) : json(nullptr));
+    for (size_t c = 0; c < table.rows[r].size(); ++c) {
+      const bool known = r < table.kinds.size() && c < table.kinds[r].size();
+      const engine::CellKind kind = known ? table.kinds[r][c] : engine::CellKind::kText;
+      row.push_back(CellJson(table.rows[r][c], kind));
+    }
     rows.push_back(std::move(row));
   }
   return rows;

@@ -103,8 +103,9 @@ int Main(int argc, char** argv) {
   CLI::App* sql_cmd = app.add_subcommand(
       "sql", "Run one read-only query: quarry sql PATH... \"SELECT ...\"");
   sql_cmd->add_option("args", sql.paths, "Data files, then the SQL")->required()->expected(2, -1);
-  sql_cmd->add_option("--format", sql.format_name, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+  sql_cmd->add_option("--format", sql.format_name,
+                      "text (a table), json (typed cells, see README) or csv (RFC 4180)")
+      ->check(CLI::IsMember({"text", "json", "csv"}))->default_val("text");
   sql_cmd->add_option("--timeout-ms", sql.timeout_ms, "Query timeout")
       ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   sql_cmd->add_option("--max-rows", sql.max_rows, "Rows fetched at most")

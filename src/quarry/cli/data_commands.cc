@@ -37,6 +37,26 @@ json CardsJson(const std::vector<engine::TableCard>& cards) {
   return out;
 }
 
+// One RFC 4180 record with LF line ends (as DuckDB's COPY writes): a field with a comma, quote,
+// CR or LF is quoted with quotes doubled; NULL is an empty field and the empty string a quoted
+// empty field, so the two stay apart.
+std::string CsvField(const std::optional<std::string>& cell) {
+  if (!cell) return "";
+  if (!cell->empty() && cell->find_first_of(",\"\r\n") == std::string::npos) return *cell;
+  std::string out = "\"";
+  for (const char ch : *cell) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+template <typename Cells>
+std::string CsvRecord(const Cells& cells) {
+  std::string out;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    out += (i ? "," : "") + CsvField(std::optional<std::string>(cells[i]));
+  }
+  return out + "\n";
+}
+
 }  // namespace
 
 int RunSchema(const DataOptions& o) {
@@ -87,6 +107,14 @@ int RunSql(const DataOptions& o) {
     std::cout << Dump({{"columns", result->columns}, {"types", result->types}, {"rows", rows},
                        {"row_count", result->row_count}, {"truncated", result->truncated()}})
               << "\n";
+  } else if (o.format_name == "csv") {
+    std::cout << CsvRecord(result->columns);
+    for (const auto& row : result->rows) std::cout << CsvRecord(row);
+    // stdout holds only the rows; a reader must still learn that some were left out.
+    if (result->truncated()) {
+      std::cerr << "quarry: " << result->row_count << " rows, first " << result->rows.size()
+                << " written; raise --max-rows for more\n";
+    }
   } else {
     std::string text = engine::RenderResult(*result, o.max_rows);
     // The "rows are data" header is for the model; a person reading a terminal knows.

@@ -204,9 +204,37 @@ class DuckDbEngine final : public Engine {
     // accessors do not cover every type (UUID, TIMESTAMPTZ, LIST, STRUCT, ...). The wrapper
     // only projects the guarded query's result, so it adds no capability.
     std::vector<std::string> names, types;
+    std::vector<CellKind> kinds;  // per column: DuckDB's types are static
     for (idx_t c = 0; c < duckdb_prepared_statement_column_count(stmt.get()); ++c) {
       names.emplace_back(duckdb_prepared_statement_column_name(stmt.get(), c));
-      types.push_back(TypeName(duckdb_prepared_statement_column_type(stmt.get(), c)));
+      const duckdb_type type = duckdb_prepared_statement_column_type(stmt.get(), c);
+      types.push_back(TypeName(type));
+      switch (type) {
+        case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
+        case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_HUGEINT: case DUCKDB_TYPE_UTINYINT:
+        case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT:
+        case DUCKDB_TYPE_UHUGEINT: case DUCKDB_TYPE_BIGNUM:
+          kinds.push_back(CellKind::kInteger);
+          break;
+        case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DOUBLE:
+          kinds.push_back(CellKind::kReal);
+          break;
+        case DUCKDB_TYPE_DECIMAL: {
+          // The width and scale say whether a double can hold the values (README, --format json).
+          duckdb_logical_type logical =
+              duckdb_prepared_statement_column_logical_type(stmt.get(), c);
+          if (logical) {
+            types.back() = "DECIMAL(" + std::to_string(duckdb_decimal_width(logical)) + "," +
+                           std::to_string(duckdb_decimal_scale(logical)) + ")";
+            duckdb_destroy_logical_type(&logical);
+          }
+          kinds.push_back(CellKind::kDecimal);
+          break;
+        }
+        case DUCKDB_TYPE_BOOLEAN: kinds.push_back(CellKind::kBoolean); break;
+        case DUCKDB_TYPE_BLOB: kinds.push_back(CellKind::kBlob); break;
+        default: kinds.push_back(CellKind::kText);
+      }
     }
     std::string inner = text;
     while (!inner.empty() && (std::isspace(static_cast<unsigned char>(inner.back())) || inner.back() == ';')) {
@@ -245,10 +273,18 @@ class DuckDbEngine final : public Engine {
     const idx_t rows = duckdb_row_count(result.get());
     table.row_count = static_cast<int64_t>(rows);
     const idx_t keep = std::min<idx_t>(rows, static_cast<idx_t>(std::max(limits.max_rows, 0)));
+    // DuckDB's own VARCHAR cast already gives each DOUBLE its shortest round-trip text.
     for (idx_t r = 0; r < keep; ++r) {
       std::vector<std::optional<std::string>> row;
-      for (idx_t c = 0; c < cols; ++c) row.push_back(Cell(result.get(), c, r));
+      std::vector<CellKind> row_kinds;
+      for (idx_t c = 0; c < cols; ++c) {
+        row.push_back(Cell(result.get(), c, r));
+        row_kinds.push_back(!row.back()     ? CellKind::kNull
+                            : c < kinds.size() ? kinds[c]
+                                               : CellKind::kText);
+      }
       table.rows.push_back(std::move(row));
+      table.kinds.push_back(std::move(row_kinds));
     }
     return table;
   }

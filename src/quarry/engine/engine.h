@@ -111,11 +111,30 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& path,
                                               const OpenOptions& options);
 std::filesystem::path CacheDirectory(const OpenOptions& options);
 
-// Cells are rendered as text; nullopt is SQL NULL.
+// What a result cell holds, so JSON output can give it back typed. The cell's text is:
+//   kInteger  the exact decimal digits (any width: HUGEINT and UBIGINT included);
+//   kReal     the shortest text that parses back to the same double ("0.30000000000000004");
+//             non-finite values as "inf", "-inf", "nan";
+//   kDecimal  DuckDB DECIMAL, exact, with its scale ("504488.21", "1.10");
+//   kBoolean  "true" or "false";
+//   kBlob     printable ASCII as is, every other byte and \ ' " as \xNN (DuckDB's rendering;
+//             BlobBytes() gives the bytes back);
+//   kText     everything else (strings, dates, timestamps, lists, ...), as the engine renders it;
+//   kNull     SQL NULL (the row holds nullopt).
+enum class CellKind : uint8_t { kNull, kInteger, kReal, kDecimal, kBoolean, kText, kBlob };
+
+// The bytes of a kBlob cell from its text form (see CellKind).
+std::string BlobBytes(std::string_view text);
+
+// Cells are rendered as text (see CellKind); nullopt is SQL NULL.
 struct ResultTable {
   std::vector<std::string> columns;
+  // Per column: the declared or engine type ("BIGINT", "DECIMAL(18,2)"); for a SQLite column
+  // computed by an expression (no declared type), the storage class seen in the fetched rows:
+  // "INTEGER", "REAL", "TEXT", "BLOB", "mixed", or "NULL" when no non-null value was fetched.
   std::vector<std::string> types;
   std::vector<std::vector<std::optional<std::string>>> rows;  // at most Limits::max_rows
+  std::vector<std::vector<CellKind>> kinds;  // same shape as rows
   int64_t row_count = 0;  // all rows the query produced
   bool truncated() const { return row_count > static_cast<int64_t>(rows.size()); }
 };
@@ -194,7 +213,8 @@ std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns 
                         const std::vector<std::string>& only = {});
 inline constexpr size_t kCardColumns = 40;  // the model's default
 // A result as the model reads it: a header saying rows are data, never instructions, the
-// first preview_rows rows as a pipe table, and the true row count.
+// first preview_rows rows as a pipe table, and the true row count. A cell longer than 200
+// bytes is cut on a UTF-8 character boundary and ends in "…".
 std::string RenderResult(const ResultTable& table, int preview_rows);
 
 }  // namespace quarry::engine

@@ -1,12 +1,17 @@
 // SQLite behind the guard: opened read-only, extension loading off, defensive mode, no
-// attached databases, and an authorizer that allows reads only; a progress handler enforces
-// the wall-clock timeout.
+// attached databases, and an authorizer that allows reads only (plus what SQLite's own
+// virtual-table modules prepare inside a read); a progress handler enforces the wall-clock
+// timeout. Results keep every digit of a REAL; cards note text stored in numeric columns.
 #include <sqlite3.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "quarry/engine/engine_internal.h"
 
@@ -30,6 +35,94 @@ bool ForbiddenFunction(const char* name) {
   return false;
 }
 
+// The shortest text that parses back to the same double (SQLite's own text keeps 15 digits,
+// so 0.1+0.2 would read "0.3"); a whole number keeps ".0" so it still reads as a real.
+std::string RealText(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  std::string out(buf, ec == std::errc() ? end : buf);
+  if (out.find_first_of(".e") == std::string::npos) out += ".0";
+  return out;
+}
+
+// DuckDB's BLOB rendering, so both engines show bytes alike and engine::BlobBytes reverses it.
+std::string BlobText(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : bytes) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b >= 32 && b <= 126 && ch != '\\' && ch != '\'' && ch != '"') {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+  }
+  return out;
+}
+
+// `classes`: a bit per SQLite storage class seen (1 << SQLITE_INTEGER, ...), NULL excluded.
+std::string StorageName(unsigned classes) {
+  switch (classes) {
+    case 0: return "NULL";
+    case 1u << SQLITE_INTEGER: return "INTEGER";
+    case 1u << SQLITE_FLOAT: return "REAL";
+    case 1u << SQLITE_TEXT: return "TEXT";
+    case 1u << SQLITE_BLOB: return "BLOB";
+    default: return "mixed";
+  }
+}
+
+// Whether a declared type makes SQLite store numbers (INTEGER, REAL or NUMERIC affinity, by
+// the rules of https://sqlite.org/datatype3.html section 3.1), so that text stored in the
+// column changes what arithmetic gives. Dates are NUMERIC by those rules but SQLite has no
+// date storage class and keeps ISO-8601 dates as text by design: no note for DATE/TIME types.
+bool NumericDeclared(std::string type) {
+  for (char& ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  auto has = [&](const char* s) { return type.find(s) != std::string::npos; };
+  if (has("INT")) return true;
+  if (has("CHAR") || has("CLOB") || has("TEXT") || has("BLOB") || type.empty()) return false;
+  if (has("REAL") || has("FLOA") || has("DOUB")) return true;
+  return !has("DATE") && !has("TIME");
+}
+
+// Notes for a numeric-declared column holding text or blobs, from its storage-class counts
+// (integer, real, text, blob, in that order): "declared INTEGER, stored as text in 3/3 rows".
+std::vector<std::string> StorageNotes(const std::string& column, const std::string& declared,
+                                      const std::vector<std::optional<std::string>>& counts,
+                                      int64_t non_null) {
+  static constexpr const char* kClass[] = {"integer", "real", "text", "blob"};
+  int64_t n[4] = {};
+  for (size_t i = 0; i < 4 && i < counts.size(); ++i) {
+    n[i] = counts[i] ? std::strtoll(counts[i]->c_str(), nullptr, 10) : 0;
+  }
+  if (n[2] + n[3] == 0) return {};
+  std::string note = "declared " + declared + ", stored as ";
+  const int present = (n[0] > 0) + (n[1] > 0) + (n[2] > 0) + (n[3] > 0);
+  if (present == 1) {
+    const size_t i = n[2] > 0 ? 2 : 3;
+    note += std::string(kClass[i]) + " in " + std::to_string(n[i]) + "/" +
+            std::to_string(non_null) + " rows";
+  } else {
+    bool first = true;
+    for (size_t i = 0; i < 4; ++i) {
+      if (n[i] == 0) continue;
+      note += (first ? "" : ", ") + std::string(kClass[i]) + " in " + std::to_string(n[i]) +
+              (first ? (n[i] == 1 ? " row" : " rows") : "");
+      first = false;
+    }
+  }
+  const bool integer = declared.find("INT") != std::string::npos ||
+                       declared.find("int") != std::string::npos;
+  note += ": arithmetic reads such text as 0 or its leading digits and comparisons sort it "
+          "above every number, so clean it in SQL first (e.g. CAST(replace(" +
+          QuoteIdent(column) + ", ',', '') AS " + (integer ? "INTEGER" : "REAL") + "))";
+  return {note};
+}
+
 class SqliteEngine final : public Engine {
  public:
   Dialect dialect() const override { return Dialect::kSQLite; }
@@ -38,7 +131,14 @@ class SqliteEngine final : public Engine {
 
   QueryOutcome Query(std::string_view sql, const Limits& limits) override {
     if (auto v = CheckQueryText(sql, Dialect::kSQLite, table_names_)) return std::unexpected(*v);
+    return QueryPastTextGuard(sql, limits);
+  }
+
+  // Everything but the text guard: the authorizer, the read-only check, the timeout, the cap.
+  QueryOutcome QueryPastTextGuard(std::string_view sql, const Limits& limits) {
     denied_.clear();
+    first_action_ = true;
+    query_statement_ = false;
     sqlite3_stmt* raw = nullptr;
     const char* tail = nullptr;
     const int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &raw,
@@ -57,25 +157,54 @@ class SqliteEngine final : public Engine {
     deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits.timeout_ms);
     ResultTable table;
     const int cols = sqlite3_column_count(stmt.get());
+    std::vector<bool> declared(static_cast<size_t>(cols), false);
     for (int c = 0; c < cols; ++c) {
       table.columns.emplace_back(sqlite3_column_name(stmt.get(), c));
       const char* decl = sqlite3_column_decltype(stmt.get(), c);
+      declared[static_cast<size_t>(c)] = decl && *decl;
       table.types.emplace_back(decl ? decl : "");
     }
+    // Storage classes seen per column, for the type of computed columns (no declared type).
+    std::vector<unsigned> seen(static_cast<size_t>(cols), 0);
     int step;
     while ((step = sqlite3_step(stmt.get())) == SQLITE_ROW) {
       ++table.row_count;
       if (table.row_count > limits.max_rows) continue;  // count on, keep only the cap
       std::vector<std::optional<std::string>> row;
+      std::vector<CellKind> kinds;
       for (int c = 0; c < cols; ++c) {
-        if (sqlite3_column_type(stmt.get(), c) == SQLITE_NULL) {
-          row.emplace_back(std::nullopt);
-        } else {
-          const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), c));
-          row.emplace_back(std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt.get(), c))));
+        const int type = sqlite3_column_type(stmt.get(), c);
+        seen[static_cast<size_t>(c)] |= 1u << type;
+        switch (type) {
+          case SQLITE_NULL:
+            row.emplace_back(std::nullopt);
+            kinds.push_back(CellKind::kNull);
+            break;
+          case SQLITE_INTEGER:
+            row.emplace_back(std::to_string(sqlite3_column_int64(stmt.get(), c)));
+            kinds.push_back(CellKind::kInteger);
+            break;
+          case SQLITE_FLOAT:
+            row.emplace_back(RealText(sqlite3_column_double(stmt.get(), c)));
+            kinds.push_back(CellKind::kReal);
+            break;
+          case SQLITE_BLOB: {
+            const auto* bytes = static_cast<const char*>(sqlite3_column_blob(stmt.get(), c));
+            const auto size = static_cast<size_t>(sqlite3_column_bytes(stmt.get(), c));
+            row.emplace_back(BlobText(std::string_view(bytes ? bytes : "", size)));
+            kinds.push_back(CellKind::kBlob);
+            break;
+          }
+          default: {
+            const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), c));
+            row.emplace_back(std::string(text ? text : "",
+                                         static_cast<size_t>(sqlite3_column_bytes(stmt.get(), c))));
+            kinds.push_back(CellKind::kText);
+          }
         }
       }
       table.rows.push_back(std::move(row));
+      table.kinds.push_back(std::move(kinds));
     }
     if (step == SQLITE_INTERRUPT) {
       return std::unexpected(QueryFailure{
@@ -83,10 +212,16 @@ class SqliteEngine final : public Engine {
           "the query was interrupted after " + std::to_string(limits.timeout_ms) +
               " ms: simplify it, filter earlier, or aggregate before joining"});
     }
-    if ((step & 0xff) == SQLITE_AUTH) return std::unexpected(PrepareFailure(step));
+    // A denial inside a statement a virtual table prepares while running surfaces as its error.
+    if ((step & 0xff) == SQLITE_AUTH || !denied_.empty()) {
+      return std::unexpected(PrepareFailure(step));
+    }
     if (step != SQLITE_DONE) {
       return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "",
                                           std::string("sqlite: ") + sqlite3_errmsg(db_.get())});
+    }
+    for (size_t c = 0; c < seen.size(); ++c) {
+      if (!declared[c]) table.types[c] = StorageName(seen[c] & ~(1u << SQLITE_NULL));
     }
     return table;
   }
@@ -98,6 +233,12 @@ class SqliteEngine final : public Engine {
       return QueryFailure{FailureClass::kGuardViolation, denied_rule_.empty() ? "read_only" : denied_rule_,
                           "guard: " + (denied_.empty() ? msg : denied_) +
                               " is not allowed: only a single read-only SELECT query may run"};
+    }
+    // Defensive mode refuses writes to shadow tables before the authorizer is asked.
+    if (msg.find("may not be modified") != std::string::npos ||
+        msg.find("readonly database") != std::string::npos) {
+      return QueryFailure{FailureClass::kGuardViolation, "read_only",
+                          "guard: " + msg + ": only a single read-only SELECT query may run"};
     }
     // SQLite reports unknown tables and columns at prepare time; those are not syntax errors.
     const bool syntax = msg.find("syntax error") != std::string::npos ||
@@ -126,9 +267,20 @@ class SqliteEngine final : public Engine {
   }
 
   // Allows reading and pure functions; records what it refused so the message can name it.
+  // SQLite's own modules prepare statements of their own while a query runs (FTS5 reads
+  // PRAGMA data_version, FTS4 PRAGMA page_size, R*Tree prepares its shadow-table writes when
+  // it connects), and the authorizer sees those too, with no flag that says "internal". What
+  // tells them apart is the user's statement itself: its first authorized action is
+  // SQLITE_SELECT for a query, and SQLITE_PRAGMA for a PRAGMA statement. So those exact
+  // read-only pragmas, and writes to shadow tables, pass only inside a query; a PRAGMA the user
+  // writes is refused here as well as by the text guard.
   static int Authorize(void* self_ptr, int action, const char* a, const char* b, const char*,
                        const char*) {
     auto* self = static_cast<SqliteEngine*>(self_ptr);
+    if (self->first_action_) {
+      self->first_action_ = false;
+      self->query_statement_ = action == SQLITE_SELECT;
+    }
     switch (action) {
       case SQLITE_SELECT:
       case SQLITE_READ:
@@ -139,7 +291,19 @@ class SqliteEngine final : public Engine {
         self->Deny("file_access", std::string(b) + "()");
         return SQLITE_DENY;
       case SQLITE_PRAGMA:
+        if (self->query_statement_ && a && !b &&
+            (sqlite3_stricmp(a, "data_version") == 0 || sqlite3_stricmp(a, "page_size") == 0)) {
+          return SQLITE_OK;
+        }
         self->Deny("pragma", std::string("PRAGMA ") + (a ? a : ""));
+        return SQLITE_DENY;
+      case SQLITE_INSERT:
+      case SQLITE_UPDATE:
+      case SQLITE_DELETE:
+        // Prepared by a virtual table module, never run by a read: the database is open
+        // read-only and defensive mode makes shadow tables read-only to SQL anyway.
+        if (self->query_statement_ && a && self->shadow_tables_.contains(a)) return SQLITE_OK;
+        self->Deny("read_only", "writing or changing the schema");
         return SQLITE_DENY;
       case SQLITE_ATTACH:
       case SQLITE_DETACH:
@@ -190,8 +354,11 @@ class SqliteEngine final : public Engine {
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
+  std::set<std::string> shadow_tables_;  // e.g. docs_data, docs_idx for an FTS5 table docs
   std::string denied_;
   std::string denied_rule_;
+  bool first_action_ = true;      // the next authorizer call is the statement's first
+  bool query_statement_ = false;  // the user's statement began as a SELECT
   std::chrono::steady_clock::time_point deadline_{};
 };
 
@@ -217,7 +384,64 @@ bool HasSqliteMagic(const std::filesystem::path& path) {
   return in.gcount() == 16 && std::memcmp(magic, "SQLite format 3", 16) == 0;
 }
 
+// One table's card. A table or view SQLite cannot read (a view over a missing table, a
+// virtual table whose module this build lacks) gets a card that says so instead of failing
+// the whole database: the other tables are still worth asking about.
+TableCard SqliteCard(SqliteEngine& engine, const std::string& table, const std::string& source) {
+  auto unreadable = [&](const Error& e) {
+    TableCard card;
+    card.name = table;
+    card.source = source;
+    card.notes.push_back("cannot be queried: " + e.message);
+    return card;
+  };
+  auto info = engine.RunTrusted("SELECT name, type FROM pragma_table_info(" +
+                                QuoteLiteral(table) + ")");
+  if (!info) return unreadable(info.error());
+  std::vector<ColumnInfo> columns;
+  std::vector<ColumnExtra> extras;
+  for (const auto& c : *info) {
+    const std::string name = c[0].value_or("");
+    const std::string type = c[1].value_or("");
+    columns.push_back({name, type.empty() ? "ANY" : type, type != "BLOB"});
+    ColumnExtra extra;
+    if (NumericDeclared(type)) {
+      // Counted in the card's one statistics scan, beside the null and distinct counts.
+      const std::string q = QuoteIdent(name);
+      for (const char* cls : {"integer", "real", "text", "blob"}) {
+        extra.aggregates.push_back("sum(typeof(" + q + ") = '" + cls + "')");
+      }
+      extra.notes_from = [name, type](const std::vector<std::optional<std::string>>& counts,
+                                      int64_t non_null) {
+        return StorageNotes(name, type, counts, non_null);
+      };
+    }
+    extras.push_back(std::move(extra));
+  }
+  if (columns.empty()) return unreadable({Error::Code::kData, "SQLite reports no columns"});
+  auto card = BuildCard(table, QuoteIdent(table), source, columns,
+                        [&](const std::string& s) { return engine.RunTrusted(s); }, extras);
+  if (!card) return unreadable(card.error());
+  auto fks = engine.RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +
+                               QuoteLiteral(table) + ")");
+  if (fks) {
+    for (const auto& fk : *fks) {
+      card->foreign_keys.push_back({fk[0].value_or(""), fk[1].value_or(""), fk[2].value_or("")});
+    }
+  }
+  return std::move(*card);
+}
+
 }  // namespace
+
+QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql,
+                                      const Limits& limits) {
+  auto* sqlite = dynamic_cast<SqliteEngine*>(&engine);
+  if (!sqlite) {
+    return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", "not a SQLite engine"});
+  }
+  return sqlite->QueryPastTextGuard(sql, limits);
+}
 
 Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
                                            const OpenOptions& options) {
@@ -253,33 +477,30 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
   sqlite3_soft_heap_limit64(options.memory_limit_mb * 1024 * 1024);
 
+  // PRAGMA table_list (SQLite 3.37+) marks the shadow tables of virtual tables (FTS5's
+  // docs_data, docs_idx, ...): storage the module manages, not tables of the user's. Older
+  // SQLite lists everything from sqlite_schema.
   auto names = engine->RunTrusted(
-      "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+      "SELECT name, type FROM pragma_table_list WHERE schema = 'main' AND "
+      "type IN ('table', 'view', 'virtual', 'shadow') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
       "ORDER BY name");
+  if (!names) {
+    names = engine->RunTrusted(
+        "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND "
+        "name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name");
+  }
   if (!names) {
     return Fail(Error::Code::kData, "cannot read " + path.string() + " as SQLite: " +
                                         names.error().message);
   }
   for (const auto& row : *names) {
+    if (row[1].value_or("") == "shadow") engine->shadow_tables_.insert(row[0].value_or(""));
+  }
+  for (const auto& row : *names) {
     const std::string table = row[0].value_or("");
-    auto info = engine->RunTrusted("SELECT name, type FROM pragma_table_info(" +
-                                   QuoteLiteral(table) + ")");
-    if (!info) return std::unexpected(info.error());
-    std::vector<ColumnInfo> columns;
-    for (const auto& c : *info) {
-      const std::string type = c[1].value_or("");
-      columns.push_back({c[0].value_or(""), type.empty() ? "ANY" : type, type != "BLOB"});
-    }
-    auto card = BuildCard(table, QuoteIdent(table), path.string(), columns,
-                          [&](const std::string& s) { return engine->RunTrusted(s); });
-    if (!card) return std::unexpected(card.error());
-    auto fks = engine->RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +
-                                  QuoteLiteral(table) + ")");
-    if (!fks) return std::unexpected(fks.error());
-    for (const auto& fk : *fks) {
-      card->foreign_keys.push_back({fk[0].value_or(""), fk[1].value_or(""), fk[2].value_or("")});
-    }
-    engine->cards_.push_back(std::move(*card));
+    if (engine->shadow_tables_.contains(table)) continue;
+    auto card = SqliteCard(*engine, table, path.string());
+    engine->cards_.push_back(std::move(card));
     engine->table_names_.push_back(table);
     source->tables.push_back(table);
   }

@@ -104,6 +104,7 @@ json RunSql(ToolBox& box, const json& arguments) {
   const int64_t row_count = obs.detail.value("row_count", int64_t{0});
   json result = ToolResult(obs.text, false);
   result["structuredContent"] = {{"columns", obs.detail.value("columns", json::array())},
+                                 {"types", obs.detail.value("types", json::array())},
                                  {"rows", rows},
                                  {"row_count", row_count},
                                  {"truncated", row_count > static_cast<int64_t>(rows.size())}};
@@ -228,16 +229,23 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
   json rows_schema = json::parse(R"({"type": "object",
       "properties": {
         "columns": {"type": "array", "items": {"type": "string"}},
+        "types": {"type": "array", "items": {"type": "string"}},
         "rows": {"type": "array",
-                 "items": {"type": "array", "items": {"type": ["string", "null"]}}},
+                 "items": {"type": "array", "items": {"anyOf": [
+                   {"type": ["string", "number", "boolean", "null"]},
+                   {"type": "object", "properties": {"base64": {"type": "string"}},
+                    "required": ["base64"], "additionalProperties": false}]}}},
         "row_count": {"type": "integer", "minimum": 0},
         "truncated": {"type": "boolean"}},
-      "required": ["columns", "rows", "row_count", "truncated"]})");
+      "required": ["columns", "types", "rows", "row_count", "truncated"]})");
   tools_.push_back({"run_sql", "Run a read-only SQL query",
                     "Run one read-only query (SELECT or WITH ... SELECT) in the " + dialect +
                         " dialect. A guard refuses writes, DDL, PRAGMA/ATTACH and file access, "
                         "naming the rule. Returns at most " + max_rows +
-                        " rows (cells as text, null for NULL) and the true row count.",
+                        " rows and the true row count. Cells are typed: numbers as JSON "
+                        "numbers (integers beyond 2^53 and DECIMALs beyond 15 digits as strings "
+                        "of their exact digits), null for NULL, {\"base64\": ...} for a BLOB, "
+                        "text as strings.",
                     AgentTool("run_sql")->schema.parameters, std::move(rows_schema), true, false,
                     RunSql});
 
