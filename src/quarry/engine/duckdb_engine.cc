@@ -495,7 +495,7 @@ std::string ReaderFor(const std::string& format, const std::string& path) {
 
 // Files at most this large are checked row by row when opened even without profiling: the
 // extra pass costs little, and every note is there from the first command.
-constexpr int64_t kDeepBytes = 64ll << 20;
+constexpr int64_t kDeepBytes = 16ll << 20;
 
 }  // namespace
 

@@ -100,7 +100,7 @@ struct OpenOptions {
 };
 
 // Files at least this large are worth a parse-cache entry; smaller ones load in milliseconds.
-inline constexpr int64_t kCacheMinBytes = 16ll << 20;
+inline constexpr int64_t kCacheMinBytes = 4ll << 20;
 
 // Loads one CSV/TSV/JSON file (the path may carry ?options) into the parse cache: a DuckDB
 // database holding the table as the loader planned it, with its profile and notes, written
