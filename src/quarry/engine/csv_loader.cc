@@ -73,6 +73,7 @@ class Planner {
     s_ = *sniffed;
     if (!user_.delimiter) {
       if (auto r = CheckOneColumn(); !r) return std::unexpected(r.error());
+      if (auto r = CheckRaggedDelimiter(); !r) return std::unexpected(r.error());
     }
     if (s_.skip > 0 && !user_.skip) {
       if (auto r = CheckSkip(); !r) return std::unexpected(r.error());
@@ -230,6 +231,30 @@ class Planner {
         "read as one column: " + std::to_string(total - with) + " of " + std::to_string(total) +
         " sampled lines hold no delimiter, so the few that do keep it as text");
     return {};
+  }
+
+  // A ragged file can make the sniffer give up on its delimiter and settle on one column
+  // (`a,b,c\n1,2,3\n4,5\n`): when nearly every line holds a common delimiter the sniffer did
+  // not pick, the file is that delimiter's table with some rows short or long.
+  Result<void> CheckRaggedDelimiter() {
+    if (s_.columns.size() > 1) return {};
+    auto lines = RawLines(200);
+    if (!lines) return std::unexpected(lines.error());
+    std::string best;
+    int64_t best_count = 0, total = 0;
+    for (const auto& line : *lines) total += line.empty() ? 0 : 1;
+    for (const char* candidate : {",", ";", "\t", "|"}) {
+      if (candidate == s_.delimiter) continue;
+      int64_t n = 0;
+      for (const auto& line : *lines) n += line.find(candidate) != std::string::npos ? 1 : 0;
+      if (n > best_count) {
+        best = candidate;
+        best_count = n;
+      }
+    }
+    if (total < 2 || best_count * 10 < total * 8) return {};
+    s_.delimiter = best;
+    return Repad();
   }
 
   // The sniffer skips lines it cannot fit. Lines before a header that hold at most half its
