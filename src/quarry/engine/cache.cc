@@ -300,7 +300,7 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     card.columns.push_back(std::move(col));
   }
   card.notes = plan.table_notes;
-  if (auto r = ProfileDuckDb(card, "entry.data", columns, run, source->size_bytes <= (64ll << 20)); !r) {
+  if (auto r = ProfileDuckDb(card, "entry.data", columns, run, source->size_bytes <= kExactBytes); !r) {
     return fail(r.error());
   }
   if (auto r = run("DETACH entry"); !r) return fail(r.error());

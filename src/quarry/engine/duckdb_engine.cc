@@ -493,9 +493,6 @@ std::string ReaderFor(const std::string& format, const std::string& path) {
   return "read_json_auto(" + lit + ")";
 }
 
-// Files at most this large are checked row by row when opened even without profiling: the
-// extra pass costs little, and every note is there from the first command.
-constexpr int64_t kDeepBytes = 16ll << 20;
 
 }  // namespace
 
@@ -536,7 +533,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     }
     total_bytes += source->size_bytes;
     f.name = TableNameFor(paths[i], taken, keywords);
-    f.deep = f.cached || (f.csv && (options.profile || source->size_bytes <= kDeepBytes));
+    f.deep = f.cached || (f.csv && (options.profile || source->size_bytes <= options.deep_bytes));
     allowed += (allowed.empty() ? "" : ", ") + QuoteLiteral(f.abs);
     if (f.cached) {
       // Read-only: nothing, the model least of all, can change an entry through this engine.
@@ -591,7 +588,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
                                           r.error().message.substr(0, 300));
     }
   }
-  if (auto r = engine->BuildCards(tables, options.profile, total_bytes <= kDeepBytes); !r) {
+  if (auto r = engine->BuildCards(tables, options.profile, total_bytes <= kExactBytes); !r) {
     // The statistics pass names no file; find the one that fails on its own.
     for (const auto& f : engine->files_) {
       if (auto probe = engine->RunTrusted("SELECT count(*) FROM " + QuoteIdent(f.name)); !probe) {
@@ -634,7 +631,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
     engine->sql_names_[row[1].value_or("")] = row[0].value_or("");
   }
   engine->sources_.push_back(std::move(*source));
-  if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kDeepBytes); !r) {
+  if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kExactBytes); !r) {
     return std::unexpected(Context(r.error(), "cannot read " + path.string()));
   }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());

@@ -97,6 +97,10 @@ struct OpenOptions {
   // else ~/.cache/quarry/parse.
   bool use_cache = true;
   std::filesystem::path cache_dir;
+  // Without profiling, CSV files up to this size are still checked row by row when opened;
+  // larger ones are read on the sniffer's sample, and a query that meets a value the sample
+  // did not foresee makes the engine check every row and retry once.
+  int64_t deep_bytes = 16ll << 20;
 };
 
 // Files at least this large are worth a parse-cache entry; smaller ones load in milliseconds.

@@ -90,6 +90,10 @@ struct CsvPlan {
 Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool tsv,
                         const CsvOptions& options, bool deep);
 
+// Tables from sources at most this large get exact distinct counts and top values in their
+// cards; larger ones DuckDB's approximations, which need no memory per distinct value.
+inline constexpr int64_t kExactBytes = 64ll << 20;
+
 // Fills card.row_count and every column's statistics in one query over `sql_name`; card.columns
 // must already list `columns` in order. `exact`: exact distinct counts and top-3 values (small
 // tables); otherwise DuckDB's approximate ones.

@@ -1,0 +1,247 @@
+// The loader beyond single files: retries when the sniffer's sample was wrong, errors that name
+// the file, per-file options that are wrong, the parse cache (hits, staleness, privacy, the
+// lock-down), wide files and the load timeout.
+#include <sys/stat.h>
+#include <utime.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "quarry/engine/engine.h"
+#include "support/test_support.h"
+
+namespace quarry::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using quarry::testing::TempDir;
+
+std::string Cell(const QueryOutcome& r, size_t row = 0, size_t col = 0) {
+  if (!r) return "error: " + r.error().message;
+  if (r->rows.size() <= row) return "no row";
+  return r->rows[row][col].value_or("NULL");
+}
+
+const ColumnCard* Column(const Engine& e, const std::string& name) {
+  for (const auto& t : e.describe()) {
+    for (const auto& c : t.columns) {
+      if (c.name == name) return &c;
+    }
+  }
+  return nullptr;
+}
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  // 60,000 integer rows and then 'n/a': past the sniffer's 20,480-row sample.
+  fs::path LateMarker() {
+    std::string text = "id,v\n";
+    for (int i = 1; i <= 60000; ++i) text += std::to_string(i) + "," + std::to_string(i % 97) + "\n";
+    text += "60001,n/a\n";
+    return tmp_.Write("late.csv", text);
+  }
+  OpenOptions NoCache() {
+    OpenOptions o;
+    o.use_cache = false;
+    return o;
+  }
+  TempDir tmp_;
+};
+
+TEST_F(LoaderTest, ValuePastTheSampleIsRetriedNotRefused) {
+  const fs::path file = LateMarker();
+  // Opened as a large file would be: the sniffer's sample only, no statistics.
+  OpenOptions o = NoCache();
+  o.profile = false;
+  o.deep_bytes = 0;
+  auto e = Open({file}, o);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Column(**e, "v")->type, "BIGINT");  // what the sample said
+  // The first query meets 'n/a': the engine reads every row, keeps v as text, and answers.
+  auto r = (*e)->Query("SELECT max(v), count(*) FROM late", {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(Cell(r, 0, 0), "n/a");
+  EXPECT_EQ(Cell(r, 0, 1), "60001");
+  const ColumnCard* v = Column(**e, "v");
+  ASSERT_FALSE(v->notes.empty());
+  EXPECT_NE(v->notes[0].find("'n/a' (1 row) looks like a missing-value marker"), std::string::npos)
+      << v->notes[0];
+  auto total = (*e)->Query("SELECT sum(TRY_CAST(v AS BIGINT)) FROM late", {});
+  long long want = 0;
+  for (int i = 1; i <= 60000; ++i) want += i % 97;
+  EXPECT_EQ(Cell(total), std::to_string(want));
+}
+
+TEST_F(LoaderTest, ValuePastTheSampleWithProfilingNeedsNoRetry) {
+  auto e = Open({LateMarker()}, NoCache());
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Column(**e, "v")->type, "VARCHAR");
+  EXPECT_EQ((*e)->describe()[0].row_count, 60001);
+}
+
+TEST_F(LoaderTest, ErrorsNameTheFileThatFailed) {
+  const fs::path good = tmp_.Write("good.csv", "a,b\n1,2\n");
+  const fs::path bad = tmp_.Write("bad.csv", "name\nJos\xe9\n");
+  // Forced to UTF-8, the Latin-1 file cannot be read; the message must name it, not good.csv.
+  auto e = Open({good, fs::path(bad.string() + "?encoding=utf-8")}, NoCache());
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, Error::Code::kData);
+  EXPECT_NE(e.error().message.find("cannot load " + bad.string()), std::string::npos)
+      << e.error().message;
+  EXPECT_EQ(e.error().message.find("good.csv"), std::string::npos) << e.error().message;
+}
+
+TEST_F(LoaderTest, BadOptionsAreUsageErrorsNamingTheOption) {
+  const fs::path f = tmp_.Write("x.csv", "a\n1\n");
+  struct Case {
+    std::string suffix, says;
+  } cases[] = {{"?delimiter", "has no value"},
+               {"?colour=red", "unknown CSV option 'colour'"},
+               {"?header=maybe", "header=maybe"},
+               {"?skip=-1", "skip=-1"},
+               {"?decimal=;", "decimal=;"},
+               {"?types=id", "column:TYPE"}};
+  for (const auto& c : cases) {
+    auto e = Open({fs::path(f.string() + c.suffix)}, NoCache());
+    ASSERT_FALSE(e) << c.suffix;
+    EXPECT_EQ(e.error().code, Error::Code::kUsage) << c.suffix;
+    EXPECT_NE(e.error().message.find(c.says), std::string::npos) << e.error().message;
+  }
+  const fs::path parquet = tmp_.Write("x.parquet", "PAR1");
+  auto p = Open({fs::path(parquet.string() + "?delim=;")}, NoCache());
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("CSV/TSV files only"), std::string::npos);
+}
+
+TEST_F(LoaderTest, APathWithAQuestionMarkIsAFileFirst) {
+  const fs::path f = tmp_.Write("what?.csv", "a\n7\n");
+  auto e = Open({f}, NoCache());
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Cell((*e)->Query("SELECT sum(a) FROM what_", {})), "7");
+}
+
+class CacheTest : public LoaderTest {
+ protected:
+  OpenOptions Cached() {
+    OpenOptions o;
+    o.cache_dir = tmp_.path() / "cache" / "quarry" / "parse";
+    return o;
+  }
+  std::string Sum(const fs::path& file, const OpenOptions& o, std::string* cache = nullptr) {
+    auto e = Open({file}, o);
+    if (!e) return "error: " + e.error().message;
+    if (cache) *cache = (*e)->sources()[0].cache;
+    return Cell((*e)->Query("SELECT sum(v) FROM data", {}));
+  }
+};
+
+TEST_F(CacheTest, EntryIsUsedAndPrivate) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  std::string cache;
+  EXPECT_EQ(Sum(file, Cached(), &cache), "3");
+  EXPECT_EQ(cache, "miss");
+  auto entry = BuildCacheEntry(file, Cached());
+  ASSERT_TRUE(entry) << entry.error().message;
+  EXPECT_EQ(Sum(file, Cached(), &cache), "3");
+  EXPECT_EQ(cache, "hit");
+  struct stat st {};
+  ASSERT_EQ(::stat(Cached().cache_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // The hit carries what the build computed: the hash, and a profiled card.
+  auto e = Open({file}, Cached());
+  ASSERT_TRUE(e);
+  EXPECT_EQ((*e)->sources()[0].sha256, quarry::testing::Sha256File(file));
+  EXPECT_TRUE((*e)->describe()[0].profiled);
+  EXPECT_EQ((*e)->describe()[0].row_count, 2);
+}
+
+TEST_F(CacheTest, StaleEntryIsNeverTrusted) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  ASSERT_TRUE(BuildCacheEntry(file, Cached()));
+  struct stat before {};
+  ASSERT_EQ(::stat(file.c_str(), &before), 0);
+  // Same size, same mtime, other content: only the ctime (which nobody can set) changes.
+  {
+    std::ofstream out(file, std::ios::trunc);
+    out << "k,v\na,5\nb,2\n";
+  }
+  struct utimbuf times {before.st_atime, before.st_mtime};
+  ASSERT_EQ(::utime(file.c_str(), &times), 0);
+  std::string cache;
+  EXPECT_EQ(Sum(file, Cached(), &cache), "7");
+  EXPECT_EQ(cache, "miss");
+}
+
+TEST_F(CacheTest, CorruptEntryIsSkipped) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  auto entry = BuildCacheEntry(file, Cached());
+  ASSERT_TRUE(entry);
+  {
+    std::ofstream out(*entry, std::ios::trunc);
+    out << "not a database";
+  }
+  std::string cache;
+  EXPECT_EQ(Sum(file, Cached(), &cache), "3");
+  EXPECT_EQ(cache, "miss");
+}
+
+TEST_F(CacheTest, NoCacheLeavesNoTrace) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\n");
+  OpenOptions o = Cached();
+  o.use_cache = false;
+  EXPECT_EQ(Sum(file, o), "1");
+  EXPECT_FALSE(fs::exists(o.cache_dir));
+}
+
+TEST_F(CacheTest, LockDownHoldsOnACachedTable) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\n");
+  const fs::path secret = tmp_.Write("secret.csv", "s\nhidden\n");
+  ASSERT_TRUE(BuildCacheEntry(file, Cached()));
+  auto e = Open({file}, Cached());
+  ASSERT_TRUE(e);
+  ASSERT_EQ((*e)->sources()[0].cache, "hit");
+  for (const std::string& sql :
+       {"SELECT * FROM read_csv('" + secret.string() + "')",
+        "ATTACH '" + (tmp_.path() / "x.duckdb").string() + "' AS x",
+        std::string("CREATE TABLE quarry_cache_0.t AS SELECT 1"),
+        std::string("SET enable_external_access = true")}) {
+    auto r = (*e)->Query(sql, {});
+    EXPECT_FALSE(r) << sql;
+  }
+  EXPECT_FALSE(fs::exists(tmp_.path() / "x.duckdb"));
+}
+
+TEST_F(LoaderTest, WideFileOpensAndItsCardIsSummarised) {
+  std::string header, row;
+  for (int i = 0; i < 1000; ++i) {
+    header += (i ? "," : "") + std::string("c") + std::to_string(i);
+    row += (i ? "," : "") + std::to_string(i);
+  }
+  std::string text = header + "\n";
+  for (int r = 0; r < 50; ++r) text += row + "\n";
+  auto e = Open({tmp_.Write("wide.csv", text)}, NoCache());
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_EQ((*e)->describe()[0].columns.size(), 1000u);
+  EXPECT_EQ((*e)->describe()[0].columns[999].max.value_or(""), "999");
+  const std::string card = RenderCards((*e)->describe(), kCardColumns);
+  EXPECT_NE(card.find("960 more columns"), std::string::npos);
+  EXPECT_EQ(card.find("c999 BIGINT: 0 null"), std::string::npos);
+  const std::string one = RenderCards((*e)->describe(), kCardColumns, {"c999"});
+  EXPECT_NE(one.find("c999 BIGINT: 0 null, 1 distinct, min 999, max 999"), std::string::npos) << one;
+  EXPECT_EQ(one.find("c0 "), std::string::npos);
+}
+
+TEST_F(LoaderTest, LoadingIsBoundedByTheTimeout) {
+  std::string text = "a,b,c\n";
+  for (int i = 0; i < 400000; ++i) text += std::to_string(i) + ",x" + std::to_string(i % 13) + ",1.5\n";
+  OpenOptions o = NoCache();
+  o.timeout_ms = 1;
+  auto e = Open({tmp_.Write("slow.csv", text)}, o);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("raise --timeout-ms"), std::string::npos) << e.error().message;
+  EXPECT_NE(e.error().message.find("slow.csv"), std::string::npos) << e.error().message;
+}
+
+}  // namespace
+}  // namespace quarry::engine
