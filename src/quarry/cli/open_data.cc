@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
@@ -62,6 +63,17 @@ engine::OpenOptions ToOpenOptions(const LoadFlags& flags) {
   o.timeout_ms = flags.timeout_ms;
   o.use_cache = !flags.no_cache;
   if (!flags.cache_dir.empty()) o.cache_dir = flags.cache_dir;
+  // A load or query past a second shows its progress on one line of a terminal's stderr.
+  if (isatty(2)) {
+    o.progress = [](const std::string& what, double percent) {
+      if (percent < 0) {
+        std::fprintf(stderr, "\r\033[2K");
+      } else {
+        std::fprintf(stderr, "\r\033[2Kquarry: %s %.0f%%", what.c_str(), percent);
+      }
+      std::fflush(stderr);
+    };
+  }
   return o;
 }
 

@@ -115,16 +115,39 @@ FailureClass ClassifyDuckDbError(std::string_view message) {
   return FailureClass::kRuntimeError;
 }
 
-// Stops a query at its deadline from a second thread; duckdb_interrupt is the documented way.
+// Stops a query at its deadline from a second thread (duckdb_interrupt is the documented way),
+// and after a second reports DuckDB's progress estimate, so a long load or query is not silent.
+// timeout_ms 0: no deadline.
 class Watchdog {
  public:
-  Watchdog(duckdb_connection conn, int64_t timeout_ms)
-      : thread_([this, conn, timeout_ms] {
+  Watchdog(duckdb_connection conn, int64_t timeout_ms, const ProgressFn* progress = nullptr,
+           std::string what = {})
+      : thread_([this, conn, timeout_ms, progress, what = std::move(what)] {
+          const auto start = std::chrono::steady_clock::now();
           std::unique_lock lock(mu_);
-          if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) {
-            fired_ = true;
-            duckdb_interrupt(conn);
+          bool reported = false;
+          while (!done_) {
+            const auto elapsed = std::chrono::steady_clock::now() - start;
+            if (timeout_ms > 0 && elapsed >= std::chrono::milliseconds(timeout_ms)) {
+              fired_ = true;
+              duckdb_interrupt(conn);
+              break;
+            }
+            if (progress && *progress && elapsed >= std::chrono::seconds(1)) {
+              const double pct = duckdb_query_progress(conn).percentage;
+              if (pct >= 0) {
+                (*progress)(what, pct);
+                reported = true;
+              }
+            }
+            auto slice = std::chrono::milliseconds(250);
+            if (timeout_ms > 0) {
+              slice = std::min(slice, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::milliseconds(timeout_ms) - elapsed));
+            }
+            cv_.wait_for(lock, std::max(slice, std::chrono::milliseconds(1)), [this] { return done_; });
           }
+          if (reported) (*progress)(what, -1.0);
         }) {}
   ~Watchdog() {
     {
@@ -249,7 +272,7 @@ class DuckDbEngine final : public Engine {
     duckdb_state state;
     bool timed_out = false;
     {
-      Watchdog watchdog(conn_.get(), limits.timeout_ms);
+      Watchdog watchdog(conn_.get(), limits.timeout_ms, &progress_, "query");
       state = duckdb_execute_prepared(as_text ? wrapped.get() : stmt.get(), result.out());
       timed_out = watchdog.fired();
     }
@@ -295,8 +318,8 @@ class DuckDbEngine final : public Engine {
     QueryResult result;
     duckdb_state state;
     bool timed_out = false;
-    if (load_timeout_ms_ > 0) {
-      Watchdog watchdog(conn_.get(), load_timeout_ms_);
+    if (load_timeout_ms_ > 0 || progress_) {
+      Watchdog watchdog(conn_.get(), load_timeout_ms_, &progress_, stage_);
       state = duckdb_query(conn_.get(), sql.c_str(), result.out());
       timed_out = watchdog.fired();
     } else {
@@ -399,6 +422,7 @@ class DuckDbEngine final : public Engine {
         card.columns.push_back(std::move(col));
       }
       if (profile) {
+        stage_ = "profiling " + name;
         auto r = ProfileDuckDb(card, sql_name, columns,
                                [this](const std::string& s) { return RunTrusted(s); }, exact);
         if (!r) return std::unexpected(r.error());
@@ -457,6 +481,13 @@ class DuckDbEngine final : public Engine {
     config.Set("autoload_known_extensions", "false");
     config.Set("allow_community_extensions", "false");
     config.Set("memory_limit", (std::to_string(options.memory_limit_mb) + "MB").c_str());
+    // Progress is polled (duckdb_query_progress) only when someone shows it; DuckDB's own
+    // printed bar never runs.
+    if (options.progress) {
+      config.Set("enable_progress_bar", "true");
+      config.Set("enable_progress_bar_print", "false");
+      progress_ = options.progress;
+    }
     if (read_only) config.Set("access_mode", "READ_ONLY");
     char* err = nullptr;
     if (duckdb_open_ext(path, db_.out(), config.get(), &err) == DuckDBError) {
@@ -481,6 +512,8 @@ class DuckDbEngine final : public Engine {
   Connection conn_;
   std::vector<FileTable> files_;
   int64_t load_timeout_ms_ = 0;
+  ProgressFn progress_;
+  std::string stage_;  // what RunTrusted is doing, for progress: "loading data/x.csv"
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
@@ -566,6 +599,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
   for (size_t i = 0; i < engine->files_.size(); ++i) {
     auto& f = engine->files_[i];
     const std::string context = "cannot load " + f.path;
+    engine->stage_ = "loading " + f.path;
     std::string select;
     if (f.cached) {
       select = "SELECT * FROM quarry_cache_" + std::to_string(i) + ".data";

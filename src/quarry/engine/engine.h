@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,8 @@ struct Limits {
   int max_rows = 200;
 };
 
+using ProgressFn = std::function<void(const std::string& what, double percent)>;
+
 struct OpenOptions {
   int64_t memory_limit_mb = 2048;
   // Schema cards with statistics (one scan per table). Off for one-off queries (quarry sql):
@@ -101,6 +104,10 @@ struct OpenOptions {
   // larger ones are read on the sniffer's sample, and a query that meets a value the sample
   // did not foresee makes the engine check every row and retry once.
   int64_t deep_bytes = 16ll << 20;
+  // Called about every 250 ms, once a load or query has run for a second, with what is
+  // running ("loading data/x.csv", "profiling x", "query") and DuckDB's estimate in percent;
+  // then once with -1 when it ends. From another thread; DuckDB-served data only.
+  ProgressFn progress;
 };
 
 // Files at least this large are worth a parse-cache entry; smaller ones load in milliseconds.
