@@ -297,9 +297,13 @@ class Planner {
     return {};
   }
 
+  // How much of a column Measure looks at (see there).
+  enum Level { kCount, kDouble, kText, kFull };
+
   struct ColumnStats {
     int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
     int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
+    int64_t numeric_start = 0;
     std::string marker;  // one of the marker values seen, as written
   };
 
@@ -357,63 +361,104 @@ class Planner {
         header_rows = std::max<int64_t>(0, std::stoll(n->front()[0].value_or("0")));
       }
     }
-    std::vector<ColumnStats> stats_by_column;
-    for (size_t first = 0; first == 0 || first < cols.size(); first += kColumnsPerQuery) {
-      std::string sql = "SELECT count(*)";
-      const size_t last = std::min(cols.size(), first + kColumnsPerQuery);
-      for (size_t i = first; i < last; ++i) {
-        const std::string q = QuoteIdent(cols[i]);
-        const std::string v = "trim(" + q + ")";
-        sql += ", count(" + q + ")";
-        sql += ", count_if(regexp_full_match(" + v + ", '[+-]?[0-9]{1,18}'))";
-        sql += ", count_if(regexp_full_match(" + v + ", '[+-]?[0-9]{19,38}'))";
-        sql += ", count_if(regexp_full_match(" + v + ", '[+-]?[0-9]{39,}'))";
-        sql += ", count(TRY_CAST(" + q + " AS DOUBLE))";
-        sql += ", count_if(regexp_full_match(" + v + ", '[+-]?0[0-9]+'))";
-        sql += ", count_if(regexp_full_match(" + v +
-               ", '[+-]?([0-9]{1,3}(\\.[0-9]{3})+|[0-9]+),[0-9]+|[+-]?[0-9]{1,3}(\\.[0-9]{3})+'))";
-        sql += ", count_if(regexp_full_match(" + v + ", '[+-]?[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]+)?'))";
-        sql += ", count(TRY_CAST(" + q + " AS DATE))";
-        sql += ", count(TRY_CAST(" + q + " AS TIMESTAMP))";
-        sql += ", count_if(lower(" + v + ") IN (" + kMarkerList + "))";
-        sql += ", max(CASE WHEN lower(" + v + ") IN (" + kMarkerList + ") THEN " + q + " END)";
-      }
-      // The first group also records the lines a strict reading refuses.
-      auto stats = run_(sql + " FROM " + Reader(true, first == 0 ? RejectsOptions(rejects) : ""));
-      if (!stats) return std::unexpected(stats.error());
-      if (first == 0 && !padded_) {
-        // Lines with missing or extra fields were left out of this pass: read them padded.
-        auto ragged = run_("SELECT count(*) FROM " + rejects +
-                           " WHERE CAST(error_type AS VARCHAR) IN ('MISSING COLUMNS', 'TOO MANY COLUMNS')");
-        if (ragged && !ragged->empty() && ragged->front()[0].value_or("0") != "0") {
-          if (auto r = NoteRejects(rejects); !r) return r;
-          if (auto r = Repad(); !r) return r;
-          return Measure();
+    // What each column needs measured: a column the whole-file sniff typed as a number, date
+    // or boolean needs only its count; DOUBLE, whether it is really long integers; text, the
+    // patterns, but only when some value starts like a number. Patterns on 17 M rows of text
+    // cost minutes, so they run only where they can change the reading.
+    std::vector<int> level(cols.size());
+    for (size_t i = 0; i < cols.size(); ++i) {
+      const std::string& t = sniffed_type[cols[i]];
+      level[i] = header_rows > 0 ? kFull : t == "VARCHAR" ? kText : t == "DOUBLE" ? kDouble : kCount;
+    }
+    std::vector<ColumnStats> stats_by_column(cols.size());
+    auto measure = [&](const std::vector<size_t>& which, bool first_pass) -> Result<bool> {
+      for (size_t from = 0; from == 0 || from < which.size(); from += kColumnsPerQuery) {
+        const size_t to = std::min(which.size(), from + kColumnsPerQuery);
+        std::string sql = "SELECT count(*)";
+        std::vector<std::pair<size_t, std::vector<int64_t ColumnStats::*>>> layout;
+        for (size_t w = from; w < to; ++w) {
+          const size_t i = which[w];
+          const std::string q = QuoteIdent(cols[i]);
+          const std::string v = "trim(" + q + ")";
+          std::vector<int64_t ColumnStats::*> fields = {&ColumnStats::non_null};
+          sql += ", count(" + q + ")";
+          auto add = [&](int64_t ColumnStats::*field, const std::string& expr) {
+            fields.push_back(field);
+            sql += ", " + expr;
+          };
+          auto matches = [&](const char* pattern) {
+            return "count_if(regexp_full_match(" + v + ", '" + pattern + "'))";
+          };
+          if (level[i] == kDouble || level[i] == kFull) {
+            add(&ColumnStats::ints, matches("[+-]?[0-9]{1,18}"));
+            add(&ColumnStats::long_ints, matches("[+-]?[0-9]{19,38}"));
+            add(&ColumnStats::too_long, matches("[+-]?[0-9]{39,}"));
+            add(&ColumnStats::leading_zero, matches("[+-]?0[0-9]+"));
+          }
+          if (level[i] == kText) {
+            add(&ColumnStats::numeric_start, "count_if(regexp_matches(" + v + ", '^[+-]?[.]?[0-9]'))");
+          }
+          if (level[i] == kFull) {
+            add(&ColumnStats::doubles, "count(TRY_CAST(" + q + " AS DOUBLE))");
+            add(&ColumnStats::decimal_comma,
+                matches("[+-]?([0-9]{1,3}(\\.[0-9]{3})+|[0-9]+),[0-9]+|[+-]?[0-9]{1,3}(\\.[0-9]{3})+"));
+            add(&ColumnStats::thousands, matches("[+-]?[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]+)?"));
+            add(&ColumnStats::dates, "count(TRY_CAST(" + q + " AS DATE))");
+            add(&ColumnStats::timestamps, "count(TRY_CAST(" + q + " AS TIMESTAMP))");
+          }
+          if (level[i] == kText || level[i] == kFull) {
+            add(&ColumnStats::markers, "count_if(lower(" + v + ") IN (" + kMarkerList + "))");
+            sql += ", max(CASE WHEN lower(" + v + ") IN (" + kMarkerList + ") THEN " + q + " END)";
+          }
+          layout.emplace_back(i, std::move(fields));
+        }
+        // The first query also records the lines a strict reading refuses.
+        const bool record = first_pass && from == 0;
+        auto stats = run_(sql + " FROM " + Reader(true, record ? RejectsOptions(rejects) : ""));
+        if (!stats) return std::unexpected(stats.error());
+        if (record && !padded_) {
+          // Lines with missing or extra fields were left out of this pass: read them padded.
+          auto ragged = run_("SELECT count(*) FROM " + rejects +
+                             " WHERE CAST(error_type AS VARCHAR) IN ('MISSING COLUMNS', 'TOO MANY COLUMNS')");
+          if (ragged && !ragged->empty() && ragged->front()[0].value_or("0") != "0") {
+            if (auto r = NoteRejects(rejects); !r) return std::unexpected(r.error());
+            if (auto r = Repad(); !r) return std::unexpected(r.error());
+            return false;
+          }
+        }
+        if (stats->size() != 1) return Fail(Error::Code::kInternal, "loader statistics returned no row");
+        const auto& row = stats->front();
+        auto num = [&](size_t k) { return std::stoll(row[k].value_or("0")); };
+        total = num(0);
+        size_t k = 1;
+        for (const auto& [i, fields] : layout) {
+          ColumnStats& st = stats_by_column[i];
+          for (auto field : fields) st.*field = num(k++);
+          if (level[i] == kText || level[i] == kFull) st.marker = row[k++].value_or("");
+          // The header rows were counted as text values of every column; take them out.
+          if (first_pass) st.non_null -= header_rows;
         }
       }
-      if (stats->size() != 1) return Fail(Error::Code::kInternal, "loader statistics returned no row");
-      const auto& row = stats->front();
-      auto num = [&](size_t k) { return std::stoll(row[k].value_or("0")); };
-      total = num(0);
-      size_t k = 1;
-      for (size_t i = first; i < last; ++i) {
-        ColumnStats s;
-        s.non_null = num(k++);
-        s.ints = num(k++);
-        s.long_ints = num(k++);
-        s.too_long = num(k++);
-        s.doubles = num(k++);
-        s.leading_zero = num(k++);
-        s.decimal_comma = num(k++);
-        s.thousands = num(k++);
-        s.dates = num(k++);
-        s.timestamps = num(k++);
-        s.markers = num(k++);
-        s.marker = row[k++].value_or("");
-        // The header rows were counted as text values of every column; take them out again.
-        s.non_null -= header_rows;
-        stats_by_column.push_back(s);
+      return true;
+    };
+    std::vector<size_t> all(cols.size());
+    for (size_t i = 0; i < cols.size(); ++i) all[i] = i;
+    auto first = measure(all, true);
+    if (!first) return std::unexpected(first.error());
+    if (!*first) return Measure();  // read padded now
+    // Text columns with values that start like numbers get the full set of patterns.
+    std::vector<size_t> numeric_text;
+    for (size_t i = 0; i < cols.size(); ++i) {
+      if (level[i] == kText && stats_by_column[i].numeric_start > 0) {
+        level[i] = kFull;
+        numeric_text.push_back(i);
       }
+    }
+    if (!numeric_text.empty()) {
+      const auto kept = stats_by_column;
+      auto second = measure(numeric_text, false);
+      if (!second) return std::unexpected(second.error());
+      for (size_t i : numeric_text) stats_by_column[i].non_null = kept[i].non_null;
     }
     if (padded_ && !noted_rejects_) {
       if (auto r = NoteRaggedLines(rejects); !r) return r;
