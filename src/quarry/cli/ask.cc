@@ -182,12 +182,7 @@ int RunAsk(const AskOptions& o) {
   const int64_t load_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - load_start).count();
   if (!engine) return Report(engine.error());
-  struct Fill {
-    const engine::Engine& e;
-    const std::vector<std::string>& specs;
-    const LoadFlags& load;
-    ~Fill() { FillCache(e, specs, load); }
-  } fill{**engine, o.data, load};
+  const FillCacheAtExit fill(**engine, o.data, load);
   auto client = MakeClient(o);
   if (!client) return Report(client.error());
 

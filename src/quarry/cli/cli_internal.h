@@ -38,4 +38,21 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
 void FillCache(const engine::Engine& engine, const std::vector<std::string>& specs,
                const LoadFlags& flags);
 
+// FillCache when the command is done, however it returns: the first question on a new file
+// costs one scan, and the entry is built after it.
+class FillCacheAtExit {
+ public:
+  FillCacheAtExit(const engine::Engine& engine, const std::vector<std::string>& specs,
+                  const LoadFlags& flags)
+      : engine_(engine), specs_(specs), flags_(flags) {}
+  ~FillCacheAtExit() { FillCache(engine_, specs_, flags_); }
+  FillCacheAtExit(const FillCacheAtExit&) = delete;
+  FillCacheAtExit& operator=(const FillCacheAtExit&) = delete;
+
+ private:
+  const engine::Engine& engine_;
+  const std::vector<std::string>& specs_;
+  const LoadFlags& flags_;
+};
+
 }  // namespace quarry::cli

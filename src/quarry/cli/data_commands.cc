@@ -85,13 +85,7 @@ int RunSql(const DataOptions& o) {
   load.show_notes = true;
   auto engine = OpenData(o.paths, load);
   if (!engine) return Report(engine.error());
-  // The entry is built after the answer, so the first question costs one scan.
-  struct Fill {
-    const engine::Engine& e;
-    const std::vector<std::string>& specs;
-    const LoadFlags& load;
-    ~Fill() { FillCache(e, specs, load); }
-  } fill{**engine, o.paths, load};
+  const FillCacheAtExit fill(**engine, o.paths, load);
   auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows});
   if (!result) {
     const auto& f = result.error();

@@ -287,19 +287,7 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   auto desc = run("DESCRIBE entry.data");
   if (!desc) return fail(desc.error());
   TableCard card;
-  std::vector<ColumnInfo> columns;
-  for (const auto& row : *desc) {
-    const std::string type = row[1].value_or("");
-    const bool nested = type.find('[') != std::string::npos || type.starts_with("STRUCT") ||
-                        type.starts_with("MAP") || type.starts_with("UNION") || type == "BLOB";
-    columns.push_back({row[0].value_or(""), type, !nested});
-    ColumnCard col;
-    col.name = columns.back().name;
-    col.type = type;
-    if (auto it = plan.column_notes.find(col.name); it != plan.column_notes.end()) col.notes = it->second;
-    card.columns.push_back(std::move(col));
-  }
-  card.notes = plan.table_notes;
+  const std::vector<ColumnInfo> columns = DescribeInto(card, *desc, &plan);
   if (auto r = ProfileDuckDb(card, "entry.data", columns, run, source->size_bytes <= kExactBytes); !r) {
     return fail(r.error());
   }

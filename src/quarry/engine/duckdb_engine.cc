@@ -405,22 +405,7 @@ class DuckDbEngine final : public Engine {
         table_names_.push_back(name);
         continue;
       }
-      if (file) card.notes = file->plan.table_notes;
-      for (const auto& row : *desc) {
-        const std::string type = row[1].value_or("");
-        const bool nested = type.find('[') != std::string::npos || type.starts_with("STRUCT") ||
-                            type.starts_with("MAP") || type.starts_with("UNION") || type == "BLOB";
-        columns.push_back({row[0].value_or(""), type, !nested});
-        ColumnCard col;
-        col.name = columns.back().name;
-        col.type = type;
-        if (file) {
-          if (auto it = file->plan.column_notes.find(col.name); it != file->plan.column_notes.end()) {
-            col.notes = it->second;
-          }
-        }
-        card.columns.push_back(std::move(col));
-      }
+      columns = DescribeInto(card, *desc, file ? &file->plan : nullptr);
       if (profile) {
         stage_ = "profiling " + name;
         auto r = ProfileDuckDb(card, sql_name, columns,

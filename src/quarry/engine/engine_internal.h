@@ -94,6 +94,10 @@ Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool ts
 // cards; larger ones DuckDB's approximations, which need no memory per distinct value.
 inline constexpr int64_t kExactBytes = 64ll << 20;
 
+// A card's columns from DESCRIBE's rows (name, type, ...), with the loader's notes attached
+// (`plan` may be null), and the ColumnInfo the profile needs.
+std::vector<ColumnInfo> DescribeInto(TableCard& card, const Rows& describe, const CsvPlan* plan);
+
 // Fills card.row_count and every column's statistics in one query over `sql_name`; card.columns
 // must already list `columns` in order. `exact`: exact distinct counts and top-3 values (small
 // tables); otherwise DuckDB's approximate ones.

@@ -7,6 +7,28 @@
 
 namespace quarry::engine::internal {
 
+std::vector<ColumnInfo> DescribeInto(TableCard& card, const Rows& describe, const CsvPlan* plan) {
+  std::vector<ColumnInfo> columns;
+  if (plan) card.notes = plan->table_notes;
+  for (const auto& row : describe) {
+    const std::string type = row.size() > 1 ? row[1].value_or("") : "";
+    // min/max mean nothing for nested values and blobs; they are compared as text instead.
+    const bool nested = type.find('[') != std::string::npos || type.starts_with("STRUCT") ||
+                        type.starts_with("MAP") || type.starts_with("UNION") || type == "BLOB";
+    columns.push_back({row.empty() ? "" : row[0].value_or(""), type, !nested});
+    ColumnCard col;
+    col.name = columns.back().name;
+    col.type = type;
+    if (plan) {
+      if (auto it = plan->column_notes.find(col.name); it != plan->column_notes.end()) {
+        col.notes = it->second;
+      }
+    }
+    card.columns.push_back(std::move(col));
+  }
+  return columns;
+}
+
 Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
                            const std::vector<ColumnInfo>& columns, const RunRows& run,
                            bool exact) {
