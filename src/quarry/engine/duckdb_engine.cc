@@ -483,6 +483,14 @@ class DuckDbEngine final : public Engine {
     if (duckdb_connect(db_.get(), conn_.out()) == DuckDBError) {
       return Fail(Error::Code::kInternal, "duckdb connect failed");
     }
+    if (progress_) {
+      // A connection's own setting: without it duckdb_query_progress always answers -1.
+      for (const char* set : {"SET enable_progress_bar = true",
+                              "SET enable_progress_bar_print = false",
+                              "SET progress_bar_time = 1000"}) {
+        if (auto r = RunTrusted(set); !r) progress_ = nullptr;
+      }
+    }
     return {};
   }
 
