@@ -237,15 +237,11 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   }
   std::filesystem::create_directories(dir, ec);
   if (ec) return Fail(Error::Code::kData, "cannot create " + dir.string() + ": " + ec.message());
-  // The cache holds the user's data: private to them.
+  // The cache holds the user's data: private to them. Only the cache's own directory is
+  // changed, never its parent (which may be /tmp or the user's data folder).
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
-  std::filesystem::permissions(dir.parent_path(), std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
   const auto entry = dir / (*key + ".duckdb");
-  if (std::filesystem::exists(entry, ec) && std::filesystem::exists(dir / (*key + ".json"), ec)) {
-    return entry;
-  }
   // One builder per entry: a second command that starts one while the first runs leaves.
   const auto lock_path = dir / (*key + ".lock");
   const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
@@ -266,6 +262,13 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   std::filesystem::remove(tmp, ec);
   Builder b;
   if (auto r = b.Open(options.memory_limit_mb); !r) return std::unexpected(r.error());
+  // An entry that exists and reads is kept (another command built it meanwhile); a damaged
+  // one (truncated, overwritten) is built again rather than skipped forever.
+  if (LookupCache(abs, csv, options) &&
+      b.Run("ATTACH " + QuoteLiteral(entry.string()) + " AS existing (READ_ONLY)") &&
+      b.Run("SELECT count(*) FROM existing.data") && b.Run("DETACH existing")) {
+    return entry;
+  }
   auto run = [&b](const std::string& s) { return b.Run(s); };
   std::string select;
   CsvPlan plan;

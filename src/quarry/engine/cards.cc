@@ -87,6 +87,13 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
 }
 
 Error Context(Error error, const std::string& what) {
+  // DuckDB's CSV errors quote whole lines: a 2 MB cell must not become a 2 MB error.
+  constexpr size_t kMaxMessage = 600;
+  if (error.message.size() > kMaxMessage) {
+    size_t cut = kMaxMessage;
+    while (cut > 0 && (static_cast<unsigned char>(error.message[cut]) & 0xC0) == 0x80) --cut;
+    error.message = error.message.substr(0, cut) + "…";
+  }
   error.message = what + ": " + error.message;
   return error;
 }

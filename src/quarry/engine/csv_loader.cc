@@ -40,6 +40,9 @@ std::optional<int64_t> ErrorLine(const std::string& message) {
 // Aggregates per statement stay in the hundreds; see Measure.
 constexpr size_t kColumnsPerQuery = 200;
 
+// As many rows as DuckDB's sniffer samples by default.
+constexpr int64_t kSampleRows = 20480;
+
 struct Sniffed {
   std::string delimiter;
   std::string quote;
@@ -81,7 +84,15 @@ class Planner {
     if (deep_) {
       if (auto r = Deepen(); !r) return std::unexpected(r.error());
     } else {
-      plan_.select = "SELECT * FROM " + Reader(false);
+      // A large file's first command judges the sniffer's types on the sample it read, with the
+      // same rules as the whole-file check, so that the cache built later (every row) reads the
+      // file the same way; a later row that breaks the sample's reading fails the query, and
+      // the engine then checks every row and retries.
+      sample_ = true;
+      if (auto r = Measure(); !r) return std::unexpected(r.error());
+      plan_.table_notes.push_back(
+          "large file: read on its first " + std::to_string(kSampleRows) +
+          " rows' evidence; every row is checked when its parse-cache entry is built");
     }
     plan_.delimiter = s_.delimiter;
     plan_.header = s_.header;
@@ -189,6 +200,12 @@ class Planner {
            "escape = '', header = false, auto_detect = false" +
            (encoding_ ? ", encoding = " + QuoteLiteral(*encoding_) : std::string()) +
            (ordered ? ", parallel = false" : "") + ")";
+  }
+
+  // The raw lines Measure looks at: all of them, or the sample's.
+  std::string RawRows() const {
+    return sample_ ? "(SELECT * FROM " + RawReader() + " LIMIT " + std::to_string(kSampleRows + s_.skip + 1) + ")"
+                   : RawReader();
   }
 
   // The first physical lines: what a person sees with `head`.
@@ -335,12 +352,31 @@ class Planner {
     std::map<std::string, std::string> sniffed_type;
     for (const auto& [n, t] : s_.columns) sniffed_type[n] = t;
 
-    // Rows that repeat the header: every field equals its column name.
+    // Rows that repeat the header: every field equals the header's field as written (DuckDB
+    // renames duplicate names, id,name,name -> name_1, so the names alone would not match).
     std::string header_row = "false";
     if (s_.header && !cols.empty()) {
+      std::vector<std::string> written = cols;
+      if (auto head = RawLines(s_.skip + 1);
+          head && static_cast<int64_t>(head->size()) == s_.skip + 1 && !s_.delimiter.empty() &&
+          (s_.quote.empty() || head->back().find(s_.quote) == std::string::npos)) {
+        std::vector<std::string> fields;
+        const std::string& line = head->back();
+        size_t start = 0;
+        for (size_t at; (at = line.find(s_.delimiter, start)) != std::string::npos;
+             start = at + s_.delimiter.size()) {
+          fields.push_back(line.substr(start, at - start));
+        }
+        fields.push_back(line.substr(start));
+        if (!fields.empty() && !fields.back().empty() && fields.back().back() == '\r') {
+          fields.back().pop_back();
+        }
+        if (fields.size() == cols.size()) written = fields;
+      }
       header_row = "";
-      for (const auto& c : cols) {
-        header_row += (header_row.empty() ? "" : " AND ") + QuoteIdent(c) + " = " + QuoteLiteral(c);
+      for (size_t i = 0; i < cols.size(); ++i) {
+        header_row += (header_row.empty() ? "" : " AND ") + QuoteIdent(cols[i]) + " = " +
+                      QuoteLiteral(written[i]);
       }
       header_row = "(" + header_row + ")";
     }
@@ -355,7 +391,7 @@ class Planner {
       auto head = RawLines(s_.skip + 1);
       if (!head) return std::unexpected(head.error());
       if (static_cast<int64_t>(head->size()) == s_.skip + 1) {
-        auto n = run_("SELECT count(*) - 1 FROM " + RawReader() + " WHERE line = " +
+        auto n = run_("SELECT count(*) - 1 FROM " + RawRows() + " WHERE line = " +
                       QuoteLiteral(head->back()));
         if (!n) return std::unexpected(n.error());
         header_rows = std::max<int64_t>(0, std::stoll(n->front()[0].value_or("0")));
@@ -414,9 +450,12 @@ class Planner {
         }
         // The first query also records the lines a strict reading refuses.
         const bool record = first_pass && from == 0;
-        auto stats = run_(sql + " FROM " + Reader(true, record ? RejectsOptions(rejects) : ""));
+        const std::string rows =
+            sample_ ? "(SELECT * FROM " + Reader(true) + " LIMIT " + std::to_string(kSampleRows) + ")"
+                    : Reader(true, record ? RejectsOptions(rejects) : "");
+        auto stats = run_(sql + " FROM " + rows);
         if (!stats) return std::unexpected(stats.error());
-        if (record && !padded_) {
+        if (record && !padded_ && !sample_) {
           // Lines with missing or extra fields were left out of this pass: read them padded.
           auto ragged = run_("SELECT count(*) FROM " + rejects +
                              " WHERE CAST(error_type AS VARCHAR) IN ('MISSING COLUMNS', 'TOO MANY COLUMNS')");
@@ -460,7 +499,7 @@ class Planner {
       if (!second) return std::unexpected(second.error());
       for (size_t i : numeric_text) stats_by_column[i].non_null = kept[i].non_null;
     }
-    if (padded_ && !noted_rejects_) {
+    if (padded_ && !noted_rejects_ && !sample_) {
       if (auto r = NoteRaggedLines(rejects); !r) return r;
     }
     if (auto r = NoteRejects(rejects); !r) return r;
@@ -471,7 +510,7 @@ class Planner {
       const auto it = sniffed_type.find(cols[i]);
       const std::string sniffed = it != sniffed_type.end() ? it->second : "VARCHAR";
       std::string expr = Decide(cols[i], sniffed, stats_by_column[i], header_rows > 0);
-      if (expr != "CAST(" + QuoteIdent(cols[i]) + " AS " + sniffed + ")") transformed = true;
+      if (expr != Typed(QuoteIdent(cols[i]), sniffed)) transformed = true;
       select += (select.empty() ? "" : ", ") + expr + " AS " + QuoteIdent(cols[i]);
     }
     if (header_rows > 0) {
@@ -491,6 +530,18 @@ class Planner {
     return {};
   }
 
+  // `q` (text) as `type`, reading dates and timestamps in the format the sniffer found
+  // (01.03.2024 is no ISO date, and a plain CAST would refuse it).
+  std::string Typed(const std::string& q, const std::string& type) const {
+    if (type == "DATE" && !s_.date_format.empty()) {
+      return "CAST(strptime(" + q + ", " + QuoteLiteral(s_.date_format) + ") AS DATE)";
+    }
+    if (type.starts_with("TIMESTAMP") && !s_.timestamp_format.empty()) {
+      return "CAST(strptime(" + q + ", " + QuoteLiteral(s_.timestamp_format) + ") AS " + type + ")";
+    }
+    return "CAST(" + q + " AS " + type + ")";
+  }
+
   // The column's expression over its text, and the notes that explain it.
   std::string Decide(const std::string& name, const std::string& sniffed, const ColumnStats& s,
                      bool resniff) {
@@ -498,9 +549,9 @@ class Planner {
     auto& notes = plan_.column_notes[name];
     auto user_typed = std::find_if(user_.types.begin(), user_.types.end(),
                                    [&](const auto& t) { return t.first == name; });
-    if (user_typed != user_.types.end()) return "CAST(" + q + " AS " + sniffed + ")";
+    if (user_typed != user_.types.end()) return Typed(q, sniffed);
     const int64_t n = s.non_null;
-    if (n <= 0) return "CAST(" + q + " AS " + sniffed + ")";
+    if (n <= 0) return Typed(q, sniffed);
     const int64_t all_ints = s.ints + s.long_ints + s.too_long;
     if (all_ints == n && s.leading_zero == 0 && (s.long_ints > 0 || s.too_long > 0)) {
       if (s.too_long > 0) {
@@ -513,10 +564,10 @@ class Planner {
       return "CAST(" + q + " AS HUGEINT)";
     }
     const bool text = sniffed == "VARCHAR";
-    if (!text && !resniff) return "CAST(" + q + " AS " + sniffed + ")";
+    if (!text && !resniff) return Typed(q, sniffed);
     if (s.ints == n && s.leading_zero == 0) return "CAST(" + q + " AS BIGINT)";
     if (s.doubles == n && s.leading_zero == 0) return "CAST(" + q + " AS DOUBLE)";
-    if (!text) return "CAST(" + q + " AS " + sniffed + ")";
+    if (!text) return Typed(q, sniffed);
     // Decimal commas (1.234,50; 12,00) win over thousands separators when some value can only
     // be read that way: a comma followed by other than three digits.
     if (s.decimal_comma > 0 && s.decimal_comma + s.ints == n && s.decimal_comma > s.thousands) {
@@ -534,13 +585,18 @@ class Planner {
     if (resniff && s.dates == n) return "CAST(" + q + " AS DATE)";
     if (resniff && s.timestamps == n) return "CAST(" + q + " AS TIMESTAMP)";
     if (s.markers > 0) {
-      std::string note = "'" + s.marker + "' (" + Plural(s.markers, "row", "rows") +
-                         ") looks like a missing-value marker";
+      std::string note = s.markers == 1
+                             ? "'" + s.marker + "' (1 row) looks like a missing-value marker"
+                             : Plural(s.markers, "row holds", "rows hold") +
+                                   " missing-value markers such as '" + s.marker + "'";
       if (s.doubles + s.markers == n && s.doubles > 0) {
         note += "; the other " + std::to_string(s.doubles) + " values are numbers, so the column "
                 "is text: TRY_CAST(" + q + " AS DOUBLE) reads them with the marker as NULL";
       }
       notes.push_back(note);
+    } else if (s.doubles == n && s.leading_zero > 0) {
+      notes.push_back("kept as text: " + std::to_string(s.leading_zero) +
+                      " values have leading zeros (codes such as zip codes, not amounts)");
     } else if (s.doubles > 0 && s.doubles * 10 >= n * 9) {
       notes.push_back(std::to_string(s.doubles) + " of " + std::to_string(n) +
                       " values are numbers, the rest text: TRY_CAST(" + q +
@@ -565,7 +621,7 @@ class Planner {
     auto head = RawLines(s_.skip + 1);
     if (!head || head->empty()) return "";
     auto rows = run_("SELECT n FROM (SELECT line, row_number() OVER () AS n FROM " +
-                     RawReader(true) + ") WHERE line = " + QuoteLiteral(head->back()) + " AND n > " +
+ (sample_ ? "(SELECT * FROM " + RawReader(true) + " LIMIT " + std::to_string(kSampleRows + 1) + ")" : RawReader(true)) + ") WHERE line = " + QuoteLiteral(head->back()) + " AND n > " +
                      std::to_string(s_.skip + 1) + " ORDER BY n LIMIT 6");
     if (!rows || rows->empty()) return "";
     std::string out;
@@ -602,16 +658,20 @@ class Planner {
   }
 
   Result<void> NoteRejects(const std::string& table) {
-    auto rows = run_("SELECT line, CAST(error_type AS VARCHAR), csv_line FROM " + table +
-                     " ORDER BY line LIMIT 6");
+    auto rows = run_("SELECT line, min(CAST(error_type AS VARCHAR)), any_value(csv_line) FROM " +
+                     table + " GROUP BY line ORDER BY line LIMIT 6");
     run_("DROP TABLE IF EXISTS " + table).value_or(Rows{});
     run_("DROP TABLE IF EXISTS " + table + "_scan").value_or(Rows{});
     if (!rows || rows->empty()) return {};
     std::string missing, extra, other;
     int64_t n_missing = 0, n_extra = 0, n_other = 0;
+    std::string last_line;
     for (const auto& r : *rows) {
       const std::string line = r[0].value_or("?");
       const std::string type = r[1].value_or("");
+      // One line can be refused once per column it lacks; name it once.
+      if (line == last_line) continue;
+      last_line = line;
       if (type == "MISSING COLUMNS") {
         missing += (n_missing++ ? ", " : "") + line;
       } else if (type == "TOO MANY COLUMNS") {
@@ -628,7 +688,7 @@ class Planner {
     }
     if (n_extra > 0) {
       plan_.table_notes.push_back("rows with more fields than the header were kept, the extra "
-                                  "fields in extra columns (column3, ...): line " + extra + more);
+                                  "fields in extra columns after the header's: line " + extra + more);
       noted_rejects_ = true;
     }
     if (n_other > 0 && strict_) {
@@ -648,6 +708,7 @@ class Planner {
   bool padded_ = false;
   bool strict_ = true;
   bool noted_rejects_ = false;
+  bool sample_ = false;  // Measure sees only the first kSampleRows rows
   CsvPlan plan_;
 };
 

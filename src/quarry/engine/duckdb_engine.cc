@@ -386,8 +386,10 @@ class DuckDbEngine final : public Engine {
     for (const auto& [name, source] : tables) {
       const auto quoted = sql_names_.find(name);
       const std::string sql_name = quoted != sql_names_.end() ? quoted->second : QuoteIdent(name);
+      // Every error names the file it came from: in a loop over files, "cannot load a.csv"
+      // must not be said of b.csv.
       auto desc = RunTrusted("DESCRIBE " + sql_name);
-      if (!desc) return std::unexpected(desc.error());
+      if (!desc) return std::unexpected(Context(desc.error(), "cannot load " + source));
       std::vector<ColumnInfo> columns;
       TableCard card;
       card.name = name;
@@ -410,7 +412,7 @@ class DuckDbEngine final : public Engine {
         stage_ = "profiling " + name;
         auto r = ProfileDuckDb(card, sql_name, columns,
                                [this](const std::string& s) { return RunTrusted(s); }, exact);
-        if (!r) return std::unexpected(r.error());
+        if (!r) return std::unexpected(Context(r.error(), "cannot load " + source));
       }
       cards_.push_back(std::move(card));
       table_names_.push_back(name);
@@ -616,13 +618,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     }
   }
   if (auto r = engine->BuildCards(tables, options.profile, total_bytes <= kExactBytes); !r) {
-    // The statistics pass names no file; find the one that fails on its own.
-    for (const auto& f : engine->files_) {
-      if (auto probe = engine->RunTrusted("SELECT count(*) FROM " + QuoteIdent(f.name)); !probe) {
-        return std::unexpected(Context(probe.error(), "cannot load " + f.path));
-      }
-    }
-    return std::unexpected(Context(r.error(), "cannot load " + paths[0].string()));
+    return std::unexpected(r.error());
   }
   for (const TableCard& card : engine->cards_) {
     if (card.profiled && card.row_count == 0) {
@@ -659,7 +655,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
   }
   engine->sources_.push_back(std::move(*source));
   if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kExactBytes); !r) {
-    return std::unexpected(Context(r.error(), "cannot read " + path.string()));
+    return std::unexpected(r.error());
   }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
   return engine;
