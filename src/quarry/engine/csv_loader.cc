@@ -6,6 +6,7 @@
 // encoding), and turns every decision into a note for the model and the user.
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +63,10 @@ class Planner {
 
   Result<CsvPlan> Plan() {
     encoding_ = user_.encoding;
+    if (!encoding_) CheckByteOrderMark();
+    if (!user_.delimiter && !user_.skip) {
+      if (auto r = CheckExcelSeparatorLine(); !r) return std::unexpected(r.error());
+    }
     auto sniffed = Sniff(Dialect(true), deep_);
     if (!sniffed && !user_.encoding && Mentions(sniffed.error().message, "not utf-8")) {
       // Most non-UTF-8 CSVs in the wild are Latin-1 or its Windows superset; every byte
@@ -74,11 +79,12 @@ class Planner {
     }
     if (!sniffed) return std::unexpected(sniffed.error());
     s_ = *sniffed;
-    if (!user_.delimiter) {
+    if (!user_.delimiter && forced_delimiter_.empty()) {
       if (auto r = CheckOneColumn(); !r) return std::unexpected(r.error());
       if (auto r = CheckRaggedDelimiter(); !r) return std::unexpected(r.error());
+      if (auto r = CheckHeaderDelimiter(); !r) return std::unexpected(r.error());
     }
-    if (s_.skip > 0 && !user_.skip) {
+    if (s_.skip > 0 && !user_.skip && forced_skip_ == 0) {
       if (auto r = CheckSkip(); !r) return std::unexpected(r.error());
     }
     if (deep_) {
@@ -129,7 +135,11 @@ class Planner {
     }
     if (sniffing) {
       if (user_.delimiter) o += ", delim = " + QuoteLiteral(*user_.delimiter);
+      else if (!forced_delimiter_.empty()) o += ", delim = " + QuoteLiteral(forced_delimiter_);
       else if (tsv_) o += ", delim = '\\t'";
+      if (forced_skip_ > 0 && !user_.skip) o += ", skip = " + std::to_string(forced_skip_);
+      // Excel's sep= files always have a header; an all-text table gives the sniffer no clue.
+      if (forced_skip_ > 0 && !user_.header) o += ", header = true";
       if (user_.quote) o += ", quote = " + QuoteLiteral(*user_.quote);
       if (user_.header) o += std::string(", header = ") + (*user_.header ? "true" : "false");
       if (user_.skip) o += ", skip = " + std::to_string(*user_.skip);
@@ -247,6 +257,72 @@ class Planner {
     plan_.table_notes.push_back(
         "read as one column: " + std::to_string(total - with) + " of " + std::to_string(total) +
         " sampled lines hold no delimiter, so the few that do keep it as text");
+    return {};
+  }
+
+  // Excel's UTF-16 ("Unicode text") and other BOM-marked files: the BOM says the encoding.
+  void CheckByteOrderMark() {
+    std::ifstream in(path_, std::ios::binary);
+    unsigned char bom[2] = {0, 0};
+    in.read(reinterpret_cast<char*>(bom), 2);
+    if (in.gcount() == 2 && ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
+      encoding_ = "utf-16";
+      plan_.table_notes.push_back("read as UTF-16 (the file starts with a UTF-16 byte-order mark)");
+    }
+  }
+
+  // Excel writes "sep=;" as the first line of a CSV to name its delimiter.
+  Result<void> CheckExcelSeparatorLine() {
+    auto first = RawLines(1);
+    if (!first || first->empty()) return {};
+    std::string line = first->front();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.size() == 5 && line.starts_with("sep=")) {
+      forced_delimiter_ = line.substr(4);
+      forced_skip_ = 1;
+      plan_.table_notes.push_back("the first line '" + line + "' names the delimiter (as Excel "
+                                  "writes it) and was skipped");
+    }
+    return {};
+  }
+
+  // A header holds no decimal commas: when the sniffer's delimiter is absent from the header
+  // line but another common one is there, and every line has it as often, that one is the
+  // delimiter (x;y / 1,5;2,5 is two columns, not a split at the decimal comma).
+  Result<void> CheckHeaderDelimiter() {
+    if (s_.delimiter.empty() || user_.skip) return {};
+    // The first line: the sniffer may have skipped the header for lacking its delimiter.
+    auto lines = RawLines(101);
+    if (!lines || lines->size() < 2) return {};
+    const std::string& header = lines->front();
+    auto count = [](const std::string& line, const std::string& d) {
+      int64_t n = 0;
+      for (size_t at = line.find(d); at != std::string::npos; at = line.find(d, at + d.size())) ++n;
+      return n;
+    };
+    if (count(header, s_.delimiter) > 0) return {};
+    const std::string delimiter_was = s_.delimiter;
+    for (const char* candidate : {";", "\t", "|", ","}) {
+      if (candidate == s_.delimiter) continue;
+      const int64_t in_header = count(header, candidate);
+      if (in_header == 0) continue;
+      int64_t same = 0, total = 0;
+      for (size_t i = 1; i < lines->size(); ++i) {
+        if ((*lines)[i].empty()) continue;
+        ++total;
+        same += count((*lines)[i], candidate) == in_header ? 1 : 0;
+      }
+      if (total == 0 || same * 10 < total * 9) continue;
+      forced_delimiter_ = candidate;
+      auto resniffed = Sniff(Dialect(true), deep_);
+      if (!resniffed) return std::unexpected(resniffed.error());
+      s_ = *resniffed;
+      s_.delimiter = candidate;
+      plan_.table_notes.push_back(std::string("read with '") + (std::string(candidate) == "\t" ? "\\t" : candidate) +
+                                  "' as the delimiter: the header and every line hold it equally "
+                                  "often, while the sniffer's '" + delimiter_was + "' is not in the header");
+      return {};
+    }
     return {};
   }
 
@@ -709,6 +785,8 @@ class Planner {
   bool strict_ = true;
   bool noted_rejects_ = false;
   bool sample_ = false;  // Measure sees only the first kSampleRows rows
+  std::string forced_delimiter_;  // found by quarry (sep= line, header check), not the user
+  int64_t forced_skip_ = 0;
   CsvPlan plan_;
 };
 
