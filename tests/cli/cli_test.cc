@@ -304,5 +304,25 @@ TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   EXPECT_NE(html.find("data:image/svg+xml;base64,"), std::string::npos);
 }
 
+
+// Issue 8: with several files, the error names the one that failed (and its line), never the
+// first one given.
+TEST_F(CliTest, SchemaErrorNamesTheFileThatFailed) {
+  const auto good = cwd_.Write("good.csv", "a,b\n1,2\n");
+  std::string text = "name,v\n";
+  for (int i = 0; i < 30000; ++i) text += "n" + std::to_string(i) + "," + std::to_string(i) + "\n";
+  text += "Jos\xe9,1\n";  // line 30002: Latin-1, while the file is declared UTF-8
+  const auto bad = cwd_.Write("bad.csv", text);
+  auto r = Quarry({"schema", good.string(), bad.string() + "?encoding=utf-8"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("cannot load " + bad.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("30002"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("good.csv"), std::string::npos) << r.err;
+  // Without the wrong option the loader retries as Latin-1 and says so.
+  auto ok = Quarry({"schema", good.string(), bad.string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("read as Latin-1"), std::string::npos) << ok.out;
+}
+
 }  // namespace
 }  // namespace quarry

@@ -245,3 +245,39 @@ TEST_F(LoaderTest, LoadingIsBoundedByTheTimeout) {
 
 }  // namespace
 }  // namespace quarry::engine
+
+namespace quarry::engine {
+namespace {
+
+TEST_F(LoaderTest, StrayQuoteFarIntoAQuotedFileIsRead) {
+  // Quoted fields early make the sniffer pick '"'; row 20,000 has a bare quote mid-field.
+  std::string text = "id,name,v\n";
+  int64_t sum = 0;
+  for (int i = 1; i <= 30000; ++i) {
+    if (i == 20000) {
+      text += std::to_string(i) + ",the 5\" pipe," + std::to_string(i % 7) + "\n";
+    } else if (i % 10 == 0) {
+      text += std::to_string(i) + ",\"name, " + std::to_string(i) + "\"," + std::to_string(i % 7) + "\n";
+    } else {
+      text += std::to_string(i) + ",name" + std::to_string(i) + "," + std::to_string(i % 7) + "\n";
+    }
+    sum += i % 7;
+  }
+  auto e = Open({tmp_.Write("quotes.csv", text)}, NoCache());
+  ASSERT_TRUE(e) << e.error().message;
+  auto r = (*e)->Query("SELECT count(*), sum(v), count(*) FILTER (WHERE name = 'name, 10') FROM quotes", {});
+  EXPECT_EQ(Cell(r, 0, 0), "30000");
+  EXPECT_EQ(Cell(r, 0, 1), std::to_string(sum));
+  EXPECT_EQ(Cell(r, 0, 2), "1");
+}
+
+TEST_F(LoaderTest, NulByteDoesNotMakeTheFileUnreadable) {
+  std::string text = "id,v\n1,10\n";
+  text += std::string("2,a") + '\0' + "b\n3,30\n";
+  auto e = Open({tmp_.Write("nul.csv", text)}, NoCache());
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Cell((*e)->Query("SELECT count(*) FROM nul", {})), "3");
+}
+
+}  // namespace
+}  // namespace quarry::engine

@@ -207,7 +207,7 @@ class Planner {
   // The file's physical lines, unparsed, as one column `line`.
   std::string RawReader(bool ordered = false) const {
     return "read_csv(" + lit_ + ", columns = {'line': 'VARCHAR'}, delim = '', quote = '', "
-           "escape = '', header = false, auto_detect = false" +
+           "escape = '', header = false, auto_detect = false, ignore_errors = true" +
            (encoding_ ? ", encoding = " + QuoteLiteral(*encoding_) : std::string()) +
            (ordered ? ", parallel = false" : "") + ")";
   }
