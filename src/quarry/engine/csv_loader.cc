@@ -77,6 +77,12 @@ class Planner {
           "letters look wrong, give the encoding: FILE?encoding=utf-16 (or another)");
       sniffed = Sniff(Dialect(true), deep_);
     }
+    if (!sniffed && Mentions(sniffed.error().message, "maximum line size")) {
+      // One huge cell (a pasted document) should not make the whole file unreadable.
+      long_lines_ = true;
+      plan_.table_notes.push_back("some lines are longer than 2 MB; read with a 64 MB line limit");
+      sniffed = Sniff(Dialect(true), deep_);
+    }
     if (!sniffed) return std::unexpected(sniffed.error());
     s_ = *sniffed;
     if (!user_.delimiter && forced_delimiter_.empty()) {
@@ -118,6 +124,7 @@ class Planner {
   // The read_csv options fixed so far. `sniffing`: only what the user gave (and the encoding).
   std::string Dialect(bool sniffing) const {
     std::string o;
+    if (long_lines_) o += ", max_line_size = 67108864";
     if (encoding_) o += ", encoding = " + QuoteLiteral(*encoding_);
     if (user_.decimal) o += ", decimal_separator = " + QuoteLiteral(*user_.decimal);
     if (!user_.nulls.empty()) {
@@ -209,6 +216,7 @@ class Planner {
     return "read_csv(" + lit_ + ", columns = {'line': 'VARCHAR'}, delim = '', quote = '', "
            "escape = '', header = false, auto_detect = false, ignore_errors = true" +
            (encoding_ ? ", encoding = " + QuoteLiteral(*encoding_) : std::string()) +
+           (long_lines_ ? ", max_line_size = 67108864" : "") +
            (ordered ? ", parallel = false" : "") + ")";
   }
 
@@ -785,6 +793,7 @@ class Planner {
   bool strict_ = true;
   bool noted_rejects_ = false;
   bool sample_ = false;  // Measure sees only the first kSampleRows rows
+  bool long_lines_ = false;
   std::string forced_delimiter_;  // found by quarry (sep= line, header check), not the user
   int64_t forced_skip_ = 0;
   CsvPlan plan_;
@@ -840,7 +849,17 @@ Result<CsvOptions> ParseCsvOptions(std::string_view query) {
       }
       o.skip = n;
     } else if (key == "encoding") {
-      o.encoding = value;
+      // DuckDB reads these without extensions, and extensions are never loaded here.
+      std::string e = value;
+      for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (e == "utf8") e = "utf-8";
+      if (e == "utf16") e = "utf-16";
+      if (e == "latin1" || e == "iso-8859-1") e = "latin-1";
+      if (e != "utf-8" && e != "utf-16" && e != "latin-1") {
+        return Fail(Error::Code::kUsage, "CSV option encoding=" + value +
+                                             ": quarry reads utf-8, utf-16 and latin-1");
+      }
+      o.encoding = e;
     } else if (key == "decimal") {
       if (value != "," && value != ".") {
         return Fail(Error::Code::kUsage, "CSV option decimal=" + value + ": use , or .");

@@ -103,7 +103,7 @@ struct OpenOptions {
   // Without profiling, CSV files up to this size are still checked row by row when opened;
   // larger ones are read on the sniffer's sample, and a query that meets a value the sample
   // did not foresee makes the engine check every row and retry once.
-  int64_t deep_bytes = 16ll << 20;
+  int64_t deep_bytes = 4ll << 20;
   // Called about every 250 ms, once a load or query has run for a second, with what is
   // running ("loading data/x.csv", "profiling x", "query") and DuckDB's estimate in percent;
   // then once with -1 when it ends. From another thread; DuckDB-served data only.
