@@ -16,18 +16,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using quarry::testing::RunProcess;
+using quarry::testing::MakeSqlite;
 using quarry::testing::TempDir;
-
-void MakeSqlite(const std::filesystem::path& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  const std::string message = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
-}
 
 class SqlOutputTest : public ::testing::Test {
  protected:

@@ -13,18 +13,8 @@
 namespace quarry::engine {
 namespace {
 
+using quarry::testing::MakeSqlite;
 using quarry::testing::TempDir;
-
-void MakeSqlite(const std::filesystem::path& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  const std::string message = err ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
-}
 
 double ParseDouble(const std::string& text) {
   double d = 0;

@@ -15,7 +15,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <sqlite3.h>
 
 extern char** environ;
 
@@ -144,6 +146,17 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const fs::path& c
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+void MakeSqlite(const std::filesystem::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  const std::string message = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
 }  // namespace quarry::testing

@@ -48,4 +48,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
 
 std::string ReadFile(const std::filesystem::path& path);
 
+// Writes a SQLite database at `path` from `sql`; the calling test fails (fatally) when SQLite
+// refuses it. Call through ASSERT_NO_FATAL_FAILURE when later steps need the file.
+void MakeSqlite(const std::filesystem::path& path, const std::string& sql);
+
 }  // namespace quarry::testing
