@@ -281,3 +281,43 @@ TEST_F(LoaderTest, NulByteDoesNotMakeTheFileUnreadable) {
 
 }  // namespace
 }  // namespace quarry::engine
+
+namespace quarry::engine {
+namespace {
+
+TEST_F(LoaderTest, LateDateOutsideTheSampleFormatIsRetried) {
+  // Month-first dates for 30,000 rows, then a day-first one the sample never saw.
+  std::string text = "when,amount\n";
+  for (int i = 1; i <= 30000; ++i) {
+    char d[16];
+    std::snprintf(d, sizeof d, "%02d/%02d/2021", i % 12 + 1, i % 28 + 1);
+    text += std::string(d) + "," + std::to_string(i % 7) + "\n";
+  }
+  text += "25/12/2021,1\n";
+  OpenOptions o = NoCache();
+  o.profile = false;
+  o.deep_bytes = 0;
+  auto e = Open({tmp_.Write("dates.csv", text)}, o);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Column(**e, "when")->type, "DATE");
+  auto r = (*e)->Query("SELECT count(*), max(\"when\") FROM dates", {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(Cell(r, 0, 0), "30001");
+  EXPECT_EQ(Cell(r, 0, 1), "25/12/2021");  // text now: the file holds no single date format
+  EXPECT_EQ(Column(**e, "when")->type, "VARCHAR");
+  const auto& notes = (*e)->describe()[0].notes;
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("every row was checked"), std::string::npos) << notes[0];
+}
+
+TEST_F(LoaderTest, Utf16BigEndianIsRefusedClearly) {
+  std::string text = "\xFE\xFF";
+  for (char c : std::string("a,b\n1,2\n")) text += std::string(1, '\0') + c;
+  auto e = Open({tmp_.Write("be.csv", text)}, NoCache());
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("UTF-16 big-endian"), std::string::npos) << e.error().message;
+  EXPECT_NE(e.error().message.find("be.csv"), std::string::npos) << e.error().message;
+}
+
+}  // namespace
+}  // namespace quarry::engine

@@ -33,6 +33,9 @@ engine::OpenOptions ToOpenOptions(const LoadFlags& flags);
 // engine::Open over the user's specs (paths, maybe with ?options).
 Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>& specs,
                                                  const LoadFlags& flags);
+// The loader's notes on stderr, one line each ("quarry: note: table.column: ...").
+void PrintNotes(const engine::Engine& engine);
+
 // After a command: starts a detached `quarry cache build` for every large CSV/TSV/JSON file
 // that had no parse-cache entry. `specs` are in the order the engine's sources are.
 void FillCache(const engine::Engine& engine, const std::vector<std::string>& specs,

@@ -82,11 +82,12 @@ int RunSql(const DataOptions& o) {
   load.timeout_ms = o.timeout_ms;
   load.profile = false;
   load.fingerprint = false;
-  load.show_notes = true;
   auto engine = OpenData(o.paths, load);
   if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.paths, load);
   auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows});
+  // After the query: a value past the sample may have made the engine read the file again.
+  PrintNotes(**engine);
   if (!result) {
     const auto& f = result.error();
     std::string kind(FailureClassName(f.failure_class));

@@ -83,24 +83,26 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
   auto engine = engine::Open(std::vector<std::filesystem::path>(specs.begin(), specs.end()),
                              ToOpenOptions(flags));
   if (!engine) return engine;
-  if (flags.show_notes) {
-    for (const auto& card : (*engine)->describe()) {
-      for (const auto& n : card.notes) {
-        std::cerr << Paint("quarry: note: " + card.name + ": " + n, "2") << "\n";
-      }
-      for (const auto& c : card.columns) {
-        for (const auto& n : c.notes) {
-          std::cerr << Paint("quarry: note: " + card.name + "." + c.name + ": " + n, "2") << "\n";
-        }
-      }
-    }
-  }
+  if (flags.show_notes) PrintNotes(**engine);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start).count();
   if (ms > 1000 && isatty(2)) {
     std::cerr << Paint("quarry: opened the data in " + std::to_string(ms) + " ms", "2") << "\n";
   }
   return engine;
+}
+
+void PrintNotes(const engine::Engine& engine) {
+  for (const auto& card : engine.describe()) {
+    for (const auto& n : card.notes) {
+      std::cerr << Paint("quarry: note: " + card.name + ": " + n, "2") << "\n";
+    }
+    for (const auto& c : card.columns) {
+      for (const auto& n : c.notes) {
+        std::cerr << Paint("quarry: note: " + card.name + "." + c.name + ": " + n, "2") << "\n";
+      }
+    }
+  }
 }
 
 void FillCache(const engine::Engine& engine, const std::vector<std::string>& specs,

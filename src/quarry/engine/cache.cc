@@ -235,12 +235,16 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   if (!key || dir.empty()) {
     return Fail(Error::Code::kUsage, "no cache directory: set XDG_CACHE_HOME or HOME");
   }
+  const bool existed = std::filesystem::exists(dir, ec);
   std::filesystem::create_directories(dir, ec);
   if (ec) return Fail(Error::Code::kData, "cannot create " + dir.string() + ": " + ec.message());
-  // The cache holds the user's data: private to them. Only the cache's own directory is
-  // changed, never its parent (which may be /tmp or the user's data folder).
-  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
+  // The cache holds the user's data: private to them. Only a directory quarry created (or its
+  // own default one) is made 0700; a --cache-dir that already existed keeps its mode, since it
+  // may hold other people's files.
+  if (!existed || options.cache_dir.empty()) {
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+  }
   const auto entry = dir / (*key + ".duckdb");
   // One builder per entry: a second command that starts one while the first runs leaves.
   const auto lock_path = dir / (*key + ".lock");

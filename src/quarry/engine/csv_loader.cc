@@ -64,6 +64,11 @@ class Planner {
   Result<CsvPlan> Plan() {
     encoding_ = user_.encoding;
     if (!encoding_) CheckByteOrderMark();
+    if (bom_big_endian_) {
+      // DuckDB's UTF-16 is little-endian; reading big-endian as it would give garbage names.
+      return Fail(Error::Code::kData, "the file is UTF-16 big-endian, which quarry cannot read: "
+                                      "convert it first (iconv -f UTF-16BE -t UTF-8)");
+    }
     if (!user_.delimiter && !user_.skip) {
       if (auto r = CheckExcelSeparatorLine(); !r) return std::unexpected(r.error());
     }
@@ -76,6 +81,15 @@ class Planner {
           "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1). If accented "
           "letters look wrong, give the encoding: FILE?encoding=utf-16 (or another)");
       sniffed = Sniff(Dialect(true), deep_);
+    }
+    if (!sniffed && Mentions(sniffed.error().message, "not possible to automatically detect")) {
+      // A short or long row past the sniffer's first chunk defeats its dialect search; padded,
+      // the search succeeds and the rows are kept (Measure names them).
+      auto padded = Sniff(Dialect(true) + ", null_padding = true", deep_);
+      if (padded) {
+        padded_ = true;
+        sniffed = padded;
+      }
     }
     if (!sniffed && Mentions(sniffed.error().message, "maximum line size")) {
       // One huge cell (a pasted document) should not make the whole file unreadable.
@@ -105,6 +119,11 @@ class Planner {
       plan_.table_notes.push_back(
           "large file: read on its first " + std::to_string(kSampleRows) +
           " rows' evidence; every row is checked when its parse-cache entry is built");
+    }
+    if (!s_.date_format.empty() && s_.date_format != "%Y-%m-%d") {
+      plan_.table_notes.push_back("dates read in the format " + s_.date_format +
+                                  " (as the sniffer found it); give types=COLUMN:VARCHAR to keep "
+                                  "them as written");
     }
     plan_.delimiter = s_.delimiter;
     plan_.header = s_.header;
@@ -275,6 +294,7 @@ class Planner {
     in.read(reinterpret_cast<char*>(bom), 2);
     if (in.gcount() == 2 && ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
       encoding_ = "utf-16";
+      bom_big_endian_ = bom[0] == 0xFE;
       plan_.table_notes.push_back("read as UTF-16 (the file starts with a UTF-16 byte-order mark)");
     }
   }
@@ -794,6 +814,7 @@ class Planner {
   bool noted_rejects_ = false;
   bool sample_ = false;  // Measure sees only the first kSampleRows rows
   bool long_lines_ = false;
+  bool bom_big_endian_ = false;
   std::string forced_delimiter_;  // found by quarry (sep= line, header check), not the user
   int64_t forced_skip_ = 0;
   CsvPlan plan_;

@@ -182,7 +182,8 @@ class DuckDbEngine final : public Engine {
     // 'n/a' 60,000 rows in): plan every such file again against all its rows, and retry once.
     if (!outcome && outcome.error().failure_class == FailureClass::kRuntimeError &&
         (outcome.error().message.find("CSV Error") != std::string::npos ||
-         outcome.error().message.find("Could not convert") != std::string::npos) &&
+         outcome.error().message.find("Could not convert") != std::string::npos ||
+         outcome.error().message.find("Could not parse string") != std::string::npos) &&
         std::any_of(files_.begin(), files_.end(), [](const FileTable& f) { return f.csv && !f.deep; })) {
       if (auto r = Deepen(); !r) {
         return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", r.error().message});
@@ -432,18 +433,24 @@ class DuckDbEngine final : public Engine {
         return std::unexpected(Context(r.error(), "cannot load " + f.path));
       }
       f.plan = std::move(*plan);
+      f.plan.table_notes.insert(
+          f.plan.table_notes.begin(),
+          "a value past the sniffer's sample did not fit the sample's reading: every row was "
+          "checked, the table read again, and the query run again");
       f.deep = true;
       for (auto& source : sources_) {
         if (source.path == f.path) source.select = f.plan.select;
       }
+      // The card is rebuilt from the new view: types and notes may all have changed.
+      auto desc = RunTrusted("DESCRIBE " + QuoteIdent(f.name));
+      if (!desc) return std::unexpected(Context(desc.error(), "cannot load " + f.path));
       for (auto& card : cards_) {
         if (card.name != f.name) continue;
-        card.notes = f.plan.table_notes;
-        for (auto& col : card.columns) {
-          if (auto it = f.plan.column_notes.find(col.name); it != f.plan.column_notes.end()) {
-            col.notes = it->second;
-          }
-        }
+        TableCard fresh;
+        fresh.name = card.name;
+        fresh.source = card.source;
+        DescribeInto(fresh, *desc, &f.plan);
+        card = std::move(fresh);
       }
     }
     return {};
