@@ -534,9 +534,13 @@ def bench(args):
         BENCH_DIR, "results",
         f"load_bench-{args.rows}-{datetime.datetime.now():%Y%m%d-%H%M%S}.json")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    # Results are committed: machine paths become placeholders, so they name no one's disk.
+    text = json.dumps(results, indent=2)
+    for prefix, placeholder in ((data_dir, "<data-dir>"), (build, "<build-dir>"),
+                                (BENCH_DIR, "<bench-dir>"), (tempfile.gettempdir(), "<tmp>")):
+        text = text.replace(json.dumps(prefix)[1:-1], placeholder)
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
+        f.write(text + "\n")
     print(f"\nresults: {path}")
     if mismatches:
         print("\nINVALID RUN: the peers' answers differ, so no figure above means anything:",

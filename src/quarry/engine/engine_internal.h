@@ -79,8 +79,6 @@ struct CsvPlan {
   std::string delimiter;  // "" when read as one column
   bool header = true;
   bool padded = false;
-  std::string encoding;
-  bool deep = false;  // every row was checked, not only the sniffer's sample
 };
 
 // Plans the reading of `abs_path` with DuckDB (`run` executes trusted SQL). `deep`: check every
