@@ -576,8 +576,9 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       auto r = engine->RunTrusted("ATTACH " + QuoteLiteral(f.cached->entry.string()) + " AS " +
                                   schema + " (READ_ONLY)");
       if (!r) {
-        f.cached.reset();  // an unreadable entry is skipped, never trusted
-        source->cache = "miss";
+        // An unreadable entry is skipped, never trusted: the file is read as if uncached.
+        f.cached.reset();
+        f.plan.table_notes.clear();
         if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint); full) *source = *full;
         source->cache = "miss";
       }
