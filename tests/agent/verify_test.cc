@@ -171,9 +171,10 @@ TEST_F(VerifyTest, WrongRoundingFails) {
   EXPECT_EQ(Rule("0.5"), "rounding");
 }
 
-TEST_F(VerifyTest, UnsignedNumberMatchesEitherSign) {
+TEST_F(VerifyTest, UnsignedSupportingValueMatchesEitherSign) {
+  // The answer's words carry the direction; a supporting value only cites the result.
   Cells({"-0.05", "-1200"});
-  EXPECT_EQ(Rule("5%"), "percent");  // "revenue fell 5%"
+  EXPECT_EQ(Rule("5%"), "percent");
   EXPECT_EQ(Rule("1,200"), "numeric");
   EXPECT_EQ(Rule("-1,200.0"), "numeric");
 }
@@ -236,6 +237,7 @@ TEST_F(VerifyTest, NumbersInFreeTextAreEvidence) {
 }
 
 TEST_F(VerifyTest, EmptySupportingValuesAreSkipped) {
+  Cells({"1"});
   VerifyReport report = Verify("", {"", "  \"\" "}, evidence_, "");
   EXPECT_TRUE(report.checks.empty());
   EXPECT_TRUE(report.grounded());

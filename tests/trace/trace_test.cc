@@ -48,7 +48,10 @@ Trace Sample() {
   t.supporting_values = {"North"};
   t.answer_sql = "SELECT 1";
   t.grounded = true;
-  t.verify = {{"North", "supporting_values", "verbatim", "North", true}};
+  t.answer_queries = {{3, "run_sql", "SELECT 1"}};
+  t.assumptions = {"top region = by revenue"};
+  t.verify = {{"North", "supporting_values", "verbatim", "North", true, 3, "run_sql", "SELECT 1",
+               "region", ""}};
   t.artifacts = {"runs/x/workdir/fig.png"};
   return t;
 }
@@ -61,6 +64,12 @@ TEST(TraceTest, RoundTripKeepsEveryField) {
   EXPECT_EQ(back->steps[1].rule, "read_only");
   EXPECT_EQ(back->steps[0].cached_tokens, 1000);
   EXPECT_DOUBLE_EQ(back->totals.cost_usd, 0.00042);
+  ASSERT_EQ(back->verify.size(), 1u);
+  EXPECT_EQ(back->verify[0].step, 3);
+  EXPECT_EQ(back->verify[0].column, "region");
+  ASSERT_EQ(back->answer_queries.size(), 1u);
+  EXPECT_EQ(back->answer_queries[0].query, "SELECT 1");
+  EXPECT_EQ(back->assumptions, std::vector<std::string>{"top region = by revenue"});
 }
 
 TEST(TraceTest, WriterIsAtomicAndAppendsEvents) {

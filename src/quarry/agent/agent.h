@@ -64,6 +64,7 @@ struct ToolContext {
   std::optional<sandbox::LastResult>& last;  // the latest successful run_sql result
   // The run's warm Python (variables persist between calls); null: each call is a fresh one.
   sandbox::Kernel* kernel = nullptr;
+  int step = 0;  // the trace step index of the call being run, for the evidence's provenance
 };
 
 // What a tool call produced, as the model will see it (`text`) and as the trace keeps it.

@@ -82,7 +82,7 @@ Observation MakeChart(const json& args, ToolContext& ctx) {
   obs.text = "chart drawn: " + png.filename().string() + " and " + svg.filename().string() + " (" +
              std::to_string(rendered->width) + "x" + std::to_string(rendered->height) + "), " +
              std::to_string(outcome->row_count) + " rows. The data drawn:\n" +
-             ShowResult(*outcome, ctx);
+             ShowResult(*outcome, ctx, "make_chart", spec->sql);
   return obs;
 }
 

@@ -28,6 +28,24 @@ std::string UtcNow() {
 
 std::string ValueText(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// final_answer's assumptions are shown to the user as they are: a few short sentences.
+constexpr size_t kMaxAssumptions = 5;
+constexpr size_t kMaxAssumptionBytes = 300;
+
+std::string CheckAssumptions(const std::vector<std::string>& assumptions) {
+  if (assumptions.size() > kMaxAssumptions) {
+    return "at most " + std::to_string(kMaxAssumptions) + " assumptions; keep the ones the "
+           "answer depends on";
+  }
+  for (const std::string& a : assumptions) {
+    if (a.size() > kMaxAssumptionBytes) {
+      return "each assumption must be at most " + std::to_string(kMaxAssumptionBytes) +
+             " bytes: state the choice in one sentence";
+    }
+  }
+  return "";
+}
+
 // One run's mutable state; Run() below is its only user.
 class Session {
  public:
@@ -195,6 +213,7 @@ class Session {
       answered = FinalAnswer(args, obs, step);
     } else {
       try {
+        context_.step = static_cast<int>(trace_.steps.size()) + 1;  // the index Emit gives
         obs = tool->run(args, context_);
       } catch (const std::exception& e) {  // the tool runner is an edge: nothing escapes it
         obs = Observation{};
@@ -202,7 +221,7 @@ class Session {
         obs.text = std::string("runtime_error: ") + e.what();
       }
       if (obs.failure == FailureClass::kNone && call.name == "run_sql") {
-        answer_sql_ = obs.detail.value("sql", "");
+        last_query_ = {context_.step, "run_sql", obs.detail.value("sql", "")};
       }
     }
     if (obs.failure == FailureClass::kNone && tool && tool->execution && failure_outstanding_) {
@@ -232,31 +251,68 @@ class Session {
     const std::string answer = args["answer"].get<std::string>();
     std::vector<std::string> values;
     for (const auto& v : args.value("supporting_values", json::array())) values.push_back(ValueText(v));
+    std::vector<std::string> assumptions;
+    for (const auto& a : args.value("assumptions", json::array())) assumptions.push_back(a.get<std::string>());
+    if (std::string problem = CheckAssumptions(assumptions); !problem.empty()) {
+      obs.failure = FailureClass::kBadArguments;
+      obs.text = "bad_arguments: " + problem;
+      return false;
+    }
     const VerifyReport report = Verify(answer, values, evidence_, trace_.question);
+    const auto& sources = evidence_.sources();
+    auto source = [&](int i) -> const EvidenceSource* {
+      return i >= 0 && i < static_cast<int>(sources.size()) ? &sources[static_cast<size_t>(i)] : nullptr;
+    };
     // Only a grounded answer is the run's answer; a rejected one stays in its step's detail.
     if (report.grounded()) {
       trace_.answer = answer;
       trace_.supporting_values = values;
-      trace_.answer_sql = answer_sql_;
+      trace_.assumptions = assumptions;
+      trace_.answer_queries.clear();
+      for (int i : report.sources()) {
+        const EvidenceSource* s = source(i);
+        trace_.answer_queries.push_back({s->step, s->tool, s->query});
+      }
+      if (trace_.answer_queries.empty() && !last_query_.query.empty()) {
+        trace_.answer_queries.push_back(last_query_);
+      }
+      trace_.answer_sql.clear();
+      for (const auto& q : trace_.answer_queries) {
+        if (q.tool == "run_python") continue;
+        std::string sql = q.query;
+        while (!sql.empty() && (sql.back() == ';' || sql.back() == ' ' || sql.back() == '\n')) sql.pop_back();
+        trace_.answer_sql += (trace_.answer_sql.empty() ? "" : "\n\n") + sql + ";";
+      }
     }
     trace_.grounded = report.grounded();
     trace_.verify.clear();
+    json checks = json::array();
     for (const auto& c : report.checks) {
-      trace_.verify.push_back({c.value, c.origin, std::string(MatchRuleName(c.rule)), c.matched,
-                               c.grounded()});
+      trace::VerifyCheck v{c.value, c.origin, std::string(MatchRuleName(c.rule)), c.matched,
+                           c.grounded(), 0, "", "", c.column, c.reason};
+      if (const EvidenceSource* s = c.grounded() ? source(c.source) : nullptr) {
+        v.step = s->step, v.tool = s->tool, v.query = s->query;
+      }
+      checks.push_back({{"value", v.value}, {"rule", v.rule}, {"step", v.step}, {"column", v.column},
+                        {"reason", v.reason}});
+      trace_.verify.push_back(std::move(v));
     }
     obs.detail = {{"grounded", report.grounded()}, {"answer", answer}, {"supporting_values", values},
-                  {"unsupported", report.unsupported()}};
+                  {"assumptions", assumptions}, {"unsupported", report.unsupported()},
+                  {"checks", checks}};
     if (report.grounded()) {
       obs.text = "accepted";
       stop_reason_ = kStopAnswered;
       return true;
     }
     std::string list;
-    for (const auto& v : report.unsupported()) list += (list.empty() ? "" : ", ") + v;
+    for (const auto& c : report.checks) {
+      if (c.grounded() || list.find("- " + c.value + ":") != std::string::npos) continue;
+      list += "- " + c.value + ": " + (c.reason.empty() ? "not in any result you were shown, nor in the question" : c.reason) + "\n";
+    }
     step.status = "rejected";
     if (sent_back_) {
-      obs.text = "verify: not grounded again: " + list;
+      obs.text = "verify: not grounded again:\n" + list;
       stop_reason_ = kStopUngrounded;
       return true;
     }
@@ -344,7 +400,7 @@ class Session {
   trace::Trace trace_;
   int64_t load_ms_ = -1;
   std::string stop_reason_;
-  std::string answer_sql_;
+  trace::AnswerQuery last_query_;  // the latest successful run_sql
   bool failure_outstanding_ = false;
   bool sent_back_ = false;
   bool nudged_ = false;

@@ -92,13 +92,15 @@ Observation RunSql(const json& args, ToolContext& ctx) {
   obs.detail["row_count"] = table.row_count;
   obs.detail["rows"] = RowsJson(table, static_cast<size_t>(ctx.config.preview_rows));
   if (table.row_count == 0) {
+    // Still evidence: an empty result grounds 0 and "no rows".
+    RecordEvidence(table, ctx, "run_sql", sql);
     obs.failure = FailureClass::kEmptyResult;
     obs.text = "empty_result: the query ran and returned no rows. Check filter values against "
                "the samples in the schema (case, spelling, date format) before concluding "
                "there is no data.\n" + engine::RenderResult(table, 0);
     return obs;
   }
-  obs.text = ShowResult(table, ctx);
+  obs.text = ShowResult(table, ctx, "run_sql", sql);
   ctx.last = sandbox::LastResult{table.columns, table.types, table.rows};
   return obs;
 }
@@ -205,13 +207,23 @@ json RowsJson(const engine::ResultTable& table, size_t max_rows) {
   return rows;
 }
 
-std::string ShowResult(const engine::ResultTable& table, ToolContext& ctx) {
+void RecordEvidence(const engine::ResultTable& table, ToolContext& ctx, const std::string& tool,
+                    const std::string& sql) {
   // The gate may only accept what the model was actually shown.
   const size_t shown = std::min(table.rows.size(), static_cast<size_t>(ctx.config.preview_rows));
-  for (size_t r = 0; r < shown; ++r) {
-    for (const auto& cell : table.rows[r]) ctx.evidence.AddValue(cell.value_or("NULL"));
+  const std::vector<std::vector<std::optional<std::string>>> rows(
+      table.rows.begin(), table.rows.begin() + static_cast<std::ptrdiff_t>(shown));
+  // Keys the schema declares are identifiers whatever their names.
+  std::vector<std::string> keys;
+  for (const auto& card : ctx.engine.describe()) {
+    for (const auto& fk : card.foreign_keys) keys.push_back(fk.column), keys.push_back(fk.ref_column);
   }
-  ctx.evidence.AddValue(std::to_string(table.row_count));
+  ctx.evidence.AddResult({ctx.step, tool, sql, table.row_count}, table.columns, rows, keys);
+}
+
+std::string ShowResult(const engine::ResultTable& table, ToolContext& ctx, const std::string& tool,
+                       const std::string& sql) {
+  RecordEvidence(table, ctx, tool, sql);
   return engine::RenderResult(table, ctx.config.preview_rows);
 }
 
@@ -292,7 +304,9 @@ Observation RunPython(const json& args, ToolContext& ctx) {
   if (ctx.kernel) obs.detail["kernel_state_lost"] = result->state_lost;
   for (const auto& a : result->artifacts) obs.artifacts.push_back(a.string());
   obs.detail["artifacts"] = obs.artifacts;
-  if (obs.failure == FailureClass::kNone) ctx.evidence.AddText(result->stdout_text);
+  if (obs.failure == FailureClass::kNone) {
+    ctx.evidence.AddText({ctx.step, "run_python", code, -1}, result->stdout_text);
+  }
   return obs;
 }
 
@@ -385,12 +399,17 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   }
   tools.push_back(Tool{
       {"final_answer",
-       "Give the answer. Every number in `answer` and every entry of `supporting_values` must "
-       "appear in a query result you were shown (or in the question); otherwise it is sent back.",
+       "Give the answer. Every number in `answer` (digits or words) and every entry of "
+       "`supporting_values` must appear in a query result you were shown (or in the question), "
+       "as the same kind of quantity (an id is not a count), with the sign the answer's words "
+       "give it (higher/lower), rounded to the figures written; otherwise it is sent back. An "
+       "answer needs at least one query run.",
        json::parse(R"({"type":"object","properties":{
          "answer":{"type":"string","minLength":1,"description":"the answer in plain English"},
          "supporting_values":{"type":"array","items":{"type":["string","number"]},
-           "description":"the exact values from query results that the answer rests on"}},
+           "description":"the exact values from query results that the answer rests on"},
+         "assumptions":{"type":"array","items":{"type":"string"},"maxItems":5,
+           "description":"choices you made that the question left open, one short sentence each (e.g. 'top customer = by revenue'); shown to the user with the answer"}},
          "required":["answer","supporting_values"],"additionalProperties":false})")},
       false, nullptr});
   return tools;

@@ -214,7 +214,9 @@ int RunAsk(const AskOptions& o) {
   if (o.format_name == "json") {
     json out = {{"answer", t.answer},        {"grounded", t.grounded},
                 {"stop_reason", t.stop_reason}, {"sql", t.answer_sql},
-                {"supporting_values", t.supporting_values}, {"figures", t.artifacts},
+                {"supporting_values", t.supporting_values}, {"assumptions", t.assumptions},
+                {"queries", trace::ToJson(t)["answer"]["queries"]},
+                {"verify", trace::ToJson(t)["verify"]["checks"]}, {"figures", t.artifacts},
                 {"trace", trace_path.string()}, {"totals", trace::ToJson(t)["totals"]}};
     if (!t.notes.empty()) out["notes"] = t.notes;
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
@@ -222,19 +224,22 @@ int RunAsk(const AskOptions& o) {
   }
   if (t.stop_reason == agent::kStopAnswered) {
     std::cout << "\n" << t.answer << "\n";
+    if (!t.assumptions.empty()) {
+      std::cout << "\nAssumptions:\n";
+      for (const auto& a : t.assumptions) std::cout << "- " << a << "\n";
+    }
     if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << t.answer_sql << "\n";
     for (const auto& a : t.artifacts) std::cout << "figure: " << a << "\n";
   } else {
     std::cout << "\nno answer: " << t.stop_reason << "\n";
     if (t.stop_reason == agent::kStopUngrounded) {
-      std::cout << "values not found in any result:";
+      std::cout << "values not supported by any result:\n";
       std::vector<std::string> seen;
       for (const auto& c : t.verify) {
         if (c.grounded || std::find(seen.begin(), seen.end(), c.value) != seen.end()) continue;
         seen.push_back(c.value);
-        std::cout << " " << c.value;
+        std::cout << "- " << c.value << (c.reason.empty() ? "" : ": " + c.reason) << "\n";
       }
-      std::cout << "\n";
     }
     for (const auto& n : t.notes) std::cout << n << "\n";
   }

@@ -143,16 +143,16 @@ json AskDatabase(ToolBox& box, const json& arguments) {
   if (t.stop_reason != agent::kStopAnswered) {
     std::string text = "no answer: " + t.stop_reason;
     if (t.stop_reason == agent::kStopUngrounded) {
-      std::string values;
+      text += "\nvalues not supported by any query result:";
       for (const auto& c : t.verify) {
-        if (!c.grounded) values += (values.empty() ? "" : ", ") + c.value;
+        if (!c.grounded) text += "\n- " + c.value + (c.reason.empty() ? "" : ": " + c.reason);
       }
-      text += "\nvalues not found in any query result: " + values;
     }
     for (const auto& n : t.notes) text += "\n" + n;
     return ToolResult(text + "\n\ntrace: " + trace_path, true);
   }
   std::string text = t.answer;
+  for (const auto& a : t.assumptions) text += "\nassumption: " + a;
   if (!t.answer_sql.empty()) text += "\n\nSQL:\n" + t.answer_sql;
   for (const auto& a : t.artifacts) text += "\nfigure: " + Absolute(a);
   text += "\n\ntrace: " + trace_path;

@@ -91,12 +91,20 @@ json ToJson(const Trace& t) {
                  {"cached_tokens", x.cached_tokens},   {"cost_usd", x.cost_usd},
                  {"wall_ms", x.wall_ms},                {"load_ms", x.load_ms}};
   j["stop_reason"] = t.stop_reason;
-  j["answer"] = {{"text", t.answer}, {"supporting_values", t.supporting_values},
-                 {"sql", t.answer_sql}};
+  json queries = json::array();
+  for (const auto& q : t.answer_queries) {
+    queries.push_back({{"step", q.step}, {"tool", q.tool}, {"query", q.query}});
+  }
+  j["answer"] = {{"text", t.answer},   {"supporting_values", t.supporting_values},
+                 {"sql", t.answer_sql}, {"queries", queries},
+                 {"assumptions", t.assumptions}};
   json checks = json::array();
   for (const auto& c : t.verify) {
-    checks.push_back({{"value", c.value}, {"origin", c.origin}, {"grounded", c.grounded},
-                      {"rule", c.rule}, {"matched", c.matched}});
+    json check = {{"value", c.value}, {"origin", c.origin}, {"grounded", c.grounded},
+                  {"rule", c.rule}, {"matched", c.matched}};
+    if (c.step > 0) check.update({{"step", c.step}, {"tool", c.tool}, {"query", c.query}, {"column", c.column}});
+    if (!c.reason.empty()) check["reason"] = c.reason;
+    checks.push_back(std::move(check));
   }
   j["verify"] = {{"grounded", t.grounded}, {"checks", checks}};
   j["artifacts"] = t.artifacts;
@@ -184,6 +192,14 @@ Result<Trace> FromJson(const json& j) {
     QUARRY_GET(*a, "text", t.answer);
     QUARRY_GET(*a, "supporting_values", t.supporting_values);
     QUARRY_GET(*a, "sql", t.answer_sql);
+    if (a->contains("assumptions")) QUARRY_GET(*a, "assumptions", t.assumptions);
+    for (const auto& q : a->value("queries", json::array())) {
+      AnswerQuery aq;
+      QUARRY_GET(q, "step", aq.step);
+      QUARRY_GET(q, "tool", aq.tool);
+      QUARRY_GET(q, "query", aq.query);
+      t.answer_queries.push_back(std::move(aq));
+    }
   }
   if (auto v = j.find("verify"); v != j.end() && v->is_object()) {
     QUARRY_GET(*v, "grounded", t.grounded);
@@ -194,6 +210,13 @@ Result<Trace> FromJson(const json& j) {
       QUARRY_GET(c, "rule", vc.rule);
       QUARRY_GET(c, "matched", vc.matched);
       QUARRY_GET(c, "grounded", vc.grounded);
+      if (c.contains("step")) {
+        QUARRY_GET(c, "step", vc.step);
+        QUARRY_GET(c, "tool", vc.tool);
+        QUARRY_GET(c, "query", vc.query);
+        QUARRY_GET(c, "column", vc.column);
+      }
+      if (c.contains("reason")) QUARRY_GET(c, "reason", vc.reason);
       t.verify.push_back(std::move(vc));
     }
   }
@@ -308,7 +331,13 @@ std::string Summary(const Trace& t) {
   }
   out += "stop:     " + t.stop_reason + "\n";
   if (!t.answer.empty()) out += "answer:   " + t.answer + "\n";
+  for (const auto& a : t.assumptions) out += "assumed:  " + a + "\n";
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
+  for (const auto& c : t.verify) {
+    out += "  verify " + std::string(c.grounded ? "ok " : "NO ") + c.value + " (" + c.rule;
+    if (c.step > 0) out += ", step " + std::to_string(c.step) + (c.column.empty() ? "" : ", column " + c.column);
+    out += ")" + (c.reason.empty() ? std::string() : ": " + c.reason) + "\n";
+  }
   out += TotalsLine(t) + "\n";
   return out;
 }

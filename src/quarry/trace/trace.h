@@ -74,12 +74,28 @@ struct Totals {
   int64_t load_ms = 0;  // of which opening the data (the open_data step)
 };
 
+// One value the verify gate checked: as written, where in the answer ("answer_text",
+// "supporting_values", or "run" for an answer with no execution behind it), the rule that
+// grounded it, and where the evidence came from (step, tool, query, column). `reason` says
+// why a value is not grounded.
 struct VerifyCheck {
   std::string value;
   std::string origin;
   std::string rule;
   std::string matched;
   bool grounded = false;
+  int step = 0;          // 0: not grounded by a result (the question, or not grounded)
+  std::string tool;      // "run_sql", "run_python", "make_chart"
+  std::string query;     // the SQL or the Python code
+  std::string column;    // "" for a row count or free text
+  std::string reason;
+};
+
+// A query an answer rests on: one whose result holds a value the answer states.
+struct AnswerQuery {
+  int step = 0;
+  std::string tool;
+  std::string query;
 };
 
 struct Trace {
@@ -97,7 +113,12 @@ struct Trace {
   std::string stop_reason;
   std::string answer;
   std::vector<std::string> supporting_values;
-  std::string answer_sql;  // the last successful query the answer rests on
+  // The queries whose results hold the answer's values, in step order, joined by blank lines
+  // (each ends with ";"); when no value cites a result, the last successful query.
+  std::string answer_sql;
+  std::vector<AnswerQuery> answer_queries;
+  // Choices the model states it made ("top customer = by revenue"), shown with the answer.
+  std::vector<std::string> assumptions;
   bool grounded = false;
   std::vector<VerifyCheck> verify;
   std::vector<std::string> artifacts;

@@ -149,14 +149,33 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   }
   h += std::string("<p><span class=\"badge ") + (t.grounded ? "ok\">grounded" : "failed\">not grounded") +
        "</span> <span class=\"muted\">stop reason: " + e(t.stop_reason) + "</span></p>";
-  if (!t.answer_sql.empty()) h += "<pre>" + e(t.answer_sql) + "</pre>";
+  if (!t.assumptions.empty()) {
+    h += "<p><b>Assumptions</b></p><ul>";
+    for (const auto& a : t.assumptions) h += "<li>" + e(a) + "</li>";
+    h += "</ul>";
+  }
+  if (!t.answer_queries.empty()) {
+    for (const auto& q : t.answer_queries) {
+      h += "<p class=\"muted\">" + e(q.tool) + ", <a href=\"#step-" + std::to_string(q.step) +
+           "\">step " + std::to_string(q.step) + "</a></p><pre>" + e(q.query) + "</pre>";
+    }
+  } else if (!t.answer_sql.empty()) {
+    h += "<pre>" + e(t.answer_sql) + "</pre>";
+  }
   if (!t.verify.empty()) {
     h += "<h2>Verify report</h2><table><thead><tr><th>value</th><th>from</th><th>rule</th>"
-         "<th>matched</th></tr></thead><tbody>";
+         "<th>matched</th><th>evidence</th></tr></thead><tbody>";
     for (const auto& c : t.verify) {
+      std::string where;
+      if (c.step > 0) {
+        where = "<a href=\"#step-" + std::to_string(c.step) + "\">step " +
+                std::to_string(c.step) + "</a> " + e(c.tool) +
+                (c.column.empty() ? "" : ", column <code>" + e(c.column) + "</code>");
+      }
+      if (!c.reason.empty()) where += (where.empty() ? "" : "<br>") + e(c.reason);
       h += "<tr><td>" + e(c.value) + "</td><td>" + e(c.origin) + "</td><td><span class=\"badge " +
            (c.grounded ? "ok" : "failed") + "\">" + e(c.rule) + "</span></td><td>" + e(c.matched) +
-           "</td></tr>";
+           "</td><td>" + where + "</td></tr>";
     }
     h += "</tbody></table>";
   }

@@ -1,0 +1,183 @@
+// The verify gate's reading of the words around a number: the direction they give it
+// ("58.69% higher", "fell 5%"), the entity they name ("order 17"), and the words of a column's
+// name, which say whether it holds identifiers.
+#include <algorithm>
+
+#include "quarry/agent/verify_internal.h"
+
+namespace quarry::agent::internal {
+
+namespace {
+
+bool In(std::string_view w, std::initializer_list<std::string_view> list) {
+  return std::find(list.begin(), list.end(), w) != list.end();
+}
+
+// Direction words read after a number ("58.69% higher", "17 fewer orders", "a 5% drop").
+int DirectionAfter(std::string_view w) {
+  if (In(w, {"higher", "more", "greater", "larger", "bigger", "above", "up", "ahead",
+             "increase", "increases", "gain", "gains", "rise", "growth", "jump", "over"})) {
+    return 1;
+  }
+  if (In(w, {"lower", "less", "fewer", "smaller", "below", "down", "behind", "decrease",
+             "decreases", "drop", "drops", "decline", "declines", "loss", "losses", "fall",
+             "reduction", "under", "short"})) {
+    return -1;
+  }
+  return 0;
+}
+
+// Direction words read before a number ("rose 5%", "fell by 5%", "a decline of 5%").
+int DirectionBefore(std::string_view w) {
+  if (In(w, {"increased", "increase", "increases", "increasing", "rose", "rise", "rises",
+             "risen", "rising", "grew", "grow", "grows", "grown", "growing", "gained", "gain",
+             "gains", "up", "jumped", "climbed", "surged", "higher", "growth", "added"})) {
+    return 1;
+  }
+  if (In(w, {"decreased", "decrease", "decreases", "decreasing", "fell", "fall", "falls",
+             "fallen", "falling", "dropped", "drop", "drops", "declined", "decline", "declines",
+             "declining", "lost", "lose", "loses", "losing", "down", "shrank", "shrunk",
+             "slipped", "plunged", "lower", "reduction", "reduced", "negative", "loss",
+             "deficit"})) {
+    return -1;
+  }
+  return 0;
+}
+
+// Words that may stand between a direction word and its number ("fell by about 5%").
+bool Filler(std::string_view w) {
+  return In(w, {"by", "of", "a", "an", "about", "around", "roughly", "nearly", "almost",
+                "approximately", "some", "just", "only", "over", "another", "additional",
+                "extra", "sharply", "slightly", "steadily", "strongly", "modestly",
+                "significantly", "further", "overall", "is", "was", "were", "are"});
+}
+
+// Up to `count` words after s[p], stopping at punctuation.
+std::vector<std::string> WordsAfter(std::string_view s, size_t p, size_t count) {
+  std::vector<std::string> out;
+  while (out.size() < count && p < s.size()) {
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
+    if (p >= s.size() || !IsAlpha(s[p])) break;
+    size_t end = p;
+    out.push_back(WordAt(s, p, &end));
+    p = end;
+  }
+  return out;
+}
+
+// Up to `count` words before s[p], nearest first, stopping at punctuation.
+std::vector<std::string> WordsBefore(std::string_view s, size_t p, size_t count) {
+  std::vector<std::string> out;
+  while (out.size() < count && p > 0) {
+    while (p > 0 && (s[p - 1] == ' ' || s[p - 1] == '\t')) --p;
+    if (p == 0 || !IsAlpha(s[p - 1])) break;
+    size_t b = p;
+    while (b > 0 && IsAlpha(s[b - 1])) --b;
+    out.push_back(LowerAscii(s.substr(b, p - b)));
+    p = b;
+  }
+  return out;
+}
+
+std::string Singular(std::string w) {
+  if (w.size() > 3 && w.back() == 's' && !w.ends_with("ss")) w.pop_back();
+  return w;
+}
+
+}  // namespace
+
+int DirectionAt(std::string_view text, const NumberToken& token, std::string* word) {
+  const std::vector<std::string> after = WordsAfter(text, token.end, 2);
+  if (!after.empty()) {
+    if (int d = DirectionAfter(after[0]); d != 0) return *word = after[0], d;
+  }
+  for (const std::string& w : WordsBefore(text, token.begin, 4)) {
+    if (int d = DirectionBefore(w); d != 0) return *word = w, d;
+    if (!Filler(w)) break;
+  }
+  // "5 points lower", "17 orders fewer" — but "500 orders more than" a level stays a level.
+  if (after.size() == 2) {
+    if (int d = DirectionAfter(after[1]); d != 0 && after[1] != "over") return *word = after[1], d;
+  }
+  return 0;
+}
+
+std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked) {
+  *marked = false;
+  size_t p = token.begin;
+  // A list of references shares its word: "orders 17, 23 and 4".
+  for (int items = 0; items < 8 && p > 0; ++items) {
+    size_t q = p;
+    while (q > 0 && text[q - 1] == ' ') --q;
+    if (q > 0 && text[q - 1] == ',') {
+      --q;
+    } else if (q >= 3 && LowerAscii(text.substr(q - 3, 3)) == "and" && (q == 3 || text[q - 4] == ' ')) {
+      q -= 3;
+    } else if (q >= 2 && LowerAscii(text.substr(q - 2, 2)) == "or" && (q == 2 || text[q - 3] == ' ')) {
+      q -= 2;
+    } else {
+      break;
+    }
+    while (q > 0 && text[q - 1] == ' ') --q;
+    size_t d = q;
+    while (d > 0 && (IsDigit(text[d - 1]) || text[d - 1] == '#')) --d;
+    if (d == q) break;  // not a list of numbers
+    p = d;
+  }
+  while (p > 0 && text[p - 1] == ' ') --p;
+  if (p > 0 && text[p - 1] == '.') --p;  // "no. 17"
+  const std::vector<std::string> before = WordsBefore(text, p, 2);
+  if (before.empty()) return "";
+  if (In(before[0], {"id", "number", "no", "num", "nr"})) {
+    *marked = true;
+    return before.size() > 1 ? Singular(before[1]) : "";
+  }
+  return Singular(before[0]);
+}
+
+std::vector<std::string> NameWords(std::string_view name) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&] {
+    if (!cur.empty()) out.push_back(LowerAscii(cur));
+    cur.clear();
+  };
+  for (size_t k = 0; k < name.size(); ++k) {
+    const char c = name[k];
+    if (!IsAlpha(c) && !IsDigit(c)) {
+      flush();
+      continue;
+    }
+    // camelCase and CustomerID: a capital after a lower-case letter starts a word, and so
+    // does a capital followed by a lower-case one after capitals ("IDName" -> ID, Name).
+    const bool upper = c >= 'A' && c <= 'Z';
+    if (upper && !cur.empty()) {
+      const char prev = cur.back();
+      const bool prev_lower = prev >= 'a' && prev <= 'z';
+      const bool next_lower = k + 1 < name.size() && name[k + 1] >= 'a' && name[k + 1] <= 'z';
+      const bool prev_upper = prev >= 'A' && prev <= 'Z';
+      if (prev_lower || (prev_upper && next_lower)) flush();
+    }
+    cur += c;
+  }
+  flush();
+  return out;
+}
+
+int CountWords(std::string_view text) {
+  int count = 0;
+  size_t run = 0;
+  for (size_t k = 0; k <= text.size(); ++k) {
+    const bool letter = k < text.size() &&
+                        (IsAlpha(text[k]) || static_cast<unsigned char>(text[k]) >= 0x80);
+    if (letter) {
+      ++run;
+    } else {
+      if (run >= 2) ++count;
+      run = 0;
+    }
+  }
+  return count;
+}
+
+}  // namespace quarry::agent::internal

@@ -1,0 +1,63 @@
+// Internals of the verify gate: the scanner that reads numeric claims out of text
+// (verify_scan.cc) and the normalisation both sides share. Not part of the public surface.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace quarry::agent::internal {
+
+bool IsDigit(char c);
+bool IsAlpha(char c);
+bool IsWordChar(char c);
+bool IsSpace(char c);
+std::string LowerAscii(std::string_view s);
+// The run of ASCII letters starting at s[p], lower-cased; `end` receives where it ends.
+std::string WordAt(std::string_view s, size_t p, size_t* end);
+
+// Case-fold, trim, collapse whitespace, strip surrounding quotes, currency symbols and
+// thousands separators, so "  \"$1,234\" " and "1234" compare equal.
+std::string Normalise(std::string_view s);
+
+// One numeric claim as scanned from text.
+struct NumberToken {
+  std::string text;  // as written: "$1,234.50", "-3.5%", "1.2 million", "two thousand"
+  size_t begin = 0;  // byte offsets in the scanned text
+  size_t end = 0;
+  double value = 0;  // signed, magnitude applied; a percent keeps its written scale
+  // One unit in the last significant written place, magnitude applied: 0.01 for "0.45", 1 for
+  // "500", 1e5 for "1.2M", 1e6 for "1 million" and for "500K" (trailing zeros of a scaled
+  // integer are not significant).
+  double step = 1;
+  int significant = 0;  // significant figures written ("0.45": 2, "500K": 1, "504.0": 4)
+  bool percent = false;
+  bool explicit_sign = false;
+  bool words = false;      // written in words ("two thousand", "a dozen", "half")
+  bool year_like = false;  // a bare four-digit integer, which a date may ground
+  bool is_date = false;    // then only `key` is meaningful
+  std::string key;         // canonical ISO date: "2025-03-01" or "2025-03-01 12:30:00"
+};
+
+// Every numeric claim in `s`, digits and (when `words` is on) numbers written in words.
+std::vector<NumberToken> Scan(std::string_view s, bool words);
+
+// The direction the words next to a number give it: +1 ("58.69% higher", "rose 5%", "17 more
+// orders"), -1 ("lower", "fell", "fewer", "lost", "a decline of"), 0 when none does or the
+// number is a level ("fell to 500", "more than 500", "up from 3"). `word` receives the
+// direction word found.
+int DirectionAt(std::string_view text, const NumberToken& token, std::string* word);
+
+// The word written right before a number, lower-cased and singular ("orders" -> "order"),
+// skipping "#", "no.", "number", "id": "customer #4" gives "customer". `marked` is set when
+// an identifier mark ("#", "id", "no.", "number") was skipped.
+std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked);
+
+// The words of an identifier's name, lower-cased: "CustomerId" -> {customer, id},
+// "invoice_line_id" -> {invoice, line, id}.
+std::vector<std::string> NameWords(std::string_view name);
+
+// Words (runs of at least two letters) in a text, to tell prose cells from values.
+int CountWords(std::string_view text);
+
+}  // namespace quarry::agent::internal
