@@ -89,10 +89,57 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
     for (const auto& o : observations) found = found || o.find(fragment.get<std::string>()) != std::string::npos;
     EXPECT_TRUE(found) << "no observation contains: " << fragment;
   }
+  // Every final_answer step keeps its checks, so a value sent back earlier is found too.
+  auto step_checks = [&t] {
+    std::vector<json> out;
+    for (const auto& s : t.steps) {
+      if (s.tool != "final_answer" || !s.detail.is_object()) continue;
+      for (const auto& check : s.detail.value("checks", json::array())) out.push_back(check);
+    }
+    return out;
+  };
   for (const auto& v : expect.value("unsupported", json::array())) {
     bool found = false;
     for (const auto& check : t.verify) found = found || (!check.grounded && check.value == v.get<std::string>());
+    for (const auto& check : step_checks()) {
+      found = found || (check["rule"] == "none" && check["value"] == v);
+    }
     EXPECT_TRUE(found) << "not reported as unsupported: " << v;
+  }
+
+  // What the verify gate recorded: rules and provenance per value, the reasons it gave, the
+  // queries the answer rests on, and the assumptions it carries.
+  for (const auto& want : expect.value("verify", json::array())) {
+    const trace::VerifyCheck* found = nullptr;
+    for (const auto& check : t.verify) {
+      if (check.value == want["value"].get<std::string>()) found = &check;
+    }
+    ASSERT_NE(found, nullptr) << "no verify check for " << want["value"];
+    EXPECT_EQ(found->rule, want["rule"].get<std::string>()) << want["value"];
+    if (want.contains("column")) {
+      EXPECT_EQ(found->column, want["column"].get<std::string>());
+    }
+    if (want.contains("step")) {
+      EXPECT_EQ(found->step, want["step"].get<int>()) << want["value"];
+    }
+  }
+  for (const auto& fragment : expect.value("reason_contains", json::array())) {
+    bool found = false;
+    for (const auto& check : step_checks()) {
+      found = found || check.value("reason", "").find(fragment.get<std::string>()) != std::string::npos;
+    }
+    EXPECT_TRUE(found) << "no verify reason contains: " << fragment;
+  }
+  if (expect.contains("answer_steps")) {
+    std::vector<int> steps;
+    for (const auto& q : t.answer_queries) steps.push_back(q.step);
+    EXPECT_EQ(json(steps), expect["answer_steps"]);
+  }
+  if (expect.contains("answer_sql")) {
+    EXPECT_EQ(t.answer_sql, expect["answer_sql"].get<std::string>());
+  }
+  if (expect.contains("assumptions")) {
+    EXPECT_EQ(json(t.assumptions), expect["assumptions"]);
   }
 
   // The observer saw every step as it happened, and the trace on disk says the same.

@@ -87,6 +87,17 @@ TEST_F(ClaimsTest, IdentifiersDoNotGroundCountsOrAmounts) {
   EXPECT_FALSE(Grounded("South placed 17 orders last year, 4 of them refunded."));
 }
 
+TEST_F(ClaimsTest, CountsAreGroundedOnlyByWholeNumbers) {
+  Result({"revenue", "orders"}, {{"17.3", "12"}, {"412.5", "206"}});
+  EXPECT_FALSE(Grounded("South placed 17 orders."));  // 17.3 is an amount, not a count
+  EXPECT_NE(Reason("South placed 17 orders.").find("whole number"), std::string::npos);
+  EXPECT_TRUE(Grounded("Its revenue was $17."));       // an amount may round
+  EXPECT_TRUE(Grounded("Its revenue was 17."));
+  EXPECT_FALSE(Grounded("4 of them were refunded."));  // never 4 "percent" of 412.5
+  EXPECT_TRUE(Grounded("South placed 206 orders, 12 of them online."));
+  EXPECT_TRUE(Grounded("South placed about two hundred orders."));  // a rounding of 206
+}
+
 TEST_F(ClaimsTest, IdentifierNamesAndDeclaredKeys) {
   Result({"CustomerId", "rank", "cust"}, {{"4", "3", "9"}}, 2, {"cust"});
   EXPECT_FALSE(Grounded("4 customers bought it."));

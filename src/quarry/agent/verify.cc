@@ -216,6 +216,7 @@ struct Claim {
   std::string reference;      // the word before it ("order" in "order 17")
   bool marked = false;        // "id 17", "no. 17"
   bool any_kind = false;      // a supporting value: any cell it equals grounds it
+  bool count = false;         // "17 orders": only a whole number grounds it
 };
 
 struct Match {
@@ -250,7 +251,7 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     }
     return {};
   }
-  std::string identifier_reason, sign_reason;
+  std::string identifier_reason, sign_reason, count_reason;
   // The evidence a claim may use, as the value to compare with what is written (the sign
   // decided by the claim), or nothing.
   auto usable = [&](const EvidenceNumber& e, double* out) {
@@ -261,6 +262,13 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
         identifier_reason = "appears only as an identifier (" + Where(e, ix) +
                             "); an id is not a count or an amount: compute the figure with a "
                             "query (count, sum) and cite that result";
+      }
+      return false;
+    }
+    if (claim.count && std::floor(e.value) != e.value) {
+      if (count_reason.empty()) {
+        count_reason = "it counts things, but the nearest result is " + e.shown + " (" +
+                       Where(e, ix) + "), which is not a whole number: cite the count itself";
       }
       return false;
     }
@@ -313,7 +321,10 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     switch (rule) {
       case MatchRule::kNumeric: return NumericEqual(w, e);
       case MatchRule::kRounding: return RoundsTo(t, w, e, 1);
-      default: return NumericEqual(w * factor, e) || RoundsTo(t, w * factor, e, factor);
+      default:
+        // A written proportion is at most 1: "0.4471" for 44.71, never "4" for 400.
+        if (!t.percent && std::fabs(w) > 1) return false;
+        return NumericEqual(w * factor, e) || RoundsTo(t, w * factor, e, factor);
     }
   };
   for (MatchRule rule : {MatchRule::kNumeric, MatchRule::kRounding, MatchRule::kPercent}) {
@@ -333,7 +344,9 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     }
   }
   Match none;
-  none.reason = !sign_reason.empty() ? sign_reason : identifier_reason;
+  none.reason = !sign_reason.empty()         ? sign_reason
+                : !identifier_reason.empty() ? identifier_reason
+                                             : count_reason;
   if (none.reason.empty() && t.significant > 0) {
     // A rounding that kept too few figures: name what it should have been.
     for (const EvidenceNumber& e : ix.numbers) {
@@ -460,6 +473,7 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
     if (!t.is_date) {
       claim.direction = internal::DirectionAt(answer, t, &claim.direction_word);
       claim.reference = internal::ReferenceWord(answer, t, &claim.marked);
+      claim.count = internal::IsCount(answer, t);
     }
     Match m = CheckNumber(t, claim, ix);
     report.checks.push_back({t.text, "answer_text", m.rule, std::move(m.matched), m.source,

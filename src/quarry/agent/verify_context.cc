@@ -2,6 +2,7 @@
 // ("58.69% higher", "fell 5%"), the entity they name ("order 17"), and the words of a column's
 // name, which say whether it holds identifiers.
 #include <algorithm>
+#include <cmath>
 
 #include "quarry/agent/verify_internal.h"
 
@@ -133,6 +134,22 @@ std::string ReferenceWord(std::string_view text, const NumberToken& token, bool*
     return before.size() > 1 ? Singular(before[1]) : "";
   }
   return Singular(before[0]);
+}
+
+bool IsCount(std::string_view text, const NumberToken& token) {
+  if (token.is_date || token.percent || token.explicit_sign || token.value < 0 ||
+      std::floor(token.value) != token.value) {
+    return false;
+  }
+  if (!token.words && token.text.find_first_not_of("0123456789,") != std::string::npos) {
+    return false;  // "$17", "17.0", "1.2M"
+  }
+  const std::vector<std::string> after = WordsAfter(text, token.end, 2);
+  if (after.empty()) return false;
+  const std::string& w = after[0];
+  if (w == "of") return true;
+  return w.size() > 3 && w.back() == 's' && !w.ends_with("ss") && !w.ends_with("us") &&
+         !w.ends_with("is") && !In(w, {"does", "goes", "makes", "takes", "gives", "comes"});
 }
 
 std::vector<std::string> NameWords(std::string_view name) {

@@ -53,6 +53,11 @@ int DirectionAt(std::string_view text, const NumberToken& token, std::string* wo
 // an identifier mark ("#", "id", "no.", "number") was skipped.
 std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked);
 
+// True when a number is written as a count of things: a plain whole number (no currency,
+// sign, percent or decimals) followed by a plural noun or "of" ("17 orders", "4 of them",
+// "two thousand orders"). A count is grounded only by a whole number.
+bool IsCount(std::string_view text, const NumberToken& token);
+
 // The words of an identifier's name, lower-cased: "CustomerId" -> {customer, id},
 // "invoice_line_id" -> {invoice, line, id}.
 std::vector<std::string> NameWords(std::string_view name);
