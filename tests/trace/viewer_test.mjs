@@ -57,6 +57,10 @@ try {
     assert.equal(trace.steps.length, 5);  // open_data, then two model turns and their tools
     assert.equal(trace.steps[0].tool, 'open_data');
     assert.ok(text.includes('grounded'));
+    // The verify report names the step that grounded each value, as a link to it.
+    assert.equal(trace.verify.checks[0].step, 3);
+    assert.ok(await page.locator('table a[href="#step-3"]').count() >= 1, 'no link to the grounding step');
+    assert.ok(text.includes('step 3 run_sql'), 'the verify report does not name the step');
     console.log(`viewer ok: ${trace.steps.length} steps shown, payload inert`);
 
     // The committed product page and example trace open from file:// with no network.
