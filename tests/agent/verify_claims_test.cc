@@ -206,6 +206,24 @@ TEST_F(ClaimsTest, NumbersInProseCellsAreNotEvidence) {
                   .grounded());
 }
 
+TEST_F(ClaimsTest, LiteralsTheQueryWroteAreNotEvidence) {
+  evidence_.AddResult({2, "run_sql", "SELECT 999999 AS total", 1}, {"total"}, {{"999999"}});
+  EXPECT_FALSE(Grounded("Total revenue is $999,999."));
+  EXPECT_NE(Reason("Total revenue is $999,999.").find("literal"), std::string::npos);
+  // Arithmetic on literals (a derived figure from earlier results) is computed.
+  evidence_.AddResult({3, "run_sql", "SELECT round(141794.14 - 123825.24, 2) AS gap", 1}, {"gap"},
+                      {{"17968.9"}});
+  EXPECT_TRUE(Grounded("North leads by $17,968.90."));
+  // With a FROM, a literal in a filter does not stop the result from counting.
+  evidence_.AddResult({4, "run_sql", "SELECT count(*) AS n FROM t WHERE x > 250", 1}, {"n"},
+                      {{"250"}});
+  EXPECT_TRUE(Grounded("250 orders were large."));
+  evidence_.AddText({5, "run_python", "print(123456)", -1}, "123456\n");
+  EXPECT_FALSE(Grounded("The answer is 123,456."));
+  evidence_.AddText({6, "run_python", "print(df.x.sum(), round(df.y.mean(), 2))", -1}, "777 2\n");
+  EXPECT_TRUE(Grounded("The sum is 777 and the mean 2."));
+}
+
 TEST_F(ClaimsTest, ReportNamesTheSourceOfEachValue) {
   Result({"region", "total"}, {{"North", "141794.14"}}, 3);
   Result({"region", "total"}, {{"East", "123825.24"}}, 5);

@@ -141,6 +141,7 @@ struct Index {
   std::vector<EvidenceValue> values;
   std::vector<EvidenceValue> texts;  // free text, normalised
   std::vector<EvidenceNumber> numbers;
+  std::vector<EvidenceNumber> echoes;  // shown, but only as literals the query wrote
   std::vector<EvidenceDate> dates;
   std::string question;  // normalised
   std::vector<NumberToken> question_tokens;
@@ -150,9 +151,29 @@ struct Index {
 Index BuildIndex(const Evidence& evidence, std::string_view question) {
   Index ix;
   ix.evidence = &evidence;
-  auto add_tokens = [&ix](std::string_view raw, int source, const std::string& column,
-                          ColumnRole role, int direction) {
+  // Numbers the query wrote itself are not facts about the data: the literals of a query
+  // with no FROM ("SELECT 999999"), and the longer literals of a Python script
+  // ("print(999999)"). Arithmetic on literals is still a computed value.
+  std::vector<std::vector<double>> literals(evidence.sources().size());
+  for (size_t k = 0; k < evidence.sources().size(); ++k) {
+    const EvidenceSource& src = evidence.sources()[k];
+    const bool python = src.tool == "run_python";
+    const std::vector<std::string> words = internal::NameWords(src.query);
+    if (!python && Contains(words, "from")) continue;
+    for (const NumberToken& t : Scan(src.query, /*words=*/false)) {
+      if (!t.is_date && (!python || t.significant >= 3)) literals[k].push_back(t.value);
+    }
+  }
+  auto add_tokens = [&ix, &literals](std::string_view raw, int source, const std::string& column,
+                                     ColumnRole role, int direction) {
     for (NumberToken& t : Scan(raw, /*words=*/false)) {
+      const auto& echo = literals[static_cast<size_t>(source)];
+      if (!t.is_date && std::any_of(echo.begin(), echo.end(), [&t](double v) {
+            return std::fabs(std::fabs(v) - std::fabs(t.value)) <= 1e-9 * std::fabs(v);
+          })) {
+        ix.echoes.push_back({t.value, t.text, "", source, column, role, 1});
+        continue;
+      }
       if (t.is_date) {
         ix.dates.push_back({std::move(t.key), std::string(raw.substr(0, 80)), source, column});
       } else {
@@ -344,6 +365,14 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     }
   }
   Match none;
+  for (const EvidenceNumber& e : ix.echoes) {
+    if (NumericEqual(std::fabs(t.value), std::fabs(e.value)) ||
+        RoundsTo(t, std::fabs(t.value), std::fabs(e.value), 1)) {
+      none.reason = "it appears only as a literal that the query itself wrote (" + Where(e, ix) +
+                    "), not as a value computed from the data";
+      return none;
+    }
+  }
   none.reason = !sign_reason.empty()         ? sign_reason
                 : !identifier_reason.empty() ? identifier_reason
                                              : count_reason;
