@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "quarry/agent/verify_internal.h"
+#include "quarry/agent/verify/internal.h"
 
 namespace quarry::agent::internal {
 
@@ -134,6 +134,10 @@ std::string ReferenceWord(std::string_view text, const NumberToken& token, bool*
     return before.size() > 1 ? Singular(before[1]) : "";
   }
   return Singular(before[0]);
+}
+
+bool Contains(const std::vector<std::string>& list, std::string_view w) {
+  return std::find(list.begin(), list.end(), w) != list.end();
 }
 
 bool IsCount(std::string_view text, const NumberToken& token) {

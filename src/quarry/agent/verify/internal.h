@@ -1,5 +1,6 @@
-// Internals of the verify gate: the scanner that reads numeric claims out of text
-// (verify_scan.cc) and the normalisation both sides share. Not part of the public surface.
+// Internals of the verify gate, split as DESIGN.md plans: extract.cc reads numeric claims out of
+// text, context.cc reads the words around them and column names, evidence.cc records what the
+// model was shown, rules.cc matches claims to evidence. Not part of the public surface.
 #pragma once
 
 #include <string>
@@ -61,6 +62,8 @@ bool IsCount(std::string_view text, const NumberToken& token);
 // The words of an identifier's name, lower-cased: "CustomerId" -> {customer, id},
 // "invoice_line_id" -> {invoice, line, id}.
 std::vector<std::string> NameWords(std::string_view name);
+
+bool Contains(const std::vector<std::string>& list, std::string_view w);
 
 // Words (runs of at least two letters) in a text, to tell prose cells from values.
 int CountWords(std::string_view text);

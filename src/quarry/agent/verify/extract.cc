@@ -8,7 +8,7 @@
 #include <optional>
 #include <utility>
 
-#include "quarry/agent/verify_internal.h"
+#include "quarry/agent/verify/internal.h"
 
 namespace quarry::agent::internal {
 

@@ -1,0 +1,90 @@
+// The verify gate's evidence: what successful executions showed the model, with where each
+// value came from, and how a column's name classifies what it holds (identifiers, decreases).
+#include <algorithm>
+
+#include "quarry/agent/verify.h"
+#include "quarry/agent/verify/internal.h"
+
+namespace quarry::agent {
+
+using internal::Contains;
+ColumnRole RoleOfColumn(std::string_view name, const std::vector<std::string>& keys) {
+  const std::string lower = internal::LowerAscii(name);
+  for (const std::string& k : keys) {
+    if (internal::LowerAscii(k) == lower) return ColumnRole::kIdentifier;
+  }
+  // Window functions keep their call as the column name: "row_number() OVER (...)".
+  for (std::string_view call : {"row_number(", "rank(", "dense_rank(", "ntile("}) {
+    if (lower.starts_with(call)) return ColumnRole::kIdentifier;
+  }
+  const std::vector<std::string> words = internal::NameWords(name);
+  if (words.empty()) return ColumnRole::kMeasure;
+  if (Contains({"rn", "rownum", "rowid", "idx", "index", "rank", "dense_rank", "row_number",
+                "row_num", "ranking", "position", "pos"},
+               lower)) {
+    return ColumnRole::kIdentifier;
+  }
+  const std::string& last = words.back();
+  if (Contains({"id", "ids", "key", "uuid", "guid", "pk", "fk"}, last)) {
+    return ColumnRole::kIdentifier;
+  }
+  // "order_no", "zip_code", "order_number" name an entity; "total_number" counts.
+  if (words.size() >= 2 && Contains({"no", "num", "nr", "number", "code", "zip"}, last) &&
+      !Contains({"total", "count", "num", "number", "avg", "mean", "sum", "n"}, words.front())) {
+    return ColumnRole::kIdentifier;
+  }
+  if (words.size() >= 2 && words[words.size() - 2] == "row" && last == "number") {
+    return ColumnRole::kIdentifier;
+  }
+  return ColumnRole::kMeasure;
+}
+
+int DirectionOfColumn(std::string_view name) {
+  for (const std::string& w : internal::NameWords(name)) {
+    if (Contains({"decline", "declines", "decrease", "decreases", "drop", "drops", "loss",
+                  "losses", "lost", "fall", "falls", "down", "reduction", "shrink", "shrinkage",
+                  "deficit", "churn", "churned", "lower", "less", "fewer"},
+                 w)) {
+      return -1;
+    }
+  }
+  return 1;
+}
+
+int Evidence::Source(const EvidenceSource& source) {
+  sources_.push_back(source);
+  return static_cast<int>(sources_.size()) - 1;
+}
+
+void Evidence::AddResult(const EvidenceSource& source, const std::vector<std::string>& columns,
+                         const std::vector<std::vector<std::optional<std::string>>>& rows,
+                         const std::vector<std::string>& keys) {
+  const int id = Source(source);
+  std::vector<ColumnRole> roles;
+  std::vector<int> directions;
+  for (const std::string& c : columns) {
+    roles.push_back(RoleOfColumn(c, keys));
+    directions.push_back(DirectionOfColumn(c));
+  }
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size() && c < columns.size(); ++c) {
+      cells_.push_back({row[c], id, columns[c], roles[c], directions[c]});
+    }
+  }
+}
+
+void Evidence::AddText(const EvidenceSource& source, std::string_view text) {
+  texts_.push_back({std::string(text), Source(source)});
+}
+
+void Evidence::AddValue(std::string value) {
+  if (sources_.empty() || sources_.back().tool != "run_sql" || sources_.back().step != 0) {
+    Source({0, "run_sql", "", -1});
+  }
+  const int id = static_cast<int>(sources_.size()) - 1;
+  cells_.push_back({std::move(value), id, "", ColumnRole::kMeasure, 1});
+}
+
+void Evidence::AddText(std::string_view text) { AddText({0, "run_python", "", -1}, text); }
+
+}  // namespace quarry::agent
