@@ -145,6 +145,8 @@ TEST_F(ClaimsTest, DirectionWordsBeforeAndAfterTheNumber) {
   EXPECT_TRUE(Grounded("South saw a decline of 5%."));
   EXPECT_TRUE(Grounded("North had 17 more orders."));
   EXPECT_FALSE(Grounded("North had 17 fewer orders."));
+  EXPECT_TRUE(Grounded("North's score was 17 points higher."));
+  EXPECT_FALSE(Grounded("North's score was 17 points lower."));
   EXPECT_TRUE(Grounded("The year ended with a loss of $500."));
   EXPECT_FALSE(Grounded("The year ended with a gain of $500."));
 }
@@ -154,6 +156,8 @@ TEST_F(ClaimsTest, LevelsAndDecreaseColumnsAreNotDirections) {
   EXPECT_TRUE(Grounded("Revenue fell to 500."));
   EXPECT_TRUE(Grounded("Revenue was more than 500."));
   EXPECT_TRUE(Grounded("Revenue was up from 500."));
+  EXPECT_TRUE(Grounded("Customers with 500 or fewer orders."));  // a threshold
+  EXPECT_TRUE(Grounded("Revenue fell below 500."));
   EXPECT_TRUE(Grounded("Orders fell 12%."));  // drop_pct states a decrease, positively
   EXPECT_FALSE(Grounded("Orders rose 12%."));
 }

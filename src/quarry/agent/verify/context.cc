@@ -96,8 +96,9 @@ int DirectionAt(std::string_view text, const NumberToken& token, std::string* wo
     if (int d = DirectionBefore(w); d != 0) return *word = w, d;
     if (!Filler(w)) break;
   }
-  // "5 points lower", "17 orders fewer" — but "500 orders more than" a level stays a level.
-  if (after.size() == 2) {
+  // "5 points lower", "3 times higher": a unit between; not "5 or fewer", a threshold.
+  if (after.size() == 2 && In(after[0], {"point", "points", "percentage", "pp", "times",
+                                         "dollars", "units", "euros", "pounds"})) {
     if (int d = DirectionAfter(after[1]); d != 0 && after[1] != "over") return *word = after[1], d;
   }
   return 0;
