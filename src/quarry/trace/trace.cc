@@ -93,6 +93,7 @@ json ToJson(const Trace& t) {
   j["stop_reason"] = t.stop_reason;
   j["answer"] = {{"text", t.answer}, {"supporting_values", t.supporting_values},
                  {"sql", t.answer_sql}};
+  if (!t.reply.empty()) j["reply"] = {{"text", t.reply}, {"verified", false}};
   json checks = json::array();
   for (const auto& c : t.verify) {
     checks.push_back({{"value", c.value}, {"origin", c.origin}, {"grounded", c.grounded},
@@ -185,6 +186,7 @@ Result<Trace> FromJson(const json& j) {
     QUARRY_GET(*a, "supporting_values", t.supporting_values);
     QUARRY_GET(*a, "sql", t.answer_sql);
   }
+  if (auto r = j.find("reply"); r != j.end() && r->is_object()) QUARRY_GET(*r, "text", t.reply);
   if (auto v = j.find("verify"); v != j.end() && v->is_object()) {
     QUARRY_GET(*v, "grounded", t.grounded);
     for (const auto& c : v->value("checks", json::array())) {
@@ -308,6 +310,7 @@ std::string Summary(const Trace& t) {
   }
   out += "stop:     " + t.stop_reason + "\n";
   if (!t.answer.empty()) out += "answer:   " + t.answer + "\n";
+  if (!t.reply.empty()) out += "reply:    (the model replied without a tool call; not verified) " + t.reply + "\n";
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
   out += TotalsLine(t) + "\n";
   return out;

@@ -98,6 +98,9 @@ struct Trace {
   std::string answer;
   std::vector<std::string> supporting_values;
   std::string answer_sql;  // the last successful query the answer rests on
+  // A run that ended without an answer (no_tool_call, a budget): what the model last wrote in
+  // plain text without calling a tool, or "". Never verified; never the answer.
+  std::string reply;
   bool grounded = false;
   std::vector<VerifyCheck> verify;
   std::vector<std::string> artifacts;
