@@ -29,20 +29,24 @@ std::string Folded(std::string_view s) {
   return out;
 }
 
-// Levenshtein distance, capped: names longer than 64 bytes are compared on their first 64.
+// Edit distance with adjacent transpositions (optimal string alignment: "nmae" is one edit
+// from "name"); names longer than 64 bytes are compared on their first 64.
 size_t EditDistance(std::string_view a, std::string_view b) {
   a = a.substr(0, 64);
   b = b.substr(0, 64);
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
-    std::swap(prev, cur);
   }
-  return prev[b.size()];
+  return d[a.size()][b.size()];
 }
 
 // How near `candidate` is to `wanted`, lower is nearer; nullopt when not near at all. Names
@@ -52,7 +56,9 @@ std::optional<size_t> Nearness(std::string_view wanted, std::string_view candida
   if (w.empty() || c.empty()) return std::nullopt;
   if (Lower(wanted) == Lower(candidate) || w == c) return 0;
   const size_t d = EditDistance(Lower(wanted), Lower(candidate));
-  if (d <= std::max<size_t>(1, std::min(wanted.size(), candidate.size()) / 3)) return 1 + d;
+  // One edit for names of up to 3 characters, else up to a third of the shorter name (two at least).
+  const size_t shorter = std::min(wanted.size(), candidate.size());
+  if (d <= (shorter <= 3 ? 1 : std::max<size_t>(2, shorter / 3))) return 1 + d;
   if (std::min(w.size(), c.size()) >= 3 && (w.find(c) != std::string::npos || c.find(w) != std::string::npos)) {
     return 100 + (std::max(w.size(), c.size()) - std::min(w.size(), c.size()));
   }
