@@ -300,7 +300,13 @@ void RepeatLog::Record(std::string_view tool, const std::string& key, int step,
   // is that nothing ran between it and its repeat.
   if (execution) ++epoch_;
   if (tool == "final_answer") return;
-  if (obs.failure == FailureClass::kNone) {
+  // Python that did not run (no sandbox this time: the next call tries again), or whose
+  // kernel was replaced (a timeout, a crash), may well run differently next time.
+  const bool python_unsettled =
+      tool == "run_python" &&
+      (obs.failure == FailureClass::kTimeout || !obs.detail.is_object() ||
+       !obs.detail.contains("exit_code") || obs.detail.value("kernel_state_lost", false));
+  if (obs.failure == FailureClass::kNone || python_unsettled) {
     failed_.erase(key);
     return;
   }

@@ -46,7 +46,8 @@ std::string NormalizeSql(std::string_view sql);
 // The failed calls of one run, so an identical call is recognised as a repeat. Repeats are
 // deterministic: the data is read-only and SQL sees nothing else, so a failed run_sql,
 // inspect_schema or make_chart call fails the same way again. run_python has state (the
-// kernel's variables, `last`), so its repeat counts only when no execution call came between.
+// kernel's variables, `last`), so its repeat counts only when no execution call came between,
+// and a Python call that never ran, timed out or lost its kernel is not remembered at all.
 class RepeatLog {
  public:
   struct Earlier {

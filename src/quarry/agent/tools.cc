@@ -1,5 +1,6 @@
 // The tool schemas the model sees, their argument validation, and the tools that execute:
-// inspect_schema, run_sql and run_python. final_answer's schema lives here; the loop runs it (verify gate).
+// inspect_schema, run_sql and run_python (their code arguments cleaned of Markdown first, see
+// hygiene_internal.h). final_answer's schema lives here; the loop runs it (verify gate).
 #include <algorithm>
 #include <charconv>
 #include <cmath>
