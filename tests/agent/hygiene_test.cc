@@ -21,7 +21,8 @@ struct SqlCase {
 
 const SqlCase kSqlCases[] = {
     {"plain", "SELECT 1", "SELECT 1", "", ""},
-    {"with", "WITH x AS (SELECT 1 AS a) SELECT a FROM x", "WITH x AS (SELECT 1 AS a) SELECT a FROM x", "", ""},
+    {"with", "WITH x AS (SELECT 1 AS a) SELECT a FROM x",
+     "WITH x AS (SELECT 1 AS a) SELECT a FROM x", "", ""},
     {"comment_first", "-- sql\nSELECT 1", "-- sql\nSELECT 1", "", ""},
     {"block_comment_first", "/* ```sql */ SELECT 1", "/* ```sql */ SELECT 1", "", ""},
     {"parenthesised", "(SELECT 1) UNION (SELECT 2)", "(SELECT 1) UNION (SELECT 2)", "", ""},
@@ -30,20 +31,24 @@ const SqlCase kSqlCases[] = {
     {"write_left_to_guard", "DELETE FROM t", "DELETE FROM t", "", ""},
     {"typo_left_to_engine", "SELEC x FROM (SELECT 1 AS x)", "SELEC x FROM (SELECT 1 AS x)", "", ""},
     {"fence_sql", "```sql\nSELECT 1\n```", "SELECT 1", "a Markdown code fence (```sql)", ""},
-    {"fence_upper_tag", "```SQL\nSELECT 1;\n```\n", "SELECT 1;", "a Markdown code fence (```SQL)", ""},
+    {"fence_upper_tag", "```SQL\nSELECT 1;\n```\n", "SELECT 1;", "a Markdown code fence (```SQL)",
+     ""},
     {"fence_bare", "  ```\nSELECT 1\n```", "SELECT 1", "a Markdown code fence (```)", ""},
     {"fence_unclosed", "```sql\nSELECT 1", "SELECT 1", "a Markdown code fence (```sql)", ""},
     {"fence_one_line", "```SELECT 1```", "SELECT 1", "a Markdown code fence (```)", ""},
-    {"fence_tilde", "~~~duckdb\nSELECT 1\n~~~", "SELECT 1", "a Markdown code fence (~~~duckdb)", ""},
+    {"fence_tilde", "~~~duckdb\nSELECT 1\n~~~", "SELECT 1", "a Markdown code fence (~~~duckdb)",
+     ""},
     {"tag_line", "sql\nSELECT 1", "SELECT 1", "a language tag line (sql)", ""},
     {"tag_line_colon", "SQLite:\nSELECT 1", "SELECT 1", "a language tag line (SQLite:)", ""},
-    {"tag_postgresql", "postgresql\nWITH a AS (SELECT 1) SELECT * FROM a", "WITH a AS (SELECT 1) SELECT * FROM a",
-     "a language tag line (postgresql)", ""},
+    {"tag_postgresql", "postgresql\nWITH a AS (SELECT 1) SELECT * FROM a",
+     "WITH a AS (SELECT 1) SELECT * FROM a", "a language tag line (postgresql)", ""},
     {"backticks", "`SELECT 1`", "SELECT 1", "backticks around the query", ""},
     {"prose_colon", "Here is the query: SELECT 1", "", "", "starts with prose"},
-    {"prose_line", "This counts the rows\nSELECT count(*) FROM t", "", "", "send one SQL query only"},
+    {"prose_line", "This counts the rows\nSELECT count(*) FROM t", "", "",
+     "send one SQL query only"},
     {"prose_then_fence", "Here it is:\n```sql\nSELECT 1\n```", "", "", "starts with prose"},
-    {"text_after_fence", "```sql\nSELECT 1\n```\nThis returns one.", "", "", "text after the code block"},
+    {"text_after_fence", "```sql\nSELECT 1\n```\nThis returns one.", "", "",
+     "text after the code block"},
     {"two_fences", "```sql\nSELECT 1\n```\n```sql\nSELECT 2\n```", "", "", "several code blocks"},
     {"empty_fence", "```sql\n```", "", "", "the code block is empty"},
 };
@@ -75,17 +80,21 @@ TEST(HygieneTest, PythonFencesGoAndIndentationStays) {
   EXPECT_EQ(literal.text, "s = 'a ```b``` c'\nprint(s)");
   EXPECT_EQ(literal.removed, "");
   EXPECT_EQ(literal.problem, "");
-  EXPECT_NE(CleanPython("Run this:\n```python\nprint(1)\n```").problem.find("prose"), std::string::npos);
+  EXPECT_NE(CleanPython("Run this:\n```python\nprint(1)\n```").problem.find("prose"),
+            std::string::npos);
 }
 
 TEST(HygieneTest, SqlIsNormalisedOutsideLiteralsOnly) {
   EXPECT_EQ(NormalizeSql("SELECT  a ,b\n FROM t -- note\n WHERE x = 1 ;"),
             "select a,b from t where x=1");
-  EXPECT_EQ(NormalizeSql("select A, B from T where X=1"), NormalizeSql("SELECT a,b FROM t WHERE x = 1"));
+  EXPECT_EQ(NormalizeSql("select A, B from T where X=1"),
+            NormalizeSql("SELECT a,b FROM t WHERE x = 1"));
   // Literals and quoted names keep their case and spacing: they are values.
-  EXPECT_NE(NormalizeSql("SELECT 1 FROM t WHERE r = 'North'"), NormalizeSql("SELECT 1 FROM t WHERE r = 'north'"));
+  EXPECT_NE(NormalizeSql("SELECT 1 FROM t WHERE r = 'North'"),
+            NormalizeSql("SELECT 1 FROM t WHERE r = 'north'"));
   EXPECT_NE(NormalizeSql("SELECT 'a  b'"), NormalizeSql("SELECT 'a b'"));
-  EXPECT_NE(NormalizeSql("SELECT \"Total Sales\" FROM t"), NormalizeSql("SELECT \"total sales\" FROM t"));
+  EXPECT_NE(NormalizeSql("SELECT \"Total Sales\" FROM t"),
+            NormalizeSql("SELECT \"total sales\" FROM t"));
   EXPECT_EQ(NormalizeSql("SELECT 'it''s  x' , 1"), "select 'it''s  x',1");
   EXPECT_NE(NormalizeSql("SELECT a b FROM t"), NormalizeSql("SELECT ab FROM t"));
 }
@@ -115,7 +124,8 @@ TEST(HygieneTest, RepeatLogKnowsFailedCallsAndPythonState) {
   RepeatLog log;
   const std::string sql = CallKey("run_sql", json{{"sql", "SELECT x FROM t"}});
   EXPECT_FALSE(log.Find("run_sql", sql));
-  log.Record("run_sql", sql, 2, Failed(FailureClass::kRuntimeError, "runtime_error: no x\nmore"), false, true);
+  log.Record("run_sql", sql, 2, Failed(FailureClass::kRuntimeError, "runtime_error: no x\nmore"),
+             false, true);
   auto earlier = log.Find("run_sql", sql);
   ASSERT_TRUE(earlier);
   EXPECT_EQ(earlier->step, 2);
@@ -133,18 +143,20 @@ TEST(HygieneTest, RepeatLogKnowsFailedCallsAndPythonState) {
   log.Record("run_python", py, 6, name_error, false, true);
   EXPECT_TRUE(log.Find("run_python", py));
   // Python that never started, timed out or lost its kernel may run differently next time.
-  for (Observation unsettled : {Failed(FailureClass::kRuntimeError, "runtime_error: no sandbox"),
-                                Failed(FailureClass::kTimeout, "timeout"),
-                                Failed(FailureClass::kRuntimeError, "killed")}) {
+  for (Observation unsettled :
+       {Failed(FailureClass::kRuntimeError, "runtime_error: no sandbox"),
+        Failed(FailureClass::kTimeout, "timeout"), Failed(FailureClass::kRuntimeError, "killed")}) {
     if (unsettled.failure == FailureClass::kTimeout) unsettled.detail = {{"exit_code", -9}};
-    if (unsettled.text == "killed") unsettled.detail = {{"exit_code", -9}, {"kernel_state_lost", true}};
+    if (unsettled.text == "killed")
+      unsettled.detail = {{"exit_code", -9}, {"kernel_state_lost", true}};
     const std::string other = CallKey("run_python", json{{"code", "heavy()"}});
     log.Record("run_python", other, 7, unsettled, false, true);
     EXPECT_FALSE(log.Find("run_python", other)) << unsettled.text;
   }
   log.Record("run_python", py, 6, name_error, false, true);
   EXPECT_TRUE(log.Find("run_python", py));
-  log.Record("run_python", CallKey("run_python", json{{"code", "y = 1"}}), 8, Observation{}, false, true);
+  log.Record("run_python", CallKey("run_python", json{{"code", "y = 1"}}), 8, Observation{}, false,
+             true);
   EXPECT_FALSE(log.Find("run_python", py));
   // SQL does not see Python's state: its failure stays a repeat.
   EXPECT_TRUE(log.Find("run_sql", sql));
@@ -156,8 +168,9 @@ TEST(HygieneTest, RepeatLogKnowsFailedCallsAndPythonState) {
 
   const Observation obs = RepeatObservation(*log.Find("run_sql", sql), true);
   EXPECT_EQ(obs.failure, FailureClass::kRuntimeError);
-  EXPECT_TRUE(obs.text.starts_with("repeat of step 2 again: this exact call failed there with "
-                                   "runtime_error and has now been sent 3 times."))
+  EXPECT_TRUE(
+      obs.text.starts_with("repeat of step 2 again: this exact call failed there with "
+                           "runtime_error and has now been sent 3 times."))
       << obs.text;
   EXPECT_EQ(obs.detail["repeat_of"], 2);
   EXPECT_EQ(obs.detail["executed"], false);
@@ -188,9 +201,10 @@ TEST(HygieneTest, LiteralColumnsNamingARealColumnAreNoted) {
 
   auto named = LiteralColumnNotes(Table({"'Total Sales ($)'"}, {{"Total Sales ($)"}}), 30, cards);
   ASSERT_EQ(named.size(), 1u);
-  EXPECT_EQ(named[0], "result column 'Total Sales ($)' is the same string on every row and equals "
-                      "the name of column t.\"Total Sales ($)\"; single quotes make a string "
-                      "literal: to read the column, quote it with double quotes, \"Total Sales ($)\"");
+  EXPECT_EQ(named[0],
+            "result column 'Total Sales ($)' is the same string on every row and equals "
+            "the name of column t.\"Total Sales ($)\"; single quotes make a string "
+            "literal: to read the column, quote it with double quotes, \"Total Sales ($)\"");
   // An aliased constant, in another case and spelling of spaces: still the column's name.
   auto aliased = LiteralColumnNotes(Table({"d"}, {{"Order Date"}, {"Order Date"}}), 30, cards);
   ASSERT_EQ(aliased.size(), 1u);
@@ -202,7 +216,8 @@ TEST(HygieneTest, LiteralColumnsNamingARealColumnAreNoted) {
   EXPECT_TRUE(LiteralColumnNotes(Table({"x"}, {{"status"}, {"shipped"}}), 30, cards).empty());
   EXPECT_TRUE(LiteralColumnNotes(Table({"'EUR'"}, {{"EUR"}, {"EUR"}}), 30, cards).empty());
   EXPECT_TRUE(LiteralColumnNotes(Table({"status"}, {{"status"}, {"status"}}), 30, cards).empty());
-  EXPECT_TRUE(LiteralColumnNotes(Table({"x"}, {{std::nullopt}, {std::nullopt}}), 30, cards).empty());
+  EXPECT_TRUE(
+      LiteralColumnNotes(Table({"x"}, {{std::nullopt}, {std::nullopt}}), 30, cards).empty());
   engine::ResultTable number = Table({"x"}, {{"1"}, {"1"}});
   number.kinds = {{engine::CellKind::kInteger}, {engine::CellKind::kInteger}};
   engine::TableCard numeric;
@@ -210,7 +225,8 @@ TEST(HygieneTest, LiteralColumnsNamingARealColumnAreNoted) {
   numeric.columns = {Col("1")};
   EXPECT_TRUE(LiteralColumnNotes(number, 30, {numeric}).empty());
   // Only the rows the model was shown count.
-  EXPECT_FALSE(LiteralColumnNotes(Table({"x"}, {{"status"}, {"status"}, {"other"}}), 2, cards).empty());
+  EXPECT_FALSE(
+      LiteralColumnNotes(Table({"x"}, {{"status"}, {"status"}, {"other"}}), 2, cards).empty());
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
       continue;
     }
     data.push_back(built.path() / path.filename().replace_extension(".sqlite"));
-    ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(data.back(), quarry::testing::ReadFile(path)));
+    ASSERT_NO_FATAL_FAILURE(
+        quarry::testing::MakeSqlite(data.back(), quarry::testing::ReadFile(path)));
   }
   auto engine = engine::Open(data);
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
@@ -159,7 +160,9 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   EXPECT_EQ(on_disk->reply, t.reply);
   for (const auto& fragment : expect.value("notes_contain", json::array())) {
     bool found = false;
-    for (const auto& n : t.notes) found = found || n.find(fragment.get<std::string>()) != std::string::npos;
+    for (const auto& n : t.notes) {
+      found = found || n.find(fragment.get<std::string>()) != std::string::npos;
+    }
     EXPECT_TRUE(found) << "no note contains: " << fragment;
   }
 }

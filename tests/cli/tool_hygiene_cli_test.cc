@@ -3,9 +3,8 @@
 // `quarry sql` shows NULL, the text 'NULL' and the empty string apart; a fenced query runs.
 #include <gtest/gtest.h>
 
-#include <regex>
-
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "support/test_support.h"
 
@@ -16,8 +15,9 @@ using json = nlohmann::ordered_json;
 using quarry::testing::SourceDir;
 using quarry::testing::TempDir;
 
-const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY",
-                                            "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES"};
+const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL",
+                                            "QUARRY_API_KEY",  "OPENROUTER_API_KEY",
+                                            "QUARRY_FIXTURES", "QUARRY_PRICES"};
 constexpr const char* kQuestion = "Which region has the highest total revenue?";
 
 class ToolHygieneCliTest : public ::testing::Test {
@@ -28,8 +28,8 @@ class ToolHygieneCliTest : public ::testing::Test {
   }
   // Scripted turns for `--replay`, about data/sales.csv.
   std::string Fixture(const json& turns) {
-    const json doc = {{"source", "scripted"}, {"question", kQuestion},
-                      {"data", {"sales.csv"}}, {"turns", turns}};
+    const json doc = {
+        {"source", "scripted"}, {"question", kQuestion}, {"data", {"sales.csv"}}, {"turns", turns}};
     return cwd_.Write("fixture.json", doc.dump()).string();
   }
   std::string Sales() { return (SourceDir() / "data" / "sales.csv").string(); }
@@ -37,12 +37,14 @@ class ToolHygieneCliTest : public ::testing::Test {
 };
 
 json TextTurn(const std::string& text) {
-  return {{"content", text}, {"tool_calls", json::array()},
+  return {{"content", text},
+          {"tool_calls", json::array()},
           {"usage", {{"input_tokens", 900}, {"output_tokens", 30}}}};
 }
 
 TEST_F(ToolHygieneCliTest, APlainTextReplyIsShownLabelledAndNotVerified) {
-  const std::string fixture = Fixture({TextTurn("North, I think."), TextTurn("North is highest, at about $140k.")});
+  const std::string fixture =
+      Fixture({TextTurn("North, I think."), TextTurn("North is highest, at about $140k.")});
   auto r = Quarry({"ask", "--replay", fixture, "--data", Sales(), kQuestion});
   EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
   EXPECT_NE(r.out.find("no answer: no_tool_call\nthe model replied without a tool call (not "
@@ -57,8 +59,10 @@ TEST_F(ToolHygieneCliTest, APlainTextReplyIsShownLabelledAndNotVerified) {
   EXPECT_EQ(out["answer"], "");
   EXPECT_EQ(out["grounded"], false);
   EXPECT_EQ(out["stop_reason"], "no_tool_call");
-  EXPECT_EQ(out["reply"], json({{"text", "North is highest, at about $140k."}, {"verified", false}}));
-  const json t = json::parse(quarry::testing::ReadFile(cwd_.path() / out["trace"].get<std::string>()));
+  EXPECT_EQ(out["reply"],
+            json({{"text", "North is highest, at about $140k."}, {"verified", false}}));
+  const json t =
+      json::parse(quarry::testing::ReadFile(cwd_.path() / out["trace"].get<std::string>()));
   EXPECT_EQ(t["reply"]["text"], "North is highest, at about $140k.");
   EXPECT_EQ(t["verify"]["grounded"], false);
 
@@ -79,15 +83,20 @@ TEST_F(ToolHygieneCliTest, APlainTextReplyIsShownLabelledAndNotVerified) {
 
 TEST_F(ToolHygieneCliTest, AnAnsweredRunHasNoReplyEvenAfterATextTurn) {
   const json sql = {{"content", ""},
-                    {"tool_calls", {{{"name", "run_sql"},
-                                     {"arguments", {{"sql", "```sql\nSELECT region, round(sum(revenue), 2) AS total "
-                                                            "FROM sales GROUP BY region ORDER BY total DESC\n```"}}}}}},
+                    {"tool_calls",
+                     {{{"name", "run_sql"},
+                       {"arguments",
+                        {{"sql",
+                          "```sql\nSELECT region, round(sum(revenue), 2) AS total "
+                          "FROM sales GROUP BY region ORDER BY total DESC\n```"}}}}}},
                     {"usage", {{"input_tokens", 900}, {"output_tokens", 30}}}};
-  const json answer = {{"content", ""},
-                       {"tool_calls", {{{"name", "final_answer"},
-                                        {"arguments", {{"answer", "North, with 141794.14."},
-                                                       {"supporting_values", {"North", "141794.14"}}}}}}},
-                       {"usage", {{"input_tokens", 900}, {"output_tokens", 30}}}};
+  const json answer = {
+      {"content", ""},
+      {"tool_calls",
+       {{{"name", "final_answer"},
+         {"arguments",
+          {{"answer", "North, with 141794.14."}, {"supporting_values", {"North", "141794.14"}}}}}}},
+      {"usage", {{"input_tokens", 900}, {"output_tokens", 30}}}};
   auto r = Quarry({"ask", "--replay", Fixture({TextTurn("Let me think."), sql, answer}), "--format",
                    "json", "--data", Sales(), kQuestion});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -95,7 +104,8 @@ TEST_F(ToolHygieneCliTest, AnAnsweredRunHasNoReplyEvenAfterATextTurn) {
   EXPECT_EQ(out["grounded"], true);
   EXPECT_FALSE(out.contains("reply"));
   // The fenced query ran as SQL; the step says what was removed.
-  const json t = json::parse(quarry::testing::ReadFile(cwd_.path() / out["trace"].get<std::string>()));
+  const json t =
+      json::parse(quarry::testing::ReadFile(cwd_.path() / out["trace"].get<std::string>()));
   bool cleaned = false;
   for (const auto& s : t["steps"]) {
     if (s.value("tool", "") != "run_sql") continue;
@@ -110,13 +120,15 @@ TEST_F(ToolHygieneCliTest, AnAnsweredRunHasNoReplyEvenAfterATextTurn) {
 
 TEST_F(ToolHygieneCliTest, SqlTextOutputShowsNullTextNullAndEmptyApart) {
   const auto db = cwd_.path() / "people.sqlite";
-  quarry::testing::MakeSqlite(db, "CREATE TABLE people(name TEXT, tag TEXT);"
-                                  "INSERT INTO people VALUES ('Ava', NULL), ('Bo', 'NULL'), "
-                                  "('Cy', ''), ('Di', 'vip');");
+  quarry::testing::MakeSqlite(db,
+                              "CREATE TABLE people(name TEXT, tag TEXT);"
+                              "INSERT INTO people VALUES ('Ava', NULL), ('Bo', 'NULL'), "
+                              "('Cy', ''), ('Di', 'vip');");
   auto r = Quarry({"sql", db.string(), "SELECT name, tag FROM people ORDER BY name"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "name | tag\nAva | NULL\nBo | \"NULL\"\nCy | \"\"\nDi | vip\n(4 rows)\n");
-  auto csv = Quarry({"sql", "--format", "csv", db.string(), "SELECT name, tag FROM people ORDER BY name"});
+  auto csv =
+      Quarry({"sql", "--format", "csv", db.string(), "SELECT name, tag FROM people ORDER BY name"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(csv.out, "name,tag\nAva,\nBo,NULL\nCy,\"\"\nDi,vip\n");
   // An unknown column names the real ones.

@@ -71,8 +71,9 @@ TEST_F(ResultRenderTest, DuckDbShowsNullTextNullAndEmptyApart) {
       Limits{});
   ASSERT_TRUE(r) << r.error().message;
   const std::string out = RenderResult(*r, 30);
-  EXPECT_NE(out.find("\nAva | NULL\nBo | \"NULL\"\nCy | \"\"\nDi | vip\nEd | \"null \"\n(5 rows)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("\nAva | NULL\nBo | \"NULL\"\nCy | \"\"\nDi | vip\nEd | \"null \"\n(5 rows)\n"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find(kConvention), std::string::npos);
   // Nothing to tell apart: the header stays one plain sentence.
@@ -137,7 +138,8 @@ TEST_F(ResultRenderTest, WideTablesAreListedWithACount) {
   ASSERT_TRUE(engine);
   const std::string message = Failure(*engine, "SELECT c100 FROM wide");
   EXPECT_NE(message.find("Did you mean wide.c10"), std::string::npos) << message;
-  EXPECT_NE(message.find(", c59, ... 40 more (inspect_schema with `table` lists them)"), std::string::npos)
+  EXPECT_NE(message.find(", c59, ... 40 more (inspect_schema with `table` lists them)"),
+            std::string::npos)
       << message;
   EXPECT_EQ(message.find("c60,"), std::string::npos);
 }

@@ -135,7 +135,8 @@ TEST(TraceTest, ViewerMarksNullApartFromTheTextNull) {
   Trace t = Sample();
   t.steps[1].detail = {{"sql", "SELECT name, tag FROM people"},
                        {"columns", {"name", "tag"}},
-                       {"rows", nlohmann::ordered_json::parse(R"([["Ava", null], ["Bo", "NULL"], ["Cy", ""]])")},
+                       {"rows", nlohmann::ordered_json::parse(
+                                    R"([["Ava", null], ["Bo", "NULL"], ["Cy", ""]])")},
                        {"row_count", 3}};
   const std::string html = RenderHtml(t, {});
   EXPECT_NE(html.find("<td>Ava</td><td class=\"null\">NULL</td>"), std::string::npos) << html;

@@ -1,10 +1,10 @@
 // Tool-call hygiene (see hygiene_internal.h): Markdown around code, prose instead of SQL,
 // identical repeats of failed calls, and string literals selected where a column was meant.
-#include "quarry/agent/hygiene_internal.h"
-
 #include <algorithm>
 #include <array>
 #include <cctype>
+
+#include "quarry/agent/hygiene_internal.h"
 
 namespace quarry::agent {
 namespace {
@@ -28,16 +28,17 @@ std::string_view Trim(std::string_view s) {
 // Words a statement of either dialect can start with. Anything starting so goes to the
 // engine unchanged (the guard names a write; the parser names a typo).
 constexpr std::array<std::string_view, 56> kStatementWords = {
-    "select", "with", "from", "values", "table", "explain", "insert", "update", "delete",
-    "create", "drop", "alter", "attach", "detach", "pragma", "copy", "export", "import",
-    "install", "load", "set", "reset", "call", "summarize", "describe", "desc", "show",
-    "pivot", "unpivot", "begin", "commit", "rollback", "replace", "vacuum", "analyze",
-    "analyse", "reindex", "checkpoint", "use", "prepare", "execute", "deallocate", "merge",
-    "truncate", "grant", "revoke", "savepoint", "release", "end", "abort", "upsert", "comment",
-    "force", "start", "transaction", "unlisten"};
+    "select",  "with",     "from",       "values",   "table",     "explain",     "insert",
+    "update",  "delete",   "create",     "drop",     "alter",     "attach",      "detach",
+    "pragma",  "copy",     "export",     "import",   "install",   "load",        "set",
+    "reset",   "call",     "summarize",  "describe", "desc",      "show",        "pivot",
+    "unpivot", "begin",    "commit",     "rollback", "replace",   "vacuum",      "analyze",
+    "analyse", "reindex",  "checkpoint", "use",      "prepare",   "execute",     "deallocate",
+    "merge",   "truncate", "grant",      "revoke",   "savepoint", "release",     "end",
+    "abort",   "upsert",   "comment",    "force",    "start",     "transaction", "unlisten"};
 
-constexpr std::array<std::string_view, 6> kSqlTags = {"sql", "duckdb", "sqlite", "postgresql",
-                                                      "postgres", "mysql"};
+constexpr std::array<std::string_view, 6> kSqlTags = {"sql",        "duckdb",   "sqlite",
+                                                      "postgresql", "postgres", "mysql"};
 constexpr std::array<std::string_view, 3> kPythonTags = {"python", "py", "python3"};
 
 // Skips whitespace and SQL comments from `i`.
@@ -75,7 +76,9 @@ bool ProseBeforeQuery(std::string_view s) {
   for (const std::string_view kw : {"select", "with"}) {
     for (size_t at = low.find(kw); at != std::string::npos; at = low.find(kw, at + 1)) {
       const size_t end = at + kw.size();
-      if (end < low.size() && (std::isalnum(static_cast<unsigned char>(low[end])) || low[end] == '_')) continue;
+      if (end < low.size() &&
+          (std::isalnum(static_cast<unsigned char>(low[end])) || low[end] == '_'))
+        continue;
       size_t k = at;
       while (k > 0 && (low[k - 1] == ' ' || low[k - 1] == '\t')) --k;
       if (k == 0) continue;
@@ -99,7 +102,8 @@ CleanedCode StripMarkdown(std::string_view raw, const auto& tags, const std::str
   if (t.starts_with("```") || t.starts_with("~~~")) {
     const std::string_view fence = t.substr(0, 3);
     const size_t nl = t.find('\n');
-    std::string_view info = Trim(t.substr(3, nl == std::string_view::npos ? std::string_view::npos : nl - 3));
+    std::string_view info =
+        Trim(t.substr(3, nl == std::string_view::npos ? std::string_view::npos : nl - 3));
     std::string_view body = nl == std::string_view::npos ? std::string_view() : t.substr(nl + 1);
     if (nl == std::string_view::npos) {
       // All on one line: ```SELECT 1``` or ```sql SELECT 1```.
@@ -163,15 +167,15 @@ std::string RightTrimLines(std::string_view code) {
 // without surrounding quotes.
 std::string NameForm(std::string_view s) {
   s = Trim(s);
-  while (s.size() >= 2 && ((s.front() == '"' && s.back() == '"') ||
-                           (s.front() == '\'' && s.back() == '\'') ||
-                           (s.front() == '`' && s.back() == '`') ||
-                           (s.front() == '[' && s.back() == ']'))) {
+  while (s.size() >= 2 &&
+         ((s.front() == '"' && s.back() == '"') || (s.front() == '\'' && s.back() == '\'') ||
+          (s.front() == '`' && s.back() == '`') || (s.front() == '[' && s.back() == ']'))) {
     s = Trim(s.substr(1, s.size() - 2));
   }
   std::string out;
   for (const char c : s) {
-    if (!IsSpace(c) && c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!IsSpace(c) && c != '_')
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return out;
 }
@@ -208,8 +212,9 @@ CleanedCode CleanPython(std::string_view code) {
   // Prose, then a fence starting a line (never valid Python): what to run is a guess.
   if (out.problem.empty() && out.removed.empty() &&
       Trim(code).find("\n```") != std::string_view::npos) {
-    out.problem = "the code argument holds prose and a Markdown code block; send the Python "
-                  "code only, with no explanation or Markdown around it";
+    out.problem =
+        "the code argument holds prose and a Markdown code block; send the Python "
+        "code only, with no explanation or Markdown around it";
   }
   return out;
 }
@@ -282,7 +287,8 @@ std::string RawCallKey(std::string_view tool, std::string_view raw_arguments) {
   return std::string(tool) + "\nraw:" + std::string(raw_arguments);
 }
 
-std::optional<RepeatLog::Earlier> RepeatLog::Find(std::string_view tool, const std::string& key) const {
+std::optional<RepeatLog::Earlier> RepeatLog::Find(std::string_view tool,
+                                                  const std::string& key) const {
   if (tool == "final_answer") return std::nullopt;
   const auto it = failed_.find(key);
   if (it == failed_.end()) return std::nullopt;
@@ -368,16 +374,16 @@ std::vector<std::string> LiteralColumnNotes(const engine::ResultTable& table, si
     const std::string form = NameForm(*literal);
     if (form.empty()) continue;
     for (const engine::TableCard& card : cards) {
-      const auto col = std::find_if(card.columns.begin(), card.columns.end(), [&](const auto& c) {
-        return NameForm(c.name) == form;
-      });
+      const auto col = std::find_if(card.columns.begin(), card.columns.end(),
+                                    [&](const auto& c) { return NameForm(c.name) == form; });
       // The column itself, selected by name, holding its own name in every row: not a mistake.
       if (col == card.columns.end() || (!literal_named && col->name == name)) continue;
       notes.push_back("result column " + (literal_named ? name : DoubleQuoted(name)) +
                       " is the same string on every row and equals the name of column " +
                       card.name + "." + DoubleQuoted(col->name) +
                       "; single quotes make a string literal: to read the column, quote it "
-                      "with double quotes, " + DoubleQuoted(col->name));
+                      "with double quotes, " +
+                      DoubleQuoted(col->name));
       break;
     }
   }

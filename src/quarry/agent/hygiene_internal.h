@@ -51,11 +51,11 @@ std::string NormalizeSql(std::string_view sql);
 class RepeatLog {
  public:
   struct Earlier {
-    int step = 0;           // the trace step of the first failure
+    int step = 0;  // the trace step of the first failure
     FailureClass failure = FailureClass::kNone;
     std::string rule;
-    std::string error;       // that step's observation (at most 800 bytes): the error
-    int repeats = 0;         // identical calls already answered from it
+    std::string error;  // that step's observation (at most 800 bytes): the error
+    int repeats = 0;    // identical calls already answered from it
   };
   // The failed call this one repeats, or nullopt. final_answer is never a repeat here (the
   // verify gate judges it).

@@ -148,7 +148,8 @@ class Progress final : public agent::Observer {
     } else if (!ok) {
       // The error, not a note quarry put before it (a removed code fence).
       size_t from = 0;
-      while (s.observation.compare(from, 6, "note: ") == 0 && s.observation.find('\n', from) != std::string::npos) {
+      while (s.observation.compare(from, 6, "note: ") == 0 &&
+             s.observation.find('\n', from) != std::string::npos) {
         from = s.observation.find('\n', from) + 1;
       }
       std::string first = s.observation.substr(from, s.observation.find('\n', from) - from);

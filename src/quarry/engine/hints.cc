@@ -8,8 +8,8 @@
 namespace quarry::engine::internal {
 namespace {
 
-constexpr size_t kMaxListed = 60;   // columns listed per table; the rest are counted
-constexpr size_t kMaxTables = 8;    // tables listed when the query names none of them
+constexpr size_t kMaxListed = 60;  // columns listed per table; the rest are counted
+constexpr size_t kMaxTables = 8;   // tables listed when the query names none of them
 constexpr size_t kMaxNearest = 3;
 
 std::string Lower(std::string_view s) {
@@ -39,8 +39,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
         d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
       }
@@ -56,10 +56,12 @@ std::optional<size_t> Nearness(std::string_view wanted, std::string_view candida
   if (w.empty() || c.empty()) return std::nullopt;
   if (Lower(wanted) == Lower(candidate) || w == c) return 0;
   const size_t d = EditDistance(Lower(wanted), Lower(candidate));
-  // One edit for names of up to 3 characters, else up to a third of the shorter name (two at least).
+  // One edit for names of up to 3 characters, else up to a third of the shorter name (two at
+  // least).
   const size_t shorter = std::min(wanted.size(), candidate.size());
   if (d <= (shorter <= 3 ? 1 : std::max<size_t>(2, shorter / 3))) return 1 + d;
-  if (std::min(w.size(), c.size()) >= 3 && (w.find(c) != std::string::npos || c.find(w) != std::string::npos)) {
+  if (std::min(w.size(), c.size()) >= 3 &&
+      (w.find(c) != std::string::npos || c.find(w) != std::string::npos)) {
     return 100 + (std::max(w.size(), c.size()) - std::min(w.size(), c.size()));
   }
   return std::nullopt;
@@ -84,7 +86,8 @@ std::vector<std::string> Identifiers(std::string_view sql) {
       i = end == std::string_view::npos ? sql.size() : end + 1;
     } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
       size_t j = i;
-      while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;
+      while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_'))
+        ++j;
       out.push_back(Lower(sql.substr(i, j - i)));
       i = j;
     } else {
@@ -138,7 +141,8 @@ std::string NoSuchColumnHint(std::string_view missing, std::string_view sql,
   }
   if (tables.empty()) {
     for (const TableCard& card : cards) {
-      if (std::find(words.begin(), words.end(), Lower(card.name)) != words.end()) tables.push_back(&card);
+      if (std::find(words.begin(), words.end(), Lower(card.name)) != words.end())
+        tables.push_back(&card);
     }
   }
   const bool named = !tables.empty();
@@ -158,12 +162,13 @@ std::string NoSuchColumnHint(std::string_view missing, std::string_view sql,
   if (!near.empty()) {
     out += ". Did you mean ";
     for (size_t i = 0; i < near.size() && i < kMaxNearest; ++i) {
-      out += (i ? (i + 1 == std::min(near.size(), kMaxNearest) ? " or " : ", ") : "") + near[i].second;
+      out +=
+          (i ? (i + 1 == std::min(near.size(), kMaxNearest) ? " or " : ", ") : "") + near[i].second;
     }
     out += "?";
   }
-  out += (out.empty() ? ". " : " ") +
-         std::string(named ? "Columns of the tables this query names: " : "Columns of the tables: ");
+  out += (out.empty() ? ". " : " ") + std::string(named ? "Columns of the tables this query names: "
+                                                        : "Columns of the tables: ");
   for (size_t i = 0; i < tables.size(); ++i) {
     out += (i ? "; " : "") + tables[i]->name + "(" + ColumnList(*tables[i]) + ")";
   }
@@ -186,13 +191,15 @@ std::string NoSuchTableHint(std::string_view missing, const std::vector<TableCar
   std::string out;
   if (!near.empty()) {
     out += ". Did you mean ";
-    for (size_t i = 0; i < near.size() && i < kMaxNearest; ++i) out += (i ? " or " : "") + near[i].second;
+    for (size_t i = 0; i < near.size() && i < kMaxNearest; ++i)
+      out += (i ? " or " : "") + near[i].second;
     out += "?";
   }
   out += out.empty() ? ". The tables are: " : " The tables are: ";
   constexpr size_t kMaxNames = 100;
   for (size_t i = 0; i < cards.size() && i < kMaxNames; ++i) out += (i ? ", " : "") + cards[i].name;
-  if (cards.size() > kMaxNames) out += ", ... " + std::to_string(cards.size() - kMaxNames) + " more";
+  if (cards.size() > kMaxNames)
+    out += ", ... " + std::to_string(cards.size() - kMaxNames) + " more";
   return out;
 }
 

@@ -310,7 +310,9 @@ std::string Summary(const Trace& t) {
   }
   out += "stop:     " + t.stop_reason + "\n";
   if (!t.answer.empty()) out += "answer:   " + t.answer + "\n";
-  if (!t.reply.empty()) out += "reply:    (the model replied without a tool call; not verified) " + t.reply + "\n";
+  if (!t.reply.empty()) {
+    out += "reply:    (the model replied without a tool call; not verified) " + t.reply + "\n";
+  }
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
   out += TotalsLine(t) + "\n";
   return out;
