@@ -1,6 +1,7 @@
 // Agent scenarios as data: each folder under tests/agent/scenarios holds the data it uses, the
 // scripted model turns and the trace facts expected (stop reason, groundedness, repair counts,
-// every tool step's tool/status/failure class). The loop runs them with real engines.
+// every tool step's tool/status/failure class). The loop runs them with real engines. A data
+// entry ending in .sql is a SQLite database built from that script for the test.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -34,8 +35,18 @@ class ScenarioTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(ScenarioTest, TraceFactsMatch) {
   const json doc = json::parse(quarry::testing::ReadFile(ScenarioDir() / GetParam() / "scenario.json"));
   ASSERT_EQ(doc["source"], "scripted");
+  quarry::testing::TempDir built;
   std::vector<fs::path> data;
-  for (const auto& d : doc["data"]) data.push_back(quarry::testing::SourceDir() / d.get<std::string>());
+  for (const auto& d : doc["data"]) {
+    const fs::path path = quarry::testing::SourceDir() / d.get<std::string>();
+    if (path.extension() != ".sql") {
+      data.push_back(path);
+      continue;
+    }
+    data.push_back(built.path() / path.filename().replace_extension(".sqlite"));
+    ASSERT_NO_FATAL_FAILURE(
+        quarry::testing::MakeSqlite(data.back(), quarry::testing::ReadFile(path)));
+  }
   auto engine = engine::Open(data);
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
   auto client = llm::MakeReplayClientFromJson(doc, GetParam());
@@ -158,6 +169,49 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   EXPECT_EQ(lines, t.steps.size() + 2);  // start, every step, end
   EXPECT_EQ(t.artifacts.size(), expect.value("artifacts", size_t{0}));
   for (const auto& a : t.artifacts) EXPECT_TRUE(fs::exists(a)) << a;
+
+  // Tool hygiene: text that must not be shown, per-step observation openings and details,
+  // the model's unverified plain-text reply, and the run's notes.
+  for (const auto& fragment : expect.value("observation_not_contains", json::array())) {
+    for (const auto& o : observations) {
+      EXPECT_EQ(o.find(fragment.get<std::string>()), std::string::npos) << o;
+    }
+  }
+  std::vector<const trace::Step*> tool_steps;
+  for (const auto& s : t.steps) {
+    if (s.kind == "tool") tool_steps.push_back(&s);
+  }
+  const json step_facts = expect.value("steps", json::object());
+  for (const auto& [n, want] : step_facts.items()) {
+    const size_t i = std::stoul(n) - 1;  // 1-based among tool steps
+    ASSERT_LT(i, tool_steps.size()) << "no tool step " << n;
+    const trace::Step& s = *tool_steps[i];
+    if (want.contains("observation_starts_with")) {
+      EXPECT_TRUE(s.observation.starts_with(want["observation_starts_with"].get<std::string>()))
+          << "step " << n << ": " << s.observation;
+    }
+    for (const auto& fragment : want.value("observation_contains", json::array())) {
+      EXPECT_NE(s.observation.find(fragment.get<std::string>()), std::string::npos)
+          << "step " << n << ": " << s.observation;
+    }
+    for (const auto& fragment : want.value("observation_not_contains", json::array())) {
+      EXPECT_EQ(s.observation.find(fragment.get<std::string>()), std::string::npos)
+          << "step " << n << ": " << s.observation;
+    }
+    const json detail = want.value("detail", json::object());
+    for (const auto& [key, value] : detail.items()) {
+      EXPECT_EQ(s.detail.value(key, json()), value) << "step " << n << " detail." << key;
+    }
+  }
+  EXPECT_EQ(t.reply, expect.value("reply", std::string())) << "trace.reply";
+  EXPECT_EQ(on_disk->reply, t.reply);
+  for (const auto& fragment : expect.value("notes_contain", json::array())) {
+    bool found = false;
+    for (const auto& n : t.notes) {
+      found = found || n.find(fragment.get<std::string>()) != std::string::npos;
+    }
+    EXPECT_TRUE(found) << "no note contains: " << fragment;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioNames()),

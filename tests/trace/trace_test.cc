@@ -108,6 +108,51 @@ TEST(TraceTest, SummaryAndTotalsLine) {
   EXPECT_NE(s.find("(repair)"), std::string::npos);
 }
 
+TEST(TraceTest, APlainTextReplyIsKeptShownAndNeverTheAnswer) {
+  Trace t = Sample();
+  t.stop_reason = "no_tool_call";
+  t.answer.clear();
+  t.answer_sql.clear();
+  t.grounded = false;
+  t.verify.clear();
+  t.reply = "North, <b>probably</b>.";
+  const auto j = ToJson(t);
+  EXPECT_EQ(j["reply"]["text"], "North, <b>probably</b>.");
+  EXPECT_EQ(j["reply"]["verified"], false);
+  EXPECT_EQ(j["answer"]["text"], "");
+  EXPECT_EQ(j["verify"]["grounded"], false);
+  auto back = FromJson(j);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->reply, t.reply);
+  EXPECT_EQ(ToJson(*back), j);
+  // A trace without a reply has no reply key (older readers and goldens see nothing new).
+  EXPECT_FALSE(ToJson(Sample()).contains("reply"));
+
+  EXPECT_NE(Summary(t).find("reply:    (the model replied without a tool call; not verified) "
+                            "North, <b>probably</b>.\n"),
+            std::string::npos)
+      << Summary(t);
+  const std::string html = RenderHtml(t, {});
+  EXPECT_NE(html.find("No answer: no_tool_call"), std::string::npos);
+  EXPECT_NE(html.find("The model replied without a tool call (not verified):</p><blockquote "
+                      "class=\"reply\">North, &lt;b&gt;probably&lt;/b&gt;.</blockquote>"),
+            std::string::npos);
+  EXPECT_NE(html.find("not grounded"), std::string::npos);
+}
+
+TEST(TraceTest, ViewerMarksNullApartFromTheTextNull) {
+  Trace t = Sample();
+  t.steps[1].detail = {{"sql", "SELECT name, tag FROM people"},
+                       {"columns", {"name", "tag"}},
+                       {"rows", nlohmann::ordered_json::parse(
+                                    R"([["Ava", null], ["Bo", "NULL"], ["Cy", ""]])")},
+                       {"row_count", 3}};
+  const std::string html = RenderHtml(t, {});
+  EXPECT_NE(html.find("<td>Ava</td><td class=\"null\">NULL</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>Bo</td><td>&quot;NULL&quot;</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>Cy</td><td>&quot;&quot;</td>"), std::string::npos);
+}
+
 TEST(TraceTest, Base64AndEscaping) {
   EXPECT_EQ(Base64(""), "");
   EXPECT_EQ(Base64("f"), "Zg==");

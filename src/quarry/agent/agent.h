@@ -1,7 +1,8 @@
 // The agent: the loop that turns a question into an answer. It shows the model the schema
 // cards, dispatches its tool calls (inspect_schema, run_sql, run_python on a warm kernel per
 // run, make_chart, final_answer; later ask_user) with argument validation, classifies failures, feeds real errors back
-// for repair, keeps budgets, and passes the final answer through the verify gate.
+// for repair (an identical repeat of a failed call is answered without running it), keeps
+// budgets, and passes the final answer through the verify gate.
 #pragma once
 
 #include <functional>

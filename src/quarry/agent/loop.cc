@@ -6,6 +6,7 @@
 
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
+#include "quarry/agent/hygiene_internal.h"
 
 namespace quarry::agent {
 namespace {
@@ -103,6 +104,8 @@ class Session {
     while (stop_reason_.empty()) Turn();
     StopKernel();
     trace_.stop_reason = stop_reason_;
+    // A run that ends without an answer keeps what the model last said in plain text.
+    if (stop_reason_ != kStopAnswered) trace_.reply = text_reply_;
     trace_.totals.wall_ms = MsSince(start) + std::max<int64_t>(load_ms_, 0);
     trace_.totals.load_ms = std::max<int64_t>(load_ms_, 0);
     if (writer_) {
@@ -159,6 +162,7 @@ class Session {
     messages_.push_back({llm::Role::kAssistant, turn->content, turn->tool_calls, {}});
 
     if (turn->tool_calls.empty()) {
+      if (!turn->content.empty()) text_reply_ = turn->content;
       if (nudged_) {
         stop_reason_ = kStopNoToolCall;
         return;
@@ -167,6 +171,7 @@ class Session {
       messages_.push_back({llm::Role::kUser, Prompt("no_tool_call", {}), {}, {}});
       return;
     }
+    text_reply_.clear();
     for (const auto& call : turn->tool_calls) {
       Call(call);
       if (!stop_reason_.empty()) return;
@@ -205,8 +210,15 @@ class Session {
     } else {
       problem = ValidateArguments(tool->schema.parameters, args);
     }
+    // An identical repeat of a failed call is answered from the first one, not run again.
+    const std::string key = args.is_discarded() ? RawCallKey(call.name, call.arguments_json)
+                                                : CallKey(call.name, args);
+    const auto earlier = repeats_.Find(call.name, key);
+    const bool stuck = earlier && earlier->repeats >= kRepeatsAnswered;
     bool answered = false;
-    if (!problem.empty()) {
+    if (earlier) {
+      obs = RepeatObservation(*earlier, stuck);
+    } else if (!problem.empty()) {
       obs.failure = FailureClass::kBadArguments;
       obs.text = "bad_arguments: " + problem;
     } else if (call.name == "final_answer") {
@@ -239,6 +251,15 @@ class Session {
     step.duration_ms = MsSince(started);
     Emit(std::move(step));
     messages_.push_back({llm::Role::kTool, obs.text, {}, call.id});
+    repeats_.Record(call.name, key, trace_.steps.back().index, obs, earlier.has_value(),
+                    !earlier && problem.empty() && tool && tool->execution);
+    if (stuck) {
+      trace_.notes.push_back("the call of step " + std::to_string(earlier->step) + " was sent " +
+                             std::to_string(earlier->repeats + 2) +
+                             " times unchanged after it failed; the run stopped at the last");
+      stop_reason_ = kStopRepairBudget;
+      return;
+    }
 
     if (answered) return;
     if (obs.failure != FailureClass::kNone && !config_.self_correction) {
@@ -401,6 +422,8 @@ class Session {
   int64_t load_ms_ = -1;
   std::string stop_reason_;
   trace::AnswerQuery last_query_;  // the latest successful run_sql
+  std::string text_reply_;  // the model's latest reply without a tool call, since its last call
+  RepeatLog repeats_;
   bool failure_outstanding_ = false;
   bool sent_back_ = false;
   bool nudged_ = false;

@@ -1,11 +1,13 @@
 // The tool schemas the model sees, their argument validation, and the tools that execute:
-// inspect_schema, run_sql and run_python. final_answer's schema lives here; the loop runs it (verify gate).
+// inspect_schema, run_sql and run_python (their code arguments cleaned of Markdown first, see
+// hygiene_internal.h). final_answer's schema lives here; the loop runs it (verify gate).
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
+#include "quarry/agent/hygiene_internal.h"
 
 namespace quarry::agent {
 namespace {
@@ -75,8 +77,31 @@ Observation InspectSchema(const json& args, ToolContext& ctx) {
   return obs;
 }
 
+// What a cleaned argument had removed, as the observation's first line and in its detail.
+void NoteCleaned(Observation& obs, const CleanedCode& cleaned, const std::string& what) {
+  if (cleaned.removed.empty()) return;
+  obs.text = "note: removed " + cleaned.removed + " around the " + what + " and ran it; send " +
+             what + " alone.\n" + obs.text;
+  obs.detail["cleaned"] = cleaned.removed;
+}
+
+Observation RunSqlText(const std::string& sql, ToolContext& ctx);
+
 Observation RunSql(const json& args, ToolContext& ctx) {
-  const std::string sql = args["sql"].get<std::string>();
+  const CleanedCode cleaned = CleanSql(args["sql"].get<std::string>());
+  if (!cleaned.problem.empty()) {
+    Observation obs;
+    obs.failure = FailureClass::kBadArguments;
+    obs.text = "bad_arguments: " + cleaned.problem;
+    obs.detail = {{"sql", args["sql"]}};
+    return obs;
+  }
+  Observation obs = RunSqlText(cleaned.text, ctx);
+  NoteCleaned(obs, cleaned, "SQL");
+  return obs;
+}
+
+Observation RunSqlText(const std::string& sql, ToolContext& ctx) {
   Observation obs;
   obs.detail = {{"sql", sql}};
   auto outcome = ctx.engine.Query(sql, ctx.config.limits);
@@ -101,6 +126,10 @@ Observation RunSql(const json& args, ToolContext& ctx) {
     return obs;
   }
   obs.text = ShowResult(table, ctx, "run_sql", sql);
+  const auto notes = LiteralColumnNotes(table, static_cast<size_t>(ctx.config.preview_rows),
+                                        ctx.engine.describe());
+  for (const std::string& n : notes) obs.text += "note: " + n + "\n";
+  if (!notes.empty()) obs.detail["notes"] = notes;
   ctx.last = sandbox::LastResult{table.columns, table.types, table.rows};
   return obs;
 }
@@ -256,8 +285,23 @@ std::filesystem::path TablesDirFor(const sandbox::Options& options) {
 
 namespace {
 
+Observation RunPythonCode(const std::string& code, ToolContext& ctx);
+
 Observation RunPython(const json& args, ToolContext& ctx) {
-  const std::string code = args["code"].get<std::string>();
+  const CleanedCode cleaned = CleanPython(args["code"].get<std::string>());
+  if (!cleaned.problem.empty()) {
+    Observation obs;
+    obs.failure = FailureClass::kBadArguments;
+    obs.text = "bad_arguments: " + cleaned.problem;
+    obs.detail = {{"code", args["code"]}};
+    return obs;
+  }
+  Observation obs = RunPythonCode(cleaned.text, ctx);
+  NoteCleaned(obs, cleaned, "Python code");
+  return obs;
+}
+
+Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
   Observation obs;
   obs.detail = {{"code", code}};
   Result<sandbox::PythonResult> result;

@@ -146,7 +146,13 @@ class Progress final : public agent::Observer {
       }
       std::cerr << Paint("       not grounded: " + values, "2") << "\n";
     } else if (!ok) {
-      std::string first = s.observation.substr(0, s.observation.find('\n'));
+      // The error, not a note quarry put before it (a removed code fence).
+      size_t from = 0;
+      while (s.observation.compare(from, 6, "note: ") == 0 &&
+             s.observation.find('\n', from) != std::string::npos) {
+        from = s.observation.find('\n', from) + 1;
+      }
+      std::string first = s.observation.substr(from, s.observation.find('\n', from) - from);
       if (first.size() > 160) first = first.substr(0, 157) + "...";
       std::cerr << Paint("       " + first, "2") << "\n";
     }
@@ -219,6 +225,7 @@ int RunAsk(const AskOptions& o) {
                 {"verify", trace::ToJson(t)["verify"]["checks"]}, {"figures", t.artifacts},
                 {"trace", trace_path.string()}, {"totals", trace::ToJson(t)["totals"]}};
     if (!t.notes.empty()) out["notes"] = t.notes;
+    if (!t.reply.empty()) out["reply"] = {{"text", t.reply}, {"verified", false}};
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return ExitFor(t);
   }
@@ -232,6 +239,9 @@ int RunAsk(const AskOptions& o) {
     for (const auto& a : t.artifacts) std::cout << "figure: " << a << "\n";
   } else {
     std::cout << "\nno answer: " << t.stop_reason << "\n";
+    if (!t.reply.empty()) {
+      std::cout << "the model replied without a tool call (not verified): " << t.reply << "\n";
+    }
     if (t.stop_reason == agent::kStopUngrounded) {
       std::cout << "values not supported by any result:\n";
       std::vector<std::string> seen;

@@ -224,8 +224,16 @@ std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns 
                         const std::vector<std::string>& only = {});
 inline constexpr size_t kCardColumns = 40;  // the model's default
 // A result as the model reads it: a header saying rows are data, never instructions, the
-// first preview_rows rows as a pipe table, and the true row count. A cell longer than 200
-// bytes is cut on a UTF-8 character boundary and ends in "…".
+// first preview_rows rows as a pipe table (" | " between cells), and the true row count.
+// Cells are rendered by RenderCell; when any shown cell is NULL or quoted, the header line
+// also states the convention, so the model can tell NULL, 'NULL' and '' apart.
 std::string RenderResult(const ResultTable& table, int preview_rows);
+// One cell of a pipe table. SQL NULL (nullopt) is the bare word NULL. A text that could be
+// misread — empty, spelled null in any case, with leading or trailing whitespace, starting
+// with '"', or holding a line break, tab or '|' — is shown in double quotes with JSON string
+// escapes (\" \\ \n \r \t): "" , "NULL", " North", "a|b". Anything else is shown as is.
+// Text longer than 200 bytes is cut on a UTF-8 character boundary and ends in "…" (inside
+// the quotes when quoted).
+std::string RenderCell(const std::optional<std::string>& value);
 
 }  // namespace quarry::engine

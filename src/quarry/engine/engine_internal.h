@@ -133,6 +133,16 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
                                                 const OpenOptions& options);
 Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,
                                                    const OpenOptions& options);
+// Text to append to SQLite's "no such column: X" (X as SQLite wrote it, maybe "t.col"): the
+// nearest column names first (case and punctuation ignored, then small edit distances, then
+// containment), then the columns of the tables `sql` names (of every table, up to 8, when it
+// names none); a qualifier ("t.col") that is a table's name or alias narrows it to that
+// table. Starts with ". "; "" when there are no cards.
+std::string NoSuchColumnHint(std::string_view missing, std::string_view sql,
+                             const std::vector<TableCard>& cards);
+// The same for "no such table: X": the nearest table names, then every table (up to 100).
+std::string NoSuchTableHint(std::string_view missing, const std::vector<TableCard>& cards);
+
 // Tests only: a SQLite engine's query without the text guard (CheckQueryText), so a test can
 // show the engine's own layer (authorizer, read-only statement check) refuses on its own.
 // Any other engine gets a runtime_error failure.

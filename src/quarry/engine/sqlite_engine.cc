@@ -144,7 +144,7 @@ class SqliteEngine final : public Engine {
     const int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &raw,
                                       &tail);
     StmtPtr stmt(raw);
-    if (rc != SQLITE_OK) return std::unexpected(PrepareFailure(rc));
+    if (rc != SQLITE_OK) return std::unexpected(PrepareFailure(rc, sql));
     if (!stmt) return std::unexpected(QueryFailure{FailureClass::kSyntaxError, "", "the SQL is empty"});
     if (HasMoreStatements(tail, sql.data() + sql.size())) {
       return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "single_statement",
@@ -226,8 +226,9 @@ class SqliteEngine final : public Engine {
     return table;
   }
 
-  // Failures at prepare time, and authorizer denials whenever they surface.
-  QueryFailure PrepareFailure(int rc) {
+  // Failures at prepare time, and authorizer denials whenever they surface. `sql`, when
+  // given, lets an unknown column be answered with the columns of the tables it names.
+  QueryFailure PrepareFailure(int rc, std::string_view sql = {}) {
     const std::string msg = sqlite3_errmsg(db_.get());
     if ((rc & 0xff) == SQLITE_AUTH || !denied_.empty()) {
       return QueryFailure{FailureClass::kGuardViolation, denied_rule_.empty() ? "read_only" : denied_rule_,
@@ -244,8 +245,16 @@ class SqliteEngine final : public Engine {
     const bool syntax = msg.find("syntax error") != std::string::npos ||
                         msg.find("incomplete input") != std::string::npos ||
                         msg.find("unrecognized token") != std::string::npos;
+    // SQLite names only the unknown name; DuckDB lists the candidates, and so do we.
+    std::string hint;
+    constexpr std::string_view kColumn = "no such column: ", kTable = "no such table: ";
+    if (msg.starts_with(kColumn)) {
+      hint = NoSuchColumnHint(std::string_view(msg).substr(kColumn.size()), sql, cards_);
+    } else if (msg.starts_with(kTable)) {
+      hint = NoSuchTableHint(std::string_view(msg).substr(kTable.size()), cards_);
+    }
     return QueryFailure{syntax ? FailureClass::kSyntaxError : FailureClass::kRuntimeError, "",
-                        "sqlite: " + msg};
+                        "sqlite: " + msg + hint};
   }
 
   static bool HasMoreStatements(const char* tail, const char* end) {

@@ -142,6 +142,9 @@ json AskDatabase(ToolBox& box, const json& arguments) {
 
   if (t.stop_reason != agent::kStopAnswered) {
     std::string text = "no answer: " + t.stop_reason;
+    if (!t.reply.empty()) {
+      text += "\nthe model replied without a tool call (not verified): " + t.reply;
+    }
     if (t.stop_reason == agent::kStopUngrounded) {
       text += "\nvalues not supported by any query result:";
       for (const auto& c : t.verify) {

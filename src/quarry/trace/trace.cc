@@ -98,6 +98,7 @@ json ToJson(const Trace& t) {
   j["answer"] = {{"text", t.answer},   {"supporting_values", t.supporting_values},
                  {"sql", t.answer_sql}, {"queries", queries},
                  {"assumptions", t.assumptions}};
+  if (!t.reply.empty()) j["reply"] = {{"text", t.reply}, {"verified", false}};
   json checks = json::array();
   for (const auto& c : t.verify) {
     json check = {{"value", c.value}, {"origin", c.origin}, {"grounded", c.grounded},
@@ -201,6 +202,7 @@ Result<Trace> FromJson(const json& j) {
       t.answer_queries.push_back(std::move(aq));
     }
   }
+  if (auto r = j.find("reply"); r != j.end() && r->is_object()) QUARRY_GET(*r, "text", t.reply);
   if (auto v = j.find("verify"); v != j.end() && v->is_object()) {
     QUARRY_GET(*v, "grounded", t.grounded);
     for (const auto& c : v->value("checks", json::array())) {
@@ -332,6 +334,9 @@ std::string Summary(const Trace& t) {
   out += "stop:     " + t.stop_reason + "\n";
   if (!t.answer.empty()) out += "answer:   " + t.answer + "\n";
   for (const auto& a : t.assumptions) out += "assumed:  " + a + "\n";
+  if (!t.reply.empty()) {
+    out += "reply:    (the model replied without a tool call; not verified) " + t.reply + "\n";
+  }
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
   for (const auto& c : t.verify) {
     out += "  verify " + std::string(c.grounded ? "ok " : "NO ") + c.value + " (" + c.rule;

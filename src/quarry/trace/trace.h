@@ -119,6 +119,9 @@ struct Trace {
   std::vector<AnswerQuery> answer_queries;
   // Choices the model states it made ("top customer = by revenue"), shown with the answer.
   std::vector<std::string> assumptions;
+  // A run that ended without an answer (no_tool_call, a budget): what the model last wrote in
+  // plain text without calling a tool, or "". Never verified; never the answer.
+  std::string reply;
   bool grounded = false;
   std::vector<VerifyCheck> verify;
   std::vector<std::string> artifacts;

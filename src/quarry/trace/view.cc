@@ -36,7 +36,17 @@ std::string ResultTableHtml(const json& detail) {
   out += "</tr></thead><tbody>";
   for (const auto& row : detail["rows"]) {
     out += "<tr>";
-    for (const auto& cell : row) out += "<td>" + HtmlEscape(CellText(cell)) + "</td>";
+    for (const auto& cell : row) {
+      // NULL is marked apart from the text 'NULL' and from the empty string.
+      if (cell.is_null()) {
+        out += "<td class=\"null\">NULL</td>";
+      } else if (cell.is_string() &&
+                 (cell.get<std::string>().empty() || CellText(cell) == "NULL")) {
+        out += "<td>&quot;" + HtmlEscape(CellText(cell)) + "&quot;</td>";
+      } else {
+        out += "<td>" + HtmlEscape(CellText(cell)) + "</td>";
+      }
+    }
     out += "</tr>";
   }
   out += "</tbody></table>";
@@ -78,6 +88,8 @@ th{background:#f1f3f6} pre{background:#0f1720;color:#e6edf3;padding:10px 12px;bo
 details{margin:6px 0} summary{cursor:pointer} .rows{max-height:420px;overflow:auto;display:block}
 figure{margin:10px 0} figure img{max-width:100%;border:1px solid #e6e9ee;background:#fff}
 .totals td{font-variant-numeric:tabular-nums}
+td.null{color:#8a94a3;font-style:italic}
+blockquote.reply{margin:8px 0;padding:8px 12px;border-left:3px solid #e0b000;background:#fffaf0;white-space:pre-wrap}
 )";
 
 }  // namespace
@@ -146,6 +158,10 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
     h += "<p class=\"answer\">" + e(t.answer) + "</p>";
   } else {
     h += "<p class=\"answer\">No answer: " + e(t.stop_reason) + "</p>";
+    if (!t.reply.empty()) {
+      h += "<p class=\"muted\">The model replied without a tool call (not verified):</p>"
+           "<blockquote class=\"reply\">" + e(t.reply) + "</blockquote>";
+    }
   }
   h += std::string("<p><span class=\"badge ") + (t.grounded ? "ok\">grounded" : "failed\">not grounded") +
        "</span> <span class=\"muted\">stop reason: " + e(t.stop_reason) + "</span></p>";

@@ -1,0 +1,95 @@
+// Tool-call hygiene: what the agent does about the ways models commonly misuse its tools.
+// Markdown around code is removed (and said so), prose instead of SQL is refused, an identical
+// repeat of a failed call is answered from the first one, and a string literal selected where
+// a column was meant is pointed out. Internal to the agent; tests include it directly.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "quarry/agent/agent.h"
+
+namespace quarry::agent {
+
+// A code argument after cleaning. `problem` non-empty: the argument cannot be run as sent
+// (prose around the code, several code blocks, an empty fence): the text for bad_arguments.
+// Otherwise `text` is what runs, and `removed` says what was taken away ("" when nothing).
+struct CleanedCode {
+  std::string text;
+  std::string removed;
+  std::string problem;
+};
+
+// run_sql's `sql`: removes one Markdown code fence (```sql ... ``` or ``` ... ```, any info
+// word), or a first line that is only a language tag (sql, duckdb, sqlite, postgresql,
+// postgres, mysql; a trailing ':' allowed), or one pair of single backticks around the whole
+// query. Text that is valid SQL is never changed (a query starting with WITH, '(' or a
+// comment included). Prose before the query ("Here is the query: SELECT ...") is a problem.
+CleanedCode CleanSql(std::string_view sql);
+// run_python's `code`: one ```python (py, python3, or no tag) fence, or a first line "python".
+// Indentation inside is kept.
+CleanedCode CleanPython(std::string_view code);
+
+// The form of a call two calls are compared in: the tool's name and its arguments, with SQL
+// cleaned as CleanSql does and normalised outside string literals and quoted identifiers
+// (whitespace runs to one space, letters to lower case, comments dropped, a final ';'
+// dropped: both engines read unquoted keywords and names case-insensitively), Python code
+// cleaned and right-trimmed per line, and other arguments as canonical JSON (sorted keys).
+// Literals keep their case and spacing: 'North' and 'north' are different queries.
+std::string CallKey(std::string_view tool, const nlohmann::ordered_json& arguments);
+std::string RawCallKey(std::string_view tool, std::string_view raw_arguments);  // not valid JSON
+std::string NormalizeSql(std::string_view sql);
+
+// The failed calls of one run, so an identical call is recognised as a repeat. Repeats are
+// deterministic: the data is read-only and SQL sees nothing else, so a failed run_sql,
+// inspect_schema or make_chart call fails the same way again. run_python has state (the
+// kernel's variables, `last`), so its repeat counts only when no execution call came between,
+// and a Python call that never ran, timed out or lost its kernel is not remembered at all.
+class RepeatLog {
+ public:
+  struct Earlier {
+    int step = 0;  // the trace step of the first failure
+    FailureClass failure = FailureClass::kNone;
+    std::string rule;
+    std::string error;  // that step's observation (at most 800 bytes): the error
+    int repeats = 0;    // identical calls already answered from it
+  };
+  // The failed call this one repeats, or nullopt. final_answer is never a repeat here (the
+  // verify gate judges it).
+  std::optional<Earlier> Find(std::string_view tool, const std::string& key) const;
+  // After every call: remembers a failed one, counts an answered repeat, and notes that an
+  // execution call changed run_python's state.
+  void Record(std::string_view tool, const std::string& key, int step, const Observation& obs,
+              bool was_repeat, bool execution);
+
+ private:
+  struct Entry {
+    Earlier earlier;
+    int epoch = 0;  // run_python: the execution count when it failed
+  };
+  std::unordered_map<std::string, Entry> failed_;
+  int epoch_ = 0;
+};
+
+// Identical repeats of one failed call answered before the next one ends the run (stop reason
+// repair_budget_exhausted): the third identical failing call is the last.
+inline constexpr int kRepeatsAnswered = 1;
+
+// The observation for an identical repeat of a failed call, which is not run again: the same
+// failure class and rule, the earlier error, and what to do. `ends_run`: says the run stops.
+// detail: {"repeat_of": step, "executed": false}.
+Observation RepeatObservation(const RepeatLog::Earlier& earlier, bool ends_run);
+
+// Notes on result columns that look like a string literal selected where a column was meant:
+// a column named like a single-quoted literal ('Total Sales ($)'), or whose shown rows (at
+// least two) all hold the same text, when that text equals the name of a column of a
+// registered table (case, spaces and underscores aside, and after stripping quotes), and the
+// result column is not that column itself. One sentence each, naming the table column and
+// how to quote it (double quotes, in both dialects).
+std::vector<std::string> LiteralColumnNotes(const engine::ResultTable& table, size_t shown,
+                                            const std::vector<engine::TableCard>& cards);
+
+}  // namespace quarry::agent
