@@ -87,18 +87,26 @@ void NoteCleaned(Observation& obs, const CleanedCode& cleaned, const std::string
 
 Observation RunSqlText(const std::string& sql, ToolContext& ctx);
 
-Observation RunSql(const json& args, ToolContext& ctx) {
-  const CleanedCode cleaned = CleanSql(args["sql"].get<std::string>());
+// Runs `run` on the code in args[key] once one fence or language tag is removed; code that
+// cannot be cleaned (prose around it) is bad_arguments.
+Observation RunCleaned(const json& args, const char* key, CleanedCode (*clean)(std::string_view),
+                       Observation (*run)(const std::string&, ToolContext&), const char* what,
+                       ToolContext& ctx) {
+  const CleanedCode cleaned = clean(args[key].get<std::string>());
   if (!cleaned.problem.empty()) {
     Observation obs;
     obs.failure = FailureClass::kBadArguments;
     obs.text = "bad_arguments: " + cleaned.problem;
-    obs.detail = {{"sql", args["sql"]}};
+    obs.detail = {{key, args[key]}};
     return obs;
   }
-  Observation obs = RunSqlText(cleaned.text, ctx);
-  NoteCleaned(obs, cleaned, "SQL");
+  Observation obs = run(cleaned.text, ctx);
+  NoteCleaned(obs, cleaned, what);
   return obs;
+}
+
+Observation RunSql(const json& args, ToolContext& ctx) {
+  return RunCleaned(args, "sql", CleanSql, RunSqlText, "SQL", ctx);
 }
 
 Observation RunSqlText(const std::string& sql, ToolContext& ctx) {
@@ -288,17 +296,7 @@ namespace {
 Observation RunPythonCode(const std::string& code, ToolContext& ctx);
 
 Observation RunPython(const json& args, ToolContext& ctx) {
-  const CleanedCode cleaned = CleanPython(args["code"].get<std::string>());
-  if (!cleaned.problem.empty()) {
-    Observation obs;
-    obs.failure = FailureClass::kBadArguments;
-    obs.text = "bad_arguments: " + cleaned.problem;
-    obs.detail = {{"code", args["code"]}};
-    return obs;
-  }
-  Observation obs = RunPythonCode(cleaned.text, ctx);
-  NoteCleaned(obs, cleaned, "Python code");
-  return obs;
+  return RunCleaned(args, "code", CleanPython, RunPythonCode, "Python code", ctx);
 }
 
 Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
