@@ -103,6 +103,26 @@ TEST(SchemaPrivacyTest, NoSamplesKeepsEveryValueOnTheMachine) {
   }
 }
 
+TEST(SchemaPrivacyTest, SchemaJsonWithNoSamplesHasNoValuesOfText) {
+  quarry::testing::TempDir cwd;
+  auto r = RunProcess({quarry::testing::QuarryBinary().string(), "schema", "--format", "json",
+                       "--no-samples", kChinook},
+                      cwd.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  int ranges = 0;
+  for (const auto& t : doc["tables"]) {
+    for (const auto& c : t["columns"]) {
+      EXPECT_TRUE(c["samples"].empty()) << c.dump();
+      const std::string type = c["type"];
+      if (type.find("CHAR") != std::string::npos) EXPECT_TRUE(c["min"].is_null()) << c.dump();
+      if (!c["min"].is_null()) ++ranges;
+    }
+  }
+  EXPECT_GT(ranges, 20);  // numbers and dates keep theirs
+  EXPECT_EQ(r.out.find("@"), std::string::npos);
+}
+
 TEST(SchemaPrivacyTest, TheTraceSetsTheEstimateBesideTheReportedCount) {
   quarry::testing::TempDir cwd;
   const AskRun run = Ask({}, {}, cwd);
