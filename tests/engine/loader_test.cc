@@ -226,9 +226,9 @@ TEST_F(LoaderTest, WideFileOpensAndItsCardIsSummarised) {
   EXPECT_EQ((*e)->describe()[0].columns[999].max.value_or(""), "999");
   const std::string card = RenderCards((*e)->describe(), kCardColumns);
   EXPECT_NE(card.find("960 more columns"), std::string::npos);
-  EXPECT_EQ(card.find("c999 BIGINT: 0 null"), std::string::npos);
+  EXPECT_EQ(card.find("c999 BIGINT,"), std::string::npos);
   const std::string one = RenderCards((*e)->describe(), kCardColumns, {"c999"});
-  EXPECT_NE(one.find("c999 BIGINT: 0 null, 1 distinct, min 999, max 999"), std::string::npos) << one;
+  EXPECT_NE(one.find("  c999 BIGINT, only 999\n"), std::string::npos) << one;
   EXPECT_EQ(one.find("c0 "), std::string::npos);
 }
 

@@ -327,6 +327,22 @@ TEST_F(McpServerTest, DescribeSchemaGivesTheCards) {
   EXPECT_EQ(one.find("InvoiceLine"), std::string::npos);
 }
 
+TEST_F(McpServerTest, NoSamplesAndTheSchemaBudgetReachDescribeSchema) {
+  const Session s = Initialized(
+      {Call(1, "describe_schema", {{"table", "Customer"}}), Call(2, "describe_schema", json::object())},
+      {"--no-samples", "--schema-budget", "500"});
+  ASSERT_EQ(s.responses.size(), 3u) << s.out << s.err;
+  const std::string customer = Text(s.responses[1]["result"]);
+  EXPECT_NE(customer.find("  Email NVARCHAR, unique\n"), std::string::npos) << customer;
+  EXPECT_EQ(customer.find("@"), std::string::npos) << customer;
+  // Over the 500-token budget, describe_schema without a table lists the tables.
+  const std::string all = Text(s.responses[2]["result"]);
+  EXPECT_TRUE(all.starts_with("11 tables")) << all;
+  EXPECT_NE(all.find("  Track (3503 rows, 9 columns)\n"), std::string::npos) << all;
+  const Session bad = Serve("", {"--schema-budget", "5"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 // Tracks per genre, top five: a bar chart that passes the chart module's lint.
 json GenreChart() {
   json spec = json::parse(R"({"mark": "bar",

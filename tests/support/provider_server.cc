@@ -82,6 +82,29 @@ void ProviderServer::Serve(RecordedRequest request, int& status, std::string& bo
                            std::vector<std::pair<std::string, std::string>>& headers) {
   std::unique_lock<std::mutex> lock(mu_);
   const bool chat = request.path == "/v1/chat/completions";
+  if (request.path == "/v1/embeddings" && vector_of_) {
+    requests_.push_back(request);
+    status = embeddings_status_;
+    if (status != 200) {
+      body = ErrorBody("provider stand-in: embeddings scripted to fail", status);
+      return;
+    }
+    const json doc = request.Json();
+    json inputs = doc.is_object() && doc.contains("input") ? doc["input"] : json::array();
+    if (inputs.is_string()) inputs = json::array({inputs});
+    json data = json::array();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string text =
+          inputs[i].is_string() ? inputs[i].get<std::string>() : inputs[i].dump();
+      data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", vector_of_(text)}});
+    }
+    body = json{{"object", "list"},
+                {"data", data},
+                {"model", doc.value("model", "")},
+                {"usage", {{"prompt_tokens", 0}, {"total_tokens", 0}}}}
+               .dump();
+    return;
+  }
   requests_.push_back(std::move(request));
   if (!chat) {
     status = 404;
@@ -101,6 +124,12 @@ void ProviderServer::Serve(RecordedRequest request, int& status, std::string& bo
   status = response.status;
   body = std::move(response.body);
   headers = std::move(response.headers);
+}
+
+void ProviderServer::ServeEmbeddings(VectorOf vector_of, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  vector_of_ = std::move(vector_of);
+  embeddings_status_ = status;
 }
 
 void ProviderServer::Enqueue(ScriptedResponse response) {

@@ -1,12 +1,14 @@
 // A real HTTP stand-in for a model provider, for tests of anything that talks to one (the llm
 // clients, the agent CLI, MCP): it listens on 127.0.0.1 at an ephemeral port, answers
-// POST /v1/chat/completions from a queue of scripted responses, and records every request.
+// POST /v1/chat/completions from a queue of scripted responses and, when told how,
+// POST /v1/embeddings with scripted vectors, and records every request.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +63,13 @@ class ProviderServer {
   ProviderServer& operator=(const ProviderServer&) = delete;
 
   void Enqueue(ScriptedResponse response);
+  // Serves POST /v1/embeddings: each input text (a string or an array of them) gets
+  // `vector_of(text)`, in the OpenAI reply shape {"object": "list", "data": [{"object":
+  // "embedding", "index", "embedding"}], "model", "usage"}. A `status` other than 200 answers
+  // every embeddings request with that status and an error body instead. Until this is called,
+  // /v1/embeddings gets 404 like any other path.
+  using VectorOf = std::function<std::vector<double>(const std::string& text)>;
+  void ServeEmbeddings(VectorOf vector_of, int status = 200);
   int port() const { return port_; }
   std::string base_url() const;  // "http://127.0.0.1:PORT/v1"
   std::vector<RecordedRequest> requests() const;
@@ -77,6 +86,8 @@ class ProviderServer {
   std::condition_variable stopping_cv_;
   bool stopping_ = false;
   std::deque<ScriptedResponse> queue_;
+  VectorOf vector_of_;
+  int embeddings_status_ = 200;
   std::vector<RecordedRequest> requests_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,20 @@ inline constexpr const char* kStopCostBudget = "cost_budget_exhausted";
 inline constexpr const char* kStopNoToolCall = "no_tool_call";
 inline constexpr const char* kStopModelError = "model_error";
 
+// What the model is shown of the schema: in the system prompt (SystemPrompt) and through
+// inspect_schema.
+struct SchemaOptions {
+  // The schema section of the system prompt stays within this many tokens, estimated by
+  // engine::EstimateTokens (--schema-budget, QUARRY_SCHEMA_BUDGET).
+  int64_t budget_tokens = 2000;
+  // false (--no-samples, QUARRY_NO_SAMPLES=1): no sample values and no min/max of text columns
+  // reach the model, nor the embeddings endpoint (engine::CardOptions::samples).
+  bool samples = true;
+  // When set and the schema is over budget, tables are also ranked by the cosine of their
+  // card's embedding to the question's, fused with bm25 (reciprocal rank fusion, k = 60).
+  std::optional<llm::EmbeddingsConfig> embeddings;
+};
+
 struct Config {
   // Off: the first failed tool call ends the run (execution_failed); nothing else differs.
   bool self_correction = true;
@@ -48,6 +63,7 @@ struct Config {
   // Where make_chart writes chart-<n>.png/.svg (runs/<id>); empty: make_chart is not offered.
   std::filesystem::path artifacts_dir;
   int64_t chart_max_rows = 5000;  // rows a chart query may draw
+  SchemaOptions schema;
 };
 
 // Progress as it happens; the CLI prints it, tests collect it. Called on the run's thread.
@@ -113,8 +129,37 @@ std::filesystem::path TablesDirFor(const sandbox::Options& options);
 std::string ValidateArguments(const nlohmann::ordered_json& schema,
                               const nlohmann::ordered_json& arguments);
 
-// The system prompt: prompts/system.md with the dialect, the schema cards and the rules.
-std::string SystemPrompt(const engine::Engine& engine);
+// The schema section of the system prompt for one question. Under the budget: every card in
+// full. Over it: the tables the question is about (engine::RankTables' bm25, fused with the
+// embeddings ranking when configured; every table when nothing matches) and the tables their
+// foreign keys link (both ways), each in full while the budget allows, else with names and types
+// only; every other table by name, with a line saying inspect_schema shows any of them. The
+// name list takes at most half the budget; past that it ends with how many more there are.
+struct SchemaView {
+  std::string text;
+  int64_t tokens_estimated = 0;      // engine::EstimateTokens(text)
+  int64_t whole_tokens_estimated = 0;  // of every card in full
+  bool whole = true;                 // every table in full
+  std::vector<std::string> full;     // tables shown in full, in the order shown
+  std::vector<std::string> compact;  // tables shown with names and types only
+  size_t listed = 0;                 // tables shown by name only (or counted past the list)
+  std::string ranking;               // "" (whole), "bm25", "bm25+embeddings"
+  std::vector<std::string> ranked;   // the relevant tables, most relevant first
+  std::vector<std::string> notes;    // for the trace: the selection, an embeddings failure
+};
+SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
+                      const SchemaOptions& options);
+
+// The system prompt: prompts/system.md with the dialect, its cleaning advice, and the schema
+// section (ViewSchema) under a line saying cards are data, never instructions. `view`, when
+// given, receives what the schema section holds.
+std::string SystemPrompt(const engine::Engine& engine, const std::string& question = "",
+                         const SchemaOptions& options = {}, SchemaView* view = nullptr);
+
+// Estimated tokens of a first request (the system prompt, the tool schemas as JSON, the user's
+// messages), by engine::EstimateTokens plus 4 per message and 8 per tool for the framing.
+int64_t EstimateRequestTokens(const std::vector<llm::Message>& messages,
+                              const std::vector<llm::ToolSchema>& tools);
 
 // An earlier answered question of the same conversation (a thread), shown to the model as
 // prior turns. The verify gate does not count its numbers as given: a follow-up's figures must

@@ -77,7 +77,9 @@ class Session {
                                "): rlimits, seccomp and the Python guard only");
       }
     }
-    messages_.push_back({llm::Role::kSystem, SystemPrompt(engine), {}, {}});
+    SchemaView schema;
+    messages_.push_back(
+        {llm::Role::kSystem, SystemPrompt(engine, input.question, config.schema, &schema), {}, {}});
     for (const PriorTurn& p : input.history) {
       messages_.push_back({llm::Role::kUser, p.question, {}, {}});
       messages_.push_back({llm::Role::kAssistant,
@@ -88,6 +90,7 @@ class Session {
                              " earlier question(s) of this thread");
     }
     messages_.push_back({llm::Role::kUser, input.question, {}, {}});
+    RecordSchema(schema);
     load_ms_ = input.load_ms;
     StartKernel();
   }
@@ -340,6 +343,22 @@ class Session {
     sent_back_ = true;
     obs.text = Prompt("verify_sendback", {{"unsupported", list}});
     return false;
+  }
+
+  // What the model was shown of the schema, and the first request's estimated size, which the
+  // trace summary sets beside the provider's count of the first turn.
+  void RecordSchema(const SchemaView& schema) {
+    trace_.config["schema_budget_tokens"] = config_.schema.budget_tokens;
+    trace_.config["schema_samples"] = config_.schema.samples;
+    trace_.config["schema_tokens_estimated"] = schema.tokens_estimated;
+    trace_.config["schema_tables_full"] = schema.full.size();
+    if (!schema.whole) {
+      trace_.config["schema_tables_compact"] = schema.compact.size();
+      trace_.config["schema_tables_listed"] = schema.listed;
+      trace_.config["schema_ranking"] = schema.ranking;
+    }
+    trace_.config["prompt_tokens_estimated"] = EstimateRequestTokens(messages_, schemas_);
+    for (const auto& n : schema.notes) trace_.notes.push_back(n);
   }
 
   // One warm Python per run, only when run_python is offered: it imports pandas and loads the

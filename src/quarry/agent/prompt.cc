@@ -21,11 +21,16 @@ std::string Prompt(const std::string& name,
   return text;
 }
 
-std::string SystemPrompt(const engine::Engine& engine) {
-  const std::string dialect =
-      engine.dialect() == engine::Dialect::kDuckDB ? "DuckDB" : "SQLite";
-  return Prompt("system", {{"dialect", dialect},
-                           {"schema_cards", engine::RenderCards(engine.describe(), engine::kCardColumns)}});
+std::string SystemPrompt(const engine::Engine& engine, const std::string& question,
+                         const SchemaOptions& options, SchemaView* view) {
+  const bool duckdb = engine.dialect() == engine::Dialect::kDuckDB;
+  SchemaView schema = ViewSchema(engine, question, options);
+  std::string text =
+      Prompt("system", {{"dialect", duckdb ? "DuckDB" : "SQLite"},
+                        {"cleaning", Prompt(duckdb ? "cleaning_duckdb" : "cleaning_sqlite", {})},
+                        {"schema_cards", schema.text}});
+  if (view) *view = std::move(schema);
+  return text;
 }
 
 }  // namespace quarry::agent

@@ -2,6 +2,7 @@
 // inspect_schema, run_sql and run_python (their code arguments cleaned of Markdown first, see
 // hygiene_internal.h). final_answer's schema lives here; the loop runs it (verify gate).
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -41,39 +42,82 @@ std::string TypeText(const json& schema) {
   return schema.contains("type") ? schema["type"].dump() : "any";
 }
 
+// The table a model names: by its SQL name, by the escaped form the cards showed it in (a name
+// holding a newline), or, failing both, ignoring case.
+const engine::TableCard* FindTable(const std::vector<engine::TableCard>& cards,
+                                   const std::string& want) {
+  for (const auto& card : cards) {
+    if (card.name == want || engine::PromptText(card.name, engine::kCardNameBytes) == want)
+      return &card;
+  }
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  for (const auto& card : cards) {
+    if (lower(card.name) == lower(want)) return &card;
+  }
+  return nullptr;
+}
+
+// Every table by name, row count and column count: what inspect_schema lists when the whole
+// schema is over the budget.
+std::string TableIndex(const std::vector<engine::TableCard>& cards) {
+  std::string out = std::to_string(cards.size()) +
+                    " tables (the full cards are over the schema budget; give `table` for one "
+                    "table's card):\n";
+  for (const auto& card : cards) {
+    out += "  " + engine::PromptText(card.name, engine::kCardNameBytes) + " (" +
+           (card.profiled ? std::to_string(card.row_count) + " rows, " : std::string()) +
+           std::to_string(card.columns.size()) + " columns)\n";
+  }
+  return out;
+}
+
 Observation InspectSchema(const json& args, ToolContext& ctx) {
   const auto& cards = ctx.engine.describe();
   Observation obs;
-  std::vector<std::string> only;
-  for (const auto& c : args.value("columns", json::array())) only.push_back(c.get<std::string>());
+  engine::CardOptions options;
+  options.samples = ctx.config.schema.samples;
+  for (const auto& c : args.value("columns", json::array()))
+    options.only.push_back(c.get<std::string>());
   if (args.contains("table")) {
     const std::string want = args["table"].get<std::string>();
-    for (const auto& card : cards) {
-      if (card.name != want) continue;
+    if (const engine::TableCard* card = FindTable(cards, want)) {
       std::vector<std::string> missing;
-      for (const auto& name : only) {
-        if (std::none_of(card.columns.begin(), card.columns.end(),
+      for (const auto& name : options.only) {
+        if (std::none_of(card->columns.begin(), card->columns.end(),
                          [&](const engine::ColumnCard& c) { return c.name == name; })) {
           missing.push_back(name);
         }
       }
       if (!missing.empty()) {
         obs.failure = FailureClass::kBadArguments;
-        obs.text = "table " + want + " has no column named '" + missing.front() +
+        obs.text = "table " + engine::PromptText(card->name, engine::kCardNameBytes) +
+                   " has no column named '" +
+                   engine::PromptText(missing.front(), engine::kCardNameBytes) +
                    "'; inspect_schema with only `table` lists its columns";
         return obs;
       }
-      obs.text = engine::RenderCards({card}, only.empty() ? 0 : engine::kCardColumns, only);
-      obs.detail = {{"table", want}};
+      options.max_columns = options.only.empty() ? 0 : engine::kCardColumns;
+      obs.text = engine::RenderCards({*card}, options);
+      obs.detail = {{"table", card->name}};
       return obs;
     }
     std::string names;
-    for (const auto& card : cards) names += (names.empty() ? "" : ", ") + card.name;
+    for (const auto& card : cards) {
+      names += (names.empty() ? "" : ", ") + engine::PromptText(card.name, engine::kCardNameBytes);
+    }
     obs.failure = FailureClass::kBadArguments;
-    obs.text = "no table named '" + want + "'; the tables are: " + names;
+    obs.text = "no table named '" + engine::PromptText(want, engine::kCardNameBytes) +
+               "'; the tables are: " + names;
     return obs;
   }
-  obs.text = engine::RenderCards(cards, engine::kCardColumns, only);
+  options.max_columns = engine::kCardColumns;
+  obs.text = engine::RenderCards(cards, options);
+  if (options.only.empty() && engine::EstimateTokens(obs.text) > ctx.config.schema.budget_tokens) {
+    obs.text = TableIndex(cards);
+  }
   return obs;
 }
 
@@ -396,7 +440,8 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
       {"inspect_schema",
        "Show the schema cards: tables, columns, types, null and distinct counts, min/max and "
        "sample values, and notes on how each file was read. Give `table` for one table (every "
-       "column), and `columns` for just those columns of it.",
+       "column), and `columns` for just those columns of it. Without `table`, a schema too "
+       "large for one card each lists every table's name and size.",
        json::parse(R"({"type":"object","properties":{"table":{"type":"string","minLength":1,
          "description":"one table's name; omit for all"},"columns":{"type":"array",
          "items":{"type":"string"},"description":"only these columns of `table`"}},
@@ -416,10 +461,10 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
          "Run Python 3 with pandas (pd), numpy (np) and matplotlib.pyplot (plt) in a sandbox. "
          "Each registered table is a DataFrame in `tables` (and `df` when there is one); the "
          "latest run_sql result is `last`. Variables persist between run_python calls of this "
-         "run, as in a notebook (unless a call times out or ends Python: then you are told "
-         "the state was lost). Print what you need; save figures with "
-         "plt.savefig('name.png'). Imports: pandas, numpy, matplotlib, json, math, datetime, "
-         "re, statistics, collections, itertools. Use it where SQL is the wrong tool.",
+         "run, as in a notebook (you are told if the state was lost). Print what you need; "
+         "save figures with plt.savefig('name.png'). Imports: pandas, numpy, matplotlib, json, "
+         "math, datetime, re, statistics, collections, itertools. Use it where SQL is the "
+         "wrong tool.",
          json::parse(R"({"type":"object","properties":{"code":{"type":"string","minLength":1,
            "description":"a Python script; print the results"}},"required":["code"],
            "additionalProperties":false})")},
@@ -441,17 +486,16 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   }
   tools.push_back(Tool{
       {"final_answer",
-       "Give the answer. Every number in `answer` (digits or words) and every entry of "
-       "`supporting_values` must appear in a query result you were shown (or in the question), "
-       "as the same kind of quantity (an id is not a count), with the sign the answer's words "
-       "give it (higher/lower), rounded to the figures written; otherwise it is sent back. An "
-       "answer needs at least one query run.",
+       "Give the answer, after at least one query. Every number in `answer` (digits or words) "
+       "and in `supporting_values` must be in a result you were shown (or the question): the "
+       "same kind of quantity (an id is not a count), the sign its words say (higher/lower), "
+       "rounded to the figures written. Else it is sent back.",
        json::parse(R"({"type":"object","properties":{
          "answer":{"type":"string","minLength":1,"description":"the answer in plain English"},
          "supporting_values":{"type":"array","items":{"type":["string","number"]},
            "description":"the exact values from query results that the answer rests on"},
          "assumptions":{"type":"array","items":{"type":"string"},"maxItems":5,
-           "description":"choices you made that the question left open, one short sentence each (e.g. 'top customer = by revenue'); shown to the user with the answer"}},
+           "description":"choices the question left open, one short sentence each, such as: top customer = by revenue"}},
          "required":["answer","supporting_values"],"additionalProperties":false})")},
       false, nullptr});
   return tools;

@@ -196,6 +196,10 @@ int RunAsk(const AskOptions& o) {
   auto writer = trace::Writer::Create(o.runs_dir, id);
   if (!writer) return Report(writer.error());
   agent::Config config = o.config;
+  // Recorded turns need no embeddings: an offline run makes no network call.
+  auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples, !o.offline && o.replay.empty());
+  if (!schema) return Report(schema.error());
+  config.schema = std::move(*schema);
   config.self_correction = !o.no_self_correction;
   config.python = !o.no_python;
   config.sandbox.workdir = writer->dir() / "workdir";

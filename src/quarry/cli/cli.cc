@@ -49,6 +49,18 @@ void AddLoadFlags(CLI::App* cmd, LoadFlags& load) {
   cmd->add_option("--cache-dir", load.cache_dir, "The parse cache's directory");
 }
 
+template <typename Options>
+void AddSchemaFlags(CLI::App* cmd, Options& o) {
+  cmd->add_option("--schema-budget", o.schema_budget,
+                  "Tokens (estimated) the schema cards may take in the model's prompt; over it, "
+                  "the tables the question is about go in full and the rest by name (else "
+                  "QUARRY_SCHEMA_BUDGET; default 2000)")
+      ->check(CLI::Range(int64_t{100}, int64_t{1000000}));
+  cmd->add_flag("--no-samples", o.no_samples,
+                "Send types and statistics only: no sample values and no min/max of text columns "
+                "(else QUARRY_NO_SAMPLES=1)");
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -89,6 +101,7 @@ int Main(int argc, char** argv) {
   ask_cmd->add_option("--format", ask.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
   AddLoadFlags(ask_cmd, ask.load);
+  AddSchemaFlags(ask_cmd, ask);
 
   DataOptions schema;
   CLI::App* schema_cmd = app.add_subcommand("schema", "Print the schema cards of data files");
@@ -98,6 +111,12 @@ int Main(int argc, char** argv) {
   schema_cmd->add_option("--timeout-ms", schema.timeout_ms, "Limit per loading statement")
       ->default_val(60000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   AddLoadFlags(schema_cmd, schema.load);
+  AddSchemaFlags(schema_cmd, schema);
+  // Diagnostic: the first request `ask` would send (for bench/prompt_tokens.mjs); not in --help.
+  schema_cmd
+      ->add_option("--prompt", schema.prompt_question,
+                   "Print the first request ask would send for this question, as JSON")
+      ->group("");
 
   DataOptions sql;
   CLI::App* sql_cmd = app.add_subcommand(
@@ -141,6 +160,7 @@ int Main(int argc, char** argv) {
   mcp_cmd->add_option("--model", mcp.model, "Model id for ask_database (else QUARRY_MODEL)");
   mcp_cmd->add_option("--base-url", mcp.base_url, "Endpoint for ask_database");
   AddLoadFlags(mcp_cmd, mcp.load);
+  AddSchemaFlags(mcp_cmd, mcp);
 
   CacheOptions cache;
   CLI::App* cache_cmd = app.add_subcommand(

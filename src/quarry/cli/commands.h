@@ -1,6 +1,7 @@
 // The subcommands, each a function of its parsed options returning the exit code.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct AskOptions {
   std::string format_name = "text";
   bool allow_unisolated = false;
   bool no_python = false;
+  std::optional<int64_t> schema_budget;  // --schema-budget
+  bool no_samples = false;
 };
 
 struct DataOptions {
@@ -33,6 +36,10 @@ struct DataOptions {
   std::string format_name = "text";
   int64_t timeout_ms = 10000;
   int max_rows = 200;
+  // quarry schema: --prompt prints the first request `ask` would send for this question.
+  std::optional<std::string> prompt_question;
+  std::optional<int64_t> schema_budget;
+  bool no_samples = false;
 };
 
 struct PythonOptions {
@@ -50,6 +57,8 @@ struct McpOptions {
   std::string runs_dir = "runs";
   std::string model;
   std::string base_url;
+  std::optional<int64_t> schema_budget;
+  bool no_samples = false;
 };
 
 struct CacheOptions {
@@ -79,6 +88,13 @@ int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
+
+// What the model is shown of the schema, from flags, then the environment, then .env:
+// --schema-budget or QUARRY_SCHEMA_BUDGET (tokens, 100 to 1,000,000; default 2000),
+// --no-samples or QUARRY_NO_SAMPLES (1/true/yes or 0/false/no), and the embeddings endpoint
+// (llm::ResolveEmbeddingsConfig) unless `embeddings` is false. Errors: kUsage naming the setting.
+Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_flag,
+                                                  bool no_samples_flag, bool embeddings = true);
 
 // The live model client from flags, the environment and .env (see llm::ResolveConfig).
 Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);

@@ -14,16 +14,27 @@ using json = nlohmann::ordered_json;
 
 std::string Dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
-json CardsJson(const std::vector<engine::TableCard>& cards) {
+// With --no-samples, min and max stay only for numbers, dates and times (as in the cards).
+bool KeepsRange(const std::string& type) {
+  std::string u = type;
+  for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (const char* word : {"INT", "REAL", "FLOA", "DOUB", "DEC", "NUMERIC", "DATE", "TIME"}) {
+    if (u.find(word) != std::string::npos && u.find("POINT") == std::string::npos) return true;
+  }
+  return false;
+}
+
+json CardsJson(const std::vector<engine::TableCard>& cards, bool samples) {
   json out = json::array();
   for (const auto& t : cards) {
     json cols = json::array();
     for (const auto& c : t.columns) {
       json col = {{"name", c.name}, {"type", c.type}, {"null_count", c.null_count},
                   {"distinct_count", c.distinct_count}};
-      col["min"] = c.min ? json(*c.min) : json(nullptr);
-      col["max"] = c.max ? json(*c.max) : json(nullptr);
-      col["samples"] = c.samples;
+      const bool range = samples || KeepsRange(c.type);
+      col["min"] = c.min && range ? json(*c.min) : json(nullptr);
+      col["max"] = c.max && range ? json(*c.max) : json(nullptr);
+      col["samples"] = samples ? c.samples : std::vector<std::string>{};
       col["notes"] = c.notes;
       cols.push_back(col);
     }
@@ -57,6 +68,41 @@ std::string CsvRecord(const Cells& cells) {
   return out + "\n";
 }
 
+// The first request `quarry ask` sends for `question` (its defaults: run_python and make_chart
+// offered), in the OpenAI Chat Completions shape, with what the schema section holds and the
+// estimate recorded in a trace: for measuring the prompt (bench/prompt_tokens.mjs).
+json FirstRequest(const engine::Engine& engine, const std::string& question,
+                  const agent::SchemaOptions& options) {
+  agent::SchemaView view;
+  const std::string system = agent::SystemPrompt(engine, question, options, &view);
+  std::vector<llm::ToolSchema> schemas;
+  json tools = json::array();
+  for (const auto& t : agent::DefaultTools(true, true)) {
+    schemas.push_back(t.schema);
+    tools.push_back({{"type", "function"},
+                     {"function",
+                      {{"name", t.schema.name},
+                       {"description", t.schema.description},
+                       {"parameters", t.schema.parameters}}}});
+  }
+  const std::vector<llm::Message> messages = {{llm::Role::kSystem, system, {}, {}},
+                                              {llm::Role::kUser, question, {}, {}}};
+  return {{"messages", json::array({{{"role", "system"}, {"content", system}},
+                                    {{"role", "user"}, {"content", question}}})},
+          {"tools", tools},
+          {"schema",
+           {{"text", view.text},
+            {"tokens_estimated", view.tokens_estimated},
+            {"whole", view.whole},
+            {"full", view.full},
+            {"compact", view.compact},
+            {"listed", view.listed},
+            {"ranking", view.ranking},
+            {"ranked", view.ranked},
+            {"notes", view.notes}}},
+          {"prompt_tokens_estimated", agent::EstimateRequestTokens(messages, schemas)}};
+}
+
 }  // namespace
 
 int RunSchema(const DataOptions& o) {
@@ -66,12 +112,20 @@ int RunSchema(const DataOptions& o) {
   auto engine = OpenData(o.paths, load);
   if (!engine) return Report(engine.error());
   FillCache(**engine, o.paths, load);
+  auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples, o.prompt_question.has_value());
+  if (!schema) return Report(schema.error());
+  if (o.prompt_question) {
+    std::cout << Dump(FirstRequest(**engine, *o.prompt_question, *schema)) << "\n";
+    return kExitOk;
+  }
   if (o.format_name == "json") {
     std::cout << Dump({{"dialect", engine::DialectName((*engine)->dialect())},
-                       {"tables", CardsJson((*engine)->describe())}})
+                       {"tables", CardsJson((*engine)->describe(), schema->samples)}})
               << "\n";
   } else {
-    std::cout << engine::RenderCards((*engine)->describe());
+    engine::CardOptions options;
+    options.samples = schema->samples;
+    std::cout << engine::RenderCards((*engine)->describe(), options);
   }
   return kExitOk;
 }

@@ -14,6 +14,9 @@ int RunMcp(const McpOptions& o) {
   options.runs_dir = o.runs_dir;
   options.allow_python = o.allow_python;
   options.config.python = o.allow_python;
+  auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples);
+  if (!schema) return Report(schema.error());
+  options.config.schema = std::move(*schema);
   options.open = ToOpenOptions(o.load);
   options.on_open = [&o](const engine::Engine& e) { FillCache(e, o.paths, o.load); };
   options.make_client = [model = o.model, base_url = o.base_url]() -> Result<std::unique_ptr<llm::Client>> {

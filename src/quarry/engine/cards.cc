@@ -1,5 +1,6 @@
 // Schema cards (per table: row count; per column: type, nulls, distinct values, min/max and
-// samples), computed with plain SQL so both engines share one definition, and their rendering.
+// samples), computed with plain SQL so both engines share one definition; RenderResult. The
+// cards' rendering is in card_text.cc.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -181,56 +182,6 @@ std::string TableNameFor(const std::filesystem::path& path, const std::vector<st
 }
 
 }  // namespace internal
-
-std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns,
-                        const std::vector<std::string>& only) {
-  std::string out;
-  for (const TableCard& t : cards) {
-    const bool wide = max_columns > 0 && t.columns.size() > max_columns && only.empty();
-    std::string rest;
-    size_t rest_count = 0;
-    out += "table " + t.name + " (" +
-           (t.profiled ? std::to_string(t.row_count) + (t.row_count == 1 ? " row" : " rows") + ", "
-                       : std::string()) +
-           "from " + t.source + ")\n";
-    for (size_t i = 0; i < t.columns.size(); ++i) {
-      const ColumnCard& c = t.columns[i];
-      if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
-      if (wide && i >= max_columns && c.notes.empty()) {
-        rest += (rest.empty() ? "" : ", ") + c.name + " " + c.type;
-        ++rest_count;
-        continue;
-      }
-      out += "  " + c.name + " " + c.type;
-      if (c.profiled) {
-        out += ": " + std::to_string(c.null_count) + " null, " +
-               (c.distinct_approx ? "~" : "") + std::to_string(c.distinct_count) + " distinct";
-      }
-      if (c.min && c.max) out += ", min " + *c.min + ", max " + *c.max;
-      if (!c.samples.empty()) {
-        out += ", e.g.";
-        for (size_t s = 0; s < c.samples.size(); ++s) {
-          std::string sample = c.samples[s].substr(0, 60);
-          for (char& ch : sample) {
-            if (ch == '\n' || ch == '\r') ch = ' ';  // one line per column
-          }
-          out += (s ? ", " : " ") + internal::QuoteLiteral(sample);
-        }
-      }
-      out += "\n";
-      for (const std::string& note : c.notes) out += "    note: " + note + "\n";
-    }
-    if (rest_count > 0) {
-      out += "  ... " + std::to_string(rest_count) + " more columns (inspect_schema with `table` "
-             "and `columns` shows their statistics): " + rest + "\n";
-    }
-    for (const ForeignKey& fk : t.foreign_keys) {
-      out += "  foreign key " + fk.column + " -> " + fk.ref_table + "." + fk.ref_column + "\n";
-    }
-    for (const std::string& note : t.notes) out += "  note: " + note + "\n";
-  }
-  return out;
-}
 
 namespace {
 

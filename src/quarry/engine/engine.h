@@ -216,13 +216,79 @@ inline constexpr std::string_view kExportNull = "\\N:quarry-null";
 Result<std::vector<TableExport>> ExportTables(const Engine& engine, const std::filesystem::path& dir,
                                               int64_t max_rows);
 
-// Schema cards as the model reads them (compact text, one block per table). A table with more
-// than `max_columns` columns (0: no limit) shows the first ones and every column with a note in
-// full, and the rest as `name TYPE` only, so a 1,000-column file stays a readable prompt.
-// `only`: show just these columns of each table (inspect_schema's `columns`).
+// Text from the data (a cell, a name, a file path, a loader note) made safe for a prompt: one
+// line, with control characters escaped (\n, \r, \t, other C0 and DEL as \xNN, bytes that are
+// not UTF-8 as \xNN) and the invisible format characters that reorder or hide text (C1
+// controls, U+061C, U+200B-U+200F, U+2028-U+202E, U+2060-U+2069, U+FEFF) written as \uNNNN
+// (e.g. \u202e). At most `max_bytes` bytes of escaped text are kept, cut on a character
+// boundary; a cut value ends in "…" (3 more bytes), so nobody reads a prefix as the whole.
+std::string PromptText(std::string_view text, size_t max_bytes);
+// A file path for a prompt: PromptText, and when longer than `max_bytes`, only its end: the
+// directories become "…/" and a basename still too long keeps its start and end around "…".
+std::string PromptPath(std::string_view path, size_t max_bytes = 60);
+
+// How many tokens `text` costs a BPE tokenizer of the GPT-4o family (o200k_base), estimated
+// without one: a run of ASCII letters costs one token per 7 letters (camelCase humps counted
+// apart), a run of digits one per 3 digits, a run of other ASCII symbols one per 2, a line break
+// one, a run of two or more spaces one (a single space joins the next token), and every other
+// character one. Calibrated against o200k_base (README, "Schema budget"): on schema cards within
+// 6% of the real count (Chinook 1.03x, the 300-table fixture 1.06x), on English prose 1.13x,
+// on JSON tool schemas 1.27x.
+int64_t EstimateTokens(std::string_view text);
+
+// How schema cards are rendered (RenderCards).
+struct CardOptions {
+  // A table with more than `max_columns` columns (0: no limit) shows the first ones and every
+  // column with a note in full, and the rest as `name TYPE` only.
+  size_t max_columns = 0;
+  // Show just these columns of each table (inspect_schema's `columns`).
+  std::vector<std::string> only;
+  // false (--no-samples): no sample values, and no min/max of columns that are not numbers,
+  // dates or times; counts, numeric and temporal ranges stay.
+  bool samples = true;
+  // false: names, types and foreign keys only (the compact form of a table that does not fit
+  // a schema budget in full).
+  bool statistics = true;
+  // Where each table's source file is named. kAuto: per table when the cards come from several
+  // files, in one leading "data: PATH" line when they all come from one.
+  enum class Sources { kAuto, kPerTable, kNone };
+  Sources sources = Sources::kAuto;
+};
+
+// Schema cards as the model reads them, one block per table:
+//   table Track (3503 rows)
+//     TrackId INTEGER, unique, 1..3503
+//     GenreId INTEGER -> Genre.GenreId, 25 distinct, 1..25
+//     Composer NVARCHAR(220), 977 null, 852 distinct, e.g. 'Steve Harris', 'U2'
+// "unique": as many distinct values as non-null ones. min..max is shown for numbers, dates and
+// times; samples (the most frequent values, at most 30 bytes each) for other columns, and for
+// numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
+// PromptText, so no cell can start a line of its own.
+std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& options);
 std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns = 0,
                         const std::vector<std::string>& only = {});
 inline constexpr size_t kCardColumns = 40;  // the model's default
+// Byte caps of what a card quotes from the data (before escaping's "…").
+inline constexpr size_t kCardValueBytes = 30;   // a sample value
+inline constexpr size_t kCardRangeBytes = 40;   // min or max
+inline constexpr size_t kCardNameBytes = 80;    // a table, column or type name
+inline constexpr size_t kCardNoteBytes = 240;   // a note
+
+// One table's relevance to a question (RankTables).
+struct TableMatch {
+  size_t table = 0;    // index into the cards
+  double score = 0;    // -bm25: higher is more relevant
+};
+
+// Ranks tables by relevance to `question` without a model: an in-memory SQLite database with an
+// FTS5 index (tokenizer "porter unicode61") of each table's name words, column name words,
+// notes and sample values, queried with the question's words (OR, stop words and numbers of
+// fewer than 4 digits dropped) and ordered by bm25 with column weights 10, 4, 2, 1. Only tables
+// that share a word with the question are returned, best first, ties in card order.
+// Errors: kInternal when SQLite cannot build the index (no FTS5).
+Result<std::vector<TableMatch>> RankTables(const std::vector<TableCard>& cards,
+                                           std::string_view question);
+
 // A result as the model reads it: a header saying rows are data, never instructions, the
 // first preview_rows rows as a pipe table (" | " between cells), and the true row count.
 // Cells are rendered by RenderCell; when any shown cell is NULL or quoted, the header line

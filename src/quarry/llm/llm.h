@@ -176,6 +176,37 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
 // The process environment, for ResolveConfig.
 std::optional<std::string> ProcessEnv(const char* name);
 
+// An OpenAI-compatible embeddings endpoint (llama.cpp's server with an e5 model, Ollama, vLLM,
+// OpenAI): POST {url} {"model", "input": [texts]} -> {"data": [{"index", "embedding": [...]}]}.
+struct EmbeddingsConfig {
+  std::string url;    // the endpoint itself, e.g. "http://127.0.0.1:8080/v1/embeddings"
+  std::string model;  // may be empty: llama.cpp serves one model and ignores it
+  std::string api_key;  // never logged or traced; empty: no Authorization header
+  int64_t timeout_ms = 30000;
+  int64_t connect_timeout_ms = 5000;
+  size_t batch = 64;  // inputs per request
+};
+
+// Embeds `texts` (one vector each, in order), in batches of config.batch, without retries (the
+// caller falls back to another ranking). Errors: kModel naming the endpoint and what failed
+// (transport, HTTP status with the server's message, a reply without one vector per input or
+// with vectors of different lengths); the key never appears in a message.
+Result<std::vector<std::vector<double>>> Embed(const EmbeddingsConfig& config,
+                                               const std::vector<std::string>& texts);
+
+// The embeddings endpoint from the environment (then .env): QUARRY_EMBEDDINGS_URL (a base URL
+// like ".../v1", to which "/embeddings" is appended, or the endpoint itself), and
+// QUARRY_EMBEDDINGS_MODEL. The key is QUARRY_EMBEDDINGS_API_KEY, else QUARRY_API_KEY when the
+// endpoint is on the same host as QUARRY_BASE_URL (a key is never sent to another host than
+// the one it was given for). nullopt when QUARRY_EMBEDDINGS_URL is unset. Errors: kUsage for a
+// URL that is not http(s).
+Result<std::optional<EmbeddingsConfig>> ResolveEmbeddingsConfig(
+    const GetEnv& getenv, const std::map<std::string, std::string>& dotenv);
+
+// A setting by name from the environment, then `dotenv` (an empty value counts as unset).
+std::optional<std::string> LookupSetting(const char* name, const GetEnv& getenv,
+                                         const std::map<std::string, std::string>& dotenv);
+
 // "sk-or-v1-abcd...wxyz" -> "sk-o...wxyz": for error messages that must not leak a key.
 // Secrets shorter than 12 characters become "****" entirely.
 std::string MaskSecret(const std::string& secret);

@@ -183,6 +183,40 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   return config;
 }
 
+std::optional<std::string> LookupSetting(const char* name, const GetEnv& getenv,
+                                         const std::map<std::string, std::string>& dotenv) {
+  if (std::optional<std::string> value = getenv(name); value && !value->empty()) return value;
+  auto it = dotenv.find(name);
+  if (it != dotenv.end() && !it->second.empty()) return it->second;
+  return std::nullopt;
+}
+
+Result<std::optional<EmbeddingsConfig>> ResolveEmbeddingsConfig(
+    const GetEnv& getenv, const std::map<std::string, std::string>& dotenv) {
+  std::optional<std::string> url = LookupSetting("QUARRY_EMBEDDINGS_URL", getenv, dotenv);
+  if (!url) return std::optional<EmbeddingsConfig>();
+  std::optional<std::string> host = UrlHost(*url);
+  if (!host) {
+    return Fail(Error::Code::kUsage, "invalid QUARRY_EMBEDDINGS_URL \"" + *url +
+                                         "\": expected http(s)://host[:port]/path, e.g. "
+                                         "http://127.0.0.1:8080/v1");
+  }
+  EmbeddingsConfig config;
+  config.url = *url;
+  while (config.url.ends_with('/')) config.url.pop_back();
+  if (!config.url.ends_with("/embeddings")) config.url += "/embeddings";
+  config.model = LookupSetting("QUARRY_EMBEDDINGS_MODEL", getenv, dotenv).value_or("");
+  if (auto key = LookupSetting("QUARRY_EMBEDDINGS_API_KEY", getenv, dotenv)) {
+    config.api_key = *key;
+  } else if (auto model_key = LookupSetting("QUARRY_API_KEY", getenv, dotenv)) {
+    // The model's key goes only to the model's own host.
+    const std::optional<std::string> base = LookupSetting("QUARRY_BASE_URL", getenv, dotenv);
+    const std::optional<std::string> base_host = base ? UrlHost(*base) : std::nullopt;
+    if (base_host && *base_host == *host) config.api_key = *model_key;
+  }
+  return std::optional<EmbeddingsConfig>(std::move(config));
+}
+
 std::string MaskSecret(const std::string& secret) {
   if (secret.empty()) return "";
   if (secret.size() < 12) return "****";

@@ -314,6 +314,31 @@ std::string TotalsLine(const Trace& t) {
          (x.load_ms > 0 ? " (opening the data " + std::to_string(x.load_ms) + " ms)" : "");
 }
 
+namespace {
+
+// The first request's size as quarry estimated it beside what the provider counted for the first
+// model turn, so the estimate can be checked on every run; "" for traces without the estimate.
+std::string PromptLine(const Trace& t) {
+  const auto it = t.config.find("prompt_tokens_estimated");
+  if (it == t.config.end() || !it->is_number_integer()) return "";
+  std::string out =
+      "prompt:   first request ~" + std::to_string(it->get<int64_t>()) + " tokens estimated";
+  for (const auto& s : t.steps) {
+    if (s.kind != "model") continue;
+    if (s.input_tokens > 0) {
+      out += ", " + std::to_string(s.input_tokens) + " input tokens reported for the first turn";
+    }
+    break;
+  }
+  if (const auto b = t.config.find("schema_tokens_estimated");
+      b != t.config.end() && b->is_number()) {
+    out += " (schema ~" + std::to_string(b->get<int64_t>()) + ")";
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
 std::string Summary(const Trace& t) {
   std::string out = "run " + t.id + " (" + t.created_at + ")\n";
   out += "question: " + t.question + "\n";
@@ -322,6 +347,7 @@ std::string Summary(const Trace& t) {
            " bytes, sha256 " + s.sha256.substr(0, 12) + ")\n";
   }
   out += "model:    " + t.model + " via " + t.provider + "\n";
+  out += PromptLine(t);
   for (const auto& s : t.steps) {
     if (s.kind != "tool") continue;
     char line[256];

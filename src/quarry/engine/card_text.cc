@@ -1,0 +1,342 @@
+// Schema cards as text for the model: the dense rendering, the escaping that keeps every value
+// from the data on one line of the prompt, and the token estimate the schema budget is kept with.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+
+#include "quarry/engine/engine_internal.h"
+
+namespace quarry::engine {
+namespace {
+
+constexpr std::string_view kEllipsis = "\u2026";
+
+// Characters that are invisible or reorder the text around them: shown as \uNNNN so a value
+// cannot hide or reverse what follows it (Trojan Source, CVE-2021-42574).
+bool IsFormatControl(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
+// The length of the well-formed UTF-8 sequence at `i` and its code point; 0 when malformed
+// (a stray continuation byte, a truncated sequence, an overlong form, a surrogate).
+size_t DecodeUtf8(std::string_view s, size_t i, uint32_t& cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  size_t len = 0;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+    cp = b0 & 0x1F;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    cp = b0 & 0x0F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    cp = b0 & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;
+  }
+  return len;
+}
+
+std::string Hex(const char* format, uint32_t value) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+// The escaped text and, for each output byte, whether a character starts there (so a cut
+// never splits a character or an escape).
+std::string Escape(std::string_view text, std::vector<size_t>* starts) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (starts) starts->push_back(out.size());
+    if (c < 0x80) {
+      if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c < 0x20 || c == 0x7F) {
+        out += Hex("\\x%02x", c);
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    uint32_t cp = 0;
+    const size_t len = DecodeUtf8(text, i, cp);
+    if (len == 0) {
+      out += Hex("\\x%02x", c);
+      ++i;
+    } else if (IsFormatControl(cp)) {
+      out += Hex("\\u%04x", cp);
+      i += len;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+// Cuts escaped text at the last character start at or before `max_bytes`.
+std::string CutAt(const std::string& escaped, const std::vector<size_t>& starts, size_t max_bytes) {
+  if (escaped.size() <= max_bytes) return escaped;
+  size_t end = 0;
+  for (size_t s : starts) {
+    if (s > max_bytes) break;
+    end = s;
+  }
+  return escaped.substr(0, end) + std::string(kEllipsis);
+}
+
+bool HasWord(const std::string& upper, std::string_view word) {
+  return upper.find(word) != std::string::npos;
+}
+
+std::string Upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsTemporalType(const std::string& type) {
+  const std::string u = Upper(type);
+  return HasWord(u, "DATE") || HasWord(u, "TIME");
+}
+
+bool IsNumericType(const std::string& type) {
+  const std::string u = Upper(type);
+  if (IsTemporalType(type) || HasWord(u, "POINT") || HasWord(u, "INTERVAL") || HasWord(u, "[]")) {
+    return false;
+  }
+  for (const char* word : {"INT", "REAL", "FLOA", "DOUB", "DEC", "NUMERIC"}) {
+    if (HasWord(u, word)) return true;
+  }
+  return false;
+}
+
+std::string Name(std::string_view name) { return PromptText(name, kCardNameBytes); }
+
+// A text type without its declared length (NVARCHAR(200) -> NVARCHAR): no query needs it, and
+// SQLite does not enforce it. Precision and scale of numbers stay.
+std::string ShownType(const std::string& type) {
+  const std::string u = Upper(type);
+  const size_t open = type.find('(');
+  if (open == std::string::npos || !type.ends_with(')') ||
+      !(HasWord(u, "CHAR") || HasWord(u, "TEXT"))) {
+    return type;
+  }
+  const std::string inside = type.substr(open + 1, type.size() - open - 2);
+  if (inside.empty() || !std::all_of(inside.begin(), inside.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch));
+      })) {
+    return type;
+  }
+  return type.substr(0, open);
+}
+
+// One column's line: name, type, foreign key, then what the statistics say.
+std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows,
+                       const CardOptions& o) {
+  std::string out = "  " + Name(c.name) + " " + Name(ShownType(c.type));
+  if (fk) out += " -> " + Name(fk->ref_table) + "." + Name(fk->ref_column);
+  if (!o.statistics || !c.profiled) return out + "\n";
+  const bool numeric = IsNumericType(c.type);
+  const bool temporal = IsTemporalType(c.type);
+  const bool unique =
+      !c.distinct_approx && c.distinct_count > 1 && c.distinct_count == rows - c.null_count;
+  if (c.null_count > 0) out += ", " + std::to_string(c.null_count) + " null";
+  // A column of one value gets no "1 distinct": the range or the sample says it.
+  if (c.distinct_approx) {
+    out += ", ~" + std::to_string(c.distinct_count) + " distinct";
+  } else if (c.distinct_count == 0) {
+    out += ", all null";
+  } else if (c.distinct_count > 1) {
+    out += unique ? ", unique" : ", " + std::to_string(c.distinct_count) + " distinct";
+  }
+  const bool ranged = (numeric || temporal) && c.min && c.max;
+  if (ranged) {
+    // Timestamps at midnight at both ends are dates for the model's purposes; the type still
+    // says DATETIME.
+    std::string lo = *c.min, hi = *c.max;
+    constexpr std::string_view kMidnight = " 00:00:00";
+    if (temporal && lo.ends_with(kMidnight) && hi.ends_with(kMidnight)) {
+      lo.resize(lo.size() - kMidnight.size());
+      hi.resize(hi.size() - kMidnight.size());
+    }
+    out += lo == hi ? ", only " + PromptText(lo, kCardRangeBytes)
+                    : ", " + PromptText(lo, kCardRangeBytes) + ".." + PromptText(hi, kCardRangeBytes);
+  }
+  // Numbers and dates are read from their range; text needs examples of its spelling. A column
+  // with a note (numbers stored as text) keeps its samples: the note is about them.
+  const bool few = !unique && c.distinct_count >= 3 && c.distinct_count <= 5;
+  const bool show_samples =
+      o.samples && !c.samples.empty() && (!ranged || (numeric && few) || !c.notes.empty());
+  if (show_samples) {
+    // Of a unique or many-valued column the samples show a format, not the values one would
+    // filter on: one or two suffice.
+    const bool many = c.distinct_approx || c.distinct_count > 25;
+    const size_t n = std::min(c.samples.size(), unique ? size_t{1} : many ? size_t{2} : size_t{3});
+    out += ", e.g.";
+    for (size_t s = 0; s < n; ++s) {
+      const std::string v = PromptText(c.samples[s], kCardValueBytes);
+      out += (s ? ", " : " ") + (numeric && c.notes.empty() ? v : internal::QuoteLiteral(v));
+    }
+  }
+  out += "\n";
+  for (const std::string& note : c.notes)
+    out += "    note: " + PromptText(note, kCardNoteBytes) + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string PromptText(std::string_view text, size_t max_bytes) {
+  std::vector<size_t> starts;
+  const std::string escaped = Escape(text, &starts);
+  return CutAt(escaped, starts, max_bytes);
+}
+
+std::string PromptPath(std::string_view path, size_t max_bytes) {
+  const std::string whole = Escape(path, nullptr);
+  if (whole.size() <= max_bytes) return whole;
+  const size_t slash = path.find_last_of('/');
+  const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  std::vector<size_t> starts;
+  const std::string escaped = Escape(base, &starts);
+  const std::string dirs = slash == std::string_view::npos ? "" : std::string(kEllipsis) + "/";
+  if (escaped.size() + 4 <= max_bytes) return dirs + escaped;
+  // Keep the start and the end of the basename: its extension and any date or number at the end
+  // tell files apart.
+  const size_t half = max_bytes > 12 ? (max_bytes - 6) / 2 : 3;
+  std::string head = CutAt(escaped, starts, half);
+  if (head.ends_with(kEllipsis)) head.resize(head.size() - kEllipsis.size());
+  size_t from = escaped.size() > half ? escaped.size() - half : 0;
+  while (from < escaped.size() && !std::binary_search(starts.begin(), starts.end(), from)) ++from;
+  return dirs + head + std::string(kEllipsis) + escaped.substr(from);
+}
+
+int64_t EstimateTokens(std::string_view text) {
+  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  auto upper = [](char c) { return std::isupper(static_cast<unsigned char>(c)) != 0; };
+  auto punct = [&](char c) {
+    return !alpha(c) && !digit(c) && c != ' ' && c != '\n' && static_cast<unsigned char>(c) < 0x80;
+  };
+  int64_t tokens = 0;
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const char c = text[i];
+    size_t j = i + 1;
+    if (alpha(c)) {
+      // A camelCase hump starts a new word: "InvoiceLineId" is three tokens.
+      while (j < n && alpha(text[j]) && !(upper(text[j]) && !upper(text[j - 1]))) ++j;
+      tokens += static_cast<int64_t>((j - i + 6) / 7);
+    } else if (digit(c)) {
+      while (j < n && digit(text[j])) ++j;  // o200k splits digits in groups of three
+      tokens += static_cast<int64_t>((j - i + 2) / 3);
+    } else if (c == ' ') {
+      while (j < n && text[j] == ' ') ++j;
+      if (j - i > 1) ++tokens;  // one space joins what follows; indentation is a token
+    } else if (c == '\n') {
+      while (j < n && text[j] == '\n') ++j;
+      ++tokens;
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      while (j < n && (static_cast<unsigned char>(text[j]) & 0xC0) == 0x80) ++j;
+      ++tokens;
+    } else {
+      while (j < n && punct(text[j])) ++j;  // "', '" and "..": punctuation pairs merge
+      tokens += static_cast<int64_t>((j - i + 1) / 2);
+    }
+    i = j;
+  }
+  return tokens;
+}
+
+std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& o) {
+  std::string out;
+  const bool one_source =
+      !cards.empty() && std::all_of(cards.begin(), cards.end(), [&](const TableCard& t) {
+        return t.source == cards.front().source;
+      });
+  const bool per_table = o.sources == CardOptions::Sources::kPerTable ||
+                         (o.sources == CardOptions::Sources::kAuto && !one_source);
+  if (o.sources == CardOptions::Sources::kAuto && one_source) {
+    out += "data: " + PromptPath(cards.front().source) + "\n";
+  }
+  for (const TableCard& t : cards) {
+    const bool wide = o.max_columns > 0 && t.columns.size() > o.max_columns && o.only.empty();
+    std::string header;
+    if (t.profiled && o.statistics) {
+      header = std::to_string(t.row_count) + (t.row_count == 1 ? " row" : " rows");
+    }
+    if (per_table) {
+      header += (header.empty() ? "from " : ", from ") + PromptPath(t.source);
+    }
+    out += "table " + Name(t.name) + (header.empty() ? "" : " (" + header + ")") + "\n";
+    std::map<std::string, const ForeignKey*> fk_of;
+    std::vector<const ForeignKey*> loose;  // keys on a column the card does not list
+    for (const ForeignKey& fk : t.foreign_keys) {
+      const bool listed = std::any_of(t.columns.begin(), t.columns.end(),
+                                      [&](const ColumnCard& c) { return c.name == fk.column; });
+      if (listed && !fk_of.contains(fk.column)) {
+        fk_of[fk.column] = &fk;
+      } else {
+        loose.push_back(&fk);
+      }
+    }
+    std::string rest;
+    size_t rest_count = 0;
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      const ColumnCard& c = t.columns[i];
+      if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.name) == o.only.end()) {
+        continue;
+      }
+      const auto fk = fk_of.find(c.name);
+      if (wide && i >= o.max_columns && c.notes.empty() && fk == fk_of.end()) {
+        rest += (rest.empty() ? "" : ", ") + Name(c.name) + " " + Name(c.type);
+        ++rest_count;
+        continue;
+      }
+      out += ColumnLine(c, fk == fk_of.end() ? nullptr : fk->second, t.row_count, o);
+    }
+    if (rest_count > 0) {
+      out += "  ... " + std::to_string(rest_count) +
+             " more columns (inspect_schema with `table` "
+             "and `columns` shows their statistics): " +
+             rest + "\n";
+    }
+    for (const ForeignKey* fk : loose) {
+      out += "  foreign key " + Name(fk->column) + " -> " + Name(fk->ref_table) + "." +
+             Name(fk->ref_column) + "\n";
+    }
+    for (const std::string& note : t.notes)
+      out += "  note: " + PromptText(note, kCardNoteBytes) + "\n";
+  }
+  return out;
+}
+
+std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns,
+                        const std::vector<std::string>& only) {
+  CardOptions options;
+  options.max_columns = max_columns;
+  options.only = only;
+  return RenderCards(cards, options);
+}
+
+}  // namespace quarry::engine
