@@ -365,7 +365,9 @@ std::string Summary(const Trace& t) {
   }
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
   for (const auto& c : t.verify) {
-    out += "  verify " + std::string(c.grounded ? "ok " : "NO ") + c.value + " (" + c.rule;
+    out += "  verify " + std::string(c.grounded ? "ok " : "NO ") + c.value + " [" +
+           (c.origin == "supporting_values" ? "supporting" : c.origin == "answer_text" ? "answer" : c.origin) +
+           "] (" + c.rule;
     if (c.step > 0) out += ", step " + std::to_string(c.step) + (c.column.empty() ? "" : ", column " + c.column);
     out += ")" + (c.reason.empty() ? std::string() : ": " + c.reason) + "\n";
   }

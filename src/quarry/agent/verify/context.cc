@@ -16,13 +16,14 @@ bool In(std::string_view w, std::initializer_list<std::string_view> list) {
 
 // Direction words read after a number ("58.69% higher", "17 fewer orders", "a 5% drop").
 int DirectionAfter(std::string_view w) {
-  if (In(w, {"higher", "more", "greater", "larger", "bigger", "above", "up", "ahead",
-             "increase", "increases", "gain", "gains", "rise", "growth", "jump", "over"})) {
+  if (In(w, {"higher", "more", "greater", "larger", "bigger", "above", "up", "increase",
+             "increases", "gain", "gains", "rise", "growth", "jump", "over", "better",
+             "stronger"})) {
     return 1;
   }
-  if (In(w, {"lower", "less", "fewer", "smaller", "below", "down", "behind", "decrease",
-             "decreases", "drop", "drops", "decline", "declines", "loss", "losses", "fall",
-             "reduction", "under", "short"})) {
+  if (In(w, {"lower", "less", "fewer", "smaller", "below", "down", "decrease", "decreases",
+             "drop", "drops", "decline", "declines", "loss", "losses", "fall", "reduction",
+             "under", "short", "shortfall", "worse", "weaker", "dip"})) {
     return -1;
   }
   return 0;
@@ -32,17 +33,29 @@ int DirectionAfter(std::string_view w) {
 int DirectionBefore(std::string_view w) {
   if (In(w, {"increased", "increase", "increases", "increasing", "rose", "rise", "rises",
              "risen", "rising", "grew", "grow", "grows", "grown", "growing", "gained", "gain",
-             "gains", "up", "jumped", "climbed", "surged", "higher", "growth", "added"})) {
+             "gains", "up", "jumped", "climbed", "surged", "higher", "growth", "added",
+             "expanded", "improved", "plus"})) {
     return 1;
   }
   if (In(w, {"decreased", "decrease", "decreases", "decreasing", "fell", "fall", "falls",
              "fallen", "falling", "dropped", "drop", "drops", "declined", "decline", "declines",
              "declining", "lost", "lose", "loses", "losing", "down", "shrank", "shrunk",
-             "slipped", "plunged", "lower", "reduction", "reduced", "negative", "loss",
-             "deficit"})) {
+             "shrinks", "slipped", "plunged", "lower", "reduction", "reduced", "negative", "loss",
+             "deficit", "contracted", "contraction", "tumbled", "dipped", "dip", "dips", "sank",
+             "slid", "slumped", "minus", "shortfall", "worsened"})) {
     return -1;
   }
   return 0;
+}
+
+// Words that compare two things: the sign of their difference depends on which was taken
+// from which, which the gate cannot see, so either sign grounds the number.
+bool Relational(std::string_view w) {
+  return In(w, {"leads", "led", "lead", "leading", "beats", "beat", "outsold", "outsells",
+                "outperformed", "outperforms", "underperformed", "underperforms", "trails",
+                "trailed", "trailing", "trail", "lags", "lagged", "lagging", "lag", "ahead",
+                "behind", "gap", "difference", "margin", "spread", "apart", "exceeds",
+                "exceeded", "differ", "differs", "differed"});
 }
 
 // Words that may stand between a direction word and its number ("fell by about 5%").
@@ -50,7 +63,8 @@ bool Filler(std::string_view w) {
   return In(w, {"by", "of", "a", "an", "about", "around", "roughly", "nearly", "almost",
                 "approximately", "some", "just", "only", "over", "another", "additional",
                 "extra", "sharply", "slightly", "steadily", "strongly", "modestly",
-                "significantly", "further", "overall", "is", "was", "were", "are"});
+                "significantly", "further", "overall", "is", "was", "were", "are", "change",
+                "changes", "total", "combined"});
 }
 
 // Up to `count` words after s[p], stopping at punctuation.
@@ -91,17 +105,43 @@ int DirectionAt(std::string_view text, const NumberToken& token, std::string* wo
   const std::vector<std::string> after = WordsAfter(text, token.end, 2);
   if (!after.empty()) {
     if (int d = DirectionAfter(after[0]); d != 0) return *word = after[0], d;
+    if (Relational(after[0])) return *word = after[0], kMagnitude;  // "$5 ahead of"
   }
-  for (const std::string& w : WordsBefore(text, token.begin, 4)) {
+  // Before the number: direction words through fillers ("fell by about 5%"). After "by" the
+  // verb may stand further back ("fell at Birch and Echo by 8.4%"), across commas; a "by"
+  // with no direction word before it states a size ("North beats Central by $5").
+  bool by = false;
+  size_t p = token.begin;
+  for (int n = 0; n < 10 && p > 0; ++n) {
+    while (p > 0 && (text[p - 1] == ' ' || text[p - 1] == '\t' || (by && text[p - 1] == ','))) --p;
+    if (p == 0 || !IsAlpha(text[p - 1])) break;
+    size_t b = p;
+    while (b > 0 && IsAlpha(text[b - 1])) --b;
+    const std::string w = LowerAscii(text.substr(b, p - b));
+    p = b;
     if (int d = DirectionBefore(w); d != 0) return *word = w, d;
-    if (!Filler(w)) break;
+    if (Relational(w)) return *word = w, kMagnitude;
+    if (w == "by") by = true;
+    if (!by && !Filler(w)) break;
   }
+  if (by) return *word = "by", kMagnitude;
   // "5 points lower", "3 times higher": a unit between; not "5 or fewer", a threshold.
   if (after.size() == 2 && In(after[0], {"point", "points", "percentage", "pp", "times",
                                          "dollars", "units", "euros", "pounds"})) {
     if (int d = DirectionAfter(after[1]); d != 0 && after[1] != "over") return *word = after[1], d;
   }
   return 0;
+}
+
+bool Hedged(std::string_view text, const NumberToken& token) {
+  size_t p = token.begin;
+  while (p > 0 && text[p - 1] == ' ') --p;
+  if (p > 0 && text[p - 1] == '~') return true;
+  const std::vector<std::string> before = WordsBefore(text, p, 1);
+  return !before.empty() &&
+         In(before[0], {"about", "around", "roughly", "approximately", "approx", "nearly",
+                        "almost", "over", "under", "some", "circa", "ca", "close", "just",
+                        "upwards", "estimated"});
 }
 
 std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked) {
@@ -127,10 +167,15 @@ std::string ReferenceWord(std::string_view text, const NumberToken& token, bool*
     p = d;
   }
   while (p > 0 && text[p - 1] == ' ') --p;
+  // "IDs: 4, 17" names its ids; "items: 17" is a label, not a reference.
+  const bool colon = p > 0 && text[p - 1] == ':';
+  if (colon) --p;
   if (p > 0 && text[p - 1] == '.') --p;  // "no. 17"
   const std::vector<std::string> before = WordsBefore(text, p, 2);
   if (before.empty()) return "";
-  if (In(before[0], {"id", "number", "no", "num", "nr"})) {
+  const bool mark = In(before[0], {"id", "ids", "number", "numbers", "no", "nos", "num", "nr"});
+  if (colon && !mark) return "";
+  if (mark) {
     *marked = true;
     return before.size() > 1 ? Singular(before[1]) : "";
   }
@@ -152,7 +197,8 @@ bool IsCount(std::string_view text, const NumberToken& token) {
   const std::vector<std::string> after = WordsAfter(text, token.end, 2);
   if (after.empty()) return false;
   const std::string& w = after[0];
-  if (w == "of") return true;
+  if (w == "of") return !token.ratio;
+  if (token.ratio || In(w, {"dollars", "euros", "pounds", "yen", "cents", "bucks"})) return false;
   return w.size() > 3 && w.back() == 's' && !w.ends_with("ss") && !w.ends_with("us") &&
          !w.ends_with("is") && !In(w, {"does", "goes", "makes", "takes", "gives", "comes"});
 }

@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <utility>
 
@@ -166,6 +167,7 @@ ScanResult ParseAt(std::string_view s, size_t i) {
   };
   if (!take_sign()) return {std::nullopt, p + SignLen(s, p)};
   const size_t currency = CurrencyLen(s, p);
+  t.currency = currency > 0;
   p += currency;
   if (!take_sign()) return {std::nullopt, p + SignLen(s, p)};
   if (!IsDigit(at(p))) return {std::nullopt, std::max(p, i + 1)};
@@ -428,6 +430,7 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
   NumberToken t;
   t.value = total + current;
   t.words = true;
+  t.ratio = fraction || LowerAscii(text) == "twice";
   t.begin = i;
   t.end = last_end;
   if (fraction || LowerAscii(text) == "twice") {
@@ -450,6 +453,56 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
   *resume = q;
   return t;
 }
+// A month written by name with its year, as prose writes dates: "March 2025", "Mar 2025",
+// "March 12, 2025", "March 12 2025". The key is the ISO prefix a date cell must start with.
+std::optional<NumberToken> MonthDate(std::string_view s, size_t i, size_t* resume) {
+  static constexpr std::array<std::string_view, 12> kMonths = {
+      "january", "february", "march",     "april",   "may",      "june",
+      "july",    "august",   "september", "october", "november", "december"};
+  if (i > 0 && IsWordChar(s[i - 1])) return std::nullopt;
+  size_t end = i;
+  const std::string w = WordAt(s, i, &end);
+  int month = 0;
+  for (size_t k = 0; k < kMonths.size(); ++k) {
+    const bool abbreviated = w.size() >= 3 && kMonths[k].starts_with(w) &&
+                             (w.size() == 3 || w == "sept");
+    if (w == kMonths[k] || abbreviated) month = static_cast<int>(k) + 1;
+  }
+  if (month == 0) return std::nullopt;
+  size_t p = end;
+  if (At(s, p) == '.') ++p;  // "Mar."
+  if (At(s, p) != ' ') return std::nullopt;
+  ++p;
+  auto digits = [&](size_t at) {
+    size_t e = at;
+    while (IsDigit(At(s, e))) ++e;
+    return e - at;
+  };
+  int day = 0;
+  if (size_t n = digits(p); n >= 1 && n <= 2 && !IsDigit(At(s, p + n))) {
+    day = std::stoi(std::string(s.substr(p, n)));
+    p += n;
+    if (At(s, p) == ',') ++p;
+    if (At(s, p) != ' ') return std::nullopt;
+    ++p;
+  }
+  if (digits(p) != 4 || IsWordChar(At(s, p + 4))) return std::nullopt;
+  char key[16];
+  if (day >= 1 && day <= 31) {
+    std::snprintf(key, sizeof key, "%s-%02d-%02d", std::string(s.substr(p, 4)).c_str(), month, day);
+  } else {
+    std::snprintf(key, sizeof key, "%s-%02d", std::string(s.substr(p, 4)).c_str(), month);
+  }
+  NumberToken t;
+  t.is_date = true;
+  t.key = key;
+  t.begin = i;
+  t.end = p + 4;
+  t.text = std::string(s.substr(i, t.end - i));
+  *resume = t.end;
+  return t;
+}
+
 }  // namespace
 
 std::vector<NumberToken> Scan(std::string_view s, bool words) {
@@ -459,6 +512,11 @@ std::vector<NumberToken> Scan(std::string_view s, bool words) {
     if (IsAlpha(s[i]) || s[i] == '_') {
       size_t resume = i + 1;
       if (words && IsAlpha(s[i])) {
+        if (auto t = MonthDate(s, i, &resume)) {
+          out.push_back(std::move(*t));
+          i = resume;
+          continue;
+        }
         if (auto t = ParseWords(s, i, &resume)) {
           out.push_back(std::move(*t));
           i = resume;

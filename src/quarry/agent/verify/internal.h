@@ -35,6 +35,8 @@ struct NumberToken {
   bool percent = false;
   bool explicit_sign = false;
   bool words = false;      // written in words ("two thousand", "a dozen", "half")
+  bool ratio = false;      // a fraction or a multiple in words ("half", "two thirds", "twice")
+  bool currency = false;   // written with a currency symbol ("$17")
   bool year_like = false;  // a bare four-digit integer, which a date may ground
   bool is_date = false;    // then only `key` is meaningful
   std::string key;         // canonical ISO date: "2025-03-01" or "2025-03-01 12:30:00"
@@ -45,14 +47,21 @@ std::vector<NumberToken> Scan(std::string_view s, bool words);
 
 // The direction the words next to a number give it: +1 ("58.69% higher", "rose 5%", "17 more
 // orders"), -1 ("lower", "fell", "fewer", "lost", "a decline of"), 0 when none does or the
-// number is a level ("fell to 500", "more than 500", "up from 3"). `word` receives the
-// direction word found.
+// number is a level ("fell to 500", "more than 500", "up from 3"), and kMagnitude when the
+// words compare two things whose order the gate cannot see ("North leads Central by $5",
+// "trails by", "a gap of", "$5 ahead"): then either sign of the value grounds it. `word`
+// receives the word found.
+inline constexpr int kMagnitude = 2;
 int DirectionAt(std::string_view text, const NumberToken& token, std::string* word);
 
 // The word written right before a number, lower-cased and singular ("orders" -> "order"),
 // skipping "#", "no.", "number", "id": "customer #4" gives "customer". `marked` is set when
 // an identifier mark ("#", "id", "no.", "number") was skipped.
 std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked);
+
+// True when a hedge stands right before a number ("about 400", "roughly 30%", "~2,000"): its
+// trailing zeros are then not significant.
+bool Hedged(std::string_view text, const NumberToken& token);
 
 // True when a number is written as a count of things: a plain whole number (no currency,
 // sign, percent or decimals) followed by a plural noun or "of" ("17 orders", "4 of them",

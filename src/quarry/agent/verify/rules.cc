@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "quarry/agent/verify/internal.h"
@@ -26,6 +27,20 @@ namespace {
 // ("23.5 C", "12 kg net") is.
 constexpr int kMaxValueWords = 4;
 
+// What a column's name says about the scale of its numbers: percentage points ("pct_change",
+// "growth_percent": 8.4 means 8.4%) or a proportion ("share", "ratio", "rate": 0.28 means 28%).
+enum class Scale { kUnknown, kPercent, kProportion };
+
+Scale ScaleOfColumn(const std::string& column) {
+  for (const std::string& w : internal::NameWords(column)) {
+    if (Contains({"pct", "percent", "percentage", "pp"}, w)) return Scale::kPercent;
+    if (Contains({"share", "ratio", "rate", "fraction", "prop", "proportion"}, w)) {
+      return Scale::kProportion;
+    }
+  }
+  return Scale::kUnknown;
+}
+
 struct EvidenceNumber {
   double value;
   std::string shown;       // the cell or token as the model saw it
@@ -34,6 +49,8 @@ struct EvidenceNumber {
   std::string column;
   ColumnRole role;
   int direction;
+  Scale scale = Scale::kUnknown;
+  bool row_count = false;  // a result's true row count: grounds only plain whole numbers
 };
 
 struct EvidenceValue {
@@ -57,58 +74,104 @@ struct Index {
   std::vector<EvidenceNumber> numbers;
   std::vector<EvidenceNumber> echoes;  // shown, but only as literals the query wrote
   std::vector<EvidenceDate> dates;
+  std::vector<std::string> id_words;  // the words naming identifier columns ("customer")
   std::string question;  // normalised
   std::vector<NumberToken> question_tokens;
   const Evidence* evidence = nullptr;
 };
 
+// True when a cell reads as one value: its first number comes first (after at most a sign, a
+// currency or a short code: "$1,234", "USD 12", "[1, 2]") and at most kMaxValueWords words
+// follow. "pay 999999 now" and prose with figures are not values.
+bool ValueCell(std::string_view cell) {
+  if (internal::CountWords(cell) > kMaxValueWords) return false;
+  size_t first = 0;
+  while (first < cell.size() && !internal::IsDigit(cell[first])) ++first;
+  if (first == cell.size()) return true;  // no number at all
+  const std::string_view prefix = cell.substr(0, first);
+  int letters = 0;
+  for (const char c : prefix) {
+    if (c >= 'a' && c <= 'z') return false;
+    if (c >= 'A' && c <= 'Z') ++letters;
+  }
+  return letters <= 3;
+}
+
+// Whether `year` reads as a calendar year, which a query filters on and returns unchanged.
+bool YearLike(double v) { return v >= 1900 && v <= 2100 && std::floor(v) == v; }
+
+// A hedged number ("about 400", "roughly 30%") states fewer figures than its digits: its
+// trailing zeros are not significant.
+void Unhedge(NumberToken& t) {
+  if (t.step < 1 || t.significant <= 1) return;
+  double v = std::round(std::fabs(t.value) / t.step);
+  while (t.significant > 1 && std::fmod(v, 10) == 0) {
+    v /= 10;
+    t.step *= 10;
+    --t.significant;
+  }
+}
+
 Index BuildIndex(const Evidence& evidence, std::string_view question) {
   Index ix;
   ix.evidence = &evidence;
-  // Numbers the query wrote itself are not facts about the data: the literals of a query
-  // with no FROM ("SELECT 999999"), and the longer literals of a Python script
-  // ("print(999999)"). Arithmetic on literals is still a computed value.
+  // Numbers the query wrote itself are not facts about the data: every literal of a query
+  // with no FROM ("SELECT 999999"), and elsewhere literals of three or more significant
+  // figures that are not years ("... UNION ALL SELECT 999999", "print(999999)"). Arithmetic
+  // on literals is still a computed value.
   std::vector<std::vector<double>> literals(evidence.sources().size());
   for (size_t k = 0; k < evidence.sources().size(); ++k) {
     const EvidenceSource& src = evidence.sources()[k];
     const bool python = src.tool == "run_python";
-    const std::vector<std::string> words = internal::NameWords(src.query);
-    if (!python && Contains(words, "from")) continue;
+    const bool table = !python && Contains(internal::NameWords(src.query), "from");
     for (const NumberToken& t : Scan(src.query, /*words=*/false)) {
-      if (!t.is_date && (!python || t.significant >= 3)) literals[k].push_back(t.value);
+      if (t.is_date || !std::isfinite(t.value)) continue;
+      NumberToken figures = t;
+      Unhedge(figures);  // "250" in "x > 250" is two figures: a threshold, not a claim
+      if ((!python && !table) || (figures.significant >= 3 && !YearLike(t.value))) {
+        literals[k].push_back(t.value);
+      }
     }
   }
   auto add_tokens = [&ix, &literals](std::string_view raw, int source, const std::string& column,
                                      ColumnRole role, int direction) {
     for (NumberToken& t : Scan(raw, /*words=*/false)) {
-      const auto& echo = literals[static_cast<size_t>(source)];
-      if (!t.is_date && std::any_of(echo.begin(), echo.end(), [&t](double v) {
-            return std::fabs(std::fabs(v) - std::fabs(t.value)) <= 1e-9 * std::fabs(v);
-          })) {
-        ix.echoes.push_back({t.value, t.text, "", source, column, role, 1});
-        continue;
-      }
       if (t.is_date) {
         ix.dates.push_back({std::move(t.key), std::string(raw.substr(0, 80)), source, column});
-      } else {
-        std::string normalised = Normalise(t.text);
-        ix.numbers.push_back({t.value, std::move(t.text), std::move(normalised), source, column,
-                              role, direction});
+        continue;
       }
+      if (!std::isfinite(t.value)) continue;  // inf and nan ground nothing
+      const auto& echo = literals[static_cast<size_t>(source)];
+      const bool echoed = std::any_of(echo.begin(), echo.end(), [&t](double v) {
+        return std::fabs(std::fabs(v) - std::fabs(t.value)) <= 1e-9 * std::fabs(v);
+      });
+      std::string normalised = Normalise(t.text);
+      EvidenceNumber e{t.value, std::move(t.text), std::move(normalised), source, column,
+                       role, direction, ScaleOfColumn(column), false};
+      (echoed ? ix.echoes : ix.numbers).push_back(std::move(e));
     }
   };
   for (const Evidence::Cell& cell : evidence.cells()) {
     const std::string shown = cell.value.value_or("NULL");
     ix.values.push_back({Normalise(shown), shown, cell.source, cell.column});
-    if (!cell.value || internal::CountWords(*cell.value) > kMaxValueWords) continue;
+    if (cell.role == ColumnRole::kIdentifier) {
+      for (const std::string& w : internal::NameWords(cell.column)) {
+        if (!Contains({"id", "ids", "key", "no", "num", "nr", "number", "code", "pk", "fk"}, w) &&
+            !Contains(ix.id_words, w)) {
+          ix.id_words.push_back(w);
+        }
+      }
+    }
+    if (!cell.value || !ValueCell(*cell.value)) continue;
     add_tokens(*cell.value, cell.source, cell.column, cell.role, cell.direction);
   }
   for (size_t s = 0; s < evidence.sources().size(); ++s) {
     const int64_t rows = evidence.sources()[s].row_count;
     if (rows < 0) continue;  // the true row count: an empty result grounds 0
     const std::string shown = std::to_string(rows);
-    ix.numbers.push_back({static_cast<double>(rows), "(" + shown + " rows)", shown,
-                          static_cast<int>(s), "", ColumnRole::kMeasure, 1});
+    ix.numbers.push_back({static_cast<double>(rows), "(" + shown + (rows == 1 ? " row)" : " rows)"),
+                          shown, static_cast<int>(s), "", ColumnRole::kMeasure, 1,
+                          Scale::kUnknown, true});
   }
   for (const Evidence::Text& text : evidence.texts()) {
     ix.texts.push_back({Normalise(text.text), text.text, text.source, ""});
@@ -124,6 +187,14 @@ bool NumericEqual(double a, double b) {
   return diff <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) || diff <= 1e-12;
 }
 
+// Equal up to floating-point noise, never by more than half a unit in the last place written:
+// "1,150,001" is not 1150000, while "0.3" is 0.30000000000000004.
+bool EqualAsWritten(const NumberToken& t, double written, double computed, double scale) {
+  const double diff = std::fabs(written - computed);
+  const double noise = 1e-6 * std::max(std::fabs(written), std::fabs(computed));
+  return diff <= 1e-12 || diff <= std::min(noise, 0.5 * t.step * scale * (1 + 1e-9));
+}
+
 // The computed value rounded to `significant` figures.
 double RoundSignificant(double computed, int significant) {
   if (computed == 0 || significant <= 0) return computed;
@@ -132,24 +203,36 @@ double RoundSignificant(double computed, int significant) {
   return std::round(computed / q) * q;
 }
 
-// True when `written` is `computed` rounded to the significant figures written (half either
-// way). A written zero ("0", "0.00") has none: it grounds what rounds to zero at its step.
-bool RoundsTo(const NumberToken& t, double written, double computed, double step_scale) {
-  const double slack = 4 * DBL_EPSILON * std::max(std::fabs(written), std::fabs(computed));
-  if (t.significant <= 0 || computed == 0) {
-    return std::fabs(written - computed) <= 0.5 * t.step * step_scale * (1 + 1e-9) + slack;
+// True when `written` is `computed` rounded to the significant figures written (a value half
+// way may go either way). A written zero grounds only a zero, or what rounds to zero at the
+// decimals written ("0.00" for 0.004).
+bool RoundsTo(const NumberToken& t, double written, double computed, double scale) {
+  if (!std::isfinite(written) || !std::isfinite(computed)) return false;
+  const double tiny = 1e-9 * std::max(std::fabs(written), std::fabs(computed)) + 1e-300;
+  if (written == 0) {
+    return computed == 0 || (t.step * scale < 1 && std::fabs(computed) <= 0.5 * t.step * scale);
+  }
+  if (computed == 0) return false;
+  if (t.significant <= 0) {
+    return std::fabs(written - computed) <= 0.5 * t.step * scale * (1 + 1e-9) + tiny;
   }
   const double q =
       std::pow(10.0, std::floor(std::log10(std::fabs(computed))) - t.significant + 1);
-  return std::fabs(written - computed) <= 0.5 * q * (1 + 1e-9) + slack;
+  const double lo = std::floor(computed / q) * q, hi = lo + q;
+  const double to_lo = computed - lo, to_hi = hi - computed;
+  const bool tie = std::fabs(to_lo - to_hi) <= 1e-9 * q;
+  auto same = [&](double r) { return std::fabs(written - r) <= 1e-9 * q + tiny; };
+  if (tie) return same(lo) || same(hi);
+  return same(to_lo < to_hi ? lo : hi);
 }
 
 // How a number in the answer is written: the words around it.
 struct Claim {
-  int direction = 0;          // +1 / -1 from a direction word, 0 none
+  int direction = 0;          // +1 / -1 from a direction word, kMagnitude, 0 none
   std::string direction_word;
   std::string reference;      // the word before it ("order" in "order 17")
   bool marked = false;        // "id 17", "no. 17"
+  bool entity = false;        // the reference names an entity: only an identifier grounds it
   bool any_kind = false;      // a supporting value: any cell it equals grounds it
   bool count = false;         // "17 orders": only a whole number grounds it
 };
@@ -184,15 +267,30 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     for (const NumberToken& q : ix.question_tokens) {
       if (q.is_date && q.key.starts_with(t.key)) return {MatchRule::kQuestion, q.text, -1, "", ""};
     }
-    return {};
+    Match none;
+    none.reason = "no date in any result starts with " + t.key;
+    return none;
   }
   std::string identifier_reason, sign_reason, count_reason;
   // The evidence a claim may use, as the value to compare with what is written (the sign
   // decided by the claim), or nothing.
   auto usable = [&](const EvidenceNumber& e, double* out) {
-    if (e.role == ColumnRole::kIdentifier && !claim.any_kind && !claim.marked &&
-        (claim.reference.empty() ||
-         !Contains(internal::NameWords(e.column), claim.reference))) {
+    if (e.row_count && !claim.any_kind &&
+        (t.percent || t.ratio || t.currency || std::floor(t.value) != t.value)) {
+      return false;  // a number of rows is a count, never a share or an amount
+    }
+    const bool names_it = !claim.reference.empty() &&
+                          Contains(internal::NameWords(e.column), claim.reference);
+    if ((claim.marked || claim.entity) && !claim.any_kind && e.role != ColumnRole::kIdentifier &&
+        !names_it) {
+      if (identifier_reason.empty()) {
+        identifier_reason = "it is written as a reference ('" + claim.reference + " " + t.text +
+                            "'), but the result shows it only as a measure (" + Where(e, ix) +
+                            "), not as an id";
+      }
+      return false;
+    }
+    if (e.role == ColumnRole::kIdentifier && !claim.any_kind && !claim.marked && !names_it) {
       if (identifier_reason.empty()) {
         identifier_reason = "appears only as an identifier (" + Where(e, ix) +
                             "); an id is not a count or an amount: compute the figure with a "
@@ -207,8 +305,16 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
       }
       return false;
     }
-    if (t.explicit_sign || claim.any_kind) {
-      *out = t.explicit_sign ? e.value : std::fabs(e.value);
+    if (t.explicit_sign) {
+      if ((t.value < 0) != (e.value < 0) && e.value != 0 && sign_reason.empty()) {
+        sign_reason = "the result shows " + e.shown + " (" + Where(e, ix) +
+                      "), but the answer writes the opposite sign";
+      }
+      *out = e.value;
+      return true;
+    }
+    if (claim.any_kind || claim.direction == internal::kMagnitude) {
+      *out = std::fabs(e.value);
       return true;
     }
     if (claim.direction == 0) {
@@ -228,7 +334,8 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
       if (sign_reason.empty()) {
         sign_reason = "the result shows " + e.shown + " (" + Where(e, ix) + "), but the answer "
                       "says '" + claim.direction_word + "', which means " +
-                      (claim.direction > 0 ? "an increase" : "a decrease") + "; state the direction the value shows, or compute the difference the "
+                      (claim.direction > 0 ? "an increase" : "a decrease") +
+                      "; state the direction the value shows, or compute the difference the "
                       "other way round";
       }
       return false;
@@ -236,6 +343,7 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     *out = std::fabs(e.value);
     return true;
   };
+  if (!std::isfinite(t.value)) return {};
   const std::string normalised = Normalise(t.text);
   double c = 0;
   if (!t.words) {
@@ -250,23 +358,33 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
       if (d.key.starts_with(t.text + "-")) return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
     }
   }
+  // Past 15 significant digits a double cannot tell neighbours apart: only the digits can.
+  const bool exact_only = t.significant > 15;
   // 44.71% against a proportion, or a proportion 0.4471 against a percentage 44.71.
   const double factor = t.percent ? 0.01 : 100.0;
-  auto close = [&](MatchRule rule, double w, double e) {
+  auto close = [&](MatchRule rule, double w, const EvidenceNumber& e, double v) {
+    // A percent written against a column named as a proportion ("share"), or a proportion
+    // against percentage points ("pct_change"), only converts; the reverse only compares.
+    const bool converts = rule == MatchRule::kPercent;
+    if (t.percent && !converts && e.scale == Scale::kProportion) return false;
+    if (t.percent && converts && e.scale == Scale::kPercent && std::fabs(e.value) > 1) return false;
+    if (!t.percent && converts && e.scale == Scale::kProportion) return false;
     switch (rule) {
-      case MatchRule::kNumeric: return NumericEqual(w, e);
-      case MatchRule::kRounding: return RoundsTo(t, w, e, 1);
+      case MatchRule::kNumeric: return EqualAsWritten(t, w, v, 1);
+      case MatchRule::kRounding: return RoundsTo(t, w, v, 1);
       default:
-        // A written proportion is at most 1: "0.4471" for 44.71, never "4" for 400.
-        if (!t.percent && std::fabs(w) > 1) return false;
-        return NumericEqual(w * factor, e) || RoundsTo(t, w * factor, e, factor);
+        // A written proportion is at most 1: "0.4471" for 44.71, never "4" for 400; a zero is
+        // a zero in any scale.
+        if ((!t.percent && std::fabs(w) > 1) || w == 0) return false;
+        return EqualAsWritten(t, w * factor, v, factor) || RoundsTo(t, w * factor, v, factor);
     }
   };
   for (MatchRule rule : {MatchRule::kNumeric, MatchRule::kRounding, MatchRule::kPercent}) {
+    if (exact_only) break;
     for (const EvidenceNumber& e : ix.numbers) {
       // Magnitudes first, so only evidence that would match explains a refusal.
-      if (!close(rule, std::fabs(t.value), std::fabs(e.value)) || !usable(e, &c)) continue;
-      if (close(rule, t.explicit_sign ? t.value : std::fabs(t.value), c)) {
+      if (!close(rule, std::fabs(t.value), e, std::fabs(e.value)) || !usable(e, &c)) continue;
+      if (close(rule, t.explicit_sign ? t.value : std::fabs(t.value), e, c)) {
         return {rule, e.shown, e.source, e.column, ""};
       }
     }
@@ -282,17 +400,21 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
   for (const EvidenceNumber& e : ix.echoes) {
     if (NumericEqual(std::fabs(t.value), std::fabs(e.value)) ||
         RoundsTo(t, std::fabs(t.value), std::fabs(e.value), 1)) {
-      none.reason = "it appears only as a literal that the query itself wrote (" + Where(e, ix) +
-                    "), not as a value computed from the data";
+      none.reason = "it appears only as a literal that the query or script itself wrote (" +
+                    Where(e, ix) + "), not as a value computed from the data";
       return none;
     }
   }
   none.reason = !sign_reason.empty()         ? sign_reason
                 : !identifier_reason.empty() ? identifier_reason
                                              : count_reason;
-  if (none.reason.empty() && t.significant > 0) {
+  if (none.reason.empty() && exact_only) {
+    none.reason = "a number of more than 15 significant digits must match a result digit for digit";
+  }
+  if (none.reason.empty() && t.significant > 0 && !t.ratio) {
     // A rounding that kept too few figures: name what it should have been.
     for (const EvidenceNumber& e : ix.numbers) {
+      if (e.row_count) continue;
       const double a = std::fabs(e.value), w = std::fabs(t.percent ? t.value * 0.01 : t.value);
       if (a == 0 || w == 0 || std::max(a, w) / std::min(a, w) > 3) continue;
       none.reason = "the nearest result is " + e.shown + " (" + Where(e, ix) + "); at the " +
@@ -358,6 +480,29 @@ Match CheckValue(std::string_view value, const std::string& normalised, const In
   return {};
 }
 
+constexpr const char* kNotFound = "not in any result you were shown, nor in the question";
+
+// Nouns that name one thing by its number ("customer 17", "order 12"): such a number is an
+// identifier, and only an identifier grounds it.
+const std::vector<std::string> kEntities = {
+    "customer", "client", "order", "invoice", "user", "account", "employee", "product", "item",
+    "store", "shop", "ticket", "transaction", "sku", "supplier", "vendor", "patient", "student",
+    "member", "session", "record", "row", "track", "album", "artist", "playlist", "genre"};
+
+// True when only a list separator stands between two numbers: ", ", " and ", ", and ", " or ".
+bool ListBetween(std::string_view between) {
+  std::string s = internal::LowerAscii(between);
+  for (const char* unit : {"%", "percent"}) {
+    if (s.starts_with(unit)) s.erase(0, std::string_view(unit).size());
+  }
+  auto trim = [](std::string& x) {
+    while (!x.empty() && x.front() == ' ') x.erase(0, 1);
+    while (!x.empty() && x.back() == ' ') x.pop_back();
+  };
+  trim(s);
+  return s == "," || s == "and" || s == ", and" || s == "or" || s == ", or" || s == "&";
+}
+
 }  // namespace
 
 std::string_view MatchRuleName(MatchRule rule) {
@@ -408,19 +553,33 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
     const std::string normalised = Normalise(value);
     if (normalised.empty()) continue;  // states nothing, so there is nothing to ground
     Match m = CheckValue(value, normalised, ix);
+    if (m.rule == MatchRule::kNone && m.reason.empty()) m.reason = kNotFound;
     report.checks.push_back({value, "supporting_values", m.rule, std::move(m.matched), m.source,
                              std::move(m.column), std::move(m.reason)});
   }
-  for (const NumberToken& t : Scan(answer, /*words=*/true)) {
+  std::optional<NumberToken> previous;
+  Claim previous_claim;
+  for (NumberToken t : Scan(answer, /*words=*/true)) {
     Claim claim;
     if (!t.is_date) {
       claim.direction = internal::DirectionAt(answer, t, &claim.direction_word);
       claim.reference = internal::ReferenceWord(answer, t, &claim.marked);
+      claim.entity = Contains(kEntities, claim.reference) || Contains(ix.id_words, claim.reference);
       claim.count = internal::IsCount(answer, t);
+      // "by 8.4% and 25%", "fell 3, 4 and 5 points": a list shares its direction.
+      if (claim.direction == 0 && previous && !previous->is_date &&
+          ListBetween(answer.substr(previous->end, t.begin - previous->end))) {
+        claim.direction = previous_claim.direction;
+        claim.direction_word = previous_claim.direction_word;
+      }
+      if (internal::Hedged(answer, t)) Unhedge(t);
     }
     Match m = CheckNumber(t, claim, ix);
+    if (m.rule == MatchRule::kNone && m.reason.empty()) m.reason = kNotFound;
     report.checks.push_back({t.text, "answer_text", m.rule, std::move(m.matched), m.source,
                              std::move(m.column), std::move(m.reason)});
+    previous = t;
+    previous_claim = claim;
   }
   return report;
 }

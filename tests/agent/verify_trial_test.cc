@@ -1,0 +1,173 @@
+// The verify gate against the kinds of answers a new-user trial found it misjudging: false
+// answers it believed (zeros from nothing, fractions from row counts, percents off by 100,
+// whole units lost to a relative tolerance, literals the query wrote, decrease words it did
+// not know, references grounded by measures, month names) and honest ones it refused
+// (comparisons by "trails"/"beats"/"a gap of", lists sharing a verb, hedged roundings).
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quarry/agent/verify.h"
+
+namespace quarry::agent {
+namespace {
+
+using Strings = std::vector<std::string>;
+using Rows = std::vector<std::vector<std::optional<std::string>>>;
+
+class TrialTest : public ::testing::Test {
+ protected:
+  void Result(const Strings& columns, const Rows& rows, const std::string& sql = "SELECT ... FROM t") {
+    evidence_.AddResult({++step_, "run_sql", sql, static_cast<int64_t>(rows.size())}, columns,
+                        rows);
+  }
+  bool Grounded(const std::string& answer, std::string_view question = "") {
+    return Verify(answer, {}, evidence_, question).grounded();
+  }
+  Evidence evidence_;
+  int step_ = 1;
+};
+
+TEST_F(TrialTest, ZeroIsGroundedOnlyByAZero) {
+  Result({"revenue_2024"}, {{"1150000"}});
+  EXPECT_FALSE(Grounded("0 accounts churned."));
+  EXPECT_FALSE(Grounded("Acme had $0 revenue last year."));
+  Result({"revenue"}, {{std::nullopt}});  // NULL is not a number
+  EXPECT_FALSE(Grounded("Delta Co had $0 revenue last year."));
+  Result({"churned"}, {{"0"}});
+  EXPECT_TRUE(Grounded("0 accounts churned."));
+  EXPECT_TRUE(Grounded("Zero accounts churned."));
+}
+
+TEST_F(TrialTest, RowCountsGroundOnlyPlainWholeNumbers) {
+  Result({"max_revenue"}, {{"2226550.25"}});  // 1 row
+  EXPECT_FALSE(Grounded("Half of the accounts churned."));
+  EXPECT_FALSE(Grounded("100% of accounts are active."));
+  EXPECT_FALSE(Grounded("North sold twice as much."));
+  Rows six(6, {std::string("x")});
+  Result({"name"}, six);
+  EXPECT_FALSE(Grounded("600% of accounts are active."));
+  EXPECT_TRUE(Grounded("There are 6 accounts."));
+  Result({"active", "total"}, {{"3", "6"}});
+  EXPECT_FALSE(Grounded("Two thirds of accounts are active."));
+  Result({"north_share"}, {{"0.2811"}});
+  EXPECT_FALSE(Grounded("North has nearly half of revenue."));
+}
+
+TEST_F(TrialTest, PercentScaleFollowsTheColumnName) {
+  Result({"north_share", "pct_change"}, {{"0.2811", "8.4"}});
+  EXPECT_FALSE(Grounded("North's share is 0.28%."));
+  EXPECT_TRUE(Grounded("North's share is 28%."));
+  EXPECT_TRUE(Grounded("North's share is 28.11%."));
+  EXPECT_FALSE(Grounded("Birch grew 840%."));
+  EXPECT_TRUE(Grounded("Birch grew 8.4%."));
+}
+
+TEST_F(TrialTest, ExactValuesKeepEveryWrittenDigit) {
+  Result({"revenue", "total", "big", "inf_col"},
+         {{"1150000", "2226550.25", "123456789012345678", "inf"}});
+  EXPECT_FALSE(Grounded("Acme had $1,150,001."));
+  EXPECT_TRUE(Grounded("Acme had $1,150,000."));
+  EXPECT_FALSE(Grounded("The total is $2,226,551.25."));
+  EXPECT_FALSE(Grounded("The total is $2,226,550.27."));
+  EXPECT_TRUE(Grounded("The total is $2,226,550.25."));
+  EXPECT_FALSE(Grounded("The id sum is 123456789012345600."));
+  EXPECT_TRUE(Grounded("The id sum is 123456789012345678."));
+  EXPECT_FALSE(Grounded("It reached 1e400."));
+}
+
+TEST_F(TrialTest, LiteralsAreEchoesWhereverTheQueryWritesThem) {
+  Result({"total"}, {{"2226550.25"}, {"999999"}},
+         "SELECT sum(revenue) FROM accounts UNION ALL SELECT 999999");
+  EXPECT_FALSE(Grounded("Total revenue was $999,999."));
+  EXPECT_TRUE(Grounded("Total revenue was $2,226,550.25."));
+  Result({"total_revenue"}, {{"888888"}}, "SELECT 888888 AS total_revenue FROM accounts LIMIT 1");
+  EXPECT_FALSE(Grounded("Total revenue was $888,888."));
+  Result({"y", "n"}, {{"2025", "1000"}}, "SELECT 2025 AS y, count(*) AS n FROM t WHERE x > 1000");
+  EXPECT_TRUE(Grounded("In 2025 there were 1000 large orders."));  // years and round thresholds
+}
+
+TEST_F(TrialTest, DecreaseWordsNeedANegativeValue) {
+  Result({"birch_change"}, {{"8.4"}});
+  for (const char* answer : {"Birch contracted 8.4%.", "Birch tumbled 8.4%.", "Birch dipped 8.4%.",
+                             "Birch sank 8.4%.", "Birch did 8.4% worse.",
+                             "Birch had a negative change of 8.4%.", "Birch changed by minus 8.4%."}) {
+    EXPECT_FALSE(Grounded(answer)) << answer;
+  }
+  Result({"echo_change"}, {{"-25"}});
+  EXPECT_TRUE(Grounded("Echo contracted 25%."));
+  EXPECT_TRUE(Grounded("Echo had a negative change of 25%."));
+}
+
+TEST_F(TrialTest, AListSharesItsDirection) {
+  Result({"birch", "echo"}, {{"8.4", "25"}});
+  EXPECT_FALSE(Grounded("Revenue fell at Birch and Echo by 8.4% and 25% respectively."));
+  EXPECT_TRUE(Grounded("Revenue rose at Birch and Echo by 8.4% and 25% respectively."));
+  Result({"acme", "cobalt", "foxtrot"}, {{"-4.17", "-20", "-50"}});
+  EXPECT_TRUE(Grounded("Revenue fell at Acme, Cobalt and Foxtrot by 4.17%, 20% and 50%."));
+}
+
+TEST_F(TrialTest, ComparisonsOfTwoThingsGroundEitherSign) {
+  Result({"central_minus_north"}, {{"-83217.99"}});
+  EXPECT_TRUE(Grounded("Central trails North by $83,217.99."));
+  EXPECT_TRUE(Grounded("North beats Central by $83,217.99."));
+  EXPECT_TRUE(Grounded("North is ahead, a gap of $83,217.99."));
+  EXPECT_TRUE(Grounded("Central's revenue is $83,217.99 lower."));
+  EXPECT_FALSE(Grounded("Central's revenue is $83,217.99 higher."));
+}
+
+TEST_F(TrialTest, AReferenceIsGroundedByAnIdentifier) {
+  Result({"qty"}, {{"17"}});
+  EXPECT_FALSE(Grounded("Customer 17 placed the order with the most items."));
+  EXPECT_TRUE(Grounded("The largest order had 17 items."));
+  Result({"customer_id", "qty"}, {{"4", "17"}});
+  EXPECT_TRUE(Grounded("Customer 4 placed the order with the most items: 17."));
+  EXPECT_TRUE(Grounded("Customer IDs: 4."));
+}
+
+TEST_F(TrialTest, MonthNamesAreDates) {
+  Result({"month", "total"}, {{"2025-12-01", "10"}});
+  EXPECT_FALSE(Grounded("March 2025 was the best month."));
+  EXPECT_TRUE(Grounded("December 2025 was the best month."));
+  EXPECT_TRUE(Grounded("Dec 2025 was the best month."));
+  Result({"day"}, {{"2025-03-12 00:00:00"}});
+  EXPECT_TRUE(Grounded("The peak came on March 12, 2025."));
+  EXPECT_FALSE(Grounded("The peak came on March 13, 2025."));
+  EXPECT_EQ(ExtractNumbers("in March 2025 and on Mar 12, 2025, but may 3 times"),
+            (Strings{"March 2025", "Mar 12, 2025", "3"}));
+}
+
+TEST_F(TrialTest, AValueCellLeadsWithItsNumber) {
+  Result({"note", "amount"}, {{"pay 999999 now", "USD 1,234"}});
+  EXPECT_FALSE(Grounded("Total revenue is $999,999."));
+  EXPECT_TRUE(Grounded("The amount is $1,234."));
+}
+
+TEST_F(TrialTest, HedgedRoundsAndFractionsOfAmounts) {
+  Result({"north_share", "customers", "orders", "total"}, {{"0.2811", "382", "2065", "504488.21"}});
+  EXPECT_TRUE(Grounded("North has roughly 30% of revenue."));
+  EXPECT_FALSE(Grounded("North has roughly 40% of revenue."));
+  EXPECT_TRUE(Grounded("Nearly 400 customers bought."));
+  EXPECT_TRUE(Grounded("About 380 customers bought."));
+  EXPECT_FALSE(Grounded("380 customers bought."));  // unhedged, every digit counts
+  EXPECT_TRUE(Grounded("Over 2,000 orders came in."));
+  EXPECT_TRUE(Grounded("Revenue was half a million dollars."));
+}
+
+TEST_F(TrialTest, EveryRefusalHasAReason) {
+  Result({"x"}, {{"5"}});
+  for (const ValueCheck& c : Verify("It was 7 and Mars.", {"Mars", "+5"}, evidence_, "").checks) {
+    if (!c.grounded()) {
+      EXPECT_FALSE(c.reason.empty()) << c.value;
+    }
+  }
+  Result({"change"}, {{"-25"}});
+  const VerifyReport r = Verify("Echo changed +25%.", {}, evidence_, "");
+  ASSERT_FALSE(r.grounded());
+  EXPECT_NE(r.checks[0].reason.find("opposite sign"), std::string::npos) << r.checks[0].reason;
+}
+
+}  // namespace
+}  // namespace quarry::agent
