@@ -42,7 +42,7 @@ const SqlCase kSqlCases[] = {
     {"tag_line_colon", "SQLite:\nSELECT 1", "SELECT 1", "a language tag line (SQLite:)", ""},
     {"tag_postgresql", "postgresql\nWITH a AS (SELECT 1) SELECT * FROM a",
      "WITH a AS (SELECT 1) SELECT * FROM a", "a language tag line (postgresql)", ""},
-    {"backticks", "`SELECT 1`", "SELECT 1", "backticks around the query", ""},
+    {"backticks", "`SELECT 1`", "SELECT 1", "backticks", ""},
     {"prose_colon", "Here is the query: SELECT 1", "", "", "starts with prose"},
     {"prose_line", "This counts the rows\nSELECT count(*) FROM t", "", "",
      "send one SQL query only"},
@@ -82,6 +82,41 @@ TEST(HygieneTest, PythonFencesGoAndIndentationStays) {
   EXPECT_EQ(literal.problem, "");
   EXPECT_NE(CleanPython("Run this:\n```python\nprint(1)\n```").problem.find("prose"),
             std::string::npos);
+}
+
+TEST(HygieneTest, PythonInBackticksRunsWithoutThem) {
+  const CleanedCode ticked = CleanPython("`print(df.shape)`");
+  EXPECT_EQ(ticked.text, "print(df.shape)");
+  EXPECT_EQ(ticked.cleaning, Cleaning::kBackticks);
+  EXPECT_EQ(ticked.removed, "backticks");
+  // Backticks inside the code (in a string) are the code's own.
+  const CleanedCode inner = CleanPython("`print('`')`");
+  EXPECT_EQ(inner.text, "`print('`')`");
+  EXPECT_EQ(inner.cleaning, Cleaning::kNone);
+}
+
+// Each kind of cleaning says once where the removed text was (the trial found "removed
+// backticks around the query around the SQL").
+TEST(HygieneTest, CleaningNotesNameThePlaceOnce) {
+  EXPECT_EQ(CleaningNote(CleanSql("```sql\nSELECT 1\n```"), "SQL"),
+            "note: removed a Markdown code fence (```sql) around the SQL and ran it; send the "
+            "SQL alone.");
+  EXPECT_EQ(CleaningNote(CleanSql("sql\nSELECT 1"), "SQL"),
+            "note: removed a language tag line (sql) before the SQL and ran it; send the SQL "
+            "alone.");
+  EXPECT_EQ(CleaningNote(CleanSql("`SELECT 1`"), "SQL"),
+            "note: removed backticks around the SQL and ran it; send the SQL alone.");
+  EXPECT_EQ(CleaningNote(CleanPython("```python\nprint(1)\n```"), "Python code"),
+            "note: removed a Markdown code fence (```python) around the Python code and ran it; "
+            "send the Python code alone.");
+  EXPECT_EQ(CleaningNote(CleanPython("python\nprint(1)"), "Python code"),
+            "note: removed a language tag line (python) before the Python code and ran it; send "
+            "the Python code alone.");
+  EXPECT_EQ(CleaningNote(CleanPython("`print(1)`"), "Python code"),
+            "note: removed backticks around the Python code and ran it; send the Python code "
+            "alone.");
+  EXPECT_EQ(CleaningNote(CleanSql("SELECT 1"), "SQL"), "");
+  EXPECT_EQ(CleaningNote(CleanPython("print(1)"), "Python code"), "");
 }
 
 TEST(HygieneTest, SqlIsNormalisedOutsideLiteralsOnly) {
@@ -135,6 +170,7 @@ TEST(HygieneTest, RepeatLogKnowsFailedCallsAndPythonState) {
   log.Record("run_sql", sql, 4, RepeatObservation(*earlier, false), true, false);
   EXPECT_EQ(log.Find("run_sql", sql)->repeats, 1);
   EXPECT_EQ(log.Find("run_sql", sql)->step, 2);
+  const RepeatLog::Earlier stuck = *log.Find("run_sql", sql);  // its next send is the third
 
   // A failed Python cell is a repeat only while nothing else has run since.
   const std::string py = CallKey("run_python", json{{"code", "print(y)"}});
@@ -158,22 +194,63 @@ TEST(HygieneTest, RepeatLogKnowsFailedCallsAndPythonState) {
   log.Record("run_python", CallKey("run_python", json{{"code", "y = 1"}}), 8, Observation{}, false,
              true);
   EXPECT_FALSE(log.Find("run_python", py));
-  // SQL does not see Python's state: its failure stays a repeat.
+  // SQL does not see Python's state: its failure stays a repeat (the Python success restarted
+  // its count towards stopping).
   EXPECT_TRUE(log.Find("run_sql", sql));
+  EXPECT_EQ(log.Find("run_sql", sql)->sends_since_success, 0);
 
   // final_answer is the verify gate's to judge, never a repeat here.
   const std::string answer = CallKey("final_answer", json{{"answer", "x"}});
   log.Record("final_answer", answer, 10, Failed(FailureClass::kBadArguments, "bad"), false, false);
   EXPECT_FALSE(log.Find("final_answer", answer));
 
-  const Observation obs = RepeatObservation(*log.Find("run_sql", sql), true);
+  const Observation obs = RepeatObservation(stuck, true);
   EXPECT_EQ(obs.failure, FailureClass::kRuntimeError);
   EXPECT_TRUE(
       obs.text.starts_with("repeat of step 2 again: this exact call failed there with "
-                           "runtime_error and has now been sent 3 times."))
+                           "runtime_error and has now been sent 3 times with no successful "
+                           "run_sql, run_python or make_chart call in between."))
       << obs.text;
   EXPECT_EQ(obs.detail["repeat_of"], 2);
   EXPECT_EQ(obs.detail["executed"], false);
+}
+
+// The trial's case: fail, fail, a good query, the same failing call. The repeat is still
+// answered from step 2, but the success restarted the count: the model is not stuck.
+TEST(HygieneTest, ASuccessBetweenRestartsTheRepeatCount) {
+  RepeatLog log;
+  const std::string bad = CallKey("run_sql", json{{"sql", "SELECT total_amount FROM sales"}});
+  const std::string good = CallKey("run_sql", json{{"sql", "SELECT SUM(revenue) FROM sales"}});
+  log.Record("run_sql", bad, 2, Failed(FailureClass::kRuntimeError, "Binder Error"), false, true);
+  EXPECT_EQ(log.Find("run_sql", bad)->sends_since_success, 1);
+  log.Record("run_sql", bad, 4, RepeatObservation(*log.Find("run_sql", bad), false), true, false);
+  EXPECT_EQ(log.Find("run_sql", bad)->sends_since_success, 2);  // the next send is the third
+
+  log.Record("run_sql", good, 6, Observation{}, false, true);
+  auto earlier = log.Find("run_sql", bad);
+  ASSERT_TRUE(earlier);  // still a repeat of step 2, not run again
+  EXPECT_EQ(earlier->step, 2);
+  EXPECT_EQ(earlier->sends_since_success, 0);
+  EXPECT_EQ(earlier->repeats, 1);
+  const Observation warned = RepeatObservation(*earlier, false);
+  EXPECT_NE(warned.text.find("Sending it twice more ends the run, unless a run_sql, run_python "
+                             "or make_chart call succeeds first."),
+            std::string::npos)
+      << warned.text;
+  log.Record("run_sql", bad, 8, warned, true, false);
+  EXPECT_EQ(log.Find("run_sql", bad)->sends_since_success, 1);
+  EXPECT_EQ(log.Find("run_sql", bad)->repeats, 2);
+
+  // Neither a failed execution call nor a call that is not an execution (inspect_schema)
+  // restarts it: only a success counts as progress.
+  log.Record("run_sql", CallKey("run_sql", json{{"sql", "SELECT nope FROM sales"}}), 10,
+             Failed(FailureClass::kRuntimeError, "Binder Error"), false, true);
+  log.Record("inspect_schema", CallKey("inspect_schema", json::object()), 12, Observation{}, false,
+             false);
+  EXPECT_EQ(log.Find("run_sql", bad)->sends_since_success, 1);
+  log.Record("run_sql", bad, 14, RepeatObservation(*log.Find("run_sql", bad), false), true, false);
+  EXPECT_EQ(log.Find("run_sql", bad)->sends_since_success, 2);
+  EXPECT_EQ(log.Find("run_sql", bad)->sends_since_success + 1, kStuckSends);
 }
 
 engine::ColumnCard Col(const std::string& name) {

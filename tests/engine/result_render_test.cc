@@ -109,14 +109,74 @@ TEST_F(ResultRenderTest, SqliteUnknownColumnsListTheRealOnesNearestFirst) {
   EXPECT_EQ(Failure(*engine, "SELECT order_total FROM orders"),
             "sqlite: no such column: order_total. Did you mean orders.Order Total? Columns of the "
             "tables this query names: orders(id, person, Order Total)");
-  // An alias narrows it to its table.
+  // An alias puts its table first; the other tables the query names follow, nearest names too.
   EXPECT_EQ(Failure(*engine, "SELECT o.nam FROM people p JOIN orders AS o ON o.person = p.name"),
-            "sqlite: no such column: o.nam. Columns of the tables this query names: "
-            "orders(id, person, Order Total)");
+            "sqlite: no such column: o.nam. Did you mean people.name? Columns of the tables this "
+            "query names: orders(id, person, Order Total); people(name, tag, score)");
   // Nothing near: every table's columns.
   EXPECT_EQ(Failure(*engine, "SELECT 1 WHERE zzz = 1"),
             "sqlite: no such column: zzz. Columns of the tables: orders(id, person, Order Total); "
             "people(name, tag, score)");
+}
+
+// The user-trial case: an aliased column in a join lists every joined table's columns, the
+// alias's table first, on the real Chinook database.
+TEST_F(ResultRenderTest, SqliteUnknownColumnInAJoinListsEveryTableAliasFirst) {
+  auto engine = OpenOne(quarry::testing::SourceDir() / "data" / "chinook.sqlite");
+  ASSERT_TRUE(engine);
+  const std::string track =
+      "Track(TrackId, Name, AlbumId, MediaTypeId, GenreId, Composer, Milliseconds, Bytes, "
+      "UnitPrice)";
+  const std::string album = "Album(AlbumId, Title, ArtistId)";
+  EXPECT_EQ(Failure(*engine, "SELECT t.Nme FROM Track t JOIN Album a ON t.AlbumId = a.AlbumId"),
+            "sqlite: no such column: t.Nme. Did you mean Track.Name? Columns of the tables this "
+            "query names: " +
+                track + "; " + album);
+  // The alias's table comes first even when the query names it second.
+  EXPECT_EQ(Failure(*engine, "SELECT a.Titel FROM Track t JOIN Album a ON t.AlbumId = a.AlbumId"),
+            "sqlite: no such column: a.Titel. Did you mean Album.Title? Columns of the tables "
+            "this query names: " +
+                album + "; " + track);
+  // A near name in another table than the alias's is offered after the alias's own.
+  EXPECT_EQ(Failure(*engine,
+                    "SELECT ar.Titl FROM Album al JOIN Artist ar ON al.ArtistId = ar.ArtistId"),
+            "sqlite: no such column: ar.Titl. Did you mean Album.Title? Columns of the tables "
+            "this query names: Artist(ArtistId, Name); " +
+                album);
+  // Unqualified: every table the query names, in its order.
+  EXPECT_EQ(Failure(*engine, "SELECT Nme FROM Album JOIN Artist USING (ArtistId)"),
+            "sqlite: no such column: Nme. Did you mean Artist.Name? Columns of the tables this "
+            "query names: " +
+                album + "; Artist(ArtistId, Name)");
+}
+
+TEST_F(ResultRenderTest, SqliteAmbiguousColumnsNameTheTablesAndHowToQualify) {
+  auto engine = OpenOne(quarry::testing::SourceDir() / "data" / "chinook.sqlite");
+  ASSERT_TRUE(engine);
+  // Aliased tables are qualified by their alias: SQLite no longer accepts the name.
+  EXPECT_EQ(Failure(*engine,
+                    "SELECT Name FROM Track t JOIN Album a ON t.AlbumId = a.AlbumId "
+                    "JOIN Artist AS ar ON ar.ArtistId = a.ArtistId"),
+            "sqlite: ambiguous column name: Name. These tables in the query have a column Name: "
+            "Track (as t), Artist (as ar). Qualify it with the table's name or alias: t.Name or "
+            "ar.Name");
+  EXPECT_EQ(Failure(*engine, "SELECT Name FROM Track, Artist LIMIT 1"),
+            "sqlite: ambiguous column name: Name. These tables in the query have a column Name: "
+            "Track, Artist. Qualify it with the table's name or alias: Track.Name or Artist.Name");
+  // A self-join: one table under two aliases.
+  EXPECT_EQ(Failure(*engine, "SELECT AlbumId FROM Album x JOIN Album y ON x.ArtistId = y.ArtistId"),
+            "sqlite: ambiguous column name: AlbumId. These tables in the query have a column "
+            "AlbumId: Album (as x, y). Qualify it with the table's name or alias: x.AlbumId or "
+            "y.AlbumId");
+  // The suggestions work: the qualified query runs.
+  EXPECT_TRUE(engine->Query("SELECT t.Name FROM Track t JOIN Album a ON t.AlbumId = a.AlbumId "
+                            "JOIN Artist AS ar ON ar.ArtistId = a.ArtistId LIMIT 1",
+                            Limits{})
+                  .has_value());
+  // Through a CTE the tables are not seen: the general advice.
+  EXPECT_EQ(Failure(*engine, "WITH x AS (SELECT 1 AS k), y AS (SELECT 2 AS k) SELECT k FROM x, y"),
+            "sqlite: ambiguous column name: k. More than one table in the query has this column: "
+            "qualify it with its table's name or alias (table.column)");
 }
 
 TEST_F(ResultRenderTest, SqliteUnknownTablesListTheTables) {

@@ -130,6 +130,7 @@ CleanedCode StripMarkdown(std::string_view raw, const auto& tags, const std::str
     }
     out.text = std::string(Trim(body));
     out.removed = "a Markdown code fence (" + std::string(fence) + std::string(info) + ")";
+    out.cleaning = Cleaning::kFence;
     if (out.text.empty()) out.problem = "the code block is empty; send the " + what + " itself";
     return out;
   }
@@ -137,10 +138,20 @@ CleanedCode StripMarkdown(std::string_view raw, const auto& tags, const std::str
   if (nl != std::string_view::npos && TagIn(t.substr(0, nl), tags)) {
     out.text = std::string(Trim(t.substr(nl + 1)));
     out.removed = "a language tag line (" + std::string(Trim(t.substr(0, nl))) + ")";
+    out.cleaning = Cleaning::kTagLine;
     return out;
   }
   out.text = std::string(raw);
   return out;
+}
+
+// Trimmed text with one pair of single backticks around it and none inside: the inside.
+std::optional<std::string_view> InsideBackticks(std::string_view t) {
+  if (t.size() > 2 && t.front() == '`' && t.back() == '`' && !t.starts_with("``") &&
+      t.substr(1, t.size() - 2).find('`') == std::string_view::npos) {
+    return Trim(t.substr(1, t.size() - 2));
+  }
+  return std::nullopt;
 }
 
 std::string Canonical(const json& v) {
@@ -192,10 +203,8 @@ CleanedCode CleanSql(std::string_view sql) {
   std::string_view t = Trim(sql);
   // Valid SQL is never touched: a fence or tag line cannot start a statement.
   if (StartsLikeSql(t)) return {std::string(sql), "", ""};
-  if (t.size() > 2 && t.front() == '`' && t.back() == '`' && !t.starts_with("``") &&
-      t.substr(1, t.size() - 2).find('`') == std::string_view::npos &&
-      StartsLikeSql(t.substr(1, t.size() - 2))) {
-    return {std::string(Trim(t.substr(1, t.size() - 2))), "backticks around the query", ""};
+  if (const auto inside = InsideBackticks(t); inside && StartsLikeSql(*inside)) {
+    return {std::string(*inside), "backticks", "", Cleaning::kBackticks};
   }
   CleanedCode out = StripMarkdown(t, kSqlTags, "SQL query");
   if (!out.problem.empty() || !out.removed.empty()) return out;
@@ -208,6 +217,9 @@ CleanedCode CleanSql(std::string_view sql) {
 }
 
 CleanedCode CleanPython(std::string_view code) {
+  if (const auto inside = InsideBackticks(Trim(code)); inside && !inside->empty()) {
+    return {std::string(*inside), "backticks", "", Cleaning::kBackticks};
+  }
   CleanedCode out = StripMarkdown(code, kPythonTags, "Python code");
   // Prose, then a fence starting a line (never valid Python): what to run is a guess.
   if (out.problem.empty() && out.removed.empty() &&
@@ -217,6 +229,24 @@ CleanedCode CleanPython(std::string_view code) {
         "code only, with no explanation or Markdown around it";
   }
   return out;
+}
+
+std::string CleaningNote(const CleanedCode& cleaned, std::string_view what) {
+  std::string where;
+  switch (cleaned.cleaning) {
+    case Cleaning::kNone:
+      return "";
+    case Cleaning::kFence:
+    case Cleaning::kBackticks:
+      where = " around the ";
+      break;
+    case Cleaning::kTagLine:
+      where = " before the ";
+      break;
+  }
+  const std::string code(what);
+  return "note: removed " + cleaned.removed + where + code + " and ran it; send the " + code +
+         " alone.";
 }
 
 std::string NormalizeSql(std::string_view sql) {
@@ -293,18 +323,29 @@ std::optional<RepeatLog::Earlier> RepeatLog::Find(std::string_view tool,
   const auto it = failed_.find(key);
   if (it == failed_.end()) return std::nullopt;
   if (tool == "run_python" && it->second.epoch != epoch_) return std::nullopt;
-  return it->second.earlier;
+  Earlier e = it->second.earlier;
+  if (it->second.successes != successes_) e.sends_since_success = 0;
+  return e;
 }
 
 void RepeatLog::Record(std::string_view tool, const std::string& key, int step,
                        const Observation& obs, bool was_repeat, bool execution) {
   if (was_repeat) {
-    if (auto it = failed_.find(key); it != failed_.end()) ++it->second.earlier.repeats;
+    if (auto it = failed_.find(key); it != failed_.end()) {
+      Entry& entry = it->second;
+      ++entry.earlier.repeats;
+      if (entry.successes != successes_) {
+        entry.earlier.sends_since_success = 0;
+        entry.successes = successes_;
+      }
+      ++entry.earlier.sends_since_success;
+    }
     return;
   }
   // A cell that fails may still have changed the kernel's state before failing; what counts
   // is that nothing ran between it and its repeat.
   if (execution) ++epoch_;
+  if (execution && obs.failure == FailureClass::kNone) ++successes_;
   if (tool == "final_answer") return;
   // Python that did not run (no sandbox this time: the next call tries again), or whose
   // kernel was replaced (a timeout, a crash), may well run differently next time.
@@ -321,12 +362,13 @@ void RepeatLog::Record(std::string_view tool, const std::string& key, int step,
   e.failure = obs.failure;
   e.rule = obs.rule;
   e.error = obs.text;
+  e.sends_since_success = 1;
   if (e.error.size() > 800) {
     size_t cut = 800;
     while (cut > 0 && (static_cast<unsigned char>(e.error[cut]) & 0xC0) == 0x80) --cut;
     e.error = e.error.substr(0, cut) + "\u2026";
   }
-  failed_[key] = Entry{std::move(e), epoch_};
+  failed_[key] = Entry{std::move(e), epoch_, successes_};
 }
 
 Observation RepeatObservation(const RepeatLog::Earlier& earlier, bool ends_run) {
@@ -337,13 +379,23 @@ Observation RepeatObservation(const RepeatLog::Earlier& earlier, bool ends_run) 
   const std::string failure(FailureClassName(earlier.failure));
   if (ends_run) {
     obs.text = "repeat of step " + n + " again: this exact call failed there with " + failure +
-               " and has now been sent " + std::to_string(earlier.repeats + 2) +
-               " times. It was not run; the run stops here. The error was:\n" + earlier.error;
+               " and has now been sent " + std::to_string(earlier.sends_since_success + 1) +
+               " times with no successful run_sql, run_python or make_chart call in between. "
+               "It was not run; the run stops here. The error was:\n" +
+               earlier.error;
   } else {
+    // This send counts too: `left` more unchanged sends end the run.
+    const int left = kStuckSends - (earlier.sends_since_success + 1);
+    const std::string more = left <= 1   ? "once more"
+                             : left == 2 ? "twice more"
+                                         : std::to_string(left) + " more times";
     obs.text = "repeat of step " + n + ": this exact call failed there with " + failure +
                " and was not run again: the same call on the same data gives the same error. "
                "Change the call: fix what the error below names, or check the names with "
-               "inspect_schema. Sending it once more ends the run. The error was:\n" +
+               "inspect_schema. Sending it " +
+               more +
+               " ends the run, unless a run_sql, run_python or make_chart call succeeds first. "
+               "The error was:\n" +
                earlier.error;
   }
   obs.detail = {{"repeat_of", earlier.step}, {"executed", false}};

@@ -217,7 +217,8 @@ class Session {
     const std::string key = args.is_discarded() ? RawCallKey(call.name, call.arguments_json)
                                                 : CallKey(call.name, args);
     const auto earlier = repeats_.Find(call.name, key);
-    const bool stuck = earlier && earlier->repeats >= kRepeatsAnswered;
+    // Stuck: this send is the kStuckSends-th of a failed call with no success between.
+    const bool stuck = earlier && earlier->sends_since_success + 1 >= kStuckSends;
     bool answered = false;
     if (earlier) {
       obs = RepeatObservation(*earlier, stuck);
@@ -258,8 +259,9 @@ class Session {
                     !earlier && problem.empty() && tool && tool->execution);
     if (stuck) {
       trace_.notes.push_back("the call of step " + std::to_string(earlier->step) + " was sent " +
-                             std::to_string(earlier->repeats + 2) +
-                             " times unchanged after it failed; the run stopped at the last");
+                             std::to_string(earlier->sends_since_success + 1) +
+                             " times unchanged after it failed, with no successful execution "
+                             "call in between; the run stopped at the last");
       stop_reason_ = kStopRepairBudget;
       return;
     }

@@ -123,9 +123,8 @@ Observation InspectSchema(const json& args, ToolContext& ctx) {
 
 // What a cleaned argument had removed, as the observation's first line and in its detail.
 void NoteCleaned(Observation& obs, const CleanedCode& cleaned, const std::string& what) {
-  if (cleaned.removed.empty()) return;
-  obs.text = "note: removed " + cleaned.removed + " around the " + what + " and ran it; send " +
-             what + " alone.\n" + obs.text;
+  if (cleaned.cleaning == Cleaning::kNone) return;
+  obs.text = CleaningNote(cleaned, what) + "\n" + obs.text;
   obs.detail["cleaned"] = cleaned.removed;
 }
 

@@ -135,11 +135,17 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
                                                    const OpenOptions& options);
 // Text to append to SQLite's "no such column: X" (X as SQLite wrote it, maybe "t.col"): the
 // nearest column names first (case and punctuation ignored, then small edit distances, then
-// containment), then the columns of the tables `sql` names (of every table, up to 8, when it
-// names none); a qualifier ("t.col") that is a table's name or alias narrows it to that
-// table. Starts with ". "; "" when there are no cards.
+// containment), then the columns of every table `sql` names, in the order it names them (of
+// every table, up to 8, when it names none). A qualifier ("t.col") that is a table's name or
+// alias puts that table first in both lists. Starts with ". "; "" when there are no cards.
 std::string NoSuchColumnHint(std::string_view missing, std::string_view sql,
                              const std::vector<TableCard>& cards);
+// Text to append to SQLite's "ambiguous column name: X": the tables `sql` names that have a
+// column X (case aside), with their aliases, and the qualified names to use instead (alias.X
+// for an aliased table: SQLite then no longer accepts its name). Starts with ". "; a general
+// "qualify it" sentence when fewer than two qualified names are found (a CTE, a subquery).
+std::string AmbiguousColumnHint(std::string_view column, std::string_view sql,
+                                const std::vector<TableCard>& cards);
 // The same for "no such table: X": the nearest table names, then every table (up to 100).
 std::string NoSuchTableHint(std::string_view missing, const std::vector<TableCard>& cards);
 

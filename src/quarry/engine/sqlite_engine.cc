@@ -247,9 +247,12 @@ class SqliteEngine final : public Engine {
                         msg.find("unrecognized token") != std::string::npos;
     // SQLite names only the unknown name; DuckDB lists the candidates, and so do we.
     std::string hint;
-    constexpr std::string_view kColumn = "no such column: ", kTable = "no such table: ";
+    constexpr std::string_view kColumn = "no such column: ", kTable = "no such table: ",
+                               kAmbiguous = "ambiguous column name: ";
     if (msg.starts_with(kColumn)) {
       hint = NoSuchColumnHint(std::string_view(msg).substr(kColumn.size()), sql, cards_);
+    } else if (msg.starts_with(kAmbiguous)) {
+      hint = AmbiguousColumnHint(std::string_view(msg).substr(kAmbiguous.size()), sql, cards_);
     } else if (msg.starts_with(kTable)) {
       hint = NoSuchTableHint(std::string_view(msg).substr(kTable.size()), cards_);
     }
