@@ -156,6 +156,21 @@ TEST_F(TrialTest, HedgedRoundsAndFractionsOfAmounts) {
   EXPECT_TRUE(Grounded("Revenue was half a million dollars."));
 }
 
+TEST_F(TrialTest, BoundsMustHoldOfTheValue) {
+  Result({"total", "orders", "share"}, {{"504488.21", "2065", "0.46"}});
+  EXPECT_FALSE(Grounded("Total revenue was under $500K."));
+  EXPECT_TRUE(Grounded("Total revenue was over $500K."));
+  EXPECT_TRUE(Grounded("Total revenue was just over half a million."));
+  EXPECT_TRUE(Grounded("There were more than 2,000 orders."));
+  EXPECT_FALSE(Grounded("There were fewer than 2,000 orders."));
+  EXPECT_TRUE(Grounded("Nearly half of the orders were online."));
+  EXPECT_TRUE(Grounded("At least 45% of the orders were online."));
+  EXPECT_FALSE(Grounded("At most 45% of the orders were online."));
+  const VerifyReport r = Verify("Total revenue was under $500K.", {}, evidence_, "");
+  ASSERT_FALSE(r.grounded());
+  EXPECT_NE(r.checks[0].reason.find("above the bound"), std::string::npos) << r.checks[0].reason;
+}
+
 TEST_F(TrialTest, EveryRefusalHasAReason) {
   Result({"x"}, {{"5"}});
   for (const ValueCheck& c : Verify("It was 7 and Mars.", {"Mars", "+5"}, evidence_, "").checks) {

@@ -133,6 +133,24 @@ int DirectionAt(std::string_view text, const NumberToken& token, std::string* wo
   return 0;
 }
 
+int BoundAt(std::string_view text, const NumberToken& token) {
+  const std::vector<std::string> before = WordsBefore(text, token.begin, 2);
+  if (before.empty()) return 0;
+  const std::string& w = before[0];
+  const std::string pair = before.size() > 1 ? before[1] + " " + w : "";
+  if (In(w, {"over", "above", "exceeding", "exceeds", "exceeded"}) ||
+      In(pair, {"more than", "greater than", "higher than", "larger than", "at least",
+                "upwards of"})) {
+    return 1;
+  }
+  if (In(w, {"under", "below", "nearly", "almost"}) ||
+      In(pair, {"less than", "fewer than", "lower than", "smaller than", "at most", "up to",
+                "just under"})) {
+    return -1;
+  }
+  return 0;
+}
+
 bool Hedged(std::string_view text, const NumberToken& token) {
   size_t p = token.begin;
   while (p > 0 && text[p - 1] == ' ') --p;
@@ -141,7 +159,8 @@ bool Hedged(std::string_view text, const NumberToken& token) {
   return !before.empty() &&
          In(before[0], {"about", "around", "roughly", "approximately", "approx", "nearly",
                         "almost", "over", "under", "some", "circa", "ca", "close", "just",
-                        "upwards", "estimated"});
+                        "upwards", "estimated", "than", "least", "most", "above", "below",
+                        "exceeding"});
 }
 
 std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked) {

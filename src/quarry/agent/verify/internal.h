@@ -59,6 +59,11 @@ int DirectionAt(std::string_view text, const NumberToken& token, std::string* wo
 // an identifier mark ("#", "id", "no.", "number") was skipped.
 std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked);
 
+// A bound written before a number: +1 when the value is at least it ("over 2,000", "more
+// than 500", "at least 3"), -1 when at most it ("under $500K", "less than", "nearly half"), 0
+// when none is.
+int BoundAt(std::string_view text, const NumberToken& token);
+
 // True when a hedge stands right before a number ("about 400", "roughly 30%", "~2,000"): its
 // trailing zeros are then not significant.
 bool Hedged(std::string_view text, const NumberToken& token);

@@ -235,6 +235,7 @@ struct Claim {
   bool entity = false;        // the reference names an entity: only an identifier grounds it
   bool any_kind = false;      // a supporting value: any cell it equals grounds it
   bool count = false;         // "17 orders": only a whole number grounds it
+  int bound = 0;              // +1 "over 2,000": the value is at least it; -1 "under $500K"
 };
 
 struct Match {
@@ -271,7 +272,7 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     none.reason = "no date in any result starts with " + t.key;
     return none;
   }
-  std::string identifier_reason, sign_reason, count_reason;
+  std::string identifier_reason, sign_reason, count_reason, bound_reason;
   // The evidence a claim may use, as the value to compare with what is written (the sign
   // decided by the claim), or nothing.
   auto usable = [&](const EvidenceNumber& e, double* out) {
@@ -362,13 +363,16 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
   const bool exact_only = t.significant > 15;
   // 44.71% against a proportion, or a proportion 0.4471 against a percentage 44.71.
   const double factor = t.percent ? 0.01 : 100.0;
-  auto close = [&](MatchRule rule, double w, const EvidenceNumber& e, double v) {
-    // A percent written against a column named as a proportion ("share"), or a proportion
-    // against percentage points ("pct_change"), only converts; the reverse only compares.
-    const bool converts = rule == MatchRule::kPercent;
+  // A percent written against a column named as a proportion ("share") only converts; against
+  // percentage points ("pct_change" of 8.4) it only compares; a proportion written against a
+  // proportion only compares.
+  auto scale_allows = [&](bool converts, const EvidenceNumber& e) {
     if (t.percent && !converts && e.scale == Scale::kProportion) return false;
     if (t.percent && converts && e.scale == Scale::kPercent && std::fabs(e.value) > 1) return false;
-    if (!t.percent && converts && e.scale == Scale::kProportion) return false;
+    return !(!t.percent && converts && e.scale == Scale::kProportion);
+  };
+  auto close = [&](MatchRule rule, double w, const EvidenceNumber& e, double v) {
+    if (!scale_allows(rule == MatchRule::kPercent, e)) return false;
     switch (rule) {
       case MatchRule::kNumeric: return EqualAsWritten(t, w, v, 1);
       case MatchRule::kRounding: return RoundsTo(t, w, v, 1);
@@ -385,7 +389,36 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
       // Magnitudes first, so only evidence that would match explains a refusal.
       if (!close(rule, std::fabs(t.value), e, std::fabs(e.value)) || !usable(e, &c)) continue;
       if (close(rule, t.explicit_sign ? t.value : std::fabs(t.value), e, c)) {
+        // "under $500K" is false of 504,488 though it rounds to 500K.
+        const double w = std::fabs(rule == MatchRule::kPercent ? t.value * factor : t.value);
+        const double v = std::fabs(c);
+        if ((claim.bound > 0 && v < w) || (claim.bound < 0 && v > w)) {
+          if (bound_reason.empty()) {
+            bound_reason = "the result shows " + e.shown + " (" + Where(e, ix) + "), which is " +
+                           (claim.bound > 0 ? "below" : "above") + " the bound the answer writes";
+          }
+          continue;
+        }
         return {rule, e.shown, e.source, e.column, ""};
+      }
+    }
+  }
+  // A bound that holds and is tight to the figures written ("at least 45%" of 0.46, "more
+  // than 2,000" of 2,065): within one unit of its last significant place.
+  if (claim.bound != 0 && !exact_only) {
+    for (const EvidenceNumber& e : ix.numbers) {
+      for (const double scale : {1.0, factor}) {
+        if (!scale_allows(scale != 1, e) || (scale != 1 && !t.percent && std::fabs(t.value) > 1)) {
+          continue;
+        }
+        const double w = std::fabs(t.value) * scale, unit = t.step * scale;
+        if (!usable(e, &c)) continue;
+        const double v = std::fabs(c);
+        const bool holds = claim.bound > 0 ? v >= w : v <= w;
+        if (holds && std::fabs(v - w) <= unit * (1 + 1e-9)) {
+          return {scale == 1 ? MatchRule::kRounding : MatchRule::kPercent, e.shown, e.source,
+                  e.column, ""};
+        }
       }
     }
   }
@@ -405,7 +438,8 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
       return none;
     }
   }
-  none.reason = !sign_reason.empty()         ? sign_reason
+  none.reason = !bound_reason.empty()        ? bound_reason
+                : !sign_reason.empty()       ? sign_reason
                 : !identifier_reason.empty() ? identifier_reason
                                              : count_reason;
   if (none.reason.empty() && exact_only) {
@@ -566,6 +600,7 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
       claim.reference = internal::ReferenceWord(answer, t, &claim.marked);
       claim.entity = Contains(kEntities, claim.reference) || Contains(ix.id_words, claim.reference);
       claim.count = internal::IsCount(answer, t);
+      claim.bound = internal::BoundAt(answer, t);
       // "by 8.4% and 25%", "fell 3, 4 and 5 points": a list shares its direction.
       if (claim.direction == 0 && previous && !previous->is_date &&
           ListBetween(answer.substr(previous->end, t.begin - previous->end))) {
