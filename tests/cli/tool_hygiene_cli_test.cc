@@ -140,5 +140,22 @@ TEST_F(ToolHygieneCliTest, SqlTextOutputShowsNullTextNullAndEmptyApart) {
       << bad.err;
 }
 
+TEST_F(ToolHygieneCliTest, DataCannotDriveTheTerminal) {
+  const auto db = cwd_.path() / "esc.sqlite";
+  quarry::testing::MakeSqlite(db,
+                              "CREATE TABLE e(s TEXT, v TEXT);"
+                              "INSERT INTO e VALUES ('a\x1b[2J\x1b]0;pwned\x07', 'x\x1b[31m');");
+  auto r = Quarry({"sql", db.string(), "SELECT s FROM e"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"a\\x1b[2J\\x1b]0;pwned\\x07\""), std::string::npos) << r.out;
+  // An engine error quoting a value is escaped too.
+  const auto csv = cwd_.Write("escv.csv", "v\nx\x1b[31mred\n");
+  auto bad = Quarry({"sql", csv.string(), "SELECT CAST(v AS INTEGER) FROM escv"});
+  EXPECT_EQ(bad.exit_code, 3) << bad.err;
+  EXPECT_NE(bad.err.find("\\x1b[31mred"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.err.find('\x1b'), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace quarry

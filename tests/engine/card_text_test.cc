@@ -108,6 +108,40 @@ TEST(CardTextTest, NoSamplesKeepsTypesCountsAndNumericRanges) {
       << with;
 }
 
+TEST(CardTextTest, InvisibleCharactersAreShown) {
+  // Unicode tags spell text a model reads and a terminal hides ("ASCII smuggling").
+  EXPECT_EQ(PromptText("a\U000E0053\U000E0041b", 100), "a\\U000e0053\\U000e0041b");
+  EXPECT_EQ(PromptText("x\u00ady\u034f\ufe0f\u3164\u180e", 100),
+            "x\\u00ady\\u034f\\ufe0f\\u3164\\u180e");
+}
+
+TEST(CardTextTest, LongNamesKeepTheirEnds) {
+  TempDir dir;
+  const std::string stem = "On a scale of 1 to 10, how satisfied were you with the support at the";
+  const auto csv = dir.Write("survey.csv", "\"" + stem + " - Week 1\",\"" + stem + " - Week 4\"\n3,4\n");
+  auto engine = Open({csv});
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  const std::string text = RenderCards((*engine)->describe());
+  EXPECT_NE(text.find("- Week 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("- Week 4"), std::string::npos) << text;
+}
+
+TEST(CardTextTest, NoSamplesJudgesBoundsByWhatIsStored) {
+  TempDir dir;
+  const auto db = dir.path() / "priv.sqlite";
+  ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(
+      db, "CREATE TABLE p (salary INTEGER, d DATE, n INTEGER);"
+          "INSERT INTO p VALUES (50000, 'Alice Private', 1), ('NINETYK', 'Zack Private', 2);"));
+  auto engine = Open({db});
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  CardOptions options;
+  options.samples = false;
+  const std::string text = RenderCards((*engine)->describe(), options);
+  EXPECT_EQ(text.find("NINETYK"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Private"), std::string::npos) << text;
+  EXPECT_NE(text.find("1..2"), std::string::npos) << text;  // a real number range stays
+}
+
 TEST(CardTextTest, TokenEstimateFollowsTheTokenizerShape) {
   EXPECT_EQ(EstimateTokens(""), 0);
   EXPECT_EQ(EstimateTokens("InvoiceLineId"), 3);  // Invoice, Line, Id

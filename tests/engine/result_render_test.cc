@@ -99,6 +99,19 @@ TEST_F(ResultRenderTest, CellsAreQuotedOnlyWhenTheyCouldBeMisread) {
   EXPECT_EQ(RenderCell(long_cell), "\" " + std::string(199, 'x') + "\u2026\"");
 }
 
+TEST_F(ResultRenderTest, ControlAndInvisibleCharactersAreEscapedInCellsAndHeaders) {
+  EXPECT_EQ(RenderCell(std::string("a\x1b]0;title\x07" "b")), "\"a\\x1b]0;title\\x07b\"");
+  EXPECT_EQ(RenderCell(std::string("evil\u202etxt")), "\"evil\\u202etxt\"");
+  EXPECT_EQ(RenderCell(std::string("say \"hi\" \x1b")), "\"say \\\"hi\\\" \\x1b\"");
+  ResultTable t;
+  t.columns = {"h\n--- end ---", "a|b", "plain"};
+  t.rows = {{std::string("1"), std::string("2"), std::string("3")}};
+  t.row_count = 1;
+  const std::string text = RenderResult(t, 30);
+  EXPECT_NE(text.find("\"h\\n--- end ---\" | \"a|b\" | plain\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+}
+
 TEST_F(ResultRenderTest, SqliteUnknownColumnsListTheRealOnesNearestFirst) {
   auto engine = OpenOne(sqlite_);
   ASSERT_TRUE(engine);

@@ -144,7 +144,7 @@ class Progress final : public agent::Observer {
       for (const auto& v : s.detail.value("unsupported", json::array())) {
         values += (values.empty() ? "" : ", ") + v.get<std::string>();
       }
-      std::cerr << Paint("       not grounded: " + values, "2") << "\n";
+      std::cerr << Paint("       not grounded: " + TerminalText(values), "2") << "\n";
     } else if (!ok) {
       // The error, not a note quarry put before it (a removed code fence).
       size_t from = 0;
@@ -154,7 +154,7 @@ class Progress final : public agent::Observer {
       }
       std::string first = s.observation.substr(from, s.observation.find('\n', from) - from);
       if (first.size() > 160) first = first.substr(0, 157) + "...";
-      std::cerr << Paint("       " + first, "2") << "\n";
+      std::cerr << Paint("       " + TerminalText(first), "2") << "\n";
     }
   }
 };
@@ -234,17 +234,18 @@ int RunAsk(const AskOptions& o) {
     return ExitFor(t);
   }
   if (t.stop_reason == agent::kStopAnswered) {
-    std::cout << "\n" << t.answer << "\n";
+    std::cout << "\n" << TerminalText(t.answer) << "\n";
     if (!t.assumptions.empty()) {
       std::cout << "\nAssumptions:\n";
-      for (const auto& a : t.assumptions) std::cout << "- " << a << "\n";
+      for (const auto& a : t.assumptions) std::cout << "- " << TerminalText(a) << "\n";
     }
-    if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << t.answer_sql << "\n";
+    if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << TerminalText(t.answer_sql) << "\n";
     for (const auto& a : t.artifacts) std::cout << "figure: " << a << "\n";
   } else {
     std::cout << "\nno answer: " << t.stop_reason << "\n";
     if (!t.reply.empty()) {
-      std::cout << "the model replied without a tool call (not verified): " << t.reply << "\n";
+      std::cout << "the model replied without a tool call (not verified): "
+                << TerminalText(t.reply) << "\n";
     }
     if (t.stop_reason == agent::kStopUngrounded) {
       std::cout << "values not supported by any result:\n";
@@ -252,10 +253,11 @@ int RunAsk(const AskOptions& o) {
       for (const auto& c : t.verify) {
         if (c.grounded || std::find(seen.begin(), seen.end(), c.value) != seen.end()) continue;
         seen.push_back(c.value);
-        std::cout << "- " << c.value << (c.reason.empty() ? "" : ": " + c.reason) << "\n";
+        std::cout << "- " << TerminalText(c.value) << (c.reason.empty() ? "" : ": " + TerminalText(c.reason))
+                  << "\n";
       }
     }
-    for (const auto& n : t.notes) std::cout << n << "\n";
+    for (const auto& n : t.notes) std::cout << TerminalText(n) << "\n";
   }
   std::cout << "\n" << trace::TotalsLine(t) << "\ntrace: " << trace_path.string() << "\n";
   if (t.stop_reason == agent::kStopAnswered) {

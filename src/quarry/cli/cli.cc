@@ -24,13 +24,33 @@ std::string Paint(const std::string& text, const char* ansi) {
   return std::string("\033[") + ansi + "m" + text + "\033[0m";
 }
 
+std::string TerminalText(std::string_view text) {
+  std::string out;
+  char buf[12];
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // U+0080..U+009F
+      std::snprintf(buf, sizeof buf, "\\u%04x", next);
+      out += buf;
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 int Report(const Error& error) {
   // One line: engines' messages carry "LINE 1:" excerpts and carets meant for a SQL console.
   std::string line = error.message.substr(0, error.message.find("\nLINE "));
   for (char& c : line) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  std::cerr << "quarry: " << line << "\n";
+  std::cerr << "quarry: " << TerminalText(line) << "\n";
   switch (error.code) {
     case Error::Code::kUsage: return kExitUsage;
     case Error::Code::kData: return kExitData;

@@ -16,6 +16,10 @@ enum class Format { kText, kJson };
 // Whether stderr gets colour: a terminal, and NO_COLOR unset (https://no-color.org).
 bool UseColor();
 std::string Paint(const std::string& text, const char* ansi);
+// Text from data or a model, made safe for a terminal: C0 controls (but newline and tab), DEL
+// and C1 controls are shown as \xNN / \u00NN, so a cell cannot clear the screen, set the
+// title or move the cursor.
+std::string TerminalText(std::string_view text);
 
 // Prints "quarry: <message>" on stderr and returns the exit code for the error's kind.
 int Report(const Error& error);

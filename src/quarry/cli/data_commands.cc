@@ -148,7 +148,7 @@ int RunSql(const DataOptions& o) {
     if (!f.rule.empty()) kind += " (" + f.rule + ")";
     std::string message = f.message;
     std::replace(message.begin(), message.end(), '\n', ' ');
-    std::cerr << "quarry: " << kind << ": " << message << "\n";
+    std::cerr << "quarry: " << kind << ": " << TerminalText(message) << "\n";
     return kExitData;
   }
   if (o.format_name == "json") {

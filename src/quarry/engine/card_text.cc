@@ -14,9 +14,16 @@ constexpr std::string_view kEllipsis = "\u2026";
 
 // Characters that are invisible or reorder the text around them: shown as \uNNNN so a value
 // cannot hide or reverse what follows it (Trojan Source, CVE-2021-42574).
+// Also the characters that render as nothing but a model still reads: Unicode tags
+// (U+E0000..E007F, "ASCII smuggling"), variation selectors, fillers and the soft hyphen.
 bool IsFormatControl(uint32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) ||
-         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD || cp == 0x034F || cp == 0x061C ||
+         cp == 0x115F || cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 ||
+         (cp >= 0x180B && cp <= 0x180F) || (cp >= 0x200B && cp <= 0x200F) ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 ||
+         (cp >= 0xFE00 && cp <= 0xFE0F) || cp == 0xFEFF || cp == 0xFFA0 ||
+         (cp >= 0xFFF9 && cp <= 0xFFFB) || (cp >= 0x1D173 && cp <= 0x1D17A) ||
+         (cp >= 0xE0000 && cp <= 0xE007F) || (cp >= 0xE0100 && cp <= 0xE01EF);
 }
 
 // The length of the well-formed UTF-8 sequence at `i` and its code point; 0 when malformed
@@ -83,7 +90,7 @@ std::string Escape(std::string_view text, std::vector<size_t>* starts) {
       out += Hex("\\x%02x", c);
       ++i;
     } else if (IsFormatControl(cp)) {
-      out += Hex("\\u%04x", cp);
+      out += Hex(cp > 0xFFFF ? "\\U%08x" : "\\u%04x", cp);
       i += len;
     } else {
       out.append(text.substr(i, len));
@@ -130,7 +137,29 @@ bool IsNumericType(const std::string& type) {
   return false;
 }
 
-std::string Name(std::string_view name) { return PromptText(name, kCardNameBytes); }
+// A name is cut in its middle: names that differ only at their end ("... - Week 1", "... -
+// Week 4") stay apart.
+std::string Name(std::string_view name) {
+  std::vector<size_t> starts;
+  const std::string escaped = Escape(name, &starts);
+  if (escaped.size() <= kCardNameBytes) return escaped;
+  const size_t half = (kCardNameBytes - kEllipsis.size()) / 2;
+  std::string head = CutAt(escaped, starts, half);
+  if (head.ends_with(kEllipsis)) head.resize(head.size() - kEllipsis.size());
+  size_t from = escaped.size() - half;
+  while (from < escaped.size() && !std::binary_search(starts.begin(), starts.end(), from)) ++from;
+  return head + std::string(kEllipsis) + escaped.substr(from);
+}
+
+// Whether a stored bound reads as a number, a date or a time, whatever the declared type:
+// with --no-samples only those are shown ("NINETYK" in an INTEGER column is a text value).
+bool LooksQuantitative(std::string_view v) {
+  if (v.empty()) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' ||
+           c == ':' || c == ' ' || c == 'T' || c == 'Z' || c == 'e' || c == 'E';
+  });
+}
 
 // A text type without its declared length (NVARCHAR(200) -> NVARCHAR): no query needs it, and
 // SQLite does not enforce it. Precision and scale of numbers stay.
@@ -169,7 +198,8 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows,
   } else if (c.distinct_count > 1) {
     out += unique ? ", unique" : ", " + std::to_string(c.distinct_count) + " distinct";
   }
-  const bool ranged = (numeric || temporal) && c.min && c.max;
+  const bool ranged = (numeric || temporal) && c.min && c.max &&
+                      (o.samples || (LooksQuantitative(*c.min) && LooksQuantitative(*c.max)));
   if (ranged) {
     // Timestamps at midnight at both ends are dates for the model's purposes; the type still
     // says DATETIME.
