@@ -115,11 +115,10 @@ std::vector<std::string> StorageNotes(const std::string& column, const std::stri
       first = false;
     }
   }
-  const bool integer = declared.find("INT") != std::string::npos ||
-                       declared.find("int") != std::string::npos;
+  // No CAST here: CAST('N/A' AS REAL) is 0 and CAST('7 kg' AS REAL) is 7, silently.
   note += ": arithmetic reads such text as 0 or its leading digits and comparisons sort it "
-          "above every number, so clean it in SQL first (e.g. CAST(replace(" +
-          QuoteIdent(column) + ", ',', '') AS " + (integer ? "INTEGER" : "REAL") + "))";
+          "above every number; use only rows where typeof(" + QuoteIdent(column) +
+          ") IN ('integer', 'real'), or check the text is a number before a CAST";
   return {note};
 }
 
