@@ -36,44 +36,70 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
   const ColumnExtra none;
   auto extra = [&](size_t i) -> const ColumnExtra& { return i < extras.size() ? extras[i] : none; };
   const std::string from = " FROM " + sql_name;
-  // One scan for every count and bound: cheap enough on the files people ask about.
-  std::string sql = "SELECT count(*)";
-  for (size_t i = 0; i < columns.size(); ++i) {
-    const ColumnInfo& c = columns[i];
-    const std::string q = QuoteIdent(c.name);
-    sql += ", count(*) - count(" + q + "), count(DISTINCT " + q + ")";
-    // Cast in SQL: both engines then render every type (timestamps with zones, lists, ...).
-    if (c.ordered) sql += ", CAST(min(" + q + ") AS VARCHAR), CAST(max(" + q + ") AS VARCHAR)";
-    for (const std::string& e : extra(i).aggregates) sql += ", " + e;
-  }
-  auto stats = run(sql + from);
-  if (!stats) return std::unexpected(stats.error());
-  if (stats->size() != 1) return Fail(Error::Code::kInternal, "card statistics returned no row");
-  const auto& row = stats->front();
   auto as_int = [](const std::optional<std::string>& v) -> int64_t {
     return v ? std::stoll(*v) : 0;
   };
-  size_t k = 0;
-  card.row_count = as_int(row[k++]);
+  auto width = [&](size_t i) {
+    return 2 + (columns[i].ordered ? 2 : 0) + extra(i).aggregates.size();
+  };
+  // Counts and bounds for a group of columns per scan. One statement for the whole table
+  // would cross SQLite's limit of 2000 result columns at 250 numeric columns (8 aggregates
+  // each); groups of at most kMaxAggregates stay well under it and keep wide tables at a
+  // handful of scans, not one per column.
+  constexpr size_t kMaxAggregates = 500;
+  card.columns.resize(columns.size());
+  size_t first = 0;
+  do {
+    size_t last = first;
+    size_t aggregates = 1;  // count(*)
+    while (last < columns.size() && (last == first || aggregates + width(last) <= kMaxAggregates)) {
+      aggregates += width(last++);
+    }
+    std::string sql = "SELECT count(*)";
+    for (size_t i = first; i < last; ++i) {
+      const ColumnInfo& c = columns[i];
+      const std::string q = QuoteIdent(c.name);
+      sql += ", count(*) - count(" + q + "), count(DISTINCT " + q + ")";
+      // Cast in SQL: both engines then render every type (timestamps with zones, lists, ...).
+      if (c.ordered) sql += ", CAST(min(" + q + ") AS VARCHAR), CAST(max(" + q + ") AS VARCHAR)";
+      for (const std::string& e : extra(i).aggregates) sql += ", " + e;
+    }
+    auto stats = run(sql + from);
+    if (!stats) return std::unexpected(stats.error());
+    if (stats->size() != 1) return Fail(Error::Code::kInternal, "card statistics returned no row");
+    const auto& row = stats->front();
+    if (row.size() != aggregates) {
+      return Fail(Error::Code::kInternal, "card statistics returned " +
+                                              std::to_string(row.size()) + " values, not " +
+                                              std::to_string(aggregates));
+    }
+    size_t k = 0;
+    card.row_count = as_int(row[k++]);
+    for (size_t i = first; i < last; ++i) {
+      const ColumnInfo& c = columns[i];
+      ColumnCard& col = card.columns[i];
+      col.name = c.name;
+      col.type = c.type;
+      col.profiled = true;
+      col.null_count = as_int(row[k++]);
+      col.distinct_count = as_int(row[k++]);
+      if (c.ordered) {
+        col.min = row[k++];
+        col.max = row[k++];
+      }
+      if (const ColumnExtra& e = extra(i); !e.aggregates.empty()) {
+        const std::vector<std::optional<std::string>> values(
+            row.begin() + static_cast<std::ptrdiff_t>(k),
+            row.begin() + static_cast<std::ptrdiff_t>(k + e.aggregates.size()));
+        k += e.aggregates.size();
+        if (e.notes_from) col.notes = e.notes_from(values, card.row_count - col.null_count);
+      }
+    }
+    first = last;
+  } while (first < columns.size());
   for (size_t i = 0; i < columns.size(); ++i) {
     const ColumnInfo& c = columns[i];
-    ColumnCard col;
-    col.name = c.name;
-    col.type = c.type;
-    col.profiled = true;
-    col.null_count = as_int(row[k++]);
-    col.distinct_count = as_int(row[k++]);
-    if (c.ordered) {
-      col.min = row[k++];
-      col.max = row[k++];
-    }
-    if (const ColumnExtra& e = extra(i); !e.aggregates.empty()) {
-      const std::vector<std::optional<std::string>> values(
-          row.begin() + static_cast<std::ptrdiff_t>(k),
-          row.begin() + static_cast<std::ptrdiff_t>(k + e.aggregates.size()));
-      k += e.aggregates.size();
-      if (e.notes_from) col.notes = e.notes_from(values, card.row_count - col.null_count);
-    }
+    ColumnCard& col = card.columns[i];
     const std::string q = QuoteIdent(c.name);
     auto samples = run("SELECT CAST(" + q + " AS VARCHAR)" + from + " WHERE " + q +
                        " IS NOT NULL GROUP BY " + q +
@@ -82,7 +108,6 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
     for (const auto& s : *samples) {
       if (s[0]) col.samples.push_back(*s[0]);
     }
-    card.columns.push_back(std::move(col));
   }
   return card;
 }

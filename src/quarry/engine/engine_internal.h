@@ -20,8 +20,8 @@ struct ColumnInfo {
   bool ordered = true;  // min/max mean something for this type
 };
 
-// What an engine adds to one column's card: aggregates over the column computed in the card's
-// one statistics scan, and `notes_from`, which turns their values (as text, in order) and the
+// What an engine adds to one column's card: aggregates over the column computed in the same
+// statistics scan as its counts and bounds, and `notes_from`, which turns their values (as text, in order) and the
 // column's non-null count into column notes.
 struct ColumnExtra {
   std::vector<std::string> aggregates;
@@ -37,7 +37,8 @@ std::string QuoteLiteral(std::string_view text);
 
 // Row count, per-column null/distinct counts, min/max and the three most frequent values.
 // `sql_name` is how queries reach the table (quoted, maybe schema-qualified). `extras`, when
-// given, has one entry per column.
+// given, has one entry per column. Columns are counted in groups of at most 500 aggregates per
+// statement (SQLite allows 2000 result columns), so any table SQLite can hold gets a card.
 Result<TableCard> BuildCard(const std::string& table, const std::string& sql_name,
                             const std::string& source,
                             const std::vector<ColumnInfo>& columns, const RunRows& run,

@@ -350,8 +350,13 @@ class SqliteEngine final : public Engine {
     while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
       std::vector<std::optional<std::string>> row;
       for (int c = 0; c < cols; ++c) {
+        // By length, not as a C string: text may hold NUL bytes ('a\0b' is three bytes).
         const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), c));
-        row.push_back(t ? std::optional<std::string>(t) : std::nullopt);
+        if (!t) {
+          row.emplace_back(std::nullopt);
+          continue;
+        }
+        row.emplace_back(std::string(t, static_cast<size_t>(sqlite3_column_bytes(stmt.get(), c))));
       }
       rows.push_back(std::move(row));
     }
@@ -417,7 +422,7 @@ TableCard SqliteCard(SqliteEngine& engine, const std::string& table, const std::
     columns.push_back({name, type.empty() ? "ANY" : type, type != "BLOB"});
     ColumnExtra extra;
     if (NumericDeclared(type)) {
-      // Counted in the card's one statistics scan, beside the null and distinct counts.
+      // Counted in the card's statistics scan, beside the null and distinct counts.
       const std::string q = QuoteIdent(name);
       for (const char* cls : {"integer", "real", "text", "blob"}) {
         extra.aggregates.push_back("sum(typeof(" + q + ") = '" + cls + "')");
