@@ -414,7 +414,8 @@ SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
   }
   view.text = head + body + list;
   view.tokens_estimated = engine::EstimateTokens(view.text);
-  view.notes.push_back("schema: " + std::to_string(cards.size()) + " tables, ~" +
+  view.notes.push_back("schema: " + std::to_string(cards.size()) +
+                       (cards.size() == 1 ? " table, ~" : " tables, ~") +
                        std::to_string(view.whole_tokens_estimated) + " tokens in full, over the " +
                        std::to_string(options.budget_tokens) +
                        "-token budget: " + std::to_string(view.full.size()) + " in full, " +

@@ -431,16 +431,13 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
       {"inspect_schema",
        "Show the schema cards: tables, columns, types, null and distinct counts, min/max and "
        "sample values, and notes on how each file was read. Give `table` for one table (every "
-       "column), and `columns` for just those columns of it. Without `table`, a schema too "
-       "large for one card each gives an index of names and sizes, a page at a time "
-       "(`offset`), narrowed by `prefix`.",
+       "column), and `columns` for just those columns of it. Without `table`, a large "
+       "schema gives an index of names and sizes by pages (`offset`), narrowed by `prefix`.",
        json::parse(R"({"type":"object","properties":{"table":{"type":"string","minLength":1,
          "description":"one table's name; omit for all"},"columns":{"type":"array",
          "items":{"type":"string"},"description":"only these columns of `table`"},
-         "prefix":{"type":"string","description":
-           "without `table`: index only the tables whose names start with this, in any case"},
-         "offset":{"type":"integer","minimum":0,"description":
-           "without `table`: index from this table on; the index gives the next page's"}},
+         "prefix":{"type":"string","description":"name start"},
+         "offset":{"type":"integer","minimum":0}},
          "additionalProperties":false})")},
       false, InspectSchema});
   tools.push_back(Tool{
