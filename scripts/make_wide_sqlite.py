@@ -4,7 +4,7 @@
 few tables whose words appear nowhere else (billing_invoices, ops_telemetry's nebula_flux).
 Deterministic: the same arguments give the same tables and rows.
 
-    python3 scripts/make_wide_sqlite.py OUT.sqlite [--tables 300] [--rows 12]
+    python3 scripts/make_wide_sqlite.py OUT.sqlite [--tables 300 (at most 3000)] [--rows 12]
 """
 import argparse
 import os
@@ -25,10 +25,16 @@ WORDS = ["alpha", "bravo", "delta", "echo", "harbor", "summit", "maple", "cedar"
          "vector", "lumen", "orbit", "quartz", "zephyr", "ember", "falcon", "garnet"]
 REGIONS = ["North", "South", "East", "West", "Central"]
 STATUSES = ["open", "closed", "pending", "void"]
+MAX_ROUNDS = 10
 
 
 def table_names(count):
-    names = [f"{area}_{kind}" for area in AREAS for kind in KINDS]
+    # Past 300, the areas repeat numbered (billing2_customers, ...), keeping the first 300 as
+    # they were.
+    names = []
+    for round_ in range(1, MAX_ROUNDS + 1):
+        suffix = "" if round_ == 1 else str(round_)
+        names += [f"{area}{suffix}_{kind}" for area in AREAS for kind in KINDS]
     return names[:count]
 
 
@@ -83,8 +89,8 @@ def main():
     parser.add_argument("--tables", type=int, default=300)
     parser.add_argument("--rows", type=int, default=12)
     args = parser.parse_args()
-    if not 1 <= args.tables <= len(AREAS) * len(KINDS):
-        sys.exit(f"--tables must be 1 to {len(AREAS) * len(KINDS)}")
+    if not 1 <= args.tables <= len(AREAS) * len(KINDS) * MAX_ROUNDS:
+        sys.exit(f"--tables must be 1 to {len(AREAS) * len(KINDS) * MAX_ROUNDS}")
     if os.path.exists(args.out):
         os.remove(args.out)
     rng = random.Random(20261130)

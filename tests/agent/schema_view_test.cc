@@ -178,8 +178,9 @@ TEST(SchemaViewTest, WideDatabaseStaysWithinBudgetAndShowsTheTableAsked) {
   std::set<std::string> named = ListedNames(view.text);
   for (const auto& t : view.full) named.insert(t);
   for (const auto& t : view.compact) named.insert(t);
+  for (const auto& t : view.partial) named.insert(t);
   for (const auto& card : engine->describe()) EXPECT_TRUE(named.contains(card.name)) << card.name;
-  EXPECT_EQ(view.full.size() + view.compact.size() + view.listed, 300u);
+  EXPECT_EQ(view.full.size() + view.compact.size() + view.partial.size() + view.listed, 300u);
   EXPECT_NE(prompt.find("inspect_schema with `table` shows any table's card"), std::string::npos);
 
   // Words found only in one table's columns and samples bring that table in.

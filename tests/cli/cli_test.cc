@@ -193,6 +193,37 @@ TEST_F(CliTest, NoModelConfiguredSaysWhatToSet) {
   EXPECT_NE(unrecorded.err.find("no recorded model turns"), std::string::npos);
 }
 
+TEST_F(CliTest, AskTakesOptionsAfterTheQuestion) {
+  TempDir runs;
+  const std::string question =
+      "Which region has the highest total revenue, and by how much does it beat the runner-up?";
+  auto r = Quarry({"ask", "--offline", "--data", Data("sales.csv"), question, "--runs-dir",
+                   runs.path().string(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(json::parse(r.out).contains("answer")) << r.out;
+  size_t traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(runs.path())) {
+    traces += std::filesystem::exists(entry.path() / "trace.json") ? 1 : 0;
+  }
+  EXPECT_EQ(traces, 1u) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(cwd_.path() / "runs"));
+
+  // Several files before the question still parse: the last value that is no file is the
+  // question (no model is configured, so the run stops after opening both files).
+  auto two = Quarry({"ask", "--data", Data("sales.csv"), Data("sensors.csv"),
+                     "Which region sells most?"});
+  EXPECT_EQ(two.exit_code, 2) << two.err;
+  EXPECT_NE(two.err.find("QUARRY_MODEL"), std::string::npos) << two.err;
+  auto missing = Quarry({"ask", "--data", Data("sales.csv"), "nosuch.csv",
+                         "Which region sells most?", "--max-steps", "3"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("nosuch.csv"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.err.find("Which region"), std::string::npos) << missing.err;
+  auto none = Quarry({"ask", "--data", Data("sales.csv")});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("ask needs a question"), std::string::npos) << none.err;
+}
+
 // A quote-aware split of one CSV line (names hold commas inside quotes).
 std::vector<std::string> SplitCsvLine(const std::string& line) {
   std::vector<std::string> fields(1);

@@ -160,6 +160,19 @@ TEST(SchemaPrivacyTest, BudgetFromFlagOrEnvironment) {
   EXPECT_EQ(json::parse(quarry::testing::ReadFile(env.trace))["config"]["schema_budget_tokens"],
             400);
 
+  // Spaces around the number are ignored in both, as CLI11 ignores them in the flag.
+  const AskRun spaced = Ask({}, {"QUARRY_SCHEMA_BUDGET= 300 "}, cwd);
+  ASSERT_FALSE(spaced.trace.empty()) << spaced.result.err;
+  EXPECT_EQ(json::parse(quarry::testing::ReadFile(spaced.trace))["config"]["schema_budget_tokens"],
+            300);
+  const AskRun spaced_flag = Ask({"--schema-budget", " 500"}, {}, cwd);
+  ASSERT_FALSE(spaced_flag.trace.empty()) << spaced_flag.result.err;
+  EXPECT_EQ(
+      json::parse(quarry::testing::ReadFile(spaced_flag.trace))["config"]["schema_budget_tokens"],
+      500);
+  const AskRun blank = Ask({}, {"QUARRY_SCHEMA_BUDGET=  "}, cwd);
+  EXPECT_EQ(blank.result.exit_code, 2) << blank.result.err;
+
   const AskRun bad = Ask({}, {"QUARRY_SCHEMA_BUDGET=lots"}, cwd);
   EXPECT_EQ(bad.result.exit_code, 2);
   EXPECT_NE(bad.result.err.find("QUARRY_SCHEMA_BUDGET must be a whole number of tokens"),

@@ -133,8 +133,11 @@ std::string ValidateArguments(const nlohmann::ordered_json& schema,
 // full. Over it: the tables the question is about (engine::RankTables' bm25, fused with the
 // embeddings ranking when configured; every table when nothing matches) and the tables their
 // foreign keys link (both ways), each in full while the budget allows, else with names and types
-// only; every other table by name, with a line saying inspect_schema shows any of them. The
-// name list takes at most half the budget; past that it ends with how many more there are.
+// only, else (best first, in what is left) with as many columns' names and types as fit, those
+// the question is about first, and a count of the rest; then the other tables by name, as many
+// as the budget still holds (room for at most 60% of it is kept for them before the cards), and
+// a count of the rest with how inspect_schema lists them. The text stays within the budget
+// except when the frame (data line, what the selection means, the count) alone is over it.
 struct SchemaView {
   std::string text;
   int64_t tokens_estimated = 0;      // engine::EstimateTokens(text)
@@ -142,6 +145,7 @@ struct SchemaView {
   bool whole = true;                 // every table in full
   std::vector<std::string> full;     // tables shown in full, in the order shown
   std::vector<std::string> compact;  // tables shown with names and types only
+  std::vector<std::string> partial;  // tables shown with some columns' names and types
   size_t listed = 0;                 // tables shown by name only (or counted past the list)
   std::string ranking;               // "" (whole), "bm25", "bm25+embeddings"
   std::vector<std::string> ranked;   // the relevant tables, most relevant first

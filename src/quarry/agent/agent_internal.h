@@ -25,4 +25,18 @@ void RecordEvidence(const engine::ResultTable& table, ToolContext& context,
 // make_chart's implementation (chart_tool.cc).
 Observation MakeChart(const nlohmann::ordered_json& args, ToolContext& context);
 
+// inspect_schema's index of the tables whose names start with `prefix` (ignoring case; "" for
+// all), from the `offset`-th: one line each (name, rows, columns) up to kIndexPageBytes, a line
+// of counts by name prefix when they do not all fit, and the offset of the next page.
+inline constexpr size_t kIndexPageBytes = 6000;
+std::string TableIndex(const std::vector<engine::TableCard>& cards, const std::string& prefix,
+                       size_t offset);
+
+// The error for a table name that matches none: every name when they fit kNamesInErrorBytes,
+// else the kNearestNames nearest (containing it, then by edit distance, ignoring case), the count,
+// and how to list them.
+inline constexpr size_t kNamesInErrorBytes = 2000;
+inline constexpr size_t kNearestNames = 8;
+std::string UnknownTableText(const std::vector<engine::TableCard>& cards, const std::string& want);
+
 }  // namespace quarry::agent

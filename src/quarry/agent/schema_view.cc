@@ -138,6 +138,90 @@ std::string NameList(const std::vector<std::string>& names) {
   return out;
 }
 
+
+constexpr size_t kPartialMinColumns = 3;  // fewer say too little of a table to be worth a card
+
+// The columns of `card` in the order a partial card takes them: those the question names, then
+// those bm25 finds in their names, notes and samples (best first), then the rest in order.
+std::vector<size_t> ColumnOrder(const engine::TableCard& card, const std::string& question) {
+  std::vector<size_t> order;
+  std::vector<bool> taken(card.columns.size(), false);
+  auto take = [&](size_t k) {
+    if (k < taken.size() && !taken[k]) {
+      taken[k] = true;
+      order.push_back(k);
+    }
+  };
+  for (size_t k = 0; k < card.columns.size(); ++k) {
+    if (NamedIn(question, card.columns[k].name)) take(k);
+  }
+  // Each column as a one-column card, so RankTables' bm25 ranks columns as it ranks tables.
+  std::vector<engine::TableCard> columns;
+  for (const auto& c : card.columns) {
+    engine::TableCard one;
+    one.name = c.name;
+    one.columns = {c};
+    columns.push_back(std::move(one));
+  }
+  if (auto matches = engine::RankTables(columns, question)) {
+    for (const auto& m : *matches) take(m.table);
+  }
+  for (size_t k = 0; k < card.columns.size(); ++k) take(k);
+  return order;
+}
+
+// `card` with the columns `order` names, in that order, and the foreign keys of those columns.
+engine::TableCard Subset(const engine::TableCard& card, const std::vector<size_t>& order) {
+  engine::TableCard out = card;
+  out.columns.clear();
+  out.foreign_keys.clear();
+  for (size_t k : order) out.columns.push_back(card.columns[k]);
+  for (const auto& fk : card.foreign_keys) {
+    if (std::any_of(out.columns.begin(), out.columns.end(),
+                    [&](const engine::ColumnCard& c) { return c.name == fk.column; })) {
+      out.foreign_keys.push_back(fk);
+    }
+  }
+  return out;
+}
+
+std::string MoreColumnsLine(size_t more) {
+  return "  \u2026 and " + std::to_string(more) + (more == 1 ? " more column" : " more columns") +
+         " (inspect_schema with `table` and `columns`)\n";
+}
+
+// A card of as many of `card`'s columns as `room` tokens hold, names and types only, the ones
+// the question is about first, with a line counting the rest. "" when fewer than
+// kPartialMinColumns fit. `shown` receives how many columns it lists.
+std::string PartialCard(const engine::TableCard& card, const std::string& question, int64_t room,
+                        const engine::CardOptions& compact, size_t* shown) {
+  const size_t least = std::min(kPartialMinColumns, card.columns.size());
+  const int64_t base = engine::EstimateTokens(engine::RenderCards({Subset(card, {})}, compact));
+  if (least == 0 || base + 3 * static_cast<int64_t>(least) > room) return "";
+  const std::vector<size_t> order = ColumnOrder(card, question);
+  // Each column's line costs about what it costs alone; the whole is checked after.
+  std::vector<size_t> take;
+  int64_t cost = base + engine::EstimateTokens(MoreColumnsLine(card.columns.size()));
+  for (size_t k : order) {
+    const int64_t line =
+        engine::EstimateTokens(engine::RenderCards({Subset(card, {k})}, compact)) - base;
+    if (cost + line > room) break;
+    cost += line;
+    take.push_back(k);
+  }
+  while (take.size() >= least) {
+    const size_t more = card.columns.size() - take.size();
+    std::string text = engine::RenderCards({Subset(card, take)}, compact);
+    if (more > 0) text += MoreColumnsLine(more);
+    if (engine::EstimateTokens(text) <= room) {
+      *shown = take.size();
+      return text;
+    }
+    take.pop_back();
+  }
+  return "";
+}
+
 }  // namespace
 
 SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
@@ -208,17 +292,24 @@ SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
     return t.source == cards.front().source;
   });
   if (one_source) head += "data: " + engine::PromptPath(cards.front().source) + "\n";
-  head += "The schema has " + std::to_string(cards.size()) +
-          " tables, more than this prompt holds. Below: the tables the question seems to be "
-          "about and the tables their foreign keys link, in full as far as room allows, then "
-          "every other table by name. inspect_schema with `table` shows any table's card.\n";
+  if (cards.size() == 1) {
+    head +=
+        "The table is larger than this prompt holds: below, as much of its card as fits (the "
+        "columns the question seems to be about first). inspect_schema with `table` shows it "
+        "all.\n";
+  } else {
+    head += "The schema has " + std::to_string(cards.size()) +
+            " tables, more than this prompt holds. Below: the tables the question seems to be "
+            "about and those their foreign keys link, in full or in part as room allows, then "
+            "other tables by name. inspect_schema with `table` shows any table's card.\n";
+  }
   full.sources =
       one_source ? engine::CardOptions::Sources::kNone : engine::CardOptions::Sources::kPerTable;
   engine::CardOptions compact = full;
   compact.statistics = false;
 
-  // Names of the tables not shown in full, in order of relevance, then of the cards. The list of
-  // every name is reserved first (at most 60% of the budget), so the cards fill what is left.
+  // Names of the tables not shown, in order of relevance, then of the cards. Room for the list
+  // of every name is reserved first (at most 60% of the budget), so the cards fill what is left.
   std::vector<size_t> name_order = candidates;
   for (size_t i = 0; i < cards.size(); ++i) {
     if (!seen.contains(i)) name_order.push_back(i);
@@ -231,68 +322,111 @@ SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
   }
   const std::string list_prefix = "other tables (name only): ";
   const std::string grouped_prefix = "other tables (name only; a_{b, c} stands for a_b, a_c): ";
+  const int64_t head_cost = engine::EstimateTokens(head);
   const int64_t names_cap = options.budget_tokens * 6 / 10;
-  const int64_t names_cost = engine::EstimateTokens(grouped_prefix + NameList(all_names) + "\n");
-  int64_t room =
-      options.budget_tokens - engine::EstimateTokens(head) - std::min(names_cost, names_cap);
+  auto names_cost = [&](const std::vector<std::string>& names) {
+    return names.empty() ? 0 : engine::EstimateTokens(grouped_prefix + NameList(names) + "\n");
+  };
+  int64_t room = options.budget_tokens - head_cost - std::min(names_cost(all_names), names_cap);
 
-  std::vector<int> tier(cards.size(), 0);  // 2 full, 1 compact, 0 name
-  std::string body;
+  std::vector<int> tier(cards.size(), 0);  // 3 full, 2 compact, 1 partial, 0 name
+  std::vector<std::string> shown(cards.size());
   for (size_t i : candidates) {
     const std::string card = engine::RenderCards({cards[i]}, full);
     const int64_t cost = engine::EstimateTokens(card);
     if (cost <= room) {
-      tier[i] = 2;
+      tier[i] = 3;
       room -= cost;
-      body += card;
-      view.full.push_back(cards[i].name);
+      shown[i] = card;
       continue;
     }
     const std::string small = engine::RenderCards({cards[i]}, compact);
     const int64_t small_cost = engine::EstimateTokens(small);
     if (small_cost <= room) {
-      tier[i] = 1;
+      tier[i] = 2;
       room -= small_cost;
-      body += small;
-      view.compact.push_back(cards[i].name);
+      shown[i] = small;
     }
   }
-  // The names left, as many as the cap allows (the rest counted), grouped by prefix.
-  std::vector<std::string> names;
-  size_t more = 0;
-  const int64_t more_cost = 20;
+  // The candidates too big for even names and types get part of their card, best first: the
+  // reservation for names shrinks to the tables still unnamed.
+  {
+    std::vector<std::string> unshown;
+    for (size_t i : name_order) {
+      if (tier[i] == 0) unshown.push_back(shown_name[i]);
+    }
+    room += std::min(names_cost(all_names), names_cap) - std::min(names_cost(unshown), names_cap);
+  }
+  for (size_t i : candidates) {
+    if (tier[i] != 0 || room < 10) continue;
+    size_t columns = 0;
+    std::string part = PartialCard(cards[i], question, room, compact, &columns);
+    if (part.empty()) continue;
+    tier[i] = 1;
+    room -= engine::EstimateTokens(part);
+    shown[i] = std::move(part);
+  }
+  std::string body;
+  for (size_t i : candidates) {
+    if (tier[i] == 0) continue;
+    body += shown[i];
+    (tier[i] == 3 ? view.full : tier[i] == 2 ? view.compact : view.partial).push_back(cards[i].name);
+  }
+
+  // The names left, as many as the budget still holds (the rest counted), grouped by prefix.
+  std::vector<std::string> unshown;
   for (size_t i : name_order) {
-    if (tier[i] != 0) continue;
-    ++view.listed;
-    if (more > 0) {
-      ++more;
-      continue;
-    }
-    names.push_back(shown_name[i]);
-    if (names_cost > names_cap &&
-        engine::EstimateTokens(grouped_prefix + NameList(names)) + more_cost > names_cap) {
-      names.pop_back();
-      more = 1;
-    }
+    if (tier[i] == 0) unshown.push_back(shown_name[i]);
   }
-  std::string list;
-  if (!names.empty() || more > 0) {
+  view.listed = unshown.size();
+  auto list_line = [&](size_t count) {
+    const std::vector<std::string> names(unshown.begin(), unshown.begin() + count);
     const std::string joined = NameList(names);
-    list = (joined.find('{') == std::string::npos ? list_prefix : grouped_prefix) + joined;
+    const size_t more = unshown.size() - count;
+    std::string line = count == 0 ? "other tables: "
+                       : joined.find('{') == std::string::npos ? list_prefix
+                                                               : grouped_prefix;
+    line += joined;
     if (more > 0) {
-      list += (names.empty() ? "" : ", ") + std::string("and ") + std::to_string(more) +
-              " more (inspect_schema without arguments lists them all)";
+      line += (count == 0 ? "" : ", and ") + std::to_string(more) +
+              (count == 0 ? "" : " more") +
+              " (inspect_schema without `table` lists them, `prefix` filters by name)";
     }
-    list += "\n";
+    return line + "\n";
+  };
+  std::string list;
+  if (!unshown.empty()) {
+    const int64_t cap = options.budget_tokens - head_cost - engine::EstimateTokens(body);
+    // Every name when they fit; else the most whose line fits (the cost grows with the count,
+    // but for grouping, hence the check of the whole list first).
+    size_t lo = 0;
+    size_t hi = unshown.size();
+    if (engine::EstimateTokens(list_line(hi)) <= cap) lo = hi;
+    while (lo < hi) {
+      const size_t mid = (lo + hi + 1) / 2;
+      if (engine::EstimateTokens(list_line(mid)) <= cap) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    list = list_line(lo);
   }
   view.text = head + body + list;
   view.tokens_estimated = engine::EstimateTokens(view.text);
-  view.notes.push_back("schema: " + std::to_string(cards.size()) + " tables, ~" +
+  view.notes.push_back("schema: " + std::to_string(cards.size()) +
+                       (cards.size() == 1 ? " table, ~" : " tables, ~") +
                        std::to_string(view.whole_tokens_estimated) + " tokens in full, over the " +
                        std::to_string(options.budget_tokens) +
                        "-token budget: " + std::to_string(view.full.size()) + " in full, " +
                        std::to_string(view.compact.size()) + " with columns only, " +
+                       std::to_string(view.partial.size()) + " in part, " +
                        std::to_string(view.listed) + " by name (ranked by " + view.ranking + ")");
+  if (view.tokens_estimated > options.budget_tokens) {
+    view.notes.push_back("schema: the frame and the count of other tables take " +
+                         std::to_string(view.tokens_estimated) + " tokens, over the " +
+                         std::to_string(options.budget_tokens) + "-token budget");
+  }
   return view;
 }
 

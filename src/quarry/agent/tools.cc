@@ -60,20 +60,6 @@ const engine::TableCard* FindTable(const std::vector<engine::TableCard>& cards,
   return nullptr;
 }
 
-// Every table by name, row count and column count: what inspect_schema lists when the whole
-// schema is over the budget.
-std::string TableIndex(const std::vector<engine::TableCard>& cards) {
-  std::string out = std::to_string(cards.size()) +
-                    " tables (the full cards are over the schema budget; give `table` for one "
-                    "table's card):\n";
-  for (const auto& card : cards) {
-    out += "  " + engine::PromptText(card.name, engine::kCardNameBytes) + " (" +
-           (card.profiled ? std::to_string(card.row_count) + " rows, " : std::string()) +
-           std::to_string(card.columns.size()) + " columns)\n";
-  }
-  return out;
-}
-
 Observation InspectSchema(const json& args, ToolContext& ctx) {
   const auto& cards = ctx.engine.describe();
   Observation obs;
@@ -104,19 +90,25 @@ Observation InspectSchema(const json& args, ToolContext& ctx) {
       obs.detail = {{"table", card->name}};
       return obs;
     }
-    std::string names;
-    for (const auto& card : cards) {
-      names += (names.empty() ? "" : ", ") + engine::PromptText(card.name, engine::kCardNameBytes);
-    }
     obs.failure = FailureClass::kBadArguments;
-    obs.text = "no table named '" + engine::PromptText(want, engine::kCardNameBytes) +
-               "'; the tables are: " + names;
+    obs.text = UnknownTableText(cards, want);
+    return obs;
+  }
+  const std::string prefix = args.value("prefix", std::string());
+  const int64_t offset = args.contains("offset") ? args["offset"].get<int64_t>() : 0;
+  if (offset < 0) {
+    obs.failure = FailureClass::kBadArguments;
+    obs.text = "`offset` must be 0 or more (the index's first page is offset 0)";
+    return obs;
+  }
+  if (!prefix.empty() || offset > 0) {
+    obs.text = TableIndex(cards, prefix, static_cast<size_t>(offset));
     return obs;
   }
   options.max_columns = engine::kCardColumns;
   obs.text = engine::RenderCards(cards, options);
   if (options.only.empty() && engine::EstimateTokens(obs.text) > ctx.config.schema.budget_tokens) {
-    obs.text = TableIndex(cards);
+    obs.text = TableIndex(cards, "", 0);
   }
   return obs;
 }
@@ -439,11 +431,13 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
       {"inspect_schema",
        "Show the schema cards: tables, columns, types, null and distinct counts, min/max and "
        "sample values, and notes on how each file was read. Give `table` for one table (every "
-       "column), and `columns` for just those columns of it. Without `table`, a schema too "
-       "large for one card each lists every table's name and size.",
+       "column), and `columns` for just those columns of it. Without `table`, a large "
+       "schema gives an index of names and sizes by pages (`offset`), narrowed by `prefix`.",
        json::parse(R"({"type":"object","properties":{"table":{"type":"string","minLength":1,
          "description":"one table's name; omit for all"},"columns":{"type":"array",
-         "items":{"type":"string"},"description":"only these columns of `table`"}},
+         "items":{"type":"string"},"description":"only these columns of `table`"},
+         "prefix":{"type":"string","description":"name start"},
+         "offset":{"type":"integer","minimum":0}},
          "additionalProperties":false})")},
       false, InspectSchema});
   tools.push_back(Tool{

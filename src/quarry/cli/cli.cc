@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 
@@ -92,7 +93,10 @@ int Main(int argc, char** argv) {
 
   AskOptions ask;
   CLI::App* ask_cmd = app.add_subcommand("ask", "Answer a question about the data with a model");
-  ask_cmd->add_option("question", ask.question, "The question, in English")->required();
+  // Not required to CLI11: --data takes every value up to the next option, so a question
+  // followed by options lands in it, and is taken back after parsing.
+  CLI::Option* question_opt =
+      ask_cmd->add_option("question", ask.question, "The question, in English (required)");
   ask_cmd->add_option("-d,--data", ask.data, "A data file (repeat for several)")->required();
   ask_cmd->add_flag("--offline", ask.offline,
                     "Replay recorded model turns from fixtures/offline (tools still execute)");
@@ -206,7 +210,21 @@ int Main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   try {
-    if (*ask_cmd) return RunAsk(ask);
+    if (*ask_cmd) {
+      // `--data a.csv "Which region?" --runs-dir x`: the last value of --data that is no file
+      // is the question.
+      std::error_code ec;
+      if (question_opt->count() == 0 && ask.data.size() >= 2 &&
+          !std::filesystem::exists(ask.data.back(), ec)) {
+        ask.question = ask.data.back();
+        ask.data.pop_back();
+      } else if (question_opt->count() == 0) {
+        std::cerr << "quarry: ask needs a question after the data files: quarry ask --data "
+                     "FILE... \"QUESTION\" [options]\n";
+        return kExitUsage;
+      }
+      return RunAsk(ask);
+    }
     if (*schema_cmd) return RunSchema(schema);
     if (*sql_cmd) {
       sql.sql = sql.paths.back();

@@ -1,6 +1,8 @@
 // The schema settings shared by ask, schema and mcp: the budget, --no-samples and the
 // embeddings endpoint, each from a flag, the environment or .env (the model's order).
+#include <cctype>
 #include <charconv>
+#include <string_view>
 
 #include "quarry/cli/commands.h"
 
@@ -19,9 +21,16 @@ Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_
   if (budget_flag) {
     options.budget_tokens = *budget_flag;
   } else if (auto text = llm::LookupSetting("QUARRY_SCHEMA_BUDGET", llm::ProcessEnv, dotenv)) {
+    // Spaces around the number are ignored, as the flag's parser ignores them.
+    std::string_view number = *text;
+    while (!number.empty() && std::isspace(static_cast<unsigned char>(number.front())))
+      number.remove_prefix(1);
+    while (!number.empty() && std::isspace(static_cast<unsigned char>(number.back())))
+      number.remove_suffix(1);
     int64_t value = 0;
-    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-    if (ec != std::errc() || end != text->data() + text->size() || value < kMinBudget ||
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (number.empty() || ec != std::errc() || end != number.data() + number.size() ||
+        value < kMinBudget ||
         value > kMaxBudget) {
       return Fail(Error::Code::kUsage,
                   "QUARRY_SCHEMA_BUDGET must be a whole number of tokens from " +
