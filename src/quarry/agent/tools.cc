@@ -429,10 +429,9 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   std::vector<Tool> tools;
   tools.push_back(Tool{
       {"inspect_schema",
-       "Show the schema cards: tables, columns, types, null and distinct counts, min/max and "
-       "sample values, and notes on how each file was read. Give `table` for one table (every "
-       "column), and `columns` for just those columns of it. Without `table`, a large "
-       "schema gives an index of names and sizes by pages (`offset`), narrowed by `prefix`.",
+       "Show schema cards (types, counts, ranges, samples, notes). `table`: one table, every "
+       "column; `columns`: just those. Without `table`, a large schema gives an index of "
+       "names by pages (`offset`), narrowed by `prefix`.",
        json::parse(R"({"type":"object","properties":{"table":{"type":"string","minLength":1,
          "description":"one table's name; omit for all"},"columns":{"type":"array",
          "items":{"type":"string"},"description":"only these columns of `table`"},
