@@ -1,6 +1,7 @@
 // Internals of the verify gate, split as DESIGN.md plans: extract.cc reads numeric claims out of
 // text, context.cc reads the words around them and column names, evidence.cc records what the
-// model was shown, rules.cc matches claims to evidence. Not part of the public surface.
+// model was shown, index.cc (index.h) prepares it for a check, rules.cc matches claims to it.
+// Not part of the public surface.
 #pragma once
 
 #include <string>
