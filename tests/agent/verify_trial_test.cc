@@ -171,6 +171,26 @@ TEST_F(TrialTest, BoundsMustHoldOfTheValue) {
   EXPECT_NE(r.checks[0].reason.find("above the bound"), std::string::npos) << r.checks[0].reason;
 }
 
+TEST_F(TrialTest, SecondTrialHonestAnswers) {
+  Result({"churn_rate"}, {{"0.3333"}});
+  EXPECT_TRUE(Grounded("A third of accounts churned."));
+  EXPECT_FALSE(Grounded("A quarter of accounts churned."));
+  Result({"revenue_2024", "revenue_2025"}, {{"232657.68", "271830.53"}});
+  EXPECT_TRUE(Grounded("Revenue went from $232,657.68 in 2024 to $271,830.53 in 2025."));
+  EXPECT_FALSE(Grounded("Revenue was $232,657.68 in 2023."));
+  Result({"diff", "pct_change", "foxtrot", "cobalt"}, {{"-15000", "-20", "-50", "-20"}});
+  EXPECT_TRUE(Grounded("Cobalt's revenue declined by $15,000 (20%)."));
+  EXPECT_TRUE(Grounded("Foxtrot dropped 50% and Cobalt 20%."));
+  Result({"acme", "echo"}, {{"-4.17", "25"}});
+  EXPECT_FALSE(Grounded("Acme fell 4.17%, and Echo 25%."));  // Echo rose
+}
+
+TEST_F(TrialTest, AOneFigureBoundIsTightToHalfItsUnit) {
+  Result({"total"}, {{"504488.21"}});
+  EXPECT_FALSE(Grounded("Revenue was almost $600K."));
+  EXPECT_TRUE(Grounded("Revenue was just over $500K."));
+}
+
 TEST_F(TrialTest, EveryRefusalHasAReason) {
   Result({"x"}, {{"5"}});
   for (const ValueCheck& c : Verify("It was 7 and Mars.", {"Mars", "+5"}, evidence_, "").checks) {

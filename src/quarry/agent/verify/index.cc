@@ -94,6 +94,18 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
       (echoed ? ix.echoes : ix.numbers).push_back(std::move(e));
     }
   };
+  // A year in a result column's name is shown to the model as surely as a cell:
+  // "revenue_2024" grounds "in 2024".
+  std::vector<std::string> named;
+  for (const Evidence::Cell& cell : evidence.cells()) {
+    if (Contains(named, cell.column)) continue;
+    named.push_back(cell.column);
+    for (const std::string& w : NameWords(cell.column)) {
+      if (w.size() == 4 && std::all_of(w.begin(), w.end(), IsDigit) && YearLike(std::stod(w))) {
+        ix.dates.push_back({w + "-", cell.column, cell.source, cell.column});
+      }
+    }
+  }
   for (const Evidence::Cell& cell : evidence.cells()) {
     const std::string shown = cell.value.value_or("NULL");
     ix.values.push_back({Normalise(shown), shown, cell.source, cell.column});

@@ -48,7 +48,7 @@ struct Index {
   std::vector<EvidenceValue> texts;  // free text, normalised
   std::vector<EvidenceNumber> numbers;
   std::vector<EvidenceNumber> echoes;  // shown, but only as literals the query wrote
-  std::vector<EvidenceDate> dates;
+  std::vector<EvidenceDate> dates;  // also years named by a result column ("revenue_2024")
   std::vector<std::string> id_words;  // the words naming identifier columns ("customer")
   std::string question;  // normalised
   std::vector<NumberToken> question_tokens;

@@ -66,6 +66,9 @@ bool RoundsTo(const NumberToken& t, double written, double computed, double scal
   }
   const double q =
       std::pow(10.0, std::floor(std::log10(std::fabs(computed))) - t.significant + 1);
+  // A fraction in words is no rounding of digits: "a third" is 0.3333 within half a unit of
+  // its one figure, as "half" is 0.46.
+  if (t.ratio) return std::fabs(written - computed) <= 0.5 * q * (1 + 1e-9) + tiny;
   const double lo = std::floor(computed / q) * q, hi = lo + q;
   const double to_lo = computed - lo, to_hi = hi - computed;
   const bool tie = std::fabs(to_lo - to_hi) <= 1e-9 * q;
@@ -263,7 +266,9 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
         if (!usable(e, &c)) continue;
         const double v = std::fabs(c);
         const bool holds = claim.bound > 0 ? v >= w : v <= w;
-        if (holds && std::fabs(v - w) <= unit * (1 + 1e-9)) {
+        // One figure ("almost $600K") is tight to half its unit, more figures to one unit.
+        const double slack = t.significant <= 1 ? 0.5 * unit : unit;
+        if (holds && std::fabs(v - w) <= slack * (1 + 1e-9)) {
           return {scale == 1 ? MatchRule::kRounding : MatchRule::kPercent, e.shown, e.source,
                   e.column, ""};
         }
@@ -382,7 +387,16 @@ bool ListBetween(std::string_view between) {
     while (!x.empty() && x.back() == ' ') x.pop_back();
   };
   trim(s);
-  return s == "," || s == "and" || s == ", and" || s == "or" || s == ", or" || s == "&";
+  if (s == "," || s == "and" || s == ", and" || s == "or" || s == ", or" || s == "&" || s == "(") {
+    return true;
+  }
+  // "Foxtrot dropped 50% and Cobalt 20%": one name between, the verb elided.
+  for (const char* lead : {"and ", ", and ", ", "}) {
+    if (!s.starts_with(lead)) continue;
+    const std::string rest = s.substr(std::string_view(lead).size());
+    return !rest.empty() && std::all_of(rest.begin(), rest.end(), internal::IsAlpha);
+  }
+  return false;
 }
 
 }  // namespace
