@@ -140,6 +140,19 @@ TEST_F(ToolHygieneCliTest, SqlTextOutputShowsNullTextNullAndEmptyApart) {
       << bad.err;
 }
 
+TEST_F(ToolHygieneCliTest, DeeplyNestedFilesAreRefusedNotACrash) {
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  const auto replay = cwd_.Write("deep.json", R"({"source":"scripted","question":"q","turns":)" + deep + "}");
+  auto r = Quarry({"ask", "--replay", replay.string(), "--data", Sales(), kQuestion});
+  EXPECT_LT(r.exit_code, 128) << r.err;
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("nested more than 256 levels"), std::string::npos) << r.err;
+  const auto trace = cwd_.Write("trace.json", R"({"format_version":1,"steps":)" + deep + "}");
+  auto v = Quarry({"view", trace.string()});
+  EXPECT_LT(v.exit_code, 128) << v.err;
+  EXPECT_NE(v.err.find("nested more than 256 levels"), std::string::npos) << v.err;
+}
+
 TEST_F(ToolHygieneCliTest, DataCannotDriveTheTerminal) {
   const auto db = cwd_.path() / "esc.sqlite";
   quarry::testing::MakeSqlite(db,

@@ -110,6 +110,19 @@ TEST_F(McpServerTest, MalformedJsonIsAParseErrorWithNullIdAndServingGoesOn) {
   EXPECT_EQ(s.responses[1]["result"], json::object());
 }
 
+TEST_F(McpServerTest, DeeplyNestedJsonIsRefusedAndServingGoesOn) {
+  // 60,000 nested arrays used to overflow the stack (SIGSEGV) when the value was copied.
+  const std::string deep = R"({"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":)" +
+                           std::string(60000, '[') + std::string(60000, ']') + "}}";
+  const Session s = Serve(deep + "\n" + R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_EQ(s.responses.size(), 2u) << s.out.substr(0, 500);
+  EXPECT_EQ(s.responses[0]["error"]["code"], -32700);
+  EXPECT_NE(s.responses[0]["error"]["message"].get<std::string>().find("nested"), std::string::npos);
+  EXPECT_EQ(s.responses[1]["id"], 3);
+  EXPECT_EQ(s.responses[1]["result"], json::object());
+}
+
 TEST_F(McpServerTest, RequestsBeforeInitializeAreRefusedButPingIsAnswered) {
   const Session s = Serve(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})"
                           "\n"

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "quarry/agent/agent.h"
+#include "quarry/common/json.h"
 #include "quarry/agent/agent_internal.h"
 #include "quarry/agent/hygiene_internal.h"
 
@@ -202,7 +203,7 @@ class Session {
       if (t.schema.name == call.name) tool = &t;
     }
     Observation obs;
-    json args = json::parse(call.arguments_json.empty() ? "{}" : call.arguments_json, nullptr, false);
+    json args = ParseJson(call.arguments_json.empty() ? std::string_view("{}") : std::string_view(call.arguments_json));
     std::string problem;
     if (!tool) {
       std::string names;

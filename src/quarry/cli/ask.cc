@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "quarry/cli/cli.h"
+#include "quarry/common/json.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
 
@@ -76,7 +77,7 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
       std::ifstream in(f);
-      json doc = json::parse(in, nullptr, false);
+      json doc = ParseJson(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
       if (doc.is_discarded() || !doc.contains("question")) continue;
       if (Fits(doc, o)) return llm::MakeReplayClientFromJson(doc, f.string());
       std::string data;
@@ -99,9 +100,13 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
   }
   if (!o.replay.empty()) {
     std::ifstream in(o.replay);
-    const json doc = json::parse(in, nullptr, false);
-    if (!in || doc.is_discarded()) {
-      return Fail(Error::Code::kUsage, "--replay " + o.replay + " is not a readable JSON file");
+    std::string problem = "unreadable";
+    const json doc =
+        in ? ParseJson(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
+                       &problem)
+           : json(json::value_t::discarded);
+    if (doc.is_discarded()) {
+      return Fail(Error::Code::kUsage, "--replay " + o.replay + " is not a readable JSON file (" + problem + ")");
     }
     if (doc.contains("question") && !Fits(doc, o)) {
       return Fail(Error::Code::kUsage, "--replay " + o.replay + " records the question \"" +

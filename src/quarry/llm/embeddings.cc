@@ -1,6 +1,7 @@
 // Embeddings from an OpenAI-compatible /v1/embeddings endpoint, over the same libcurl transport
 // as the chat client (http.cc). The agent ranks schema cards with them.
 #include "quarry/llm/http_internal.h"
+#include "quarry/common/json.h"
 
 namespace quarry::llm {
 namespace {
@@ -12,7 +13,7 @@ Error EmbedError(const EmbeddingsConfig& config, const std::string& what) {
 }
 
 std::string ServerMessage(const std::string& body) {
-  const json doc = json::parse(body, nullptr, false);
+  const json doc = ParseJson(body);
   if (doc.is_object() && doc.contains("error")) {
     const json& e = doc["error"];
     if (e.is_object() && e.contains("message") && e["message"].is_string()) {
@@ -50,7 +51,7 @@ Result<std::vector<std::vector<double>>> Embed(const EmbeddingsConfig& config,
       return std::unexpected(EmbedError(
           config, "HTTP " + std::to_string(reply.status) + ": " + ServerMessage(reply.body)));
     }
-    const json doc = json::parse(reply.body, nullptr, false);
+    const json doc = ParseJson(reply.body);
     if (!doc.is_object() || !doc.contains("data") || !doc["data"].is_array() ||
         doc["data"].size() != end - start) {
       return std::unexpected(EmbedError(config, "the reply does not hold one embedding per input"));

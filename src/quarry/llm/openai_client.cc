@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "quarry/llm/http_internal.h"
+#include "quarry/common/json.h"
 #include "quarry/llm/llm.h"
 
 namespace quarry::llm {
@@ -46,7 +47,7 @@ const char* RoleName(Role role) {
 
 std::string ArgumentsForHistory(const std::string& raw) {
   if (raw.find_first_not_of(" \t\r\n") == std::string::npos) return "{}";
-  if (!json::parse(raw, nullptr, false).is_discarded()) return raw;
+  if (!ParseJson(raw).is_discarded()) return raw;
   return Dump(json{{"invalid_json", raw}});
 }
 
@@ -129,7 +130,7 @@ int64_t IntField(const json& object, const char* key) {
 // (some local servers), or the raw body when it is not JSON.
 std::string ProviderMessage(const std::string& body) {
   if (body.empty()) return "(empty body)";
-  json doc = json::parse(body, nullptr, false);
+  json doc = ParseJson(body);
   if (doc.is_object()) {
     auto error = doc.find("error");
     if (error != doc.end() && error->is_string()) return Snippet(error->get<std::string>());
@@ -277,7 +278,7 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
     std::string failure;
     bool retryable = false;
     if (reply.status >= 200 && reply.status < 300) {
-      json doc = json::parse(reply.body, nullptr, false);
+      json doc = ParseJson(reply.body);
       if (!doc.is_object()) {
         return Fail(Error::Code::kModel,
                     Scrub(where + ": reply is not a JSON object: " + Snippet(reply.body)));

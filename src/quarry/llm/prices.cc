@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "quarry/llm/llm.h"
+#include "quarry/common/json.h"
 
 namespace quarry::llm {
 namespace {
@@ -55,7 +56,7 @@ Result<void> PriceTable::MergeFile(const std::filesystem::path& path) {
   if (!in) return Fail(Error::Code::kUsage, name + ": cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
-  json doc = json::parse(text.str(), nullptr, false);
+  json doc = ParseJson(text.str());
   if (doc.is_discarded()) return Fail(Error::Code::kUsage, name + ": not valid JSON");
   if (!doc.is_object()) {
     return Fail(Error::Code::kUsage,

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "quarry/llm/llm.h"
+#include "quarry/common/json.h"
 
 namespace quarry::llm {
 namespace {
@@ -177,7 +178,7 @@ Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& pa
   if (!in) return Fail(Error::Code::kUsage, "replay file " + path.string() + ": cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
-  json doc = json::parse(text.str(), nullptr, false);
+  json doc = ParseJson(text.str());
   if (doc.is_discarded()) {
     return Fail(Error::Code::kUsage, "replay file " + path.string() + ": not valid JSON");
   }

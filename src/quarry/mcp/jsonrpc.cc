@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "quarry/mcp/mcp_internal.h"
+#include "quarry/common/json.h"
 
 namespace quarry::mcp {
 
@@ -21,7 +22,11 @@ Dispatcher::Dispatcher(ToolBox& tools, std::string instructions)
     : tools_(tools), instructions_(std::move(instructions)) {}
 
 std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
-  const json message = json::parse(line, nullptr, false);
+  std::string problem;
+  const json message = ParseJson(line, &problem);
+  if (message.is_discarded() && problem != "not valid JSON") {
+    return ErrorResponse(nullptr, kParseError, "Parse error: " + problem);
+  }
   if (message.is_discarded()) {
     if (!complete) {
       Log("ignoring an incomplete last line that is not JSON");

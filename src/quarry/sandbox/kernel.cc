@@ -2,6 +2,7 @@
 // copies the tables on a background thread and hands them over, then runs calls one at a time
 // over length-prefixed JSON frames, restarting the process after a call that ended it.
 #include "quarry/sandbox/kernel.h"
+#include "quarry/common/json.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -71,7 +72,7 @@ std::optional<json> TakeFrame(std::string& buffer, bool& broken) {
     return std::nullopt;
   }
   if (buffer.size() < nl + 1 + size) return std::nullopt;
-  json message = json::parse(buffer.substr(nl + 1, size), nullptr, false);
+  json message = ParseJson(std::string_view(buffer).substr(nl + 1, size));
   buffer.erase(0, nl + 1 + size);
   if (!message.is_object()) {
     broken = true;

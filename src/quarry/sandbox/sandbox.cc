@@ -2,6 +2,7 @@
 // the child with rlimits and a hand-built environment, feeds it the job on stdin, drains its
 // output under caps and a wall-clock deadline, and classifies how it ended.
 #include "quarry/sandbox/sandbox.h"
+#include "quarry/common/json.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -313,7 +314,7 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
   while (!result_text.empty() && (result_text.back() == '\n' || result_text.back() == ' ')) {
     result_text.pop_back();
   }
-  const json res = json::parse(result_text.substr(result_text.rfind('\n') + 1), nullptr, false);
+  const json res = ParseJson(std::string_view(result_text).substr(result_text.rfind('\n') + 1));
   if (timed_out) {
     r.failure = FailureClass::kTimeout;
     r.message = "timeout: the code was killed after " + std::to_string(o.timeout_ms) +

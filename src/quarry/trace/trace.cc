@@ -1,5 +1,6 @@
 // Trace serialisation (stable key order), the run directory writer and the summary printer.
 #include "quarry/trace/trace.h"
+#include "quarry/common/json.h"
 
 #include <chrono>
 #include <cstdio>
@@ -297,8 +298,10 @@ Result<fs::path> FindTrace(const fs::path& runs_dir, const std::string& which) {
 Result<Trace> ReadTrace(const fs::path& path) {
   std::ifstream in(path);
   if (!in) return Fail(Error::Code::kUsage, "cannot read " + path.string());
-  json doc = json::parse(in, nullptr, false);
-  if (doc.is_discarded()) return Fail(Error::Code::kUsage, path.string() + " is not valid JSON");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string problem;
+  json doc = ParseJson(text, &problem);
+  if (doc.is_discarded()) return Fail(Error::Code::kUsage, path.string() + ": " + problem);
   return FromJson(doc);
 }
 
