@@ -153,6 +153,16 @@ TEST_F(ToolHygieneCliTest, DeeplyNestedFilesAreRefusedNotACrash) {
   EXPECT_NE(v.err.find("nested more than 256 levels"), std::string::npos) << v.err;
 }
 
+TEST_F(ToolHygieneCliTest, AReplayWithAWrongTypeIsADataErrorNotAnInternalOne) {
+  const json doc = {{"format_version", 1}, {"question", kQuestion},
+                    {"sources", json::array({json{{"path", 5}}})},
+                    {"steps", json::array()}};
+  const auto replay = cwd_.Write("typed.json", doc.dump());
+  auto r = Quarry({"ask", "--replay", replay.string(), "--data", Sales(), kQuestion});
+  EXPECT_LT(r.exit_code, 128) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
 TEST_F(ToolHygieneCliTest, DataCannotDriveTheTerminal) {
   const auto db = cwd_.path() / "esc.sqlite";
   quarry::testing::MakeSqlite(db,

@@ -60,7 +60,9 @@ bool Fits(const json& doc, const AskOptions& o) {
     if (d.is_string()) recorded.push_back(d.get<std::string>());
   }
   for (const auto& src : doc.value("sources", json::array())) {
-    if (src.is_object() && src.contains("path")) recorded.push_back(src["path"].get<std::string>());
+    if (src.is_object() && src.contains("path") && src["path"].is_string()) {
+      recorded.push_back(src["path"].get<std::string>());
+    }
   }
   return recorded.empty() || Basenames(recorded) == Basenames(o.data);
 }
