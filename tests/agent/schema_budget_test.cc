@@ -7,6 +7,7 @@
 #include <set>
 
 #include "quarry/agent/agent.h"
+#include "agent/open_engine.h"
 #include "support/test_support.h"
 
 namespace quarry::agent {
@@ -16,11 +17,7 @@ using json = nlohmann::ordered_json;
 using quarry::testing::SourceDir;
 using quarry::testing::TempDir;
 
-std::unique_ptr<engine::Engine> OpenOrDie(const std::vector<std::filesystem::path>& paths) {
-  auto engine = engine::Open(paths);
-  if (!engine) throw std::runtime_error(engine.error().message);
-  return std::move(*engine);
-}
+using testing::OpenOrDie;
 
 // A CSV of 501 columns (c000..c499 and zebra_stripes at position 490), 3 rows; column c250
 // holds the word "platypus".

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "quarry/agent/agent.h"
+#include "agent/open_engine.h"
 #include "support/provider_server.h"
 #include "support/test_support.h"
 
@@ -20,11 +21,7 @@ using quarry::testing::TempDir;
 // around the cards. The budget bounds the schema section; the prompt stays within budget + this.
 constexpr int64_t kPromptHeaderTokens = 600;
 
-std::unique_ptr<engine::Engine> OpenOrDie(const std::vector<std::filesystem::path>& paths) {
-  auto engine = engine::Open(paths);
-  if (!engine) throw std::runtime_error(engine.error().message);
-  return std::move(*engine);
-}
+using testing::OpenOrDie;
 
 // The 300-table fixture, made once per test binary run.
 const std::filesystem::path& WideDb() {
