@@ -68,7 +68,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   auto writer = trace::Writer::Create(runs.path(), "run1");
   ASSERT_TRUE(writer.has_value());
   Collector collector;
-  const trace::Trace t = agent::Run({doc["question"], "run1", {}}, **engine, **client, config, &collector, &*writer);
+  const trace::Trace t = agent::Run({doc["question"], "run1", {}, -1, {}}, **engine, **client, config, &collector, &*writer);
 
   const json& expect = doc["expect"];
   EXPECT_EQ(t.stop_reason, expect["stop_reason"].get<std::string>());

@@ -205,7 +205,7 @@ TEST_F(GuardTest, TimeoutInterruptsBothEngines) {
   auto duck = Open({csv_});
   ASSERT_TRUE(duck.has_value());
   auto slow = (*duck)->Query(
-      "SELECT count(*) FROM range(100000000000) a WHERE a.range % 7 = 3", Limits{300, 200});
+      "SELECT count(*) FROM range(100000000000) a WHERE a.range % 7 = 3", Limits{300, 200, {}});
   ASSERT_FALSE(slow.has_value());
   EXPECT_EQ(slow.error().failure_class, FailureClass::kTimeout) << slow.error().message;
 
@@ -213,7 +213,7 @@ TEST_F(GuardTest, TimeoutInterruptsBothEngines) {
   ASSERT_TRUE(lite.has_value());
   auto lslow = (*lite)->Query(
       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
-      Limits{300, 200});
+      Limits{300, 200, {}});
   ASSERT_FALSE(lslow.has_value());
   EXPECT_EQ(lslow.error().failure_class, FailureClass::kTimeout) << lslow.error().message;
   // The engine is usable after an interrupt.
@@ -225,7 +225,7 @@ TEST_F(GuardTest, TimeoutInterruptsBothEngines) {
 TEST_F(GuardTest, RowCapKeepsTheTrueCount) {
   auto lite = Open({sqlite_});
   ASSERT_TRUE(lite.has_value());
-  auto r = (*lite)->Query("SELECT TrackId FROM Track ORDER BY TrackId", Limits{10000, 200});
+  auto r = (*lite)->Query("SELECT TrackId FROM Track ORDER BY TrackId", Limits{10000, 200, {}});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->rows.size(), 200u);
   EXPECT_EQ(r->row_count, 3503);
@@ -236,7 +236,7 @@ TEST_F(GuardTest, RowCapKeepsTheTrueCount) {
   EXPECT_EQ(shown.find("\n31\n"), std::string::npos);
 
   auto duck = Open({csv_});
-  auto d = (*duck)->Query("SELECT * FROM range(1000)", Limits{10000, 200});
+  auto d = (*duck)->Query("SELECT * FROM range(1000)", Limits{10000, 200, {}});
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->rows.size(), 200u);
   EXPECT_EQ(d->row_count, 1000);

@@ -303,7 +303,7 @@ TEST_F(KernelTest, AnAgentRunSharesOneKernelAndLeavesNoProcess) {
   config.sandbox.workdir = dir_.path() / "run" / "workdir";
   const std::set<pid_t> before = Children();
   const trace::Trace t =
-      agent::Run({"what is x + 1?", "run1", {}}, **engine, client, config, nullptr, nullptr);
+      agent::Run({"what is x + 1?", "run1", {}, -1, {}}, **engine, client, config, nullptr, nullptr);
   EXPECT_EQ(t.stop_reason, agent::kStopAnswered);
   ASSERT_GE(t.steps.size(), 4u);
   EXPECT_NE(t.steps[3].observation.find("\n42\n"), std::string::npos) << t.steps[3].observation;

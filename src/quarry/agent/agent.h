@@ -32,6 +32,7 @@ inline constexpr const char* kStopRepairBudget = "repair_budget_exhausted";
 inline constexpr const char* kStopCostBudget = "cost_budget_exhausted";
 inline constexpr const char* kStopNoToolCall = "no_tool_call";
 inline constexpr const char* kStopModelError = "model_error";
+inline constexpr const char* kStopInterrupted = "interrupted";  // RunInput::stop was requested
 
 // What the model is shown of the schema: in the system prompt (SystemPrompt) and through
 // inspect_schema.
@@ -181,6 +182,9 @@ struct RunInput {
   // How long opening the data took (fingerprint, load, profile), when the caller opened it for
   // this run: recorded as a first step "open_data" and counted in the totals. -1: not this run's.
   int64_t load_ms = -1;
+  // A stop request ends the run: the running query is interrupted, the Python child killed,
+  // the model request aborted, and the trace is written with stop_reason kStopInterrupted.
+  StopToken stop;
 };
 
 // Runs one question to its end. The returned trace is complete (also on budget stops and

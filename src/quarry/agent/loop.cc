@@ -132,7 +132,7 @@ class Session {
       return;
     }
     const auto started = Clock::now();
-    auto turn = client_.Complete({messages_, schemas_, 0.0, 2048});
+    auto turn = client_.Complete({messages_, schemas_, 0.0, 2048, {}});
     if (!turn) {
       trace_.notes.push_back(turn.error().message);
       stop_reason_ = kStopModelError;

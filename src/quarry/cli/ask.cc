@@ -225,7 +225,7 @@ int RunAsk(const AskOptions& o) {
             << "\n";
   Progress progress;
   const trace::Trace t =
-      agent::Run({o.question, id, {}, load_ms}, **engine, **client, config, &progress, &*writer);
+      agent::Run({o.question, id, {}, load_ms, {}}, **engine, **client, config, &progress, &*writer);
   const fs::path trace_path = writer->dir() / "trace.json";
 
   if (o.format_name == "json") {

@@ -57,6 +57,7 @@ int Report(const Error& error) {
     case Error::Code::kData: return kExitData;
     case Error::Code::kModel: return kExitModel;
     case Error::Code::kInternal: return kExitInternal;
+    case Error::Code::kCancelled: return kExitInterrupted;
   }
   return kExitInternal;
 }

@@ -11,6 +11,8 @@ inline constexpr int kExitUsage = 2;       // bad flags or arguments, nothing co
 inline constexpr int kExitData = 3;        // a data source or a query failed
 inline constexpr int kExitModel = 4;       // the model provider failed
 inline constexpr int kExitNoAnswer = 5;    // the run ended without a grounded answer
+// Ctrl-C or SIGTERM stopped it (not 130: every exit code of 128 or more is a bug).
+inline constexpr int kExitInterrupted = 6;
 
 int Main(int argc, char** argv);
 

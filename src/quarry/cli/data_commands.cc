@@ -140,7 +140,7 @@ int RunSql(const DataOptions& o) {
   auto engine = OpenData(o.paths, load);
   if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.paths, load);
-  auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows});
+  auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows, {}});
   // After the query: a value past the sample may have made the engine read the file again.
   PrintNotes(**engine);
   if (!result) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <expected>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,10 +18,16 @@ struct Error {
     kData,      // a data source is missing, unreadable, empty or of the wrong kind
     kModel,     // the model provider failed or answered with something unusable
     kInternal,  // a bug or an unexpected system failure
+    kCancelled,  // the caller asked it to stop (Ctrl-C, SIGTERM, MCP notifications/cancelled)
   };
   Code code = Code::kInternal;
   std::string message;
 };
+
+// Cancellation is a std::stop_token everywhere: the CLI's signal handler and the MCP server's
+// notifications/cancelled request a stop on a std::stop_source; whatever is running (a query,
+// a Python child, a model request) stops within about a second and fails with kCancelled.
+using StopToken = std::stop_token;
 
 template <typename T>
 using Result = std::expected<T, Error>;

@@ -82,6 +82,7 @@ struct Source {
 struct Limits {
   int64_t timeout_ms = 10000;
   int max_rows = 200;
+  StopToken stop;  // a stop request interrupts the query: Error::Code::kCancelled
 };
 
 using ProgressFn = std::function<void(const std::string& what, double percent)>;

@@ -55,6 +55,7 @@ struct Request {
   std::vector<ToolSchema> tools;
   double temperature = 0.0;
   int max_output_tokens = 2048;
+  StopToken stop;  // a stop request aborts the HTTP exchange: Error::Code::kCancelled
 };
 
 // The assistant's turn. `cost_usd` is the provider's reported cost when `cost_reported`,

@@ -136,7 +136,7 @@ json AskDatabase(ToolBox& box, const json& arguments) {
       (thread.empty() ? "" : ", thread '" + thread + "'"));
   StepLog progress(id);
   trace::Trace t =
-      agent::Run({question, id, history}, box.engine(), **client, config, &progress, &*writer);
+      agent::Run({question, id, history, -1, {}}, box.engine(), **client, config, &progress, &*writer);
   const std::string trace_path = Absolute(writer->dir() / "trace.json");
   Log("run " + id + ": " + t.stop_reason);
 
