@@ -101,8 +101,12 @@ class Session {
   trace::Trace Run() {
     const auto start = Clock::now();
     if (writer_) {
+      // Enough to rebuild the trace from events.jsonl alone if the process is killed.
+      const json whole = trace::ToJson(trace_);
       writer_->AppendEvent({{"event", "start"}, {"id", trace_.id}, {"question", trace_.question},
-                            {"model", trace_.model}, {"created_at", trace_.created_at}});
+                            {"model", trace_.model}, {"provider", trace_.provider},
+                            {"created_at", trace_.created_at}, {"dialect", trace_.dialect},
+                            {"sources", whole["sources"]}, {"config", trace_.config}});
     }
     if (load_ms_ >= 0) EmitLoad();
     while (stop_reason_.empty()) Turn();

@@ -18,22 +18,6 @@ std::string Dump(const json& j, int indent = -1) {
   return j.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
-// Reads `key` into `out` when present; a present key of the wrong type is an error.
-template <typename T>
-Result<void> Get(const json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return {};
-  try {
-    out = it->get<T>();
-  } catch (const json::exception&) {
-    return Fail(Error::Code::kUsage, std::string("trace: field '") + key + "' has the wrong type");
-  }
-  return {};
-}
-
-#define QUARRY_GET(j, key, out) \
-  if (auto get_result_ = Get(j, key, out); !get_result_) return std::unexpected(get_result_.error())
-
 }  // namespace
 
 json ToJson(const Step& s) {
@@ -111,119 +95,8 @@ json ToJson(const Trace& t) {
   j["verify"] = {{"grounded", t.grounded}, {"checks", checks}};
   j["artifacts"] = t.artifacts;
   j["notes"] = t.notes;
+  if (t.incomplete) j["incomplete"] = true;
   return j;
-}
-
-Result<Trace> FromJson(const json& j) {
-  if (!j.is_object() || !j.contains("format_version")) {
-    return Fail(Error::Code::kUsage, "not a quarry trace (no format_version): pass a runs/<id>/trace.json");
-  }
-  Trace t;
-  QUARRY_GET(j, "format_version", t.format_version);
-  if (t.format_version != kFormatVersion) {
-    return Fail(Error::Code::kUsage, "trace: format_version " + std::to_string(t.format_version) +
-                                         " is not supported (this quarry reads " +
-                                         std::to_string(kFormatVersion) + ")");
-  }
-  QUARRY_GET(j, "id", t.id);
-  QUARRY_GET(j, "created_at", t.created_at);
-  QUARRY_GET(j, "question", t.question);
-  QUARRY_GET(j, "dialect", t.dialect);
-  QUARRY_GET(j, "stop_reason", t.stop_reason);
-  QUARRY_GET(j, "artifacts", t.artifacts);
-  QUARRY_GET(j, "notes", t.notes);
-  if (j.contains("config")) t.config = j["config"];
-  if (auto m = j.find("model"); m != j.end() && m->is_object()) {
-    QUARRY_GET(*m, "provider", t.provider);
-    QUARRY_GET(*m, "model", t.model);
-  }
-  for (const auto& s : j.value("sources", json::array())) {
-    SourceRecord r;
-    QUARRY_GET(s, "path", r.path);
-    QUARRY_GET(s, "format", r.format);
-    QUARRY_GET(s, "size_bytes", r.size_bytes);
-    QUARRY_GET(s, "sha256", r.sha256);
-    QUARRY_GET(s, "tables", r.tables);
-    if (s.contains("cache")) QUARRY_GET(s, "cache", r.cache);
-    t.sources.push_back(std::move(r));
-  }
-  for (const auto& s : j.value("steps", json::array())) {
-    Step st;
-    QUARRY_GET(s, "index", st.index);
-    QUARRY_GET(s, "kind", st.kind);
-    QUARRY_GET(s, "duration_ms", st.duration_ms);
-    QUARRY_GET(s, "content", st.content);
-    QUARRY_GET(s, "cost_usd", st.cost_usd);
-    QUARRY_GET(s, "attempts", st.attempts);
-    if (auto u = s.find("usage"); u != s.end() && u->is_object()) {
-      QUARRY_GET(*u, "input_tokens", st.input_tokens);
-      QUARRY_GET(*u, "output_tokens", st.output_tokens);
-      QUARRY_GET(*u, "cached_tokens", st.cached_tokens);
-    }
-    for (const auto& c : s.value("tool_calls", json::array())) {
-      ToolCallRecord r;
-      QUARRY_GET(c, "id", r.id);
-      QUARRY_GET(c, "name", r.name);
-      QUARRY_GET(c, "arguments", r.arguments);
-      st.tool_calls.push_back(std::move(r));
-    }
-    QUARRY_GET(s, "tool", st.tool);
-    QUARRY_GET(s, "tool_call_id", st.tool_call_id);
-    QUARRY_GET(s, "arguments", st.arguments);
-    QUARRY_GET(s, "status", st.status);
-    QUARRY_GET(s, "failure_class", st.failure_class);
-    QUARRY_GET(s, "rule", st.rule);
-    QUARRY_GET(s, "repair", st.repair);
-    QUARRY_GET(s, "observation", st.observation);
-    if (s.contains("detail")) st.detail = s["detail"];
-    t.steps.push_back(std::move(st));
-  }
-  if (auto x = j.find("totals"); x != j.end() && x->is_object()) {
-    QUARRY_GET(*x, "model_turns", t.totals.model_turns);
-    QUARRY_GET(*x, "tool_calls", t.totals.tool_calls);
-    QUARRY_GET(*x, "repair_attempts", t.totals.repair_attempts);
-    QUARRY_GET(*x, "repair_successes", t.totals.repair_successes);
-    QUARRY_GET(*x, "input_tokens", t.totals.input_tokens);
-    QUARRY_GET(*x, "output_tokens", t.totals.output_tokens);
-    QUARRY_GET(*x, "cached_tokens", t.totals.cached_tokens);
-    QUARRY_GET(*x, "cost_usd", t.totals.cost_usd);
-    QUARRY_GET(*x, "wall_ms", t.totals.wall_ms);
-    if (x->contains("load_ms")) QUARRY_GET(*x, "load_ms", t.totals.load_ms);
-  }
-  if (auto a = j.find("answer"); a != j.end() && a->is_object()) {
-    QUARRY_GET(*a, "text", t.answer);
-    QUARRY_GET(*a, "supporting_values", t.supporting_values);
-    QUARRY_GET(*a, "sql", t.answer_sql);
-    if (a->contains("assumptions")) QUARRY_GET(*a, "assumptions", t.assumptions);
-    for (const auto& q : a->value("queries", json::array())) {
-      AnswerQuery aq;
-      QUARRY_GET(q, "step", aq.step);
-      QUARRY_GET(q, "tool", aq.tool);
-      QUARRY_GET(q, "query", aq.query);
-      t.answer_queries.push_back(std::move(aq));
-    }
-  }
-  if (auto r = j.find("reply"); r != j.end() && r->is_object()) QUARRY_GET(*r, "text", t.reply);
-  if (auto v = j.find("verify"); v != j.end() && v->is_object()) {
-    QUARRY_GET(*v, "grounded", t.grounded);
-    for (const auto& c : v->value("checks", json::array())) {
-      VerifyCheck vc;
-      QUARRY_GET(c, "value", vc.value);
-      QUARRY_GET(c, "origin", vc.origin);
-      QUARRY_GET(c, "rule", vc.rule);
-      QUARRY_GET(c, "matched", vc.matched);
-      QUARRY_GET(c, "grounded", vc.grounded);
-      if (c.contains("step")) {
-        QUARRY_GET(c, "step", vc.step);
-        QUARRY_GET(c, "tool", vc.tool);
-        QUARRY_GET(c, "query", vc.query);
-        QUARRY_GET(c, "column", vc.column);
-      }
-      if (c.contains("reason")) QUARRY_GET(c, "reason", vc.reason);
-      t.verify.push_back(std::move(vc));
-    }
-  }
-  return t;
 }
 
 std::string NewRunId() {
@@ -273,36 +146,6 @@ Result<fs::path> Writer::WriteFinal(const Trace& trace) {
   fs::rename(tmp, final_path, ec);
   if (ec) return Fail(Error::Code::kInternal, "cannot write " + final_path.string() + ": " + ec.message());
   return final_path;
-}
-
-Result<fs::path> FindTrace(const fs::path& runs_dir, const std::string& which) {
-  if (which.ends_with(".json") && fs::exists(which)) return fs::path(which);
-  if (which != "latest") {
-    const fs::path p = runs_dir / which / "trace.json";
-    if (fs::exists(p)) return p;
-    return Fail(Error::Code::kUsage, "no run " + which + " in " + runs_dir.string() +
-                                         "; `quarry trace latest` shows the newest");
-  }
-  std::string newest;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(runs_dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (fs::exists(e.path() / "trace.json") && name > newest && name != "example") newest = name;
-  }
-  if (newest.empty()) {
-    return Fail(Error::Code::kUsage, "no runs in " + runs_dir.string() + " yet: run `quarry ask` first");
-  }
-  return runs_dir / newest / "trace.json";
-}
-
-Result<Trace> ReadTrace(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return Fail(Error::Code::kUsage, "cannot read " + path.string());
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string problem;
-  json doc = ParseJson(text, &problem);
-  if (doc.is_discarded()) return Fail(Error::Code::kUsage, path.string() + ": " + problem);
-  return FromJson(doc);
 }
 
 std::string TotalsLine(const Trace& t) {
@@ -360,7 +203,10 @@ std::string Summary(const Trace& t) {
                   static_cast<long long>(s.duration_ms), s.repair ? "  (repair)" : "");
     out += line;
   }
-  out += "stop:     " + t.stop_reason + "\n";
+  out += "stop:     " + t.stop_reason + (t.incomplete ? " (incomplete: rebuilt from events.jsonl)" : "") + "\n";
+  if (t.incomplete) {
+    for (const auto& n : t.notes) out += "note:     " + n + "\n";
+  }
   if (!t.answer.empty()) out += "answer:   " + t.answer + "\n";
   for (const auto& a : t.assumptions) out += "assumed:  " + a + "\n";
   if (!t.reply.empty()) {

@@ -126,11 +126,14 @@ struct Trace {
   std::vector<VerifyCheck> verify;
   std::vector<std::string> artifacts;
   std::vector<std::string> notes;
+  // Rebuilt from events.jsonl because the run never wrote trace.json (it was killed): no
+  // answer or verify report, totals summed from the recorded steps.
+  bool incomplete = false;
 };
 
 nlohmann::ordered_json ToJson(const Trace& trace);
 nlohmann::ordered_json ToJson(const Step& step);
-// Errors: kUsage naming the field that is missing or of the wrong type.
+// Errors: kData naming the field of the wrong type by its path ("steps[2].duration_ms").
 Result<Trace> FromJson(const nlohmann::ordered_json& doc);
 
 // A new run id: "<UTC yyyymmdd-hhmmss>-<6 hex>", sortable by time.
@@ -151,11 +154,19 @@ class Writer {
   std::filesystem::path dir_;
 };
 
-// "latest" or a run id (or a path to a trace.json) -> the trace.json path.
-// Errors: kUsage when there is no such run.
+// "latest" or a run id (or a path to a trace.json or events.jsonl) -> the run's record: its
+// trace.json, or its events.jsonl when a killed run never wrote trace.json.
+// Errors: kUsage when there is no such run; kData when its folder holds neither file.
 Result<std::filesystem::path> FindTrace(const std::filesystem::path& runs_dir,
                                         const std::string& which);
+// A trace.json, or (for a path ending in .jsonl) a run rebuilt by RebuildFromEvents.
+// Errors: kData naming the file and the problem (unreadable, not JSON, a field's type).
 Result<Trace> ReadTrace(const std::filesystem::path& path);
+// A killed run's trace from its events.jsonl (start, step and end events): marked incomplete,
+// stop_reason "incomplete" unless an end event was recorded, totals summed from the steps, and
+// a note saying so; a cut or unreadable line is skipped and counted in a note.
+// Errors: kData when the file is unreadable, has no start event, or a field has the wrong type.
+Result<Trace> RebuildFromEvents(const std::filesystem::path& events_path);
 
 // One self-contained HTML page for a trace: question, answer and verify report first, then a
 // timeline of steps (tool, status, failure class, duration, tokens, cost), each step's SQL or

@@ -154,6 +154,10 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
        e(t.created_at) + " · " + e(t.model) + " via " + e(t.provider) + " · " + e(t.dialect) + "</p>";
 
   h += "<div class=\"card\">";
+  if (t.incomplete) {
+    h += "<p><span class=\"badge failed\">incomplete</span> <span class=\"muted\">rebuilt from "
+         "events.jsonl: the run was killed before it wrote trace.json</span></p>";
+  }
   if (t.stop_reason == "answered") {
     h += "<p class=\"answer\">" + e(t.answer) + "</p>";
   } else {
