@@ -3,7 +3,11 @@
 // number of requests, a trace.json on disk, and the exit code for what happened (0 answered,
 // 4 the provider failed, 5 no grounded answer, budgets included).
 #include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -13,6 +17,8 @@
 
 #include "support/provider_server.h"
 #include "support/test_support.h"
+
+extern char** environ;
 
 namespace quarry {
 namespace {
@@ -326,6 +332,68 @@ TEST(ProviderFaultsCliTest, ReplyCutOffAtTheLimitIsReportedAsThat) {
   EXPECT_TRUE(Contains(observation, "cut off at the output token limit (finish_reason: length)"));
   EXPECT_EQ(observation.find("not valid JSON"), std::string::npos);
   EXPECT_TRUE(Contains(Notes(run.trace), "model turn 1 was cut off at the output token limit"));
+}
+
+// Runs `argv` in `cwd` with stdin, stdout and stderr on a pseudo-terminal; returns everything
+// written to it and the exit code.
+std::pair<std::string, int> RunOnTerminal(const std::vector<std::string>& argv,
+                                          const std::filesystem::path& cwd,
+                                          const std::vector<std::string>& extra_env) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
+  env_strings.push_back("NO_COLOR=1");
+  std::vector<char*> envp, args;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  const std::string dir = cwd.string();
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid < 0) return {"forkpty failed", -1};
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  std::string output;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = read(master, buffer, sizeof buffer);
+    if (n > 0) {
+      output.append(buffer, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;  // EIO once the child has exited and the terminal is gone
+    }
+  }
+  close(master);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {output, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+TEST(ProviderFaultsCliTest, WaitingForTheModelIsShownOnATerminal) {
+  ProviderServer server;
+  server.Enqueue({200, {}, Call("run_sql", kSql), std::chrono::milliseconds(2500)});
+  server.Enqueue({200, {}, Call("final_answer", kAnswer)});
+  quarry::testing::TempDir cwd;
+  const auto [output, exit_code] = RunOnTerminal(
+      {quarry::testing::QuarryBinary().string(), "ask", "--no-python", "--data",
+       (quarry::testing::SourceDir() / "data" / "sales.csv").string(), "Which region sells most?"},
+      cwd.path(),
+      {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+       "QUARRY_API_KEY=sk-fault-injection-0123456789"});
+  EXPECT_EQ(exit_code, 0) << output;
+  EXPECT_TRUE(Contains(output, "\r  waiting for the model: 1 s"));
+  EXPECT_TRUE(Contains(output, "\r  waiting for the model: 2 s"));
+  EXPECT_EQ(output.find("waiting for the model: 3 s"), std::string::npos);
+  // The line is erased before the step is printed.
+  EXPECT_TRUE(Contains(output, "2 s\r\033[K"));
+  EXPECT_EQ(server.requests().size(), 2u);
 }
 
 }  // namespace
