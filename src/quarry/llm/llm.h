@@ -84,7 +84,8 @@ class Client {
  public:
   virtual ~Client() = default;
   // Errors: Error::Code::kModel for HTTP failures (status and the provider's message, key
-  // masked), network failures after retries, and replies that cannot be parsed.
+  // masked), network failures after retries, timeouts, and replies that cannot be parsed;
+  // Error::Code::kCancelled when request.stop is requested (the exchange is aborted).
   virtual Result<Turn> Complete(const Request& request) = 0;
   virtual std::string provider() const = 0;  // "openrouter", "openai-compatible", "replay"
   virtual std::string model() const = 0;

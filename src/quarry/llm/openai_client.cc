@@ -165,14 +165,14 @@ std::string Lower(std::string text) {
 
 // The provider says the prompt does not fit the model (OpenAI's context_length_exceeded and
 // its TPM "Request too large", OpenRouter, llama.cpp, vLLM, Anthropic): no resend can succeed.
-// OpenAI's transient "Rate limit reached ... tokens per min" is not matched.
+// Transient token-rate limits ("Rate limit reached ... tokens per min", "too many tokens
+// processed") are not matched.
 bool SaysTooLarge(const std::string& body) {
   const std::string text = Lower(body);
   for (const char* marker :
        {"context length", "context_length", "context window", "maximum context",
         "request too large", "too large for", "prompt is too long", "prompt too long",
-        "exceeds the available context", "input is too long", "too many tokens",
-        "reduce the length"}) {
+        "exceeds the available context", "input is too long", "reduce the length"}) {
     if (text.find(marker) != std::string::npos) return true;
   }
   return false;
