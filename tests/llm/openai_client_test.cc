@@ -276,7 +276,7 @@ TEST_F(OpenAiClientTest, SlowReplyTimesOut) {
   auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(turn);
   EXPECT_TRUE(Contains(turn.error().message, "timed out"));
-  EXPECT_TRUE(Contains(turn.error().message, "request_timeout_ms=300"));
+  EXPECT_TRUE(Contains(turn.error().message, "request timeout of 0.3 s"));
   EXPECT_LT(elapsed, std::chrono::milliseconds(2000));
 }
 
@@ -296,7 +296,7 @@ TEST_F(OpenAiClientTest, UnparseableReplyIsAModelError) {
   Result<Turn> html = client->Complete(Question());
   ASSERT_FALSE(html);
   EXPECT_EQ(html.error().code, Error::Code::kModel);
-  EXPECT_TRUE(Contains(html.error().message, "not a JSON object"));
+  EXPECT_TRUE(Contains(html.error().message, "not valid JSON"));
   Result<Turn> empty = client->Complete(Question());
   ASSERT_FALSE(empty);
   EXPECT_TRUE(Contains(empty.error().message, "no choices"));

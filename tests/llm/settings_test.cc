@@ -188,5 +188,81 @@ TEST(SettingsTest, BuiltInCostArithmetic) {
   EXPECT_FALSE(table.Cost("nobody/unknown", {1, 1, 0}));
 }
 
+TEST(SettingsTest, RequestSettingsFromFlagsThenEnvironmentThenDotEnv) {
+  Env env = {{"QUARRY_MODEL", "local-model"}, {"QUARRY_BASE_URL", kLocal}};
+  Result<ClientConfig> defaults = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(defaults) << defaults.error().message;
+  EXPECT_EQ(defaults->request_timeout_ms, 120000);
+  EXPECT_EQ(defaults->max_output_tokens, 2048);
+  EXPECT_EQ(defaults->temperature, 0.0);
+  EXPECT_EQ(defaults->max_tokens_param, "max_tokens");
+
+  env["QUARRY_REQUEST_TIMEOUT"] = "600";
+  env["QUARRY_TEMPERATURE"] = "0.7";
+  Env dotenv = {{"QUARRY_REQUEST_TIMEOUT", "5"}, {"QUARRY_MAX_TOKENS", "8192"},
+                {"QUARRY_MAX_TOKENS_PARAM", "max_completion_tokens"}};
+  Result<ClientConfig> from_env = ResolveConfig(Settings{}, FakeEnv(env), dotenv);
+  ASSERT_TRUE(from_env) << from_env.error().message;
+  EXPECT_EQ(from_env->request_timeout_ms, 600000) << ".env never overrides the environment";
+  EXPECT_EQ(from_env->max_output_tokens, 8192);
+  EXPECT_EQ(from_env->temperature, 0.7);
+  EXPECT_EQ(from_env->max_tokens_param, "max_completion_tokens");
+
+  Settings flags;
+  flags.request_timeout = "2.5";
+  flags.temperature = "default";
+  flags.max_tokens = "100";
+  flags.max_tokens_param = "auto";
+  Result<ClientConfig> from_flags = ResolveConfig(flags, FakeEnv(env), dotenv);
+  ASSERT_TRUE(from_flags) << from_flags.error().message;
+  EXPECT_EQ(from_flags->request_timeout_ms, 2500);
+  EXPECT_FALSE(from_flags->temperature.has_value());
+  EXPECT_EQ(from_flags->max_output_tokens, 100);
+  EXPECT_EQ(from_flags->max_tokens_param, "max_tokens");
+
+  // A reasoning model: no temperature and max_completion_tokens, unless told otherwise.
+  env["QUARRY_MODEL"] = "gpt-5-mini";
+  env.erase("QUARRY_TEMPERATURE");
+  Result<ClientConfig> reasoning = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(reasoning) << reasoning.error().message;
+  EXPECT_FALSE(reasoning->temperature.has_value());
+  EXPECT_EQ(reasoning->max_tokens_param, "max_completion_tokens");
+  env["QUARRY_TEMPERATURE"] = "1";
+  env["QUARRY_MAX_TOKENS_PARAM"] = "max_tokens";
+  Result<ClientConfig> told = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(told) << told.error().message;
+  EXPECT_EQ(told->temperature, 1.0);
+  EXPECT_EQ(told->max_tokens_param, "max_tokens");
+}
+
+TEST(SettingsTest, BadRequestSettingsNameWhereTheyCameFrom) {
+  const Env base = {{"QUARRY_MODEL", "m"}, {"QUARRY_BASE_URL", kLocal}};
+  auto problem = [&](const char* name, const std::string& value) {
+    Env env = base;
+    env[name] = value;
+    Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
+    if (config) return std::string("accepted");
+    EXPECT_EQ(config.error().code, Error::Code::kUsage);
+    return config.error().message;
+  };
+  EXPECT_EQ(problem("QUARRY_REQUEST_TIMEOUT", "2m"),
+            "QUARRY_REQUEST_TIMEOUT \"2m\": expected seconds from 0.1 to 86400, e.g. 300");
+  EXPECT_NE(problem("QUARRY_REQUEST_TIMEOUT", "0").find("expected seconds"), std::string::npos);
+  EXPECT_NE(problem("QUARRY_MAX_TOKENS", "1.5").find("whole number"), std::string::npos);
+  EXPECT_NE(problem("QUARRY_MAX_TOKENS", "0").find("whole number"), std::string::npos);
+  EXPECT_NE(problem("QUARRY_TEMPERATURE", "hot").find("from 0 to 2"), std::string::npos);
+  EXPECT_NE(problem("QUARRY_TEMPERATURE", "2.5").find("from 0 to 2"), std::string::npos);
+  EXPECT_NE(problem("QUARRY_MAX_TOKENS_PARAM", "max_output_tokens").find("expected auto"),
+            std::string::npos);
+  EXPECT_EQ(problem("QUARRY_REQUEST_TIMEOUT", " 0.25 "), "accepted");
+
+  Settings flags;
+  flags.max_tokens = "-3";
+  Result<ClientConfig> flagged = ResolveConfig(flags, FakeEnv(base), {});
+  ASSERT_FALSE(flagged);
+  EXPECT_EQ(flagged.error().message.rfind("--max-tokens \"-3\"", 0), 0u)
+      << flagged.error().message;
+}
+
 }  // namespace
 }  // namespace quarry::llm

@@ -52,9 +52,21 @@ ProviderServer::ProviderServer() : server_(std::make_unique<httplib::Server>()) 
     int status = 0;
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;
-    Serve(std::move(recorded), status, body, headers);
+    std::optional<size_t> drop_after_bytes;
+    Serve(std::move(recorded), status, body, headers, drop_after_bytes);
     res.status = status;
     for (const auto& [key, value] : headers) res.set_header(key, value);
+    if (drop_after_bytes) {
+      const size_t size = body.size();
+      const size_t sent = std::min(*drop_after_bytes, size);
+      res.set_content_provider(
+          size, "application/json",
+          [body = std::move(body), sent](size_t offset, size_t, httplib::DataSink& sink) {
+            if (offset < sent) sink.write(body.data() + offset, sent - offset);
+            return false;  // httplib closes the connection mid-body
+          });
+      return;
+    }
     res.set_content(body, "application/json");
   });
   // One request per connection: httplib's stop() otherwise waits out the keep-alive timeout
@@ -79,7 +91,8 @@ ProviderServer::~ProviderServer() {
 }
 
 void ProviderServer::Serve(RecordedRequest request, int& status, std::string& body,
-                           std::vector<std::pair<std::string, std::string>>& headers) {
+                           std::vector<std::pair<std::string, std::string>>& headers,
+                           std::optional<size_t>& drop_after_bytes) {
   std::unique_lock<std::mutex> lock(mu_);
   const bool chat = request.path == "/v1/chat/completions";
   if (request.path == "/v1/embeddings" && vector_of_) {
@@ -124,6 +137,7 @@ void ProviderServer::Serve(RecordedRequest request, int& status, std::string& bo
   status = response.status;
   body = std::move(response.body);
   headers = std::move(response.headers);
+  drop_after_bytes = response.drop_after_bytes;
 }
 
 void ProviderServer::ServeEmbeddings(VectorOf vector_of, int status) {

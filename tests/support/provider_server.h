@@ -34,6 +34,9 @@ struct ScriptedResponse {
   // Wait this long before answering (to trigger client timeouts). The wait ends early when
   // the server is destroyed, so a test never blocks on it.
   std::chrono::milliseconds delay{0};
+  // When set, the reply announces the whole body (Content-Length) but only this many bytes of
+  // it are sent before the connection closes: a connection dropped mid-body.
+  std::optional<size_t> drop_after_bytes{};
 };
 
 // A request as the server received it.
@@ -77,7 +80,8 @@ class ProviderServer {
 
  private:
   void Serve(RecordedRequest request, int& status, std::string& body,
-             std::vector<std::pair<std::string, std::string>>& headers);
+             std::vector<std::pair<std::string, std::string>>& headers,
+             std::optional<size_t>& drop_after_bytes);
 
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

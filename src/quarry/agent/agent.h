@@ -53,7 +53,10 @@ struct Config {
   bool self_correction = true;
   int max_steps = 12;          // model turns
   int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
-  double max_cost_usd = 1.0;   // checked before every model call after the first
+  // USD. A model call is made only when the spent cost plus the call's bound
+  // (llm::Client::MaxCostUsd of the estimated prompt) stays within it; for a model without a
+  // price, the spent cost alone is checked before each call.
+  double max_cost_usd = 1.0;
   engine::Limits limits;       // per query: timeout_ms, max_rows
   int preview_rows = 30;       // result rows the model sees
   // run_python: offered to the model when on. sandbox.workdir must be set (runs/<id>/workdir).

@@ -1,6 +1,7 @@
 // The agent loop: model turn, tool calls, observations, repair accounting, budgets and the
 // verify gate, every step recorded in the trace as it happens.
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 
@@ -129,17 +130,35 @@ class Session {
       stop_reason_ = kStopStepBudget;
       return;
     }
-    // Checked before the next model call, so the calls of a turn already paid for still run
-    // (a final answer in the turn that crossed the budget is not thrown away).
+    // Checked before each model call: the call is made only when even its most expensive
+    // outcome (the prompt as estimated, the whole output limit) stays within the budget.
+    const int64_t prompt_tokens = PromptTokensEstimate();
+    const std::optional<double> most = client_.MaxCostUsd(prompt_tokens);
+    if (most && trace_.totals.cost_usd + *most > config_.max_cost_usd) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "stopped before model turn %d: it could cost up to $%.4f (prompt ~%lld "
+                    "tokens estimated, plus the output limit), and $%.4f of the $%.4f budget "
+                    "(--max-cost) is spent",
+                    trace_.totals.model_turns + 1, *most, static_cast<long long>(prompt_tokens),
+                    trace_.totals.cost_usd, config_.max_cost_usd);
+      trace_.notes.push_back(line);
+      stop_reason_ = kStopCostBudget;
+      return;
+    }
+    // Without a price the call cannot be estimated: the spent cost (when the provider reports
+    // one) is checked instead, so the turn that crossed the budget has been paid.
     if (trace_.totals.cost_usd > config_.max_cost_usd) {
       stop_reason_ = kStopCostBudget;
       return;
     }
     const auto started = Clock::now();
-    auto turn = client_.Complete({messages_, schemas_, 0.0, 2048, {}});
+    llm::Request request{messages_, schemas_, {}, {}, {}, prompt_tokens};
+    auto turn = client_.Complete(request);
     if (!turn) {
       trace_.notes.push_back(turn.error().message);
-      stop_reason_ = kStopModelError;
+      stop_reason_ =
+          turn.error().code == Error::Code::kCancelled ? kStopInterrupted : kStopModelError;
       return;
     }
     trace::Step step;
@@ -168,6 +187,15 @@ class Session {
     x.cost_usd += step.cost_usd;
     Emit(std::move(step));
     messages_.push_back({llm::Role::kAssistant, turn->content, turn->tool_calls, {}});
+    last_prompt_tokens_ = turn->usage.input_tokens;
+    last_output_tokens_ = turn->usage.output_tokens;
+    last_prompt_messages_ = messages_.size();
+    cut_off_ = turn->finish_reason == "length";
+    if (cut_off_) {
+      trace_.notes.push_back("model turn " + std::to_string(trace_.totals.model_turns) +
+                             " was cut off at the output token limit (finish_reason: length); "
+                             "raise --max-tokens or QUARRY_MAX_TOKENS");
+    }
 
     if (turn->tool_calls.empty()) {
       if (!turn->content.empty()) text_reply_ = turn->content;
@@ -213,6 +241,9 @@ class Session {
       std::string names;
       for (const Tool& t : tools_) names += (names.empty() ? "" : ", ") + t.schema.name;
       problem = "there is no tool named '" + call.name + "'; the tools are: " + names;
+    } else if (args.is_discarded() && cut_off_) {
+      problem = "your reply was cut off at the output token limit (finish_reason: length) "
+                "before these arguments were complete; send a shorter call";
     } else if (args.is_discarded()) {
       problem = "the arguments are not valid JSON: " + call.arguments_json.substr(0, 200);
     } else {
@@ -352,6 +383,24 @@ class Session {
     return false;
   }
 
+  // The next prompt's tokens: the provider's count of the last prompt plus that turn's output
+  // and the estimate of what came since, or the estimate of the whole conversation when that
+  // is larger (or no turn was counted yet).
+  int64_t PromptTokensEstimate() const {
+    int64_t whole = EstimateRequestTokens(messages_, schemas_);
+    for (const auto& m : messages_) {
+      for (const auto& c : m.tool_calls) {
+        whole += 8 + engine::EstimateTokens(c.name) + engine::EstimateTokens(c.arguments_json);
+      }
+    }
+    if (last_prompt_tokens_ <= 0) return whole;
+    int64_t counted = last_prompt_tokens_ + last_output_tokens_;
+    for (size_t i = last_prompt_messages_; i < messages_.size(); ++i) {
+      counted += 4 + engine::EstimateTokens(messages_[i].content);
+    }
+    return std::max(whole, counted);
+  }
+
   // What the model was shown of the schema, and the first request's estimated size, which the
   // trace summary sets beside the provider's count of the first turn.
   void RecordSchema(const SchemaView& schema) {
@@ -454,6 +503,10 @@ class Session {
   bool sent_back_ = false;
   bool nudged_ = false;
   bool cost_unknown_noted_ = false;
+  bool cut_off_ = false;  // the latest model turn ended at the output limit
+  int64_t last_prompt_tokens_ = 0;  // the provider's count of the latest prompt
+  int64_t last_output_tokens_ = 0;
+  size_t last_prompt_messages_ = 0;  // messages_ up to the latest model turn's, included
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // `quarry ask`: opens the data, picks the model client (live, --offline, --replay), runs the
 // agent with progress on stderr, prints the answer, its SQL and the totals, keeps the trace.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -119,7 +121,17 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
     return llm::MakeReplayClientFromJson(doc, o.replay);
   }
   if (o.offline) return OfflineClient(o);
-  return LiveClient(o.model, o.base_url);
+  llm::Settings flags;
+  auto set = [](std::optional<std::string>& to, const std::string& value) {
+    if (!value.empty()) to = value;
+  };
+  set(flags.model, o.model);
+  set(flags.base_url, o.base_url);
+  set(flags.request_timeout, o.request_timeout);
+  set(flags.max_tokens, o.max_tokens);
+  set(flags.temperature, o.temperature);
+  set(flags.max_tokens_param, o.max_tokens_param);
+  return LiveClient(flags);
 }
 
 // Prints each step on stderr as it happens.
@@ -179,8 +191,27 @@ Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model,
   llm::Settings flags;
   if (!model.empty()) flags.model = model;
   if (!base_url.empty()) flags.base_url = base_url;
+  return LiveClient(flags);
+}
+
+Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags) {
   auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"));
   if (!config) return std::unexpected(config.error());
+  // Only a terminal gets the rewritten line; a log or a pipe would fill with them.
+  if (isatty(2)) {
+    config->on_wait = [](int64_t elapsed_ms) {
+      if (elapsed_ms < 0) {
+        std::cerr << "\r\033[K" << std::flush;
+        return;
+      }
+      std::cerr << "\r" << Paint("  waiting for the model: " + std::to_string(elapsed_ms / 1000) +
+                                     " s", "2")
+                << std::flush;
+    };
+  }
+  config->on_retry = [](const std::string& line) {
+    std::cerr << Paint("quarry: model: " + TerminalText(line), "33") << "\n";
+  };
   return llm::MakeOpenAiClient(std::move(*config));
 }
 

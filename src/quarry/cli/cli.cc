@@ -107,6 +107,19 @@ int Main(int argc, char** argv) {
   ask_cmd->add_option("--base-url", ask.base_url,
                       "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
                       "OPENROUTER_API_KEY is set)");
+  ask_cmd->add_option("--request-timeout", ask.request_timeout,
+                      "Seconds to wait for one model reply; a request that times out is not "
+                      "resent (else QUARRY_REQUEST_TIMEOUT; default 120)");
+  ask_cmd->add_option("--max-tokens", ask.max_tokens,
+                      "Output token limit of each model turn (else QUARRY_MAX_TOKENS; default "
+                      "2048)");
+  ask_cmd->add_option("--temperature", ask.temperature,
+                      "Sampling temperature, or \"default\" to send none (else "
+                      "QUARRY_TEMPERATURE; default 0, none for OpenAI reasoning models)");
+  ask_cmd->add_option("--max-tokens-param", ask.max_tokens_param,
+                      "How the output limit is sent: auto, max_tokens or max_completion_tokens "
+                      "(else QUARRY_MAX_TOKENS_PARAM; auto: max_completion_tokens for OpenAI "
+                      "reasoning models)");
   ask_cmd->add_option("--runs-dir", ask.runs_dir, "Where runs/<id>/trace.json goes")
       ->default_val("runs");
   ask_cmd->add_flag("--no-self-correction", ask.no_self_correction,

@@ -19,6 +19,11 @@ struct AskOptions {
   std::string fixtures;
   std::string model;
   std::string base_url;
+  // --request-timeout, --max-tokens, --temperature, --max-tokens-param, as typed.
+  std::string request_timeout;
+  std::string max_tokens;
+  std::string temperature;
+  std::string max_tokens_param;
   std::string runs_dir = "runs";
   bool no_self_correction = false;
   agent::Config config;
@@ -98,5 +103,8 @@ Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_
 
 // The live model client from flags, the environment and .env (see llm::ResolveConfig).
 Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);
+// The live client from flags, the environment and .env. While a reply is awaited, stderr shows
+// the seconds waited on one rewritten line when it is a terminal; every resend is said there.
+Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags);
 
 }  // namespace quarry::cli

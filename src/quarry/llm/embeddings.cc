@@ -40,9 +40,14 @@ Result<std::vector<std::vector<double>>> Embed(const EmbeddingsConfig& config,
                                            texts.begin() + static_cast<std::ptrdiff_t>(end))}};
     if (!config.model.empty()) body["model"] = config.model;
     body["encoding_format"] = "float";
-    const internal::HttpReply reply = session.Post(
-        {config.url, headers, body.dump(-1, ' ', false, json::error_handler_t::replace),
-         config.timeout_ms, config.connect_timeout_ms});
+    internal::HttpPost post;
+    post.url = config.url;
+    post.headers = headers;
+    post.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    post.timeout_ms = config.timeout_ms;
+    post.connect_timeout_ms = config.connect_timeout_ms;
+    post.max_reply_bytes = size_t{256} << 20;  // 64 inputs of 4096 dimensions is ~5 MiB of JSON
+    const internal::HttpReply reply = session.Post(post);
     if (reply.status == 0) {
       return std::unexpected(
           EmbedError(config, reply.timed_out ? "timed out" : reply.network_error));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <mutex>
 
 #include "quarry/llm/http_internal.h"
@@ -20,9 +21,43 @@ void GlobalInitOnce() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+// What the callbacks of one exchange share.
+struct Exchange {
+  const HttpPost* post = nullptr;
+  HttpReply* reply = nullptr;
+  std::chrono::steady_clock::time_point start;
+  int64_t reported_s = 0;  // whole seconds already passed to on_wait
+};
+
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  static_cast<std::string*>(user)->append(data, size * count);
+  auto* exchange = static_cast<Exchange*>(user);
+  std::string& body = exchange->reply->body;
+  if (body.size() + size * count > exchange->post->max_reply_bytes) {
+    exchange->reply->too_large = true;
+    return 0;  // CURLE_WRITE_ERROR: a runaway reply is not held in memory
+  }
+  body.append(data, size * count);
   return size * count;
+}
+
+// libcurl calls this at least once a second, also while no byte moves, which bounds how long a
+// stop request waits.
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* exchange = static_cast<Exchange*>(user);
+  if (exchange->post->stop.stop_requested()) {
+    exchange->reply->cancelled = true;
+    return 1;  // CURLE_ABORTED_BY_CALLBACK
+  }
+  if (exchange->post->on_wait) {
+    const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - exchange->start)
+                           .count();
+    if (ms / 1000 > exchange->reported_s) {
+      exchange->reported_s = ms / 1000;
+      exchange->post->on_wait(ms);
+    }
+  }
+  return 0;
 }
 
 std::string_view Trim(std::string_view s) {
@@ -91,13 +126,17 @@ HttpReply HttpSession::Post(const HttpPost& post) {
   }
 
   char error_buffer[CURL_ERROR_SIZE] = {0};
+  Exchange exchange{&post, &reply, std::chrono::steady_clock::now(), 0};
   curl_easy_setopt(curl, CURLOPT_URL, post.url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl, CURLOPT_POST, 1L);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post.body.data());
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post.body.size()));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &exchange);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &reply);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
@@ -112,6 +151,7 @@ HttpReply HttpSession::Post(const HttpPost& post) {
 
   CURLcode code = curl_easy_perform(curl);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+  if (reply.cancelled && code == CURLE_OK) reply.cancelled = false;  // finished first
   if (code != CURLE_OK) {
     reply.status = 0;
     reply.timed_out = code == CURLE_OPERATION_TIMEDOUT;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -24,6 +25,12 @@ struct HttpPost {
   std::string body;
   int64_t timeout_ms = 0;
   int64_t connect_timeout_ms = 0;
+  // A stop request aborts the exchange within about a second (libcurl's progress callback).
+  StopToken stop{};
+  // Called about once a second while the exchange runs, with the milliseconds since it began.
+  std::function<void(int64_t elapsed_ms)> on_wait{};
+  // A reply body past this many bytes is not read: the exchange fails with too_large.
+  size_t max_reply_bytes = 8u << 20;
 };
 
 // What one attempt produced: an HTTP reply (status > 0) or a transport failure (status 0).
@@ -33,6 +40,8 @@ struct HttpReply {
   std::string retry_after;     // the Retry-After header of the final reply, "" when absent
   std::string retry_after_ms;  // OpenAI's millisecond variant "retry-after-ms"
   bool timed_out = false;      // transport failure was a timeout
+  bool cancelled = false;      // HttpPost::stop was requested; the exchange was aborted
+  bool too_large = false;      // the body passed HttpPost::max_reply_bytes; reading stopped
   std::string network_error;   // curl's description when status == 0
 };
 

@@ -53,9 +53,13 @@ struct Usage {
 struct Request {
   std::vector<Message> messages;
   std::vector<ToolSchema> tools;
-  double temperature = 0.0;
-  int max_output_tokens = 2048;
-  StopToken stop;  // a stop request aborts the HTTP exchange: Error::Code::kCancelled
+  // Overrides of the client's settings (ClientConfig::temperature, max_output_tokens) for this
+  // request; nullopt: the client's.
+  std::optional<double> temperature{};
+  std::optional<int> max_output_tokens{};
+  StopToken stop{};  // a stop request aborts the HTTP exchange: Error::Code::kCancelled
+  // The caller's estimate of the prompt's tokens, for error messages (0: not given).
+  int64_t prompt_tokens_estimate = 0;
 };
 
 // The assistant's turn. `cost_usd` is the provider's reported cost when `cost_reported`,
@@ -80,10 +84,17 @@ class Client {
  public:
   virtual ~Client() = default;
   // Errors: Error::Code::kModel for HTTP failures (status and the provider's message, key
-  // masked), network failures after retries, and replies that cannot be parsed.
+  // masked), network failures after retries, timeouts, and replies that cannot be parsed;
+  // Error::Code::kCancelled when request.stop is requested (the exchange is aborted).
   virtual Result<Turn> Complete(const Request& request) = 0;
   virtual std::string provider() const = 0;  // "openrouter", "openai-compatible", "replay"
   virtual std::string model() const = 0;
+  // The most a request with a prompt of `prompt_tokens` can cost, in USD: prompt_tokens at the
+  // input price plus the output token limit at the output price (cached input counted at the
+  // full price). nullopt when the model has no price or no output limit is sent.
+  virtual std::optional<double> MaxCostUsd(int64_t /*prompt_tokens*/) const {
+    return std::nullopt;
+  }
 };
 
 // Price per million tokens, USD.
@@ -110,7 +121,9 @@ class PriceTable {
 };
 
 // Exponential backoff with full jitter on 429, 5xx and network errors; Retry-After (seconds
-// or HTTP date) is honoured, capped at max_delay_ms. 400/401/402/403/404 are never retried.
+// or HTTP date) is honoured, capped at max_delay_ms. 400/401/402/403/404 are never retried,
+// nor a 429/5xx whose message says the request is too large for the model (context length),
+// nor a timed-out request (the timeout is the user's bound on the wait), nor a cancelled one.
 struct RetryPolicy {
   int max_attempts = 4;
   int64_t base_delay_ms = 500;
@@ -122,17 +135,41 @@ struct ClientConfig {
   std::string model;
   std::string api_key;  // never logged, traced or passed to a child process
   std::string provider = "openai-compatible";
-  int64_t request_timeout_ms = 120000;
+  int64_t request_timeout_ms = 120000;  // the whole exchange, reply included
   int64_t connect_timeout_ms = 10000;
+  // Sampling settings sent with every request. temperature nullopt: not sent (the endpoint's
+  // default; OpenAI's reasoning models accept no other). The output limit is sent as
+  // `max_tokens_param`: "max_tokens" or "max_completion_tokens" (OpenAI's reasoning models
+  // accept only the latter).
+  std::optional<double> temperature = 0.0;
+  int max_output_tokens = 2048;
+  std::string max_tokens_param = "max_tokens";
   RetryPolicy retry;
   PriceTable prices = PriceTable::BuiltIn();
-  // How the client waits between attempts; tests inject one that records the delays.
+  // How the client waits between attempts; tests inject one that records the delays. The
+  // default sleep ends early on a stop request.
   std::function<void(std::chrono::milliseconds)> sleep;
   uint64_t jitter_seed = 0;  // 0: seeded from the clock
+  // Called about once a second while a reply is awaited (milliseconds since the request went
+  // out), then once with -1 when the exchange ends; for a "waiting for the model" line.
+  std::function<void(int64_t elapsed_ms)> on_wait;
+  // Called before each resend with one line saying what failed and what happens next (the
+  // same line goes to Turn::retried_errors); for stderr.
+  std::function<void(const std::string& line)> on_retry;
 };
 
+// Whether `model` (with or without the "openai/" prefix) is one of OpenAI's reasoning models
+// (o1, o3, o4-mini, gpt-5 and their variants), which take max_completion_tokens and reject a
+// temperature other than the default.
+bool IsOpenAiReasoningModel(const std::string& model);
+
 // OpenAI-compatible Chat Completions with tool calling: POST {base_url}/chat/completions.
-// Tool-call arguments come back exactly as the provider sent them. In the history sent back,
+// When the endpoint rejects a sampling parameter as unsupported (HTTP 400 naming temperature,
+// max_tokens or max_completion_tokens), the request is resent once without it (an output
+// limit is resent under the other name first), the change is listed in
+// Turn::retried_errors, and the client keeps it for every later request. Errors besides
+// kModel: kCancelled when Request::stop is requested (never retried). Replies over 8 MiB are
+// not read (kModel). Tool-call arguments come back exactly as the provider sent them. In the history sent back,
 // arguments that are not valid JSON are wrapped as {"invalid_json": "<raw text>"}, because
 // several servers (llama.cpp, Anthropic behind OpenRouter) reject a conversation whose
 // arguments do not parse. Uses libcurl; curl_global_init runs once, on first use.
@@ -160,6 +197,11 @@ struct Settings {
   std::optional<std::string> base_url;
   std::optional<std::string> model;
   std::optional<std::string> api_key;
+  // As typed on the command line; each falls back to its variable, then to the default.
+  std::optional<std::string> request_timeout;   // QUARRY_REQUEST_TIMEOUT, seconds (120)
+  std::optional<std::string> max_tokens;        // QUARRY_MAX_TOKENS (2048)
+  std::optional<std::string> temperature;       // QUARRY_TEMPERATURE, a number or "default"
+  std::optional<std::string> max_tokens_param;  // QUARRY_MAX_TOKENS_PARAM
 };
 // Reads KEY=VALUE lines (comments, `export`, quotes allowed). Missing file: empty map.
 std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path);
@@ -169,7 +211,11 @@ using GetEnv = std::function<std::optional<std::string>(const char*)>;
 // Without a base URL, OPENROUTER_API_KEY selects https://openrouter.ai/api/v1; provider is
 // "openrouter" whenever the host is openrouter.ai, else "openai-compatible". A key is
 // required unless the host is loopback (llama.cpp, Ollama). QUARRY_PRICES names a price file
-// merged into the built-in table. Errors: kUsage with one line saying what to set, e.g.
+// merged into the built-in table. Request settings: the timeout in seconds (fractions allowed,
+// 0.1 to 86400), max tokens (1 to 1000000), temperature (0 to 2, or "default": not sent;
+// unset: 0, but not sent to an OpenAI reasoning model), max_tokens_param ("auto",
+// "max_tokens", "max_completion_tokens"; auto: the latter for OpenAI reasoning models, else
+// the former). Errors: kUsage with one line saying what to set, e.g.
 // "no model configured: set QUARRY_MODEL and QUARRY_API_KEY (or OPENROUTER_API_KEY), pass
 // --model/--base-url, or use --offline"; also a malformed base URL or price file.
 Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,

@@ -1,8 +1,11 @@
 // The OpenAI-compatible Chat Completions client (OpenRouter, OpenAI, llama.cpp, Ollama, vLLM):
 // Request -> provider JSON, POST with retries over http_internal.h, provider JSON -> Turn.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
-#include <thread>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
 #include <utility>
 
 #include "quarry/llm/http_internal.h"
@@ -51,7 +54,14 @@ std::string ArgumentsForHistory(const std::string& raw) {
   return Dump(json{{"invalid_json", raw}});
 }
 
-json BuildBody(const ClientConfig& config, const Request& request) {
+// What the client sends besides the conversation; the endpoint's rejections change it.
+struct Sampling {
+  std::optional<double> temperature;
+  std::optional<int> max_output_tokens;  // nullopt: no limit sent
+  std::string max_tokens_param;
+};
+
+json BuildBody(const ClientConfig& config, const Request& request, const Sampling& sampling) {
   json messages = json::array();
   for (const Message& m : request.messages) {
     json msg = json::object();
@@ -95,8 +105,8 @@ json BuildBody(const ClientConfig& config, const Request& request) {
     // OpenAI rejects tool_choice without tools, so it is only sent alongside them.
     body["tool_choice"] = "auto";
   }
-  body["temperature"] = request.temperature;
-  body["max_tokens"] = request.max_output_tokens;
+  if (sampling.temperature) body["temperature"] = *sampling.temperature;
+  if (sampling.max_output_tokens) body[sampling.max_tokens_param] = *sampling.max_output_tokens;
   // OpenRouter reports the real cost (after its routing and caching) only when asked.
   if (config.provider == "openrouter") body["usage"] = json{{"include", true}};
   return body;
@@ -146,6 +156,54 @@ std::string ProviderMessage(const std::string& body) {
     if (message != doc.end() && message->is_string()) return Snippet(message->get<std::string>());
   }
   return Snippet(body);
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// The provider says the prompt does not fit the model (OpenAI's context_length_exceeded and
+// its TPM "Request too large", OpenRouter, llama.cpp, vLLM, Anthropic): no resend can succeed.
+// Transient token-rate limits ("Rate limit reached ... tokens per min", "too many tokens
+// processed") are not matched.
+bool SaysTooLarge(const std::string& body) {
+  const std::string text = Lower(body);
+  for (const char* marker :
+       {"context length", "context_length", "context window", "maximum context",
+        "request too large", "too large for", "prompt is too long", "prompt too long",
+        "exceeds the available context", "input is too long", "reduce the length"}) {
+    if (text.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Which of the parameters in `sent` a 400 rejects as unsupported: the error's "param" when it
+// is one of them, else the one the message names first. "" when the reply is another error.
+std::string RejectedParameter(long status, const std::string& body,
+                              const std::vector<std::string>& sent) {
+  if (status != 400 && status != 422) return "";
+  const json doc = ParseJson(body);
+  const json* error = ObjectField(doc, "error");
+  const std::string code = error ? StringField(*error, "code") : std::string();
+  const std::string message = Lower(error ? StringField(*error, "message") : body);
+  const bool unsupported =
+      code == "unsupported_parameter" || code == "unsupported_value" ||
+      message.find("unsupported parameter") != std::string::npos ||
+      message.find("unsupported value") != std::string::npos ||
+      message.find("not supported") != std::string::npos ||
+      message.find("unrecognized request argument") != std::string::npos ||
+      message.find("extra inputs are not permitted") != std::string::npos;
+  if (!unsupported) return "";
+  const std::string param = error ? StringField(*error, "param") : std::string();
+  if (std::find(sent.begin(), sent.end(), param) != sent.end()) return param;
+  std::string first;
+  size_t first_at = std::string::npos;
+  for (const std::string& name : sent) {
+    const size_t at = message.find(name);
+    if (at < first_at) first_at = at, first = name;
+  }
+  return first;
 }
 
 std::string ContentText(const json& content) {
@@ -231,9 +289,8 @@ class OpenAiClient final : public Client {
                 "Expect:"};
     if (!config_.api_key.empty()) headers_.push_back("Authorization: Bearer " + config_.api_key);
     if (config_.provider == "openrouter") headers_.push_back("X-Title: quarry");
-    if (!config_.sleep) {
-      config_.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
-    }
+
+    sampling_ = {config_.temperature, config_.max_output_tokens, config_.max_tokens_param};
     uint64_t seed =
         config_.jitter_seed != 0
             ? config_.jitter_seed
@@ -244,8 +301,45 @@ class OpenAiClient final : public Client {
   Result<Turn> Complete(const Request& request) override;
   std::string provider() const override { return config_.provider; }
   std::string model() const override { return config_.model; }
+  std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
+    const std::optional<Price> price = config_.prices.Find(config_.model);
+    if (!price || !sampling_.max_output_tokens) return std::nullopt;
+    return (static_cast<double>(prompt_tokens) * price->input_per_mtok +
+            static_cast<double>(*sampling_.max_output_tokens) * price->output_per_mtok) /
+           1e6;
+  }
 
  private:
+  // Changes sampling_ so the endpoint accepts it; returns what changed, for the trace.
+  std::string Adapt(const std::string& param) {
+    if (param == "temperature") {
+      sampling_.temperature.reset();
+      temperature_rejected_ = true;
+      return "resent without temperature";
+    }
+    const std::string other =
+        param == "max_tokens" ? "max_completion_tokens" : "max_tokens";
+    if (!limit_renamed_) {
+      limit_renamed_ = true;
+      sampling_.max_tokens_param = other;
+      return "resent with " + other + " instead of " + param;
+    }
+    sampling_.max_output_tokens.reset();
+    return "resent without an output token limit";
+  }
+
+  // Waits between attempts; a stop request ends the wait early.
+  void Sleep(std::chrono::milliseconds delay, const StopToken& stop) {
+    if (config_.sleep) {
+      config_.sleep(delay);
+      return;
+    }
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, stop, delay, [] { return false; });
+  }
+
   // Error text can echo what was sent (some servers quote the Authorization header).
   std::string Scrub(std::string text) const {
     const std::string& key = config_.api_key;
@@ -263,25 +357,57 @@ class OpenAiClient final : public Client {
   std::vector<std::string> headers_;
   internal::HttpSession session_;
   std::mt19937_64 rng_;
+  Sampling sampling_;  // kept across requests: what the endpoint rejected stays off
+  bool limit_renamed_ = false;
+  bool temperature_rejected_ = false;
 };
 
 Result<Turn> OpenAiClient::Complete(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
-  HttpPost post{url_, headers_, Dump(BuildBody(config_, request)), config_.request_timeout_ms,
-                config_.connect_timeout_ms};
   const int max_attempts = std::max(1, config_.retry.max_attempts);
   const std::string where = config_.provider + " POST " + url_;
+  const std::string cancelled = where + ": cancelled (the model request was aborted)";
   std::vector<std::string> retried;
+  int adaptations = 0;  // resends without a rejected parameter, apart from max_attempts
 
   for (int attempt = 1;; ++attempt) {
+    if (request.stop.stop_requested()) return Fail(Error::Code::kCancelled, cancelled);
+    Sampling sampling = sampling_;
+    if (request.temperature && !temperature_rejected_) sampling.temperature = request.temperature;
+    if (request.max_output_tokens && sampling.max_output_tokens) {
+      sampling.max_output_tokens = request.max_output_tokens;
+    }
+    HttpPost post{url_, headers_, Dump(BuildBody(config_, request, sampling)),
+                  config_.request_timeout_ms, config_.connect_timeout_ms, request.stop, {}};
+    bool waited = false;
+    if (config_.on_wait) {
+      post.on_wait = [&](int64_t ms) {
+        waited = true;
+        config_.on_wait(ms);
+      };
+    }
     HttpReply reply = session_.Post(post);
+    if (waited) config_.on_wait(-1);
+    if (reply.cancelled) return Fail(Error::Code::kCancelled, cancelled);
+
     std::string failure;
     bool retryable = false;
+    if (reply.too_large) {
+      return Fail(Error::Code::kModel,
+                  where + ": the reply is larger than " +
+                      std::to_string(post.max_reply_bytes >> 20) +
+                      " MiB and was not read (a model's turn is far smaller: is the base URL a "
+                      "chat completions endpoint?)");
+    }
     if (reply.status >= 200 && reply.status < 300) {
-      json doc = ParseJson(reply.body);
+      std::string problem;
+      json doc = ParseJson(reply.body, &problem);
       if (!doc.is_object()) {
         return Fail(Error::Code::kModel,
-                    Scrub(where + ": reply is not a JSON object: " + Snippet(reply.body)));
+                    Scrub(where + ": reply " +
+                          (doc.is_discarded() ? "refused, " + problem
+                                              : std::string("is not a JSON object")) +
+                          ": " + Snippet(reply.body)));
       }
       // OpenRouter can answer 200 with an upstream error inside; its code says what it was.
       if (doc.contains("error") && !doc.contains("choices")) {
@@ -300,16 +426,44 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
                                .count();
         return turn;
       }
+    } else if (reply.status == 0 && reply.timed_out) {
+      // Resending would wait as long again for the same reply; the user sets the bound.
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(post.timeout_ms) / 1000.0);
+      failure = std::string("no reply within the request timeout of ") + seconds +
+                " s (--request-timeout or QUARRY_REQUEST_TIMEOUT; a slow local model may need "
+                "more); not resent: " + reply.network_error;
     } else if (reply.status == 0) {
-      failure = reply.timed_out
-                    ? "timed out (request_timeout_ms=" + std::to_string(post.timeout_ms) +
-                          ", connect_timeout_ms=" + std::to_string(post.connect_timeout_ms) +
-                          "): " + reply.network_error
-                    : "network error: " + reply.network_error;
+      failure = "network error: " + reply.network_error;
       retryable = true;
     } else {
       failure = "HTTP " + std::to_string(reply.status) + ": " + ProviderMessage(reply.body);
       retryable = internal::IsRetryableStatus(reply.status);
+      std::vector<std::string> sent;
+      if (sampling.temperature) sent.push_back("temperature");
+      if (sampling.max_output_tokens) sent.push_back(sampling.max_tokens_param);
+      const std::string rejected = RejectedParameter(reply.status, reply.body, sent);
+      if (!rejected.empty() && adaptations < 3) {
+        ++adaptations;
+        --attempt;  // not a transient failure: does not use up an attempt
+        std::string line =
+            Scrub(failure + "; " + Adapt(rejected) + " (kept for the rest of this run)");
+        if (config_.on_retry) config_.on_retry(line);
+        retried.push_back(std::move(line));
+        continue;
+      }
+    }
+    if (reply.status != 0 && SaysTooLarge(reply.body)) {
+      const size_t bytes = post.body.size();
+      std::string size = request.prompt_tokens_estimate > 0
+                             ? "~" + std::to_string(request.prompt_tokens_estimate) +
+                                   " tokens estimated, "
+                             : std::string();
+      size += std::to_string(bytes) + " bytes of JSON in " +
+              std::to_string(request.messages.size()) + " messages";
+      return Fail(Error::Code::kModel,
+                  Scrub(where + " failed: the request is too large for the model (prompt: " +
+                        size + "); not resent: " + failure));
     }
 
     if (!retryable || attempt >= max_attempts) {
@@ -322,7 +476,12 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
     int64_t delay_ms = asked ? std::min(*asked, config_.retry.max_delay_ms)
                              : internal::BackoffDelayMs(config_.retry, attempt, rng_);
     retried.push_back(Scrub(failure + "; waited " + std::to_string(delay_ms) + " ms"));
-    config_.sleep(std::chrono::milliseconds(delay_ms));
+    if (config_.on_retry) {
+      config_.on_retry(Scrub(failure + "; resending in " + std::to_string(delay_ms) +
+                             " ms (attempt " + std::to_string(attempt + 1) + " of " +
+                             std::to_string(max_attempts) + ")"));
+    }
+    Sleep(std::chrono::milliseconds(delay_ms), request.stop);
   }
 }
 

@@ -1,6 +1,7 @@
 // Where a live client's settings come from: flags, then the environment, then .env. Also the
 // secret masking used wherever a key might otherwise be shown.
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 
@@ -92,6 +93,79 @@ bool IsOpenRouter(const std::string& host) {
   return host == "openrouter.ai" || host.ends_with(".openrouter.ai");
 }
 
+// A whole number or decimal within [low, high]; nullopt for anything else ("1e3", "12s", "").
+std::optional<double> ParseNumber(const std::string& text, double low, double high) {
+  std::string_view s = Trim(text);
+  if (s.empty()) return std::nullopt;
+  double value = 0.0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value,
+                                   std::chars_format::fixed);
+  if (ec != std::errc() || end != s.data() + s.size() || !(value >= low && value <= high)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The request settings: flag, else variable, else default. `where` names both for errors.
+Result<void> ResolveRequestSettings(const Settings& flags,
+                                    const std::function<std::optional<std::string>(const char*)>& lookup,
+                                    ClientConfig& config) {
+  auto pick = [&](const std::optional<std::string>& flag, const char* variable,
+                  std::string& where) -> std::optional<std::string> {
+    if (flag && !flag->empty()) {
+      where = "--" + std::string(variable + 7);  // QUARRY_MAX_TOKENS -> --MAX_TOKENS
+      for (char& c : where) c = c == '_' ? '-' : static_cast<char>(std::tolower(c));
+      return flag;
+    }
+    where = variable;
+    return lookup(variable);
+  };
+  std::string where;
+  if (auto text = pick(flags.request_timeout, "QUARRY_REQUEST_TIMEOUT", where)) {
+    std::optional<double> seconds = ParseNumber(*text, 0.1, 86400.0);
+    if (!seconds) {
+      return Fail(Error::Code::kUsage, where + " \"" + *text +
+                                           "\": expected seconds from 0.1 to 86400, e.g. 300");
+    }
+    config.request_timeout_ms = static_cast<int64_t>(*seconds * 1000.0 + 0.5);
+  }
+  if (auto text = pick(flags.max_tokens, "QUARRY_MAX_TOKENS", where)) {
+    std::optional<double> tokens = ParseNumber(*text, 1.0, 1e6);
+    if (!tokens || *tokens != static_cast<double>(static_cast<int>(*tokens))) {
+      return Fail(Error::Code::kUsage, where + " \"" + *text +
+                                           "\": expected a whole number of tokens from 1 to "
+                                           "1000000, e.g. 4096");
+    }
+    config.max_output_tokens = static_cast<int>(*tokens);
+  }
+  const bool reasoning = IsOpenAiReasoningModel(config.model);
+  if (auto text = pick(flags.temperature, "QUARRY_TEMPERATURE", where)) {
+    if (Trim(*text) == "default") {
+      config.temperature = std::nullopt;
+    } else if (std::optional<double> t = ParseNumber(*text, 0.0, 2.0)) {
+      config.temperature = *t;
+    } else {
+      return Fail(Error::Code::kUsage,
+                  where + " \"" + *text +
+                      "\": expected a number from 0 to 2, or \"default\" to send none");
+    }
+  } else {
+    config.temperature = reasoning ? std::nullopt : std::optional<double>(0.0);
+  }
+  std::string param = "auto";
+  if (auto text = pick(flags.max_tokens_param, "QUARRY_MAX_TOKENS_PARAM", where)) {
+    param = std::string(Trim(*text));
+    if (param != "auto" && param != "max_tokens" && param != "max_completion_tokens") {
+      return Fail(Error::Code::kUsage,
+                  where + " \"" + *text +
+                      "\": expected auto, max_tokens or max_completion_tokens");
+    }
+  }
+  if (param == "auto") param = reasoning ? "max_completion_tokens" : "max_tokens";
+  config.max_tokens_param = param;
+  return {};
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path) {
@@ -174,6 +248,9 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                     " in the environment or .env, or use --offline");
   }
   config.api_key = api_key.value_or("");
+  if (Result<void> request = ResolveRequestSettings(flags, lookup, config); !request) {
+    return std::unexpected(request.error());
+  }
 
   if (std::optional<std::string> prices = lookup("QUARRY_PRICES")) {
     if (Result<void> merged = config.prices.MergeFile(*prices); !merged) {
@@ -181,6 +258,16 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     }
   }
   return config;
+}
+
+bool IsOpenAiReasoningModel(const std::string& model) {
+  std::string name = model;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name.starts_with("openai/")) name = name.substr(7);
+  if (name.starts_with("gpt-5")) return true;
+  // o1, o1-mini, o3, o3-mini, o4-mini, ...: "o", a digit, then the end or a dash.
+  return name.size() >= 2 && name[0] == 'o' && std::isdigit(static_cast<unsigned char>(name[1])) &&
+         (name.size() == 2 || name[2] == '-');
 }
 
 std::optional<std::string> LookupSetting(const char* name, const GetEnv& getenv,
