@@ -293,11 +293,23 @@ TEST_F(McpLiveTest, ACallWaitingForTheEngineIsCancelledAtOnceAndOthersRunOn) {
   auto server = Start({csv_.string()});
   server->Send(Call("slow", "run_sql", {{"sql", kRunaway}}));
   std::this_thread::sleep_for(milliseconds(300));
-  // Waits for the engine behind the runaway query; cancelled before it ever runs.
-  server->Send(Call("waiting", "run_sql", {{"sql", "SELECT 1 AS one"}}));
-  std::this_thread::sleep_for(milliseconds(200));
+  // make_chart runs on a second worker; its query waits for the engine behind the runaway one.
+  json spec = json::parse(R"({"mark": "bar",
+      "encoding": {"x": {"field": "region", "type": "nominal"},
+                   "y": {"field": "revenue", "type": "quantitative"}}})");
+  spec["data"]["sql"] = "SELECT region, revenue FROM sales";
+  server->Send(Call("waiting", "make_chart", {{"spec", spec}}));
+  std::this_thread::sleep_for(milliseconds(300));
+  const auto cancel_sent = Clock::now();
   server->Send(Cancel("waiting"));
-  // tools/list is answered while both calls are in flight.
+  // Its worker ends it without waiting for the runaway query, which still runs.
+  bool ended = false;
+  while (!ended && Clock::now() - cancel_sent < milliseconds(1000)) {
+    ended = server->Err().find("request \"waiting\" stopped after its cancel") != std::string::npos;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(ended) << server->Err();
+  // tools/list is answered while the runaway query runs.
   const auto list_sent = Clock::now();
   server->Send(Request("list", "tools/list"));
   const auto list = server->Response("list", milliseconds(5000));
@@ -315,6 +327,32 @@ TEST_F(McpLiveTest, ACallWaitingForTheEngineIsCancelledAtOnceAndOthersRunOn) {
     const json id = line.message.value("id", json());
     EXPECT_TRUE(id != "slow" && id != "waiting") << line.message.dump().substr(0, 300);
   }
+}
+
+TEST_F(McpLiveTest, RunSqlCallsRunInTheOrderSentAndAQueuedOneIsDroppedOnCancel) {
+  auto server = Start({csv_.string()}, {});
+  // Sent together, they run one at a time in order (run_python's `last` depends on it); a call
+  // queued behind a running one is dropped at once when cancelled.
+  server->Send(Call(1, "run_sql", {{"sql", "SELECT 1 AS a"}}));
+  server->Send(Call(2, "run_sql", {{"sql", kRunaway}}));
+  server->Send(Call(3, "run_sql", {{"sql", "SELECT 2 AS b"}}));
+  std::this_thread::sleep_for(milliseconds(300));
+  server->Send(Cancel(3));
+  server->Send(Cancel(2));
+  server->Send(Call(4, "run_sql", {{"sql", "SELECT 3 AS c"}}));
+  const auto r4 = server->Response(4, milliseconds(10000));
+  ASSERT_TRUE(r4.has_value()) << server->Err();
+  EXPECT_EQ(r4->message["result"]["structuredContent"]["rows"], json::parse("[[3]]"));
+  const auto r1 = server->Response(1, milliseconds(1000));
+  ASSERT_TRUE(r1.has_value());
+  EXPECT_LT(r1->at, r4->at);  // answered in the order sent
+  server->CloseInput();
+  ASSERT_TRUE(server->Wait(milliseconds(5000)).has_value());
+  for (const auto& line : server->Lines()) {
+    const json id = line.message.value("id", json());
+    EXPECT_TRUE(id != 2 && id != 3) << line.message.dump().substr(0, 300);
+  }
+  EXPECT_NE(server->Err().find("request 3 (run_sql) cancelled"), std::string::npos);
 }
 
 TEST_F(McpLiveTest, AskDatabaseSendsOneProgressNotificationPerStepBeforeItsAnswer) {

@@ -187,6 +187,9 @@ std::expected<PendingCall, Dispatcher::RpcError> Dispatcher::CheckCall(const jso
       call.arguments.contains("thread") && call.arguments["thread"].is_string()) {
     call.serial_key = "thread:" + call.arguments["thread"].get<std::string>();
   }
+  // run_python's `last` is the result of the run_sql sent before it, as in a notebook; their
+  // queries would take turns on the engine anyway.
+  if (tool->name == "run_sql" || tool->name == "run_python") call.serial_key = "last";
   return call;
 }
 
