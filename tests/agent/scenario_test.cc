@@ -4,7 +4,10 @@
 // entry ending in .sql is a SQLite database built from that script for the test.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <stop_token>
+#include <thread>
 
 #include "quarry/agent/agent.h"
 #include "support/test_support.h"
@@ -58,6 +61,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   config.max_steps = c.value("max_steps", config.max_steps);
   config.max_repairs = c.value("max_repairs", config.max_repairs);
   config.max_cost_usd = c.value("max_cost_usd", config.max_cost_usd);
+  config.limits.timeout_ms = c.value("timeout_ms", config.limits.timeout_ms);
 
   quarry::testing::TempDir runs;
   config.sandbox.workdir = runs.path() / "run1" / "workdir";
@@ -68,10 +72,33 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   auto writer = trace::Writer::Create(runs.path(), "run1");
   ASSERT_TRUE(writer.has_value());
   Collector collector;
-  const trace::Trace t = agent::Run({doc["question"], "run1", {}, -1, {}}, **engine, **client, config, &collector, &*writer);
+  // "stop_after_ms": a stop is requested that long after the run starts (Ctrl-C, an MCP cancel).
+  std::stop_source stop;
+  std::jthread stopper;
+  if (c.contains("stop_after_ms")) {
+    const auto at = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(c["stop_after_ms"].get<int>());
+    stopper = std::jthread([&stop, at](std::stop_token done) {
+      while (!done.stop_requested() && std::chrono::steady_clock::now() < at) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      if (!done.stop_requested()) stop.request_stop();
+    });
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const trace::Trace t = agent::Run({doc["question"], "run1", {}, -1, stop.get_token()}, **engine,
+                                    **client, config, &collector, &*writer);
+  const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - started).count();
 
   const json& expect = doc["expect"];
   EXPECT_EQ(t.stop_reason, expect["stop_reason"].get<std::string>());
+  if (expect.contains("max_wall_ms")) {
+    EXPECT_LT(wall_ms, expect["max_wall_ms"].get<int64_t>());
+  }
+  // The writer's trace.json says what the returned trace says, however the run ended.
+  const json written = json::parse(quarry::testing::ReadFile(runs.path() / "run1" / "trace.json"));
+  EXPECT_EQ(written["stop_reason"], t.stop_reason);
   EXPECT_EQ(t.grounded, expect["grounded"].get<bool>());
   if (expect.contains("repair_attempts")) {
     EXPECT_EQ(t.totals.repair_attempts, expect["repair_attempts"].get<int>());

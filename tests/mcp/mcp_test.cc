@@ -2,6 +2,8 @@
 // messages on stdin and every line it writes to stdout is checked. Covers what an SDK client
 // never sends (malformed JSON, batches, requests before initialize, unknown methods, a request
 // cut off by EOF) and the tools' results; sdk_client_test.mjs drives it with the official SDK.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -69,7 +71,40 @@ class McpServerTest : public ::testing::Test {
       EXPECT_NE(message.contains("result"), message.contains("error")) << line;
       s.responses.push_back(message);
     }
+    InRequestOrder(input, s.responses);
     return s;
+  }
+  // Tool calls run concurrently and are answered as they finish; the cases below read the
+  // responses in the order of the requests. A response whose id no request line had (a parse
+  // error's null) keeps its place after the one before it.
+  static void InRequestOrder(const std::string& input, std::vector<json>& responses) {
+    std::vector<std::pair<json, size_t>> order;
+    size_t start = 0, index = 0;
+    while (start < input.size()) {
+      size_t end = input.find('\n', start);
+      if (end == std::string::npos) end = input.size();
+      const json m = json::parse(input.substr(start, end - start), nullptr, false);
+      if (m.is_object() && m.contains("id") && m.contains("method")) order.emplace_back(m["id"], index);
+      start = end + 1;
+      ++index;
+    }
+    // Each response takes the first request of its id not yet taken (ids may repeat).
+    std::vector<bool> taken(order.size(), false);
+    std::vector<std::pair<size_t, json>> keyed;
+    size_t key = 0;
+    for (json& r : responses) {
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (!taken[i] && r.contains("id") && r["id"] == order[i].first) {
+          taken[i] = true;
+          key = order[i].second;
+          break;
+        }
+      }
+      keyed.emplace_back(key, std::move(r));
+    }
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < keyed.size(); ++i) responses[i] = std::move(keyed[i].second);
   }
   // initialize and its notification, then `lines`.
   Session Initialized(const std::vector<std::string>& lines, std::vector<std::string> flags = {},

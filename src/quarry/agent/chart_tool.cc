@@ -35,7 +35,10 @@ Observation MakeChart(const json& args, ToolContext& ctx) {
   if (!outcome) {
     obs.failure = outcome.error().failure_class;
     obs.rule = outcome.error().rule;
-    obs.text = std::string(FailureClassName(obs.failure)) + ": " + outcome.error().message;
+    obs.text = (outcome.error().code == Error::Code::kCancelled
+                    ? std::string("cancelled")
+                    : std::string(FailureClassName(obs.failure))) +
+               ": " + outcome.error().message;
     return obs;
   }
   if (outcome->truncated()) {

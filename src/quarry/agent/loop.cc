@@ -49,13 +49,23 @@ std::string CheckAssumptions(const std::vector<std::string>& assumptions) {
   return "";
 }
 
+// The run's configuration with its stop request reaching every query and Python call.
+Config WithStop(const Config& config, const StopToken& stop) {
+  Config c = config;
+  c.limits.stop = stop;
+  c.sandbox.stop = stop;
+  return c;
+}
+
 // One run's mutable state; Run() below is its only user.
 class Session {
  public:
   Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
           Observer* observer, trace::Writer* writer)
-      : engine_(engine), client_(client), config_(config), observer_(observer), writer_(writer),
-        tools_(DefaultTools(config.python, !config.artifacts_dir.empty())), context_{engine, config, evidence_, last_, nullptr} {
+      : engine_(engine), client_(client), config_(WithStop(config, input.stop)), stop_(input.stop),
+        observer_(observer), writer_(writer),
+        tools_(DefaultTools(config.python, !config.artifacts_dir.empty())),
+        context_{engine, config_, evidence_, last_, nullptr} {
     trace_.id = input.run_id;
     trace_.created_at = UtcNow();
     trace_.question = input.question;
@@ -126,6 +136,10 @@ class Session {
 
  private:
   void Turn() {
+    if (stop_.stop_requested()) {
+      stop_reason_ = kStopInterrupted;
+      return;
+    }
     if (trace_.totals.model_turns >= config_.max_steps) {
       stop_reason_ = kStopStepBudget;
       return;
@@ -153,12 +167,12 @@ class Session {
       return;
     }
     const auto started = Clock::now();
-    llm::Request request{messages_, schemas_, {}, {}, {}, prompt_tokens};
+    llm::Request request{messages_, schemas_, {}, {}, stop_, prompt_tokens};
     auto turn = client_.Complete(request);
     if (!turn) {
       trace_.notes.push_back(turn.error().message);
-      stop_reason_ =
-          turn.error().code == Error::Code::kCancelled ? kStopInterrupted : kStopModelError;
+      const bool stopped = turn.error().code == Error::Code::kCancelled || stop_.stop_requested();
+      stop_reason_ = stopped ? kStopInterrupted : kStopModelError;
       return;
     }
     trace::Step step;
@@ -215,6 +229,10 @@ class Session {
   }
 
   void Call(const llm::ToolCall& call) {
+    if (stop_.stop_requested()) {  // the calls after the stop are not run
+      stop_reason_ = kStopInterrupted;
+      return;
+    }
     const auto started = Clock::now();
     trace::Step step;
     step.kind = "tool";
@@ -282,6 +300,9 @@ class Session {
     }
     if (obs.failure != FailureClass::kNone) failure_outstanding_ = true;
 
+    // Whatever the call returned, it was cut short (or its result is no longer wanted).
+    const bool interrupted = !answered && stop_.stop_requested();
+    if (interrupted) step.status = "interrupted";
     if (step.status.empty()) step.status = obs.failure == FailureClass::kNone ? "ok" : "failed";
     step.failure_class = std::string(FailureClassName(obs.failure));
     step.rule = obs.rule;
@@ -291,6 +312,10 @@ class Session {
     step.duration_ms = MsSince(started);
     Emit(std::move(step));
     messages_.push_back({llm::Role::kTool, obs.text, {}, call.id});
+    if (interrupted) {
+      stop_reason_ = kStopInterrupted;
+      return;
+    }
     repeats_.Record(call.name, key, trace_.steps.back().index, obs, earlier.has_value(),
                     !earlier && problem.empty() && tool && tool->execution);
     if (stuck) {
@@ -482,7 +507,8 @@ class Session {
 
   engine::Engine& engine_;
   llm::Client& client_;
-  const Config& config_;
+  const Config config_;  // the caller's, with the stop in its limits and sandbox options
+  const StopToken stop_;
   Observer* observer_;
   trace::Writer* writer_;
   std::vector<Tool> tools_;

@@ -151,7 +151,10 @@ Observation RunSqlText(const std::string& sql, ToolContext& ctx) {
   if (!outcome) {
     obs.failure = outcome.error().failure_class;
     obs.rule = outcome.error().rule;
-    obs.text = std::string(FailureClassName(obs.failure)) + ": " + outcome.error().message;
+    obs.text = (outcome.error().code == Error::Code::kCancelled
+                    ? std::string("cancelled")
+                    : std::string(FailureClassName(obs.failure))) +
+               ": " + outcome.error().message;
     return obs;
   }
   const engine::ResultTable& table = *outcome;
@@ -366,7 +369,8 @@ Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
   }
   if (!result) {  // Python could not be started this time (the next call tries again)
     obs.failure = FailureClass::kRuntimeError;
-    obs.text = "runtime_error: " + result.error().message;
+    obs.text = (result.error().code == Error::Code::kCancelled ? "cancelled: " : "runtime_error: ") +
+               result.error().message;
     return obs;
   }
   obs.failure = result->failure;

@@ -210,7 +210,6 @@ std::string TableNameFor(const std::filesystem::path& path, const std::vector<st
 
 namespace {
 
-constexpr size_t kMaxCellBytes = 200;
 
 // At most max_bytes of text, never ending inside a UTF-8 sequence; a cut text ends in "…" so
 // nobody reads a prefix as the whole value.
@@ -282,8 +281,8 @@ std::string Quoted(std::string_view text) {
 
 std::string RenderCell(const std::optional<std::string>& value) {
   if (!value) return "NULL";
-  if (NeedsQuotes(*value)) return Quoted(CutUtf8(*value, kMaxCellBytes));
-  return CutUtf8(*value, kMaxCellBytes);
+  if (NeedsQuotes(*value)) return Quoted(CutUtf8(*value, kResultCellBytes));
+  return CutUtf8(*value, kResultCellBytes);
 }
 
 std::string RenderResult(const ResultTable& table, int preview_rows) {

@@ -115,23 +115,29 @@ FailureClass ClassifyDuckDbError(std::string_view message) {
   return FailureClass::kRuntimeError;
 }
 
-// Stops a query at its deadline from a second thread (duckdb_interrupt is the documented way),
-// and after a second reports DuckDB's progress estimate, so a long load or query is not silent.
-// timeout_ms 0: no deadline.
+// Stops a query at its deadline or when `stop` is requested, from a second thread
+// (duckdb_interrupt is the documented way), and after a second reports DuckDB's progress
+// estimate, so a long load or query is not silent. timeout_ms 0: no deadline. Once it fires it
+// interrupts again every 100 ms until the query returns: an interrupt that lands before DuckDB
+// has begun executing is cleared when execution begins.
 class Watchdog {
  public:
   Watchdog(duckdb_connection conn, int64_t timeout_ms, const ProgressFn* progress = nullptr,
-           std::string what = {})
+           std::string what = {}, StopToken stop = {})
       : thread_([this, conn, timeout_ms, progress, what = std::move(what)] {
           const auto start = std::chrono::steady_clock::now();
           std::unique_lock lock(mu_);
           bool reported = false;
           while (!done_) {
             const auto elapsed = std::chrono::steady_clock::now() - start;
-            if (timeout_ms > 0 && elapsed >= std::chrono::milliseconds(timeout_ms)) {
+            if (!fired_ && !cancelled_ && timeout_ms > 0 &&
+                elapsed >= std::chrono::milliseconds(timeout_ms)) {
               fired_ = true;
+            }
+            if (fired_ || cancelled_) {
               duckdb_interrupt(conn);
-              break;
+              cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; });
+              continue;
             }
             if (progress && *progress && elapsed >= std::chrono::seconds(1)) {
               const double pct = duckdb_query_progress(conn).percentage;
@@ -145,9 +151,18 @@ class Watchdog {
               slice = std::min(slice, std::chrono::duration_cast<std::chrono::milliseconds>(
                                           std::chrono::milliseconds(timeout_ms) - elapsed));
             }
-            cv_.wait_for(lock, std::max(slice, std::chrono::milliseconds(1)), [this] { return done_; });
+            cv_.wait_for(lock, std::max(slice, std::chrono::milliseconds(1)),
+                         [this] { return done_ || cancelled_; });
           }
           if (reported) (*progress)(what, -1.0);
+        }),
+        // Runs on the thread that requests the stop (or here, when it already was).
+        on_stop_(std::move(stop), [this] {
+          {
+            std::lock_guard lock(mu_);
+            if (!fired_) cancelled_ = true;
+          }
+          cv_.notify_all();
         }) {}
   ~Watchdog() {
     {
@@ -161,19 +176,26 @@ class Watchdog {
     std::lock_guard lock(mu_);
     return fired_;
   }
+  bool cancelled() {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
-  bool fired_ = false;
+  bool fired_ = false;      // the deadline passed
+  bool cancelled_ = false;  // the stop was requested first
   std::thread thread_;
+  std::stop_callback<std::function<void()>> on_stop_;
 };
 
 class DuckDbEngine final : public Engine {
  public:
   Dialect dialect() const override { return Dialect::kDuckDB; }
   const std::vector<TableCard>& describe() const override { return cards_; }
+  uint64_t cards_version() const override { return cards_version_; }
   const std::vector<Source>& sources() const override { return sources_; }
 
   QueryOutcome Query(std::string_view sql, const Limits& limits) override {
@@ -195,6 +217,7 @@ class DuckDbEngine final : public Engine {
 
   QueryOutcome QueryOnce(std::string_view sql, const Limits& limits) {
     if (auto v = CheckQueryText(sql, Dialect::kDuckDB, table_names_)) return std::unexpected(*v);
+    if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
     const std::string text(sql);
     Extracted extracted;
     idx_t count = duckdb_extract_statements(conn_.get(), text.c_str(), extracted.out());
@@ -271,13 +294,15 @@ class DuckDbEngine final : public Engine {
         duckdb_prepared_statement_column_count(wrapped.get()) == names.size();
     QueryResult result;
     duckdb_state state;
-    bool timed_out = false;
+    bool timed_out = false, cancelled = false;
     {
-      Watchdog watchdog(conn_.get(), limits.timeout_ms, &progress_, "query");
+      Watchdog watchdog(conn_.get(), limits.timeout_ms, &progress_, "query", limits.stop);
       state = duckdb_execute_prepared(as_text ? wrapped.get() : stmt.get(), result.out());
       timed_out = watchdog.fired();
+      cancelled = watchdog.cancelled();
     }
     if (state == DuckDBError) {
+      if (cancelled) return std::unexpected(CancelledFailure());
       if (timed_out) {
         return std::unexpected(QueryFailure{
             FailureClass::kTimeout, "",
@@ -438,6 +463,7 @@ class DuckDbEngine final : public Engine {
           "a value past the sniffer's sample did not fit the sample's reading: every row was "
           "checked, the table read again, and the query run again");
       f.deep = true;
+      ++cards_version_;
       for (auto& source : sources_) {
         if (source.path == f.path) source.select = f.plan.select;
       }
@@ -517,6 +543,7 @@ class DuckDbEngine final : public Engine {
   ProgressFn progress_;
   std::string stage_;  // what RunTrusted is doing, for progress: "loading data/x.csv"
   std::vector<TableCard> cards_;
+  uint64_t cards_version_ = 0;
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
   std::map<std::string, std::string> sql_names_;  // display name -> quoted SQL name, if not simple

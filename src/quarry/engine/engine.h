@@ -82,7 +82,9 @@ struct Source {
 struct Limits {
   int64_t timeout_ms = 10000;
   int max_rows = 200;
-  StopToken stop;  // a stop request interrupts the query: Error::Code::kCancelled
+  // A stop request interrupts the query within about 100 ms (a query waiting for the engine
+  // does not start): the failure has code Error::Code::kCancelled.
+  StopToken stop;
 };
 
 using ProgressFn = std::function<void(const std::string& what, double percent)>;
@@ -157,20 +159,28 @@ struct QueryFailure {
   FailureClass failure_class = FailureClass::kRuntimeError;
   std::string rule;
   std::string message;
+  // kCancelled when Limits::stop was requested (the run is over; no model should be shown the
+  // message, and failure_class is kRuntimeError); kData for every other failure.
+  Error::Code code = Error::Code::kData;
 };
 
 using QueryOutcome = std::expected<ResultTable, QueryFailure>;
 
-// Thread safety: one query at a time per Engine. Destroying it closes every handle.
+// Thread safety: one query at a time per Engine, and describe()/sources() not during a query
+// (a query may rebuild a card, see cards_version). Destroying it closes every handle.
 class Engine {
  public:
   virtual ~Engine() = default;
   virtual Dialect dialect() const = 0;
-  // Schema cards, computed once when the engine was opened.
+  // Schema cards, computed when the engine was opened; a query that finds a CSV value past the
+  // sniffer's sample rebuilds that file's card (and its source's select).
   virtual const std::vector<TableCard>& describe() const = 0;
   virtual const std::vector<Source>& sources() const = 0;
+  // Grows by one each time a query rebuilt cards or sources, so a caller that shares the
+  // engine between threads knows when to take a fresh copy. 0 for engines that never do.
+  virtual uint64_t cards_version() const { return 0; }
   // Runs one read-only query under the guard (CheckQueryText, then the engine's own
-  // statement checks), a wall-clock timeout that interrupts it, and the row cap.
+  // statement checks), a wall-clock timeout that interrupts it, the row cap, and Limits::stop.
   virtual QueryOutcome Query(std::string_view sql, const Limits& limits) = 0;
 };
 
@@ -299,8 +309,9 @@ std::string RenderResult(const ResultTable& table, int preview_rows);
 // misread — empty, spelled null in any case, with leading or trailing whitespace, starting
 // with '"', or holding a line break, tab or '|' — is shown in double quotes with JSON string
 // escapes (\" \\ \n \r \t): "" , "NULL", " North", "a|b". Anything else is shown as is.
-// Text longer than 200 bytes is cut on a UTF-8 character boundary and ends in "…" (inside
-// the quotes when quoted).
+// Text longer than kResultCellBytes is cut on a UTF-8 character boundary and ends in "…"
+// (inside the quotes when quoted).
+inline constexpr size_t kResultCellBytes = 200;
 std::string RenderCell(const std::optional<std::string>& value);
 
 }  // namespace quarry::engine

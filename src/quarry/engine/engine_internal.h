@@ -30,6 +30,13 @@ struct ColumnExtra {
       notes_from;
 };
 
+// A query ended because Limits::stop was requested.
+inline QueryFailure CancelledFailure() {
+  return QueryFailure{FailureClass::kRuntimeError, "",
+                      "the query was cancelled: the caller asked it to stop",
+                      Error::Code::kCancelled};
+}
+
 // "name" with embedded quotes doubled; valid in both dialects.
 std::string QuoteIdent(std::string_view name);
 // 'text' with embedded quotes doubled.

@@ -130,6 +130,7 @@ class SqliteEngine final : public Engine {
 
   QueryOutcome Query(std::string_view sql, const Limits& limits) override {
     if (auto v = CheckQueryText(sql, Dialect::kSQLite, table_names_)) return std::unexpected(*v);
+    if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
     return QueryPastTextGuard(sql, limits);
   }
 
@@ -154,6 +155,12 @@ class SqliteEngine final : public Engine {
                                           "guard: only a read-only SELECT query may run"});
     }
     deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits.timeout_ms);
+    // The progress handler reads it every 1000 virtual machine steps: well under a millisecond.
+    stop_ = limits.stop;
+    const struct ClearStop {
+      StopToken& stop;
+      ~ClearStop() { stop = {}; }
+    } clear_stop{stop_};
     ResultTable table;
     const int cols = sqlite3_column_count(stmt.get());
     std::vector<bool> declared(static_cast<size_t>(cols), false);
@@ -204,6 +211,9 @@ class SqliteEngine final : public Engine {
       }
       table.rows.push_back(std::move(row));
       table.kinds.push_back(std::move(kinds));
+    }
+    if (step == SQLITE_INTERRUPT && limits.stop.stop_requested()) {
+      return std::unexpected(CancelledFailure());
     }
     if (step == SQLITE_INTERRUPT) {
       return std::unexpected(QueryFailure{
@@ -335,7 +345,8 @@ class SqliteEngine final : public Engine {
 
   static int Progress(void* self_ptr) {
     auto* self = static_cast<SqliteEngine*>(self_ptr);
-    return std::chrono::steady_clock::now() > self->deadline_ ? 1 : 0;
+    return std::chrono::steady_clock::now() > self->deadline_ || self->stop_.stop_requested() ? 1
+                                                                                             : 0;
   }
 
   Result<Rows> RunTrusted(const std::string& sql) {
@@ -376,6 +387,7 @@ class SqliteEngine final : public Engine {
   bool first_action_ = true;      // the next authorizer call is the statement's first
   bool query_statement_ = false;  // the user's statement began as a SELECT
   std::chrono::steady_clock::time_point deadline_{};
+  StopToken stop_;  // the running query's Limits::stop
 };
 
 // Percent-encodes what a file: URI cannot hold literally (RFC 3986, as sqlite3 reads it).

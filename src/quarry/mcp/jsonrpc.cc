@@ -1,14 +1,22 @@
 // JSON-RPC 2.0 for MCP: validates each message, keeps the lifecycle (initialize before anything
-// but ping), answers requests, swallows notifications, and is the one place where exceptions
-// become protocol errors (-32603). Tool failures never get here: they are isError results.
+// but ping), answers requests at once except tools/call (queued on the scheduler), routes
+// notifications/cancelled to it, and is the one place where exceptions become protocol errors
+// (-32603). Tool failures never get here: they are isError results.
 #include <iostream>
+#include <mutex>
 
 #include "quarry/mcp/mcp_internal.h"
 #include "quarry/common/json.h"
 
 namespace quarry::mcp {
 
-void Log(std::string_view message) { std::cerr << "quarry mcp: " << message << "\n"; }
+void Log(std::string_view message) {
+  // One write per line, under a lock: workers log concurrently.
+  static std::mutex mu;
+  const std::string line = "quarry mcp: " + std::string(message) + "\n";
+  std::lock_guard lock(mu);
+  std::cerr << line << std::flush;
+}
 
 std::string DumpLine(const json& message) {
   return message.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -72,12 +80,13 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
                          "Invalid Request: \"params\" must be an object or an array");
   }
   if (!has_id) {
-    Notification(method);
+    Notification(method, params);
     return std::nullopt;
   }
   if (!params.is_object()) {
     return ErrorResponse(id, kInvalidParams, "Invalid params: MCP takes \"params\" as an object");
   }
+  if (method == "tools/call" && initialized_) return SubmitCall(id, params);
   MethodResult result;
   try {
     result = Request(method, params);
@@ -91,13 +100,23 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(*result)}};
 }
 
-void Dispatcher::Notification(const std::string& method) {
+void Dispatcher::Notification(const std::string& method, const json& params) {
   // notifications/initialized needs no action: requests are served once initialize has been
-  // answered. notifications/cancelled cannot overtake a call: calls run one at a time, so by
-  // the time it is read the call has been answered.
-  if (method != "notifications/initialized" && method != "notifications/cancelled") {
-    Log("ignoring notification " + method);
+  // answered.
+  if (method == "notifications/cancelled") {
+    // MCP "Cancellation": a malformed one, or one for an unknown or finished request, is
+    // ignored. Only tools/call runs long enough to be cancelled; everything else is answered
+    // before the next line is read.
+    if (!params.is_object() || !params.contains("requestId") ||
+        !(params["requestId"].is_string() || params["requestId"].is_number())) {
+      Log("ignoring notifications/cancelled without a string or number requestId");
+      return;
+    }
+    const json reason = params.value("reason", json());
+    if (calls_) calls_->Cancel(params["requestId"], reason.is_string() ? reason.get<std::string>() : "");
+    return;
   }
+  if (method != "notifications/initialized") Log("ignoring notification " + method);
 }
 
 Dispatcher::MethodResult Dispatcher::Request(const std::string& method, const json& params) {
@@ -117,7 +136,6 @@ Dispatcher::MethodResult Dispatcher::Request(const std::string& method, const js
   if (method == "tools/list") {
     return json{{"tools", tools_.List(protocol_version_ != "2025-03-26")}};
   }
-  if (method == "tools/call") return CallTool(params);
   return std::unexpected(RpcError{kMethodNotFound, "Method not found: " + method});
 }
 
@@ -140,7 +158,8 @@ Dispatcher::MethodResult Dispatcher::Initialize(const json& params) {
               {"instructions", instructions_}};
 }
 
-Dispatcher::MethodResult Dispatcher::CallTool(const json& params) {
+std::expected<PendingCall, Dispatcher::RpcError> Dispatcher::CheckCall(const json& id,
+                                                                       const json& params) {
   if (!params.contains("name") || !params["name"].is_string()) {
     return std::unexpected(RpcError{kInvalidParams, "Invalid params: \"name\" must be a string"});
   }
@@ -150,11 +169,47 @@ Dispatcher::MethodResult Dispatcher::CallTool(const json& params) {
     return std::unexpected(RpcError{kInvalidParams, "Invalid params: unknown tool '" + name +
                                                         "'; the tools are: " + tools_.Names()});
   }
+  PendingCall call;
+  call.id = id;
+  call.tool = tool;
   // Arguments that are not an object reach the tool's validation and come back as isError,
   // which the client's model can correct.
-  json arguments = params.value("arguments", json::object());
-  if (arguments.is_null()) arguments = json::object();
-  return tools_.Call(*tool, arguments, protocol_version_ != "2025-03-26");
+  call.arguments = params.value("arguments", json::object());
+  if (call.arguments.is_null()) call.arguments = json::object();
+  call.structured = protocol_version_ != "2025-03-26";
+  // MCP "Progress": a token is a string or an integer; anything else asks for nothing.
+  if (params.contains("_meta") && params["_meta"].is_object()) {
+    const json token = params["_meta"].value("progressToken", json());
+    if (token.is_string() || token.is_number_integer()) call.progress_token = token;
+  }
+  // Follow-ups of one ask_database thread run in the order they came, each seeing the last.
+  if (tool->name == "ask_database" && call.arguments.is_object() &&
+      call.arguments.contains("thread") && call.arguments["thread"].is_string()) {
+    call.serial_key = "thread:" + call.arguments["thread"].get<std::string>();
+  }
+  // run_python's `last` is the result of the run_sql sent before it, as in a notebook; their
+  // queries would take turns on the engine anyway.
+  if (tool->name == "run_sql" || tool->name == "run_python") call.serial_key = "last";
+  return call;
+}
+
+std::optional<json> Dispatcher::SubmitCall(const json& id, const json& params) {
+  auto call = CheckCall(id, params);
+  if (!call) return ErrorResponse(id, call.error().code, call.error().message);
+  if (calls_) return calls_->Submit(std::move(*call));
+  return RunCall(*call, CallContext{});
+}
+
+json Dispatcher::RunCall(const PendingCall& call, const CallContext& context) {
+  try {
+    json result = tools_.Call(*call.tool, call.arguments, call.structured, context);
+    return json{{"jsonrpc", "2.0"}, {"id", call.id}, {"result", std::move(result)}};
+  } catch (const std::exception& e) {
+    Log("tools/call " + call.tool->name + " failed: " + e.what());
+    return ErrorResponse(call.id, kInternalError, std::string("Internal error: ") + e.what());
+  } catch (...) {
+    return ErrorResponse(call.id, kInternalError, "Internal error");
+  }
 }
 
 }  // namespace quarry::mcp

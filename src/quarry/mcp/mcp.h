@@ -33,7 +33,13 @@ struct ServerOptions {
 // before serving (exit 3). When `out` is std::cout, fd 1 points at stderr while serving and the
 // protocol goes to a close-on-exec duplicate of the original stdout, so no other code in the
 // process and no child can write into the protocol stream; SIGPIPE is ignored meanwhile.
-// Calls are served one at a time, in order. Not reentrant: one Serve per process.
+// A reader thread answers ping, initialize and tools/list at once, and queues tools/call for
+// up to 4 worker threads (16 more may wait; past that, -32000); queries share the one engine
+// and take turns. notifications/cancelled stops a queued or running call (its query
+// interrupted, its Python killed, its agent run ended as "interrupted") and its id is never
+// answered. ask_database sends one notifications/progress per agent step when the request
+// carries _meta.progressToken. At EOF the calls in flight are finished and answered before
+// Serve returns. Not reentrant: one Serve per process.
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out);
 
 }  // namespace quarry::mcp

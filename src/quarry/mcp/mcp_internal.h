@@ -1,14 +1,22 @@
 // Internals of the MCP server, shared by its files: the tool box (what tools/list shows and
-// what tools/call runs, on top of the agent's tools) and the JSON-RPC dispatcher that turns one
+// what tools/call runs, on top of the agent's tools), the engine shared by concurrent calls, the
+// call scheduler (workers, cancellation, progress) and the JSON-RPC dispatcher that turns one
 // line of input into at most one line of output. Not part of the module's public surface.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <expected>
+#include <functional>
+#include <list>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +40,28 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
+// Implementation-defined server error (JSON-RPC reserves -32000 to -32099): too many calls.
+inline constexpr int kServerBusy = -32000;
+
+// How many tools/call requests run at once, and how many more may wait for a worker; past
+// that a call is refused with kServerBusy. Other requests (ping, tools/list, ...) never wait.
+inline constexpr size_t kMaxRunningCalls = 4;
+inline constexpr size_t kMaxQueuedCalls = 16;
+
+// What one tools/call result may hold. Every cell (run_sql's text and structuredContent
+// alike) is cut at engine::kResultCellBytes; the text blocks and structuredContent together
+// stay within kResponseBytes (run_sql drops whole rows from the end of both forms; other
+// text is cut). `truncated` (run_sql) is true whenever a row or a cell was cut. Images have
+// their own cap (8 MiB a figure) and are not counted.
+inline constexpr size_t kResponseBytes = 256 * 1024;
+
+// What a tool handler gets besides its arguments: the call's stop request, and a progress
+// reporter that sends notifications/progress when the client gave a progressToken (a no-op
+// otherwise). The reporter may be called from the handler's thread only.
+struct CallContext {
+  StopToken stop;
+  std::function<void(const std::string& message)> progress = [](const std::string&) {};
+};
 
 class ToolBox;
 
@@ -45,14 +75,44 @@ struct McpTool {
   std::optional<json> output_schema;  // then every successful result has structuredContent
   bool idempotent = true;
   bool open_world = false;  // talks to something outside the data (ask_database: the model)
-  json (*handler)(ToolBox& box, const json& arguments) = nullptr;
+  json (*handler)(ToolBox& box, const json& arguments, const CallContext& call) = nullptr;
+};
+
+// The engine as concurrent tool calls share it. Queries are serialised (engine::Engine runs one
+// at a time): a query waits for the one running, and a stop request ends that wait with a
+// kCancelled failure. describe() and sources() return copies taken when no query ran; a query
+// that rebuilt a card (engine::Engine::cards_version) adds a fresh copy, and earlier copies are
+// kept, so a reference handed out stays valid for the engine's life. Thread-safe.
+class SharedEngine final : public engine::Engine {
+ public:
+  explicit SharedEngine(engine::Engine& inner);
+  engine::Dialect dialect() const override { return inner_.dialect(); }
+  const std::vector<engine::TableCard>& describe() const override;
+  const std::vector<engine::Source>& sources() const override;
+  uint64_t cards_version() const override;
+  engine::QueryOutcome Query(std::string_view sql, const engine::Limits& limits) override;
+
+ private:
+  struct Snapshot {
+    uint64_t version = 0;
+    std::vector<engine::TableCard> cards;
+    std::vector<engine::Source> sources;
+  };
+  const Snapshot& Latest() const;
+
+  engine::Engine& inner_;
+  mutable std::mutex mu_;
+  std::condition_variable_any free_;
+  bool busy_ = false;               // a query is running on inner_
+  std::deque<Snapshot> snapshots_;  // grows only: references into it stay valid
 };
 
 // quarry's MCP tools over one opened engine: describe_schema, run_sql, ask_database,
 // make_chart, and run_python when options.allow_python. Every tool is read-only with respect
 // to the user's data. Bad arguments, guard rejections and failed executions come back as
 // results with isError true; exceptions (bugs) propagate to the dispatcher.
-// Not thread-safe: one call at a time, as the dispatcher makes them.
+// Thread-safe: calls run concurrently on the scheduler's workers, over a SharedEngine; the last
+// run_sql result and the threads' memory are guarded here.
 class ToolBox {
  public:
   ToolBox(const ServerOptions& options, engine::Engine& engine);
@@ -64,40 +124,126 @@ class ToolBox {
   json List(bool structured) const;
   const McpTool* Find(std::string_view name) const;
   std::string Names() const;  // "a, b, c", for error messages
-  // A CallToolResult {content, structuredContent?, isError}. `tool` comes from Find().
-  json Call(const McpTool& tool, const json& arguments, bool structured);
+  // A CallToolResult {content, structuredContent?, isError}, within the response budget.
+  // `tool` comes from Find().
+  json Call(const McpTool& tool, const json& arguments, bool structured, const CallContext& call);
 
   // The handlers (McpTool::handler) and what they share.
   const ServerOptions& options() const { return options_; }
   engine::Engine& engine() { return engine_; }
   const agent::Tool* AgentTool(std::string_view name) const;
-  // Runs an agent tool with `config`, keeping the latest successful run_sql result across
-  // calls (run_python sees it as `last`).
+  // Runs an agent tool with `config` (its limits and sandbox options carrying `stop`), keeping
+  // the latest successful run_sql result across calls (run_python sees it as `last`).
   agent::Observation RunAgentTool(const agent::Tool& tool, const json& arguments,
-                                  const agent::Config& config);
+                                  agent::Config config, const StopToken& stop);
 
-  // ask_database's per-thread memory: the last few answered questions of each thread.
+  // ask_database's per-thread memory: the last few answered questions of each thread. Calls of
+  // one thread run one at a time (the scheduler's serial key), so a thread's turns are read and
+  // appended by one call at a time; the map itself is guarded.
   struct ThreadTurn {
     std::string question;
     std::string answer;
     std::string sql;
   };
-  std::deque<ThreadTurn>& Thread(const std::string& name) { return threads_[name]; }
+  std::vector<ThreadTurn> ThreadTurns(const std::string& name);
+  void AddThreadTurn(const std::string& name, ThreadTurn turn, size_t keep);
 
  private:
   const ServerOptions& options_;
-  engine::Engine& engine_;
+  SharedEngine engine_;
   std::vector<agent::Tool> agent_tools_;
   std::vector<McpTool> tools_;
+  std::mutex mu_;  // guards last_ and threads_
   std::optional<sandbox::LastResult> last_;
   std::map<std::string, std::deque<ThreadTurn>> threads_;
+};
+
+// run_sql's result within the budgets (kResponseBytes, engine::kResultCellBytes): `text` is the
+// agent's rendering of every fetched row (one line each), `detail` its typed rows. String cells
+// longer than the cell budget end in "…"; a BLOB's base64 keeps whole 4-character groups within
+// it. Rows are dropped from the end of both forms alike until both fit, and the text's count
+// line says how many are shown and why.
+struct BudgetedRows {
+  std::string text;
+  json rows = json::array();
+  int64_t row_count = 0;   // all rows the query produced
+  bool truncated = false;  // a row or a cell was cut, or the row cap left rows out
+};
+BudgetedRows FitRows(const std::string& text, const json& detail);
+// Cuts a CallToolResult's text blocks to what kResponseBytes leaves after structuredContent,
+// with a closing line that says so; sets structuredContent.truncated when it cut. Returns
+// whether it cut.
+bool FitText(json& result);
+
+// Writes one message as one line, whole; thread-safe. False once the client is gone.
+using WriteFn = std::function<bool(const json& message)>;
+
+// A tools/call request read and checked, waiting for a worker.
+struct PendingCall {
+  json id;
+  const McpTool* tool = nullptr;
+  json arguments;
+  bool structured = true;
+  json progress_token;     // null: the client asked for no progress
+  std::string serial_key;  // calls with the same non-empty key run one at a time, in order
+};
+
+// Runs tools/call requests on kMaxRunningCalls worker threads while the reader goes on reading.
+// notifications/cancelled for a queued or running call requests its stop (the query is
+// interrupted, the Python child killed, the agent run ended) and no response is ever written
+// for its id. Responses and progress notifications are written through `write`, one line each.
+// The workers live as long as this object: a sandbox child dies with the thread that forked it
+// (PR_SET_PDEATHSIG), so no worker exits while serving.
+class Calls {
+ public:
+  // Runs one call and returns its JSON-RPC response; never throws.
+  using RunFn = std::function<json(const PendingCall& call, const CallContext& context)>;
+  Calls(RunFn run, WriteFn write);
+  ~Calls();  // Drain(), then the workers end
+  Calls(const Calls&) = delete;
+  Calls& operator=(const Calls&) = delete;
+
+  // Queues a call. Returns an error response to write at once when its id is already in flight
+  // or kMaxQueuedCalls are waiting; nullopt when queued.
+  std::optional<json> Submit(PendingCall call);
+  // Cancels the call with this id, queued or running; unknown or finished ids are ignored
+  // (the call may have finished while the notification travelled).
+  void Cancel(const json& id, const std::string& reason);
+  // Waits until no call is queued or running (end of input). With `stop_all`, or when a write
+  // found the client gone, queued calls are dropped and running ones stopped first.
+  void Drain(bool stop_all = false);
+
+ private:
+  struct Entry {
+    PendingCall call;
+    std::stop_source stop;
+    bool running = false;
+    bool cancelled = false;
+  };
+  void Work();
+  std::list<Entry>::iterator NextRunnable();  // under mu_; end() when none
+
+  RunFn run_;
+  WriteFn write_;
+  std::mutex mu_;  // guards everything below; held while a worker writes, so a cancel that
+                   // returned can no longer be followed by that call's response or progress
+  std::condition_variable changed_;
+  std::list<Entry> entries_;  // queued and running, in arrival order
+  bool shutting_down_ = false;
+  bool client_gone_ = false;
+  std::vector<std::thread> workers_;
 };
 
 // JSON-RPC 2.0 over MCP's stdio transport, one message at a time. Knows the lifecycle
 // (initialize, ping, notifications) and routes tools/* to the tool box.
 class Dispatcher {
  public:
+  // tools/call requests go to `calls` (answered later, on a worker); `calls` may be null only
+  // before Serve wires it (then tools/call is answered inline).
   Dispatcher(ToolBox& tools, std::string instructions);
+  void SetCalls(Calls* calls) { calls_ = calls; }
+  // Runs one queued tools/call: its response, with exceptions turned into -32603.
+  json RunCall(const PendingCall& call, const CallContext& context);
   // Handles one line of input. Returns the response to write, or nullopt: notifications and
   // client responses are never answered, and a final line cut off by EOF (`complete` false)
   // that does not parse is dropped rather than answered with a parse error.
@@ -111,11 +257,14 @@ class Dispatcher {
   };
   using MethodResult = std::expected<json, RpcError>;
   MethodResult Request(const std::string& method, const json& params);
-  void Notification(const std::string& method);
+  void Notification(const std::string& method, const json& params);
   MethodResult Initialize(const json& params);
-  MethodResult CallTool(const json& params);
+  // Checks a tools/call and queues it (nullopt: answered later), or its error response.
+  std::optional<json> SubmitCall(const json& id, const json& params);
+  std::expected<PendingCall, RpcError> CheckCall(const json& id, const json& params);
 
   ToolBox& tools_;
+  Calls* calls_ = nullptr;
   std::string instructions_;
   bool initialized_ = false;  // initialize has been answered
   std::string protocol_version_ = kProtocolVersions[0];

@@ -1,5 +1,6 @@
-// Serve(): opens the data, keeps stdout for protocol messages alone, and runs the line loop of
-// MCP's stdio transport (one JSON-RPC message per line in, one per line out, until EOF).
+// Serve(): opens the data, keeps stdout for protocol messages alone, and runs the reader loop of
+// MCP's stdio transport (one JSON-RPC message per line in, one per line out, until EOF), with
+// tools/call handed to the worker pool (calls.cc) so the reader never waits for a tool.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 
 #include "quarry/mcp/mcp_internal.h"
 
@@ -44,9 +46,11 @@ class ProtocolOut {
   ProtocolOut(const ProtocolOut&) = delete;
   ProtocolOut& operator=(const ProtocolOut&) = delete;
 
-  // Writes one message and its newline, flushed. False when the client is gone.
+  // Writes one message and its newline, flushed; one line at a time whatever the thread.
+  // False when the client is gone.
   bool WriteLine(std::string line) {
     line += '\n';
+    std::lock_guard lock(mu_);
     if (fd_ < 0) {
       out_ << line;
       out_.flush();
@@ -63,6 +67,7 @@ class ProtocolOut {
   }
 
  private:
+  std::mutex mu_;
   std::ostream& out_;
   int fd_ = -1;
   void (*previous_sigpipe_)(int) = SIG_DFL;
@@ -108,7 +113,13 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
   Dispatcher dispatcher(tools, Instructions(**engine, options));
   Log("serving " + std::to_string((*engine)->describe().size()) + " table(s) on stdio");
 
+  Calls calls([&dispatcher](const PendingCall& call,
+                            const CallContext& context) { return dispatcher.RunCall(call, context); },
+              [&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
+  dispatcher.SetCalls(&calls);
+
   std::string line;
+  bool client_gone = false;
   while (std::getline(in, line)) {
     // getline sets eof only when the last line had no newline: EOF cut it off.
     const bool complete = !in.eof();
@@ -117,10 +128,15 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
     std::optional<json> response = dispatcher.Handle(line, complete);
     if (response && !protocol.WriteLine(DumpLine(*response))) {
       Log("the client closed the connection");
+      client_gone = true;
       break;
     }
   }
-  Log("end of input; exiting");
+  // The client closed its input: the calls it sent are still answered (MCP's stdio shutdown).
+  if (!client_gone) Log("end of input; finishing the calls in flight");
+  calls.Drain(client_gone);
+  dispatcher.SetCalls(nullptr);
+  Log("exiting");
   return 0;
 }
 

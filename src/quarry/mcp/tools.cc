@@ -56,30 +56,42 @@ std::string Absolute(const fs::path& p) {
   return (ec ? p : a).lexically_normal().string();
 }
 
-// Progress of an ask_database run, on stderr: a client's server log shows each tool call.
+// Progress of an ask_database run: each tool call on stderr (a client's server log shows it),
+// and every step as a progress notification when the client asked for them.
 class StepLog final : public agent::Observer {
  public:
-  explicit StepLog(std::string run_id) : run_id_(std::move(run_id)) {}
+  StepLog(std::string run_id, const CallContext& call) : run_id_(std::move(run_id)), call_(call) {}
   void OnStep(const trace::Step& s) override {
-    if (s.kind != "tool") return;
-    Log("run " + run_id_ + " step " + std::to_string(s.index) + ": " + s.tool + " " + s.status +
-        (s.status == "ok" ? "" : " (" + s.failure_class + ")"));
+    std::string what;
+    if (s.kind == "tool") {
+      what = s.tool + " " + s.status + (s.status == "ok" ? "" : " (" + s.failure_class + ")");
+      Log("run " + run_id_ + " step " + std::to_string(s.index) + ": " + what);
+    } else if (s.kind == "model") {
+      const size_t n = s.tool_calls.size();
+      what = "model turn" + (n ? " (" + std::to_string(n) + (n == 1 ? " tool call)" : " tool calls)")
+                               : std::string(" (no tool call)"));
+    } else {
+      what = s.tool.empty() ? s.kind : s.tool;
+    }
+    call_.progress("step " + std::to_string(s.index) + ": " + what);
   }
 
  private:
   std::string run_id_;
+  const CallContext& call_;
 };
 
 // A direct execution tool call (make_chart, run_python) gets its own runs/<id>/ so that what it
 // writes (figures, the sandbox's work directory) lands beside the runs of ask_database.
-json RunInRunDir(ToolBox& box, const agent::Tool& tool, const json& arguments) {
+json RunInRunDir(ToolBox& box, const agent::Tool& tool, const json& arguments,
+                 const CallContext& call) {
   const std::string id = trace::NewRunId();
   auto writer = trace::Writer::Create(box.options().runs_dir, id);
   if (!writer) return ToolResult(writer.error().message, true);
   agent::Config config = box.options().config;
   config.sandbox.workdir = writer->dir() / "workdir";
   config.artifacts_dir = writer->dir();
-  const agent::Observation obs = box.RunAgentTool(tool, arguments, config);
+  const agent::Observation obs = box.RunAgentTool(tool, arguments, config, call.stop);
   std::string text = obs.text;
   for (const auto& a : obs.artifacts) text += "\nfile: " + Absolute(a);
   json result = ToolResult(text, Failed(obs));
@@ -87,31 +99,31 @@ json RunInRunDir(ToolBox& box, const agent::Tool& tool, const json& arguments) {
   return result;
 }
 
-json DescribeSchema(ToolBox& box, const json& arguments) {
-  const agent::Observation obs =
-      box.RunAgentTool(*box.AgentTool("inspect_schema"), arguments, box.options().config);
+json DescribeSchema(ToolBox& box, const json& arguments, const CallContext& call) {
+  const agent::Observation obs = box.RunAgentTool(*box.AgentTool("inspect_schema"), arguments,
+                                                  box.options().config, call.stop);
   return ToolResult(obs.text, Failed(obs));
 }
 
-json RunSql(ToolBox& box, const json& arguments) {
+json RunSql(ToolBox& box, const json& arguments, const CallContext& call) {
   // The agent shows its model a 30-row preview; an MCP client gets every row fetched.
   agent::Config config = box.options().config;
   config.preview_rows = config.limits.max_rows;
-  const agent::Observation obs = box.RunAgentTool(*box.AgentTool("run_sql"), arguments, config);
+  const agent::Observation obs =
+      box.RunAgentTool(*box.AgentTool("run_sql"), arguments, config, call.stop);
   // No rows is an answer for a client, not an error (the text still says so, with a hint).
   if (Failed(obs) && obs.failure != FailureClass::kEmptyResult) return ToolResult(obs.text, true);
-  const json rows = obs.detail.value("rows", json::array());
-  const int64_t row_count = obs.detail.value("row_count", int64_t{0});
-  json result = ToolResult(obs.text, false);
+  const BudgetedRows fit = FitRows(obs.text, obs.detail);
+  json result = ToolResult(fit.text, false);
   result["structuredContent"] = {{"columns", obs.detail.value("columns", json::array())},
                                  {"types", obs.detail.value("types", json::array())},
-                                 {"rows", rows},
-                                 {"row_count", row_count},
-                                 {"truncated", row_count > static_cast<int64_t>(rows.size())}};
+                                 {"rows", fit.rows},
+                                 {"row_count", fit.row_count},
+                                 {"truncated", fit.truncated}};
   return result;
 }
 
-json AskDatabase(ToolBox& box, const json& arguments) {
+json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   const ServerOptions& options = box.options();
   if (!options.make_client)
     return ToolResult("ask_database has no model client in this server", true);
@@ -120,10 +132,11 @@ json AskDatabase(ToolBox& box, const json& arguments) {
 
   const std::string question = arguments["question"].get<std::string>();
   const std::string thread = arguments.value("thread", "");
-  std::deque<ToolBox::ThreadTurn>* turns = thread.empty() ? nullptr : &box.Thread(thread);
   std::vector<agent::PriorTurn> history;
-  if (turns) {
-    for (const auto& turn : *turns) history.push_back({turn.question, turn.answer, turn.sql});
+  if (!thread.empty()) {
+    for (const auto& turn : box.ThreadTurns(thread)) {
+      history.push_back({turn.question, turn.answer, turn.sql});
+    }
   }
 
   const std::string id = trace::NewRunId();
@@ -134,9 +147,9 @@ json AskDatabase(ToolBox& box, const json& arguments) {
   config.artifacts_dir = writer->dir();
   Log("run " + id + ": " + (*client)->model() + " via " + (*client)->provider() +
       (thread.empty() ? "" : ", thread '" + thread + "'"));
-  StepLog progress(id);
-  trace::Trace t =
-      agent::Run({question, id, history, -1, {}}, box.engine(), **client, config, &progress, &*writer);
+  StepLog progress(id, call);
+  trace::Trace t = agent::Run({question, id, history, -1, call.stop}, box.engine(), **client,
+                              config, &progress, &*writer);
   const std::string trace_path = Absolute(writer->dir() / "trace.json");
   Log("run " + id + ": " + t.stop_reason);
 
@@ -161,10 +174,9 @@ json AskDatabase(ToolBox& box, const json& arguments) {
   text += "\n\ntrace: " + trace_path;
   json result = ToolResult(text, false);
   AddImages(t.artifacts, result);
-  if (turns) {
-    std::string answer = t.answer.substr(0, kThreadAnswerChars);
-    turns->push_back({question, std::move(answer), t.answer_sql});
-    while (turns->size() > kThreadTurnsKept) turns->pop_front();
+  if (!thread.empty()) {
+    box.AddThreadTurn(thread, {question, t.answer.substr(0, kThreadAnswerChars), t.answer_sql},
+                      kThreadTurnsKept);
   }
   return result;
 }
@@ -175,7 +187,7 @@ bool TakesSpecArgument(const agent::Tool& tool) {
   return p.contains("properties") && p["properties"].contains("spec");
 }
 
-json MakeChart(ToolBox& box, const json& arguments) {
+json MakeChart(ToolBox& box, const json& arguments, const CallContext& call) {
   const agent::Tool* tool = box.AgentTool("make_chart");
   if (!tool) return ToolResult("make_chart is not available in this build", true);
   const json args =
@@ -184,11 +196,11 @@ json MakeChart(ToolBox& box, const json& arguments) {
       !problem.empty()) {
     return ToolResult("bad_arguments: " + problem, true);
   }
-  return RunInRunDir(box, *tool, args);
+  return RunInRunDir(box, *tool, args, call);
 }
 
-json RunPython(ToolBox& box, const json& arguments) {
-  return RunInRunDir(box, *box.AgentTool("run_python"), arguments);
+json RunPython(ToolBox& box, const json& arguments, const CallContext& call) {
+  return RunInRunDir(box, *box.AgentTool("run_python"), arguments, call);
 }
 
 // What make_chart tells the client: the agent tool's own words when this build has it.
@@ -294,10 +306,37 @@ const agent::Tool* ToolBox::AgentTool(std::string_view name) const {
 }
 
 agent::Observation ToolBox::RunAgentTool(const agent::Tool& tool, const json& arguments,
-                                         const agent::Config& config) {
+                                         agent::Config config, const StopToken& stop) {
+  config.limits.stop = stop;
+  config.sandbox.stop = stop;
   agent::Evidence evidence;  // no verify gate runs over direct tool calls
-  agent::ToolContext context{engine_, config, evidence, last_};
-  return tool.run(arguments, context);
+  std::optional<sandbox::LastResult> last;
+  {
+    std::lock_guard lock(mu_);
+    last = last_;
+  }
+  agent::ToolContext context{engine_, config, evidence, last};
+  agent::Observation obs = tool.run(arguments, context);
+  // Only a successful run_sql sets it; of concurrent ones, the last to finish wins.
+  if (tool.schema.name == "run_sql" && obs.failure == FailureClass::kNone && last) {
+    std::lock_guard lock(mu_);
+    last_ = std::move(last);
+  }
+  return obs;
+}
+
+std::vector<ToolBox::ThreadTurn> ToolBox::ThreadTurns(const std::string& name) {
+  std::lock_guard lock(mu_);
+  const auto it = threads_.find(name);
+  if (it == threads_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+void ToolBox::AddThreadTurn(const std::string& name, ThreadTurn turn, size_t keep) {
+  std::lock_guard lock(mu_);
+  std::deque<ThreadTurn>& turns = threads_[name];
+  turns.push_back(std::move(turn));
+  while (turns.size() > keep) turns.pop_front();
 }
 
 const McpTool* ToolBox::Find(std::string_view name) const {
@@ -331,16 +370,18 @@ json ToolBox::List(bool structured) const {
   return list;
 }
 
-json ToolBox::Call(const McpTool& tool, const json& arguments, bool structured) {
+json ToolBox::Call(const McpTool& tool, const json& arguments, bool structured,
+                   const CallContext& call) {
   const auto started = std::chrono::steady_clock::now();
   json result;
   if (std::string problem = agent::ValidateArguments(tool.input_schema, arguments);
       !problem.empty()) {
     result = ToolResult("bad_arguments: " + problem, true);
   } else {
-    result = tool.handler(*this, arguments);
+    result = tool.handler(*this, arguments, call);
   }
   if (!structured) result.erase("structuredContent");
+  FitText(result);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - started)
                       .count();

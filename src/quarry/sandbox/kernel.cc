@@ -237,6 +237,9 @@ struct Kernel::State {
     }
   }
 
+  // How long one wait may block: with a stop that can come, short enough to see it soon.
+  int64_t SliceMs() const { return options.stop.stop_possible() ? 100 : 1000; }
+
   // Writes all of `data` to the request socket by the deadline; never blocks past it and never
   // raises SIGPIPE. False when the kernel is gone or stuck.
   bool Send(const std::string& data, Clock::time_point deadline) {
@@ -250,9 +253,9 @@ struct Kernel::State {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno != EAGAIN) return false;
       const int64_t left = MsLeft(deadline);
-      if (left <= 0) return false;
+      if (left <= 0 || options.stop.stop_requested()) return false;
       pollfd p{requests.get(), POLLOUT, 0};
-      poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+      poll(&p, 1, static_cast<int>(std::min<int64_t>(left, SliceMs())));
     }
     return true;
   }
@@ -260,7 +263,7 @@ struct Kernel::State {
   // What one wait saw.
   struct Wait {
     std::optional<json> frame;
-    bool timed_out = false, flooded = false, ended = false, broken = false;
+    bool timed_out = false, flooded = false, ended = false, broken = false, cancelled = false;
     size_t out_total = 0, err_total = 0;
   };
 
@@ -288,12 +291,16 @@ struct Kernel::State {
         w.ended = true;
         return w;
       }
+      if (options.stop.stop_requested()) {
+        w.cancelled = true;
+        return w;
+      }
       const int64_t left = MsLeft(deadline);
       if (left <= 0) {
         w.timed_out = true;
         return w;
       }
-      if (poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left, 1000))) < 0 &&
+      if (poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left, SliceMs()))) < 0 &&
           errno != EINTR) {
         w.ended = true;
         return w;
@@ -330,9 +337,13 @@ struct Kernel::State {
     }
     if (loaded) return {};
     const auto deadline = Clock::now() + std::chrono::milliseconds(kStartTimeoutMs);
-    if (!SendLoad(deadline)) return Died(r, "it could not be sent its tables");
+    if (!SendLoad(deadline)) {
+      if (options.stop.stop_requested()) return Cancelled();
+      return Died(r, "it could not be sent its tables");
+    }
     for (;;) {
       Wait w = WaitFrame(deadline, nullptr);
+      if (w.cancelled) return Cancelled();
       if (!w.frame) {
         return Died(r, w.timed_out ? "loading the tables took longer than " +
                                          std::to_string(kStartTimeoutMs / 1000) + " s"
@@ -350,6 +361,13 @@ struct Kernel::State {
       for (auto& n : Strings(*w.frame, "notes")) load_notes.push_back(std::move(n));
       return {};
     }
+  }
+
+  // A stop was requested: the process goes, and the next call starts a fresh one.
+  std::unexpected<Error> Cancelled() {
+    EndProcess();
+    lost_reason = "the previous call was cancelled";
+    return Fail(Error::Code::kCancelled, "the Python run was cancelled: the caller asked it to stop");
   }
 
   // The kernel did not come up: quarry's error, with what the child said on stderr.
@@ -424,6 +442,7 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
                       "gone (the tables are loaded again)");
     s.lost_reason.clear();
   }
+  if (s.options.stop.stop_requested()) return s.Cancelled();  // the run is over: start nothing
   if (auto ready = s.Ready(r); !ready) return std::unexpected(ready.error());
   r.isolation = s.isolated ? Isolation::kNamespaces : Isolation::kRlimitsOnly;
   r.tables_loaded = s.tables_loaded;
@@ -452,6 +471,7 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
     // A frame of another id is a leftover; the runner answers in order, so skip it.
     if (!w.frame || (w.frame->contains("id") && (*w.frame)["id"] == id)) break;
   }
+  if (w.cancelled || (!sent && s.options.stop.stop_requested())) return s.Cancelled();
   r.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - call_started).count();
   const size_t cap = s.options.output_cap_bytes;

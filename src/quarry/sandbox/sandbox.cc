@@ -266,15 +266,21 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
                              {result.read.get(), POLLIN, 0}}};
   for (auto& f : fds) fcntl(f.fd, F_SETFL, O_NONBLOCK);
   const auto deadline = started + std::chrono::milliseconds(o.timeout_ms);
-  bool timed_out = false, flooded = false;
+  bool timed_out = false, flooded = false, cancelled = false;
+  // With a stop that can come, the wait is cut into 100 ms slices to look for it.
+  const int64_t slice_ms = o.stop.stop_possible() ? 100 : 1000;
   int open_fds = 3;
   while (open_fds > 0) {
+    if (o.stop.stop_requested()) {
+      cancelled = true;
+      break;
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
     }
-    if (poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count(), 1000))) < 0 &&
+    if (poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count(), slice_ms))) < 0 &&
         errno != EINTR) {
       break;
     }
@@ -293,8 +299,12 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
       break;
     }
   }
-  if (timed_out || flooded) child->Kill();
+  if (timed_out || flooded || cancelled) child->Kill();
   const int status = child->Wait();
+  if (cancelled) {
+    internal::ScrubWorkdir(o.workdir);
+    return Fail(Error::Code::kCancelled, "the Python run was cancelled: the caller asked it to stop");
+  }
   r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // bubblewrap reports a child killed by a signal as exit code 128 + signal.

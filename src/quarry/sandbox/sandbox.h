@@ -63,6 +63,9 @@ struct Options {
   bool python_guard = true;
   // false: behave as if bubblewrap could not start (tests of the refusal and the fallback).
   bool use_namespaces = true;
+  // A stop request kills the running child's process group within about 100 ms; the call then
+  // fails with Error::Code::kCancelled (a kernel's next call starts a fresh Python).
+  StopToken stop;
 };
 
 enum class Isolation { kNamespaces, kRlimitsOnly };
@@ -91,7 +94,7 @@ std::optional<std::string> NamespaceUnavailableReason();
 
 // Runs `code`. Errors (quarry's, not the code's): kUsage when isolation is unavailable and
 // allow_unisolated is off (the message says why and names the flag); kInternal when the
-// child cannot be started. The code's own failures are in PythonResult::failure.
+// child cannot be started; kCancelled when options.stop was requested. The code's own failures are in PythonResult::failure.
 Result<PythonResult> RunPython(const std::string& code, const Options& options);
 
 // Only the guard, in the same sandbox: a guard_violation or syntax_error, or kNone.
