@@ -11,6 +11,7 @@
 #include "quarry/cli/cli.h"
 #include "quarry/common/json.h"
 #include "quarry/cli/cli_internal.h"
+#include "quarry/cli/interrupt.h"
 #include "quarry/cli/commands.h"
 
 namespace quarry::cli {
@@ -180,6 +181,7 @@ class Progress final : public agent::Observer {
 
 int ExitFor(const trace::Trace& t) {
   if (t.stop_reason == agent::kStopAnswered && t.grounded) return kExitOk;
+  if (t.stop_reason == agent::kStopInterrupted) return kExitInterrupted;
   if (t.stop_reason == agent::kStopModelError) return kExitModel;
   return kExitNoAnswer;
 }
@@ -219,6 +221,7 @@ int RunAsk(const AskOptions& o) {
   if (o.question.find_first_not_of(" \t\n") == std::string::npos) {
     return Report({Error::Code::kUsage, "the question is empty: ask something about the data"});
   }
+  const InterruptScope interrupt;
   LoadFlags load = o.load;
   load.timeout_ms = o.config.limits.timeout_ms;
   const auto load_start = std::chrono::steady_clock::now();
@@ -226,6 +229,9 @@ int RunAsk(const AskOptions& o) {
   const int64_t load_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - load_start).count();
   if (!engine) return Report(engine.error());
+  if (interrupt.token().stop_requested()) {
+    return Report({Error::Code::kCancelled, "interrupted while opening the data; nothing was asked"});
+  }
   const FillCacheAtExit fill(**engine, o.data, load);
   auto client = MakeClient(o);
   if (!client) return Report(client.error());
@@ -256,7 +262,7 @@ int RunAsk(const AskOptions& o) {
             << "\n";
   Progress progress;
   const trace::Trace t =
-      agent::Run({o.question, id, {}, load_ms, {}}, **engine, **client, config, &progress, &*writer);
+      agent::Run({o.question, id, {}, load_ms, interrupt.token()}, **engine, **client, config, &progress, &*writer);
   const fs::path trace_path = writer->dir() / "trace.json";
 
   if (o.format_name == "json") {

@@ -5,6 +5,7 @@
 
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
+#include "quarry/cli/interrupt.h"
 #include "quarry/cli/commands.h"
 
 namespace quarry::cli {
@@ -140,7 +141,8 @@ int RunSql(const DataOptions& o) {
   auto engine = OpenData(o.paths, load);
   if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.paths, load);
-  auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows, {}});
+  const InterruptScope interrupt;
+  auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows, interrupt.token()});
   // After the query: a value past the sample may have made the engine read the file again.
   PrintNotes(**engine);
   if (!result) {
@@ -150,7 +152,7 @@ int RunSql(const DataOptions& o) {
     std::string message = f.message;
     std::replace(message.begin(), message.end(), '\n', ' ');
     std::cerr << "quarry: " << kind << ": " << TerminalText(message) << "\n";
-    return kExitData;
+    return f.code == Error::Code::kCancelled ? kExitInterrupted : kExitData;
   }
   if (o.format_name == "json") {
     const json rows = agent::RowsJson(*result, result->rows.size());

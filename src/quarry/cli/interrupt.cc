@@ -1,0 +1,73 @@
+#include "quarry/cli/interrupt.h"
+
+#include <atomic>
+#include <csignal>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "quarry/cli/cli.h"
+
+namespace quarry::cli {
+namespace {
+
+// The handler may only do async-signal-safe things: it records the signal and writes one byte
+// to a pipe that the watcher thread reads, and the watcher requests the stop.
+int g_pipe[2] = {-1, -1};
+std::atomic<int> g_signal{0};
+struct sigaction g_old_int {}, g_old_term {};
+
+void OnSignal(int signal_number) {
+  int expected = 0;
+  if (!g_signal.compare_exchange_strong(expected, signal_number)) {
+    // A second Ctrl-C: the user will not wait for a clean stop.
+    static const char kMessage[] = "\nquarry: interrupted twice: stopped without writing trace.json\n";
+    [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+    _exit(kExitInterrupted);
+  }
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = write(g_pipe[1], &byte, 1);
+}
+
+}  // namespace
+
+InterruptScope::InterruptScope() {
+  g_signal = 0;
+  if (pipe2(g_pipe, O_CLOEXEC) != 0) return;  // no pipe: signals keep their default action
+  watcher_ = std::jthread([this](std::stop_token self) {
+    pollfd fd{g_pipe[0], POLLIN, 0};
+    while (!self.stop_requested()) {
+      if (poll(&fd, 1, 100) > 0) {
+        char byte;
+        if (read(g_pipe[0], &byte, 1) == 1) {
+          static const char kMessage[] =
+              "\nquarry: stopping (Ctrl-C again to quit at once, without trace.json)\n";
+          [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+          source_.request_stop();
+          return;
+        }
+      }
+    }
+  });
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, &g_old_int);
+  sigaction(SIGTERM, &action, &g_old_term);
+}
+
+InterruptScope::~InterruptScope() {
+  if (g_pipe[0] < 0) return;
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  watcher_.request_stop();
+  if (watcher_.joinable()) watcher_.join();
+  close(g_pipe[0]);
+  close(g_pipe[1]);
+  g_pipe[0] = g_pipe[1] = -1;
+}
+
+int InterruptScope::signal_number() const { return g_signal.load(); }
+
+}  // namespace quarry::cli

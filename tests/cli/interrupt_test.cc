@@ -1,0 +1,251 @@
+// Interrupted runs, end to end: the real quarry binary against the stand-in provider, stopped
+// by SIGINT or SIGTERM (a clean stop: exit 6, trace.json with stop_reason "interrupted"), by a
+// second SIGINT (quit at once), or by SIGKILL (then `quarry trace` and `quarry view` rebuild the
+// run from events.jsonl and mark it incomplete).
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/provider_server.h"
+#include "support/test_support.h"
+
+extern char** environ;
+
+namespace quarry {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using quarry::testing::ProviderServer;
+using quarry::testing::ToolCallReply;
+using Clock = std::chrono::steady_clock;
+
+// Runs for far longer than any test waits (the per-query timeout is 60 s).
+constexpr const char* kRunaway =
+    R"({"sql": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"})";
+
+int64_t MsSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+// A quarry child with stdout and stderr in files, so a killed child cannot block on a pipe.
+class Quarry {
+ public:
+  Quarry(const ProviderServer& server, const fs::path& cwd, std::vector<std::string> args)
+      : cwd_(cwd) {
+    std::vector<std::string> argv = {quarry::testing::QuarryBinary().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      const std::string kv = *e;
+      if (kv.starts_with("OPENROUTER_API_KEY=") || kv.starts_with("QUARRY_")) continue;
+      env.push_back(kv);
+    }
+    env.push_back("QUARRY_BASE_URL=" + server.base_url());
+    env.push_back("QUARRY_MODEL=stand-in-model");
+    env.push_back("QUARRY_API_KEY=sk-interrupt-test-0123456789");
+    std::vector<char*> cargv, cenv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    for (auto& e : env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string out = (cwd / "stdout.txt").string(), err = (cwd / "stderr.txt").string();
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+    started_ = Clock::now();
+    if (posix_spawn(&pid_, cargv[0], &actions, nullptr, cargv.data(), cenv.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Quarry() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  void Signal(int signal_number) const { kill(pid_, signal_number); }
+  // The exit code, or 128 + signal when killed; -1 when it is still running after `limit`.
+  int Wait(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  std::string err() const { return quarry::testing::ReadFile(cwd_ / "stderr.txt"); }
+  std::string out() const { return quarry::testing::ReadFile(cwd_ / "stdout.txt"); }
+  Clock::time_point started() const { return started_; }
+
+ private:
+  fs::path cwd_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  Clock::time_point started_;
+};
+
+std::vector<std::string> AskArgs(const fs::path& runs) {
+  return {"ask", "--no-python", "--timeout-ms", "60000", "--runs-dir", runs.string(), "--data",
+          (quarry::testing::SourceDir() / "data" / "sales.csv").string(),
+          "How many sales rows are there?"};
+}
+
+// Waits until the server has received `n` requests (the run reached that model call).
+bool WaitForRequests(const ProviderServer& server, size_t n, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (server.requests().size() >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+fs::path OnlyRun(const fs::path& runs) {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(runs)) dirs.push_back(e.path());
+  return dirs.size() == 1 ? dirs[0] : fs::path();
+}
+
+json ReadJson(const fs::path& path) {
+  return json::parse(quarry::testing::ReadFile(path), nullptr, false);
+}
+
+class InterruptTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(InterruptTest, ASignalDuringARunawayQueryStopsTheRunAndWritesTheTrace) {
+  ProviderServer server;
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kRunaway}}, 1000, 40)});
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  Quarry q(server, cwd.path(), AskArgs(runs));
+  ASSERT_GT(q.pid(), 0);
+  ASSERT_TRUE(WaitForRequests(server, 1, std::chrono::seconds(20)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the query is now running
+  const auto sent = Clock::now();
+  q.Signal(GetParam());
+  const int code = q.Wait(std::chrono::seconds(10));
+  const int64_t stop_ms = MsSince(sent);
+  EXPECT_EQ(code, 6) << q.err();
+  EXPECT_LT(stop_ms, 2500) << "the run must stop within about a second of the signal";
+  EXPECT_NE(q.err().find("stopping"), std::string::npos) << q.err();
+  EXPECT_NE(q.out().find("no answer: interrupted"), std::string::npos) << q.out();
+  const fs::path run = OnlyRun(runs);
+  ASSERT_FALSE(run.empty());
+  const json trace = ReadJson(run / "trace.json");
+  ASSERT_TRUE(trace.is_object()) << "trace.json must be written on a clean stop";
+  EXPECT_EQ(trace["stop_reason"], "interrupted");
+  EXPECT_FALSE(trace.contains("incomplete"));
+  ASSERT_GE(trace["steps"].size(), 2u);
+  EXPECT_EQ(trace["steps"].back()["tool"], "run_sql");
+  EXPECT_EQ(trace["steps"].back()["status"], "interrupted");
+  EXPECT_EQ(server.requests().size(), 1u) << "no model call after the stop";
+  // The last event says how the run ended.
+  const std::string events = quarry::testing::ReadFile(run / "events.jsonl");
+  EXPECT_NE(events.find(R"({"event":"end","stop_reason":"interrupted"})"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto& param_info) {
+                           return param_info.param == SIGINT ? "sigint" : "sigterm";
+                         });
+
+TEST(InterruptModelTest, CtrlCWhileWaitingOnTheModelAbortsTheRequest) {
+  ProviderServer server;
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kRunaway}}, 1000, 40),
+                  std::chrono::milliseconds(30000)});
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  Quarry q(server, cwd.path(), AskArgs(runs));
+  ASSERT_TRUE(WaitForRequests(server, 1, std::chrono::seconds(20)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto sent = Clock::now();
+  q.Signal(SIGINT);
+  EXPECT_EQ(q.Wait(std::chrono::seconds(10)), 6) << q.err();
+  // libcurl's progress callback runs about once a second while a transfer is idle.
+  EXPECT_LT(MsSince(sent), 2500);
+  const json trace = ReadJson(OnlyRun(runs) / "trace.json");
+  ASSERT_TRUE(trace.is_object());
+  EXPECT_EQ(trace["stop_reason"], "interrupted");
+}
+
+TEST(InterruptModelTest, ASecondCtrlCQuitsAtOnce) {
+  // A model request takes up to a second to abort: time for an impatient second Ctrl-C.
+  ProviderServer server;
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kRunaway}}, 1000, 40),
+                  std::chrono::milliseconds(30000)});
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  Quarry q(server, cwd.path(), AskArgs(runs));
+  ASSERT_TRUE(WaitForRequests(server, 1, std::chrono::seconds(20)));
+  q.Signal(SIGINT);
+  // Two signals sent back to back may merge into one pending signal: the second comes later.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto second = Clock::now();
+  q.Signal(SIGINT);
+  EXPECT_EQ(q.Wait(std::chrono::seconds(5)), 6) << q.err();
+  EXPECT_LT(MsSince(second), 500);
+  EXPECT_NE(q.err().find("interrupted twice"), std::string::npos) << q.err();
+  EXPECT_FALSE(fs::exists(OnlyRun(runs) / "trace.json"));
+  EXPECT_TRUE(fs::exists(OnlyRun(runs) / "events.jsonl"));
+}
+
+TEST(KilledRunTest, TraceAndViewRebuildAKilledRunFromEventsAndMarkItIncomplete) {
+  ProviderServer server;
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kRunaway}}, 1234, 56)});
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  {
+    Quarry q(server, cwd.path(), AskArgs(runs));
+    ASSERT_TRUE(WaitForRequests(server, 1, std::chrono::seconds(20)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    q.Signal(SIGKILL);
+    EXPECT_EQ(q.Wait(std::chrono::seconds(5)), 128 + SIGKILL);
+  }
+  const fs::path run = OnlyRun(runs);
+  ASSERT_FALSE(run.empty());
+  ASSERT_FALSE(fs::exists(run / "trace.json"));
+  ASSERT_TRUE(fs::exists(run / "events.jsonl"));
+  const std::string id = run.filename().string();
+
+  for (const std::string& which : {std::string("latest"), id}) {
+    auto r = quarry::testing::RunProcess({quarry::testing::QuarryBinary().string(), "trace", which,
+                                          "--runs-dir", runs.string()},
+                                         cwd.path());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("run " + id), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("How many sales rows are there?"), std::string::npos);
+    EXPECT_NE(r.out.find("stop:     incomplete (incomplete: rebuilt from events.jsonl)"),
+              std::string::npos)
+        << r.out;
+    // The model turn that was recorded before the kill, with its tokens.
+    EXPECT_NE(r.out.find("tokens 1234+56"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("sales.csv"), std::string::npos) << "the sources come from the start event";
+  }
+  auto v = quarry::testing::RunProcess(
+      {quarry::testing::QuarryBinary().string(), "view", id, "--runs-dir", runs.string()}, cwd.path());
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  const std::string html = quarry::testing::ReadFile(run / "trace.html");
+  EXPECT_NE(html.find("incomplete"), std::string::npos);
+  EXPECT_NE(html.find("How many sales rows are there?"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quarry
