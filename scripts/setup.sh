@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libcpp-httplib-dev
   bubblewrap libseccomp-dev python3 python3-pandas python3-numpy python3-matplotlib
   libcairo2-dev libpango1.0-dev fonts-dejavu-core chromium
+  clang-16 libclang-rt-16-dev  # libFuzzer and its sanitizers (scripts/fuzz.sh)
 )
 # Node.js may come from elsewhere (NodeSource bundles npm and conflicts with Debian's npm
 # package): only ask apt for it when there is no node or npm at all.

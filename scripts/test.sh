@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh), builds, and runs every test through CTest.
+# Sets up (scripts/setup.sh), builds, and runs every test through CTest; then the same tests
+# built with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/), then a short run of
+# each libFuzzer target (scripts/fuzz.sh, build-fuzz/). QUARRY_FUZZ_SECONDS sets the fuzz run
+# per target (default 60; 0 skips fuzzing); QUARRY_SKIP_SANITIZE=1 skips the sanitizer suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
+stage() { echo "test.sh: $1 done at $((SECONDS - started)) s"; }
 scripts/setup.sh
+stage setup
 cmake -S . -B build -G Ninja
 cmake --build build
+stage build
 ctest --test-dir build --output-on-failure -j2
+stage tests
+if [ "${QUARRY_SKIP_SANITIZE:-0}" != 1 ]; then
+  cmake -S . -B build-asan -G Ninja -DQUARRY_SANITIZE=ON
+  cmake --build build-asan
+  stage "sanitizer build"
+  ctest --test-dir build-asan --output-on-failure -j2
+  stage "sanitizer tests"
+fi
+if [ "${QUARRY_FUZZ_SECONDS:-60}" != 0 ]; then
+  scripts/fuzz.sh "${QUARRY_FUZZ_SECONDS:-60}"
+  stage fuzzing
+fi

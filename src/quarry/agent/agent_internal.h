@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,10 @@ std::string ShowResult(const engine::ResultTable& table, ToolContext& context,
 // Only the evidence part of ShowResult (an empty result, shown as a failure, still grounds 0).
 void RecordEvidence(const engine::ResultTable& table, ToolContext& context,
                     const std::string& tool, const std::string& sql);
+
+// The JSON Schema of a tool's arguments as the model sees it (inspect_schema, run_sql,
+// run_python, make_chart, final_answer; arguments.cc); an empty object for any other name.
+nlohmann::ordered_json ToolParameters(std::string_view tool);
 
 // make_chart's implementation (chart_tool.cc).
 Observation MakeChart(const nlohmann::ordered_json& args, ToolContext& context);

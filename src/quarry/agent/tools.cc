@@ -1,6 +1,7 @@
-// The tool schemas the model sees, their argument validation, and the tools that execute:
-// inspect_schema, run_sql and run_python (their code arguments cleaned of Markdown first, see
-// hygiene_internal.h). final_answer's schema lives here; the loop runs it (verify gate).
+// The tools the model sees and the tools that execute: inspect_schema, run_sql and run_python
+// (their code arguments cleaned of Markdown first, see hygiene_internal.h). Their argument
+// schemas and the check against them are in arguments.cc. final_answer is listed here; the loop
+// runs it (verify gate).
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -14,33 +15,6 @@ namespace quarry::agent {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string JsonType(const json& v) {
-  if (v.is_string()) return "string";
-  if (v.is_boolean()) return "boolean";
-  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
-  if (v.is_number()) return "number";
-  if (v.is_array()) return "array";
-  if (v.is_object()) return "object";
-  return "null";
-}
-
-bool TypeFits(const json& schema, const json& v) {
-  if (!schema.contains("type")) return true;
-  const json& t = schema["type"];
-  auto fits = [&](const std::string& want) {
-    const std::string got = JsonType(v);
-    return got == want || (want == "number" && got == "integer");
-  };
-  if (t.is_array()) {
-    return std::any_of(t.begin(), t.end(), [&](const json& w) { return fits(w.get<std::string>()); });
-  }
-  return fits(t.get<std::string>());
-}
-
-std::string TypeText(const json& schema) {
-  return schema.contains("type") ? schema["type"].dump() : "any";
-}
 
 // The table a model names: by its SQL name, by the escaped form the cards showed it in (a name
 // holding a newline), or, failing both, ignoring case.
@@ -393,42 +367,6 @@ Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
 
 }  // namespace
 
-std::string ValidateArguments(const json& schema, const json& arguments) {
-  if (!arguments.is_object()) return "arguments must be a JSON object, got " + JsonType(arguments);
-  const json props = schema.value("properties", json::object());
-  for (const auto& req : schema.value("required", json::array())) {
-    if (!arguments.contains(req.get<std::string>())) {
-      return "missing required argument '" + req.get<std::string>() + "'";
-    }
-  }
-  for (const auto& [key, value] : arguments.items()) {
-    if (!props.contains(key)) {
-      std::string known;
-      for (const auto& [k, _] : props.items()) known += (known.empty() ? "" : ", ") + k;
-      return "unknown argument '" + key + "'; this tool takes: " + known;
-    }
-    const json& p = props[key];
-    if (!TypeFits(p, value)) {
-      return "argument '" + key + "' must be " + TypeText(p) + ", got " + JsonType(value);
-    }
-    if (p.contains("enum") && std::find(p["enum"].begin(), p["enum"].end(), value) == p["enum"].end()) {
-      return "argument '" + key + "' must be one of " + p["enum"].dump();
-    }
-    if (value.is_string() && p.value("minLength", 0) > 0 && value.get<std::string>().empty()) {
-      return "argument '" + key + "' must not be empty";
-    }
-    if (value.is_array() && p.contains("items")) {
-      for (const auto& item : value) {
-        if (!TypeFits(p["items"], item)) {
-          return "every item of '" + key + "' must be " + TypeText(p["items"]) + ", got " +
-                 JsonType(item);
-        }
-      }
-    }
-  }
-  return "";
-}
-
 std::vector<Tool> DefaultTools(bool python, bool charts) {
   std::vector<Tool> tools;
   tools.push_back(Tool{
@@ -436,20 +374,13 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
        "Show schema cards (types, counts, ranges, samples, notes). `table`: one table, every "
        "column; `columns`: just those. Without `table`, a large schema gives an index of "
        "names by pages (`offset`), narrowed by `prefix`.",
-       json::parse(R"({"type":"object","properties":{"table":{"type":"string","minLength":1,
-         "description":"one table's name; omit for all"},"columns":{"type":"array",
-         "items":{"type":"string"},"description":"only these columns of `table`"},
-         "prefix":{"type":"string","description":"name start"},
-         "offset":{"type":"integer","minimum":0}},
-         "additionalProperties":false})")},
+       ToolParameters("inspect_schema")},
       false, InspectSchema});
   tools.push_back(Tool{
       {"run_sql",
        "Run one read-only SQL query (SELECT or WITH ... SELECT) on the registered tables. "
        "Returns up to 30 rows and the true row count. Compute every figure you will state.",
-       json::parse(R"({"type":"object","properties":{"sql":{"type":"string","minLength":1,
-         "description":"a single SELECT query in the engine's dialect"}},"required":["sql"],
-         "additionalProperties":false})")},
+       ToolParameters("run_sql")},
       true, RunSql});
   if (python) {
     tools.push_back(Tool{
@@ -461,9 +392,7 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
          "save figures with plt.savefig('name.png'). Imports: pandas, numpy, matplotlib, json, "
          "math, datetime, re, statistics, collections, itertools. Use it where SQL is the "
          "wrong tool.",
-         json::parse(R"({"type":"object","properties":{"code":{"type":"string","minLength":1,
-           "description":"a Python script; print the results"}},"required":["code"],
-           "additionalProperties":false})")},
+         ToolParameters("run_python")},
         true, RunPython});
   }
   if (charts) {
@@ -475,9 +404,7 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
          "\"type\": nominal|ordinal|quantitative|temporal, \"sort\"?, \"title\"?}, \"y\": "
          "{...}, \"color\"?: {...}, \"theta\"? (arc)}}. A histogram: bar, x with \"bin\": true, "
          "y {\"aggregate\": \"count\"}. Aggregate in SQL where you can.",
-         json::parse(R"({"type":"object","properties":{"spec":{"type":"object",
-           "description":"the chart spec; data.sql is the query whose rows are drawn"}},
-           "required":["spec"],"additionalProperties":false})")},
+         ToolParameters("make_chart")},
         true, MakeChart});
   }
   tools.push_back(Tool{
@@ -486,13 +413,7 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
        "and in `supporting_values` must be in a result you were shown (or the question): the "
        "same kind of quantity (an id is not a count), the sign its words say (higher/lower), "
        "rounded to the figures written. Else it is sent back.",
-       json::parse(R"({"type":"object","properties":{
-         "answer":{"type":"string","minLength":1,"description":"the answer in plain English"},
-         "supporting_values":{"type":"array","items":{"type":["string","number"]},
-           "description":"the exact values from query results that the answer rests on"},
-         "assumptions":{"type":"array","items":{"type":"string"},"maxItems":5,
-           "description":"choices the question left open, one short sentence each, such as: top customer = by revenue"}},
-         "required":["answer","supporting_values"],"additionalProperties":false})")},
+       ToolParameters("final_answer")},
       false, nullptr});
   return tools;
 }

@@ -1,0 +1,1 @@
+WITH m AS (SELECT date_trunc('month', order_date) AS month, sum(amount) AS revenue FROM sales GROUP BY 1) SELECT * FROM m ORDER BY month;

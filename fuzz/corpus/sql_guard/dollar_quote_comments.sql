@@ -1,0 +1,2 @@
+SELECT $tag$ ; DROP $tag$ AS s, 'it''s' AS q -- ; DELETE
+FROM sales /* ; ATTACH */

@@ -1,0 +1,1 @@
+SELECT load_extension('x'), install, "load"(1) FROM t

@@ -1,0 +1,1 @@
+SELECT "we;ird ""col""" FROM "odd table" WHERE x = E'\';'

@@ -1,0 +1,1 @@
+SELECT region, SUM(revenue) AS total FROM sales GROUP BY region ORDER BY total DESC LIMIT 2
