@@ -91,20 +91,20 @@ TEST(ReplayClientTest, ReadsAFileAndRejectsBadOnes) {
 
   Result<std::unique_ptr<Client>> missing = MakeReplayClient(dir.path() / "nope.json");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().code, Error::Code::kUsage);
+  EXPECT_EQ(missing.error().code, Error::Code::kData);
   EXPECT_NE(missing.error().message.find("nope.json"), std::string::npos);
 
   Result<std::unique_ptr<Client>> broken =
       MakeReplayClient(dir.Write("broken.json", "{\"turns\": ["));
   ASSERT_FALSE(broken);
-  EXPECT_EQ(broken.error().code, Error::Code::kUsage);
+  EXPECT_EQ(broken.error().code, Error::Code::kData);
   EXPECT_NE(broken.error().message.find("not valid JSON"), std::string::npos);
 
   json nameless =
       json::parse(R"({"turns": [{"content": "a"}, {"tool_calls": [{"arguments": {}}]}]})");
   Result<std::unique_ptr<Client>> bad = MakeReplayClientFromJson(nameless, "f.json");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().code, Error::Code::kUsage);
+  EXPECT_EQ(bad.error().code, Error::Code::kData);
   EXPECT_NE(bad.error().message.find("turns[1].tool_calls[0]: missing \"name\""), std::string::npos)
       << bad.error().message;
 

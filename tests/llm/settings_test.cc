@@ -159,14 +159,14 @@ TEST(SettingsTest, PriceFileIsMergedOverBuiltIns) {
   EXPECT_NEAR(*config->prices.Cost("my/model", {2'000'000, 1'000'000, 500'000}), 4.0, 1e-9);
 }
 
-TEST(SettingsTest, MalformedPriceFileIsAUsageError) {
+TEST(SettingsTest, MalformedPriceFileIsADataError) {
   quarry::testing::TempDir dir;
   Env env = {{"QUARRY_BASE_URL", kLocal},
              {"QUARRY_MODEL", "m"},
              {"QUARRY_PRICES", dir.Write("prices.json", "{\"m\": {\"input\": 1,").string()}};
   Result<ClientConfig> broken = ResolveConfig(Settings{}, FakeEnv(env), {});
   ASSERT_FALSE(broken);
-  EXPECT_EQ(broken.error().code, Error::Code::kUsage);
+  EXPECT_EQ(broken.error().code, Error::Code::kData);
   EXPECT_NE(broken.error().message.find("prices.json"), std::string::npos);
 
   PriceTable table = PriceTable::BuiltIn();

@@ -179,6 +179,13 @@ TEST_P(EscapeTest, MemoryBombHitsTheLimit) {
   EXPECT_NE(r.message.find("MemoryError"), std::string::npos) << r.message;
 }
 
+TEST_P(EscapeTest, OutputPrintedBeforeATimeoutComesBackWithIt) {
+  // Python block-buffers stdout into a pipe: without -u this line died with the process.
+  auto r = Run("print('rows checked: 41')\nwhile True:\n    pass\n", false, 1500);
+  EXPECT_EQ(r.failure, FailureClass::kTimeout) << r.message;
+  EXPECT_NE(r.stdout_text.find("rows checked: 41"), std::string::npos) << r.stdout_text;
+}
+
 TEST_P(EscapeTest, CpuLoopIsStopped) {
   auto timed = Run("while True:\n    pass\n", false, 1500);
   EXPECT_EQ(timed.failure, FailureClass::kTimeout) << timed.message;

@@ -168,11 +168,92 @@ TEST(TraceTest, UnreadableTracesSayWhy) {
   EXPECT_NE(bad_version.error().message.find("format_version 99"), std::string::npos);
   auto bad_type = FromJson({{"format_version", 1}, {"question", 5}});
   ASSERT_FALSE(bad_type.has_value());
-  EXPECT_NE(bad_type.error().message.find("'question'"), std::string::npos);
+  EXPECT_EQ(bad_type.error().code, Error::Code::kData);
+  EXPECT_NE(bad_type.error().message.find("field 'question' should be a string, found an integer"),
+            std::string::npos) << bad_type.error().message;
+  // A wrong type deep inside is named by its path.
+  nlohmann::ordered_json deep = {{"format_version", 1},
+                                 {"sources", {{{"path", 7}}}},
+                                 {"steps", {{{"index", 1}}, {{"index", 2}, {"duration_ms", "slow"}}}}};
+  auto bad_source = FromJson(deep);
+  ASSERT_FALSE(bad_source.has_value());
+  EXPECT_NE(bad_source.error().message.find("field 'sources[0].path' should be a string"),
+            std::string::npos) << bad_source.error().message;
+  deep["sources"][0]["path"] = "sales.csv";
+  auto bad_step = FromJson(deep);
+  ASSERT_FALSE(bad_step.has_value());
+  EXPECT_NE(bad_step.error().message.find("field 'steps[1].duration_ms' should be an integer, found a string"),
+            std::string::npos) << bad_step.error().message;
+  deep["steps"] = "not a list";
+  auto bad_steps = FromJson(deep);
+  ASSERT_FALSE(bad_steps.has_value());
+  EXPECT_NE(bad_steps.error().message.find("field 'steps' should be an array, found a string"),
+            std::string::npos);
   quarry::testing::TempDir dir;
   auto not_json = ReadTrace(dir.Write("t.json", "{oops"));
   ASSERT_FALSE(not_json.has_value());
   EXPECT_NE(not_json.error().message.find("not valid JSON"), std::string::npos);
+}
+
+TEST(TraceTest, AKilledRunIsRebuiltFromItsEventsWithACutLastLine) {
+  quarry::testing::TempDir dir;
+  const auto events = dir.Write(
+      "events.jsonl",
+      R"({"event":"start","id":"r1","question":"How many?","model":"m","provider":"p","dialect":"duckdb","sources":[{"path":"a.csv","format":"csv","size_bytes":9,"sha256":"ab","tables":["a"],"cache":""}],"config":{"max_steps":12}})"
+      "\n"
+      R"({"event":"step","index":1,"kind":"model","content":"","tool_calls":[],"usage":{"input_tokens":100,"output_tokens":7,"cached_tokens":0},"cost_usd":0.25,"attempts":1,"duration_ms":40})"
+      "\n"
+      R"({"event":"step","index":2,"kind":"tool","tool":"run_sql","status":"failed","failure_class":"timeout","repair":true,"duration_ms":60})"
+      "\n"
+      R"({"event":"step","index":3,"kind":"mod)");
+  auto t = ReadTrace(events);
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_TRUE(t->incomplete);
+  EXPECT_EQ(t->id, "r1");
+  EXPECT_EQ(t->question, "How many?");
+  EXPECT_EQ(t->stop_reason, "incomplete");
+  ASSERT_EQ(t->sources.size(), 1u);
+  EXPECT_EQ(t->sources[0].path, "a.csv");
+  ASSERT_EQ(t->steps.size(), 2u);
+  EXPECT_EQ(t->totals.model_turns, 1);
+  EXPECT_EQ(t->totals.tool_calls, 1);
+  EXPECT_EQ(t->totals.repair_attempts, 1);
+  EXPECT_EQ(t->totals.repair_successes, 0);
+  EXPECT_EQ(t->totals.input_tokens, 100);
+  EXPECT_DOUBLE_EQ(t->totals.cost_usd, 0.25);
+  EXPECT_EQ(t->totals.wall_ms, 100);
+  ASSERT_EQ(t->notes.size(), 2u);
+  EXPECT_NE(t->notes[1].find("1 line(s) of events.jsonl were unreadable"), std::string::npos);
+  EXPECT_EQ(ToJson(*t)["incomplete"], true);
+  EXPECT_NE(Summary(*t).find("stop:     incomplete (incomplete: rebuilt from events.jsonl)"),
+            std::string::npos);
+
+  auto no_start = ReadTrace(dir.Write("other.jsonl", R"({"event":"step","index":1})" "\n"));
+  ASSERT_FALSE(no_start.has_value());
+  EXPECT_EQ(no_start.error().code, Error::Code::kData);
+  EXPECT_NE(no_start.error().message.find("no start event"), std::string::npos);
+
+  auto wrong = ReadTrace(dir.Write("wrong.jsonl", R"({"event":"start","id":5})" "\n"));
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_NE(wrong.error().message.find("line 1: field 'id' should be a string"), std::string::npos)
+      << wrong.error().message;
+}
+
+TEST(TraceTest, FindTraceFallsBackToEventsAndNamesAnEmptyRunFolder) {
+  quarry::testing::TempDir runs;
+  std::filesystem::create_directories(runs.path() / "20260101-000000-000aaa");
+  runs.Write("20260101-000000-000aaa/events.jsonl", R"({"event":"start","id":"x"})" "\n");
+  std::filesystem::create_directories(runs.path() / "20250101-000000-000bbb");
+  auto latest = FindTrace(runs.path(), "latest");
+  ASSERT_TRUE(latest.has_value()) << latest.error().message;
+  EXPECT_EQ(latest->filename(), "events.jsonl");
+  auto empty = FindTrace(runs.path(), "20250101-000000-000bbb");
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_EQ(empty.error().code, Error::Code::kData);
+  EXPECT_NE(empty.error().message.find("has neither trace.json nor events.jsonl"), std::string::npos);
+  auto none = FindTrace(runs.path(), "nope");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().code, Error::Code::kUsage);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "quarry/cli/cli.h"
 #include "quarry/common/json.h"
+#include "quarry/common/json_fields.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/interrupt.h"
 #include "quarry/cli/commands.h"
@@ -53,16 +54,18 @@ std::vector<std::string> Basenames(const std::vector<std::string>& paths) {
 
 // A recording fits when it answers this question about files of the same names.
 bool Fits(const json& doc, const AskOptions& o) {
-  if (!doc.contains("question") || !doc["question"].is_string()) return false;
+  if (!doc.is_object() || !doc.contains("question") || !doc["question"].is_string()) return false;
   if (NormalizeQuestion(doc["question"].get<std::string>()) != NormalizeQuestion(o.question)) {
     return false;
   }
   // A fixture names its data files; a trace.json, its sources.
   std::vector<std::string> recorded;
-  for (const auto& d : doc.value("data", json::array())) {
-    if (d.is_string()) recorded.push_back(d.get<std::string>());
+  if (doc.contains("data") && doc["data"].is_array()) {
+    for (const auto& d : doc["data"]) {
+      if (d.is_string()) recorded.push_back(d.get<std::string>());
+    }
   }
-  for (const auto& src : doc.value("sources", json::array())) {
+  for (const auto& src : doc.contains("sources") && doc["sources"].is_array() ? doc["sources"] : json::array()) {
     if (src.is_object() && src.contains("path") && src["path"].is_string()) {
       recorded.push_back(src["path"].get<std::string>());
     }
@@ -86,8 +89,10 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
       if (doc.is_discarded() || !doc.contains("question")) continue;
       if (Fits(doc, o)) return llm::MakeReplayClientFromJson(doc, f.string());
       std::string data;
-      for (const auto& d : doc.value("data", json::array())) data += " --data " + d.get<std::string>();
-      known.push_back("\"" + doc["question"].get<std::string>() + "\"" + data);
+      std::vector<std::string> data_files;
+      ReadJsonField(doc, "data", data_files);
+      for (const auto& d : data_files) data += " --data " + d;
+      known.push_back("\"" + JsonString(doc, "question", "(no question)") + "\"" + data);
     }
     if (!known.empty()) break;
   }
@@ -111,11 +116,11 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
                        &problem)
            : json(json::value_t::discarded);
     if (doc.is_discarded()) {
-      return Fail(Error::Code::kUsage, "--replay " + o.replay + " is not a readable JSON file (" + problem + ")");
+      return Fail(Error::Code::kData, "--replay " + o.replay + " is not a readable JSON file (" + problem + ")");
     }
     if (doc.contains("question") && !Fits(doc, o)) {
       return Fail(Error::Code::kUsage, "--replay " + o.replay + " records the question \"" +
-                                           doc["question"].get<std::string>() +
+                                           JsonString(doc, "question", "(not a string)") +
                                            "\" about other data files or another question; "
                                            "replay it with the same question and --data files");
     }

@@ -18,10 +18,10 @@ Result<double> PriceField(const json& entry, const char* key, std::optional<doub
   auto it = entry.find(key);
   if (it == entry.end()) {
     if (fallback) return *fallback;
-    return Fail(Error::Code::kUsage, where + ": missing \"" + key + "\" (USD per million tokens)");
+    return Fail(Error::Code::kData, where + ": missing \"" + key + "\" (USD per million tokens)");
   }
   if (!it->is_number() || !(it->get<double>() >= 0.0) || it->get<double>() > 1e9) {
-    return Fail(Error::Code::kUsage,
+    return Fail(Error::Code::kData,
                 where + ": \"" + key + "\" must be a non-negative number (USD per million tokens)");
   }
   return it->get<double>();
@@ -53,20 +53,20 @@ PriceTable PriceTable::BuiltIn() {
 Result<void> PriceTable::MergeFile(const std::filesystem::path& path) {
   const std::string name = "price file " + path.string();
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(Error::Code::kUsage, name + ": cannot be read");
+  if (!in) return Fail(Error::Code::kData, name + ": cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
   json doc = ParseJson(text.str());
-  if (doc.is_discarded()) return Fail(Error::Code::kUsage, name + ": not valid JSON");
+  if (doc.is_discarded()) return Fail(Error::Code::kData, name + ": not valid JSON");
   if (!doc.is_object()) {
-    return Fail(Error::Code::kUsage,
+    return Fail(Error::Code::kData,
                 name + ": expected an object {\"model-id\": {\"input\": .., \"output\": ..}}");
   }
   // Validate everything before changing anything, so a bad file leaves the table as it was.
   std::map<std::string, Price> parsed;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string where = name + ": entry \"" + it.key() + "\"";
-    if (!it->is_object()) return Fail(Error::Code::kUsage, where + ": expected an object");
+    if (!it->is_object()) return Fail(Error::Code::kData, where + ": expected an object");
     Result<double> input = PriceField(*it, "input", std::nullopt, where);
     if (!input) return std::unexpected(input.error());
     Result<double> output = PriceField(*it, "output", std::nullopt, where);

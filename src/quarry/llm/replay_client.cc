@@ -19,17 +19,17 @@ Result<int64_t> TokenCount(const json& usage, const char* key, const std::string
   auto it = usage.find(key);
   if (it == usage.end() || it->is_null()) return 0;
   if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-    return Fail(Error::Code::kUsage, where + ".usage." + key + ": expected a non-negative integer");
+    return Fail(Error::Code::kData, where + ".usage." + key + ": expected a non-negative integer");
   }
   return it->get<int64_t>();
 }
 
 Result<ToolCall> ParseToolCall(const json& call, size_t turn_index, size_t i,
                                const std::string& where) {
-  if (!call.is_object()) return Fail(Error::Code::kUsage, where + ": expected an object");
+  if (!call.is_object()) return Fail(Error::Code::kData, where + ": expected an object");
   auto name = call.find("name");
   if (name == call.end() || !name->is_string() || name->get<std::string>().empty()) {
-    return Fail(Error::Code::kUsage, where + ": missing \"name\"");
+    return Fail(Error::Code::kData, where + ": missing \"name\"");
   }
   ToolCall out;
   out.name = name->get<std::string>();
@@ -52,20 +52,20 @@ Result<ToolCall> ParseToolCall(const json& call, size_t turn_index, size_t i,
 }
 
 Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where) {
-  if (!entry.is_object()) return Fail(Error::Code::kUsage, where + ": expected an object");
+  if (!entry.is_object()) return Fail(Error::Code::kData, where + ": expected an object");
   Turn turn;
   turn.latency_ms = 0;
   auto content = entry.find("content");
   if (content != entry.end() && content->is_string()) {
     turn.content = content->get<std::string>();
   } else if (content != entry.end() && !content->is_null()) {
-    return Fail(Error::Code::kUsage, where + ".content: expected a string");
+    return Fail(Error::Code::kData, where + ".content: expected a string");
   }
 
   auto calls = entry.find("tool_calls");
   if (calls != entry.end() && !calls->is_null()) {
     if (!calls->is_array()) {
-      return Fail(Error::Code::kUsage, where + ".tool_calls: expected an array");
+      return Fail(Error::Code::kData, where + ".tool_calls: expected an array");
     }
     for (size_t i = 0; i < calls->size(); ++i) {
       Result<ToolCall> call =
@@ -77,7 +77,7 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
 
   auto usage = entry.find("usage");
   if (usage != entry.end() && !usage->is_null()) {
-    if (!usage->is_object()) return Fail(Error::Code::kUsage, where + ".usage: expected an object");
+    if (!usage->is_object()) return Fail(Error::Code::kData, where + ".usage: expected an object");
     Result<int64_t> input = TokenCount(*usage, "input_tokens", where);
     Result<int64_t> output = TokenCount(*usage, "output_tokens", where);
     Result<int64_t> cached = TokenCount(*usage, "cached_tokens", where);
@@ -90,7 +90,7 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
   auto cost = entry.find("cost_usd");
   if (cost != entry.end() && !cost->is_null()) {
     if (!cost->is_number())
-      return Fail(Error::Code::kUsage, where + ".cost_usd: expected a number");
+      return Fail(Error::Code::kData, where + ".cost_usd: expected a number");
     turn.cost_usd = cost->get<double>();
     turn.cost_reported = true;
   } else {
@@ -136,19 +136,19 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
   const std::string name = "replay file " + origin;
   if (!doc.is_object()) {
     return Fail(
-        Error::Code::kUsage,
+        Error::Code::kData,
         name + ": expected a JSON object with \"turns\" (a fixture) or \"steps\" (a trace)");
   }
   std::vector<Turn> turns;
   if (auto list = doc.find("turns"); list != doc.end()) {
-    if (!list->is_array()) return Fail(Error::Code::kUsage, name + ": \"turns\" must be an array");
+    if (!list->is_array()) return Fail(Error::Code::kData, name + ": \"turns\" must be an array");
     for (size_t i = 0; i < list->size(); ++i) {
       Result<Turn> turn = ParseTurn((*list)[i], i, name + ": turns[" + std::to_string(i) + "]");
       if (!turn) return std::unexpected(turn.error());
       turns.push_back(std::move(*turn));
     }
   } else if (auto steps = doc.find("steps"); steps != doc.end()) {
-    if (!steps->is_array()) return Fail(Error::Code::kUsage, name + ": \"steps\" must be an array");
+    if (!steps->is_array()) return Fail(Error::Code::kData, name + ": \"steps\" must be an array");
     for (size_t i = 0; i < steps->size(); ++i) {
       const json& step = (*steps)[i];
       if (!step.is_object()) continue;
@@ -160,10 +160,10 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
       turns.push_back(std::move(*turn));
     }
   } else {
-    return Fail(Error::Code::kUsage,
+    return Fail(Error::Code::kData,
                 name + ": has neither \"turns\" (a fixture) nor \"steps\" (a trace)");
   }
-  if (turns.empty()) return Fail(Error::Code::kUsage, name + ": holds no model turns");
+  if (turns.empty()) return Fail(Error::Code::kData, name + ": holds no model turns");
 
   std::string model = "replay";
   if (auto m = doc.find("model");
@@ -175,12 +175,12 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
 
 Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(Error::Code::kUsage, "replay file " + path.string() + ": cannot be read");
+  if (!in) return Fail(Error::Code::kData, "replay file " + path.string() + ": cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
   json doc = ParseJson(text.str());
   if (doc.is_discarded()) {
-    return Fail(Error::Code::kUsage, "replay file " + path.string() + ": not valid JSON");
+    return Fail(Error::Code::kData, "replay file " + path.string() + ": not valid JSON");
   }
   return MakeReplayClientFromJson(doc, path.string());
 }

@@ -3,6 +3,7 @@
 // over length-prefixed JSON frames, restarting the process after a call that ended it.
 #include "quarry/sandbox/kernel.h"
 #include "quarry/common/json.h"
+#include "quarry/common/json_fields.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -83,17 +84,14 @@ std::optional<json> TakeFrame(std::string& buffer, bool& broken) {
 
 std::vector<std::string> Strings(const json& message, const char* key) {
   std::vector<std::string> out;
-  const json list = message.value(key, json::array());
-  if (!list.is_array()) return out;
-  for (const auto& s : list) {
+  if (!message.is_object() || !message.contains(key) || !message[key].is_array()) return out;
+  for (const auto& s : message[key]) {
     if (s.is_string()) out.push_back(s.get<std::string>());
   }
   return out;
 }
 
-std::string Text(const json& message, const char* key) {
-  return message.contains(key) && message[key].is_string() ? message[key].get<std::string>() : "";
-}
+std::string Text(const json& message, const char* key) { return JsonString(message, key); }
 
 }  // namespace
 
@@ -185,7 +183,7 @@ struct Kernel::State {
     if (isolated) {
       argv = BwrapArgs(FindBwrap(), limits, 4, {"QUARRY_KERNEL=1"});
     } else {
-      argv = {kPython, "-I", "-c", EmbeddedRunner().at("runner")};
+      argv = {kPython, "-I", "-u", "-c", EmbeddedRunner().at("runner")};
       env = Environment(fs::absolute(options.workdir).string());
       env.push_back("QUARRY_KERNEL=1");
     }

@@ -3,6 +3,7 @@
 // output under caps and a wall-clock deadline, and classifies how it ended.
 #include "quarry/sandbox/sandbox.h"
 #include "quarry/common/json.h"
+#include "quarry/common/json_fields.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -130,7 +131,7 @@ std::vector<std::string> BwrapArgs(const std::string& bwrap, const Options& o, i
     const size_t eq = kv.find('=');
     a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
   }
-  a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd), kPython, "-I", "-c",
+  a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd), kPython, "-I", "-u", "-c",
                      EmbeddedRunner().at("runner")});
   return a;
 }
@@ -237,7 +238,7 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
   if (isolated) {
     argv = BwrapArgs(FindBwrap(), o, 4, {});
   } else {
-    argv = {kPython, "-I", "-c", EmbeddedRunner().at("runner")};
+    argv = {kPython, "-I", "-u", "-c", EmbeddedRunner().at("runner")};
     env = Environment(fs::absolute(o.workdir).string());
   }
   const std::set<std::string> images_before = ImageFiles(o.workdir);
@@ -334,11 +335,17 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
     r.message = "runtime_error: the code printed more than " +
                 std::to_string(64 * o.output_cap_bytes) + " bytes and was killed; print summaries";
   } else if (res.is_object() && res.contains("status")) {
-    const std::string s = res["status"].get<std::string>();
-    r.rule = res.value("rule", json()).is_string() ? res["rule"].get<std::string>() : "";
-    r.message = res.value("message", "");
-    for (const auto& t : res.value("tables_loaded", json::array())) r.tables_loaded.push_back(t);
-    for (const auto& n : res.value("notes", json::array())) r.notes.push_back(n);
+    // Read without throwing: the line comes from a process that ran untrusted code.
+    const std::string s = JsonString(res, "status");
+    r.rule = JsonString(res, "rule");
+    r.message = JsonString(res, "message");
+    for (const char* key : {"tables_loaded", "notes"}) {
+      std::vector<std::string> items;
+      if (ReadJsonField(res, key, items).empty()) {
+        auto& into = std::string_view(key) == "notes" ? r.notes : r.tables_loaded;
+        into.insert(into.end(), items.begin(), items.end());
+      }
+    }
     if (s == "internal_error") {
       return Fail(Error::Code::kInternal, "the sandboxed Python could not start: " + r.message);
     }
