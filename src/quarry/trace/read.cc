@@ -52,6 +52,25 @@ std::string Element(const std::string& array_path, size_t i) {
   return array_path + "[" + std::to_string(i) + "]";
 }
 
+void ReadSources(const json& sources, std::vector<SourceRecord>& out, std::string& problem) {
+  for (size_t i = 0; i < sources.size() && problem.empty(); ++i) {
+    const std::string path = Element("sources", i);
+    if (!sources[i].is_object()) {
+      problem = "field '" + path + "' should be an object, found " + JsonKind(sources[i]);
+      return;
+    }
+    SourceRecord r;
+    Fields sf(sources[i], path, &problem);
+    sf("path", r.path);
+    sf("format", r.format);
+    sf("size_bytes", r.size_bytes);
+    sf("sha256", r.sha256);
+    sf("tables", r.tables);
+    sf("cache", r.cache);
+    out.push_back(std::move(r));
+  }
+}
+
 void ReadStep(const json& s, const std::string& where, Step& st, std::string& problem) {
   if (!s.is_object()) {
     problem = "field '" + where + "' should be an object, found " + JsonKind(s);
@@ -113,24 +132,7 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
     mf("provider", t.provider);
     mf("model", t.model);
   }
-  if (const json* sources = f.Array("sources")) {
-    for (size_t i = 0; i < sources->size() && problem.empty(); ++i) {
-      const std::string path = Element("sources", i);
-      SourceRecord r;
-      if (!(*sources)[i].is_object()) {
-        problem = "field '" + path + "' should be an object, found " + JsonKind((*sources)[i]);
-        break;
-      }
-      Fields sf((*sources)[i], path, &problem);
-      sf("path", r.path);
-      sf("format", r.format);
-      sf("size_bytes", r.size_bytes);
-      sf("sha256", r.sha256);
-      sf("tables", r.tables);
-      sf("cache", r.cache);
-      t.sources.push_back(std::move(r));
-    }
-  }
+  if (const json* sources = f.Array("sources")) ReadSources(*sources, t.sources, problem);
   if (const json* steps = f.Array("steps")) {
     for (size_t i = 0; i < steps->size() && problem.empty(); ++i) {
       Step st;
@@ -253,19 +255,7 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       f("provider", t.provider);
       f("dialect", t.dialect);
       f("config", t.config);
-      if (const json* sources = f.Array("sources")) {
-        for (size_t i = 0; i < sources->size() && problem.empty(); ++i) {
-          SourceRecord r;
-          Fields sf((*sources)[i], Element("sources", i), &problem);
-          sf("path", r.path);
-          sf("format", r.format);
-          sf("size_bytes", r.size_bytes);
-          sf("sha256", r.sha256);
-          sf("tables", r.tables);
-          sf("cache", r.cache);
-          t.sources.push_back(std::move(r));
-        }
-      }
+      if (const json* sources = f.Array("sources")) ReadSources(*sources, t.sources, problem);
     } else if (kind == "step") {
       Step st;
       ReadStep(event, "step", st, problem);
