@@ -1,0 +1,147 @@
+// DuckDB's C handles with owners (their destroy functions take a pointer to the handle), the
+// error classification, and the watchdog that interrupts a query at its deadline or on a stop
+// request. Internal to the engine module.
+#pragma once
+
+#include <duckdb.h>
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "quarry/engine/engine_internal.h"
+
+namespace quarry::engine::internal {
+
+class Database {
+ public:
+  Database() = default;
+  ~Database() { if (db_) duckdb_close(&db_); }
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  duckdb_database* out() { return &db_; }
+  duckdb_database get() const { return db_; }
+
+ private:
+  duckdb_database db_ = nullptr;
+};
+
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection() { if (conn_) duckdb_disconnect(&conn_); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  duckdb_connection* out() { return &conn_; }
+  duckdb_connection get() const { return conn_; }
+
+ private:
+  duckdb_connection conn_ = nullptr;
+};
+
+class Config {
+ public:
+  Config() { duckdb_create_config(&config_); }
+  ~Config() { duckdb_destroy_config(&config_); }
+  Config(const Config&) = delete;
+  Config& operator=(const Config&) = delete;
+  bool Set(const char* name, const char* value) {
+    return duckdb_set_config(config_, name, value) == DuckDBSuccess;
+  }
+  duckdb_config get() const { return config_; }
+
+ private:
+  duckdb_config config_ = nullptr;
+};
+
+// duckdb_destroy_result must run even after a failed query.
+class QueryResult {
+ public:
+  QueryResult() = default;
+  ~QueryResult() { duckdb_destroy_result(&result_); }
+  QueryResult(const QueryResult&) = delete;
+  QueryResult& operator=(const QueryResult&) = delete;
+  duckdb_result* out() { return &result_; }
+  duckdb_result* get() { return &result_; }
+  std::string error() { return duckdb_result_error(&result_) ? duckdb_result_error(&result_) : ""; }
+
+ private:
+  duckdb_result result_{};
+};
+
+class Prepared {
+ public:
+  Prepared() = default;
+  ~Prepared() { duckdb_destroy_prepare(&stmt_); }
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  duckdb_prepared_statement* out() { return &stmt_; }
+  duckdb_prepared_statement get() const { return stmt_; }
+
+ private:
+  duckdb_prepared_statement stmt_ = nullptr;
+};
+
+class Extracted {
+ public:
+  Extracted() = default;
+  ~Extracted() { duckdb_destroy_extracted(&ex_); }
+  Extracted(const Extracted&) = delete;
+  Extracted& operator=(const Extracted&) = delete;
+  duckdb_extracted_statements* out() { return &ex_; }
+  duckdb_extracted_statements get() const { return ex_; }
+
+ private:
+  duckdb_extracted_statements ex_ = nullptr;
+};
+
+inline std::optional<std::string> Cell(duckdb_result* r, idx_t col, idx_t row) {
+  if (duckdb_value_is_null(r, col, row)) return std::nullopt;
+  char* v = duckdb_value_varchar(r, col, row);
+  if (!v) return std::nullopt;
+  std::string s(v);
+  duckdb_free(v);
+  return s;
+}
+
+// DuckDB's messages start with the error kind ("Parser Error: ..."), which decides the class.
+inline FailureClass ClassifyDuckDbError(std::string_view message) {
+  if (message.starts_with("Parser Error")) return FailureClass::kSyntaxError;
+  if (message.starts_with("Permission Error")) return FailureClass::kGuardViolation;
+  return FailureClass::kRuntimeError;
+}
+
+// Stops a query at its deadline or when `stop` is requested, from a second thread
+// (duckdb_interrupt is the documented way), and after a second reports DuckDB's progress
+// estimate, so a long load or query is not silent. timeout_ms 0: no deadline. Once it fires it
+// interrupts again every 100 ms until the query returns: an interrupt that lands before DuckDB
+// has begun executing is cleared when execution begins.
+class Watchdog {
+ public:
+  Watchdog(duckdb_connection conn, int64_t timeout_ms, const ProgressFn* progress = nullptr,
+           std::string what = {}, StopToken stop = {});
+  ~Watchdog();
+  bool fired() {
+    std::lock_guard lock(mu_);
+    return fired_;
+  }
+  bool cancelled() {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool fired_ = false;      // the deadline passed
+  bool cancelled_ = false;  // the stop was requested first
+  std::thread thread_;
+  std::stop_callback<std::function<void()>> on_stop_;
+};
+
+}  // namespace quarry::engine::internal

@@ -1,0 +1,62 @@
+// The query watchdog (duckdb_internal.h): a second thread that interrupts the query at its
+// deadline or on a stop request, and reports DuckDB's progress estimate after a second.
+#include "quarry/engine/duckdb_internal.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace quarry::engine::internal {
+
+Watchdog::Watchdog(duckdb_connection conn, int64_t timeout_ms, const ProgressFn* progress,
+                 std::string what, StopToken stop)
+    : thread_([this, conn, timeout_ms, progress, what = std::move(what)] {
+        const auto start = std::chrono::steady_clock::now();
+        std::unique_lock lock(mu_);
+        bool reported = false;
+        while (!done_) {
+          const auto elapsed = std::chrono::steady_clock::now() - start;
+          if (!fired_ && !cancelled_ && timeout_ms > 0 &&
+              elapsed >= std::chrono::milliseconds(timeout_ms)) {
+            fired_ = true;
+          }
+          if (fired_ || cancelled_) {
+            duckdb_interrupt(conn);
+            cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; });
+            continue;
+          }
+          if (progress && *progress && elapsed >= std::chrono::seconds(1)) {
+            const double pct = duckdb_query_progress(conn).percentage;
+            if (pct >= 0) {
+              (*progress)(what, pct);
+              reported = true;
+            }
+          }
+          auto slice = std::chrono::milliseconds(250);
+          if (timeout_ms > 0) {
+            slice = std::min(slice, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::milliseconds(timeout_ms) - elapsed));
+          }
+          cv_.wait_for(lock, std::max(slice, std::chrono::milliseconds(1)),
+                       [this] { return done_ || cancelled_; });
+        }
+        if (reported) (*progress)(what, -1.0);
+      }),
+      // Runs on the thread that requests the stop (or here, when it already was).
+      on_stop_(std::move(stop), [this] {
+        {
+          std::lock_guard lock(mu_);
+          if (!fired_) cancelled_ = true;
+        }
+        cv_.notify_all();
+      }) {}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+}  // namespace quarry::engine::internal
