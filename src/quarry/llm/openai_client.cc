@@ -10,6 +10,7 @@
 
 #include "quarry/llm/http_internal.h"
 #include "quarry/common/json.h"
+#include "quarry/common/json_fields.h"
 #include "quarry/llm/llm.h"
 
 namespace quarry::llm {
@@ -112,13 +113,8 @@ json BuildBody(const ClientConfig& config, const Request& request, const Samplin
   return body;
 }
 
-// nlohmann's value() throws on a type mismatch; provider JSON must never throw.
-std::string StringField(const json& object, const char* key) {
-  if (!object.is_object()) return {};
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
+// nlohmann's value() throws on a type mismatch; provider JSON must never throw (strings are
+// read with JsonString, common/json_fields.h).
 const json* ObjectField(const json& object, const char* key) {
   if (!object.is_object()) return nullptr;
   auto it = object.find(key);
@@ -145,10 +141,10 @@ std::string ProviderMessage(const std::string& body) {
     auto error = doc.find("error");
     if (error != doc.end() && error->is_string()) return Snippet(error->get<std::string>());
     if (error != doc.end() && error->is_object()) {
-      std::string message = StringField(*error, "message");
+      std::string message = JsonString(*error, "message");
       // OpenRouter puts the upstream provider's own explanation here.
       const json* metadata = ObjectField(*error, "metadata");
-      std::string raw = metadata ? StringField(*metadata, "raw") : std::string();
+      std::string raw = metadata ? JsonString(*metadata, "raw") : std::string();
       if (!raw.empty()) message += " (" + raw + ")";
       if (!message.empty()) return Snippet(message);
     }
@@ -185,8 +181,8 @@ std::string RejectedParameter(long status, const std::string& body,
   if (status != 400 && status != 422) return "";
   const json doc = ParseJson(body);
   const json* error = ObjectField(doc, "error");
-  const std::string code = error ? StringField(*error, "code") : std::string();
-  const std::string message = Lower(error ? StringField(*error, "message") : body);
+  const std::string code = error ? JsonString(*error, "code") : std::string();
+  const std::string message = Lower(error ? JsonString(*error, "message") : body);
   const bool unsupported =
       code == "unsupported_parameter" || code == "unsupported_value" ||
       message.find("unsupported parameter") != std::string::npos ||
@@ -195,7 +191,7 @@ std::string RejectedParameter(long status, const std::string& body,
       message.find("unrecognized request argument") != std::string::npos ||
       message.find("extra inputs are not permitted") != std::string::npos;
   if (!unsupported) return "";
-  const std::string param = error ? StringField(*error, "param") : std::string();
+  const std::string param = error ? JsonString(*error, "param") : std::string();
   if (std::find(sent.begin(), sent.end(), param) != sent.end()) return param;
   std::string first;
   size_t first_at = std::string::npos;
@@ -210,7 +206,7 @@ std::string ContentText(const json& content) {
   if (content.is_string()) return content.get<std::string>();
   std::string text;
   if (content.is_array()) {  // [{"type": "text", "text": ...}] from some servers
-    for (const json& part : content) text += StringField(part, "text");
+    for (const json& part : content) text += JsonString(part, "text");
   }
   return text;
 }
@@ -243,7 +239,7 @@ Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
                    ? id->get<std::string>()
                    : "call_" + std::to_string(i);
       if (const json* function = ObjectField(call, "function")) {
-        out.name = StringField(*function, "name");
+        out.name = JsonString(*function, "name");
         auto args = function->find("arguments");
         // Kept verbatim: the agent, not the client, judges whether the arguments parse.
         if (args != function->end() && args->is_string()) {
@@ -255,7 +251,7 @@ Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
       turn.tool_calls.push_back(std::move(out));
     }
   }
-  turn.finish_reason = StringField(choice, "finish_reason");
+  turn.finish_reason = JsonString(choice, "finish_reason");
 
   static const json kNoUsage = json::object();
   const json* usage_ptr = ObjectField(doc, "usage");
