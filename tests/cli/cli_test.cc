@@ -355,5 +355,38 @@ TEST_F(CliTest, SchemaErrorNamesTheFileThatFailed) {
   EXPECT_NE(ok.out.find("read as Latin-1"), std::string::npos) << ok.out;
 }
 
+// Files handed to quarry (a trace to view or summarise, a replay file, a price file) that are
+// too deep, of the wrong types or not JSON: each exits 3 with a message naming the file and
+// the problem, never an internal error or a crash.
+TEST_F(CliTest, HostileFilesExitThreeNamingTheProblem) {
+  const std::string deep = "{\"format_version\": 1, \"notes\": " + std::string(100000, '[') +
+                           std::string(100000, ']') + "}";
+  const auto deep_trace = cwd_.Write("deep.json", deep);
+  for (const char* command : {"view", "trace"}) {
+    auto r = Quarry({command, deep_trace.string()});
+    EXPECT_EQ(r.exit_code, 3) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("deep.json: JSON nested more than 256 levels deep"), std::string::npos)
+        << r.err;
+  }
+  const auto typed = cwd_.Write(
+      "typed.json", R"({"format_version": 1, "question": "q", "totals": {"cost_usd": "free"}})");
+  auto wrong = Quarry({"trace", typed.string()});
+  EXPECT_EQ(wrong.exit_code, 3) << wrong.err;
+  EXPECT_NE(wrong.err.find("field 'totals.cost_usd' should be a number, found a string"),
+            std::string::npos)
+      << wrong.err;
+
+  auto replay = Quarry({"ask", "--replay", deep_trace.string(), "--data", Data("sales.csv"), "q"});
+  EXPECT_EQ(replay.exit_code, 3) << replay.err;
+  EXPECT_NE(replay.err.find("nested more than 256 levels"), std::string::npos) << replay.err;
+
+  const auto prices = cwd_.Write("prices.json", std::string(5000, '[') + std::string(5000, ']'));
+  auto priced = Quarry({"ask", "--data", Data("sales.csv"), "q"},
+                       {"QUARRY_BASE_URL=http://127.0.0.1:9/v1", "QUARRY_MODEL=m",
+                        "QUARRY_PRICES=" + prices.string()});
+  EXPECT_EQ(priced.exit_code, 3) << priced.err;
+  EXPECT_NE(priced.err.find("prices.json"), std::string::npos) << priced.err;
+}
+
 }  // namespace
 }  // namespace quarry
