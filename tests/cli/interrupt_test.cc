@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -205,6 +206,48 @@ TEST(InterruptModelTest, ASecondCtrlCQuitsAtOnce) {
   EXPECT_NE(q.err().find("interrupted twice"), std::string::npos) << q.err();
   EXPECT_FALSE(fs::exists(OnlyRun(runs) / "trace.json"));
   EXPECT_TRUE(fs::exists(OnlyRun(runs) / "events.jsonl"));
+}
+
+TEST(InterruptOpenTest, CtrlCWhileOpeningALargeFileStopsTheLoad) {
+  ProviderServer server;  // never reached: the run stops before any model call
+  quarry::testing::TempDir cwd;
+  {
+    std::ofstream big(cwd.path() / "big.csv");
+    big << "id,region,amount,day\n";
+    for (int i = 0; i < 4'000'000; ++i) {
+      big << i << ",r" << (i % 97) << "," << (i % 1000) * 0.25 << ",2024-01-" << 10 + i % 18 << "\n";
+    }
+  }
+  const fs::path runs = cwd.path() / "runs";
+  Quarry q(server, cwd.path(),
+           {"ask", "--no-cache", "--timeout-ms", "120000", "--runs-dir", runs.string(), "--data",
+            (cwd.path() / "big.csv").string(), "How many rows?"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const auto sent = Clock::now();
+  q.Signal(SIGINT);
+  EXPECT_EQ(q.Wait(std::chrono::seconds(30)), 6) << q.err();
+  EXPECT_LT(MsSince(sent), 2500) << q.err();
+  EXPECT_NE(q.err().find("interrupted while opening the data"), std::string::npos) << q.err();
+  EXPECT_TRUE(server.requests().empty());
+}
+
+TEST(InterruptOpenTest, CtrlCStopsQuarryPythonAndRemovesTheTableCopies) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const auto script = cwd.Write("loop.py", "print('started', flush=True)\nwhile True:\n    pass\n");
+  const fs::path runs = cwd.path() / "runs";
+  Quarry q(server, cwd.path(),
+           {"python", "--runs-dir", runs.string(), "--timeout-ms", "60000",
+            (quarry::testing::SourceDir() / "data" / "sales.csv").string(), script.string()});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto sent = Clock::now();
+  q.Signal(SIGTERM);
+  EXPECT_EQ(q.Wait(std::chrono::seconds(10)), 6) << q.err();
+  EXPECT_LT(MsSince(sent), 2000);
+  // The copies of the user's data made for the sandbox are gone.
+  const fs::path run = OnlyRun(runs);
+  ASSERT_FALSE(run.empty());
+  EXPECT_FALSE(fs::exists(run / "tables"));
 }
 
 TEST(KilledRunTest, TraceAndViewRebuildAKilledRunFromEventsAndMarkItIncomplete) {

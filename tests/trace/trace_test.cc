@@ -205,6 +205,8 @@ TEST(TraceTest, AKilledRunIsRebuiltFromItsEventsWithACutLastLine) {
       "\n"
       R"({"event":"step","index":2,"kind":"tool","tool":"run_sql","status":"failed","failure_class":"timeout","repair":true,"duration_ms":60})"
       "\n"
+      R"({"index":4,"kind":"model"})"
+      "\n"
       R"({"event":"step","index":3,"kind":"mod)");
   auto t = ReadTrace(events);
   ASSERT_TRUE(t.has_value()) << t.error().message;
@@ -223,7 +225,7 @@ TEST(TraceTest, AKilledRunIsRebuiltFromItsEventsWithACutLastLine) {
   EXPECT_DOUBLE_EQ(t->totals.cost_usd, 0.25);
   EXPECT_EQ(t->totals.wall_ms, 100);
   ASSERT_EQ(t->notes.size(), 2u);
-  EXPECT_NE(t->notes[1].find("1 line(s) of events.jsonl were unreadable"), std::string::npos);
+  EXPECT_NE(t->notes[1].find("2 line(s) of events.jsonl were not quarry events"), std::string::npos);
   EXPECT_EQ(ToJson(*t)["incomplete"], true);
   EXPECT_NE(Summary(*t).find("stop:     incomplete (incomplete: rebuilt from events.jsonl)"),
             std::string::npos);

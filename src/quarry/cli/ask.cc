@@ -229,14 +229,16 @@ int RunAsk(const AskOptions& o) {
   const InterruptScope interrupt;
   LoadFlags load = o.load;
   load.timeout_ms = o.config.limits.timeout_ms;
+  load.stop = interrupt.token();
   const auto load_start = std::chrono::steady_clock::now();
   auto engine = OpenData(o.data, load);
   const int64_t load_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - load_start).count();
-  if (!engine) return Report(engine.error());
+  // Whatever the loader made of the interruption, it was one.
   if (interrupt.token().stop_requested()) {
     return Report({Error::Code::kCancelled, "interrupted while opening the data; nothing was asked"});
   }
+  if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.data, load);
   auto client = MakeClient(o);
   if (!client) return Report(client.error());

@@ -32,6 +32,7 @@ struct LoadFlags {
   bool profile = true;
   bool fingerprint = true;
   bool show_notes = false;  // the loader's notes on stderr (commands without cards on stdout)
+  StopToken stop;           // Ctrl-C while opening (InterruptScope::token)
 };
 engine::OpenOptions ToOpenOptions(const LoadFlags& flags);
 // engine::Open over the user's specs (paths, maybe with ?options).

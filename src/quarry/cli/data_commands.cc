@@ -138,10 +138,14 @@ int RunSql(const DataOptions& o) {
   load.timeout_ms = o.timeout_ms;
   load.profile = false;
   load.fingerprint = false;
+  const InterruptScope interrupt;
+  load.stop = interrupt.token();
   auto engine = OpenData(o.paths, load);
+  if (interrupt.token().stop_requested()) {
+    return Report({Error::Code::kCancelled, "interrupted while opening the data"});
+  }
   if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.paths, load);
-  const InterruptScope interrupt;
   auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows, interrupt.token()});
   // After the query: a value past the sample may have made the engine read the file again.
   PrintNotes(**engine);

@@ -21,7 +21,8 @@ void OnSignal(int signal_number) {
   int expected = 0;
   if (!g_signal.compare_exchange_strong(expected, signal_number)) {
     // A second Ctrl-C: the user will not wait for a clean stop.
-    static const char kMessage[] = "\nquarry: interrupted twice: stopped without writing trace.json\n";
+    static const char kMessage[] =
+        "\nquarry: interrupted twice: quit at once (a run's trace.json is not written)\n";
     [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
     _exit(kExitInterrupted);
   }
@@ -41,7 +42,7 @@ InterruptScope::InterruptScope() {
         char byte;
         if (read(g_pipe[0], &byte, 1) == 1) {
           static const char kMessage[] =
-              "\nquarry: stopping (Ctrl-C again to quit at once, without trace.json)\n";
+              "\nquarry: stopping (Ctrl-C again to quit at once)\n";
           [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
           source_.request_stop();
           return;

@@ -61,6 +61,7 @@ engine::OpenOptions ToOpenOptions(const LoadFlags& flags) {
   o.profile = flags.profile;
   o.fingerprint = flags.fingerprint;
   o.timeout_ms = flags.timeout_ms;
+  o.stop = flags.stop;
   o.use_cache = !flags.no_cache;
   if (!flags.cache_dir.empty()) o.cache_dir = flags.cache_dir;
   // A load or query past a second shows its progress on one line of a terminal's stderr.

@@ -7,6 +7,7 @@
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
+#include "quarry/cli/interrupt.h"
 
 namespace quarry::cli {
 
@@ -17,9 +18,14 @@ int RunPythonScript(const PythonOptions& o) {
   std::stringstream code;
   code << in.rdbuf();
   const std::vector<std::string> specs(o.args.begin(), o.args.end() - 1);
+  const InterruptScope interrupt;
   LoadFlags load = o.load;
   load.show_notes = true;
+  load.stop = interrupt.token();
   auto engine = OpenData(specs, load);
+  if (interrupt.token().stop_requested()) {
+    return Report({Error::Code::kCancelled, "interrupted while opening the data"});
+  }
   if (!engine) return Report(engine.error());
 
   const std::string id = trace::NewRunId();
@@ -27,6 +33,7 @@ int RunPythonScript(const PythonOptions& o) {
   options.workdir = std::filesystem::path(o.runs_dir) / id / "workdir";
   options.allow_unisolated = o.allow_unisolated;
   options.timeout_ms = o.timeout_ms;
+  options.stop = interrupt.token();
   options.tables_dir = agent::TablesDirFor(options);
   // The script runs once: the cold path (a kernel pays off from the second call on).
   auto tables = agent::SandboxTables(**engine, options.tables_dir, agent::Config{}.python_max_rows);

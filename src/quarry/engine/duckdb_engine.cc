@@ -172,14 +172,19 @@ class DuckDbEngine final : public Engine {
     QueryResult result;
     duckdb_state state;
     bool timed_out = false;
-    if (load_timeout_ms_ > 0 || progress_) {
-      Watchdog watchdog(conn_.get(), load_timeout_ms_, &progress_, stage_);
+    bool cancelled = load_stop_.stop_requested();
+    if (cancelled) {
+      state = DuckDBError;
+    } else if (load_timeout_ms_ > 0 || progress_ || load_stop_.stop_possible()) {
+      Watchdog watchdog(conn_.get(), load_timeout_ms_, &progress_, stage_, load_stop_);
       state = duckdb_query(conn_.get(), sql.c_str(), result.out());
       timed_out = watchdog.fired();
+      cancelled = watchdog.cancelled();
     } else {
       state = duckdb_query(conn_.get(), sql.c_str(), result.out());
     }
     if (state == DuckDBError) {
+      if (cancelled) return Fail(Error::Code::kCancelled, "loading was interrupted: the caller asked it to stop");
       if (timed_out) {
         return Fail(Error::Code::kData, "loading took longer than " +
                                             std::to_string(load_timeout_ms_) +
@@ -368,6 +373,7 @@ class DuckDbEngine final : public Engine {
   Connection conn_;
   std::vector<FileTable> files_;
   int64_t load_timeout_ms_ = 0;
+  StopToken load_stop_;  // OpenOptions::stop, while opening
   ProgressFn progress_;
   std::string stage_;  // what RunTrusted is doing, for progress: "loading data/x.csv"
   std::vector<TableCard> cards_;
@@ -453,6 +459,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     return std::unexpected(r.error());
   }
   engine->load_timeout_ms_ = options.timeout_ms;
+  engine->load_stop_ = options.stop;
   auto run = [&engine](const std::string& s) { return engine->RunTrusted(s); };
   for (size_t i = 0; i < engine->files_.size(); ++i) {
     auto& f = engine->files_[i];
@@ -491,6 +498,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
   }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
   engine->load_timeout_ms_ = 0;
+  engine->load_stop_ = {};
   return engine;
 }
 

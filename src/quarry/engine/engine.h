@@ -111,6 +111,8 @@ struct OpenOptions {
   // running ("loading data/x.csv", "profiling x", "query") and DuckDB's estimate in percent;
   // then once with -1 when it ends. From another thread; DuckDB-served data only.
   ProgressFn progress;
+  // A stop request interrupts loading and profiling (DuckDB-served data): Open then fails.
+  StopToken stop;
 };
 
 // Files at least this large are worth a parse-cache entry; smaller ones load in milliseconds.

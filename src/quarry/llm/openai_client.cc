@@ -132,6 +132,11 @@ int64_t IntField(const json& object, const char* key) {
   return it->get<int64_t>();
 }
 
+// A token count: a negative one from a broken endpoint would lower totals and costs.
+int64_t CountField(const json& object, const char* key) {
+  return std::max<int64_t>(0, IntField(object, key));
+}
+
 // {"error": {"message": ..., "metadata": {"raw": ...}}} (OpenAI, OpenRouter), {"error": "..."}
 // (some local servers), or the raw body when it is not JSON.
 std::string ProviderMessage(const std::string& body) {
@@ -256,10 +261,10 @@ Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
   static const json kNoUsage = json::object();
   const json* usage_ptr = ObjectField(doc, "usage");
   const json& usage = usage_ptr ? *usage_ptr : kNoUsage;
-  turn.usage.input_tokens = IntField(usage, "prompt_tokens");
-  turn.usage.output_tokens = IntField(usage, "completion_tokens");
+  turn.usage.input_tokens = CountField(usage, "prompt_tokens");
+  turn.usage.output_tokens = CountField(usage, "completion_tokens");
   if (const json* details = ObjectField(usage, "prompt_tokens_details")) {
-    turn.usage.cached_tokens = IntField(*details, "cached_tokens");
+    turn.usage.cached_tokens = CountField(*details, "cached_tokens");
   }
   auto cost = usage.find("cost");
   if (cost != usage.end() && cost->is_number()) {

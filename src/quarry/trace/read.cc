@@ -262,6 +262,8 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       if (problem.empty()) t.steps.push_back(std::move(st));
     } else if (kind == "end") {
       Fields(event, "", &problem)("stop_reason", t.stop_reason);
+    } else {
+      ++unreadable;
     }
     if (!problem.empty()) {
       return Fail(Error::Code::kData, events_path.string() + " line " +
@@ -297,7 +299,7 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
                     " recorded steps");
   if (unreadable > 0) {
     t.notes.push_back(std::to_string(unreadable) +
-                      " line(s) of events.jsonl were unreadable (cut by the kill) and skipped");
+                      " line(s) of events.jsonl were not quarry events (a kill can cut the last line) and were skipped");
   }
   return t;
 }
