@@ -94,6 +94,7 @@ class LiveServer {
     const std::string line = message.dump() + "\n";
     ASSERT_EQ(write(in_, line.data(), line.size()), static_cast<ssize_t>(line.size()));
   }
+  void Signal(int signal_number) const { kill(pid_, signal_number); }
   void CloseInput() {
     if (in_ >= 0) close(in_);
     in_ = -1;
@@ -487,6 +488,43 @@ TEST_F(McpLiveTest, AHugeResultStaysWithinTheResponseBudgetInBothForms) {
   ASSERT_TRUE(small.has_value());
   EXPECT_EQ(small->message["result"]["structuredContent"]["truncated"], false);
   EXPECT_EQ(small->message["result"]["structuredContent"]["rows"], json::parse(R"([["North"],["South"]])"));
+}
+
+// SIGTERM or SIGINT (a client stopping its server, or Ctrl-C in a terminal) while calls run:
+// the calls are stopped, an ask_database run writes its trace ending "interrupted", and the
+// server exits 6 within about a second, though its input never closed.
+TEST_F(McpLiveTest, ASignalStopsTheRunningCallsWritesTheirTracesAndExitsSix) {
+  for (const int signal_number : {SIGTERM, SIGINT}) {
+    ProviderServer provider;
+    provider.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql", json{{"sql", kRunaway}}.dump()}})});
+    auto server = Start({csv_.string()}, {"QUARRY_BASE_URL=" + provider.base_url(),
+                                          "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=sk-test"});
+    server->Send(Call(1, "ask_database", {{"question", "How deep does it go?"}},
+                      {{"progressToken", 7}}));
+    server->Send(Call(2, "run_sql", {{"sql", kRunaway}}));
+    ASSERT_TRUE(server->WaitFor([](const json& m) {
+      return m.value("method", "") == "notifications/progress";
+    }, milliseconds(30000))) << server->Err();
+    std::this_thread::sleep_for(milliseconds(300));
+    const auto sent = Clock::now();
+    server->Signal(signal_number);
+    const auto code = server->Wait(milliseconds(10000));
+    ASSERT_TRUE(code.has_value()) << "the server must exit although its input is open";
+    EXPECT_EQ(*code, 6) << server->Err();
+    EXPECT_LT(Ms(Clock::now() - sent), 2500);
+    EXPECT_NE(server->Err().find("interrupted: stopping the calls in flight"), std::string::npos)
+        << server->Err();
+    bool found = false;
+    for (const auto& run : fs::directory_iterator(tmp_.path() / "runs")) {
+      if (!fs::exists(run.path() / "trace.json")) continue;
+      const json trace = json::parse(testing::ReadFile(run.path() / "trace.json"));
+      if (trace["question"] != "How deep does it go?") continue;
+      found = true;
+      EXPECT_EQ(trace["stop_reason"], "interrupted");
+      fs::remove_all(run.path());
+    }
+    EXPECT_TRUE(found) << "the ask_database run's trace.json";
+  }
 }
 
 }  // namespace

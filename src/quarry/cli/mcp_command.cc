@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "quarry/cli/commands.h"
+#include "quarry/cli/interrupt.h"
 #include "quarry/mcp/mcp.h"
 
 namespace quarry::cli {
@@ -31,6 +32,9 @@ int RunMcp(const McpOptions& o) {
     }
     return client;
   };
+  const InterruptScope interrupt;
+  options.stop = interrupt.token();
+  options.open.stop = interrupt.token();
   return mcp::Serve(options, std::cin, std::cout);
 }
 

@@ -26,6 +26,10 @@ struct ServerOptions {
   // Builds the model client for ask_database; an error (no model configured) becomes a tool
   // error result, not a protocol error.
   std::function<Result<std::unique_ptr<llm::Client>>()> make_client;
+  // A stop request (the CLI's SIGINT/SIGTERM) ends serving: queued calls are dropped, running
+  // ones stopped (an ask_database run ends "interrupted" with its trace written), and the
+  // process exits with kExitInterrupted's 6 at once, as the reader may be blocked on input.
+  StopToken stop;
 };
 
 // Opens the data, then serves requests from `in` until EOF. Returns the process exit code:
@@ -39,7 +43,8 @@ struct ServerOptions {
 // interrupted, its Python killed, its agent run ended as "interrupted") and its id is never
 // answered. ask_database sends one notifications/progress per agent step when the request
 // carries _meta.progressToken. At EOF the calls in flight are finished and answered before
-// Serve returns. Not reentrant: one Serve per process.
+// Serve returns; on `options.stop` they are stopped and the process exits 6. Not reentrant:
+// one Serve per process.
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out);
 
 }  // namespace quarry::mcp

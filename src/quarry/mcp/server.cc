@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 
@@ -103,6 +104,10 @@ std::string Instructions(const engine::Engine& engine, const ServerOptions& opti
 
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
   auto engine = engine::Open(options.data, options.open);
+  if (options.stop.stop_requested()) {
+    std::cerr << "quarry: interrupted while opening the data\n";
+    return kExitInterrupted;
+  }
   if (!engine) {
     std::cerr << "quarry: " << FirstLine(engine.error().message) << "\n";
     return 3;
@@ -117,6 +122,15 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
                             const CallContext& context) { return dispatcher.RunCall(call, context); },
               [&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
   dispatcher.SetCalls(&calls);
+  // The reader may be blocked on input that never comes: the stop ends the process from the
+  // thread that requested it, once every running call has stopped and written its trace.
+  const std::stop_callback on_stop(options.stop, [&calls] {
+    Log("interrupted: stopping the calls in flight");
+    calls.Drain(true);
+    Log("exiting");
+    std::cerr.flush();
+    std::_Exit(kExitInterrupted);
+  });
 
   std::string line;
   bool client_gone = false;
