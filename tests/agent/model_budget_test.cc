@@ -59,7 +59,10 @@ class ModelBudgetTest : public ::testing::Test {
     const std::string id = "run" + std::to_string(++runs_made_);
     auto writer = trace::Writer::Create(runs_.path(), id);
     EXPECT_TRUE(writer.has_value());
-    trace::Trace t = agent::Run({"How many sales are there?", id, {}, -1, {}}, *engine, client, config,
+    agent::RunInput input;
+    input.question = "How many sales are there?";
+    input.run_id = id;
+    trace::Trace t = agent::Run(input, *engine, client, config,
                          nullptr, writer ? &*writer : nullptr);
     trace_written_ = std::filesystem::exists(runs_.path() / id / "trace.json");
     return t;

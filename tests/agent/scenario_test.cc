@@ -86,7 +86,11 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
     });
   }
   const auto started = std::chrono::steady_clock::now();
-  const trace::Trace t = agent::Run({doc["question"], "run1", {}, -1, stop.get_token()}, **engine,
+  agent::RunInput input;
+  input.question = doc["question"];
+  input.run_id = "run1";
+  input.stop = stop.get_token();
+  const trace::Trace t = agent::Run(input, **engine,
                                     **client, config, &collector, &*writer);
   const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - started).count();

@@ -302,8 +302,10 @@ TEST_F(KernelTest, AnAgentRunSharesOneKernelAndLeavesNoProcess) {
   agent::Config config;
   config.sandbox.workdir = dir_.path() / "run" / "workdir";
   const std::set<pid_t> before = Children();
-  const trace::Trace t =
-      agent::Run({"what is x + 1?", "run1", {}, -1, {}}, **engine, client, config, nullptr, nullptr);
+  agent::RunInput input;
+  input.question = "what is x + 1?";
+  input.run_id = "run1";
+  const trace::Trace t = agent::Run(input, **engine, client, config, nullptr, nullptr);
   EXPECT_EQ(t.stop_reason, agent::kStopAnswered);
   ASSERT_GE(t.steps.size(), 4u);
   EXPECT_NE(t.steps[3].observation.find("\n42\n"), std::string::npos) << t.steps[3].observation;

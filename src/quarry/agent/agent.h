@@ -33,6 +33,10 @@ inline constexpr const char* kStopCostBudget = "cost_budget_exhausted";
 inline constexpr const char* kStopNoToolCall = "no_tool_call";
 inline constexpr const char* kStopModelError = "model_error";
 inline constexpr const char* kStopInterrupted = "interrupted";  // RunInput::stop was requested
+// The model called ask_user and no reply could be had during the run (ask, MCP without
+// elicitation): the question is the last of trace.clarifications, waiting on its reply.
+inline constexpr const char* kStopClarification = "clarification_needed";
+inline constexpr const char* kStopToolCallBudget = "tool_call_budget_exhausted";
 
 // What the model is shown of the schema: in the system prompt (SystemPrompt) and through
 // inspect_schema.
@@ -53,6 +57,8 @@ struct Config {
   bool self_correction = true;
   int max_steps = 12;          // model turns
   int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
+  // Tool calls per question, parallel calls counting one each (--max-tool-calls).
+  int max_tool_calls = 16;
   // USD. A model call is made only when the spent cost plus the call's bound
   // (llm::Client::MaxCostUsd of the estimated prompt) stays within it; for a model without a
   // price, the spent cost alone is checked before each call.
@@ -169,13 +175,42 @@ std::string SystemPrompt(const engine::Engine& engine, const std::string& questi
 int64_t EstimateRequestTokens(const std::vector<llm::Message>& messages,
                               const std::vector<llm::ToolSchema>& tools);
 
-// An earlier answered question of the same conversation (a thread), shown to the model as
-// prior turns. The verify gate does not count its numbers as given: a follow-up's figures must
-// come from this run's own results or its own question.
+// An earlier question of the same conversation (a thread), shown to the model as prior turns.
+// The verify gate does not count the answer's numbers as given: a follow-up's figures must
+// come from this run's own results or its own question; `preview` (a small result of the
+// query the answer rested on, shown again) is context in the same way.
 struct PriorTurn {
   std::string question;
   std::string answer;
   std::string sql;
+  std::string preview;        // rendered result rows, "" when none was kept
+  std::string clarification;  // an ask_user question of that turn, with the user's reply
+};
+
+// The messages that show a thread's earlier turns to the model, oldest first, within
+// `budget_tokens` (engine::EstimateTokens): the newest turns in full; older ones, while they
+// fit, as question + answer + SQL only; the rest dropped. `notes` receives what was dropped
+// or shortened. Written by the harness, never by the model.
+std::vector<llm::Message> PriorMessages(const std::vector<PriorTurn>& history,
+                                        int64_t budget_tokens, std::vector<std::string>* notes);
+
+// A question the model puts to the user through ask_user.
+struct Clarification {
+  std::string question;
+  std::vector<std::string> choices;  // may be empty: a free reply
+};
+
+// Answers a clarification while the run waits (chat, an MCP client with elicitation): the
+// user's reply, or nullopt when none can be had (declined, or no way to ask). nullopt ends
+// the run with kStopClarification. The time spent waiting counts against no budget.
+using AskUserFn = std::function<std::optional<std::string>(const Clarification&)>;
+
+// A clarification an earlier run ended on, now answered: the run re-enters the conversation
+// as if the reply had come during it (the question, the ask_user call, the reply as its
+// result), so `quarry ask --thread NAME "by revenue"` continues where the model asked.
+struct PendingClarification {
+  Clarification asked;
+  std::string reply;
 };
 
 struct RunInput {
@@ -188,6 +223,13 @@ struct RunInput {
   // A stop request ends the run: the running query is interrupted, the Python child killed,
   // the model request aborted, and the trace is written with stop_reason kStopInterrupted.
   StopToken stop;
+  // Unset: ask_user ends the run with kStopClarification.
+  AskUserFn ask_user;
+  std::optional<PendingClarification> resume;
+  std::string thread;    // recorded in the trace
+  int thread_turn = 0;
+  // Tokens the prior turns may take in the prompt (PriorMessages).
+  int64_t history_budget_tokens = 1500;
 };
 
 // Runs one question to its end. The returned trace is complete (also on budget stops and

@@ -92,15 +92,11 @@ class Session {
     SchemaView schema;
     messages_.push_back(
         {llm::Role::kSystem, SystemPrompt(engine, input.question, config.schema, &schema), {}, {}});
-    for (const PriorTurn& p : input.history) {
-      messages_.push_back({llm::Role::kUser, p.question, {}, {}});
-      messages_.push_back({llm::Role::kAssistant,
-                           p.answer + (p.sql.empty() ? "" : "\n\nSQL:\n" + p.sql), {}, {}});
+    for (llm::Message& m : PriorMessages(input.history, input.history_budget_tokens, &trace_.notes)) {
+      messages_.push_back(std::move(m));
     }
-    if (!input.history.empty()) {
-      trace_.notes.push_back("follow-up: the model saw " + std::to_string(input.history.size()) +
-                             " earlier question(s) of this thread");
-    }
+    trace_.thread = input.thread;
+    trace_.thread_turn = input.thread_turn;
     messages_.push_back({llm::Role::kUser, input.question, {}, {}});
     RecordSchema(schema);
     load_ms_ = input.load_ms;

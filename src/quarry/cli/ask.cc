@@ -268,8 +268,12 @@ int RunAsk(const AskOptions& o) {
                      "2")
             << "\n";
   Progress progress;
-  const trace::Trace t =
-      agent::Run({o.question, id, {}, load_ms, interrupt.token()}, **engine, **client, config, &progress, &*writer);
+  agent::RunInput input;
+  input.question = o.question;
+  input.run_id = id;
+  input.load_ms = load_ms;
+  input.stop = interrupt.token();
+  const trace::Trace t = agent::Run(input, **engine, **client, config, &progress, &*writer);
   const fs::path trace_path = writer->dir() / "trace.json";
 
   if (o.format_name == "json") {

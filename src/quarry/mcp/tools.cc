@@ -135,7 +135,7 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   std::vector<agent::PriorTurn> history;
   if (!thread.empty()) {
     for (const auto& turn : box.ThreadTurns(thread)) {
-      history.push_back({turn.question, turn.answer, turn.sql});
+      history.push_back(agent::PriorTurn{turn.question, turn.answer, turn.sql, "", ""});
     }
   }
 
@@ -148,7 +148,12 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   Log("run " + id + ": " + (*client)->model() + " via " + (*client)->provider() +
       (thread.empty() ? "" : ", thread '" + thread + "'"));
   StepLog progress(id, call);
-  trace::Trace t = agent::Run({question, id, history, -1, call.stop}, box.engine(), **client,
+  agent::RunInput input;
+  input.question = question;
+  input.run_id = id;
+  input.history = history;
+  input.stop = call.stop;
+  trace::Trace t = agent::Run(input, box.engine(), **client,
                               config, &progress, &*writer);
   const std::string trace_path = Absolute(writer->dir() / "trace.json");
   Log("run " + id + ": " + t.stop_reason);

@@ -171,6 +171,34 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
     }
   }
   if (const json* r = f.Object("reply")) Fields(*r, "reply", &problem)("text", t.reply);
+  if (const json* th = f.Object("thread")) {
+    Fields tf(*th, "thread", &problem);
+    tf("name", t.thread);
+    tf("turn", t.thread_turn);
+  }
+  if (const json* cs = f.Array("clarifications")) {
+    for (size_t i = 0; i < cs->size() && problem.empty(); ++i) {
+      ClarificationRecord c;
+      Fields cf((*cs)[i], Element("clarifications", i), &problem);
+      cf("step", c.step);
+      cf("question", c.question);
+      cf("choices", c.choices);
+      cf("reply", c.reply);
+      t.clarifications.push_back(std::move(c));
+    }
+  }
+  if (const json* is = f.Array("injection_suspected")) {
+    for (size_t i = 0; i < is->size() && problem.empty(); ++i) {
+      InjectionRecord r;
+      Fields rf((*is)[i], Element("injection_suspected", i), &problem);
+      rf("step", r.step);
+      rf("where", r.where);
+      rf("pattern", r.pattern);
+      rf("excerpt", r.excerpt);
+      t.injection_suspected.push_back(std::move(r));
+    }
+  }
+  if (const json* e = f.Object("explanation")) Fields(*e, "explanation", &problem)("text", t.explanation);
   if (const json* v = f.Object("verify")) {
     Fields vf(*v, "verify", &problem);
     vf("grounded", t.grounded);

@@ -95,6 +95,24 @@ json ToJson(const Trace& t) {
   j["verify"] = {{"grounded", t.grounded}, {"checks", checks}};
   j["artifacts"] = t.artifacts;
   j["notes"] = t.notes;
+  if (!t.thread.empty()) j["thread"] = {{"name", t.thread}, {"turn", t.thread_turn}};
+  if (!t.clarifications.empty()) {
+    json cs = json::array();
+    for (const auto& c : t.clarifications) {
+      cs.push_back({{"step", c.step}, {"question", c.question}, {"choices", c.choices},
+                    {"reply", c.reply}});
+    }
+    j["clarifications"] = cs;
+  }
+  if (!t.injection_suspected.empty()) {
+    json is = json::array();
+    for (const auto& i : t.injection_suspected) {
+      is.push_back({{"step", i.step}, {"where", i.where}, {"pattern", i.pattern},
+                    {"excerpt", i.excerpt}});
+    }
+    j["injection_suspected"] = is;
+  }
+  if (!t.explanation.empty()) j["explanation"] = {{"text", t.explanation}, {"answer", false}};
   if (t.incomplete) j["incomplete"] = true;
   return j;
 }

@@ -98,6 +98,25 @@ struct AnswerQuery {
   std::string query;
 };
 
+// A question the model put to the user (ask_user), with its optional choices, and the user's
+// reply when one came ("" while the run waits on it).
+struct ClarificationRecord {
+  int step = 0;
+  std::string question;
+  std::vector<std::string> choices;
+  std::string reply;
+};
+
+// Text in the data that reads like instructions to the model: where it was found
+// ("observation" of a step, "card" of a table, "file name"), the pattern that matched, and
+// a short excerpt. Detection, not a guarantee.
+struct InjectionRecord {
+  int step = 0;  // 0: in the schema cards or the system prompt's data
+  std::string where;
+  std::string pattern;
+  std::string excerpt;
+};
+
 struct Trace {
   int format_version = kFormatVersion;
   std::string id;
@@ -126,6 +145,17 @@ struct Trace {
   std::vector<VerifyCheck> verify;
   std::vector<std::string> artifacts;
   std::vector<std::string> notes;
+  // The conversation this run belongs to (quarry ask --thread, chat, MCP ask_database with
+  // thread): its name and this run's turn number, from 1. "" and 0: no thread.
+  std::string thread;
+  int thread_turn = 0;
+  // Every ask_user of the run, in order; the last without a reply is what the run waits on
+  // (stop_reason "clarification_needed").
+  std::vector<ClarificationRecord> clarifications;
+  std::vector<InjectionRecord> injection_suspected;
+  // A run that ended on a budget: the model's short account, without tools, of what failed and
+  // what the user could try. Never an answer, never verified.
+  std::string explanation;
   // Rebuilt from events.jsonl because the run never wrote trace.json (it was killed): no
   // answer or verify report, totals summed from the recorded steps.
   bool incomplete = false;
