@@ -127,8 +127,9 @@ TEST(PriorMessagesTest, ALongTurnIsShortenedWhenItDoesNotFitInFull) {
 TEST(PriorMessagesTest, ClarificationsAndDataChangesAreShown) {
   PriorTurn p = Turn(1);
   p.clarification = "asked the user: Gross or net? | reply: net";
-  p.data_note = "sales.csv changed since turn 1 (10 -> 12 bytes): answers about it before may "
-                "no longer hold";
+  p.data_note =
+      "sales.csv changed since turn 1 (10 -> 12 bytes): answers about it before may "
+      "no longer hold";
   std::vector<std::string> notes;
   const auto m = PriorMessages({p}, 1500, &notes);
   ASSERT_EQ(m.size(), 2u);

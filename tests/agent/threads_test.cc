@@ -45,8 +45,8 @@ trace::Trace Answered(const std::string& id, const std::string& answer, int rows
   s.tool = "run_sql";
   json data = json::array();
   for (int i = 0; i < rows; ++i) data.push_back(json::array({"r" + std::to_string(i), 100.5 + i}));
-  s.detail = {{"sql", "SELECT ..."}, {"columns", {"region", "total"}}, {"rows", data},
-              {"row_count", rows}};
+  s.detail = {
+      {"sql", "SELECT ..."}, {"columns", {"region", "total"}}, {"rows", data}, {"row_count", rows}};
   t.steps.push_back(s);
   t.answer_queries.push_back({2, "run_sql", t.answer_sql});
   return t;
@@ -140,12 +140,12 @@ TEST(ThreadStoreTest, TheNextTurnGetsTheEarlierOnesAsHistory) {
 TEST(ThreadStoreTest, AChangedOrDifferentSetOfFilesIsNoted) {
   TempDir dir;
   ThreadStore store = OpenStore(dir.path() / "threads.sqlite3");
-  ASSERT_TRUE(store.StartTurn("t", "q1", "run-1", {Src("/d/sales.csv", 10, "aa"),
-                                                   Src("/d/orders.csv", 5, "cc")}));
+  ASSERT_TRUE(store.StartTurn("t", "q1", "run-1",
+                              {Src("/d/sales.csv", 10, "aa"), Src("/d/orders.csv", 5, "cc")}));
   ASSERT_TRUE(store.FinishTurn("t", 1, Answered("run-1", "a1")));
   // Same size, other content; orders.csv gone; regions.csv new.
-  auto next = store.StartTurn("t", "q2", "run-2", {Src("/d/sales.csv", 10, "bb"),
-                                                   Src("/d/regions.csv", 7, "dd")});
+  auto next = store.StartTurn("t", "q2", "run-2",
+                              {Src("/d/sales.csv", 10, "bb"), Src("/d/regions.csv", 7, "dd")});
   ASSERT_TRUE(next) << next.error().message;
   ASSERT_EQ(next->data_notes.size(), 3u);
   EXPECT_EQ(next->data_notes[0],
@@ -156,21 +156,22 @@ TEST(ThreadStoreTest, AChangedOrDifferentSetOfFilesIsNoted) {
   EXPECT_EQ(next->data_notes[2],
             "orders.csv, used up to turn 1, is not part of this question's data");
   ASSERT_EQ(next->history.size(), 1u);
-  EXPECT_EQ(next->history[0].data_note, next->data_notes[0] + "; " + next->data_notes[1] + "; " +
-                                            next->data_notes[2]);
+  EXPECT_EQ(next->history[0].data_note,
+            next->data_notes[0] + "; " + next->data_notes[1] + "; " + next->data_notes[2]);
   ASSERT_TRUE(store.FinishTurn("t", 2, Answered("run-2", "a2")));
   // The thread is now bound to the new set: the same files again say nothing; a size change does.
-  auto same = store.StartTurn("t", "q3", "run-3", {Src("/d/sales.csv", 10, "bb"),
-                                                   Src("/d/regions.csv", 7, "dd")});
+  auto same = store.StartTurn("t", "q3", "run-3",
+                              {Src("/d/sales.csv", 10, "bb"), Src("/d/regions.csv", 7, "dd")});
   ASSERT_TRUE(same);
   EXPECT_TRUE(same->data_notes.empty());
   ASSERT_TRUE(store.FinishTurn("t", 3, Answered("run-3", "a3")));
-  auto grown = store.StartTurn("t", "q4", "run-4", {Src("/d/sales.csv", 12, ""),
-                                                    Src("/d/regions.csv", 7, "dd")});
+  auto grown = store.StartTurn("t", "q4", "run-4",
+                               {Src("/d/sales.csv", 12, ""), Src("/d/regions.csv", 7, "dd")});
   ASSERT_TRUE(grown);
   ASSERT_EQ(grown->data_notes.size(), 1u);
-  EXPECT_EQ(grown->data_notes[0], "sales.csv changed since turn 3 (10 -> 12 bytes): answers "
-                                  "about it before may no longer hold");
+  EXPECT_EQ(grown->data_notes[0],
+            "sales.csv changed since turn 3 (10 -> 12 bytes): answers "
+            "about it before may no longer hold");
 }
 
 TEST(ThreadStoreTest, AReplyContinuesTheTurnThatWaitsOnAClarification) {
@@ -180,8 +181,8 @@ TEST(ThreadStoreTest, AReplyContinuesTheTurnThatWaitsOnAClarification) {
   ASSERT_TRUE(store.StartTurn("t", "Which region sells most?", "run-1", data));
   ASSERT_TRUE(store.FinishTurn("t", 1, Answered("run-1", "North.")));
   ASSERT_TRUE(store.StartTurn("t", "What is the top customer?", "run-2", data));
-  ASSERT_TRUE(store.FinishTurn("t", 2, Asking("run-2", "Top by revenue or by orders?",
-                                              {"by revenue", "by orders"})));
+  ASSERT_TRUE(store.FinishTurn(
+      "t", 2, Asking("run-2", "Top by revenue or by orders?", {"by revenue", "by orders"})));
   auto list = store.List();
   ASSERT_TRUE(list);
   ASSERT_EQ(list->size(), 1u);
@@ -201,8 +202,8 @@ TEST(ThreadStoreTest, AReplyContinuesTheTurnThatWaitsOnAClarification) {
 
   // The continued run records the clarification again, with its reply: kept once.
   trace::Trace done = Answered("run-3", "Customer 17 placed the most orders: 12.");
-  done.clarifications.push_back({0, "Top by revenue or by orders?", {"by revenue", "by orders"},
-                                 "by orders"});
+  done.clarifications.push_back(
+      {0, "Top by revenue or by orders?", {"by revenue", "by orders"}, "by orders"});
   ASSERT_TRUE(store.FinishTurn("t", 2, done));
   auto t = store.Find("t");
   ASSERT_TRUE(t && *t);
@@ -249,9 +250,9 @@ TEST(ThreadStoreTest, ThePreviewKeepsFiveRowsAndABoundedSize) {
 }
 
 TEST(ThreadStoreTest, BadNamesAreUsageErrors) {
-  for (const std::string& bad : {std::string(""), std::string(65, 'a'), std::string("a\x01z"),
-                                std::string("a\x7fz"), std::string("\xff\xfe"),
-                                std::string("a\xc2\x85z"), std::string(" lead")}) {
+  for (const std::string& bad :
+       {std::string(""), std::string(65, 'a'), std::string("a\x01z"), std::string("a\x7fz"),
+        std::string("\xff\xfe"), std::string("a\xc2\x85z"), std::string(" lead")}) {
     auto v = ValidateThreadName(bad);
     ASSERT_FALSE(v) << bad;
     EXPECT_EQ(v.error().code, Error::Code::kUsage);
@@ -290,7 +291,8 @@ TEST(ThreadStoreTest, ListIsNewestFirstAndDeleteRemovesATurnsAndSources) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir.path() / "threads.sqlite3").c_str(), &db), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM thread_sources)",
+  sqlite3_prepare_v2(db,
+                     "SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM thread_sources)",
                      -1, &st, nullptr);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(st, 0), 1);
@@ -316,8 +318,9 @@ TEST(ThreadStoreTest, TheFileAndItsNewDirectoryArePrivate) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(db, "SELECT * FROM pragma_user_version, pragma_application_id, pragma_journal_mode",
-                     -1, &s, nullptr);
+  sqlite3_prepare_v2(
+      db, "SELECT * FROM pragma_user_version, pragma_application_id, pragma_journal_mode", -1, &s,
+      nullptr);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(s, 0), kThreadsSchemaVersion);
   EXPECT_EQ(sqlite3_column_int(s, 1), kThreadsApplicationId);
@@ -350,7 +353,8 @@ TEST(ThreadStoreTest, AForeignNewerOrBrokenFileIsADataErrorAndIsNotWritten) {
   TempDir dir;
   // Another program's database.
   const fs::path other = dir.path() / "other.sqlite3";
-  ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(other, "CREATE TABLE notes(x); INSERT INTO notes VALUES (1);"));
+  ASSERT_NO_FATAL_FAILURE(
+      quarry::testing::MakeSqlite(other, "CREATE TABLE notes(x); INSERT INTO notes VALUES (1);"));
   const std::string before = quarry::testing::Sha256File(other);
   auto foreign = ThreadStore::Open(other);
   ASSERT_FALSE(foreign);
@@ -374,7 +378,8 @@ TEST(ThreadStoreTest, AForeignNewerOrBrokenFileIsADataErrorAndIsNotWritten) {
   auto future = ThreadStore::Open(newer);
   ASSERT_FALSE(future);
   EXPECT_NE(future.error().message.find("was written by a newer quarry (schema 7"),
-            std::string::npos) << future.error().message;
+            std::string::npos)
+      << future.error().message;
 }
 
 TEST(ThreadStoreTest, ACorruptFileIsADataError) {

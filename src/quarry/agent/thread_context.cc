@@ -37,8 +37,10 @@ std::string AssistantText(const PriorTurn& p, Form form) {
     out += "\nSQL:\n" + (form == Form::kFull ? p.sql : Cut(p.sql, kSummarySqlBytes));
   }
   if (form == Form::kFull && !p.preview.empty()) {
-    out += "\nResult preview of that run (not evidence now; re-run the query to use its "
-           "numbers):\n" + p.preview;
+    out +=
+        "\nResult preview of that run (not evidence now; re-run the query to use its "
+        "numbers):\n" +
+        p.preview;
   }
   return out;
 }

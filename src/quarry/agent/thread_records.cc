@@ -54,8 +54,8 @@ Result<void> ValidateThreadName(std::string_view name) {
       "spaces), e.g. --thread sales-q3";
   if (name.empty()) return Fail(Error::Code::kUsage, "the thread name is empty: " + allowed);
   if (name.size() > 64) {
-    return Fail(Error::Code::kUsage, "the thread name is " + std::to_string(name.size()) +
-                                         " bytes long: " + allowed);
+    return Fail(Error::Code::kUsage,
+                "the thread name is " + std::to_string(name.size()) + " bytes long: " + allowed);
   }
   if (name.front() == ' ' || name.back() == ' ') {
     return Fail(Error::Code::kUsage, "the thread name starts or ends with a space: " + allowed);
@@ -65,8 +65,7 @@ Result<void> ValidateThreadName(std::string_view name) {
     const size_t n = DecodeUtf8(name, i, cp);
     if (n == 0) return Fail(Error::Code::kUsage, "the thread name is not valid UTF-8: " + allowed);
     if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) {
-      return Fail(Error::Code::kUsage,
-                  "the thread name holds a control character: " + allowed);
+      return Fail(Error::Code::kUsage, "the thread name holds a control character: " + allowed);
     }
     i += n;
   }
@@ -89,9 +88,9 @@ std::string ReplyText(const Clarification& asked, std::string_view typed) {
 std::string ResultPreview(const trace::Trace& trace) {
   for (auto q = trace.answer_queries.rbegin(); q != trace.answer_queries.rend(); ++q) {
     if (q->tool != "run_sql") continue;
-    const auto step = std::find_if(trace.steps.begin(), trace.steps.end(), [&](const trace::Step& s) {
-      return s.index == q->step && s.kind == "tool";
-    });
+    const auto step =
+        std::find_if(trace.steps.begin(), trace.steps.end(),
+                     [&](const trace::Step& s) { return s.index == q->step && s.kind == "tool"; });
     if (step == trace.steps.end() || !step->detail.is_object()) continue;
     const json& d = step->detail;
     if (!d.contains("columns") || !d["columns"].is_array() || !d.contains("rows") ||
@@ -163,8 +162,9 @@ Error Db::Failure(const char* what) const {
   switch (code) {
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-      advice = "; the file is damaged or is not a threads database: move it away (threads are "
-               "safe to delete; every run's trace stays in runs/)";
+      advice =
+          "; the file is damaged or is not a threads database: move it away (threads are "
+          "safe to delete; every run's trace stays in runs/)";
       break;
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -177,14 +177,16 @@ Error Db::Failure(const char* what) const {
     case SQLITE_FULL:
       advice = "; check the file's permissions and the disk";
       break;
-    default: break;
+    default:
+      break;
   }
-  return Error{Error::Code::kData, "threads database " + path.string() + ": cannot " + what +
-                                       ": " + sqlite3_errmsg(handle) + advice};
+  return Error{Error::Code::kData, "threads database " + path.string() + ": cannot " + what + ": " +
+                                       sqlite3_errmsg(handle) + advice};
 }
 
 std::unexpected<Error> Db::Refuse(const std::string& why) const {
-  return std::unexpected(Error{Error::Code::kData, "threads database " + path.string() + " " + why});
+  return std::unexpected(
+      Error{Error::Code::kData, "threads database " + path.string() + " " + why});
 }
 
 Result<Stmt> Db::Prepare(const std::string& sql) const {
@@ -289,7 +291,9 @@ Result<void> Touch(const Db& db, int64_t thread_id, const std::string& now) {
 std::string ClarificationsJson(const std::vector<ThreadClarification>& clarifications) {
   json out = json::array();
   for (const auto& c : clarifications) {
-    out.push_back({{"question", c.question}, {"choices", c.choices}, {"reply", c.reply},
+    out.push_back({{"question", c.question},
+                   {"choices", c.choices},
+                   {"reply", c.reply},
                    {"run_id", c.run_id}});
   }
   return out.dump(-1, ' ', false, json::error_handler_t::replace);

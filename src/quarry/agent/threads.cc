@@ -110,8 +110,9 @@ Result<void> CheckOrCreateSchema(internal::Db& db) {
     if (!tables) return std::unexpected(tables.error());
     if (auto r = tables->Step(); !r) return std::unexpected(r.error());
     if (tables->Int(0) != 0 || *version != 0) {
-      return db.Refuse("is another program's SQLite database (it has tables but no quarry "
-                       "application id); pass another --runs-dir or move the file away");
+      return db.Refuse(
+          "is another program's SQLite database (it has tables but no quarry "
+          "application id); pass another --runs-dir or move the file away");
     }
     if (auto r = db.Exec(kSchema, "create the schema"); !r) return r;
     const std::string pragmas = "PRAGMA application_id = " + std::to_string(kThreadsApplicationId) +
@@ -155,16 +156,16 @@ std::vector<std::string> DataNotes(const std::vector<ThreadSource>& before,
     }
     const bool hashed = !b->sha256.empty() && !n.sha256.empty();
     if (b->size_bytes != n.size_bytes || (hashed && b->sha256 != n.sha256)) {
-      std::string how = b->size_bytes != n.size_bytes
-                            ? std::to_string(b->size_bytes) + " -> " + std::to_string(n.size_bytes) +
-                                  " bytes"
-                            : "same size, different sha256";
+      std::string how = b->size_bytes != n.size_bytes ? std::to_string(b->size_bytes) + " -> " +
+                                                            std::to_string(n.size_bytes) + " bytes"
+                                                      : "same size, different sha256";
       notes.push_back(Name(n.path) + " changed " + since + " (" + how +
                       "): answers about it before may no longer hold");
     }
   }
   for (const ThreadSource& b : before) {
-    if (std::none_of(now.begin(), now.end(), [&](const ThreadSource& s) { return s.path == b.path; })) {
+    if (std::none_of(now.begin(), now.end(),
+                     [&](const ThreadSource& s) { return s.path == b.path; })) {
       notes.push_back(Name(b.path) + ", used up to turn " + std::to_string(last_turn) +
                       ", is not part of this question's data");
     }
@@ -200,7 +201,8 @@ Result<ThreadStore> ThreadStore::Open(const fs::path& path) {
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
     if (ec) {
-      return Fail(Error::Code::kData, "cannot create " + dir.string() + " for threads: " + ec.message());
+      return Fail(Error::Code::kData,
+                  "cannot create " + dir.string() + " for threads: " + ec.message());
     }
     // Questions and answers about the user's data: private to them.
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
@@ -212,9 +214,9 @@ Result<ThreadStore> ThreadStore::Open(const fs::path& path) {
     if (fd >= 0) ::close(fd);
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nullptr);
   ThreadStore store(raw, path);
   if (rc != SQLITE_OK) {
     return Fail(Error::Code::kData, "threads database " + path.string() + ": cannot open it: " +
@@ -323,8 +325,8 @@ Result<void> ThreadStore::Delete(std::string_view name) {
   st->Bind(1, name);
   if (auto r = st->Step(); !r) return std::unexpected(r.error());
   if (sqlite3_changes(db_) == 0) {
-    return Fail(Error::Code::kUsage, "no thread named \"" + std::string(name) +
-                                         "\" in " + path_.string() + " (quarry threads lists them)");
+    return Fail(Error::Code::kUsage, "no thread named \"" + std::string(name) + "\" in " +
+                                         path_.string() + " (quarry threads lists them)");
   }
   return {};
 }
@@ -412,7 +414,8 @@ Result<TurnStart> ThreadStore::StartTurn(std::string_view name, const std::strin
     for (const auto& n : start.data_notes) joined += (joined.empty() ? "" : "; ") + n;
     start.history.back().data_note = joined;
   }
-  if (auto r = internal::ReplaceSources(db, *id, now_sources); !r) return std::unexpected(r.error());
+  if (auto r = internal::ReplaceSources(db, *id, now_sources); !r)
+    return std::unexpected(r.error());
   if (auto r = internal::Touch(db, *id, now); !r) return std::unexpected(r.error());
   if (auto c = tx.Commit(); !c) return std::unexpected(c.error());
   return start;

@@ -59,7 +59,7 @@ struct ThreadClarification {
 };
 
 struct ThreadTurn {
-  int number = 0;  // from 1, in the order the turns started
+  int number = 0;      // from 1, in the order the turns started
   std::string run_id;  // the turn's latest run (a reply to a clarification continues the turn)
   std::string question;
   // The latest run's stop reason (kStopAnswered, kStopClarification: waiting on the last
@@ -81,13 +81,13 @@ struct Thread {
   std::string updated_at;
   std::vector<ThreadSource> sources;  // of its latest turn
   int turn_count = 0;
-  bool waiting = false;  // its last turn waits on a clarification
+  bool waiting = false;           // its last turn waits on a clarification
   std::vector<ThreadTurn> turns;  // oldest first; empty in ThreadStore::List
 };
 
 // What a run needs to continue a thread (ThreadStore::StartTurn).
 struct TurnStart {
-  int number = 0;  // RunInput::thread_turn
+  int number = 0;        // RunInput::thread_turn
   bool created = false;  // the thread did not exist before
   // RunInput::question: the text given, or, when the thread's last turn waited on a
   // clarification, that turn's question (the text is then the reply, in `resume`).
