@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "quarry/agent/threads.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
 
@@ -83,6 +84,63 @@ void AddSchemaFlags(CLI::App* cmd, Options& o) {
                 "(else QUARRY_NO_SAMPLES=1)");
 }
 
+CLI::Validator ThreadName() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        auto v = agent::ValidateThreadName(name);
+        return v ? std::string() : v.error().message;
+      },
+      "NAME", "thread name");
+}
+
+// The flags `ask` and `chat` share: the data, the model, budgets, Python, the runs folder.
+// Returns --runs-dir, whose presence also moves the threads there.
+CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
+  cmd->add_option("-d,--data", o.data, "A data file (repeat for several)")->required();
+  cmd->add_flag("--offline", o.offline,
+                "Replay recorded model turns from fixtures/offline (tools still execute)");
+  cmd->add_option("--fixtures", o.fixtures, "Where --offline looks for recorded turns");
+  cmd->add_option("--model", o.model, "Model id (else QUARRY_MODEL)");
+  cmd->add_option("--base-url", o.base_url,
+                  "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
+                  "OPENROUTER_API_KEY is set)");
+  cmd->add_option("--request-timeout", o.request_timeout,
+                  "Seconds to wait for one model reply; a request that times out is not "
+                  "resent (else QUARRY_REQUEST_TIMEOUT; default 120)");
+  cmd->add_option("--max-tokens", o.max_tokens,
+                  "Output token limit of each model turn (else QUARRY_MAX_TOKENS; default "
+                  "2048)");
+  cmd->add_option("--temperature", o.temperature,
+                  "Sampling temperature, or \"default\" to send none (else "
+                  "QUARRY_TEMPERATURE; default 0, none for OpenAI reasoning models)");
+  cmd->add_option("--max-tokens-param", o.max_tokens_param,
+                  "How the output limit is sent: auto, max_tokens or max_completion_tokens "
+                  "(else QUARRY_MAX_TOKENS_PARAM; auto: max_completion_tokens for OpenAI "
+                  "reasoning models)");
+  CLI::Option* runs_dir =
+      cmd->add_option("--runs-dir", o.runs_dir,
+                      "Where runs/<id>/trace.json goes; when given, threads.sqlite3 too (else "
+                      "$XDG_STATE_HOME/quarry)")
+          ->default_val("runs");
+  cmd->add_flag("--no-self-correction", o.no_self_correction,
+                "End the run at the first failed tool call (the ablation arm)");
+  cmd->add_option("--max-steps", o.config.max_steps, "Model turns at most")
+      ->default_val(12)->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-repairs", o.config.max_repairs, "Repair attempts at most")
+      ->default_val(6)->check(CLI::Range(0, 1000));
+  cmd->add_option("--max-cost", o.config.max_cost_usd, "Cost budget in USD")
+      ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--timeout-ms", o.config.limits.timeout_ms, "Per-query timeout")
+      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  cmd->add_flag("--allow-unisolated", o.allow_unisolated,
+                "Where bubblewrap cannot isolate Python, run it with rlimits, seccomp and "
+                "the guard only (said on every run)");
+  cmd->add_flag("--no-python", o.no_python, "Do not offer run_python to the model");
+  AddLoadFlags(cmd, o.load);
+  AddSchemaFlags(cmd, o);
+  return runs_dir;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -98,48 +156,26 @@ int Main(int argc, char** argv) {
   // followed by options lands in it, and is taken back after parsing.
   CLI::Option* question_opt =
       ask_cmd->add_option("question", ask.question, "The question, in English (required)");
-  ask_cmd->add_option("-d,--data", ask.data, "A data file (repeat for several)")->required();
-  ask_cmd->add_flag("--offline", ask.offline,
-                    "Replay recorded model turns from fixtures/offline (tools still execute)");
   ask_cmd->add_option("--replay", ask.replay, "Replay model turns from this fixture or trace.json");
-  ask_cmd->add_option("--fixtures", ask.fixtures, "Where --offline looks for recorded turns");
-  ask_cmd->add_option("--model", ask.model, "Model id (else QUARRY_MODEL)");
-  ask_cmd->add_option("--base-url", ask.base_url,
-                      "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
-                      "OPENROUTER_API_KEY is set)");
-  ask_cmd->add_option("--request-timeout", ask.request_timeout,
-                      "Seconds to wait for one model reply; a request that times out is not "
-                      "resent (else QUARRY_REQUEST_TIMEOUT; default 120)");
-  ask_cmd->add_option("--max-tokens", ask.max_tokens,
-                      "Output token limit of each model turn (else QUARRY_MAX_TOKENS; default "
-                      "2048)");
-  ask_cmd->add_option("--temperature", ask.temperature,
-                      "Sampling temperature, or \"default\" to send none (else "
-                      "QUARRY_TEMPERATURE; default 0, none for OpenAI reasoning models)");
-  ask_cmd->add_option("--max-tokens-param", ask.max_tokens_param,
-                      "How the output limit is sent: auto, max_tokens or max_completion_tokens "
-                      "(else QUARRY_MAX_TOKENS_PARAM; auto: max_completion_tokens for OpenAI "
-                      "reasoning models)");
-  ask_cmd->add_option("--runs-dir", ask.runs_dir, "Where runs/<id>/trace.json goes")
-      ->default_val("runs");
-  ask_cmd->add_flag("--no-self-correction", ask.no_self_correction,
-                    "End the run at the first failed tool call (the ablation arm)");
-  ask_cmd->add_option("--max-steps", ask.config.max_steps, "Model turns at most")
-      ->default_val(12)->check(CLI::Range(1, 1000));
-  ask_cmd->add_option("--max-repairs", ask.config.max_repairs, "Repair attempts at most")
-      ->default_val(6)->check(CLI::Range(0, 1000));
-  ask_cmd->add_option("--max-cost", ask.config.max_cost_usd, "Cost budget in USD")
-      ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
-  ask_cmd->add_option("--timeout-ms", ask.config.limits.timeout_ms, "Per-query timeout")
-      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
-  ask_cmd->add_flag("--allow-unisolated", ask.allow_unisolated,
-                    "Where bubblewrap cannot isolate Python, run it with rlimits, seccomp and "
-                    "the guard only (said on every run)");
-  ask_cmd->add_flag("--no-python", ask.no_python, "Do not offer run_python to the model");
+  CLI::Option* ask_runs_dir = AddQuestionFlags(ask_cmd, ask);
+  ask_cmd->add_option("--thread", ask.thread,
+                      "Ask in this conversation: earlier turns are context, the turn is saved; "
+                      "when the thread waits on a clarification, the question is the reply")
+      ->check(ThreadName());
   ask_cmd->add_option("--format", ask.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
-  AddLoadFlags(ask_cmd, ask.load);
-  AddSchemaFlags(ask_cmd, ask);
+
+  ThreadsOptions threads;
+  CLI::App* threads_cmd = app.add_subcommand(
+      "threads", "Saved conversations: quarry threads [list | show NAME | delete NAME]");
+  threads_cmd->add_option("action", threads.action, "list, show or delete")
+      ->check(CLI::IsMember({"list", "show", "delete"}))->default_val("list");
+  threads_cmd->add_option("name", threads.name, "The thread (show, delete)");
+  threads_cmd->add_option("--runs-dir", threads.runs_dir,
+                          "Threads of runs made with this --runs-dir (else the XDG state "
+                          "directory)");
+  threads_cmd->add_option("--format", threads.format_name, "text or json (list, show)")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
 
   DataOptions schema;
   CLI::App* schema_cmd = app.add_subcommand("schema", "Print the schema cards of data files");
@@ -224,6 +260,7 @@ int Main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   try {
+    ask.runs_dir_given = ask_runs_dir->count() > 0;
     if (*ask_cmd) {
       // `--data a.csv "Which region?" --runs-dir x`: the last value of --data that is no file
       // is the question.
@@ -250,6 +287,7 @@ int Main(int argc, char** argv) {
     if (*mcp_cmd) return RunMcp(mcp);
     if (*view_cmd) return RunView(view);
     if (*cache_cmd) return RunCache(cache);
+    if (*threads_cmd) return RunThreads(threads);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

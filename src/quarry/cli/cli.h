@@ -1,5 +1,5 @@
-// The `quarry` command: subcommands ask, schema, sql and trace. Results go to stdout, progress
-// and errors to stderr; exit codes tell scripts what went wrong.
+// The `quarry` command: subcommands ask, chat, threads, schema, sql, trace and more. Results
+// go to stdout, progress and errors to stderr; exit codes tell scripts what went wrong.
 #pragma once
 
 namespace quarry::cli {
@@ -13,6 +13,9 @@ inline constexpr int kExitModel = 4;       // the model provider failed
 inline constexpr int kExitNoAnswer = 5;    // the run ended without a grounded answer
 // Ctrl-C or SIGTERM stopped it (not 130: every exit code of 128 or more is a bug).
 inline constexpr int kExitInterrupted = 6;
+// The model asked the user a question (ask_user) and no reply could be had during the run: the
+// question is printed, the turn waits in its thread, and the next `ask --thread` continues it.
+inline constexpr int kExitClarification = 7;
 
 int Main(int argc, char** argv);
 

@@ -25,6 +25,9 @@ struct AskOptions {
   std::string temperature;
   std::string max_tokens_param;
   std::string runs_dir = "runs";
+  bool runs_dir_given = false;  // --runs-dir was passed: threads live there too
+  // --thread: the conversation this question belongs to ("" none).
+  std::string thread;
   bool no_self_correction = false;
   agent::Config config;
   std::string format_name = "text";
@@ -74,6 +77,13 @@ struct CacheOptions {
   bool quiet = false;
 };
 
+struct ThreadsOptions {
+  std::string action = "list";  // list, show, delete
+  std::string name;
+  std::string runs_dir;  // "" : the XDG state directory
+  std::string format_name = "text";
+};
+
 struct ViewOptions {
   std::string which = "latest";
   std::string out;
@@ -93,6 +103,9 @@ int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
+int RunThreads(const ThreadsOptions& options);
+// `quarry chat`: AskOptions without the question; `thread` continues that thread.
+int RunChat(const AskOptions& options);
 
 // What the model is shown of the schema, from flags, then the environment, then .env:
 // --schema-budget or QUARRY_SCHEMA_BUDGET (tokens, 100 to 1,000,000; default 2000),

@@ -1,0 +1,179 @@
+// The model client a question is asked with: recorded turns (--replay FILE, --offline matched
+// by question and data file names) or the live OpenAI-compatible endpoint from flags, the
+// environment and .env.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "quarry/cli/cli_internal.h"
+#include "quarry/cli/commands.h"
+#include "quarry/cli/run_question.h"
+#include "quarry/common/json.h"
+#include "quarry/common/json_fields.h"
+
+namespace quarry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+// Questions match a recording when they agree up to case, spacing and end punctuation.
+std::string NormalizeQuestion(const std::string& q) {
+  std::string out;
+  for (char c : q) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isspace(u)) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += static_cast<char>(std::tolower(u));
+    }
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == '?' || out.back() == '.'))
+    out.pop_back();
+  return out;
+}
+
+std::vector<fs::path> FixtureDirs(const AskOptions& o) {
+  if (!o.fixtures.empty()) return {o.fixtures};
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("QUARRY_FIXTURES"); env && *env) dirs.emplace_back(env);
+  dirs.emplace_back("fixtures/offline");
+  dirs.emplace_back(fs::path(QUARRY_SOURCE_DIR) / "fixtures" / "offline");
+  return dirs;
+}
+
+std::vector<std::string> Basenames(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) out.push_back(fs::path(p).filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A recording fits when it answers this question about files of the same names.
+bool Fits(const json& doc, const AskOptions& o) {
+  if (!doc.is_object() || !doc.contains("question") || !doc["question"].is_string()) return false;
+  if (NormalizeQuestion(doc["question"].get<std::string>()) != NormalizeQuestion(o.question)) {
+    return false;
+  }
+  // A fixture names its data files; a trace.json, its sources.
+  std::vector<std::string> recorded;
+  if (doc.contains("data") && doc["data"].is_array()) {
+    for (const auto& d : doc["data"]) {
+      if (d.is_string()) recorded.push_back(d.get<std::string>());
+    }
+  }
+  for (const auto& src :
+       doc.contains("sources") && doc["sources"].is_array() ? doc["sources"] : json::array()) {
+    if (src.is_object() && src.contains("path") && src["path"].is_string()) {
+      recorded.push_back(src["path"].get<std::string>());
+    }
+  }
+  return recorded.empty() || Basenames(recorded) == Basenames(o.data);
+}
+
+Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
+  std::vector<std::string> known;
+  for (const fs::path& dir : FixtureDirs(o)) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      std::ifstream in(f);
+      json doc = ParseJson(
+          std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+      if (doc.is_discarded() || !doc.contains("question")) continue;
+      if (Fits(doc, o)) return llm::MakeReplayClientFromJson(doc, f.string());
+      std::string data;
+      std::vector<std::string> data_files;
+      ReadJsonField(doc, "data", data_files);
+      for (const auto& d : data_files) data += " --data " + d;
+      known.push_back("\"" + JsonString(doc, "question", "(no question)") + "\"" + data);
+    }
+    if (!known.empty()) break;
+  }
+  std::string list;
+  for (const auto& k : known) list += "\n  " + k;
+  return Fail(Error::Code::kUsage,
+              "--offline has no recorded model turns for this question on this data; configure "
+              "a model (QUARRY_MODEL + QUARRY_API_KEY, or OPENROUTER_API_KEY) or ask a recorded "
+              "one:" +
+                  list);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
+  if (!o.replay.empty() && o.offline) {
+    return Fail(Error::Code::kUsage, "--offline and --replay both choose recorded turns: pass one");
+  }
+  if (!o.replay.empty()) {
+    std::ifstream in(o.replay);
+    std::string problem = "unreadable";
+    const json doc = in ? ParseJson(std::string((std::istreambuf_iterator<char>(in)),
+                                                std::istreambuf_iterator<char>()),
+                                    &problem)
+                        : json(json::value_t::discarded);
+    if (doc.is_discarded()) {
+      return Fail(Error::Code::kData,
+                  "--replay " + o.replay + " is not a readable JSON file (" + problem + ")");
+    }
+    if (doc.contains("question") && !Fits(doc, o)) {
+      return Fail(Error::Code::kUsage, "--replay " + o.replay + " records the question \"" +
+                                           JsonString(doc, "question", "(not a string)") +
+                                           "\" about other data files or another question; "
+                                           "replay it with the same question and --data files");
+    }
+    return llm::MakeReplayClientFromJson(doc, o.replay);
+  }
+  if (o.offline) return OfflineClient(o);
+  llm::Settings flags;
+  auto set = [](std::optional<std::string>& to, const std::string& value) {
+    if (!value.empty()) to = value;
+  };
+  set(flags.model, o.model);
+  set(flags.base_url, o.base_url);
+  set(flags.request_timeout, o.request_timeout);
+  set(flags.max_tokens, o.max_tokens);
+  set(flags.temperature, o.temperature);
+  set(flags.max_tokens_param, o.max_tokens_param);
+  return LiveClient(flags);
+}
+
+Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model,
+                                                const std::string& base_url) {
+  llm::Settings flags;
+  if (!model.empty()) flags.model = model;
+  if (!base_url.empty()) flags.base_url = base_url;
+  return LiveClient(flags);
+}
+
+Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags) {
+  auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"));
+  if (!config) return std::unexpected(config.error());
+  // Only a terminal gets the rewritten line; a log or a pipe would fill with them.
+  if (isatty(2)) {
+    config->on_wait = [](int64_t elapsed_ms) {
+      if (elapsed_ms < 0) {
+        std::cerr << "\r\033[K" << std::flush;
+        return;
+      }
+      std::cerr << "\r"
+                << Paint("  waiting for the model: " + std::to_string(elapsed_ms / 1000) + " s",
+                         "2")
+                << std::flush;
+    };
+  }
+  config->on_retry = [](const std::string& line) {
+    std::cerr << Paint("quarry: model: " + TerminalText(line), "33") << "\n";
+  };
+  return llm::MakeOpenAiClient(std::move(*config));
+}
+
+}  // namespace quarry::cli

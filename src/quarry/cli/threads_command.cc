@@ -1,0 +1,180 @@
+// `quarry threads`: the saved conversations (agent/threads.h) listed, one shown turn by turn,
+// or one deleted; as text or JSON.
+#include <iostream>
+
+#include "quarry/agent/threads.h"
+#include "quarry/cli/cli.h"
+#include "quarry/cli/cli_internal.h"
+#include "quarry/cli/commands.h"
+
+namespace quarry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+json SourcesJson(const std::vector<agent::ThreadSource>& sources) {
+  json out = json::array();
+  for (const auto& s : sources) {
+    out.push_back({{"path", s.path}, {"size_bytes", s.size_bytes}, {"sha256", s.sha256}});
+  }
+  return out;
+}
+
+json ThreadJson(const agent::Thread& t) {
+  return {{"name", t.name},
+          {"turns", t.turn_count},
+          {"waiting", t.waiting},
+          {"created_at", t.created_at},
+          {"updated_at", t.updated_at},
+          {"sources", SourcesJson(t.sources)}};
+}
+
+json TurnJson(const agent::ThreadTurn& turn) {
+  json clarifications = json::array();
+  for (const auto& c : turn.clarifications) {
+    clarifications.push_back({{"question", c.question},
+                              {"choices", c.choices},
+                              {"reply", c.reply},
+                              {"run_id", c.run_id}});
+  }
+  return {{"number", turn.number},
+          {"run_id", turn.run_id},
+          {"question", turn.question},
+          {"status", turn.status},
+          {"answer", turn.answer},
+          {"grounded", turn.grounded},
+          {"sql", turn.sql},
+          {"preview", turn.preview},
+          {"clarifications", clarifications},
+          {"created_at", turn.created_at},
+          {"updated_at", turn.updated_at}};
+}
+
+std::string SourceNames(const std::vector<agent::ThreadSource>& sources) {
+  std::string out;
+  for (const auto& s : sources)
+    out += (out.empty() ? "" : ", ") + fs::path(s.path).filename().string();
+  return out.empty() ? "-" : out;
+}
+
+std::string Indent(const std::string& text, const std::string& pad) {
+  std::string out = pad;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += pad;
+  }
+  return out;
+}
+
+std::string StatusText(const agent::ThreadTurn& turn) {
+  if (turn.waiting()) return "waiting for a reply to a clarification";
+  if (turn.status == agent::kTurnRunning) return "running (or its process was killed)";
+  if (turn.status == agent::kStopAnswered)
+    return turn.grounded ? "answered" : "answered, not grounded";
+  return "no answer: " + turn.status;
+}
+
+void PrintThread(const agent::Thread& t) {
+  std::cout << "thread " << TerminalText(t.name) << ": " << t.turn_count
+            << (t.turn_count == 1 ? " turn" : " turns") << ", created " << t.created_at
+            << ", updated " << t.updated_at << "\n";
+  for (const auto& s : t.sources) {
+    std::cout << "data: " << TerminalText(s.path) << " (" << s.size_bytes << " bytes"
+              << (s.sha256.empty() ? "" : ", sha256 " + s.sha256.substr(0, 12)) << ")\n";
+  }
+  for (const auto& turn : t.turns) {
+    std::cout << "\nturn " << turn.number << " · " << StatusText(turn) << " · run " << turn.run_id
+              << "\n";
+    std::cout << "  question: " << TerminalText(turn.question) << "\n";
+    for (const auto& c : turn.clarifications) {
+      std::cout << "  asked: " << TerminalText(c.question) << "\n";
+      for (size_t i = 0; i < c.choices.size(); ++i) {
+        std::cout << "    " << i + 1 << ". " << TerminalText(c.choices[i]) << "\n";
+      }
+      std::cout << "  reply: " << (c.reply.empty() ? "(waiting)" : TerminalText(c.reply)) << "\n";
+    }
+    if (!turn.answer.empty()) std::cout << "  answer: " << TerminalText(turn.answer) << "\n";
+    if (!turn.sql.empty())
+      std::cout << "  SQL:\n" << Indent(TerminalText(turn.sql), "    ") << "\n";
+  }
+}
+
+}  // namespace
+
+int RunThreads(const ThreadsOptions& o) {
+  const fs::path path = agent::ThreadsPath(o.runs_dir);
+  if (o.action != "list" && o.name.empty()) {
+    return Report({Error::Code::kUsage, "quarry threads " + o.action + " NAME: which thread?"});
+  }
+  if (!o.name.empty()) {
+    if (auto v = agent::ValidateThreadName(o.name); !v) return Report(v.error());
+  }
+  std::error_code ec;
+  // Reading needs no database: none yet means no threads, and none is created for it.
+  if (!path.empty() && !fs::exists(path, ec)) {
+    if (o.action != "list") {
+      return Report({Error::Code::kUsage, "no thread named \"" + o.name +
+                                              "\": there are no "
+                                              "threads in " +
+                                              path.string() + " yet"});
+    }
+    if (o.format_name == "json") {
+      std::cout << json({{"path", path.string()}, {"threads", json::array()}}).dump(2) << "\n";
+    } else {
+      std::cout << "no threads yet (" << path.string() << ")\n";
+    }
+    return kExitOk;
+  }
+  auto store = agent::ThreadStore::Open(path);
+  if (!store) return Report(store.error());
+  if (o.action == "delete") {
+    if (auto d = store->Delete(o.name); !d) return Report(d.error());
+    std::cout << "deleted thread " << TerminalText(o.name) << "\n";
+    return kExitOk;
+  }
+  if (o.action == "show") {
+    auto t = store->Find(o.name);
+    if (!t) return Report(t.error());
+    if (!*t) {
+      return Report({Error::Code::kUsage, "no thread named \"" + o.name + "\" in " + path.string() +
+                                              " (quarry threads lists them)"});
+    }
+    if (o.format_name == "json") {
+      json out = ThreadJson(**t);
+      out["turns"] = json::array();
+      for (const auto& turn : (*t)->turns) out["turns"].push_back(TurnJson(turn));
+      out["turn_count"] = (*t)->turn_count;
+      std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    } else {
+      PrintThread(**t);
+    }
+    return kExitOk;
+  }
+  auto list = store->List();
+  if (!list) return Report(list.error());
+  if (o.format_name == "json") {
+    json threads = json::array();
+    for (const auto& t : *list) threads.push_back(ThreadJson(t));
+    std::cout << json({{"path", path.string()}, {"threads", threads}})
+                     .dump(2, ' ', false, json::error_handler_t::replace)
+              << "\n";
+    return kExitOk;
+  }
+  if (list->empty()) {
+    std::cout << "no threads yet (" << path.string() << ")\n";
+    return kExitOk;
+  }
+  std::cout << "threads in " << path.string() << "\n";
+  for (const auto& t : *list) {
+    char turns[32];
+    std::snprintf(turns, sizeof turns, "%3d %s", t.turn_count,
+                  t.turn_count == 1 ? "turn " : "turns");
+    std::cout << "  " << TerminalText(t.name) << "  " << turns << "  updated " << t.updated_at
+              << "  " << TerminalText(SourceNames(t.sources))
+              << (t.waiting ? "  waiting for a reply" : "") << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace quarry::cli
