@@ -165,6 +165,15 @@ int Main(int argc, char** argv) {
   ask_cmd->add_option("--format", ask.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
 
+  AskOptions chat;
+  CLI::App* chat_cmd = app.add_subcommand(
+      "chat", "Ask question after question in one conversation: quarry chat --data FILE...");
+  CLI::Option* chat_runs_dir = AddQuestionFlags(chat_cmd, chat);
+  chat_cmd->add_option("--thread", chat.thread,
+                       "Continue this thread (one that ask --thread or an earlier chat started); "
+                       "default: a new one")
+      ->check(ThreadName());
+
   ThreadsOptions threads;
   CLI::App* threads_cmd = app.add_subcommand(
       "threads", "Saved conversations: quarry threads [list | show NAME | delete NAME]");
@@ -261,6 +270,7 @@ int Main(int argc, char** argv) {
   }
   try {
     ask.runs_dir_given = ask_runs_dir->count() > 0;
+    chat.runs_dir_given = chat_runs_dir->count() > 0;
     if (*ask_cmd) {
       // `--data a.csv "Which region?" --runs-dir x`: the last value of --data that is no file
       // is the question.
@@ -287,6 +297,7 @@ int Main(int argc, char** argv) {
     if (*mcp_cmd) return RunMcp(mcp);
     if (*view_cmd) return RunView(view);
     if (*cache_cmd) return RunCache(cache);
+    if (*chat_cmd) return RunChat(chat);
     if (*threads_cmd) return RunThreads(threads);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";

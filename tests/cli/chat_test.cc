@@ -1,0 +1,394 @@
+// `quarry chat`, end to end: the real binary under a pseudo-terminal (forkpty), typed at as a
+// user would (questions, a follow-up, /sql, Ctrl-C at the prompt and during a runaway query,
+// Ctrl-D), and with questions piped into stdin; the stand-in provider scripts the model and
+// records what it was sent.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/provider_server.h"
+#include "support/test_support.h"
+
+extern char** environ;
+
+namespace quarry {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using quarry::testing::ProviderServer;
+using quarry::testing::ToolCallReply;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr const char* kMost =
+    R"({"sql": "SELECT region, round(sum(revenue), 2) AS total FROM sales GROUP BY region ORDER BY total DESC LIMIT 1"})";
+constexpr const char* kMostAnswer =
+    R"({"answer": "North sells most: 141794.14.", "supporting_values": ["North", "141794.14"]})";
+constexpr const char* kLeast =
+    R"({"sql": "SELECT region, round(sum(revenue), 2) AS total FROM sales GROUP BY region ORDER BY total ASC LIMIT 1"})";
+constexpr const char* kLeastAnswer =
+    R"({"answer": "Central sells least: 58576.15.", "supporting_values": ["Central", "58576.15"]})";
+constexpr const char* kCount = R"({"sql": "SELECT count(*) AS n FROM sales"})";
+constexpr const char* kCountAnswer =
+    R"({"answer": "There are 2065 sales rows.", "supporting_values": ["2065"]})";
+constexpr const char* kRunaway =
+    R"({"sql": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"})";
+
+void EnqueueTurn(ProviderServer& server, const char* sql, const char* answer) {
+  server.Enqueue({200, {}, ToolCallReply({{"call_sql", "run_sql", sql}})});
+  server.Enqueue({200, {}, ToolCallReply({{"call_answer", "final_answer", answer}})});
+}
+
+fs::path Sales() { return quarry::testing::SourceDir() / "data" / "sales.csv"; }
+
+// This process's environment without model settings, plus the stand-in's and a private state
+// directory (the chat history and default threads go there).
+std::vector<std::string> ChildEnv(const ProviderServer& server, const fs::path& state) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (kv.starts_with("OPENROUTER_API_KEY=") || kv.starts_with("QUARRY_") ||
+        kv.starts_with("TERM=") || kv.starts_with("XDG_STATE_HOME=")) {
+      continue;
+    }
+    env.push_back(kv);
+  }
+  env.push_back("QUARRY_BASE_URL=" + server.base_url());
+  env.push_back("QUARRY_MODEL=stand-in-model");
+  env.push_back("QUARRY_API_KEY=sk-chat-test-0123456789");
+  env.push_back("XDG_STATE_HOME=" + state.string());
+  env.push_back("NO_COLOR=1");
+  env.push_back("TERM=xterm");
+  return env;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// The quarry binary on the slave side of a pseudo-terminal, as a user's shell would run it.
+class PtyQuarry {
+ public:
+  PtyQuarry(std::vector<std::string> args, const fs::path& cwd, std::vector<std::string> env) {
+    args.insert(args.begin(), quarry::testing::QuarryBinary().string());
+    std::vector<char*> argv = CStrings(args), envp = CStrings(env);
+    const std::string dir = cwd.string();
+    winsize size{30, 120, 0, 0};
+    pid_ = forkpty(&master_, nullptr, nullptr, &size);
+    if (pid_ == 0) {
+      // Only async-signal-safe calls after fork: the test has threads (the stand-in server).
+      if (chdir(dir.c_str()) != 0) _exit(126);
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+    if (master_ >= 0) fcntl(master_, F_SETFL, O_NONBLOCK);
+  }
+  ~PtyQuarry() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) close(master_);
+  }
+  bool started() const { return pid_ > 0 && master_ >= 0; }
+  void Type(const std::string& keys) {
+    [[maybe_unused]] const ssize_t n = write(master_, keys.data(), keys.size());
+  }
+  // Reads until `text` appears after what earlier waits consumed; then consumes through it.
+  bool WaitFor(const std::string& text, std::chrono::milliseconds limit = 30s) {
+    const auto deadline = Clock::now() + limit;
+    while (true) {
+      if (const size_t at = output_.find(text, cursor_); at != std::string::npos) {
+        cursor_ = at + text.size();
+        return true;
+      }
+      if (Clock::now() > deadline) return false;
+      Pump(50);
+    }
+  }
+  // The exit code, or -1 when still running after `limit`.
+  int Wait(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      Pump(20);
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        Pump(0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
+    return -1;
+  }
+  const std::string& output() const { return output_; }
+  std::string rest() const { return output_.substr(cursor_); }
+
+ private:
+  void Pump(int timeout_ms) {
+    pollfd fd{master_, POLLIN, 0};
+    if (poll(&fd, 1, timeout_ms) <= 0) return;
+    char buf[4096];
+    while (true) {
+      const ssize_t n = read(master_, buf, sizeof buf);
+      if (n <= 0) break;  // EAGAIN, or EIO once the child closed the terminal
+      output_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  pid_t pid_ = -1;
+  int master_ = -1;
+  bool exited_ = false;
+  std::string output_;
+  size_t cursor_ = 0;
+};
+
+bool WaitForRequests(const ProviderServer& server, size_t n, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (server.requests().size() >= n) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+json ShowThread(const ProviderServer& server, const fs::path& cwd, const fs::path& runs,
+                const std::string& name) {
+  auto r = quarry::testing::RunProcess({quarry::testing::QuarryBinary().string(), "threads", "show",
+                                        name, "--runs-dir", runs.string(), "--format", "json"},
+                                       cwd, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out, nullptr, false);
+}
+
+TEST(ChatPtyTest, QuestionsFollowUpSqlCtrlCAndCtrlDAtATerminal) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs", state = cwd.path() / "state";
+  PtyQuarry chat({"chat", "--no-python", "--timeout-ms", "60000", "--runs-dir", runs.string(),
+                  "--thread", "pty", "--data", Sales().string()},
+                 cwd.path(), ChildEnv(server, state));
+  ASSERT_TRUE(chat.started());
+  ASSERT_TRUE(chat.WaitFor("thread: pty (new)")) << chat.output();
+  ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.output();
+
+  // A question, answered with its SQL, steps shown live.
+  EnqueueTurn(server, kMost, kMostAnswer);
+  chat.Type("Which region sells most?\r");
+  ASSERT_TRUE(chat.WaitFor("run_sql")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("North sells most: 141794.14.")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.rest();
+
+  chat.Type("/sql\r");
+  ASSERT_TRUE(chat.WaitFor("ORDER BY total DESC LIMIT 1;")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("quarry> "));
+
+  // A follow-up: the provider is sent the earlier turn.
+  EnqueueTurn(server, kLeast, kLeastAnswer);
+  chat.Type("And which sells least?\r");
+  ASSERT_TRUE(chat.WaitFor("Central sells least: 58576.15.")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("quarry> "));
+  ASSERT_EQ(server.requests().size(), 4u);
+  const json follow_up = server.requests()[2].Json()["messages"];
+  ASSERT_EQ(follow_up.size(), 4u) << follow_up.dump(1);
+  EXPECT_NE(
+      follow_up[1]["content"].get<std::string>().find("Earlier question: Which region sells most?"),
+      std::string::npos);
+  EXPECT_NE(follow_up[2]["content"].get<std::string>().find("Answer: North sells most: 141794.14."),
+            std::string::npos);
+  EXPECT_EQ(follow_up[3]["content"], "And which sells least?");
+
+  // Ctrl-C at the prompt drops the line typed so far.
+  chat.Type("half a question");
+  ASSERT_TRUE(chat.WaitFor("half a question"));
+  chat.Type("\x03");
+  ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.rest();
+  chat.Type("/help\r");
+  ASSERT_TRUE(chat.WaitFor("/quit   leave (so does Ctrl-D)")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("quarry> "));
+  EXPECT_EQ(server.requests().size(), 4u) << "the dropped line was never asked";
+
+  // Ctrl-C during a runaway query stops that question; the chat goes on.
+  server.Enqueue({200, {}, ToolCallReply({{"call_loop", "run_sql", kRunaway}})});
+  chat.Type("How many rows does the recursion reach?\r");
+  ASSERT_TRUE(WaitForRequests(server, 5, 20s));
+  std::this_thread::sleep_for(700ms);  // the query is running
+  const auto sent = Clock::now();
+  chat.Type("\x03");
+  ASSERT_TRUE(chat.WaitFor("no answer: interrupted", 10s)) << chat.rest();
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count(),
+            2500);
+  ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.rest();
+  EXPECT_EQ(server.requests().size(), 5u) << "no model call after the stop";
+
+  EnqueueTurn(server, kCount, kCountAnswer);
+  chat.Type("How many sales rows are there?\r");
+  ASSERT_TRUE(chat.WaitFor("There are 2065 sales rows.")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("quarry> "));
+
+  // Ctrl-D on an empty line leaves with 0.
+  chat.Type("\x04");
+  EXPECT_EQ(chat.Wait(10s), 0) << chat.output().substr(
+      chat.output().size() > 600 ? chat.output().size() - 600 : 0);
+
+  const json thread = ShowThread(server, cwd.path(), runs, "pty");
+  ASSERT_EQ(thread["turns"].size(), 4u) << thread.dump(1);
+  EXPECT_EQ(thread["turns"][0]["status"], "answered");
+  EXPECT_EQ(thread["turns"][1]["status"], "answered");
+  EXPECT_EQ(thread["turns"][2]["status"], "interrupted");
+  EXPECT_EQ(thread["turns"][3]["status"], "answered");
+  EXPECT_EQ(thread["turns"][3]["answer"], "There are 2065 sales rows.");
+  // The line history, private to the user.
+  const fs::path history = state / "quarry" / "chat_history";
+  // libedit's format: a header line, then each line with blanks escaped by vis(3).
+  const std::string lines = quarry::testing::ReadFile(history);
+  EXPECT_TRUE(lines.starts_with("_HiStOrY_V2_\n")) << lines;
+  EXPECT_NE(lines.find("Which\\040region\\040sells\\040most?\n"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("/sql\n"), std::string::npos) << lines;
+  EXPECT_EQ(lines.find("half"), std::string::npos) << "a dropped line is not kept";
+  struct stat st {};
+  ASSERT_EQ(stat(history.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// quarry chat with stdin from a file; stdout and stderr to files.
+quarry::testing::ProcessResult ChatFromFile(const ProviderServer& server, const fs::path& cwd,
+                                            std::vector<std::string> args,
+                                            const std::string& input) {
+  const fs::path in = cwd / "stdin.txt", out = cwd / "stdout.txt", err = cwd / "stderr.txt";
+  {
+    FILE* f = fopen(in.c_str(), "w");
+    fwrite(input.data(), 1, input.size(), f);
+    fclose(f);
+  }
+  args.insert(args.begin(), {quarry::testing::QuarryBinary().string(), "chat"});
+  std::vector<std::string> env = ChildEnv(server, cwd / "state");
+  std::vector<char*> argv = CStrings(args), envp = CStrings(env);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, in.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  pid_t pid = -1;
+  quarry::testing::ProcessResult r;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  r.out = quarry::testing::ReadFile(out);
+  r.err = quarry::testing::ReadFile(err);
+  return r;
+}
+
+TEST(ChatPipeTest, QuestionsPipedInContinueAThreadThatAskStarted) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  EnqueueTurn(server, kMost, kMostAnswer);
+  auto ask = quarry::testing::RunProcess(
+      {quarry::testing::QuarryBinary().string(), "ask", "--no-python", "--runs-dir", runs.string(),
+       "--thread", "piped", "--data", Sales().string(), "Which region sells most?"},
+      cwd.path(),
+      {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+       "QUARRY_API_KEY=sk-chat-test-0123456789"},
+      {"OPENROUTER_API_KEY", "QUARRY_PRICES"});
+  ASSERT_EQ(ask.exit_code, 0) << ask.err;
+
+  EnqueueTurn(server, kLeast, kLeastAnswer);
+  EnqueueTurn(server, kCount, kCountAnswer);
+  auto r = ChatFromFile(
+      server, cwd.path(),
+      {"--no-python", "--runs-dir", runs.string(), "--thread", "piped", "--data", Sales().string()},
+      "And which sells least?\n/sql\nHow many sales rows are there?\n/bogus\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("thread: piped (1 earlier turn)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("quarry> "), std::string::npos) << "no prompt without a terminal";
+  const size_t q1 = r.out.find("> And which sells least?\n");
+  const size_t a1 = r.out.find("Central sells least: 58576.15.");
+  const size_t sql = r.out.find(
+      "> /sql\nSELECT region, round(sum(revenue), 2) AS total FROM sales "
+      "GROUP BY region ORDER BY total ASC LIMIT 1;\n");
+  const size_t q2 = r.out.find("> How many sales rows are there?\n");
+  const size_t a2 = r.out.find("There are 2065 sales rows.");
+  ASSERT_NE(q1, std::string::npos) << r.out;
+  ASSERT_NE(a1, std::string::npos) << r.out;
+  ASSERT_NE(sql, std::string::npos) << r.out;
+  ASSERT_NE(q2, std::string::npos) << r.out;
+  ASSERT_NE(a2, std::string::npos) << r.out;
+  EXPECT_TRUE(q1 < a1 && a1 < sql && sql < q2 && q2 < a2) << r.out;
+  EXPECT_NE(r.out.find("unknown command /bogus: /help lists them"), std::string::npos);
+  // Steps went to stderr as they happened.
+  EXPECT_NE(r.err.find("run_sql"), std::string::npos) << r.err;
+
+  // The chat's first question saw ask's turn; its second saw both.
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 6u);
+  EXPECT_EQ(requests[2].Json()["messages"].size(), 4u);
+  const json third = requests[4].Json()["messages"];
+  ASSERT_EQ(third.size(), 6u) << third.dump(1);
+  EXPECT_NE(
+      third[1]["content"].get<std::string>().find("Earlier question: Which region sells most?"),
+      std::string::npos);
+  EXPECT_EQ(third[3]["content"], "Earlier question: And which sells least?");
+  EXPECT_EQ(third[5]["content"], "How many sales rows are there?");
+  const json thread = ShowThread(server, cwd.path(), runs, "piped");
+  ASSERT_EQ(thread["turns"].size(), 3u);
+  EXPECT_EQ(thread["turns"][2]["question"], "How many sales rows are there?");
+}
+
+TEST(ChatPipeTest, WithoutThreadAChatNamesANewOneAndSlashNewStartsAnother) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  EnqueueTurn(server, kMost, kMostAnswer);
+  EnqueueTurn(server, kLeast, kLeastAnswer);
+  auto r = ChatFromFile(server, cwd.path(),
+                        {"--no-python", "--runs-dir", runs.string(), "--data", Sales().string()},
+                        "Which region sells most?\n/trace\n/view\n/new\nAnd which sells least?\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // /trace summarises the last run; /view writes its page beside the trace.
+  EXPECT_NE(r.out.find("> /trace\n"), std::string::npos);
+  EXPECT_NE(r.out.find("question: Which region sells most?"), std::string::npos) << r.out;
+  const std::regex page("> /view\n(/[^\n]*/trace\\.html)\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, page)) << r.out;
+  EXPECT_TRUE(fs::exists(m[1].str()));
+  const std::regex named("thread: (chat-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}) \\(new");
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), named);
+       it != std::sregex_iterator(); ++it) {
+    names.push_back((*it)[1]);
+  }
+  ASSERT_EQ(names.size(), 2u) << r.out;
+  EXPECT_NE(names[0], names[1]);
+  // After /new the question goes without history.
+  ASSERT_EQ(server.requests().size(), 4u);
+  EXPECT_EQ(server.requests()[2].Json()["messages"].size(), 2u);
+  for (const std::string& name : names) {
+    const json thread = ShowThread(server, cwd.path(), runs, name);
+    EXPECT_EQ(thread["turns"].size(), 1u) << name;
+  }
+}
+
+}  // namespace
+}  // namespace quarry
