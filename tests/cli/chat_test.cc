@@ -8,6 +8,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -354,6 +355,45 @@ TEST(ChatPipeTest, QuestionsPipedInContinueAThreadThatAskStarted) {
   const json thread = ShowThread(server, cwd.path(), runs, "piped");
   ASSERT_EQ(thread["turns"].size(), 3u);
   EXPECT_EQ(thread["turns"][2]["question"], "How many sales rows are there?");
+}
+
+TEST(ChatPipeTest, AChatOnAThreadThatWaitsShowsTheQuestionAndTakesTheReply) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  EnqueueTurn(server, kMost, kMostAnswer);
+  auto ask = ChatFromFile(
+      server, cwd.path(),
+      {"--no-python", "--runs-dir", runs.string(), "--thread", "waits", "--data", Sales().string()},
+      "Which region sells most?\n");
+  ASSERT_EQ(ask.exit_code, 0) << ask.err;
+  // As a run that ended on a clarification leaves its turn.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((runs / "threads.sqlite3").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE turns SET status = 'clarification_needed', answer = '', "
+                         "clarifications = '[{\"question\": \"Gross or net revenue?\", "
+                         "\"choices\": [\"gross\", \"net\"], \"reply\": \"\"}]'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EnqueueTurn(server, kMost, kMostAnswer);
+  auto r = ChatFromFile(
+      server, cwd.path(),
+      {"--no-python", "--runs-dir", runs.string(), "--thread", "waits", "--data", Sales().string()},
+      "1\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("thread: waits (1 earlier turn)\nturn 1 (\"Which region sells most?\") "
+                       "waits on a reply:\nquarry needs a clarification: Gross or net revenue?\n"
+                       "  1. gross\n  2. net\ntype your reply (a number picks a choice)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("North sells most: 141794.14."), std::string::npos) << r.out;
+  const json thread = ShowThread(server, cwd.path(), runs, "waits");
+  ASSERT_EQ(thread["turns"].size(), 1u);
+  EXPECT_EQ(thread["turns"][0]["status"], "answered");
+  EXPECT_EQ(thread["turns"][0]["clarifications"][0]["reply"], "gross");
+  EXPECT_EQ(server.requests()[2].Json()["messages"].back()["content"], "Which region sells most?");
 }
 
 TEST(ChatPipeTest, WithoutThreadAChatNamesANewOneAndSlashNewStartsAnother) {

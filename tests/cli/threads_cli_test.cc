@@ -3,6 +3,7 @@
 // gate refusing a number that only an earlier turn showed, data changes noted, and the store's
 // errors as exit codes.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -261,6 +262,52 @@ TEST_F(ThreadsCliTest, WithoutRunsDirThreadsLiveInXdgStateHome) {
   EXPECT_EQ(empty.exit_code, 0);
   EXPECT_NE(empty.out.find("no threads yet"), std::string::npos);
   EXPECT_FALSE(fs::exists(cwd_.path() / "elsewhere" / "threads.sqlite3"));
+}
+
+// Marks turn 1 of `thread` as waiting on a clarification, as a run that ended with
+// clarification_needed leaves it.
+void MakeTurnWait(const fs::path& db_path, const std::string& question) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  const std::string sql =
+      "UPDATE turns SET status = 'clarification_needed', answer = '', question = '" + question +
+      "', clarifications = '[{\"question\": \"Top by revenue or by orders?\", \"choices\": "
+      "[\"by revenue\", \"by orders\"], \"reply\": \"\", \"run_id\": \"r0\"}]' "
+      "WHERE number = 1";
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << error;
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+TEST_F(ThreadsCliTest, TheNextAskOnAWaitingThreadIsTheReplyAndContinuesTheTurn) {
+  EnqueueTurn(server_, kMost, kMostAnswer);
+  ASSERT_EQ(Ask("waits", "Which region sells most?", Sales()).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(MakeTurnWait(runs() / "threads.sqlite3", "Who is the top region?"));
+  auto list = ThreadsJson({});
+  EXPECT_EQ(list["threads"][0]["waiting"], true);
+  auto waiting = Quarry({"threads", "--runs-dir", runs().string()});
+  EXPECT_NE(waiting.out.find("waiting for a reply"), std::string::npos) << waiting.out;
+
+  EnqueueTurn(server_, kMost, kMostAnswer);
+  auto r = Ask("waits", "2", Sales(), {"--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(
+      r.err.find("continuing turn 1 (\"Who is the top region?\") with the reply \"by orders\""),
+      std::string::npos)
+      << r.err;
+  const json out = json::parse(r.out, nullptr, false);
+  EXPECT_EQ(out["turn"], 1);
+  // The run asked the original question, not the reply.
+  const json messages = server_.requests()[2].Json()["messages"];
+  EXPECT_EQ(messages.size(), 2u) << "no earlier turn before the waiting one";
+  EXPECT_EQ(messages.back()["content"], "Who is the top region?");
+  const json show = ThreadsJson({"show", "waits"});
+  ASSERT_EQ(show["turns"].size(), 1u) << "the reply continued turn 1";
+  EXPECT_EQ(show["turns"][0]["status"], "answered");
+  EXPECT_EQ(show["turns"][0]["clarifications"][0]["reply"], "by orders");
+  EXPECT_EQ(show["turns"][0]["run_id"],
+            out["trace"].get<std::string>().substr(runs().string().size() + 1, 22));
 }
 
 TEST_F(ThreadsCliTest, AnAskWithoutThreadTouchesNoStore) {
