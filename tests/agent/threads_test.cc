@@ -415,12 +415,21 @@ TEST(ThreadStoreTest, ACorruptFileIsADataError) {
 // Appends `n` turns to thread "shared", each started and finished.
 bool AppendTurns(const fs::path& path, const std::string& who, int n) {
   auto store = ThreadStore::Open(path);
-  if (!store) return false;
+  if (!store) {
+    fprintf(stderr, "%s: %s\n", who.c_str(), store.error().message.c_str());
+    return false;
+  }
   for (int i = 0; i < n; ++i) {
     const std::string run = who + "-" + std::to_string(i);
     auto start = store->StartTurn("shared", "question " + run, run, {Src("/d/a.csv", 1, "x")});
-    if (!start) return false;
-    if (!store->FinishTurn("shared", start->number, Answered(run, "answer " + run))) return false;
+    if (!start) {
+      fprintf(stderr, "%s: %s\n", who.c_str(), start.error().message.c_str());
+      return false;
+    }
+    if (auto f = store->FinishTurn("shared", start->number, Answered(run, "answer " + run)); !f) {
+      fprintf(stderr, "%s: %s\n", who.c_str(), f.error().message.c_str());
+      return false;
+    }
   }
   return true;
 }

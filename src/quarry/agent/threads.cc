@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <thread>
 
 #include "quarry/agent/threads_internal.h"
 
@@ -133,6 +134,27 @@ Result<void> CheckOrCreateSchema(internal::Db& db) {
   return tx.Commit();
 }
 
+// Switching a file into WAL needs an exclusive lock that SQLite does not wait for through the
+// busy handler, so two processes opening a new file at once would see "database is locked":
+// retry for as long as the busy timeout. The mode is kept in the file, so this is once per file.
+Result<void> UseWal(internal::Db& db) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  while (true) {
+    auto mode = db.Prepare("PRAGMA journal_mode = WAL");
+    if (!mode) return std::unexpected(mode.error());
+    auto row = mode->Step();
+    if (row && *row && mode->Text(0) == "wal") return {};
+    const bool busy = !row && (sqlite3_extended_errcode(db.handle) & 0xFF) == SQLITE_BUSY;
+    if (!row && !busy) return std::unexpected(row.error());
+    if (std::chrono::steady_clock::now() > deadline) {
+      return row ? db.Refuse("could not be switched to WAL mode: another process holds it")
+                 : std::unexpected(row.error());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 std::string Absolute(const std::string& path) {
   std::error_code ec;
   const fs::path abs = fs::absolute(path, ec);
@@ -215,8 +237,7 @@ Result<ThreadStore> ThreadStore::Open(const fs::path& path) {
   }
   sqlite3* raw = nullptr;
   const int rc =
-      sqlite3_open_v2(path.c_str(), &raw,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nullptr);
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   ThreadStore store(raw, path);
   if (rc != SQLITE_OK) {
     return Fail(Error::Code::kData, "threads database " + path.string() + ": cannot open it: " +
@@ -227,11 +248,7 @@ Result<ThreadStore> ThreadStore::Open(const fs::path& path) {
   internal::Db db{raw, path};
   if (auto r = CheckOrCreateSchema(db); !r) return std::unexpected(r.error());
   // WAL: readers never wait for a writer, and writers of different processes take turns.
-  {
-    auto mode = db.Prepare("PRAGMA journal_mode = WAL");
-    if (!mode) return std::unexpected(mode.error());
-    if (auto r = mode->Step(); !r) return std::unexpected(r.error());
-  }
+  if (auto r = UseWal(db); !r) return std::unexpected(r.error());
   if (auto r = db.Exec("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL", "set pragmas");
       !r) {
     return std::unexpected(r.error());
