@@ -32,9 +32,11 @@ void DrainSigintPipe() {
   }
 }
 
+}  // namespace
+
 // While it lives, SIGINT is a byte in the pipe; the handler it replaced comes back after (the
 // InterruptScope of a running question, when the model's question is being answered).
-class SigintToPipe {
+class LineReader::SigintToPipe {
  public:
   SigintToPipe() {
     if (g_sigint_pipe[0] < 0 && pipe2(g_sigint_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
@@ -54,6 +56,8 @@ class SigintToPipe {
   struct sigaction old_ {};
   bool installed_ = false;
 };
+
+namespace {
 
 enum class Wait { kReady, kInterrupted };
 
@@ -129,7 +133,7 @@ struct LineReader::Editor {
 };
 
 LineReader::LineReader(std::filesystem::path history_file)
-    : history_file_(std::move(history_file)) {
+    : sigint_(std::make_unique<SigintToPipe>()), history_file_(std::move(history_file)) {
   if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) return;
   auto editor = std::make_unique<Editor>();
   editor->el = el_init("quarry", stdin, stdout, stderr);

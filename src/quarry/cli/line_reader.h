@@ -21,7 +21,9 @@ class LineReader {
   };
 
   // Line editing when stdin and stdout are both terminals. `history_file` (may be empty: no
-  // history kept) is loaded now and saved after every line, mode 0600.
+  // history kept) is loaded now and saved after every line, mode 0600. While the reader lives,
+  // a SIGINT outside Read() (a slash command running) is dropped rather than ending the
+  // process; a running question's InterruptScope takes SIGINT over while it lives.
   explicit LineReader(std::filesystem::path history_file);
   ~LineReader();
   LineReader(const LineReader&) = delete;
@@ -36,6 +38,8 @@ class LineReader {
 
  private:
   struct Editor;
+  class SigintToPipe;
+  std::unique_ptr<SigintToPipe> sigint_;
   std::unique_ptr<Editor> editor_;
   std::filesystem::path history_file_;
   std::string pending_;  // plain mode: bytes read past the last line end

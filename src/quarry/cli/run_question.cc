@@ -155,7 +155,12 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
   input.question = in.text;
   if (store) {
     auto start = store->StartTurn(in.thread, in.text, id, engine.sources());
-    if (!start) return std::unexpected(start.error());
+    if (!start) {
+      // Nothing ran: leave no empty run folder for `quarry trace latest` to find.
+      std::error_code ec;
+      fs::remove_all(writer->dir(), ec);
+      return std::unexpected(start.error());
+    }
     run.thread = in.thread;
     run.turn = start->number;
     run.resumed = start->resume.has_value();
