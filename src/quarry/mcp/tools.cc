@@ -123,6 +123,28 @@ json RunSql(ToolBox& box, const json& arguments, const CallContext& call) {
   return result;
 }
 
+// The model asked instead of guessing and no reply could be had during the call: the question
+// is the result (not an error), marked in structuredContent so a client can tell it from an
+// answer, with how to continue.
+json ClarificationResult(const trace::ClarificationRecord& c, const std::string& thread,
+                         const std::string& trace_path) {
+  std::string text = "quarry needs a clarification before it can answer: " + c.question;
+  for (size_t i = 0; i < c.choices.size(); ++i) {
+    text += "\n  " + std::to_string(i + 1) + ". " + c.choices[i];
+  }
+  text += thread.empty()
+              ? "\nAsk again with the missing detail in the question."
+              : "\nReply by calling ask_database with thread '" + thread +
+                    "' and the answer as the question.";
+  text += "\n\ntrace: " + trace_path;
+  json result = ToolResult(text, false);
+  result["structuredContent"] = {{"status", "clarification_needed"},
+                                 {"clarification", {{"question", c.question}, {"choices", c.choices}}},
+                                 {"thread", thread},
+                                 {"trace", trace_path}};
+  return result;
+}
+
 json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   const ServerOptions& options = box.options();
   if (!options.make_client)
@@ -153,13 +175,18 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   input.run_id = id;
   input.history = history;
   input.stop = call.stop;
+  input.ask_user = call.ask_user;
   trace::Trace t = agent::Run(input, box.engine(), **client,
                               config, &progress, &*writer);
   const std::string trace_path = Absolute(writer->dir() / "trace.json");
   Log("run " + id + ": " + t.stop_reason);
 
+  if (t.stop_reason == agent::kStopClarification && !t.clarifications.empty()) {
+    return ClarificationResult(t.clarifications.back(), thread, trace_path);
+  }
   if (t.stop_reason != agent::kStopAnswered) {
     std::string text = "no answer: " + t.stop_reason;
+    if (!t.explanation.empty()) text += "\nnot an answer, the agent's account: " + t.explanation;
     if (!t.reply.empty()) {
       text += "\nthe model replied without a tool call (not verified): " + t.reply;
     }
