@@ -185,6 +185,9 @@ struct PriorTurn {
   std::string sql;
   std::string preview;        // rendered result rows, "" when none was kept
   std::string clarification;  // an ask_user question of that turn, with the user's reply
+  // How the data changed after this turn (a file changed, came or went), "" when it did not:
+  // PriorMessages tells the model, so earlier answers are not taken as still true.
+  std::string data_note;
 };
 
 // The messages that show a thread's earlier turns to the model, oldest first, within
