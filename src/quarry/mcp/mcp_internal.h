@@ -120,7 +120,7 @@ class SharedEngine final : public engine::Engine {
 // to the user's data. Bad arguments, guard rejections and failed executions come back as
 // results with isError true; exceptions (bugs) propagate to the dispatcher.
 // Thread-safe: calls run concurrently on the scheduler's workers, over a SharedEngine; the last
-// run_sql result and the threads' memory are guarded here.
+// run_sql result is guarded here; threads live in the agent's thread store.
 class ToolBox {
  public:
   ToolBox(const ServerOptions& options, engine::Engine& engine);
@@ -145,25 +145,14 @@ class ToolBox {
   agent::Observation RunAgentTool(const agent::Tool& tool, const json& arguments,
                                   agent::Config config, const StopToken& stop);
 
-  // ask_database's per-thread memory: the last few answered questions of each thread. Calls of
-  // one thread run one at a time (the scheduler's serial key), so a thread's turns are read and
-  // appended by one call at a time; the map itself is guarded.
-  struct ThreadTurn {
-    std::string question;
-    std::string answer;
-    std::string sql;
-  };
-  std::vector<ThreadTurn> ThreadTurns(const std::string& name);
-  void AddThreadTurn(const std::string& name, ThreadTurn turn, size_t keep);
 
  private:
   const ServerOptions& options_;
   SharedEngine engine_;
   std::vector<agent::Tool> agent_tools_;
   std::vector<McpTool> tools_;
-  std::mutex mu_;  // guards last_ and threads_
+  std::mutex mu_;  // guards last_
   std::optional<sandbox::LastResult> last_;
-  std::map<std::string, std::deque<ThreadTurn>> threads_;
 };
 
 // run_sql's result within the budgets (kResponseBytes, engine::kResultCellBytes): `text` is the
