@@ -122,8 +122,21 @@ bool WaitForRequests(const ProviderServer& server, size_t n, std::chrono::millis
 
 fs::path OnlyRun(const fs::path& runs) {
   std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(runs)) dirs.push_back(e.path());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(runs, ec)) dirs.push_back(e.path());
   return dirs.size() == 1 ? dirs[0] : fs::path();
+}
+
+// Waits until the only run under `runs` has `entry` (the run reached that stage); a slow
+// build (sanitizers) may take seconds to open the data first.
+bool WaitForRunEntry(const fs::path& runs, const std::string& entry, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    const fs::path run = OnlyRun(runs);
+    if (!run.empty() && fs::exists(run / entry)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 json ReadJson(const fs::path& path) {
@@ -276,7 +289,9 @@ TEST(InterruptOpenTest, CtrlCStopsQuarryPythonAndRemovesTheTableCopies) {
   Quarry q(server, cwd.path(),
            {"python", "--runs-dir", runs.string(), "--timeout-ms", "60000",
             (quarry::testing::SourceDir() / "data" / "sales.csv").string(), script.string()});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The table copies exist before the child starts; then give the child time to start.
+  ASSERT_TRUE(WaitForRunEntry(runs, "tables", std::chrono::seconds(30))) << q.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
   const auto sent = Clock::now();
   q.Signal(SIGTERM);
   EXPECT_EQ(q.Wait(std::chrono::seconds(10)), 6) << q.err();

@@ -497,7 +497,9 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   const json& messages = follow_up["messages"];
   ASSERT_GE(messages.size(), 4u);
   EXPECT_EQ(messages[1]["role"], "user");
-  EXPECT_EQ(messages[1]["content"], "How many genres are there?");
+  EXPECT_NE(messages[1]["content"].get<std::string>().find("Earlier question: How many genres are there?"),
+            std::string::npos) << messages[1];
+  EXPECT_NE(messages[1]["content"].get<std::string>().find("context, not evidence"), std::string::npos);
   EXPECT_EQ(messages[2]["role"], "assistant");
   EXPECT_NE(messages[2]["content"].get<std::string>().find("There are 25 genres."), std::string::npos);
   EXPECT_EQ(messages[3]["content"], "And media types?");
@@ -512,7 +514,8 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   const json trace = json::parse(testing::ReadFile(trace_path));
   EXPECT_EQ(trace["stop_reason"], "answered");
   EXPECT_EQ(trace["question"], "And media types?");  // the gate sees only this run's question
-  EXPECT_NE(trace["notes"].dump().find("1 earlier question"), std::string::npos) << trace["notes"];
+  EXPECT_NE(trace["notes"].dump().find("the model saw 1 earlier turn"), std::string::npos) << trace["notes"];
+  EXPECT_EQ(trace["thread"], json::parse(R"({"name": "t1", "turn": 2})"));
 }
 
 TEST_F(McpServerTest, AskDatabaseReturnsTheChartItDrew) {

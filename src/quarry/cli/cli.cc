@@ -239,7 +239,8 @@ int Main(int argc, char** argv) {
       "mcp", "Serve quarry's tools over MCP (stdio) for Claude Code and other MCP clients");
   mcp_cmd->add_option("paths", mcp.paths, "Data files")->required();
   mcp_cmd->add_flag("--allow-python", mcp.allow_python, "Offer run_python (sandboxed) to clients");
-  mcp_cmd->add_option("--runs-dir", mcp.runs_dir, "Where runs/<id>/ go")->default_val("runs");
+  mcp_cmd->add_option("--runs-dir", mcp.runs_dir,
+                      "Where runs/<id>/ go (default runs); threads.sqlite3 too when given");
   mcp_cmd->add_option("--model", mcp.model, "Model id for ask_database (else QUARRY_MODEL)");
   mcp_cmd->add_option("--base-url", mcp.base_url, "Endpoint for ask_database");
   AddLoadFlags(mcp_cmd, mcp.load);

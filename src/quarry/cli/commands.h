@@ -62,7 +62,7 @@ struct McpOptions {
   LoadFlags load;
   std::vector<std::string> paths;
   bool allow_python = false;
-  std::string runs_dir = "runs";
+  std::string runs_dir;  // "": runs/ in the working directory, threads in the state directory
   std::string model;
   std::string base_url;
   std::optional<int64_t> schema_budget;

@@ -5,6 +5,7 @@
 
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
+#include "quarry/agent/threads.h"
 #include "quarry/mcp/mcp.h"
 
 namespace quarry::cli {
@@ -12,7 +13,9 @@ namespace quarry::cli {
 int RunMcp(const McpOptions& o) {
   mcp::ServerOptions options;
   options.data.assign(o.paths.begin(), o.paths.end());
-  options.runs_dir = o.runs_dir;
+  // Threads go where ask's go: beside the runs when --runs-dir is given, else the state dir.
+  options.runs_dir = o.runs_dir.empty() ? "runs" : o.runs_dir;
+  options.threads_path = agent::ThreadsPath(o.runs_dir);
   options.allow_python = o.allow_python;
   options.config.python = o.allow_python;
   auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples);

@@ -124,7 +124,8 @@ Error Context(Error error, const std::string& what) {
   return error;
 }
 
-Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash) {
+Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash,
+                           const StopToken& stop) {
   if (!hash) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
@@ -155,6 +156,9 @@ Result<Source> Fingerprint(const std::filesystem::path& path, std::string format
   std::vector<char> buf(1 << 16);
   int64_t size = 0;
   while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    if (stop.stop_requested()) {
+      return Fail(Error::Code::kCancelled, "loading was interrupted: the caller asked it to stop");
+    }
     EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
     size += in.gcount();
   }

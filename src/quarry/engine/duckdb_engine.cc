@@ -400,6 +400,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
                                                 const OpenOptions& options) {
   auto engine = std::make_unique<DuckDbEngine>();
   if (auto r = engine->Connect(nullptr, false, options); !r) return std::unexpected(r.error());
+  engine->load_stop_ = options.stop;  // from the first statement: hashing, sniffing, loading
   std::string allowed;
   std::vector<std::pair<std::string, std::string>> tables;
   std::vector<std::string> taken, keywords;
@@ -417,7 +418,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     f.options = i < csv_options.size() ? csv_options[i] : CsvOptions{};
     const bool cacheable = options.use_cache && (f.csv || f.format == "json");
     if (cacheable) f.cached = LookupCache(f.abs, f.options, options);
-    auto source = Fingerprint(paths[i], formats[i], options.fingerprint && !f.cached);
+    auto source = Fingerprint(paths[i], formats[i], options.fingerprint && !f.cached, options.stop);
     if (!source) return std::unexpected(source.error());
     if (cacheable) source->cache = f.cached ? "hit" : "miss";
     if (f.cached) {
@@ -440,7 +441,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
         // An unreadable entry is skipped, never trusted: the file is read as if uncached.
         f.cached.reset();
         f.plan.table_notes.clear();
-        if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint); full) *source = *full;
+        if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint, options.stop); full) *source = *full;
         source->cache = "miss";
       }
     }
@@ -459,7 +460,6 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     return std::unexpected(r.error());
   }
   engine->load_timeout_ms_ = options.timeout_ms;
-  engine->load_stop_ = options.stop;
   auto run = [&engine](const std::string& s) { return engine->RunTrusted(s); };
   for (size_t i = 0; i < engine->files_.size(); ++i) {
     auto& f = engine->files_[i];
@@ -505,7 +505,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
 Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,
                                                    const OpenOptions& options) {
   auto engine = std::make_unique<DuckDbEngine>();
-  auto source = Fingerprint(path, "duckdb", options.fingerprint);
+  auto source = Fingerprint(path, "duckdb", options.fingerprint, options.stop);
   if (!source) return std::unexpected(source.error());
   const int64_t source_bytes = source->size_bytes;
   if (auto r = engine->Connect(path.c_str(), true, options); !r) return std::unexpected(r.error());

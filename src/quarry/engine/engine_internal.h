@@ -52,7 +52,9 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
                             const std::vector<ColumnExtra>& extras = {});
 
 // Hashes (when `hash`) and sizes the file; errors name the file (unreadable, directory, empty).
-Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash = true);
+// A stop request ends the hash of a large file early with kCancelled.
+Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash = true,
+                           const StopToken& stop = {});
 
 // A SQL-safe table name from a file stem: lower case, [a-z0-9_], not starting with a digit,
 // not one of `keywords` (lower case), and distinct from every name in `taken`.

@@ -26,6 +26,34 @@ json ErrorResponse(const json& id, int code, const std::string& message) {
   return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
 }
 
+std::optional<std::string> Elicit(ClientRequests& requests, const agent::Clarification& asked,
+                                  const StopToken& stop) {
+  // A flat schema of one string (MCP allows only primitive properties); the model's choices
+  // become its enum, so a client can offer them as a pick list.
+  json reply = {{"type", "string"}, {"title", "Your answer"}};
+  if (!asked.choices.empty()) reply["enum"] = asked.choices;
+  const json params = {
+      {"message", "quarry's analyst asks: " + asked.question},
+      {"requestedSchema",
+       {{"type", "object"}, {"properties", {{"reply", reply}}}, {"required", {"reply"}}}}};
+  const std::optional<json> result = requests.Send("elicitation/create", params, stop, kElicitationWait);
+  if (!result || !result->is_object()) return std::nullopt;
+  const json action = result->value("action", json());
+  if (action != "accept") {
+    Log("elicitation " + (action.is_string() ? action.get<std::string>() : std::string("?")) +
+        ": the run ends waiting on the clarification");
+    return std::nullopt;
+  }
+  const json content = result->value("content", json());
+  if (!content.is_object() || !content.contains("reply") || !content["reply"].is_string()) {
+    Log("elicitation accepted without a string \"reply\"; treated as declined");
+    return std::nullopt;
+  }
+  std::string text = content["reply"].get<std::string>();
+  if (text.find_first_not_of(" \t\n") == std::string::npos) return std::nullopt;
+  return text.substr(0, 2000);
+}
+
 Dispatcher::Dispatcher(ToolBox& tools, std::string instructions)
     : tools_(tools), instructions_(std::move(instructions)) {}
 
@@ -65,8 +93,8 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
     return ErrorResponse(id, kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
   }
   if (!message.contains("method") && (message.contains("result") || message.contains("error"))) {
-    // A response: this server sends no requests, so there is nothing it could answer.
-    Log("ignoring a response from the client");
+    // A response to one of this server's requests (elicitation/create); never answered.
+    if (!requests_ || !requests_->Deliver(message)) Log("ignoring a response to no request of ours");
     return std::nullopt;
   }
   if (!message.contains("method") || !message["method"].is_string()) {
@@ -151,7 +179,12 @@ Dispatcher::MethodResult Dispatcher::Initialize(const json& params) {
     const json& info = params["clientInfo"];
     if (info.contains("name") && info["name"].is_string()) client = info["name"].get<std::string>();
   }
-  Log("initialized by " + client + ", protocol " + protocol_version_);
+  // MCP "Elicitation": only a client that declares the capability is sent elicitation/create.
+  client_elicits_ = params.contains("capabilities") && params["capabilities"].is_object() &&
+                    params["capabilities"].contains("elicitation") &&
+                    params["capabilities"]["elicitation"].is_object();
+  Log("initialized by " + client + ", protocol " + protocol_version_ +
+      (client_elicits_ ? ", with elicitation" : ""));
   return json{{"protocolVersion", protocol_version_},
               {"capabilities", {{"tools", {{"listChanged", false}}}}},
               {"serverInfo", {{"name", kServerName}, {"version", kServerVersion}}},
@@ -200,7 +233,14 @@ std::optional<json> Dispatcher::SubmitCall(const json& id, const json& params) {
   return RunCall(*call, CallContext{});
 }
 
-json Dispatcher::RunCall(const PendingCall& call, const CallContext& context) {
+json Dispatcher::RunCall(const PendingCall& call, const CallContext& given) {
+  CallContext context = given;
+  if (client_elicits_ && requests_) {
+    context.ask_user = [requests = requests_, stop = given.stop](
+                           const agent::Clarification& c) -> std::optional<std::string> {
+      return Elicit(*requests, c, stop);
+    };
+  }
   try {
     json result = tools_.Call(*call.tool, call.arguments, call.structured, context);
     return json{{"jsonrpc", "2.0"}, {"id", call.id}, {"result", std::move(result)}};

@@ -18,6 +18,9 @@ namespace quarry::mcp {
 struct ServerOptions {
   std::vector<std::filesystem::path> data;  // the sources every tool works on
   std::string runs_dir = "runs";            // where ask_database and make_chart keep runs
+  // The thread store ask_database's `thread` uses (agent::ThreadsPath), shared with
+  // `quarry ask --thread` and `quarry chat`; empty: threads are refused with a tool error.
+  std::filesystem::path threads_path;
   bool allow_python = false;                // offer run_python (explicit opt-in)
   agent::Config config;                     // budgets and limits for ask_database
   engine::OpenOptions open;                 // how the data is opened (cache, timeouts)

@@ -4,6 +4,8 @@
 // line of input into at most one line of output. Not part of the module's public surface.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -63,6 +65,10 @@ inline constexpr size_t kResponseBytes = 256 * 1024;
 struct CallContext {
   StopToken stop;
   std::function<void(const std::string& message)> progress = [](const std::string&) {};
+  // Set when the client declared the elicitation capability: asks the user through
+  // elicitation/create and returns the reply, or nullopt (declined, cancelled, stopped, or
+  // the client went away). Unset: clarifications come back as the tool's result.
+  agent::AskUserFn ask_user;
 };
 
 class ToolBox;
@@ -114,7 +120,7 @@ class SharedEngine final : public engine::Engine {
 // to the user's data. Bad arguments, guard rejections and failed executions come back as
 // results with isError true; exceptions (bugs) propagate to the dispatcher.
 // Thread-safe: calls run concurrently on the scheduler's workers, over a SharedEngine; the last
-// run_sql result and the threads' memory are guarded here.
+// run_sql result is guarded here; threads live in the agent's thread store.
 class ToolBox {
  public:
   ToolBox(const ServerOptions& options, engine::Engine& engine);
@@ -139,25 +145,14 @@ class ToolBox {
   agent::Observation RunAgentTool(const agent::Tool& tool, const json& arguments,
                                   agent::Config config, const StopToken& stop);
 
-  // ask_database's per-thread memory: the last few answered questions of each thread. Calls of
-  // one thread run one at a time (the scheduler's serial key), so a thread's turns are read and
-  // appended by one call at a time; the map itself is guarded.
-  struct ThreadTurn {
-    std::string question;
-    std::string answer;
-    std::string sql;
-  };
-  std::vector<ThreadTurn> ThreadTurns(const std::string& name);
-  void AddThreadTurn(const std::string& name, ThreadTurn turn, size_t keep);
 
  private:
   const ServerOptions& options_;
   SharedEngine engine_;
   std::vector<agent::Tool> agent_tools_;
   std::vector<McpTool> tools_;
-  std::mutex mu_;  // guards last_ and threads_
+  std::mutex mu_;  // guards last_
   std::optional<sandbox::LastResult> last_;
-  std::map<std::string, std::deque<ThreadTurn>> threads_;
 };
 
 // run_sql's result within the budgets (kResponseBytes, engine::kResultCellBytes): `text` is the
@@ -179,6 +174,41 @@ bool FitText(json& result);
 
 // Writes one message as one line, whole; thread-safe. False once the client is gone.
 using WriteFn = std::function<bool(const json& message)>;
+
+// Requests this server sends to the client (elicitation/create), each waiting on a worker
+// thread for the response line that the reader routes back by id. Thread-safe.
+class ClientRequests {
+ public:
+  explicit ClientRequests(WriteFn write) : write_(std::move(write)) {}
+  // Sends a request and waits for its response: the response's "result", or nullopt when the
+  // client answered with an error, `stop` was requested (then notifications/cancelled is sent
+  // for it), `wait` passed, or Close() was called. Time spent here is the user's, not the run's.
+  std::optional<json> Send(const std::string& method, const json& params, const StopToken& stop,
+                           std::chrono::milliseconds wait);
+  // A response from the client. False when its id is not one this server waits on.
+  bool Deliver(const json& message);
+  // End of input: every wait ends, and later sends return nullopt at once.
+  void Close();
+
+ private:
+  struct Waiting {
+    std::optional<json> response;
+  };
+  WriteFn write_;
+  std::mutex mu_;
+  std::condition_variable_any changed_;
+  std::map<std::string, Waiting*> waiting_;  // by id
+  int64_t next_id_ = 1;
+  bool closed_ = false;
+};
+
+// How long ask_database waits on an elicitation before it ends the run as waiting.
+inline constexpr std::chrono::minutes kElicitationWait{30};
+
+// Puts a clarification to the user through elicitation/create: the accepted reply (at most
+// 2000 bytes), or nullopt when declined, cancelled, empty, stopped or unanswered.
+std::optional<std::string> Elicit(ClientRequests& requests, const agent::Clarification& asked,
+                                  const StopToken& stop);
 
 // A tools/call request read and checked, waiting for a worker.
 struct PendingCall {
@@ -244,6 +274,10 @@ class Dispatcher {
   // before Serve wires it (then tools/call is answered inline).
   Dispatcher(ToolBox& tools, std::string instructions);
   void SetCalls(Calls* calls) { calls_ = calls; }
+  // Where client responses go; null: they are logged and dropped.
+  void SetClientRequests(ClientRequests* requests) { requests_ = requests; }
+  // The client declared `capabilities.elicitation` in initialize.
+  bool client_elicits() const { return client_elicits_; }
   // Runs one queued tools/call: its response, with exceptions turned into -32603.
   json RunCall(const PendingCall& call, const CallContext& context);
   // Handles one line of input. Returns the response to write, or nullopt: notifications and
@@ -267,6 +301,8 @@ class Dispatcher {
 
   ToolBox& tools_;
   Calls* calls_ = nullptr;
+  ClientRequests* requests_ = nullptr;
+  std::atomic<bool> client_elicits_ = false;
   std::string instructions_;
   bool initialized_ = false;  // initialize has been answered
   std::string protocol_version_ = kProtocolVersions[0];

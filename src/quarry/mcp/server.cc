@@ -122,10 +122,13 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
                             const CallContext& context) { return dispatcher.RunCall(call, context); },
               [&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
   dispatcher.SetCalls(&calls);
+  ClientRequests requests([&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
+  dispatcher.SetClientRequests(&requests);
   // The reader may be blocked on input that never comes: the stop ends the process from the
   // thread that requested it, once every running call has stopped and written its trace.
-  const std::stop_callback on_stop(options.stop, [&calls] {
+  const std::stop_callback on_stop(options.stop, [&calls, &requests] {
     Log("interrupted: stopping the calls in flight");
+    requests.Close();
     calls.Drain(true);
     Log("exiting");
     std::cerr.flush();
@@ -148,8 +151,11 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
   }
   // The client closed its input: the calls it sent are still answered (MCP's stdio shutdown).
   if (!client_gone) Log("end of input; finishing the calls in flight");
+  // No reply can come any more: a run waiting on an elicitation ends as waiting.
+  requests.Close();
   calls.Drain(client_gone);
   dispatcher.SetCalls(nullptr);
+  dispatcher.SetClientRequests(nullptr);
   Log("exiting");
   return 0;
 }

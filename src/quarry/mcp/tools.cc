@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "quarry/agent/threads.h"
 #include "quarry/mcp/mcp_internal.h"
 
 namespace quarry::mcp {
@@ -14,10 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// ask_database's thread memory: how many answered questions a follow-up is shown, and how much
-// of each answer. Small on purpose: the context goes into the question the model reads.
-constexpr size_t kThreadTurnsKept = 3;
-constexpr size_t kThreadAnswerChars = 600;
 // Larger figures are named in text instead of inlined (clients cap a message's size).
 constexpr std::uintmax_t kMaxImageBytes = 8u << 20;
 
@@ -123,6 +120,38 @@ json RunSql(ToolBox& box, const json& arguments, const CallContext& call) {
   return result;
 }
 
+// The model asked instead of guessing and no reply could be had during the call: the question
+// is the result (not an error), marked in structuredContent so a client can tell it from an
+// answer, with how to continue.
+json ClarificationResult(const trace::ClarificationRecord& c, const std::string& thread,
+                         const std::string& trace_path) {
+  std::string text = "quarry needs a clarification before it can answer: " + c.question;
+  for (size_t i = 0; i < c.choices.size(); ++i) {
+    text += "\n  " + std::to_string(i + 1) + ". " + c.choices[i];
+  }
+  text += thread.empty()
+              ? "\nAsk again with the missing detail in the question."
+              : "\nReply by calling ask_database with thread '" + thread +
+                    "' and the answer as the question.";
+  text += "\n\ntrace: " + trace_path;
+  json result = ToolResult(text, false);
+  result["structuredContent"] = {{"status", "clarification_needed"},
+                                 {"clarification", {{"question", c.question}, {"choices", c.choices}}},
+                                 {"thread", thread},
+                                 {"trace", trace_path}};
+  return result;
+}
+
+// Opens the thread store for one ask_database call (a ThreadStore is not thread-safe; calls of
+// one thread run one at a time, and SQLite's locks order the rest).
+Result<agent::ThreadStore> OpenThreads(const ServerOptions& options) {
+  if (options.threads_path.empty()) {
+    return Fail(Error::Code::kUsage, "threads need a state directory: set HOME or XDG_STATE_HOME, "
+                                     "or start the server with --runs-dir");
+  }
+  return agent::ThreadStore::Open(options.threads_path);
+}
+
 json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   const ServerOptions& options = box.options();
   if (!options.make_client)
@@ -130,59 +159,89 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   auto client = options.make_client();
   if (!client) return ToolResult(client.error().message, true);
 
-  const std::string question = arguments["question"].get<std::string>();
-  const std::string thread = arguments.value("thread", "");
-  std::vector<agent::PriorTurn> history;
+  const std::string text = arguments["question"].get<std::string>();
+  std::string thread = arguments.value("thread", "");
+  const std::string id = trace::NewRunId();
+  agent::RunInput input;
+  input.question = text;
+  input.run_id = id;
+  input.stop = call.stop;
+  input.ask_user = call.ask_user;
+  std::optional<agent::ThreadStore> store;
+  int turn = 0;
   if (!thread.empty()) {
-    for (const auto& turn : box.ThreadTurns(thread)) {
-      history.push_back(agent::PriorTurn{turn.question, turn.answer, turn.sql, "", ""});
+    if (auto valid = agent::ValidateThreadName(thread); !valid) {
+      return ToolResult(valid.error().message, true);
     }
+    auto opened = OpenThreads(options);
+    if (!opened) return ToolResult(opened.error().message, true);
+    store.emplace(std::move(*opened));
+    auto start = store->StartTurn(thread, text, id, box.engine().sources());
+    if (!start) return ToolResult(start.error().message, true);
+    turn = start->number;
+    input.question = start->question;
+    input.history = std::move(start->history);
+    input.resume = std::move(start->resume);
+    input.thread = thread;
+    input.thread_turn = turn;
+    for (const auto& note : start->data_notes) Log("thread '" + thread + "': " + note);
   }
 
-  const std::string id = trace::NewRunId();
   auto writer = trace::Writer::Create(options.runs_dir, id);
   if (!writer) return ToolResult(writer.error().message, true);
   agent::Config config = options.config;
   config.sandbox.workdir = writer->dir() / "workdir";
   config.artifacts_dir = writer->dir();
   Log("run " + id + ": " + (*client)->model() + " via " + (*client)->provider() +
-      (thread.empty() ? "" : ", thread '" + thread + "'"));
+      (thread.empty() ? "" : ", thread '" + thread + "' turn " + std::to_string(turn)));
   StepLog progress(id, call);
-  agent::RunInput input;
-  input.question = question;
-  input.run_id = id;
-  input.history = history;
-  input.stop = call.stop;
-  trace::Trace t = agent::Run(input, box.engine(), **client,
-                              config, &progress, &*writer);
+  trace::Trace t = agent::Run(input, box.engine(), **client, config, &progress, &*writer);
   const std::string trace_path = Absolute(writer->dir() / "trace.json");
   Log("run " + id + ": " + t.stop_reason);
-
-  if (t.stop_reason != agent::kStopAnswered) {
-    std::string text = "no answer: " + t.stop_reason;
-    if (!t.reply.empty()) {
-      text += "\nthe model replied without a tool call (not verified): " + t.reply;
-    }
-    if (t.stop_reason == agent::kStopUngrounded) {
-      text += "\nvalues not supported by any query result:";
-      for (const auto& c : t.verify) {
-        if (!c.grounded) text += "\n- " + c.value + (c.reason.empty() ? "" : ": " + c.reason);
+  if (store) {
+    if (auto r = store->FinishTurn(thread, turn, t); !r) Log(r.error().message);
+  } else if (t.stop_reason == agent::kStopClarification) {
+    // A question asked outside a thread still needs somewhere to wait for its reply: a
+    // thread named after the run.
+    if (auto opened = OpenThreads(options)) {
+      thread = "ask-" + id;
+      auto start = opened->StartTurn(thread, text, id, box.engine().sources());
+      if (start) {
+        t.thread = thread;
+        t.thread_turn = start->number;
+        if (auto r = opened->FinishTurn(thread, start->number, t); !r) Log(r.error().message);
+      } else {
+        thread.clear();
+        Log(start.error().message);
       }
     }
-    for (const auto& n : t.notes) text += "\n" + n;
-    return ToolResult(text + "\n\ntrace: " + trace_path, true);
   }
-  std::string text = t.answer;
-  for (const auto& a : t.assumptions) text += "\nassumption: " + a;
-  if (!t.answer_sql.empty()) text += "\n\nSQL:\n" + t.answer_sql;
-  for (const auto& a : t.artifacts) text += "\nfigure: " + Absolute(a);
-  text += "\n\ntrace: " + trace_path;
-  json result = ToolResult(text, false);
+
+  if (t.stop_reason == agent::kStopClarification && !t.clarifications.empty()) {
+    return ClarificationResult(t.clarifications.back(), thread, trace_path);
+  }
+  if (t.stop_reason != agent::kStopAnswered) {
+    std::string out = "no answer: " + t.stop_reason;
+    if (!t.explanation.empty()) out += "\nnot an answer, the agent's account: " + t.explanation;
+    if (!t.reply.empty()) {
+      out += "\nthe model replied without a tool call (not verified): " + t.reply;
+    }
+    if (t.stop_reason == agent::kStopUngrounded) {
+      out += "\nvalues not supported by any query result:";
+      for (const auto& c : t.verify) {
+        if (!c.grounded) out += "\n- " + c.value + (c.reason.empty() ? "" : ": " + c.reason);
+      }
+    }
+    for (const auto& n : t.notes) out += "\n" + n;
+    return ToolResult(out + "\n\ntrace: " + trace_path, true);
+  }
+  std::string out = t.answer;
+  for (const auto& a : t.assumptions) out += "\nassumption: " + a;
+  if (!t.answer_sql.empty()) out += "\n\nSQL:\n" + t.answer_sql;
+  for (const auto& a : t.artifacts) out += "\nfigure: " + Absolute(a);
+  out += "\n\ntrace: " + trace_path;
+  json result = ToolResult(out, false);
   AddImages(t.artifacts, result);
-  if (!thread.empty()) {
-    box.AddThreadTurn(thread, {question, t.answer.substr(0, kThreadAnswerChars), t.answer_sql},
-                      kThreadTurnsKept);
-  }
   return result;
 }
 
@@ -328,20 +387,6 @@ agent::Observation ToolBox::RunAgentTool(const agent::Tool& tool, const json& ar
     last_ = std::move(last);
   }
   return obs;
-}
-
-std::vector<ToolBox::ThreadTurn> ToolBox::ThreadTurns(const std::string& name) {
-  std::lock_guard lock(mu_);
-  const auto it = threads_.find(name);
-  if (it == threads_.end()) return {};
-  return {it->second.begin(), it->second.end()};
-}
-
-void ToolBox::AddThreadTurn(const std::string& name, ThreadTurn turn, size_t keep) {
-  std::lock_guard lock(mu_);
-  std::deque<ThreadTurn>& turns = threads_[name];
-  turns.push_back(std::move(turn));
-  while (turns.size() > keep) turns.pop_front();
 }
 
 const McpTool* ToolBox::Find(std::string_view name) const {
