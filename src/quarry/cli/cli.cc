@@ -128,6 +128,9 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
       ->default_val(12)->check(CLI::Range(1, 1000));
   cmd->add_option("--max-repairs", o.config.max_repairs, "Repair attempts at most")
       ->default_val(6)->check(CLI::Range(0, 1000));
+  cmd->add_option("--max-tool-calls", o.config.max_tool_calls,
+                  "Tool calls per question at most (parallel calls count one each)")
+      ->default_val(16)->check(CLI::Range(1, 10000));
   cmd->add_option("--max-cost", o.config.max_cost_usd, "Cost budget in USD")
       ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--timeout-ms", o.config.limits.timeout_ms, "Per-query timeout")

@@ -255,6 +255,9 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
       std::cout << "the model replied without a tool call (not verified): " << TerminalText(t.reply)
                 << "\n";
     }
+    if (!t.explanation.empty()) {
+      std::cout << "not an answer: " << TerminalText(t.explanation) << "\n";
+    }
     if (t.stop_reason == agent::kStopUngrounded) {
       std::cout << "values not supported by any result:\n";
       std::vector<std::string> seen;
@@ -292,6 +295,7 @@ void PrintRunJson(const QuestionRun& run) {
               {"totals", whole["totals"]}};
   if (!t.notes.empty()) out["notes"] = t.notes;
   if (!t.reply.empty()) out["reply"] = {{"text", t.reply}, {"verified", false}};
+  if (!t.explanation.empty()) out["explanation"] = {{"text", t.explanation}, {"answer", false}};
   if (const trace::ClarificationRecord* c = Waiting(t)) {
     out["clarification"] = {{"question", c->question}, {"choices", c->choices}};
   }
