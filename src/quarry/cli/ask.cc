@@ -285,6 +285,7 @@ int RunAsk(const AskOptions& o) {
                 {"trace", trace_path.string()}, {"totals", trace::ToJson(t)["totals"]}};
     if (!t.notes.empty()) out["notes"] = t.notes;
     if (!t.reply.empty()) out["reply"] = {{"text", t.reply}, {"verified", false}};
+    if (!t.explanation.empty()) out["explanation"] = {{"text", t.explanation}, {"answer", false}};
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return ExitFor(t);
   }
@@ -301,6 +302,9 @@ int RunAsk(const AskOptions& o) {
     if (!t.reply.empty()) {
       std::cout << "the model replied without a tool call (not verified): "
                 << TerminalText(t.reply) << "\n";
+    }
+    if (!t.explanation.empty()) {
+      std::cout << "not an answer: " << TerminalText(t.explanation) << "\n";
     }
     if (t.stop_reason == agent::kStopUngrounded) {
       std::cout << "values not supported by any result:\n";

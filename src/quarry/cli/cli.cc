@@ -128,6 +128,9 @@ int Main(int argc, char** argv) {
       ->default_val(12)->check(CLI::Range(1, 1000));
   ask_cmd->add_option("--max-repairs", ask.config.max_repairs, "Repair attempts at most")
       ->default_val(6)->check(CLI::Range(0, 1000));
+  ask_cmd->add_option("--max-tool-calls", ask.config.max_tool_calls,
+                      "Tool calls per question at most (parallel calls count one each)")
+      ->default_val(16)->check(CLI::Range(1, 10000));
   ask_cmd->add_option("--max-cost", ask.config.max_cost_usd, "Cost budget in USD")
       ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
   ask_cmd->add_option("--timeout-ms", ask.config.limits.timeout_ms, "Per-query timeout")
