@@ -190,12 +190,12 @@ const std::vector<Pattern>& Patterns() {
        {"reply", "respond", "answer", "output"},
        R"(\b(?:[Rr]eply|REPLY|[Rr]espond|RESPOND|[Aa]nswer|ANSWER)\s(?:(?:only|ONLY|just|JUST)\s)?)"
        R"((?:with|WITH)\s(?:(?:only|ONLY|just|JUST|exactly|EXACTLY|the\sword|THE\sWORD)\s)?)"
-       R"((?:"|'|“|‘|«|`|[A-Z][A-Z0-9_]{2,}\b))"
-       R"(|\b(?:[Rr]eply|REPLY|[Rr]espond|RESPOND|[Oo]utput|OUTPUT)\s[A-Z][A-Z0-9_]{2,}\b)",
+       R"((?:"|'|“|‘|«|`|[A-Z][A-Z0-9_]{2,40}\b))"
+       R"(|\b(?:[Rr]eply|REPLY|[Rr]espond|RESPOND|[Oo]utput|OUTPUT)\s[A-Z][A-Z0-9_]{2,40}\b)",
        false},
       {"role marker",
        {"system", "assistant", "developer", "##"},
-       R"((?:^|\n)[ ]?(?:system|assistant|developer|#{2,3}\s?(?:system|instructions?|assistant)))"
+       R"((?:^|\n|\\n)[ ]?(?:system|assistant|developer|#{2,3}\s?(?:system|instructions?|assistant)))"
        R"(\s?:)"},
       {"chat template token",
        {"<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>"},

@@ -32,8 +32,9 @@ inline constexpr size_t kInjectionExcerptBytes = 120;
 //     Chinese, Japanese and Korean;
 //   - "you are now" (a role: an assistant, DAN, in developer mode, ...), "new instructions",
 //     "system prompt", "reply with" a shouted word or a quoted token ("reply PWNED");
-//   - role markers at the start of a line ("SYSTEM:", "assistant:", "### Instruction:") and chat
-//     template tokens anywhere ("<|im_start|>", "[INST]", "<<SYS>>");
+//   - role markers at the start of a line, or after an escaped line break "\n" as a result cell
+//     shows one ("SYSTEM:", "assistant:", "### Instruction:"), and chat template tokens
+//     anywhere ("<|im_start|>", "[INST]", "<<SYS>>");
 //   - tool-call-shaped JSON ({"name": "...", "arguments": ...}, "tool_calls": [...]).
 // Invalid UTF-8 is scanned as bytes. Never throws.
 std::vector<InjectionMatch> FindInjection(std::string_view text);
