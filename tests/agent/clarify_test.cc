@@ -93,6 +93,7 @@ TEST_F(ClarifyTest, ReplyDuringTheRunContinuesToAGroundedAnswer) {
   EXPECT_EQ(step.status, "ok");
   EXPECT_EQ(step.observation, "the user replied: by revenue");
   EXPECT_TRUE(step.detail.contains("wait_ms"));
+  EXPECT_EQ(step.detail.value("reply", ""), "by revenue");
   EXPECT_EQ(t.totals.tool_calls, 3);
   EXPECT_EQ(t.totals.model_turns, 3);
   EXPECT_TRUE(t.explanation.empty());

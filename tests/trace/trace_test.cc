@@ -298,6 +298,31 @@ TEST(TraceTest, AKilledRunIsRebuiltFromItsEventsWithACutLastLine) {
       << wrong.error().message;
 }
 
+TEST(TraceTest, AKilledRunKeepsItsClarifications) {
+  quarry::testing::TempDir dir;
+  const auto events = dir.Write(
+      "events.jsonl",
+      R"({"event":"start","id":"r2","question":"Top customer?","model":"m","provider":"p","dialect":"sqlite","sources":[],"config":{}})"
+      "\n"
+      R"({"event":"step","index":2,"kind":"clarification","tool":"ask_user","arguments":"{\"question\":\"By what?\",\"choices\":[\"by revenue\",\"by orders\"]}","status":"ok","failure_class":"none","repair":false,"detail":{"wait_ms":5,"reply":"by revenue"},"duration_ms":5})"
+      "\n"
+      R"({"event":"step","index":4,"kind":"clarification","tool":"ask_user","arguments":"{\"choices\":[]}","status":"failed","failure_class":"bad_arguments","repair":false,"duration_ms":1})"
+      "\n"
+      R"({"event":"step","index":6,"kind":"clarification","tool":"ask_user","arguments":"{\"question\":\"Which year?\"}","status":"waiting","failure_class":"none","repair":true,"detail":{"wait_ms":0},"duration_ms":0})"
+      "\n");
+  auto t = ReadTrace(events);
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_EQ(t->totals.tool_calls, 3);
+  EXPECT_EQ(t->totals.repair_attempts, 1);
+  ASSERT_EQ(t->clarifications.size(), 2u);
+  EXPECT_EQ(t->clarifications[0].step, 2);
+  EXPECT_EQ(t->clarifications[0].question, "By what?");
+  EXPECT_EQ(t->clarifications[0].choices, (std::vector<std::string>{"by revenue", "by orders"}));
+  EXPECT_EQ(t->clarifications[0].reply, "by revenue");
+  EXPECT_EQ(t->clarifications[1].question, "Which year?");
+  EXPECT_EQ(t->clarifications[1].reply, "");
+}
+
 TEST(TraceTest, FindTraceFallsBackToEventsAndNamesAnEmptyRunFolder) {
   quarry::testing::TempDir runs;
   std::filesystem::create_directories(runs.path() / "20260101-000000-000aaa");

@@ -420,6 +420,7 @@ class Session {
     const auto started = Clock::now();
     const std::optional<std::string> reply = AskTheUser(ask_user_, asked, trace_.notes);
     obs.detail = {{"wait_ms", MsSince(started)}};
+    if (reply) obs.detail["reply"] = *reply;  // so a killed run's events still hold it
     trace_.clarifications.push_back({static_cast<int>(trace_.steps.size()) + 1, asked.question,
                                      asked.choices, reply.value_or("")});
     if (!reply) {
