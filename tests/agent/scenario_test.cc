@@ -1,7 +1,10 @@
 // Agent scenarios as data: each folder under tests/agent/scenarios holds the data it uses, the
 // scripted model turns and the trace facts expected (stop reason, groundedness, repair counts,
 // every tool step's tool/status/failure class). The loop runs them with real engines. A data
-// entry ending in .sql is a SQLite database built from that script for the test.
+// entry ending in .sql is a SQLite database built from that script for the test; an entry
+// {"copy": "data/x.sqlite", "sql": "..."} is a copy of that database with the script applied
+// (the original is never touched). Every scenario also states its clarifications, injection
+// warnings and budget explanation; a scenario that names none asserts there are none.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -41,6 +44,15 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   quarry::testing::TempDir built;
   std::vector<fs::path> data;
   for (const auto& d : doc["data"]) {
+    if (d.is_object()) {
+      const fs::path from = quarry::testing::SourceDir() / d["copy"].get<std::string>();
+      data.push_back(built.path() / from.filename());
+      fs::copy_file(from, data.back());
+      fs::permissions(data.back(), fs::perms::owner_write, fs::perm_options::add);
+      ASSERT_NO_FATAL_FAILURE(
+          quarry::testing::MakeSqlite(data.back(), d["sql"].get<std::string>()));
+      continue;
+    }
     const fs::path path = quarry::testing::SourceDir() / d.get<std::string>();
     if (path.extension() != ".sql") {
       data.push_back(path);
@@ -60,6 +72,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   config.self_correction = c.value("self_correction", true);
   config.max_steps = c.value("max_steps", config.max_steps);
   config.max_repairs = c.value("max_repairs", config.max_repairs);
+  config.max_tool_calls = c.value("max_tool_calls", config.max_tool_calls);
   config.max_cost_usd = c.value("max_cost_usd", config.max_cost_usd);
   config.limits.timeout_ms = c.value("timeout_ms", config.limits.timeout_ms);
 
@@ -120,7 +133,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   std::vector<json> tools;
   std::vector<std::string> observations;
   for (const auto& s : t.steps) {
-    if (s.kind != "tool") continue;
+    if (s.kind != "tool" && s.kind != "clarification") continue;
+    EXPECT_EQ(s.kind == "clarification", s.tool == "ask_user") << "step " << s.index;
     tools.push_back(json::array({s.tool, s.status, s.failure_class}));
     observations.push_back(s.observation);
   }
@@ -210,7 +224,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   }
   std::vector<const trace::Step*> tool_steps;
   for (const auto& s : t.steps) {
-    if (s.kind == "tool") tool_steps.push_back(&s);
+    if (s.kind == "tool" || s.kind == "clarification") tool_steps.push_back(&s);
   }
   const json step_facts = expect.value("steps", json::object());
   for (const auto& [n, want] : step_facts.items()) {
@@ -236,6 +250,35 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   }
   EXPECT_EQ(t.reply, expect.value("reply", std::string())) << "trace.reply";
   EXPECT_EQ(on_disk->reply, t.reply);
+  // ask_user's questions and replies, text that read like instructions, and the explanation of
+  // a budget stop, as returned and as read back from trace.json.
+  json clarifications = json::array();
+  for (const auto& q : t.clarifications) {
+    clarifications.push_back(
+        {{"step", q.step}, {"question", q.question}, {"choices", q.choices}, {"reply", q.reply}});
+  }
+  EXPECT_EQ(clarifications, expect.value("clarifications", json::array()));
+  EXPECT_EQ(on_disk->clarifications.size(), t.clarifications.size());
+  const json injections = expect.value("injection", json::array());
+  ASSERT_EQ(t.injection_suspected.size(), injections.size())
+      << (t.injection_suspected.empty() ? "" : t.injection_suspected.front().excerpt);
+  for (size_t i = 0; i < injections.size(); ++i) {
+    const trace::InjectionRecord& r = t.injection_suspected[i];
+    EXPECT_EQ(r.step, injections[i]["step"].get<int>()) << i;
+    EXPECT_EQ(r.where, injections[i]["where"].get<std::string>()) << i;
+    EXPECT_EQ(r.pattern, injections[i]["pattern"].get<std::string>()) << i;
+    const std::string want = injections[i]["excerpt_contains"].get<std::string>();
+    EXPECT_NE(r.excerpt.find(want), std::string::npos) << r.excerpt;
+    EXPECT_LE(r.excerpt.size(), 120u);
+  }
+  EXPECT_EQ(on_disk->injection_suspected.size(), t.injection_suspected.size());
+  EXPECT_EQ(t.explanation, expect.value("explanation", std::string()));
+  EXPECT_EQ(on_disk->explanation, t.explanation);
+  if (!t.explanation.empty()) {  // the last step is the call that wrote it, counted as a turn
+    EXPECT_EQ(t.steps.back().kind, "model");
+    EXPECT_EQ(t.steps.back().detail.value("purpose", ""), "explanation");
+    EXPECT_EQ(on_disk->steps.back().detail.value("purpose", ""), "explanation");
+  }
   for (const auto& fragment : expect.value("notes_contain", json::array())) {
     bool found = false;
     for (const auto& n : t.notes) {

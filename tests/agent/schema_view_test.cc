@@ -17,9 +17,10 @@ namespace {
 using quarry::testing::SourceDir;
 using quarry::testing::TempDir;
 
-// What the system prompt holds besides the schema section: its instructions and the frame
-// around the cards. The budget bounds the schema section; the prompt stays within budget + this.
-constexpr int64_t kPromptHeaderTokens = 600;
+// What the system prompt holds besides the schema section: its instructions (when to ask_user
+// included) and the frame around the cards. The budget bounds the schema section; the prompt
+// stays within budget + this.
+constexpr int64_t kPromptHeaderTokens = 700;
 
 using testing::OpenOrDie;
 

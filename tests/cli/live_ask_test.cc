@@ -65,7 +65,8 @@ TEST(LiveAskTest, FullLoopOverHttp) {
   EXPECT_EQ(requests[0].Header("Authorization"), std::string("Bearer ") + kKey);
   const json first = requests[1].Json();
   EXPECT_EQ(first["model"], "stand-in-model");
-  EXPECT_EQ(first["tools"].size(), 5u);  // inspect_schema, run_sql, run_python, make_chart, final_answer
+  // inspect_schema, run_sql, run_python, make_chart, ask_user, final_answer
+  EXPECT_EQ(first["tools"].size(), 6u);
   EXPECT_EQ(first["messages"][0]["role"], "system");
   EXPECT_NE(first["messages"][0]["content"].get<std::string>().find("table sales (2065 rows"),
             std::string::npos);

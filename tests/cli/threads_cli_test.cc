@@ -298,10 +298,14 @@ TEST_F(ThreadsCliTest, TheNextAskOnAWaitingThreadIsTheReplyAndContinuesTheTurn) 
       << r.err;
   const json out = json::parse(r.out, nullptr, false);
   EXPECT_EQ(out["turn"], 1);
-  // The run asked the original question, not the reply.
+  // The run re-enters the conversation where the model asked: the original question, the
+  // ask_user call, and the reply as its result (no earlier turn before the waiting one).
   const json messages = server_.requests()[2].Json()["messages"];
-  EXPECT_EQ(messages.size(), 2u) << "no earlier turn before the waiting one";
-  EXPECT_EQ(messages.back()["content"], "Who is the top region?");
+  ASSERT_EQ(messages.size(), 4u) << messages.dump();
+  EXPECT_EQ(messages[1]["content"], "Who is the top region?");
+  EXPECT_EQ(messages[2]["tool_calls"][0]["function"]["name"], "ask_user") << messages[2];
+  EXPECT_EQ(messages[3]["role"], "tool");
+  EXPECT_EQ(messages[3]["content"], "the user replied: by orders");
   const json show = ThreadsJson({"show", "waits"});
   ASSERT_EQ(show["turns"].size(), 1u) << "the reply continued turn 1";
   EXPECT_EQ(show["turns"][0]["status"], "answered");

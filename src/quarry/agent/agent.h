@@ -1,8 +1,9 @@
 // The agent: the loop that turns a question into an answer. It shows the model the schema
 // cards, dispatches its tool calls (inspect_schema, run_sql, run_python on a warm kernel per
-// run, make_chart, final_answer; later ask_user) with argument validation, classifies failures, feeds real errors back
-// for repair (an identical repeat of a failed call is answered without running it), keeps
-// budgets, and passes the final answer through the verify gate.
+// run, make_chart, ask_user, final_answer) with argument validation, classifies failures, feeds
+// real errors back for repair (an identical repeat of a failed call is answered without running
+// it), marks data that reads like instructions, keeps budgets (a run stopped by one gets a
+// short explanation, never an answer), and passes the final answer through the verify gate.
 #pragma once
 
 #include <functional>
@@ -36,6 +37,7 @@ inline constexpr const char* kStopInterrupted = "interrupted";  // RunInput::sto
 // The model called ask_user and no reply could be had during the run (ask, MCP without
 // elicitation): the question is the last of trace.clarifications, waiting on its reply.
 inline constexpr const char* kStopClarification = "clarification_needed";
+// A model turn asked for more tool calls than Config::max_tool_calls allows.
 inline constexpr const char* kStopToolCallBudget = "tool_call_budget_exhausted";
 
 // What the model is shown of the schema: in the system prompt (SystemPrompt) and through
@@ -57,7 +59,9 @@ struct Config {
   bool self_correction = true;
   int max_steps = 12;          // model turns
   int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
-  // Tool calls per question, parallel calls counting one each (--max-tool-calls).
+  // Tool calls per question, parallel calls counting one each, ask_user and final_answer
+  // included (--max-tool-calls). The calls of a turn within it run; the first beyond it and
+  // the rest of that turn do not, and the run stops (kStopToolCallBudget).
   int max_tool_calls = 16;
   // USD. A model call is made only when the spent cost plus the call's bound
   // (llm::Client::MaxCostUsd of the estimated prompt) stays within it; for a model without a
@@ -228,6 +232,10 @@ struct RunInput {
   StopToken stop;
   // Unset: ask_user ends the run with kStopClarification.
   AskUserFn ask_user;
+  // A clarification an earlier run ended on, with its reply; `question` is the question it was
+  // asked about. The model's messages are: system, prior turns, the question, an assistant
+  // turn calling ask_user (id "resume_1") and its result "the user replied: ...". Recorded in
+  // trace.clarifications with step 0 (asked before this run; no step of this run).
   std::optional<PendingClarification> resume;
   std::string thread;    // recorded in the trace
   int thread_turn = 0;
@@ -238,6 +246,24 @@ struct RunInput {
 // Runs one question to its end. The returned trace is complete (also on budget stops and
 // model errors, which are recorded as stop reasons); `writer`, when given, receives events as
 // they happen and the final trace. Errors: none; failures are in trace.stop_reason.
+//
+// ask_user: a step of kind "clarification" (tool "ask_user", detail.wait_ms: the time spent
+// waiting on RunInput::ask_user, also in its duration_ms; no budget counts time) and a
+// trace.clarifications record. The reply reaches the model as the tool result "the user
+// replied: ..."; its numbers count as given, like the question's. ask_user is no execution
+// tool: it neither clears an outstanding failure nor grounds a value. Without a reply the step's
+// status is "waiting" and the run ends with kStopClarification, before any verify.
+//
+// Text that reads like instructions (injection_internal.h) in an observation of inspect_schema,
+// run_sql, run_python or make_chart, or in the schema cards and data file names of the system
+// prompt: a reminder line next to it in what the model reads, and a trace.injection_suspected
+// record (step 0 for the system prompt).
+//
+// A run that ends on the repair, step or tool-call budget gets one more model call, without
+// tools and with at most 200 output tokens, when the cost budget allows it (by
+// llm::Client::MaxCostUsd at the client's own output limit): a step of kind "model" with
+// detail.purpose "explanation", counted in the totals (model_turns too), whose text becomes
+// trace.explanation. Never on the cost budget, an interrupt, or any other stop.
 trace::Trace Run(const RunInput& input, engine::Engine& engine, llm::Client& client,
                  const Config& config, Observer* observer, trace::Writer* writer);
 

@@ -1,6 +1,7 @@
 // Internals shared by the agent's files; not part of its public surface.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,8 +25,15 @@ void RecordEvidence(const engine::ResultTable& table, ToolContext& context,
                     const std::string& tool, const std::string& sql);
 
 // The JSON Schema of a tool's arguments as the model sees it (inspect_schema, run_sql,
-// run_python, make_chart, final_answer; arguments.cc); an empty object for any other name.
+// run_python, make_chart, ask_user, final_answer; arguments.cc); an empty object for any other
+// name.
 nlohmann::ordered_json ToolParameters(std::string_view tool);
+
+// final_answer's assumptions are shown to the user as they are: a few short sentences. The
+// problem in words (too many, one too long), or "" (arguments.cc).
+inline constexpr size_t kMaxAssumptions = 5;
+inline constexpr size_t kMaxAssumptionBytes = 300;
+std::string CheckAssumptions(const std::vector<std::string>& assumptions);
 
 // make_chart's implementation (chart_tool.cc).
 Observation MakeChart(const nlohmann::ordered_json& args, ToolContext& context);
@@ -43,5 +51,39 @@ std::string TableIndex(const std::vector<engine::TableCard>& cards, const std::s
 inline constexpr size_t kNamesInErrorBytes = 2000;
 inline constexpr size_t kNearestNames = 8;
 std::string UnknownTableText(const std::vector<engine::TableCard>& cards, const std::string& want);
+
+// ask_user (clarify.cc). The question and choices of a call whose arguments fit the schema,
+// with the limits the schema cannot say (question <= kMaxClarificationBytes, 2 to 6 choices of
+// at most kMaxChoiceBytes, none empty); `problem` is "" when they hold.
+inline constexpr size_t kMaxClarificationBytes = 500;
+inline constexpr size_t kMaxChoiceBytes = 100;
+Clarification ClarificationFrom(const nlohmann::ordered_json& args, std::string* problem);
+// The tool result the model sees for a reply, and for a question the run ends on.
+std::string ReplyObservation(const std::string& reply);
+std::string WaitingObservation();
+// Calls `ask` (the caller's AskUserFn); an exception from it reads as no reply, with a note.
+std::optional<std::string> AskTheUser(const AskUserFn& ask, const Clarification& c,
+                                      std::vector<std::string>& notes);
+// The assistant turn that asked (an ask_user call with id "resume_1") and the tool result with
+// the reply: a resumed run continues as if the reply had come during it.
+std::vector<llm::Message> ResumeMessages(const PendingClarification& resume);
+
+// The explanation a budget stop gets (explain.cc): one model call without tools, bounded to
+// kExplanationMaxTokens of output, never an answer.
+inline constexpr int kExplanationMaxTokens = 200;
+inline constexpr size_t kMaxExplanationBytes = 1200;
+// Whether a run that stopped for `stop_reason` gets one: the repair, step and tool-call budgets.
+bool ExplainsStop(const std::string& stop_reason);
+struct Explanation {
+  std::optional<trace::Step> step;  // the model call, when one was made (kind "model")
+  std::string text;                 // "" when there is none
+  std::string note;                 // why there is none, or ""
+};
+// Makes the call when the cost budget allows it: the conversation as plain text (tool calls
+// and results written out, so no provider needs the tool schemas), and a last user message
+// asking what failed and what the user could try. `spent_usd`: the run's cost so far.
+Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messages,
+                    const std::string& stop_reason, const Config& config, double spent_usd,
+                    const StopToken& stop);
 
 }  // namespace quarry::agent

@@ -1,5 +1,6 @@
 // The tools' argument contract: the JSON Schema of each tool's arguments as the model sees it,
-// and the check of a tool call's arguments against it (agent.h, ValidateArguments). Apart from
+// the check of a tool call's arguments against it (agent.h, ValidateArguments), and the limits
+// on final_answer's assumptions the schema cannot state. Apart from
 // tools.cc, which runs the tools, so the check can be built and fuzzed on its own (fuzz/).
 #include <algorithm>
 #include <string>
@@ -66,6 +67,14 @@ json ToolParameters(std::string_view tool) {
           "description":"the chart spec; data.sql is the query whose rows are drawn"}},
           "required":["spec"],"additionalProperties":false})");
   }
+  if (tool == "ask_user") {
+    return json::parse(R"({"type":"object","properties":{
+        "question":{"type":"string","minLength":1,"maxLength":500,
+          "description":"one short question to the user"},
+        "choices":{"type":"array","items":{"type":"string"},"minItems":2,"maxItems":6,
+          "description":"2 to 6 short options the user can pick from; omit for a free reply"}},
+        "required":["question"],"additionalProperties":false})");
+  }
   if (tool == "final_answer") {
     return json::parse(R"({"type":"object","properties":{
         "answer":{"type":"string","minLength":1,"description":"the answer in plain English"},
@@ -76,6 +85,20 @@ json ToolParameters(std::string_view tool) {
         "required":["answer","supporting_values"],"additionalProperties":false})");
   }
   return json::object();
+}
+
+std::string CheckAssumptions(const std::vector<std::string>& assumptions) {
+  if (assumptions.size() > kMaxAssumptions) {
+    return "at most " + std::to_string(kMaxAssumptions) + " assumptions; keep the ones the "
+           "answer depends on";
+  }
+  for (const std::string& a : assumptions) {
+    if (a.size() > kMaxAssumptionBytes) {
+      return "each assumption must be at most " + std::to_string(kMaxAssumptionBytes) +
+             " bytes: state the choice in one sentence";
+    }
+  }
+  return "";
 }
 
 std::string ValidateArguments(const json& schema, const json& arguments) {

@@ -9,6 +9,7 @@
 #include "quarry/common/json.h"
 #include "quarry/agent/agent_internal.h"
 #include "quarry/agent/hygiene_internal.h"
+#include "quarry/agent/injection_internal.h"
 
 namespace quarry::agent {
 namespace {
@@ -31,24 +32,6 @@ std::string UtcNow() {
 
 std::string ValueText(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-// final_answer's assumptions are shown to the user as they are: a few short sentences.
-constexpr size_t kMaxAssumptions = 5;
-constexpr size_t kMaxAssumptionBytes = 300;
-
-std::string CheckAssumptions(const std::vector<std::string>& assumptions) {
-  if (assumptions.size() > kMaxAssumptions) {
-    return "at most " + std::to_string(kMaxAssumptions) + " assumptions; keep the ones the "
-           "answer depends on";
-  }
-  for (const std::string& a : assumptions) {
-    if (a.size() > kMaxAssumptionBytes) {
-      return "each assumption must be at most " + std::to_string(kMaxAssumptionBytes) +
-             " bytes: state the choice in one sentence";
-    }
-  }
-  return "";
-}
-
 // The run's configuration with its stop request reaching every query and Python call.
 Config WithStop(const Config& config, const StopToken& stop) {
   Config c = config;
@@ -63,7 +46,7 @@ class Session {
   Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
           Observer* observer, trace::Writer* writer)
       : engine_(engine), client_(client), config_(WithStop(config, input.stop)), stop_(input.stop),
-        observer_(observer), writer_(writer),
+        observer_(observer), writer_(writer), ask_user_(input.ask_user),
         tools_(DefaultTools(config.python, !config.artifacts_dir.empty())),
         context_{engine, config_, evidence_, last_, nullptr} {
     trace_.id = input.run_id;
@@ -78,6 +61,7 @@ class Session {
     trace_.config = {{"self_correction", config.self_correction},
                      {"max_steps", config.max_steps},
                      {"max_repairs", config.max_repairs},
+                     {"max_tool_calls", config.max_tool_calls},
                      {"max_cost_usd", config.max_cost_usd},
                      {"timeout_ms", config.limits.timeout_ms},
                      {"max_rows", config.limits.max_rows},
@@ -90,14 +74,23 @@ class Session {
       }
     }
     SchemaView schema;
-    messages_.push_back(
-        {llm::Role::kSystem, SystemPrompt(engine, input.question, config.schema, &schema), {}, {}});
+    std::string system = SystemPrompt(engine, input.question, config.schema, &schema);
+    std::vector<std::string> files;
+    for (const auto& s : engine.sources()) files.push_back(std::filesystem::path(s.path).filename());
+    MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
+    messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}});
     for (llm::Message& m : PriorMessages(input.history, input.history_budget_tokens, &trace_.notes)) {
       messages_.push_back(std::move(m));
     }
     trace_.thread = input.thread;
     trace_.thread_turn = input.thread_turn;
     messages_.push_back({llm::Role::kUser, input.question, {}, {}});
+    if (input.resume) {  // answered after an earlier run ended on it: step 0, as if asked now
+      for (llm::Message& m : ResumeMessages(*input.resume)) messages_.push_back(std::move(m));
+      trace_.clarifications.push_back(
+          {0, input.resume->asked.question, input.resume->asked.choices, input.resume->reply});
+      replies_ += "\n" + input.resume->reply;
+    }
     RecordSchema(schema);
     load_ms_ = input.load_ms;
     StartKernel();
@@ -118,6 +111,13 @@ class Session {
     if (load_ms_ >= 0) EmitLoad();
     while (stop_reason_.empty()) Turn();
     StopKernel();
+    if (ExplainsStop(stop_reason_)) {
+      Explanation e =
+          Explain(client_, messages_, stop_reason_, config_, trace_.totals.cost_usd, stop_);
+      if (e.step) Emit(Count(std::move(*e.step)));
+      trace_.explanation = e.text;
+      if (!e.note.empty()) trace_.notes.push_back(e.note);
+    }
     trace_.stop_reason = stop_reason_;
     // A run that ends without an answer keeps what the model last said in plain text.
     if (stop_reason_ != kStopAnswered) trace_.reply = text_reply_;
@@ -189,13 +189,7 @@ class Session {
                              "a QUARRY_PRICES file");
     }
     step.duration_ms = turn->latency_ms > 0 ? turn->latency_ms : MsSince(started);
-    trace::Totals& x = trace_.totals;
-    ++x.model_turns;
-    x.input_tokens += step.input_tokens;
-    x.output_tokens += step.output_tokens;
-    x.cached_tokens += step.cached_tokens;
-    x.cost_usd += step.cost_usd;
-    Emit(std::move(step));
+    Emit(Count(std::move(step)));
     messages_.push_back({llm::Role::kAssistant, turn->content, turn->tool_calls, {}});
     last_prompt_tokens_ = turn->usage.input_tokens;
     last_output_tokens_ = turn->usage.output_tokens;
@@ -231,12 +225,20 @@ class Session {
     }
     const auto started = Clock::now();
     trace::Step step;
-    step.kind = "tool";
+    step.kind = call.name == "ask_user" ? "clarification" : "tool";
     step.tool = call.name;
     step.tool_call_id = call.id;
     step.arguments = call.arguments_json;
     step.repair = failure_outstanding_;
     trace::Totals& x = trace_.totals;
+    if (x.tool_calls >= config_.max_tool_calls) {  // this call and the rest are not run
+      trace_.notes.push_back("model turn " + std::to_string(x.model_turns) +
+                             " asked for tool call " + std::to_string(x.tool_calls + 1) +
+                             ", beyond the budget of " + std::to_string(config_.max_tool_calls) +
+                             " (--max-tool-calls); it and the calls after it were not run");
+      stop_reason_ = kStopToolCallBudget;
+      return;
+    }
     if (step.repair && x.repair_attempts >= config_.max_repairs) {
       stop_reason_ = kStopRepairBudget;  // the next repair attempt would exceed the budget
       return;
@@ -263,6 +265,8 @@ class Session {
     } else {
       problem = ValidateArguments(tool->schema.parameters, args);
     }
+    Clarification asked;
+    if (problem.empty() && call.name == "ask_user") asked = ClarificationFrom(args, &problem);
     // An identical repeat of a failed call is answered from the first one, not run again.
     const std::string key = args.is_discarded() ? RawCallKey(call.name, call.arguments_json)
                                                 : CallKey(call.name, args);
@@ -277,6 +281,8 @@ class Session {
       obs.text = "bad_arguments: " + problem;
     } else if (call.name == "final_answer") {
       answered = FinalAnswer(args, obs, step);
+    } else if (call.name == "ask_user") {
+      AskUser(asked, obs, step);
     } else {
       try {
         context_.step = static_cast<int>(trace_.steps.size()) + 1;  // the index Emit gives
@@ -289,6 +295,9 @@ class Session {
       if (obs.failure == FailureClass::kNone && call.name == "run_sql") {
         last_query_ = {context_.step, "run_sql", obs.detail.value("sql", "")};
       }
+      // What the data says reaches the model; text in it that reads like instructions is
+      // marked as data where the model reads it.
+      MarkInjection(obs.text, context_.step, "observation", trace_.injection_suspected);
     }
     if (obs.failure == FailureClass::kNone && tool && tool->execution && failure_outstanding_) {
       ++x.repair_successes;
@@ -341,7 +350,8 @@ class Session {
       obs.text = "bad_arguments: " + problem;
       return false;
     }
-    const VerifyReport report = Verify(answer, values, evidence_, trace_.question);
+    // The user's replies to ask_user are theirs like the question: their numbers are given.
+    const VerifyReport report = Verify(answer, values, evidence_, trace_.question + replies_);
     const auto& sources = evidence_.sources();
     auto source = [&](int i) -> const EvidenceSource* {
       return i >= 0 && i < static_cast<int>(sources.size()) ? &sources[static_cast<size_t>(i)] : nullptr;
@@ -402,6 +412,36 @@ class Session {
     sent_back_ = true;
     obs.text = Prompt("verify_sendback", {{"unsupported", list}});
     return false;
+  }
+
+  // ask_user: the reply while the run waits (its wait counts against no budget), or the end of
+  // the run, waiting on the question (clarification_needed).
+  void AskUser(const Clarification& asked, Observation& obs, trace::Step& step) {
+    const auto started = Clock::now();
+    const std::optional<std::string> reply = AskTheUser(ask_user_, asked, trace_.notes);
+    obs.detail = {{"wait_ms", MsSince(started)}};
+    if (reply) obs.detail["reply"] = *reply;  // so a killed run's events still hold it
+    trace_.clarifications.push_back({static_cast<int>(trace_.steps.size()) + 1, asked.question,
+                                     asked.choices, reply.value_or("")});
+    if (!reply) {
+      obs.text = WaitingObservation();
+      step.status = "waiting";
+      stop_reason_ = kStopClarification;
+      return;
+    }
+    obs.text = ReplyObservation(*reply);
+    replies_ += "\n" + *reply;
+  }
+
+  // A model step into the totals.
+  trace::Step Count(trace::Step step) {
+    trace::Totals& x = trace_.totals;
+    ++x.model_turns;
+    x.input_tokens += step.input_tokens;
+    x.output_tokens += step.output_tokens;
+    x.cached_tokens += step.cached_tokens;
+    x.cost_usd += step.cost_usd;
+    return step;
   }
 
   // The next prompt's tokens: the provider's count of the last prompt plus that turn's output
@@ -507,6 +547,7 @@ class Session {
   const StopToken stop_;
   Observer* observer_;
   trace::Writer* writer_;
+  const AskUserFn ask_user_;  // unset: ask_user ends the run
   std::vector<Tool> tools_;
   std::vector<llm::ToolSchema> schemas_;
   Evidence evidence_;
@@ -520,6 +561,7 @@ class Session {
   std::string stop_reason_;
   trace::AnswerQuery last_query_;  // the latest successful run_sql
   std::string text_reply_;  // the model's latest reply without a tool call, since its last call
+  std::string replies_;     // the user's replies to ask_user, each after a line break
   RepeatLog repeats_;
   bool failure_outstanding_ = false;
   bool sent_back_ = false;

@@ -1,7 +1,7 @@
 // The tools the model sees and the tools that execute: inspect_schema, run_sql and run_python
 // (their code arguments cleaned of Markdown first, see hygiene_internal.h). Their argument
-// schemas and the check against them are in arguments.cc. final_answer is listed here; the loop
-// runs it (verify gate).
+// schemas and the check against them are in arguments.cc. ask_user and final_answer are listed
+// here; the loop runs them (clarify.cc, the verify gate).
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -407,6 +407,14 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
          ToolParameters("make_chart")},
         true, MakeChart});
   }
+  tools.push_back(Tool{
+      {"ask_user",
+       "Ask the user one short question when the question cannot be answered without their "
+       "choice: an entity it refers to but does not name, or a measure it leaves open (by "
+       "revenue, orders or quantity?). Give `choices` when the options are few. The run waits "
+       "for the reply (or ends, and continues when the user answers).",
+       ToolParameters("ask_user")},
+      false, nullptr});
   tools.push_back(Tool{
       {"final_answer",
        "Give the answer, after at least one query. Every number in `answer` (digits or words) "

@@ -222,6 +222,24 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
   }
 }
 
+// A clarification step's question and choices (its arguments) and reply (detail.reply), for a
+// run rebuilt from its events; steps whose arguments were refused asked nothing.
+void AddClarification(const Step& s, std::vector<ClarificationRecord>& out) {
+  if (s.status != "ok" && s.status != "waiting") return;
+  const json args = ParseJson(s.arguments);
+  if (!args.is_object()) return;
+  ClarificationRecord c;
+  c.step = s.index;
+  c.question = JsonString(args, "question");
+  if (const auto it = args.find("choices"); it != args.end() && it->is_array()) {
+    for (const auto& choice : *it) {
+      if (choice.is_string()) c.choices.push_back(choice.get<std::string>());
+    }
+  }
+  if (s.detail.is_object()) c.reply = JsonString(s.detail, "reply");
+  out.push_back(std::move(c));
+}
+
 Result<std::string> ReadText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Fail(Error::Code::kData, "cannot read " + path.string());
@@ -309,8 +327,9 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       t.totals.output_tokens += s.output_tokens;
       t.totals.cached_tokens += s.cached_tokens;
       t.totals.cost_usd += s.cost_usd;
-    } else if (s.kind == "tool") {
+    } else if (s.kind == "tool" || s.kind == "clarification") {
       ++t.totals.tool_calls;
+      if (s.kind == "clarification") AddClarification(s, t.clarifications);
       if (s.repair) {
         ++t.totals.repair_attempts;
         if (s.status == "ok") ++t.totals.repair_successes;

@@ -36,6 +36,7 @@ json ToJson(const Step& s) {
                   {"cached_tokens", s.cached_tokens}};
     j["cost_usd"] = s.cost_usd;
     j["attempts"] = s.attempts;
+    if (!s.detail.is_null()) j["detail"] = s.detail;  // {"purpose": "explanation"}
   } else {
     j["tool"] = s.tool;
     j["tool_call_id"] = s.tool_call_id;
@@ -213,7 +214,7 @@ std::string Summary(const Trace& t) {
   out += "model:    " + t.model + " via " + t.provider + "\n";
   out += PromptLine(t);
   for (const auto& s : t.steps) {
-    if (s.kind != "tool") continue;
+    if (s.kind != "tool" && s.kind != "clarification") continue;
     char line[256];
     std::snprintf(line, sizeof line, "  [%2d] %-14s %-8s %-16s %6lld ms%s\n", s.index,
                   s.tool.c_str(), s.status.c_str(),
@@ -229,6 +230,26 @@ std::string Summary(const Trace& t) {
   for (const auto& a : t.assumptions) out += "assumed:  " + a + "\n";
   if (!t.reply.empty()) {
     out += "reply:    (the model replied without a tool call; not verified) " + t.reply + "\n";
+  }
+  for (const auto& c : t.clarifications) {
+    std::string choices;
+    for (const auto& x : c.choices) choices += (choices.empty() ? "" : " | ") + x;
+    out += "asked:    " +
+           (c.step > 0 ? "[step " + std::to_string(c.step) + "] " : std::string("[earlier run] ")) +
+           c.question + (choices.empty() ? "" : " (choices: " + choices + ")") + "\n";
+    out += "          " +
+           (c.reply.empty() ? std::string("waiting for the user's reply")
+                            : "the user replied: " + c.reply) +
+           "\n";
+  }
+  for (const auto& i : t.injection_suspected) {
+    out += "warning:  text that reads like instructions in the " + i.where +
+           (i.step > 0 ? " of step " + std::to_string(i.step) : std::string()) + " (" + i.pattern +
+           "): \"" + i.excerpt + "\"\n";
+  }
+  if (!t.explanation.empty()) {
+    out += "not an answer (the model's explanation of the stop, not verified): " +
+           t.explanation + "\n";
   }
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
   for (const auto& c : t.verify) {

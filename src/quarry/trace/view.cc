@@ -74,6 +74,49 @@ std::string ImageHtml(const std::string& artifact, const fs::path& trace_dir) {
          HtmlEscape(fs::path(artifact).filename().string()) + "</figcaption></figure>";
 }
 
+bool IsExplanation(const Step& s) {
+  return s.detail.is_object() && s.detail.value("purpose", json()) == "explanation";
+}
+
+// The model's questions to the user (ask_user) with their choices and the replies.
+std::string ClarificationsHtml(const Trace& t) {
+  if (t.clarifications.empty()) return "";
+  std::string h = "<h2>Clarifications</h2><div class=\"card\"><table><thead><tr><th>step</th>"
+                  "<th>question</th><th>choices</th><th>reply</th></tr></thead><tbody>";
+  for (const auto& c : t.clarifications) {
+    std::string choices;
+    for (const auto& x : c.choices) choices += "<li>" + HtmlEscape(x) + "</li>";
+    h += "<tr><td>" +
+         (c.step > 0 ? "<a href=\"#step-" + std::to_string(c.step) + "\">" +
+                           std::to_string(c.step) + "</a>"
+                     : std::string("earlier run")) +
+         "</td><td>" + HtmlEscape(c.question) + "</td><td>" +
+         (choices.empty() ? "" : "<ul>" + choices + "</ul>") + "</td><td>" +
+         (c.reply.empty() ? "<span class=\"badge waiting\">waiting for the reply</span>"
+                          : HtmlEscape(c.reply)) +
+         "</td></tr>";
+  }
+  return h + "</tbody></table></div>";
+}
+
+// Text in the data that read like instructions, as quarry marked it for the model.
+std::string InjectionHtml(const Trace& t) {
+  if (t.injection_suspected.empty()) return "";
+  std::string h = "<h2>Injection warnings</h2><div class=\"card warn\"><p class=\"muted\">Text in "
+                  "the data that reads like instructions. The model was shown it as data, with a "
+                  "reminder that it is not the user's.</p><table><thead><tr><th>step</th>"
+                  "<th>where</th><th>pattern</th><th>excerpt</th></tr></thead><tbody>";
+  for (const auto& i : t.injection_suspected) {
+    h += "<tr><td>" +
+         (i.step > 0 ? "<a href=\"#step-" + std::to_string(i.step) + "\">" +
+                           std::to_string(i.step) + "</a>"
+                     : std::string("prompt")) +
+         "</td><td>" + HtmlEscape(i.where) + "</td><td>" + HtmlEscape(i.pattern) +
+         "</td><td><code>" + HtmlEscape(i.excerpt) + "</code></td></tr>";
+  }
+  return h + "</tbody></table></div>";
+}
+
 constexpr const char* kStyle = R"(
 body{font:15px/1.45 system-ui,-apple-system,"DejaVu Sans",sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
 main{max-width:1080px;margin:0 auto;padding:24px}
@@ -90,6 +133,7 @@ figure{margin:10px 0} figure img{max-width:100%;border:1px solid #e6e9ee;backgro
 .totals td{font-variant-numeric:tabular-nums}
 td.null{color:#8a94a3;font-style:italic}
 blockquote.reply{margin:8px 0;padding:8px 12px;border-left:3px solid #e0b000;background:#fffaf0;white-space:pre-wrap}
+.waiting{background:#fff1cc;color:#6b4e00} .warn{border-color:#e0b000;background:#fffaf0}
 )";
 
 }  // namespace
@@ -167,6 +211,11 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
            "<blockquote class=\"reply\">" + e(t.reply) + "</blockquote>";
     }
   }
+  if (!t.explanation.empty()) {
+    h += "<p class=\"muted\"><b>Not an answer:</b> the model's explanation of why the run "
+         "stopped (made without tools, not verified):</p><blockquote class=\"reply explanation\">" +
+         e(t.explanation) + "</blockquote>";
+  }
   h += std::string("<p><span class=\"badge ") + (t.grounded ? "ok\">grounded" : "failed\">not grounded") +
        "</span> <span class=\"muted\">stop reason: " + e(t.stop_reason) + "</span></p>";
   if (!t.assumptions.empty()) {
@@ -203,6 +252,7 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   for (const auto& n : t.notes) h += "<p class=\"muted\">note: " + e(n) + "</p>";
   h += "</div>";
 
+  h += ClarificationsHtml(t) + InjectionHtml(t);
   h += "<h2>Sources</h2><div class=\"card\"><table><thead><tr><th>path</th><th>format</th>"
        "<th>bytes</th><th>sha256</th><th>tables</th></tr></thead><tbody>";
   for (const auto& s : t.sources) {
@@ -221,7 +271,9 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
     const bool model = s.kind == "model";
     const std::string status = model ? "model" : s.status;
     h += "<tr><td><a href=\"#step-" + std::to_string(s.index) + "\">" + std::to_string(s.index) +
-         "</a></td><td>" + e(model ? "model turn" : s.tool) + (s.repair ? " <span class=\"muted\">repair</span>" : "") +
+         "</a></td><td>" +
+         e(model ? (IsExplanation(s) ? "explanation (no tools)" : "model turn") : s.tool) +
+         (s.repair ? " <span class=\"muted\">repair</span>" : "") +
          "</td><td><span class=\"badge " + e(status) + "\">" + e(status) + "</span></td><td>" +
          e(model || s.failure_class == "none" ? "" : s.failure_class +
            (s.rule.empty() ? "" : " (" + s.rule + ")")) +
@@ -235,7 +287,9 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   for (const auto& s : t.steps) {
     h += "<div class=\"card\" id=\"step-" + std::to_string(s.index) + "\">";
     if (s.kind == "model") {
-      h += "<p><span class=\"badge model\">model turn " + std::to_string(s.index) + "</span> <span class=\"muted\">" +
+      h += "<p><span class=\"badge model\">" +
+           std::string(IsExplanation(s) ? "explanation, not an answer: step " : "model turn ") +
+           std::to_string(s.index) + "</span> <span class=\"muted\">" +
            std::to_string(s.input_tokens) + " in (" + std::to_string(s.cached_tokens) + " cached) + " +
            std::to_string(s.output_tokens) + " out · " + Money(s.cost_usd) + " · " +
            std::to_string(s.duration_ms) + " ms</span></p>";

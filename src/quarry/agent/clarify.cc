@@ -1,0 +1,62 @@
+// ask_user: the model's question to the user instead of a guess. The loop records it
+// (trace.clarifications) and either waits for the reply through RunInput::ask_user or ends the
+// run with clarification_needed; a later run resumes with the reply (RunInput::resume).
+#include "quarry/agent/agent.h"
+#include "quarry/agent/agent_internal.h"
+
+namespace quarry::agent {
+
+using json = nlohmann::ordered_json;
+
+Clarification ClarificationFrom(const json& args, std::string* problem) {
+  Clarification c;
+  problem->clear();
+  c.question = args.value("question", std::string());
+  for (const auto& choice : args.value("choices", json::array())) {
+    if (choice.is_string()) c.choices.push_back(choice.get<std::string>());
+  }
+  if (c.question.size() > kMaxClarificationBytes) {
+    *problem = "`question` must be at most " + std::to_string(kMaxClarificationBytes) +
+               " bytes: ask one short question";
+  } else if (args.contains("choices") && (c.choices.size() < 2 || c.choices.size() > 6)) {
+    *problem = "`choices` must hold 2 to 6 options, or be left out for a free reply";
+  } else {
+    for (const std::string& choice : c.choices) {
+      if (choice.empty() || choice.size() > kMaxChoiceBytes) {
+        *problem = "each choice must be 1 to " + std::to_string(kMaxChoiceBytes) +
+                   " bytes: a few words naming the option";
+      }
+    }
+  }
+  return c;
+}
+
+std::string ReplyObservation(const std::string& reply) {
+  return "the user replied: " + reply;
+}
+
+std::string WaitingObservation() {
+  return "the question was put to the user; the run ends here and continues with their reply";
+}
+
+std::optional<std::string> AskTheUser(const AskUserFn& ask, const Clarification& c,
+                                      std::vector<std::string>& notes) {
+  if (!ask) return std::nullopt;
+  try {
+    return ask(c);
+  } catch (const std::exception& e) {  // the caller's code: it must not end the process
+    notes.push_back(std::string("asking the user failed: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+std::vector<llm::Message> ResumeMessages(const PendingClarification& resume) {
+  json args = {{"question", resume.asked.question}};
+  if (!resume.asked.choices.empty()) args["choices"] = resume.asked.choices;
+  const std::string id = "resume_1";
+  llm::ToolCall call{id, "ask_user", args.dump(-1, ' ', false, json::error_handler_t::replace)};
+  return {{llm::Role::kAssistant, "", {call}, {}},
+          {llm::Role::kTool, ReplyObservation(resume.reply), {}, id}};
+}
+
+}  // namespace quarry::agent
