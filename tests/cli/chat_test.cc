@@ -269,6 +269,52 @@ TEST(ChatPtyTest, QuestionsFollowUpSqlCtrlCAndCtrlDAtATerminal) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+TEST(ChatPtyTest, TheModelsQuestionIsAnsweredAtTheReplyPromptAndTheRunGoesOn) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  PtyQuarry chat({"chat", "--no-python", "--runs-dir", runs.string(), "--thread", "asks", "--data",
+                  Sales().string()},
+                 cwd.path(), ChildEnv(server, cwd.path() / "state"));
+  ASSERT_TRUE(chat.started());
+  ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.output();
+  server.Enqueue({200,
+                  {},
+                  ToolCallReply({{"call_ask", "ask_user",
+                                  R"({"question": "Top region by revenue or by orders?",
+                                               "choices": ["by revenue", "by orders"]})"}})});
+  chat.Type("Which is the top region?\r");
+  ASSERT_TRUE(WaitForRequests(server, 1, 20s));
+  bool offered = false;
+  const json first = server.requests()[0].Json();
+  for (const json& tool : first["tools"]) {
+    offered = offered || tool["function"]["name"] == "ask_user";
+  }
+  ASSERT_TRUE(offered) << "the agent loop offers ask_user";
+  ASSERT_TRUE(chat.WaitFor("quarry needs a clarification: Top region by revenue or by orders?"))
+      << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("  2. by orders")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("reply> ")) << chat.rest();
+  EnqueueTurn(
+      server,
+      R"({"sql": "SELECT region, count(*) AS orders FROM sales GROUP BY region ORDER BY orders DESC LIMIT 1"})",
+      R"({"answer": "North has the most orders: 565.", "supporting_values": ["North", "565"]})");
+  chat.Type("2\r");
+  ASSERT_TRUE(chat.WaitFor("North has the most orders: 565.")) << chat.rest();
+  ASSERT_TRUE(chat.WaitFor("quarry> "));
+  // The same run went on: the reply came back as the ask_user call's result.
+  ASSERT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(server.requests()[1].Json()["messages"].back()["content"],
+            "the user replied: by orders");
+  chat.Type("\x04");
+  EXPECT_EQ(chat.Wait(10s), 0);
+  const json thread = ShowThread(server, cwd.path(), runs, "asks");
+  ASSERT_EQ(thread["turns"].size(), 1u);
+  EXPECT_EQ(thread["turns"][0]["status"], "answered");
+  ASSERT_EQ(thread["turns"][0]["clarifications"].size(), 1u);
+  EXPECT_EQ(thread["turns"][0]["clarifications"][0]["reply"], "by orders");
+}
+
 // quarry chat with stdin from a file; stdout and stderr to files.
 quarry::testing::ProcessResult ChatFromFile(const ProviderServer& server, const fs::path& cwd,
                                             std::vector<std::string> args,

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "support/provider_server.h"
 #include "support/test_support.h"
@@ -262,6 +263,80 @@ TEST_F(ThreadsCliTest, WithoutRunsDirThreadsLiveInXdgStateHome) {
   EXPECT_EQ(empty.exit_code, 0);
   EXPECT_NE(empty.out.find("no threads yet"), std::string::npos);
   EXPECT_FALSE(fs::exists(cwd_.path() / "elsewhere" / "threads.sqlite3"));
+}
+
+bool OffersAskUser(const json& request) {
+  for (const json& tool : request.value("tools", json::array())) {
+    if (tool["function"]["name"] == "ask_user") return true;
+  }
+  return false;
+}
+
+constexpr const char* kAskRegion =
+    R"({"question": "Top region by revenue or by orders?", "choices": ["by revenue", "by orders"]})";
+constexpr const char* kByOrders =
+    R"({"sql": "SELECT region, count(*) AS orders FROM sales GROUP BY region ORDER BY orders DESC LIMIT 1"})";
+constexpr const char* kByOrdersAnswer =
+    R"({"answer": "North has the most orders: 565.", "supporting_values": ["North", "565"]})";
+
+TEST_F(ThreadsCliTest, AClarificationExitsSevenAndTheReplyContinuesTheRun) {
+  server_.Enqueue({200, {}, ToolCallReply({{"call_ask", "ask_user", kAskRegion}})});
+  auto r = Quarry({"ask", "--no-python", "--runs-dir", runs().string(), "Which is the top region?"},
+                  Sales());
+  ASSERT_FALSE(server_.requests().empty()) << r.err;
+  ASSERT_TRUE(OffersAskUser(server_.requests()[0].Json())) << "the agent loop offers ask_user";
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;
+  const std::regex continue_line(
+      "continue with: quarry ask --thread ([0-9]{8}-[0-9]{6}-[0-9a-f]{6}) --runs-dir (\\S+) "
+      "--data (\\S+) \"<your reply>\" \\(a number picks a choice\\)\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, continue_line)) << r.out;
+  const std::string thread = m[1];
+  EXPECT_EQ(m[2].str(), runs().string());
+  EXPECT_EQ(m[3].str(), Sales().string());
+  EXPECT_NE(r.out.find("quarry needs a clarification: Top region by revenue or by orders?\n"
+                       "  1. by revenue\n  2. by orders\n"),
+            std::string::npos)
+      << r.out;
+  const json waiting = ThreadsJson({"show", thread});
+  EXPECT_EQ(waiting["waiting"], true);
+  ASSERT_EQ(waiting["turns"].size(), 1u);
+  EXPECT_EQ(waiting["turns"][0]["status"], "clarification_needed");
+  EXPECT_EQ(waiting["turns"][0]["clarifications"][0]["reply"], "");
+
+  // The reply, by number, continues the run where the model asked.
+  EnqueueTurn(server_, kByOrders, kByOrdersAnswer);
+  auto reply = Ask(thread, "2", Sales(), {"--format", "json"});
+  ASSERT_EQ(reply.exit_code, 0) << reply.out << reply.err;
+  const json out = json::parse(reply.out, nullptr, false);
+  EXPECT_EQ(out["answer"], "North has the most orders: 565.");
+  EXPECT_EQ(out["thread"], thread);
+  EXPECT_EQ(out["turn"], 1);
+  const json messages = server_.requests()[1].Json()["messages"];
+  EXPECT_EQ(messages[1]["content"], "Which is the top region?");
+  EXPECT_EQ(messages.back()["content"], "the user replied: by orders");
+  const json done = ThreadsJson({"show", thread});
+  EXPECT_EQ(done["waiting"], false);
+  ASSERT_EQ(done["turns"].size(), 1u);
+  EXPECT_EQ(done["turns"][0]["status"], "answered");
+  EXPECT_EQ(done["turns"][0]["answer"], "North has the most orders: 565.");
+  ASSERT_EQ(done["turns"][0]["clarifications"].size(), 1u);
+  EXPECT_EQ(done["turns"][0]["clarifications"][0]["reply"], "by orders");
+}
+
+TEST_F(ThreadsCliTest, AClarificationInJsonNamesTheQuestionChoicesAndThread) {
+  server_.Enqueue({200, {}, ToolCallReply({{"call_ask", "ask_user", kAskRegion}})});
+  auto r = Ask("asks", "Which is the top region?", Sales(), {"--format", "json"});
+  ASSERT_FALSE(server_.requests().empty()) << r.err;
+  ASSERT_TRUE(OffersAskUser(server_.requests()[0].Json())) << "the agent loop offers ask_user";
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;
+  const json out = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(out.is_object()) << r.out;
+  EXPECT_EQ(out["stop_reason"], "clarification_needed");
+  EXPECT_EQ(out["clarification"], json::parse(R"({"question": "Top region by revenue or by orders?",
+                            "choices": ["by revenue", "by orders"]})"));
+  EXPECT_EQ(out["thread"], "asks");
+  EXPECT_EQ(out["turn"], 1);
 }
 
 // Marks turn 1 of `thread` as waiting on a clarification, as a run that ended with
