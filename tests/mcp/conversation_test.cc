@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -118,6 +119,100 @@ TEST_F(McpConversationTest, ABadThreadNameIsAToolErrorThatSaysWhatIsAllowed) {
   EXPECT_EQ(r->message["result"]["isError"], true);
   EXPECT_NE(Text(r->message["result"]).find("64"), std::string::npos) << r->message.dump();
   EXPECT_TRUE(provider.requests().empty());
+}
+
+std::string AskUserTurn(const std::string& id) {
+  return ToolCallReply({{id, "ask_user",
+                         json{{"question", "Top region by revenue or by number of sales?"},
+                              {"choices", {"by revenue", "by number of sales"}}}.dump()}});
+}
+
+TEST_F(McpConversationTest, WithoutElicitationTheQuestionIsTheResultAndTheThreadContinuesIt) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, AskUserTurn("c1")});
+  auto server = Start(provider);
+  server->Send(Call(1, "ask_database", {{"question", "Which is the top region?"}, {"thread", "top"}}));
+  const auto asked = server->Response(1, milliseconds(60000));
+  ASSERT_TRUE(asked.has_value()) << server->Err();
+  const json& result = asked->message["result"];
+  EXPECT_EQ(result["isError"], false) << result.dump();
+  EXPECT_EQ(result["structuredContent"]["status"], "clarification_needed");
+  EXPECT_EQ(result["structuredContent"]["clarification"]["question"],
+            "Top region by revenue or by number of sales?");
+  EXPECT_EQ(result["structuredContent"]["clarification"]["choices"],
+            json::parse(R"(["by revenue", "by number of sales"])"));
+  EXPECT_EQ(result["structuredContent"]["thread"], "top");
+  EXPECT_NE(Text(result).find("  2. by number of sales"), std::string::npos) << Text(result);
+  for (const auto& line : server->Lines()) {
+    EXPECT_NE(line.message.value("method", ""), "elicitation/create") << "the client offered none";
+  }
+
+  // The reply, as the next call of the thread, continues the run where the model asked.
+  provider.Enqueue({200, {}, SqlTurn("c2", "SELECT region, sum(revenue) AS total FROM sales "
+                                           "GROUP BY region ORDER BY total DESC LIMIT 1")});
+  provider.Enqueue({200, {}, AnswerTurn("c3", "South leads with revenue 20.", "20")});
+  server->Send(Call(2, "ask_database", {{"question", "1"}, {"thread", "top"}}));
+  const auto answered = server->Response(2, milliseconds(60000));
+  ASSERT_TRUE(answered.has_value()) << server->Err();
+  EXPECT_EQ(answered->message["result"]["isError"], false) << answered->message.dump();
+  EXPECT_TRUE(Text(answered->message["result"]).starts_with("South leads with revenue 20."));
+  const json messages = provider.requests()[1].Json()["messages"];
+  ASSERT_GE(messages.size(), 4u);
+  EXPECT_EQ(messages[messages.size() - 3]["content"], "Which is the top region?");
+  EXPECT_EQ(messages.back()["content"], "the user replied: by revenue");
+}
+
+TEST_F(McpConversationTest, AClientWithElicitationIsAskedAndTheRunGoesOnWithTheReply) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, AskUserTurn("c1")});
+  provider.Enqueue({200, {}, SqlTurn("c2", "SELECT region, count(*) AS n FROM sales "
+                                           "GROUP BY region ORDER BY n DESC LIMIT 1")});
+  provider.Enqueue({200, {}, AnswerTurn("c3", "North has the most sales: 2.", "2")});
+  auto server = Start(provider, {{"elicitation", json::object()}});
+  server->Send(Call(1, "ask_database", {{"question", "Which is the top region?"}}));
+  const auto elicit = server->WaitFor(
+      [](const json& m) { return m.value("method", "") == "elicitation/create"; },
+      milliseconds(60000));
+  ASSERT_TRUE(elicit.has_value()) << server->Err();
+  const json& params = elicit->message["params"];
+  EXPECT_EQ(params["message"], "quarry's analyst asks: Top region by revenue or by number of sales?");
+  EXPECT_EQ(params["requestedSchema"]["properties"]["reply"]["enum"],
+            json::parse(R"(["by revenue", "by number of sales"])"));
+  // The user takes their time: no budget is charged for it.
+  std::this_thread::sleep_for(milliseconds(300));
+  server->Send({{"jsonrpc", "2.0"},
+                {"id", elicit->message["id"]},
+                {"result", {{"action", "accept"}, {"content", {{"reply", "by number of sales"}}}}}});
+  const auto r = server->Response(1, milliseconds(60000));
+  ASSERT_TRUE(r.has_value()) << server->Err();
+  EXPECT_EQ(r->message["result"]["isError"], false) << r->message.dump();
+  EXPECT_TRUE(Text(r->message["result"]).starts_with("North has the most sales: 2."));
+  const json messages = provider.requests()[1].Json()["messages"];
+  EXPECT_EQ(messages.back()["content"], "the user replied: by number of sales");
+  const std::string text = Text(r->message["result"]);
+  const json trace = json::parse(testing::ReadFile(text.substr(text.rfind("trace: ") + 7)));
+  ASSERT_EQ(trace["clarifications"].size(), 1u);
+  EXPECT_EQ(trace["clarifications"][0]["reply"], "by number of sales");
+  EXPECT_EQ(trace["stop_reason"], "answered");
+}
+
+TEST_F(McpConversationTest, ADeclinedElicitationEndsTheRunWaitingOnItsQuestion) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, AskUserTurn("c1")});
+  auto server = Start(provider, {{"elicitation", json::object()}});
+  server->Send(Call(1, "ask_database", {{"question", "Which is the top region?"}}));
+  const auto elicit = server->WaitFor(
+      [](const json& m) { return m.value("method", "") == "elicitation/create"; },
+      milliseconds(60000));
+  ASSERT_TRUE(elicit.has_value()) << server->Err();
+  server->Send({{"jsonrpc", "2.0"}, {"id", elicit->message["id"]}, {"result", {{"action", "decline"}}}});
+  const auto r = server->Response(1, milliseconds(60000));
+  ASSERT_TRUE(r.has_value()) << server->Err();
+  const json& sc = r->message["result"]["structuredContent"];
+  EXPECT_EQ(sc["status"], "clarification_needed") << r->message.dump();
+  // Asked outside a thread, the question waits on one named after the run.
+  EXPECT_TRUE(sc["thread"].get<std::string>().starts_with("ask-")) << sc;
+  EXPECT_EQ(provider.requests().size(), 1u);
 }
 
 }  // namespace
