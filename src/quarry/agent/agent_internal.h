@@ -11,6 +11,9 @@
 
 namespace quarry::agent {
 
+// Now, in UTC, ISO 8601 to the second ("2026-12-01T06:10:00Z"): trace and thread times.
+std::string UtcNow();
+
 // The prompt file prompts/<name>.md with each {{key}} replaced by its value.
 std::string Prompt(const std::string& name,
                    const std::vector<std::pair<std::string, std::string>>& values);

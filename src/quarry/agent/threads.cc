@@ -14,6 +14,7 @@
 #include <memory>
 #include <thread>
 
+#include "quarry/agent/agent_internal.h"
 #include "quarry/agent/threads_internal.h"
 
 namespace quarry::agent {
@@ -54,15 +55,6 @@ CREATE TABLE turns (
   PRIMARY KEY (thread_id, number)
 );
 )sql";
-
-std::string UtcNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // Ends a transaction: COMMIT by Commit(), ROLLBACK when it goes out of scope before that.
 class Transaction {
