@@ -103,7 +103,7 @@ TEST_F(ClarifyTest, ReplyDuringTheRunContinuesToAGroundedAnswer) {
   EXPECT_EQ(back.steps[1].kind, "clarification");
 }
 
-TEST_F(ClarifyTest, AskUserNeitherClearsAFailureNorGroundsAValue) {
+TEST_F(ClarifyTest, AskUserIsARepairAttemptThatClearsNoFailure) {
   client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", "SELECT Revenue FROM Customer"}})}),
                    Scripted({Call("call_2", "ask_user", {{"question", kAsk}, {"choices", kChoices}})}),
                    Scripted({Call("call_3", "run_sql", {{"sql", kTopByRevenue}})}),

@@ -247,9 +247,9 @@ struct RunInput {
 // model errors, which are recorded as stop reasons); `writer`, when given, receives events as
 // they happen and the final trace. Errors: none; failures are in trace.stop_reason.
 //
-// ask_user: a step of kind "clarification" (tool "ask_user", detail.wait_ms: the time spent
-// waiting on RunInput::ask_user, also in its duration_ms; no budget counts time) and a
-// trace.clarifications record. The reply reaches the model as the tool result "the user
+// ask_user: a step of kind "clarification" (tool "ask_user"; detail.wait_ms: the time spent
+// waiting on RunInput::ask_user, also in its duration_ms, counted by no budget; detail.reply
+// when one came) and a trace.clarifications record. It counts as a tool call. The reply reaches the model as the tool result "the user
 // replied: ..."; its numbers count as given, like the question's. ask_user is no execution
 // tool: it neither clears an outstanding failure nor grounds a value. Without a reply the step's
 // status is "waiting" and the run ends with kStopClarification, before any verify.

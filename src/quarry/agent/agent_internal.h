@@ -61,9 +61,10 @@ std::string UnknownTableText(const std::vector<engine::TableCard>& cards, const 
 inline constexpr size_t kMaxClarificationBytes = 500;
 inline constexpr size_t kMaxChoiceBytes = 100;
 Clarification ClarificationFrom(const nlohmann::ordered_json& args, std::string* problem);
-// The tool result the model sees for a reply, and for a question the run ends on.
+// The tool result the model sees for a reply; and for a question the run ends on, the step's
+// observation, which names the question (progress lines show it).
 std::string ReplyObservation(const std::string& reply);
-std::string WaitingObservation();
+std::string WaitingObservation(const Clarification& c);
 // Calls `ask` (the caller's AskUserFn); an exception from it reads as no reply, with a note.
 std::optional<std::string> AskTheUser(const AskUserFn& ask, const Clarification& c,
                                       std::vector<std::string>& notes);

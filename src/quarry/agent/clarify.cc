@@ -35,8 +35,12 @@ std::string ReplyObservation(const std::string& reply) {
   return "the user replied: " + reply;
 }
 
-std::string WaitingObservation() {
-  return "the question was put to the user; the run ends here and continues with their reply";
+std::string WaitingObservation(const Clarification& c) {
+  std::string choices;
+  for (const std::string& choice : c.choices) choices += (choices.empty() ? "" : " | ") + choice;
+  return "waiting for the user's reply to: " + c.question +
+         (choices.empty() ? "" : " (choices: " + choices + ")") +
+         "; the run ends here and continues with the reply";
 }
 
 std::optional<std::string> AskTheUser(const AskUserFn& ask, const Clarification& c,

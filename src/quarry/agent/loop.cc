@@ -425,7 +425,7 @@ class Session {
     trace_.clarifications.push_back({static_cast<int>(trace_.steps.size()) + 1, asked.question,
                                      asked.choices, reply.value_or("")});
     if (!reply) {
-      obs.text = WaitingObservation();
+      obs.text = WaitingObservation(asked);
       step.status = "waiting";
       stop_reason_ = kStopClarification;
       return;

@@ -33,10 +33,12 @@ struct ToolCallRecord {
   std::string arguments;  // raw, as the model wrote it
 };
 
-// One step. kind "model": a model turn (content, tool_calls, tokens, cost). kind "tool": a
-// tool call's execution (tool, arguments, status, failure_class, observation as the model saw
-// it). kind "load": opening the data (tool "open_data"; observation: the loader's notes and
-// the parse cache's use). duration_ms is wall time for all.
+// One step. kind "model": a model turn (content, tool_calls, tokens, cost; detail {"purpose":
+// "explanation"} for the call without tools that explains a budget stop). kind "tool": a tool
+// call's execution (tool, arguments, status, failure_class, observation as the model saw it).
+// kind "clarification": an ask_user call, shaped like a tool step (status "waiting" while no
+// reply came). kind "load": opening the data (tool "open_data"; observation: the loader's notes
+// and the parse cache's use). duration_ms is wall time for all.
 struct Step {
   int index = 0;
   std::string kind;
