@@ -1,0 +1,44 @@
+// One question through the agent for a suite (bench.h): the run's folder laid out as
+// `quarry ask` lays it out, so `quarry view` and `quarry report` read a suite's runs like any
+// other; and the figures a suite counts, read back from the trace.
+#include "quarry/bench/bench.h"
+
+namespace quarry::bench {
+
+Result<RunRecord> RunAgent(agent::RunInput input, engine::Engine& engine, llm::Client& client,
+                           const agent::Config& base, const std::filesystem::path& runs_dir,
+                           agent::Observer* observer) {
+  if (input.run_id.empty()) input.run_id = trace::NewRunId();
+  auto writer = trace::Writer::Create(runs_dir, input.run_id);
+  if (!writer) return std::unexpected(writer.error());
+  agent::Config config = base;
+  config.sandbox.workdir = writer->dir() / "workdir";
+  config.artifacts_dir = writer->dir();
+  RunRecord record;
+  record.trace = agent::Run(input, engine, client, config, observer, &*writer);
+  record.trace_path = writer->dir() / "trace.json";
+  return record;
+}
+
+RunMetrics MetricsOf(const trace::Trace& t) {
+  RunMetrics m;
+  m.model_calls = t.totals.model_turns;
+  m.tool_calls = t.totals.tool_calls;
+  m.repair_attempts = t.totals.repair_attempts;
+  m.repair_successes = t.totals.repair_successes;
+  m.prompt_tokens = t.totals.input_tokens;
+  m.completion_tokens = t.totals.output_tokens;
+  m.cached_tokens = t.totals.cached_tokens;
+  m.cost_usd = t.totals.cost_usd;
+  m.wall_ms = t.totals.wall_ms;
+  for (const trace::Step& s : t.steps) {
+    if (s.kind == "load") continue;
+    ++m.steps;
+    if (s.failure_class == "guard_violation") ++m.guard_violations;
+  }
+  m.answered = t.stop_reason == agent::kStopAnswered;
+  m.grounded = m.answered && t.grounded;
+  return m;
+}
+
+}  // namespace quarry::bench
