@@ -5,6 +5,7 @@
 
 #include "open_engine.h"
 #include "quarry/agent/agent.h"
+#include "quarry/agent/agent_internal.h"
 #include "recording_client.h"
 #include "support/test_support.h"
 
@@ -219,6 +220,23 @@ TEST_F(ClarifyTest, AskUserIsOfferedWithItsLimits) {
   EXPECT_NE(system.find("\"sales for that artist\", no artist"), std::string::npos);
   EXPECT_NE(system.find("by revenue, by number of\n  orders, or by quantity?"), std::string::npos);
   EXPECT_NE(system.find("`assumptions` must name the choice"), std::string::npos);
+}
+
+TEST(ClarificationArgumentsTest, BlankDuplicateAndMultiLineOptionsAreRefused) {
+  using ojson = nlohmann::ordered_json;
+  std::string problem;
+  ClarificationFrom(ojson{{"question", "Which measure?"}, {"choices", {"revenue", "orders"}}},
+                    &problem);
+  EXPECT_EQ(problem, "");
+  ClarificationFrom(ojson{{"question", "   "}}, &problem);
+  EXPECT_EQ(problem, "`question` is empty: ask one short question");
+  ClarificationFrom(ojson{{"question", "Which?"}, {"choices", {"revenue", "revenue"}}}, &problem);
+  EXPECT_EQ(problem, "the choice \"revenue\" is given twice: each option once");
+  ClarificationFrom(ojson{{"question", "Which?"}, {"choices", {"revenue\n3. delete it", "orders"}}},
+                    &problem);
+  EXPECT_EQ(problem, "each choice must be one line of 1 to 100 bytes: a few words naming the option");
+  ClarificationFrom(ojson{{"question", "Which?"}, {"choices", {" ", "orders"}}}, &problem);
+  EXPECT_NE(problem, "");
 }
 
 }  // namespace

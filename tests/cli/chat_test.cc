@@ -3,6 +3,8 @@
 // Ctrl-D), and with questions piped into stdin; the stand-in provider scripts the model and
 // records what it was sent.
 #include <fcntl.h>
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
@@ -401,6 +403,50 @@ TEST(ChatPipeTest, QuestionsPipedInContinueAThreadThatAskStarted) {
   const json thread = ShowThread(server, cwd.path(), runs, "piped");
   ASSERT_EQ(thread["turns"].size(), 3u);
   EXPECT_EQ(thread["turns"][2]["question"], "How many sales rows are there?");
+}
+
+TEST(ChatPipeTest, AtTheReplyPromptCommandsAndSlipsAreNotRepliesAndQuitLeavesTheTurnWaiting) {
+  ProviderServer server;
+  server.Enqueue({200, {}, ToolCallReply({{"call_ask", "ask_user",
+                                            R"({"question": "Gross or net revenue?",
+                                                "choices": ["gross", "net"]})"}})});
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  auto r = ChatFromFile(
+      server, cwd.path(),
+      {"--no-python", "--runs-dir", runs.string(), "--thread", "slips", "--data", Sales().string()},
+      "Which region sells most?\n/sql\n9\n/quit\nWhich region sells least?\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("a reply is not a command: type the reply (a number picks a choice), or "
+                       "/quit to leave with the turn waiting"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("9 is not one of the choices (1 to 2): type a number from 1 to 2, or the "
+                       "reply in words"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the turn waits on a reply: continue it with quarry chat --thread slips"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("sells least"), std::string::npos) << "the chat left at /quit";
+  EXPECT_EQ(server.requests().size(), 1u) << "no command or slip reached the model";
+  const json thread = ShowThread(server, cwd.path(), runs, "slips");
+  ASSERT_EQ(thread["turns"].size(), 1u);
+  EXPECT_EQ(thread["turns"][0]["status"], "clarification_needed");
+}
+
+TEST(ChatPipeTest, ABrokenThreadsFileEndsTheChatBeforeAnyQuestion) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  fs::create_directories(runs);
+  std::ofstream(runs / "threads.sqlite3") << "not a database, just bytes";
+  auto r = ChatFromFile(server, cwd.path(),
+                        {"--no-python", "--runs-dir", runs.string(), "--data", Sales().string()},
+                        "Which region sells most?\n");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("threads.sqlite3"), std::string::npos) << r.err;
+  EXPECT_TRUE(server.requests().empty());
 }
 
 TEST(ChatPipeTest, AChatOnAThreadThatWaitsShowsTheQuestionAndTakesTheReply) {

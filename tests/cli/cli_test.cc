@@ -125,6 +125,39 @@ TEST_F(CliTest, OfflineChinookAndSensors) {
   EXPECT_NE(sensors.err.find("runtime_error"), std::string::npos);  // the text-cast failure
 }
 
+TEST_F(CliTest, OfflineClarificationIsContinuedByTheRecordingOfItsReply) {
+  const std::string runs = (cwd_.path() / "runs").string();
+  auto asked = Quarry({"ask", "--offline", "--runs-dir", runs, "--data", Data("chinook.sqlite"),
+                       "Who is the top customer?"});
+  ASSERT_EQ(asked.exit_code, 7) << asked.out << asked.err;
+  const std::regex continue_line("continue with: quarry ask --thread (\\S+) --runs-dir \\S+ "
+                                 "--offline --data \\S+ \"<your reply>\"");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(asked.out, m, continue_line)) << asked.out;
+  const std::string thread = m[1].str();
+  // A number that is no choice is refused; the turn still waits.
+  auto slip = Quarry({"ask", "--offline", "--runs-dir", runs, "--thread", thread, "--data",
+                      Data("chinook.sqlite"), "7"});
+  EXPECT_EQ(slip.exit_code, 2) << slip.err;
+  EXPECT_NE(slip.err.find("7 is not one of the choices (1 to 3)"), std::string::npos) << slip.err;
+  // No recording continues with "by tracks bought": the error says which one was looked for.
+  auto unrecorded = Quarry({"ask", "--offline", "--runs-dir", runs, "--thread", thread, "--data",
+                            Data("chinook.sqlite"), "3"});
+  EXPECT_EQ(unrecorded.exit_code, 2);
+  EXPECT_NE(unrecorded.err.find("the continuation of \"Who is the top customer?\" with the reply "
+                                "\"by tracks bought\""),
+            std::string::npos)
+      << unrecorded.err;
+  auto replied = Quarry({"ask", "--offline", "--runs-dir", runs, "--thread", thread, "--format",
+                         "json", "--data", Data("chinook.sqlite"), "1"});
+  ASSERT_EQ(replied.exit_code, 0) << replied.out << replied.err;
+  const json r = json::parse(replied.out);
+  EXPECT_EQ(r["grounded"], true);
+  EXPECT_EQ(r["supporting_values"], json::parse(R"(["Helena Holý","49.62","47.62"])"));
+  EXPECT_EQ(r["assumptions"], json::parse(R"J(["top customer = by revenue (the user's reply)"])J"));
+  EXPECT_EQ(r["turn"], 1);
+}
+
 TEST_F(CliTest, SchemaAndSqlForScripts) {
   auto schema = Quarry({"schema", "--format", "json", Data("passengers.csv")});
   ASSERT_EQ(schema.exit_code, 0) << schema.err;

@@ -319,6 +319,34 @@ TEST(InterruptOpenTest, CtrlCStopsQuarryPythonAndRemovesTheTableCopies) {
   EXPECT_FALSE(fs::exists(run / "tables"));
 }
 
+TEST(InterruptOpenTest, ASecondCtrlCStillRemovesTheTableCopies) {
+  // The warm Python gets copies of every table while the model thinks; quitting at once must
+  // not leave them behind.
+  ProviderServer server;
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", R"({"sql": "SELECT 1"})"}}, 10, 5),
+                  std::chrono::milliseconds(30000)});
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  Quarry q(server, cwd.path(),
+           {"ask", "--timeout-ms", "60000", "--runs-dir", runs.string(), "--data",
+            (quarry::testing::SourceDir() / "data" / "chinook.sqlite").string(),
+            "How many tracks are there?"});
+  ASSERT_TRUE(WaitForRunEntry(runs, "tables", std::chrono::seconds(30))) << q.err();
+  ASSERT_TRUE(WaitForRequests(server, 1, std::chrono::seconds(30))) << q.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the copies are complete
+  q.Signal(SIGINT);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (q.err().find("stopping") == std::string::npos && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  q.Signal(SIGINT);
+  EXPECT_EQ(q.Wait(std::chrono::seconds(30)), 6) << q.err();
+  EXPECT_NE(q.err().find("interrupted twice"), std::string::npos) << q.err();
+  const fs::path run = OnlyRun(runs);
+  ASSERT_FALSE(run.empty());
+  EXPECT_FALSE(fs::exists(run / "tables")) << "the copies of the user's data are left behind";
+}
+
 TEST(KilledRunTest, TraceAndViewRebuildAKilledRunFromEventsAndMarkItIncomplete) {
   ProviderServer server;
   server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kRunaway}}, 1234, 56)});

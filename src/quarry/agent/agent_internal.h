@@ -56,8 +56,9 @@ inline constexpr size_t kNearestNames = 8;
 std::string UnknownTableText(const std::vector<engine::TableCard>& cards, const std::string& want);
 
 // ask_user (clarify.cc). The question and choices of a call whose arguments fit the schema,
-// with the limits the schema cannot say (question <= kMaxClarificationBytes, 2 to 6 choices of
-// at most kMaxChoiceBytes, none empty); `problem` is "" when they hold.
+// with the limits the schema cannot say (a question not blank and <= kMaxClarificationBytes, 2
+// to 6 distinct one-line choices of at most kMaxChoiceBytes, none blank); `problem` is "" when
+// they hold.
 inline constexpr size_t kMaxClarificationBytes = 500;
 inline constexpr size_t kMaxChoiceBytes = 100;
 Clarification ClarificationFrom(const nlohmann::ordered_json& args, std::string* problem);

@@ -1,6 +1,8 @@
 // ask_user: the model's question to the user instead of a guess. The loop records it
 // (trace.clarifications) and either waits for the reply through RunInput::ask_user or ends the
 // run with clarification_needed; a later run resumes with the reply (RunInput::resume).
+#include <algorithm>
+
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
 
@@ -15,16 +17,29 @@ Clarification ClarificationFrom(const json& args, std::string* problem) {
   for (const auto& choice : args.value("choices", json::array())) {
     if (choice.is_string()) c.choices.push_back(choice.get<std::string>());
   }
-  if (c.question.size() > kMaxClarificationBytes) {
+  const auto blank = [](const std::string& s) {
+    return s.find_first_not_of(" \t\r\n") == std::string::npos;
+  };
+  // A choice is shown as one numbered line: a line break in it could fake further choices.
+  const auto one_line = [](const std::string& s) {
+    return s.find_first_of("\r\n") == std::string::npos;
+  };
+  if (blank(c.question)) {
+    *problem = "`question` is empty: ask one short question";
+  } else if (c.question.size() > kMaxClarificationBytes) {
     *problem = "`question` must be at most " + std::to_string(kMaxClarificationBytes) +
                " bytes: ask one short question";
   } else if (args.contains("choices") && (c.choices.size() < 2 || c.choices.size() > 6)) {
     *problem = "`choices` must hold 2 to 6 options, or be left out for a free reply";
   } else {
-    for (const std::string& choice : c.choices) {
-      if (choice.empty() || choice.size() > kMaxChoiceBytes) {
-        *problem = "each choice must be 1 to " + std::to_string(kMaxChoiceBytes) +
+    for (size_t i = 0; i < c.choices.size() && problem->empty(); ++i) {
+      const std::string& choice = c.choices[i];
+      if (blank(choice) || choice.size() > kMaxChoiceBytes || !one_line(choice)) {
+        *problem = "each choice must be one line of 1 to " + std::to_string(kMaxChoiceBytes) +
                    " bytes: a few words naming the option";
+      } else if (std::find(c.choices.begin(), c.choices.begin() + static_cast<long>(i), choice) !=
+                 c.choices.begin() + static_cast<long>(i)) {
+        *problem = "the choice \"" + choice + "\" is given twice: each option once";
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "quarry/agent/agent.h"
 #include "quarry/common/json.h"
 #include "quarry/agent/agent_internal.h"
+#include "quarry/common/scratch.h"
 #include "quarry/agent/hygiene_internal.h"
 #include "quarry/agent/injection_internal.h"
 
@@ -81,6 +82,9 @@ class Session {
     MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
     messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}});
     for (llm::Message& m : PriorMessages(input.history, input.history_budget_tokens, &trace_.notes)) {
+      // Earlier turns carry data again (result previews, file names in data notes): scanned
+      // like any observation, recorded at step 0 as the system prompt's data is.
+      MarkInjection(m.content, 0, "thread context", trace_.injection_suspected);
       messages_.push_back(std::move(m));
     }
     trace_.thread = input.thread;
@@ -486,6 +490,7 @@ class Session {
     sandbox::Options options = config_.sandbox;
     options.tables_dir = TablesDirFor(options);
     tables_dir_ = options.tables_dir;
+    ScratchDirs::Add(tables_dir_);
     const engine::Engine* engine = &engine_;
     const int64_t max_rows = config_.python_max_rows;
     const std::filesystem::path dir = tables_dir_;
@@ -504,6 +509,7 @@ class Session {
     kernel_.reset();
     std::error_code ec;
     std::filesystem::remove_all(tables_dir_, ec);
+    ScratchDirs::Forget(tables_dir_);
   }
 
   // Opening the data, as the first step: what it cost and what the loader decided.

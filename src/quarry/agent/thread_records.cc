@@ -24,10 +24,13 @@ std::string CutUtf8(const std::string& text, size_t max_bytes) {
   return text.substr(0, end) + mark;
 }
 
+// A cell or column name of the preview on one line with its control and invisible characters
+// escaped: it is data, and the preview is shown to the model again in later turns, where a raw
+// newline would let a cell start a line of its own ("SYSTEM: ...").
 std::string CellText(const json& cell) {
   if (cell.is_null()) return "NULL";
-  if (cell.is_string()) return cell.get<std::string>();
-  return cell.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (cell.is_string()) return engine::PromptText(cell.get<std::string>(), 200);
+  return engine::PromptText(cell.dump(-1, ' ', false, json::error_handler_t::replace), 200);
 }
 
 // The byte length of the UTF-8 sequence at text[i] and its code point; 0 when malformed.
@@ -51,7 +54,7 @@ size_t DecodeUtf8(std::string_view text, size_t i, uint32_t& cp) {
 Result<void> ValidateThreadName(std::string_view name) {
   const std::string allowed =
       "a thread name is 1 to 64 bytes of printable text (letters, digits, punctuation, inner "
-      "spaces), e.g. --thread sales-q3";
+      "spaces), e.g. sales-q3";
   if (name.empty()) return Fail(Error::Code::kUsage, "the thread name is empty: " + allowed);
   if (name.size() > 64) {
     return Fail(Error::Code::kUsage,
@@ -67,22 +70,53 @@ Result<void> ValidateThreadName(std::string_view name) {
     if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) {
       return Fail(Error::Code::kUsage, "the thread name holds a control character: " + allowed);
     }
+    // Invisible characters that reorder or hide text would make a listed name read as
+    // another one.
+    if (cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
+        (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF) {
+      return Fail(Error::Code::kUsage,
+                  "the thread name holds an invisible formatting character: " + allowed);
+    }
     i += n;
   }
   return {};
 }
 
-std::string ReplyText(const Clarification& asked, std::string_view typed) {
+Result<std::string> ReplyText(const Clarification& asked, std::string_view typed) {
   const size_t first = typed.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return "";
+  if (first == std::string_view::npos) {
+    return Fail(Error::Code::kUsage, "the reply is empty: type the answer to the question");
+  }
   typed = typed.substr(first, typed.find_last_not_of(" \t\r\n") - first + 1);
+  if (typed.size() > kMaxReplyBytes) {
+    return Fail(Error::Code::kUsage, "the reply is " + std::to_string(typed.size()) +
+                                         " bytes long; a reply is at most " +
+                                         std::to_string(kMaxReplyBytes) + " bytes");
+  }
+  // A choice typed out wins over a number, so with choices "10", "5", "1" the reply "1" is "1".
+  const auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  };
+  for (const std::string& choice : asked.choices) {
+    if (lower(choice) == lower(typed)) return choice;
+  }
+  if (asked.choices.empty()) return std::string(typed);
+  const bool number = typed.find_first_not_of("0123456789") == std::string_view::npos ||
+                      (typed.size() > 1 && (typed[0] == '-' || typed[0] == '+') &&
+                       typed.find_first_not_of("0123456789", 1) == std::string_view::npos);
+  if (!number) return std::string(typed);
   size_t pick = 0;
   const auto [end, ec] = std::from_chars(typed.data(), typed.data() + typed.size(), pick);
   if (ec == std::errc() && end == typed.data() + typed.size() && pick >= 1 &&
       pick <= asked.choices.size()) {
     return asked.choices[pick - 1];
   }
-  return std::string(typed);
+  const std::string range = "1 to " + std::to_string(asked.choices.size());
+  return Fail(Error::Code::kUsage, std::string(typed) + " is not one of the choices (" + range +
+                                       "): type a number from " + range +
+                                       ", or the reply in words");
 }
 
 std::string ResultPreview(const trace::Trace& trace) {

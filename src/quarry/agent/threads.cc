@@ -153,12 +153,26 @@ std::string Absolute(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
-std::string Name(const std::string& path) { return fs::path(path).filename().string(); }
+// A file as the notes name it: by its base name, or by its whole path when another file of the
+// thread has the same base name ("sub/s2.csv" and "s2.csv" are two files); escaped to one line,
+// since a file name is data and these notes reach the model and the terminal.
+std::string NoteName(const std::string& path, const std::vector<ThreadSource>& before,
+                     const std::vector<ThreadSource>& now) {
+  const fs::path base = fs::path(path).filename();
+  bool shared = false;
+  for (const auto* list : {&before, &now}) {
+    for (const ThreadSource& s : *list) {
+      shared = shared || (s.path != path && fs::path(s.path).filename() == base);
+    }
+  }
+  return engine::PromptText(shared ? path : base.string(), 200);
+}
 
 // One sentence per file that differs from what the earlier turns used.
 std::vector<std::string> DataNotes(const std::vector<ThreadSource>& before,
                                    const std::vector<ThreadSource>& now, int last_turn) {
   std::vector<std::string> notes;
+  const auto Name = [&](const std::string& path) { return NoteName(path, before, now); };
   const std::string since = "since turn " + std::to_string(last_turn);
   for (const ThreadSource& n : now) {
     const auto b = std::find_if(before.begin(), before.end(),
@@ -374,7 +388,9 @@ Result<TurnStart> ThreadStore::StartTurn(std::string_view name, const std::strin
   if (waiting) {
     ThreadClarification& c = waiting->clarifications.back();
     const Clarification asked{c.question, c.choices};
-    c.reply = ReplyText(asked, text);
+    auto reply = ReplyText(asked, text);
+    if (!reply) return std::unexpected(reply.error());
+    c.reply = std::move(*reply);
     start.resume = PendingClarification{asked, c.reply};
     start.number = waiting->number;
     start.question = waiting->question;

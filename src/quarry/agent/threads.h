@@ -104,9 +104,12 @@ struct TurnStart {
 // kPreviewBytes (cut on a UTF-8 boundary); "" when there is none.
 std::string ResultPreview(const trace::Trace& trace);
 
-// A reply typed to a clarification: a number from 1 to choices.size() picks that choice's
-// text; anything else is the reply as typed (trimmed).
-std::string ReplyText(const Clarification& asked, std::string_view typed);
+// A reply typed to a clarification, trimmed: a choice's text (any case) is that choice; else a
+// number from 1 to choices.size() picks that choice; anything else is the reply as typed.
+// Errors (kUsage, saying what to type): an empty reply, one over kMaxReplyBytes, and a bare
+// number outside 1..choices.size() when there are choices (a slip, not a reply).
+inline constexpr size_t kMaxReplyBytes = 2000;
+Result<std::string> ReplyText(const Clarification& asked, std::string_view typed);
 
 // The threads database. Each method is one transaction; separate ThreadStores (in threads or
 // processes) may use one file at once: WAL mode, and a writer waits up to 10 s for another's

@@ -9,6 +9,7 @@
 
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
+#include "quarry/common/scratch.h"
 #include "quarry/agent/hygiene_internal.h"
 
 namespace quarry::agent {
@@ -321,6 +322,7 @@ Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
     // No kernel (a direct tool call): a fresh Python, its tables copied for this call alone.
     sandbox::Options options = ctx.config.sandbox;
     options.tables_dir = TablesDirFor(options);
+    ScratchDirs::Add(options.tables_dir);
     options.last = ctx.last;
     auto tables = SandboxTables(ctx.engine, options.tables_dir, ctx.config.python_max_rows);
     if (tables) {
@@ -333,6 +335,7 @@ Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
     }
     std::error_code ec;
     std::filesystem::remove_all(options.tables_dir, ec);
+    ScratchDirs::Forget(options.tables_dir);
   }
   if (!result && result.error().code == Error::Code::kUsage) {
     // quarry cannot run Python here at all: the model should fall back to SQL.

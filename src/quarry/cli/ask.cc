@@ -35,12 +35,30 @@ int RunAsk(const AskOptions& o) {
   }
   if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.data, load);
-  auto client = MakeClient(o);
+  Threads threads(ThreadsPathFor(o));
+  // Offline, a reply to a waiting clarification replays the recording of that continuation:
+  // found by the turn's question and the reply, not by the reply alone.
+  AskOptions recorded = o;
+  if (o.offline && !o.thread.empty()) {
+    auto store = threads.Get();
+    if (!store) return Report(store.error());
+    auto found = (*store)->Find(o.thread);
+    if (!found) return Report(found.error());
+    if (*found && (*found)->waiting && !(*found)->turns.empty() &&
+        !(*found)->turns.back().clarifications.empty()) {
+      const agent::ThreadTurn& turn = (*found)->turns.back();
+      const auto& c = turn.clarifications.back();
+      auto reply = agent::ReplyText({c.question, c.choices}, o.question);
+      if (!reply) return Report(reply.error());
+      recorded.question = turn.question;
+      recorded.offline_reply = *reply;
+    }
+  }
+  auto client = MakeClient(recorded);
   if (!client) return Report(client.error());
   auto config = BaseConfig(o);
   if (!config) return Report(config.error());
 
-  Threads threads(ThreadsPathFor(o));
   QuestionInput input;
   input.text = o.question;
   input.thread = o.thread;

@@ -84,12 +84,16 @@ class Chat {
         if (!Command(text)) return kExitOk;
       } else {
         Ask(text);
+        if (quit_) return kExitOk;
       }
     }
   }
 
  private:
   int Intro() {
+    // Opened before the first question, so a broken store ends the chat (exit 3) instead of
+    // failing every question after it.
+    if (auto store = threads_.Get(); !store) return Report(store.error());
     if (o_.thread.empty()) {
       thread_ = NewThreadName();
       std::cout << "thread: " << thread_ << " (new; continue it later with quarry chat --thread "
@@ -180,8 +184,26 @@ class Chat {
         if (!reader_.interactive()) {
           std::cout << "> " << TerminalText(reply.text) << "\n" << std::flush;
         }
-        const std::string picked = agent::ReplyText(c, reply.text);
-        if (!picked.empty()) return picked;
+        const std::string typed = Trim(reply.text);
+        if (typed.empty()) continue;
+        if (typed[0] == '/') {
+          const std::string name = typed.substr(0, typed.find_first_of(" \t"));
+          if (name == "/quit" || name == "/exit") {
+            quit_ = true;
+            std::cout << "the turn waits on a reply: continue it with quarry chat --thread "
+                      << TerminalText(thread_) << "\n"
+                      << std::flush;
+            return std::nullopt;
+          }
+          std::cout << "a reply is not a command: type the reply" +
+                           std::string(c.choices.empty() ? "" : " (a number picks a choice)") +
+                           ", or /quit to leave with the turn waiting\n"
+                    << std::flush;
+          continue;
+        }
+        auto picked = agent::ReplyText(c, typed);
+        if (picked) return *picked;
+        std::cout << TerminalText(picked.error().message) << "\n" << std::flush;
       }
     };
     auto run = RunQuestion(o_, config_, engine_, *client, threads_, input);
@@ -202,6 +224,7 @@ class Chat {
   LineReader reader_;
   std::string thread_;
   std::optional<QuestionRun> last_;
+  bool quit_ = false;  // /quit at a reply prompt: leave once the run has ended
 };
 
 }  // namespace

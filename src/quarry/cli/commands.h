@@ -15,6 +15,9 @@ struct AskOptions {
   std::string question;
   std::vector<std::string> data;
   bool offline = false;
+  // --offline continuing a thread's waiting clarification: the reply, which picks the
+  // recording of that continuation (its "question" the turn's, its "reply" this).
+  std::optional<std::string> offline_reply;
   std::string replay;
   std::string fixtures;
   std::string model;

@@ -7,22 +7,25 @@
 #include <unistd.h>
 
 #include "quarry/cli/cli.h"
+#include "quarry/common/scratch.h"
 
 namespace quarry::cli {
 namespace {
 
 // The handler may only do async-signal-safe things: it records the signal and writes one byte
-// to a pipe that the watcher thread reads, and the watcher requests the stop.
+// to a pipe that the watcher thread reads. The watcher requests the stop on the first byte; on
+// the second it removes the copies of the user's data (ScratchDirs) and quits. A third signal
+// quits from the handler itself, should the watcher be stuck.
 int g_pipe[2] = {-1, -1};
 std::atomic<int> g_signal{0};
+std::atomic<int> g_count{0};
 struct sigaction g_old_int {}, g_old_term {};
 
 void OnSignal(int signal_number) {
   int expected = 0;
-  if (!g_signal.compare_exchange_strong(expected, signal_number)) {
-    // A second Ctrl-C: the user will not wait for a clean stop.
-    static const char kMessage[] =
-        "\nquarry: interrupted twice: quit at once (a run's trace.json is not written)\n";
+  g_signal.compare_exchange_strong(expected, signal_number);
+  if (g_count.fetch_add(1) >= 2) {
+    static const char kMessage[] = "\nquarry: quit\n";
     [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
     _exit(kExitInterrupted);
   }
@@ -34,20 +37,27 @@ void OnSignal(int signal_number) {
 
 InterruptScope::InterruptScope() {
   g_signal = 0;
+  g_count = 0;
   if (pipe2(g_pipe, O_CLOEXEC) != 0) return;  // no pipe: signals keep their default action
   watcher_ = std::jthread([this](std::stop_token self) {
     pollfd fd{g_pipe[0], POLLIN, 0};
+    int seen = 0;
     while (!self.stop_requested()) {
-      if (poll(&fd, 1, 100) > 0) {
-        char byte;
-        if (read(g_pipe[0], &byte, 1) == 1) {
-          static const char kMessage[] =
-              "\nquarry: stopping (Ctrl-C again to quit at once)\n";
-          [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
-          source_.request_stop();
-          return;
-        }
+      if (poll(&fd, 1, 100) <= 0) continue;
+      char byte;
+      if (read(g_pipe[0], &byte, 1) != 1) continue;
+      if (++seen == 1) {
+        static const char kMessage[] = "\nquarry: stopping (Ctrl-C again to quit at once)\n";
+        [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+        source_.request_stop();
+        continue;
       }
+      // The user will not wait for a clean stop; the copies of their data still go.
+      static const char kMessage[] =
+          "\nquarry: interrupted twice: quit at once (a run's trace.json is not written)\n";
+      [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+      ScratchDirs::RemoveAll();
+      _exit(kExitInterrupted);
     }
   });
   struct sigaction action {};

@@ -71,6 +71,13 @@ bool Fits(const json& doc, const AskOptions& o) {
       recorded.push_back(src["path"].get<std::string>());
     }
   }
+  // A recording of a turn continued after a clarification names the reply it continues with.
+  const bool has_reply = doc.contains("reply") && doc["reply"].is_string();
+  if (has_reply != o.offline_reply.has_value()) return false;
+  if (has_reply && NormalizeQuestion(doc["reply"].get<std::string>()) !=
+                       NormalizeQuestion(*o.offline_reply)) {
+    return false;
+  }
   return recorded.empty() || Basenames(recorded) == Basenames(o.data);
 }
 
@@ -94,14 +101,21 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
       std::vector<std::string> data_files;
       ReadJsonField(doc, "data", data_files);
       for (const auto& d : data_files) data += " --data " + d;
+      if (doc.contains("reply") && doc["reply"].is_string()) {
+        data += " (continued with the reply \"" + doc["reply"].get<std::string>() + "\")";
+      }
       known.push_back("\"" + JsonString(doc, "question", "(no question)") + "\"" + data);
     }
     if (!known.empty()) break;
   }
   std::string list;
   for (const auto& k : known) list += "\n  " + k;
+  const std::string what =
+      o.offline_reply ? "the continuation of \"" + o.question + "\" with the reply \"" +
+                            *o.offline_reply + "\""
+                      : std::string("this question");
   return Fail(Error::Code::kUsage,
-              "--offline has no recorded model turns for this question on this data; configure "
+              "--offline has no recorded model turns for " + what + " on this data; configure "
               "a model (QUARRY_MODEL + QUARRY_API_KEY, or OPENROUTER_API_KEY) or ask a recorded "
               "one:" +
                   list);

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "quarry/common/scratch.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
@@ -35,17 +36,20 @@ int RunPythonScript(const PythonOptions& o) {
   options.timeout_ms = o.timeout_ms;
   options.stop = interrupt.token();
   options.tables_dir = agent::TablesDirFor(options);
+  ScratchDirs::Add(options.tables_dir);
   // The script runs once: the cold path (a kernel pays off from the second call on).
   auto tables = agent::SandboxTables(**engine, options.tables_dir, agent::Config{}.python_max_rows);
   if (!tables) {
     std::error_code ec;
     std::filesystem::remove_all(options.tables_dir, ec);
+    ScratchDirs::Forget(options.tables_dir);
     return Report(tables.error());
   }
   options.tables = std::move(*tables);
   auto result = sandbox::RunPython(code.str(), options);
   std::error_code ec;
   std::filesystem::remove_all(options.tables_dir, ec);  // copies of the user's data: not kept
+  ScratchDirs::Forget(options.tables_dir);
   if (!result) return Report(result.error());
   for (const auto& n : result->notes) std::cerr << Paint("quarry: note: " + n, "33") << "\n";
   if (result->isolation == sandbox::Isolation::kRlimitsOnly) {

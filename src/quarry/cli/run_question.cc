@@ -210,6 +210,7 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
                            TerminalText(run.record_error),
                        "33")
               << "\n";
+    run.thread.clear();  // nothing to continue: the output names no thread
   }
   return run;
 }
@@ -217,6 +218,8 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
 std::string ContinueCommand(const AskOptions& o, const std::string& thread) {
   std::string cmd = "quarry ask --thread " + ShellQuote(thread);
   if (o.runs_dir_given) cmd += " --runs-dir " + ShellQuote(o.runs_dir);
+  if (o.offline) cmd += " --offline";
+  if (o.offline && !o.fixtures.empty()) cmd += " --fixtures " + ShellQuote(o.fixtures);
   for (const auto& d : o.data) cmd += " --data " + ShellQuote(d);
   return cmd + " \"<your reply>\"";
 }
@@ -275,7 +278,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
     std::cout << "thread: " << TerminalText(run.thread) << " (turn " << run.turn << ")\n";
   }
   if (t.stop_reason == agent::kStopAnswered) {
-    for (const auto& n : t.notes) std::cerr << Paint("note: " + n, "2") << "\n";
+    for (const auto& n : t.notes) std::cerr << Paint("note: " + TerminalText(n), "2") << "\n";
   }
 }
 

@@ -92,7 +92,13 @@ void PrintThread(const agent::Thread& t) {
       for (size_t i = 0; i < c.choices.size(); ++i) {
         std::cout << "    " << i + 1 << ". " << TerminalText(c.choices[i]) << "\n";
       }
-      std::cout << "  reply: " << (c.reply.empty() ? "(waiting)" : TerminalText(c.reply)) << "\n";
+      // Only the last turn's last question can still wait; an earlier one was left unanswered
+      // (the run was interrupted, or the client declined).
+      const bool waits = turn.waiting() && &c == &turn.clarifications.back();
+      std::cout << "  reply: "
+                << (!c.reply.empty() ? TerminalText(c.reply)
+                                     : std::string(waits ? "(waiting)" : "(none)"))
+                << "\n";
     }
     if (!turn.answer.empty()) std::cout << "  answer: " << TerminalText(turn.answer) << "\n";
     if (!turn.sql.empty())

@@ -160,6 +160,9 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   if (!client) return ToolResult(client.error().message, true);
 
   const std::string text = arguments["question"].get<std::string>();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return ToolResult("the question is empty: ask something about the data", true);
+  }
   std::string thread = arguments.value("thread", "");
   const std::string id = trace::NewRunId();
   agent::RunInput input;
