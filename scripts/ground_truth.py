@@ -16,6 +16,7 @@ Exit 0 when all is well, 1 with a message naming the problem otherwise.
 import datetime as dt
 import json
 import re
+import sqlite3
 import sys
 from decimal import Decimal
 
@@ -377,10 +378,13 @@ TAGS = ["aggregation", "group-by", "filters", "time-series", "correlation", "nul
 
 def load_suite():
     try:
-        suite = json.loads(SUITE.read_text(encoding="utf-8"))
-        return suite["tasks"]
+        tasks = json.loads(SUITE.read_text(encoding="utf-8"))["tasks"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit(f"ground_truth: cannot read {SUITE.relative_to(ROOT)}: {e}")
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) and "id" in t for t in tasks):
+        sys.exit(f"ground_truth: {SUITE.relative_to(ROOT)}: \"tasks\" must be a list of objects "
+                 "with an \"id\" each (see tasks/README.md)")
+    return tasks
 
 
 def pairing_problems(tasks):
@@ -392,12 +396,33 @@ def pairing_problems(tasks):
 
 
 def compute(tasks):
-    return {"generated_by": "scripts/ground_truth.py",
-            "tasks": {t["id"]: TASKS[t["id"]]() for t in tasks}}
+    out = {}
+    for t in tasks:
+        try:
+            out[t["id"]] = TASKS[t["id"]]()
+        except (OSError, ValueError, ArithmeticError, sqlite3.Error) as e:
+            # A changed data file (a new temperature form, a tie at the top) must stop the
+            # script with the task's name, not write a wrong truth.
+            sys.exit(f"ground_truth: task {t['id']}: {e}")
+    return {"generated_by": "scripts/ground_truth.py", "tasks": out}
 
 
 def dump(truth):
     return json.dumps(truth, indent=2, ensure_ascii=False) + "\n"
+
+
+def judge_turns_ok(turns):
+    if not isinstance(turns, list) or len(turns) != 3:
+        return False
+    for turn in turns:
+        try:
+            verdict = json.loads(turn["content"])
+        except (TypeError, KeyError, ValueError):
+            return False
+        if (not isinstance(verdict, dict) or set(verdict) != {"verdict", "reason"}
+                or verdict["verdict"] not in ("pass", "fail") or not isinstance(verdict["reason"], str)):
+            return False
+    return True
 
 
 def validate(tasks):
@@ -444,6 +469,11 @@ def validate(tasks):
                 problems.append(f"{fixture.relative_to(ROOT)}: question/data differ from the task's")
             if doc.get("source") != "scripted":
                 problems.append(f"{fixture.relative_to(ROOT)}: not labelled \"source\": \"scripted\"")
+            if doc.get("expected_grade") not in ("pass", "fail"):
+                problems.append(f"{fixture.relative_to(ROOT)}: expected_grade must be pass or fail")
+            if grader == "judge" and not judge_turns_ok(doc.get("judge_turns")):
+                problems.append(f"{fixture.relative_to(ROOT)}: a judge task's fixture needs three "
+                                'judge_turns whose content is {"verdict": "pass"|"fail", "reason": "..."}')
     return problems
 
 
