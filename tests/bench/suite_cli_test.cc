@@ -60,9 +60,10 @@ json Task(const std::string& id, const std::string& question, const std::string&
   return t;
 }
 
-// Seven tasks on data/sales.csv. With fixtures: a plain numeric pass, a repair (passes only
+// Eight tasks on data/sales.csv. With fixtures: a plain numeric pass, a repair (passes only
 // with self-correction), a predicate pass, a grounded but wrong answer, a judge task whose
-// scripted judges split 2-1 for pass. Skipped offline: a judge task without judge replies, a
+// scripted judges split 2-1 for pass, a judge task whose judges reach no majority (1 pass,
+// 1 fail, 1 unreadable: not graded). Skipped offline: a judge task without judge replies, a
 // task without a fixture.
 class BenchCliTest : public ::testing::Test {
  protected:
@@ -77,8 +78,10 @@ class BenchCliTest : public ::testing::Test {
          Task("orders_2025", "How many orders were placed in 2025?", "numeric"),
          Task("region_story", "How did the regions compare on revenue?", "judge"),
          Task("region_gap", "How far behind the leader is the smallest region?", "judge"),
-         Task("avg_discount", "What is the average discount?", "numeric")});
+         Task("avg_discount", "What is the average discount?", "numeric"),
+         Task("region_split", "Which regions are above the average region?", "judge")});
     tasks[1]["tags"] = {"filters", "time-series"};
+    tasks[7]["tags"] = {"group-by"};
     dir_.Write("suite/tasks/suite.json", json({{"version", 1}, {"tasks", tasks}}).dump(2));
     dir_.Write("suite/tasks/truth.json",
                json({{"generated_by", "test"},
@@ -90,7 +93,8 @@ class BenchCliTest : public ::testing::Test {
                        {"orders_2025", {{"values", {1134}}}},
                        {"region_story", {{"facts", {"North 141794.14", "Central 58576.15"}}}},
                        {"region_gap", {{"facts", {"gap 83217.99"}}}},
-                       {"avg_discount", {{"values", {0.05}}}}}}})
+                       {"avg_discount", {{"values", {0.05}}}},
+                       {"region_split", {{"facts", {"North, East above 100897.64"}}}}}}})
                    .dump(2));
     auto fixture = [&](const std::string& id, const json& doc) {
       dir_.Write("suite/tasks/fixtures/" + id + ".json", doc.dump(2));
@@ -123,6 +127,13 @@ class BenchCliTest : public ::testing::Test {
                 {"North", "141794.14", "Central", "58576.15"})});
     story["judge_turns"] = {JudgeReply("pass"), JudgeReply("fail"), JudgeReply("pass")};
     fixture("region_story", story);
+    json split = Fixture(
+        "Which regions are above the average region?",
+        {Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales GROUP BY region "
+             "ORDER BY revenue DESC LIMIT 2"),
+         Answer("North and East.", {"North", "East"})});
+    split["judge_turns"] = {R"({"verdict": "pass"})", R"({"verdict": "fail"})", "Looks fine."};
+    fixture("region_split", split);
     fixture("region_gap", Fixture("How far behind the leader is the smallest region?",
                                   {Sql("SELECT 1 AS x"), Answer("1", {"1"})}));
   }
@@ -174,8 +185,8 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
   EXPECT_EQ(r["source"], "scripted");
   EXPECT_EQ(r["label"], "harness run on scripted turns: not a measure of any model's quality");
   EXPECT_EQ(r["provider"], "replay");
-  EXPECT_EQ(r["tasks_selected"], 7);
-  ASSERT_EQ(r["runs"].size(), 14u);
+  EXPECT_EQ(r["tasks_selected"], 8);
+  ASSERT_EQ(r["runs"].size(), 16u);
 
   // The repair task: passes with self-correction, fails without, each with its trace.
   const json& on = Run(r, "revenue_2025", "on");
@@ -206,8 +217,14 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
 
   EXPECT_EQ(Run(r, "region_gap", "on")["status"], "skipped");
   EXPECT_EQ(Run(r, "region_gap", "on")["reason"], "needs a live judge");
-  EXPECT_EQ(Run(r, "avg_discount", "off")["reason"],
-            "no fixture (offline runs only the tasks with scripted turns)");
+  EXPECT_EQ(Run(r, "avg_discount", "off")["reason"], "no fixture for --offline");
+  const json& split = Run(r, "region_split", "off");
+  EXPECT_EQ(split["status"], "error");
+  EXPECT_EQ(split["reason"], "judge: no majority (1 pass, 1 fail, 1 no vote)");
+  EXPECT_TRUE(split["judge"]["majority"].is_null());
+  EXPECT_EQ(split["judge"]["votes"][2]["reply"], "Looks fine.");
+  EXPECT_NE(split["judge"]["votes"][2]["reason"].get<std::string>().find("unparseable"),
+            std::string::npos);
   EXPECT_TRUE(Run(r, "avg_discount", "off")["run_id"].is_null());
 
   ASSERT_EQ(r["arms"].size(), 2u);
@@ -217,26 +234,29 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
   EXPECT_EQ(a_on["graded"], 5);
   EXPECT_EQ(a_on["passed"], 4);
   EXPECT_EQ(a_on["skipped"], 2);
+  EXPECT_EQ(a_on["errors"], 1);
+  EXPECT_EQ(a_on["runs"], 6);
   EXPECT_EQ(a_on["tasks_skipped"], 2);
   EXPECT_EQ(a_on["skipped_by_reason"]["needs a live judge"], 1);
   EXPECT_DOUBLE_EQ(a_on["success_rate"].get<double>(), 0.8);
   EXPECT_NEAR(a_on["success_ci95"][0].get<double>(), 0.3755, 1e-4);
   EXPECT_NEAR(a_on["success_ci95"][1].get<double>(), 0.9638, 1e-4);
-  EXPECT_DOUBLE_EQ(a_on["repair_rate"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(a_on["repair_rate"].get<double>(), 1.0 / 6);
   EXPECT_DOUBLE_EQ(a_on["repair_success_rate"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(a_on["grounded_rate"].get<double>(), 1.0);
-  EXPECT_NEAR(a_on["total_cost_usd"].get<double>(), 0.0125, 1e-9);
-  EXPECT_NEAR(a_on["mean_cost_usd"].get<double>(), 0.0025, 1e-9);
+  EXPECT_NEAR(a_on["total_cost_usd"].get<double>(), 0.0145, 1e-9);
+  EXPECT_NEAR(a_on["mean_cost_usd"].get<double>(), 0.0145 / 6, 1e-9);
   EXPECT_EQ(a_on["guard_violations"], 0);
-  EXPECT_EQ(a_on["judge"]["answers_judged"], 1);
-  EXPECT_EQ(a_on["judge"]["calls"], 3);
+  EXPECT_EQ(a_on["judge"]["answers_judged"], 2);
+  EXPECT_EQ(a_on["judge"]["calls"], 6);
+  EXPECT_EQ(a_on["judge"]["no_votes"], 1);
   EXPECT_DOUBLE_EQ(a_on["judge"]["agreement_rate"].get<double>(), 0.0);
   EXPECT_EQ(a_off["passed"], 3);
   EXPECT_EQ(a_off["failed"], 2);
   EXPECT_DOUBLE_EQ(a_off["repair_rate"].get<double>(), 0.0);
   EXPECT_TRUE(a_off["repair_success_rate"].is_null());  // no repair was attempted
-  EXPECT_DOUBLE_EQ(a_off["grounded_rate"].get<double>(), 0.8);
-  EXPECT_NEAR(r["total_cost_usd"].get<double>(), 0.023, 1e-9);
+  EXPECT_DOUBLE_EQ(a_off["grounded_rate"].get<double>(), 5.0 / 6);
+  EXPECT_NEAR(r["total_cost_usd"].get<double>(), 0.027, 1e-9);
 
   EXPECT_EQ(r["mcnemar"]["pairs"], 5);
   EXPECT_EQ(r["mcnemar"]["b_on_only"], 1);
@@ -259,7 +279,8 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
       << md;
   EXPECT_NE(md.find("| task success (95% Wilson CI) | pending | pending |"), std::string::npos);
   EXPECT_NE(md.find("b = 1, only with it off c = 0"), std::string::npos);
-  EXPECT_NE(md.find("total cost: $0.0230"), std::string::npos);
+  EXPECT_NE(md.find("total cost: $0.0270"), std::string::npos);
+  EXPECT_NE(md.find("| task runs not graded (error) | 1 | 1 |"), std::string::npos);
   EXPECT_NE(md.find("needs a live judge: 1"), std::string::npos);
   EXPECT_NE(md.find("| revenue_2025 | numeric | off | 1 | fail |"), std::string::npos);
 
@@ -303,10 +324,10 @@ TEST_F(BenchCliTest, TwoJobsGiveTheSameGradesInSeparateRunFolders) {
     ids.insert(r["run_id"].get<std::string>());
     EXPECT_TRUE(fs::exists(dir_.path() / r["trace"].get<std::string>())) << r.dump();
   }
-  EXPECT_EQ(ids.size(), 10u);
+  EXPECT_EQ(ids.size(), 12u);
   size_t folders = 0;
   for (const auto& e : fs::directory_iterator(dir_.path() / "runs2")) folders += e.is_directory();
-  EXPECT_EQ(folders, 10u);
+  EXPECT_EQ(folders, 12u);
 }
 
 TEST_F(BenchCliTest, MaxCostStopsStartingRuns) {
@@ -324,9 +345,9 @@ TEST_F(BenchCliTest, MaxCostStopsStartingRuns) {
     budget += run["reason"] == "budget: --max-cost 0.01 USD reached";
   }
   EXPECT_EQ(ran, 4);
-  EXPECT_EQ(budget, 6);  // top_region, orders_2025, region_story in both arms
+  EXPECT_EQ(budget, 8);  // top_region, orders_2025, region_story, region_split in both arms
   EXPECT_NEAR(r["total_cost_usd"].get<double>(), 0.008, 1e-9);
-  EXPECT_EQ(r["arms"][0]["skipped_by_reason"]["budget: --max-cost 0.01 USD reached"], 3);
+  EXPECT_EQ(r["arms"][0]["skipped_by_reason"]["budget: --max-cost 0.01 USD reached"], 4);
   EXPECT_NE(p.out.find("stopped at --max-cost"), std::string::npos);
 }
 

@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-const char* kNoFixture = "no fixture (offline runs only the tasks with scripted turns)";
+const char* kNoFixture = "no fixture for --offline";
 const char* kNeedsJudge = "needs a live judge";
 const char* kInterrupted = "interrupted";
 
