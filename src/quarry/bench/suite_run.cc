@@ -113,6 +113,7 @@ class Runner {
       shared_.spent += done.cost_usd;
       shared_.reserved -= bound;
       --shared_.in_flight;
+      if (done.reason == kInterrupted) shared_.interrupted = true;
       result_.runs[index] = std::move(done);
       if (options_.on_run) options_.on_run(Line(result_.runs[index]));
       shared_.cv.notify_all();
