@@ -8,6 +8,11 @@
 #include "quarry/agent/agent.h"
 #include "quarry/cli/cli_internal.h"
 
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
 namespace quarry::cli {
 
 struct AskOptions {
@@ -97,6 +102,29 @@ struct TraceOptions {
   std::string which = "latest";
   std::string runs_dir = "runs";
 };
+
+// `quarry bench` (bench_command.cc): the model, budget and data flags in `ask`.
+struct BenchCmdOptions {
+  AskOptions ask;
+  std::string tasks;  // "" : tasks/ here, else the source tree's
+  std::string arms = "on,off";
+  CLI::Option* arms_option = nullptr;  // --arms, to tell it given from its default
+  bool no_self_correction = false;
+  int samples = 1;
+  int limit = 0;
+  std::string tags;
+  bool verbose = false;
+  double max_cost_usd = -1;  // < 0: no bench budget
+  int jobs = 1;
+  std::string out = "results";
+  std::string runs_dir;  // "" : runs/bench-<id>
+  std::string judge_model;
+  bool render_site = false;
+  std::string results;
+  std::string site = "site/index.html";
+};
+CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& options);
+int RunBenchCommand(const BenchCmdOptions& options);
 
 int RunAsk(const AskOptions& options);
 int RunSchema(const DataOptions& options);

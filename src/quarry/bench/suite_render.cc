@@ -1,0 +1,280 @@
+// Rendering bench results (suite.h): RESULTS.md from the latest offline and live results
+// files, and the table block of site/index.html. Both read the JSON files (not the in-memory
+// result), so either can be rebuilt from what is on disk; a field of the wrong type reads as
+// missing and shows as "n/a", never as a crash.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "quarry/bench/suite.h"
+
+namespace quarry::bench {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const char* kBegin = "<!-- bench:begin -->";
+const char* kEnd = "<!-- bench:end -->";
+
+// j[key], or null when j is no object or lacks it.
+json Field(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  const auto it = j.find(key);
+  return it != j.end() ? *it : json(nullptr);
+}
+
+double NumberAt(const json& j, const char* key) {
+  if (!j.is_object()) return std::numeric_limits<double>::quiet_NaN();
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>()
+                                          : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string TextAt(const json& j, const char* key, const std::string& fallback = "n/a") {
+  if (!j.is_object()) return fallback;
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+std::string Fmt(const char* format, double v) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string Count(double v) { return Fmt("%.0f", v); }
+std::string Percent(double v) { return Fmt("%.1f%%", v * 100); }
+
+// One figure per arm, as text, in the order of the file's "arms".
+struct Row {
+  std::string figure;
+  std::vector<std::string> cells;
+};
+
+std::vector<Row> Rows(const json& results) {
+  const json arms = Field(results, "arms");
+  std::vector<Row> rows = {
+      {"task success (95% Wilson CI)", {}}, {"task runs graded", {}},
+      {"tasks graded", {}},                 {"task runs skipped", {}},
+      {"task runs not graded (error)", {}}, {"median steps", {}},
+      {"repair rate", {}},                  {"repair success rate", {}},
+      {"grounded-answer rate", {}},         {"mean cost per task run", {}},
+      {"p50 / p95 latency", {}},            {"sandbox and guard violations", {}},
+      {"judge: answers judged, calls, all-three agreement", {}}};
+  for (const json& a : arms.is_array() ? arms : json::array()) {
+    const double graded = NumberAt(a, "graded"), passed = NumberAt(a, "passed");
+    const json ci = Field(a, "success_ci95");
+    const double lo = ci.is_array() && ci.size() == 2 && ci[0].is_number() ? ci[0].get<double>()
+                                                                            : NAN;
+    const double hi = ci.is_array() && ci.size() == 2 && ci[1].is_number() ? ci[1].get<double>()
+                                                                            : NAN;
+    std::string success = Count(passed) + "/" + Count(graded);
+    if (graded > 0) {
+      success += " = " + Percent(NumberAt(a, "success_rate")) + " (" + Percent(lo) + " to " +
+                 Percent(hi) + ")";
+    }
+    std::string skipped = Count(NumberAt(a, "skipped"));
+    const json by = Field(a, "skipped_by_reason");
+    if (by.is_object() && !by.empty()) {
+      std::string reasons;
+      for (const auto& [reason, n] : by.items()) {
+        reasons += (reasons.empty() ? "" : "; ") + reason + ": " +
+                   (n.is_number() ? Count(n.get<double>()) : std::string("n/a"));
+      }
+      skipped += " (" + reasons + ")";
+    }
+    const json judge = Field(a, "judge");
+    std::string judged = Count(NumberAt(judge, "answers_judged"));
+    if (NumberAt(judge, "answers_judged") > 0) {
+      judged += ", " + Count(NumberAt(judge, "calls")) + " calls, " +
+                Percent(NumberAt(judge, "agreement_rate")) + " agreed";
+      if (NumberAt(judge, "no_votes") > 0) {
+        judged += ", " + Count(NumberAt(judge, "no_votes")) + " unusable replies";
+      }
+    }
+    const std::string repair_rate =
+        Percent(NumberAt(a, "repair_rate")) + " of " + Count(NumberAt(a, "runs")) + " runs";
+    const std::string repair_success = Percent(NumberAt(a, "repair_success_rate")) + " (" +
+                                       Count(NumberAt(a, "repair_successes")) + "/" +
+                                       Count(NumberAt(a, "repair_attempts")) + ")";
+    const std::string cells[] = {
+        success,
+        Count(graded),
+        Count(NumberAt(a, "tasks_graded")),
+        skipped,
+        Count(NumberAt(a, "errors")),
+        Fmt("%.1f", NumberAt(a, "median_steps")),
+        repair_rate,
+        repair_success,
+        Percent(NumberAt(a, "grounded_rate")),
+        Fmt("$%.4f", NumberAt(a, "mean_cost_usd")),
+        Fmt("%.0f ms", NumberAt(a, "p50_latency_ms")) + " / " +
+            Fmt("%.0f ms", NumberAt(a, "p95_latency_ms")),
+        Count(NumberAt(a, "guard_violations")),
+        judged};
+    for (size_t i = 0; i < rows.size(); ++i) rows[i].cells.push_back(cells[i]);
+  }
+  return rows;
+}
+
+std::vector<std::string> ArmNames(const json& results) {
+  std::vector<std::string> names;
+  const json arms = Field(results, "arms");
+  for (const json& a : arms.is_array() ? arms : json::array()) {
+    names.push_back(TextAt(a, "arm") == "off" ? "self-correction off" : "self-correction on");
+  }
+  return names;
+}
+
+std::string McNemarLine(const json& results) {
+  const json m = Field(results, "mcnemar");
+  if (!m.is_object()) return "";
+  return "Paired comparison (McNemar's exact test over the " + Count(NumberAt(m, "pairs")) +
+         " (task, sample) pairs graded in both arms): passed only with self-correction on b = " +
+         Count(NumberAt(m, "b_on_only")) + ", only with it off c = " +
+         Count(NumberAt(m, "c_off_only")) + ", two-sided p = " + Fmt("%.4g", NumberAt(m, "p_value")) +
+         ".";
+}
+
+std::string Md(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Html(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string Header(const json& results) {
+  return "Model: " + TextAt(results, "model") + " (" + TextAt(results, "provider") +
+         ") · judge: " + TextAt(results, "judge_model") + " · date: " + TextAt(results, "date") +
+         " · total cost: " + Fmt("$%.4f", NumberAt(results, "total_cost_usd")) + " · samples: " +
+         Count(NumberAt(results, "samples")) + " · tasks selected: " +
+         Count(NumberAt(results, "tasks_selected"));
+}
+
+std::string MdSection(const json& results) {
+  std::string out;
+  out += Md(Header(results)) + "\n\n";
+  if (const auto it = results.find("budget_stopped");
+      it != results.end() && it->is_boolean() && it->get<bool>()) {
+    out += "The bench stopped at its --max-cost budget; the task runs not started are counted "
+           "as skipped.\n\n";
+  }
+  const auto names = ArmNames(results);
+  out += "| figure |";
+  for (const auto& n : names) out += " " + n + " |";
+  out += "\n|---|";
+  for (size_t i = 0; i < names.size(); ++i) out += "---|";
+  out += "\n";
+  for (const Row& row : Rows(results)) {
+    out += "| " + row.figure + " |";
+    for (const auto& c : row.cells) out += " " + Md(c) + " |";
+    out += "\n";
+  }
+  if (const std::string m = McNemarLine(results); !m.empty()) out += "\n" + m + "\n";
+  out += "\n<details><summary>Every task run</summary>\n\n";
+  out += "| task | grader | arm | sample | grade | reason | run id |\n|---|---|---|---|---|---|---|\n";
+  const json runs = Field(results, "runs");
+  for (const json& r : runs.is_array() ? runs : json::array()) {
+    out += "| " + Md(TextAt(r, "task")) + " | " + Md(TextAt(r, "grader")) + " | " +
+           Md(TextAt(r, "arm")) + " | " + Count(NumberAt(r, "sample")) + " | " +
+           Md(TextAt(r, "status")) + " | " + Md(TextAt(r, "reason", "")) + " | " +
+           Md(TextAt(r, "run_id", "")) + " |\n";
+  }
+  out += "\n</details>\n";
+  return out;
+}
+
+std::string PendingTable() {
+  std::string out = "| figure | self-correction on | self-correction off |\n|---|---|---|\n";
+  for (const Row& row : Rows(json::object({{"arms", json::array()}}))) {
+    out += "| " + row.figure + " | pending | pending |\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderResultsMarkdown(const std::optional<json>& offline,
+                                  const std::optional<json>& live) {
+  std::string out =
+      "# quarry bench: results\n\n"
+      "Written by `quarry bench` from `results/offline/bench_results.json` (the latest run "
+      "on scripted turns) and `results/live/bench_results.json` (the latest run against a "
+      "model). Every task run is listed with its run id; its trace is in the JSON file.\n\n";
+  out += "## Live\n\n";
+  if (live) {
+    out += MdSection(*live);
+  } else {
+    out += "No live run yet: every figure is pending. Run `quarry bench` with a model "
+           "configured (see the README's \"Measuring quality\").\n\n";
+    out += PendingTable();
+  }
+  out += "\n## Harness run on scripted turns\n\n";
+  out += std::string("> ") + kScriptedLabel + ".\n\n";
+  if (offline) {
+    out += MdSection(*offline);
+  } else {
+    out += "Not run yet: `quarry bench --offline`.\n";
+  }
+  return out;
+}
+
+std::string RenderSiteBlock(const json& results) {
+  const bool scripted = TextAt(results, "source") == "scripted";
+  std::string out = "<div class=\"bench\">\n";
+  out += "<p>" + Html(Header(results)) + "</p>\n";
+  if (scripted) out += "<p><strong>" + Html(kScriptedLabel) + ".</strong></p>\n";
+  out += "<table>\n<thead><tr><th>figure</th>";
+  for (const auto& n : ArmNames(results)) out += "<th>" + Html(n) + "</th>";
+  out += "</tr></thead>\n<tbody>\n";
+  for (const Row& row : Rows(results)) {
+    out += "<tr><td>" + Html(row.figure) + "</td>";
+    for (const auto& c : row.cells) out += "<td>" + Html(c) + "</td>";
+    out += "</tr>\n";
+  }
+  out += "</tbody>\n</table>\n";
+  if (const std::string m = McNemarLine(results); !m.empty()) out += "<p>" + Html(m) + "</p>\n";
+  out += "</div>\n";
+  return out;
+}
+
+Result<std::string> ReplaceMarkedBlock(const std::string& page, const std::string& block) {
+  const size_t begin = page.find(kBegin);
+  const size_t end = page.find(kEnd);
+  if (begin == std::string::npos || end == std::string::npos || end < begin) {
+    return Fail(Error::Code::kData, std::string("the page has no ") + kBegin + " ... " + kEnd +
+                                        " block (in that order); add the two markers where the "
+                                        "table goes");
+  }
+  if (page.find(kBegin, begin + 1) != std::string::npos ||
+      page.find(kEnd, end + 1) != std::string::npos) {
+    return Fail(Error::Code::kData, "the page has more than one bench block; keep one");
+  }
+  const size_t after_begin = begin + std::string(kBegin).size();
+  return page.substr(0, after_begin) + "\n" + block + page.substr(end);
+}
+
+}  // namespace quarry::bench

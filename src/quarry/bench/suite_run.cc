@@ -1,0 +1,349 @@
+// Running the task suite (suite.h): the selected tasks in every arm and sample, one at a time
+// or `jobs` at a time, each run with its own engine and model client and its own folder under
+// the bench's runs directory; the whole bench kept within --max-cost; every answer graded.
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <thread>
+
+#include "quarry/bench/suite.h"
+
+namespace quarry::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+const char* kNoFixture = "no fixture for --offline";
+const char* kNeedsJudge = "needs a live judge";
+const char* kInterrupted = "interrupted";
+
+std::string UtcNowIso() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string BudgetReason(double max_cost_usd) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "budget: --max-cost %.4g USD reached", max_cost_usd);
+  return buf;
+}
+
+struct Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next = 0;
+  double spent = 0.0;
+  double reserved = 0.0;
+  int in_flight = 0;
+  bool budget_stopped = false;
+  bool interrupted = false;
+  std::string model, provider, judge_model;
+};
+
+class Runner {
+ public:
+  // tasks_of[i] is the task of result.runs[i].
+  Runner(const BenchOptions& options, BenchResult& result, std::vector<const Task*> tasks_of)
+      : options_(options), result_(result), tasks_of_(std::move(tasks_of)) {}
+
+  void Run() {
+    const int jobs = std::max(1, std::min<int>(options_.jobs, static_cast<int>(pending())));
+    std::vector<std::thread> workers;
+    for (int i = 1; i < jobs; ++i) workers.emplace_back([this] { Work(); });
+    Work();
+    for (auto& w : workers) w.join();
+    result_.budget_stopped = shared_.budget_stopped;
+    result_.interrupted = shared_.interrupted;
+    if (!shared_.model.empty()) result_.model = shared_.model;
+    if (!shared_.provider.empty()) result_.provider = shared_.provider;
+    if (!shared_.judge_model.empty()) result_.judge_model = shared_.judge_model;
+  }
+
+ private:
+  size_t pending() const {
+    size_t n = 0;
+    for (const TaskRun& r : result_.runs) n += Pending(r) ? 1 : 0;
+    return n;
+  }
+  bool Pending(const TaskRun& r) const {
+    return r.status == RunStatus::kSkipped && r.reason.empty();
+  }
+
+  void Work() {
+    std::unique_lock lock(shared_.mu);
+    const double bound = options_.config.max_cost_usd;
+    while (true) {
+      while (shared_.next < result_.runs.size() && !Pending(result_.runs[shared_.next])) {
+        ++shared_.next;
+      }
+      if (shared_.next >= result_.runs.size()) return;
+      TaskRun& run = result_.runs[shared_.next];
+      if (options_.stop.stop_requested()) {
+        shared_.interrupted = true;
+        run.reason = kInterrupted;
+        continue;
+      }
+      if (shared_.budget_stopped) {
+        run.reason = BudgetReason(*options_.max_cost_usd);
+        continue;
+      }
+      if (options_.max_cost_usd &&
+          shared_.spent + shared_.reserved + bound > *options_.max_cost_usd + 1e-12) {
+        // A run in flight may cost less than its bound: wait for it before deciding.
+        if (shared_.in_flight > 0) {
+          shared_.cv.wait(lock);
+          continue;
+        }
+        shared_.budget_stopped = true;
+        continue;
+      }
+      const size_t index = shared_.next++;
+      shared_.reserved += bound;
+      ++shared_.in_flight;
+      lock.unlock();
+      TaskRun done = RunOne(*tasks_of_[index], result_.runs[index]);
+      lock.lock();
+      shared_.spent += done.cost_usd;
+      shared_.reserved -= bound;
+      --shared_.in_flight;
+      if (done.reason == kInterrupted) shared_.interrupted = true;
+      result_.runs[index] = std::move(done);
+      if (options_.on_run) options_.on_run(Line(result_.runs[index]));
+      shared_.cv.notify_all();
+    }
+  }
+
+  static std::string Line(const TaskRun& r) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "[%-3s] %s #%d %-7s steps %d  repairs %d/%d  $%.4f  %lld ms",
+                  r.self_correction ? "on" : "off", r.task.c_str(), r.sample,
+                  std::string(RunStatusName(r.status)).c_str(), r.metrics.steps,
+                  r.metrics.repair_successes, r.metrics.repair_attempts, r.cost_usd,
+                  static_cast<long long>(r.metrics.wall_ms));
+    return std::string(buf) + (r.reason.empty() ? "" : "  " + r.reason);
+  }
+
+  Result<std::unique_ptr<llm::Client>> AgentClient(const Task& task) {
+    if (options_.offline) return llm::MakeReplayClientFromJson(*task.fixture, task.fixture_path.string());
+    auto client = options_.live_client(task.question, task.data);
+    if (client) {
+      std::lock_guard lock(shared_.mu);
+      if (shared_.model.empty()) {
+        shared_.model = (*client)->model();
+        shared_.provider = (*client)->provider();
+      }
+    }
+    return client;
+  }
+
+  Result<std::unique_ptr<llm::Client>> JudgeClient(const Task& task) {
+    if (options_.offline) {
+      const json doc = {{"source", "scripted"},
+                        {"model", "scripted-judge"},
+                        {"turns", json(task.judge_turns)}};
+      return llm::MakeReplayClientFromJson(doc, task.fixture_path.string() + " judge_turns");
+    }
+    auto client = options_.live_judge();
+    if (client) {
+      std::lock_guard lock(shared_.mu);
+      if (shared_.judge_model.empty()) shared_.judge_model = (*client)->model();
+    }
+    return client;
+  }
+
+  TaskRun RunOne(const Task& task, TaskRun run) {
+    auto engine = options_.open_engine(task.data_paths);
+    if (!engine) {
+      run.status = RunStatus::kError;
+      run.reason = "the data did not open: " + engine.error().message;
+      return run;
+    }
+    auto client = AgentClient(task);
+    if (!client) {
+      run.status = RunStatus::kError;
+      run.reason = "no model client: " + client.error().message;
+      return run;
+    }
+    agent::Config config = options_.config;
+    config.self_correction = run.self_correction;
+    agent::RunInput input;
+    input.question = task.question;
+    input.stop = options_.stop;
+    auto record = RunAgent(input, **engine, **client, config, options_.runs_dir);
+    if (!record) {
+      run.status = RunStatus::kError;
+      run.reason = record.error().message;
+      return run;
+    }
+    run.ran = true;
+    run.run_id = record->trace.id;
+    run.trace_path = record->trace_path;
+    run.stop_reason = record->trace.stop_reason;
+    run.answer = record->trace.answer;
+    run.metrics = MetricsOf(record->trace);
+    run.cost_usd = run.metrics.cost_usd;
+    if (run.stop_reason == agent::kStopInterrupted) {
+      run.status = RunStatus::kError;
+      run.reason = kInterrupted;
+      return run;
+    }
+    if (!run.metrics.answered) {
+      run.status = RunStatus::kFail;
+      run.reason = "no answer: the run ended " + run.stop_reason;
+      return run;
+    }
+    if (!run.metrics.grounded) {
+      run.status = RunStatus::kFail;
+      run.reason = "the answer is not grounded";
+      return run;
+    }
+    Grade grade;
+    switch (task.grader) {
+      case GraderKind::kNumeric:
+        grade = GradeNumeric(run.answer, task.values, task.tolerance);
+        break;
+      case GraderKind::kPredicate:
+        grade = GradePredicate(run.answer, task.must_contain, task.must_not_contain);
+        break;
+      case GraderKind::kJudge: {
+        auto judge = JudgeClient(task);
+        if (!judge) {
+          run.status = RunStatus::kError;
+          run.reason = "no judge client: " + judge.error().message;
+          return run;
+        }
+        run.judge = JudgeAnswer(**judge, task, run.answer);
+        run.cost_usd += run.judge->cost_usd;
+        const JudgeResult& j = *run.judge;
+        const std::string tally = std::to_string(j.pass_votes) + " pass, " +
+                                  std::to_string(j.fail_votes) + " fail, " +
+                                  std::to_string(j.no_votes) + " no vote";
+        if (!j.decided) {
+          run.status = RunStatus::kError;
+          run.reason = "judge: no majority (" + tally + ")";
+          return run;
+        }
+        grade.pass = j.pass;
+        grade.reason = "judge: " + tally;
+        for (const JudgeVote& v : j.votes) {
+          if (v.verdict == (j.pass ? "pass" : "fail") && !v.reason.empty()) {
+            grade.reason += "; " + v.reason;
+            break;
+          }
+        }
+        break;
+      }
+    }
+    run.status = grade.pass ? RunStatus::kPass : RunStatus::kFail;
+    run.reason = grade.reason;
+    return run;
+  }
+
+  const BenchOptions& options_;
+  BenchResult& result_;
+  std::vector<const Task*> tasks_of_;
+  Shared shared_;
+};
+
+}  // namespace
+
+std::string_view RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kPass: return "pass";
+    case RunStatus::kFail: return "fail";
+    case RunStatus::kSkipped: return "skipped";
+    case RunStatus::kError: return "error";
+  }
+  return "error";
+}
+
+Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
+  if (options.arms.empty()) return Fail(Error::Code::kUsage, "no arm to run: pass --arms on,off");
+  if (options.samples < 1) return Fail(Error::Code::kUsage, "--samples must be at least 1");
+  if (options.jobs < 1) return Fail(Error::Code::kUsage, "--jobs must be at least 1");
+  if (!options.open_engine) return Fail(Error::Code::kUsage, "no way to open the data");
+  if (!options.offline && (!options.live_client || !options.live_judge)) {
+    return Fail(Error::Code::kUsage, "a live bench needs a model: configure one or pass --offline");
+  }
+  std::vector<const Task*> selected;
+  for (const Task& t : suite.tasks) {
+    bool tagged = options.tags.empty();
+    for (const std::string& tag : options.tags) {
+      tagged = tagged || std::find(t.tags.begin(), t.tags.end(), tag) != t.tags.end();
+    }
+    if (tagged) selected.push_back(&t);
+  }
+  if (selected.empty()) {
+    std::string tags;
+    for (const auto& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
+    return Fail(Error::Code::kUsage, "--tags " + tags + " selects no task of " +
+                                         (suite.dir / "suite.json").string());
+  }
+  if (options.limit > 0 && selected.size() > static_cast<size_t>(options.limit)) {
+    selected.resize(static_cast<size_t>(options.limit));
+  }
+
+  BenchResult result;
+  result.date = UtcNowIso();
+  result.mode = options.offline ? "offline" : "live";
+  result.source = options.offline ? "scripted" : "live";
+  result.model = options.offline ? "none (scripted turns)" : "";
+  result.provider = options.offline ? "replay" : "";
+  result.judge_model = options.offline ? "none (scripted judge replies)" : "";
+  result.runs_dir = options.runs_dir;
+  result.samples = options.samples;
+  result.jobs = options.jobs;
+  result.max_cost_usd = options.max_cost_usd;
+  result.tags = options.tags;
+  result.limit = options.limit;
+  result.tasks_selected = static_cast<int>(selected.size());
+
+  std::vector<const Task*> task_of_run;
+  for (const Task* task : selected) {
+    std::string skip;
+    if (options.offline && !task->fixture) {
+      skip = kNoFixture;
+    } else if (options.offline && task->grader == GraderKind::kJudge &&
+               task->judge_turns.empty()) {
+      skip = kNeedsJudge;
+    }
+    for (int sample = 1; sample <= options.samples; ++sample) {
+      for (bool arm : options.arms) {
+        TaskRun run;
+        run.task = task->id;
+        run.grader = task->grader;
+        run.self_correction = arm;
+        run.sample = sample;
+        run.status = RunStatus::kSkipped;
+        run.reason = skip;  // "" : still to run
+        result.runs.push_back(std::move(run));
+        task_of_run.push_back(task);
+      }
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(options.runs_dir, ec);
+  if (ec) {
+    return Fail(Error::Code::kInternal,
+                "cannot create the runs folder " + options.runs_dir.string() + ": " + ec.message());
+  }
+  Runner runner(options, result, std::move(task_of_run));
+  runner.Run();
+
+  for (bool arm : options.arms) result.arms.push_back(Summarise(result.runs, arm));
+  const bool on = std::find(options.arms.begin(), options.arms.end(), true) != options.arms.end();
+  const bool off =
+      std::find(options.arms.begin(), options.arms.end(), false) != options.arms.end();
+  if (on && off) result.paired = ComparePaired(result.runs);
+  for (const TaskRun& r : result.runs) result.total_cost_usd += r.cost_usd;
+  return result;
+}
+
+}  // namespace quarry::bench
