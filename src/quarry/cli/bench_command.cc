@@ -264,11 +264,39 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   cmd->add_option("--results", o.results,
                   "--render-site: the results file (default <--out>/bench_results.json)");
   cmd->add_option("--site", o.site, "--render-site: the page")->default_val("site/index.html");
+  cmd->add_option("--suite", o.suite,
+                  "tasks (the task suite) or behaviour (fixed checks on a planted copy of "
+                  "Chinook: behaviour_results.json and BEHAVIOUR.md in --out)")
+      ->check(CLI::IsMember({"tasks", "behaviour"}))
+      ->default_val("tasks");
+  cmd->add_option("--case", o.cases, "--suite behaviour: run only this case (repeatable)");
+  cmd->add_option("--source", o.source,
+                  "--suite behaviour: the Chinook database copied (default data/chinook.sqlite)");
+  cmd->add_option("--work-dir", o.work_dir,
+                  "--suite behaviour: where the copies go and stay (default: a temporary folder, "
+                  "removed after)");
+  cmd->add_option("--fixtures", o.ask.fixtures,
+                  "--suite behaviour --offline: the recorded turns (default fixtures/behaviour)");
   return cmd;
 }
 
 int RunBenchCommand(const BenchCmdOptions& o) {
   if (o.render_site) return RenderSite(o);
+  if (o.suite == "behaviour") {
+    BehaviourCommandOptions b;
+    b.run = o.ask;
+    if (!o.runs_dir.empty()) b.run.runs_dir = o.runs_dir;
+    b.out_dir = o.out;
+    b.source = o.source;
+    b.work_dir = o.work_dir;
+    b.only = o.cases;
+    return RunBehaviourCommand(b);
+  }
+  if (!o.cases.empty() || !o.source.empty() || !o.work_dir.empty() || !o.ask.fixtures.empty()) {
+    return Report({Error::Code::kUsage,
+                   "--case, --source, --work-dir and --fixtures are for --suite behaviour; the "
+                   "task suite's fixtures are in --tasks DIR/fixtures"});
+  }
   auto arms = Arms(o);
   if (!arms) return Report(arms.error());
   const fs::path tasks = TasksDir(o);

@@ -122,9 +122,24 @@ struct BenchCmdOptions {
   bool render_site = false;
   std::string results;
   std::string site = "site/index.html";
+  // --suite behaviour: the behaviour suite (RunBehaviourCommand) with the flags below.
+  std::string suite = "tasks";
+  std::vector<std::string> cases;  // --case
+  std::string source;              // --source
+  std::string work_dir;            // --work-dir
 };
 CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& options);
 int RunBenchCommand(const BenchCmdOptions& options);
+// The behaviour suite (`quarry bench --suite behaviour`): `run` carries the model and run flags
+// as `ask` takes them (--offline, --fixtures, --model, --base-url, --runs-dir, --schema-budget,
+// --no-python, ...; the question is unused).
+struct BehaviourCommandOptions {
+  AskOptions run;
+  std::string out_dir = "results";  // behaviour_results.json and BEHAVIOUR.md
+  std::string source;               // "": data/chinook.sqlite
+  std::string work_dir;             // "": a temporary directory for the copies
+  std::vector<std::string> only;    // case ids; empty: all
+};
 
 int RunAsk(const AskOptions& options);
 int RunSchema(const DataOptions& options);
@@ -137,6 +152,8 @@ int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);
 // `quarry chat`: AskOptions without the question; `thread` continues that thread.
 int RunChat(const AskOptions& options);
+// Exit: 0 when no case failed, 5 (no answer) when one did, else the error's code.
+int RunBehaviourCommand(const BehaviourCommandOptions& options);
 
 // What the model is shown of the schema, from flags, then the environment, then .env:
 // --schema-budget or QUARRY_SCHEMA_BUDGET (tokens, 100 to 1,000,000; default 2000),
