@@ -266,6 +266,9 @@ int Main(int argc, char** argv) {
       ->default_val("latest");
   trace_cmd->add_option("--runs-dir", trace.runs_dir, "Where the runs are")->default_val("runs");
 
+  EvalCommandOptions eval;
+  CLI::App* eval_cmd = AddEvalCommand(app, eval);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -303,6 +306,7 @@ int Main(int argc, char** argv) {
     if (*cache_cmd) return RunCache(cache);
     if (*chat_cmd) return RunChat(chat);
     if (*threads_cmd) return RunThreads(threads);
+    if (*eval_cmd) return RunEvalCommand(eval);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;
