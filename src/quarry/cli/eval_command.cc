@@ -156,6 +156,7 @@ CLI::App* AddEvalCommand(CLI::App& app, EvalCommandOptions& o) {
       "spider", "Spider: DIR holds dev.json, dev_gold.sql, tables.json, database/<db>/<db>.sqlite");
   CLI::App* bird = eval->add_subcommand(
       "bird", "BIRD: DIR holds dev.json (with evidence), dev_databases/<db>/<db>.sqlite");
+  o.ask.runs_dir.clear();  // "": <out>/runs, so a run's traces stay with its results
   spider->preparse_callback([&o](size_t) { o.benchmark = "spider"; });
   bird->preparse_callback([&o](size_t) { o.benchmark = "bird"; });
   AddBenchmarkFlags(spider, o);
@@ -181,9 +182,7 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   options.out_dir = !o.out.empty() ? fs::path(o.out)
                                    : fs::path("results") / "eval" /
                                          (o.benchmark + "-" + o.split + "-" + tag);
-  options.runs_dir = o.ask.runs_dir.empty() || o.ask.runs_dir == "runs"
-                         ? options.out_dir / "runs"
-                         : fs::path(o.ask.runs_dir);
+  options.runs_dir = o.ask.runs_dir.empty() ? options.out_dir / "runs" : fs::path(o.ask.runs_dir);
   const std::string rules = !o.rules.empty() ? o.rules : bird ? "bird" : "test-suite";
   options.rule = rules == "bird" ? bench::MatchRule::kBirdSet : bench::MatchRule::kTestSuite;
   options.keep_distinct = o.keep_distinct;
