@@ -268,6 +268,8 @@ int Main(int argc, char** argv) {
 
   BenchCmdOptions bench;
   CLI::App* bench_cmd = AddBenchCommand(app, bench);
+  EvalCommandOptions eval;
+  CLI::App* eval_cmd = AddEvalCommand(app, eval);
 
   try {
     app.parse(argc, argv);
@@ -307,6 +309,7 @@ int Main(int argc, char** argv) {
     if (*chat_cmd) return RunChat(chat);
     if (*threads_cmd) return RunThreads(threads);
     if (*bench_cmd) return RunBenchCommand(bench);
+    if (*eval_cmd) return RunEvalCommand(eval);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

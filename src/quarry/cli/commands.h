@@ -98,6 +98,25 @@ struct ViewOptions {
   std::string runs_dir = "runs";
 };
 
+// quarry eval spider|bird: the benchmark's flags; `ask` holds the model and agent flags shared
+// with ask (data and question are set per question).
+struct EvalCommandOptions {
+  std::string benchmark;  // "spider" or "bird"
+  std::string dir;
+  std::string split = "dev";
+  size_t n = 0;  // 0: every question
+  uint64_t seed = 0;
+  std::string tag;
+  bool gold = false;
+  std::string out;
+  std::string rules;  // "" : the benchmark's own (spider test-suite, bird bird)
+  bool keep_distinct = false;
+  int64_t query_timeout_ms = 60000;
+  int max_rows = 100000;
+  std::string format_name = "text";
+  AskOptions ask;
+};
+
 struct TraceOptions {
   std::string which = "latest";
   std::string runs_dir = "runs";
@@ -142,6 +161,9 @@ struct BehaviourCommandOptions {
 };
 
 int RunAsk(const AskOptions& options);
+int RunEvalCommand(const EvalCommandOptions& options);
+// Adds `eval` with its `spider` and `bird` subcommands, their flags bound to `options`.
+CLI::App* AddEvalCommand(CLI::App& app, EvalCommandOptions& options);
 int RunSchema(const DataOptions& options);
 int RunSql(const DataOptions& options);
 int RunTrace(const TraceOptions& options);

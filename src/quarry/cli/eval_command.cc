@@ -1,0 +1,251 @@
+// `quarry eval spider|bird`: execution accuracy on a text-to-SQL benchmark in its official
+// layout (bench/eval.h does the work): flags, the model client per question (live, recorded
+// turns, or none with --gold), progress on stderr, the summary on stdout.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "quarry/bench/eval.h"
+#include "quarry/cli/cli.h"
+#include "quarry/cli/commands.h"
+#include "quarry/cli/interrupt.h"
+#include "quarry/cli/run_question.h"
+
+namespace quarry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+std::string Stamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+void AddBenchmarkFlags(CLI::App* cmd, EvalCommandOptions& o) {
+  cmd->add_option("--dir", o.dir, "The benchmark's folder, in its official layout")->required();
+  cmd->add_option("--split", o.split, "Which questions: <split>.json (default dev)")
+      ->default_val("dev");
+  cmd->add_option("--n", o.n, "Evaluate this many questions, sampled by --seed (default: all)")
+      ->check(CLI::Range(size_t{0}, size_t{1000000}));
+  cmd->add_option("--seed", o.seed, "The sample's seed (default 0)");
+  cmd->add_option("--tag", o.tag, "Names the results folder (default: the UTC time)");
+  cmd->add_flag("--gold", o.gold,
+                "Take the gold SQL as the prediction, with no model: the harness's own test "
+                "(it must score 100%)");
+  cmd->add_option("--out", o.out,
+                  "The results folder (default results/eval/<benchmark>-<split>-<tag>)");
+  cmd->add_option("--rules", o.rules,
+                  "test-suite (multisets, ORDER BY, column permutations) or bird (set "
+                  "equality); default: spider test-suite, bird bird")
+      ->check(CLI::IsMember({"test-suite", "bird"}));
+  cmd->add_flag("--keep-distinct", o.keep_distinct,
+                "test-suite rules: keep DISTINCT (by default it is removed from both queries, "
+                "as the test-suite evaluation does)");
+  cmd->add_option("--query-timeout-ms", o.query_timeout_ms,
+                  "Limit for each gold or predicted query when comparing (default 60000)")
+      ->default_val(60000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  cmd->add_option("--max-rows", o.max_rows,
+                  "Rows compared at most; a larger result cannot be compared (default 100000)")
+      ->default_val(100000)->check(CLI::Range(1, 10000000));
+  cmd->add_option("--format", o.format_name, "The summary on stdout: text or json")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+  AskOptions& a = o.ask;
+  cmd->add_flag("--offline", a.offline,
+                "Replay recorded model turns (matched by question and database file name)");
+  cmd->add_option("--fixtures", a.fixtures, "Where --offline looks for recorded turns");
+  cmd->add_option("--model", a.model, "Model id (else QUARRY_MODEL)");
+  cmd->add_option("--base-url", a.base_url, "OpenAI-compatible endpoint (else QUARRY_BASE_URL)");
+  cmd->add_option("--request-timeout", a.request_timeout, "Seconds to wait for one model reply");
+  cmd->add_option("--max-tokens", a.max_tokens, "Output token limit of each model turn");
+  cmd->add_option("--temperature", a.temperature, "Sampling temperature, or \"default\"");
+  cmd->add_option("--max-tokens-param", a.max_tokens_param,
+                  "auto, max_tokens or max_completion_tokens");
+  cmd->add_option("--runs-dir", a.runs_dir, "Where each question's runs/<id>/trace.json goes "
+                                            "(default: <out>/runs)");
+  cmd->add_flag("--no-self-correction", a.no_self_correction,
+                "End each run at its first failed tool call (the ablation arm)");
+  cmd->add_option("--max-steps", a.config.max_steps, "Model turns per question at most")
+      ->default_val(12)->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-repairs", a.config.max_repairs, "Repair attempts per question at most")
+      ->default_val(6)->check(CLI::Range(0, 1000));
+  cmd->add_option("--max-tool-calls", a.config.max_tool_calls, "Tool calls per question at most")
+      ->default_val(16)->check(CLI::Range(1, 10000));
+  cmd->add_option("--max-cost", a.config.max_cost_usd, "Cost budget per question in USD")
+      ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--timeout-ms", a.config.limits.timeout_ms, "The agent's per-query timeout")
+      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  cmd->add_option("--schema-budget", a.schema_budget,
+                  "Tokens the schema cards may take in the prompt (default 2000)")
+      ->check(CLI::Range(int64_t{100}, int64_t{1000000}));
+  cmd->add_flag("--no-samples", a.no_samples, "Send no sample values to the model");
+}
+
+std::string Percent(const json& v) {
+  if (!v.is_number()) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", v.get<double>() * 100.0);
+  return buf;
+}
+
+std::string Number(const json& v, const char* format) {
+  if (!v.is_number()) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v.get<double>());
+  return buf;
+}
+
+void PrintSummary(const json& s) {
+  const json& out = s["outcomes"];
+  std::cout << s["benchmark"].get<std::string>() << " " << s["split"].get<std::string>() << ", "
+            << s["rules"].get<std::string>() << " rules: " << s["note"].get<std::string>() << "\n";
+  std::cout << "execution accuracy: " << s["matched"].get<int>() << "/" << s["scored"].get<int>()
+            << " = " << Percent(s["accuracy"]) << " (95% Wilson interval "
+            << Percent(s["wilson_95"][0]) << " to " << Percent(s["wilson_95"][1]) << ")\n";
+  std::cout << "outcomes: " << out["match"] << " match, " << out["mismatch"] << " mismatch, "
+            << out["prediction_error"] << " prediction error, " << out["no_prediction"]
+            << " no prediction, " << out["harness_error"] << " harness error, "
+            << out["skipped"] << " skipped (of " << s["questions"] << " questions)\n";
+  if (s.contains("by_difficulty")) {
+    for (const auto& [level, f] : s["by_difficulty"].items()) {
+      std::cout << "  " << level << ": " << f["matched"] << "/" << f["scored"] << " = "
+                << Percent(f["accuracy"]) << "\n";
+    }
+  }
+  if (s["runs"].get<size_t>() > 0) {
+    std::cout << "per question: " << Number(s["mean_model_calls"], "%.2f") << " model calls, "
+              << Number(s["prompt_tokens_per_question"], "%.0f") << " prompt tokens, "
+              << Number(s["completion_tokens_per_question"], "%.0f")
+              << " completion tokens (means); latency p50 " << Number(s["latency_ms"]["p50"], "%.0f")
+              << " ms, p95 " << Number(s["latency_ms"]["p95"], "%.0f") << " ms; total cost $"
+              << Number(s["cost_usd_total"], "%.4f") << "\n";
+    std::cout << "model: " << TerminalText(s["model"].get<std::string>()) << " via "
+              << TerminalText(s["provider"].get<std::string>()) << "\n";
+  }
+  std::cout << "results: " << s["questions_file"].get<std::string>() << "\n";
+  if (s["runs_dir"].is_string()) std::cout << "traces: " << s["runs_dir"].get<std::string>() << "\n";
+}
+
+void PrintProgress(const json& line, size_t done, size_t total) {
+  const std::string outcome = line["outcome"].get<std::string>();
+  std::string text = "[" + std::to_string(done) + "/" + std::to_string(total) + "] " +
+                     line["db_id"].get<std::string>() + " #" + line["question_id"].get<std::string>() +
+                     " " + outcome;
+  std::string why = line["error"].get<std::string>();
+  if (why.empty()) why = line["reason"].get<std::string>();
+  why = why.substr(0, why.find('\n'));
+  if (why.size() > 160) why = why.substr(0, 157) + "...";
+  if (!why.empty()) text += ": " + why;
+  const char* color = outcome == "match" ? "32" : outcome == "harness_error" ? "33" : "31";
+  std::cerr << Paint(TerminalText(text), color) << "\n";
+}
+
+}  // namespace
+
+CLI::App* AddEvalCommand(CLI::App& app, EvalCommandOptions& o) {
+  CLI::App* eval = app.add_subcommand(
+      "eval", "Execution accuracy on a text-to-SQL benchmark: quarry eval spider|bird --dir DIR");
+  eval->require_subcommand(1);
+  CLI::App* spider = eval->add_subcommand(
+      "spider", "Spider: DIR holds dev.json, dev_gold.sql, tables.json, database/<db>/<db>.sqlite");
+  CLI::App* bird = eval->add_subcommand(
+      "bird", "BIRD: DIR holds dev.json (with evidence), dev_databases/<db>/<db>.sqlite");
+  o.ask.runs_dir.clear();  // "": <out>/runs, so a run's traces stay with its results
+  spider->preparse_callback([&o](size_t) { o.benchmark = "spider"; });
+  bird->preparse_callback([&o](size_t) { o.benchmark = "bird"; });
+  AddBenchmarkFlags(spider, o);
+  AddBenchmarkFlags(bird, o);
+  return eval;
+}
+
+int RunEvalCommand(const EvalCommandOptions& o) {
+  const bool bird = o.benchmark == "bird";
+  if (o.gold && o.ask.offline) {
+    return Report({Error::Code::kUsage, "--gold asks no model: drop --offline"});
+  }
+  auto dataset = bird ? bench::LoadBird(o.dir, o.split) : bench::LoadSpider(o.dir, o.split);
+  if (!dataset) return Report(dataset.error());
+  if (dataset->questions.empty()) {
+    return Report({Error::Code::kData, o.dir + "/" + o.split + ".json holds no questions"});
+  }
+
+  bench::EvalOptions options;
+  options.gold_as_prediction = o.gold;
+  const std::string tag = o.tag.empty() ? Stamp() : o.tag;
+  options.tag = o.tag;
+  options.out_dir = !o.out.empty() ? fs::path(o.out)
+                                   : fs::path("results") / "eval" /
+                                         (o.benchmark + "-" + o.split + "-" + tag);
+  options.runs_dir = o.ask.runs_dir.empty() ? options.out_dir / "runs" : fs::path(o.ask.runs_dir);
+  const std::string rules = !o.rules.empty() ? o.rules : bird ? "bird" : "test-suite";
+  options.rule = rules == "bird" ? bench::MatchRule::kBirdSet : bench::MatchRule::kTestSuite;
+  options.keep_distinct = o.keep_distinct;
+  options.exec.timeout_ms = o.query_timeout_ms;
+  options.exec.max_rows = o.max_rows;
+  options.turns = o.gold ? "none" : o.ask.offline ? "recorded" : "live";
+  options.command = "quarry eval " + o.benchmark + " --dir " + o.dir + " --split " + o.split +
+                    (o.n > 0 ? " --n " + std::to_string(o.n) + " --seed " + std::to_string(o.seed)
+                             : "") +
+                    (o.gold ? " --gold" : "") + (o.ask.offline ? " --offline" : "") +
+                    " --rules " + rules;
+  options.open.fingerprint = false;  // a multi-gigabyte BIRD database would be hashed per open
+
+  AskOptions ask = o.ask;
+  ask.no_python = true;  // the prediction is SQL: run_python is not offered
+  if (!o.gold) {
+    auto config = BaseConfig(ask);
+    if (!config) return Report(config.error());
+    options.config = std::move(*config);
+    if (!ask.offline) {
+      // Fail before the first question when no model is configured.
+      AskOptions probe = ask;
+      probe.question = "probe";
+      auto client = MakeClient(probe);
+      if (!client) return Report(client.error());
+      options.model = (*client)->model();
+    }
+  }
+  bench::ClientFactory clients = [&ask](const std::string& question,
+                                        const std::vector<std::string>& data)
+      -> Result<std::unique_ptr<llm::Client>> {
+    AskOptions one = ask;
+    one.question = question;
+    one.data = data;
+    auto client = MakeClient(one);
+    if (!client) {
+      Error e = client.error();
+      e.message = e.message.substr(0, e.message.find('\n'));
+      return std::unexpected(e);
+    }
+    return client;
+  };
+
+  const std::vector<size_t> picked =
+      bench::SampleIndices(dataset->questions.size(), o.n, o.seed);
+  InterruptScope interrupt;
+  options.stop = interrupt.token();
+  size_t done = 0;
+  options.on_question = [&](const json& line) { PrintProgress(line, ++done, picked.size()); };
+  std::cerr << Paint("quarry: eval " + o.benchmark + " " + o.split + ": " +
+                         std::to_string(picked.size()) + " of " +
+                         std::to_string(dataset->questions.size()) + " questions, " + rules +
+                         " rules" + (o.gold ? ", gold SQL as the prediction" : ""),
+                     "2")
+            << "\n";
+  auto summary = bench::RunEval(*dataset, picked, options, clients);
+  if (!summary) return Report(summary.error());
+  if (o.format_name == "json") {
+    std::cout << summary->json.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    PrintSummary(summary->json);
+  }
+  return summary->interrupted ? kExitInterrupted : kExitOk;
+}
+
+}  // namespace quarry::cli

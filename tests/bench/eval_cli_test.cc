@@ -1,0 +1,333 @@
+// `quarry eval` end to end: the real binary on the small Spider and BIRD fixture
+// (tests/bench/eval_fixture/), with the gold SQL as the prediction (the harness's own test),
+// with a stand-in provider on 127.0.0.1 whose scripted turns answer some questions with wrong
+// SQL, with recorded turns (--offline), and on broken layouts.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/eval_fixture.h"
+#include "support/provider_server.h"
+#include "support/test_support.h"
+
+namespace quarry::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using quarry::testing::ProviderServer;
+using quarry::testing::RunProcess;
+using quarry::testing::TempDir;
+
+std::vector<json> ReadLines(const fs::path& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(json::parse(line));
+  return out;
+}
+
+json ReadJson(const fs::path& path) { return json::parse(quarry::testing::ReadFile(path)); }
+
+quarry::testing::ProcessResult Eval(const TempDir& cwd, std::vector<std::string> args,
+                                    const std::vector<std::string>& env = {}) {
+  args.insert(args.begin(), {quarry::testing::QuarryBinary().string(), "eval"});
+  return RunProcess(args, cwd.path(), env,
+                    {"OPENROUTER_API_KEY", "QUARRY_API_KEY", "QUARRY_BASE_URL", "QUARRY_MODEL",
+                     "QUARRY_PRICES", "QUARRY_FIXTURES"});
+}
+
+TEST(EvalCliTest, SpiderGoldScoresEveryQuestionAndLeavesTheDataUnchanged) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  const auto before = quarry::testing::DirectoryFingerprint(tmp.path() / "spider");
+  auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag",
+                      "self"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path out = tmp.path() / "results" / "eval" / "spider-dev-self";
+  const json s = ReadJson(out / "summary.json");
+  EXPECT_EQ(s["questions"], 13);
+  EXPECT_EQ(s["scored"], 13);
+  EXPECT_EQ(s["matched"], 13);
+  EXPECT_EQ(s["accuracy"], 1.0);
+  EXPECT_EQ(s["outcomes"]["harness_error"], 0);
+  EXPECT_EQ(s["prediction"], "gold");
+  EXPECT_EQ(s["rules"], "test-suite");
+  EXPECT_NEAR(s["wilson_95"][0].get<double>(), 0.7719, 1e-4);  // Wilson, 13 of 13
+  const auto lines = ReadLines(out / "questions.jsonl");
+  ASSERT_EQ(lines.size(), 13u);
+  EXPECT_EQ(lines[1]["order_matters"], true);
+  EXPECT_EQ(lines[2]["order_matters"], false);
+  EXPECT_EQ(lines[7]["gold_rows"], 0);  // the empty result
+  EXPECT_EQ(lines[5]["gold_rows"], 4);  // the join's repeated row kept
+  EXPECT_EQ(lines[0]["run_id"], nullptr);
+  EXPECT_NE(r.out.find("13/13 = 100.0%"), std::string::npos) << r.out;
+  EXPECT_EQ(quarry::testing::DirectoryFingerprint(tmp.path() / "spider"), before);
+
+  // The same tag again would overwrite the results: refused.
+  auto again = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold",
+                          "--tag", "self"});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already holds results"), std::string::npos) << again.err;
+}
+
+TEST(EvalCliTest, BirdGoldScoresEveryQuestionWithBirdsRule) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("bird", tmp.path() / "bird"));
+  auto r = Eval(tmp, {"bird", "--dir", (tmp.path() / "bird").string(), "--gold", "--out",
+                      (tmp.path() / "out").string(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json s = json::parse(r.out);
+  EXPECT_EQ(s["benchmark"], "bird");
+  EXPECT_EQ(s["rules"], "bird");
+  EXPECT_EQ(s["matched"], 5);
+  EXPECT_EQ(s["scored"], 5);
+  EXPECT_EQ(s["by_difficulty"]["simple"]["matched"], 2);
+  EXPECT_EQ(s["by_difficulty"]["challenging"]["scored"], 1);
+  EXPECT_EQ(ReadJson(tmp.path() / "out" / "summary.json")["accuracy"], 1.0);
+}
+
+TEST(EvalCliTest, SampleOfNQuestionsBySeedIsTheSameTwice) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  std::vector<std::vector<int>> picked;
+  for (const char* tag : {"a", "b"}) {
+    auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--n",
+                        "4", "--seed", "7", "--tag", tag});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<int> idx;
+    for (const json& l : ReadLines(tmp.path() / "results" / "eval" /
+                                   (std::string("spider-dev-") + tag) / "questions.jsonl")) {
+      idx.push_back(l["index"].get<int>());
+    }
+    picked.push_back(idx);
+  }
+  EXPECT_EQ(picked[0].size(), 4u);
+  EXPECT_EQ(picked[0], picked[1]);
+}
+
+std::string Sql(const std::string& sql, int prompt_tokens = 1000) {
+  return quarry::testing::ToolCallReply({{"c1", "run_sql", json({{"sql", sql}}).dump()}},
+                                        prompt_tokens, 30);
+}
+std::string Answer(int prompt_tokens = 1100) {
+  return quarry::testing::ToolCallReply(
+      {{"c2", "final_answer", json({{"answer", "The query's result answers it."},
+                                    {"supporting_values", json::array()}})
+                                  .dump()}},
+      prompt_tokens, 20);
+}
+
+// Question by question (the fixture's order): the SQL the stand-in model runs, or "" for a
+// clarification instead of an answer, and whether it matches the gold.
+struct Scripted {
+  std::string sql;
+  const char* outcome;
+};
+const Scripted kSpiderScript[] = {
+    {"SELECT count(*) FROM singer", "match"},
+    {"SELECT name FROM singer ORDER BY age ASC", "mismatch"},  // order, and the gold orders
+    {"SELECT country FROM singer WHERE country IS NOT NULL", "mismatch"},  // the NULL row lost
+    {"SELECT count(*), country FROM singer GROUP BY country", "match"},    // columns permuted
+    {"SELECT sum(net_worth) / count(net_worth) FROM singer", "match"},     // a float, computed anew
+    {"SELECT s.name FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id "
+     "WHERE sc.concert_id IN (SELECT concert_id FROM concert WHERE year = 2014)",
+     "match"},  // the repeated row kept
+    {"SELECT age, name FROM singer WHERE age = (SELECT max(age) FROM singer)", "match"},
+    {"SELECT name FROM singer WHERE country = 'atlantis'", "match"},  // both empty
+    {"SELECT DISTINCT country FROM singer WHERE NOT country IS NULL", "match"},
+    {"SELECT category, count(*) FROM products GROUP BY category", "mismatch"},  // wrong values
+    {"", "no_prediction"},  // a clarification: no SQL answer
+    {"SELECT order_id FROM orders WHERE discount IS NULL", "match"},
+    {"SELECT p.name, avg(o.quantity * 1.0) FROM orders o JOIN products p USING (product_id) "
+     "GROUP BY p.name",
+     "match"},
+};
+
+TEST(EvalCliTest, StandInModelWithWrongSqlScoresExactlyWhatItShould) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  ProviderServer server;
+  for (const Scripted& s : kSpiderScript) {
+    if (s.sql.empty()) {
+      server.Enqueue({200, {}, quarry::testing::ToolCallReply(
+                                   {{"c3", "ask_user",
+                                     R"({"question": "Which quantity do you mean?"})"}})});
+      continue;
+    }
+    server.Enqueue({200, {}, Sql(s.sql)});
+    server.Enqueue({200, {}, Answer()});
+  }
+  auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--tag", "standin"},
+                {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+                 "QUARRY_API_KEY=sk-test-eval"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(server.pending(), 0u);
+  const fs::path out = tmp.path() / "results" / "eval" / "spider-dev-standin";
+  const json s = ReadJson(out / "summary.json");
+  EXPECT_EQ(s["matched"], 9);
+  EXPECT_EQ(s["scored"], 13);
+  EXPECT_EQ(s["outcomes"]["mismatch"], 3);
+  EXPECT_EQ(s["outcomes"]["no_prediction"], 1);
+  EXPECT_EQ(s["outcomes"]["harness_error"], 0);
+  EXPECT_NEAR(s["accuracy"].get<double>(), 9.0 / 13.0, 1e-12);
+  EXPECT_EQ(s["turns"], "live");
+  EXPECT_EQ(s["model"], "stand-in-model");
+  EXPECT_EQ(s["runs"], 13);
+  // 12 questions of 2 model calls and one of 1; prompt tokens 1000 + 1100 per answered one.
+  EXPECT_NEAR(s["mean_model_calls"].get<double>(), 25.0 / 13.0, 1e-12);
+  EXPECT_NEAR(s["prompt_tokens_per_question"].get<double>(), (12 * 2100.0 + 100.0) / 13.0, 1e-9);
+  const auto lines = ReadLines(out / "questions.jsonl");
+  ASSERT_EQ(lines.size(), 13u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["outcome"], kSpiderScript[i].outcome) << i << ": " << lines[i].dump();
+    if (!kSpiderScript[i].sql.empty()) {
+      EXPECT_EQ(lines[i]["predicted_sql"], kSpiderScript[i].sql) << i;
+    }
+    // Every run's trace is under the one runs folder.
+    ASSERT_TRUE(lines[i]["run_id"].is_string()) << i;
+    EXPECT_TRUE(fs::exists(out / "runs" / lines[i]["run_id"].get<std::string>() / "trace.json"));
+  }
+  EXPECT_NE(lines[1]["reason"].get<std::string>().find("row order differs"), std::string::npos);
+  EXPECT_EQ(lines[10]["stop_reason"], "clarification_needed");
+  EXPECT_EQ(lines[10]["predicted_sql"], "");
+  EXPECT_NE(r.out.find("9/13 = 69.2%"), std::string::npos) << r.out;
+}
+
+TEST(EvalCliTest, BirdEvidenceReachesTheModelAsAHint) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("bird", tmp.path() / "bird"));
+  ProviderServer server;
+  const std::string wrong_revenue =
+      "SELECT SUM(p.price) FROM products p JOIN orders o USING (product_id) WHERE p.name = "
+      "'Widget'";
+  const std::string sqls[] = {
+      wrong_revenue,
+      "SELECT COUNT(*) FROM singer WHERE age > 40",
+      "SELECT DISTINCT country FROM singer WHERE country IS NOT NULL",  // BIRD: sets, so a match
+      "SELECT name FROM products ORDER BY price ASC",                     // BIRD: order ignored
+      "SELECT 100.0 * COUNT(discount) / COUNT(*) FROM orders",
+  };
+  for (const std::string& sql : sqls) {
+    server.Enqueue({200, {}, Sql(sql)});
+    server.Enqueue({200, {}, Answer()});
+  }
+  auto r = Eval(tmp, {"bird", "--dir", (tmp.path() / "bird").string(), "--tag", "hint"},
+                {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+                 "QUARRY_API_KEY=sk-test-eval"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json s = ReadJson(tmp.path() / "results" / "eval" / "bird-dev-hint" / "summary.json");
+  EXPECT_EQ(s["matched"], 4);
+  EXPECT_EQ(s["outcomes"]["mismatch"], 1);
+  EXPECT_EQ(s["by_difficulty"]["simple"]["matched"], 1);
+  // The first request of question 1 (requests 0 and 1 were question 0's) carries the hint.
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 10u);
+  auto user_text = [](const json& body) {
+    std::string text;
+    for (const json& m : body["messages"]) {
+      if (m["role"] == "user" && m["content"].is_string()) text += m["content"].get<std::string>();
+    }
+    return text;
+  };
+  const std::string q1 = user_text(requests[2].Json());
+  EXPECT_NE(q1.find("How many singers are older than 40?\n\nHint: older than 40 refers to age > 40"),
+            std::string::npos)
+      << q1;
+  // The question without evidence gets no hint.
+  EXPECT_EQ(user_text(requests[4].Json()).find("Hint:"), std::string::npos);
+}
+
+TEST(EvalCliTest, OfflineRecordedTurnsScoreAndQuestionsWithoutOneAreSkipped) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  fs::create_directories(tmp.path() / "fixtures");
+  auto fixture = [&](const std::string& name, const std::string& question, const std::string& sql) {
+    const json doc = {
+        {"source", "scripted"},
+        {"note", "written by hand for the eval test; not a measure of any model"},
+        {"question", question},
+        {"data", {"singers.sqlite"}},
+        {"turns",
+         {{{"content", ""},
+           {"tool_calls", {{{"name", "run_sql"}, {"arguments", {{"sql", sql}}}}}}},
+          {{"content", ""},
+           {"tool_calls",
+            {{{"name", "final_answer"},
+              {"arguments", {{"answer", "From the query."}, {"supporting_values", json::array()}}}}}}}}}};
+    tmp.Write("fixtures/" + name + ".json", doc.dump(1));
+  };
+  fixture("count", "How many singers do we have?", "SELECT count(*) FROM singer");
+  fixture("ages", "List the names of singers from the oldest to the youngest.",
+          "SELECT name FROM singer ORDER BY name");
+  auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--offline",
+                      "--fixtures", (tmp.path() / "fixtures").string(), "--tag", "rec"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json s = ReadJson(tmp.path() / "results" / "eval" / "spider-dev-rec" / "summary.json");
+  EXPECT_EQ(s["turns"], "recorded");
+  EXPECT_EQ(s["scored"], 2);
+  EXPECT_EQ(s["matched"], 1);
+  EXPECT_EQ(s["outcomes"]["skipped"], 11);
+  EXPECT_NE(s["note"].get<std::string>().find("not a measure of any model"), std::string::npos);
+}
+
+TEST(EvalCliTest, BadLayoutsGiveClearErrorsAndNoCrash) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  const std::string dir = (tmp.path() / "spider").string();
+  auto run = [&](std::vector<std::string> args) {
+    auto r = Eval(tmp, std::move(args));
+    EXPECT_LT(r.exit_code, 128) << r.err;  // never a signal
+    return r;
+  };
+  fs::remove_all(tmp.path() / "spider" / "database" / "singers");
+  auto missing_db = run({"spider", "--dir", dir, "--gold"});
+  EXPECT_EQ(missing_db.exit_code, 3);
+  EXPECT_NE(missing_db.err.find("database singers (question 0) is missing"), std::string::npos)
+      << missing_db.err;
+  tmp.Write("spider/dev.json", "[{\"db_id\": ");
+  auto malformed = run({"spider", "--dir", dir, "--gold"});
+  EXPECT_EQ(malformed.exit_code, 3);
+  EXPECT_NE(malformed.err.find("dev.json is not valid JSON"), std::string::npos) << malformed.err;
+  fs::remove(tmp.path() / "spider" / "dev.json");
+  auto missing = run({"spider", "--dir", dir, "--gold"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("dev.json is missing: --dir must be Spider's folder"),
+            std::string::npos)
+      << missing.err;
+  auto bird_here = run({"bird", "--dir", dir, "--gold"});
+  EXPECT_EQ(bird_here.exit_code, 3);
+  auto no_dir = run({"spider", "--dir", (tmp.path() / "nowhere").string(), "--gold"});
+  EXPECT_EQ(no_dir.exit_code, 2);
+  EXPECT_NE(no_dir.err.find("is not a directory"), std::string::npos);
+  // No model configured and not --gold: said before any question runs.
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "s2"));
+  auto no_model = run({"spider", "--dir", (tmp.path() / "s2").string()});
+  EXPECT_EQ(no_model.exit_code, 2) << no_model.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "results"));
+}
+
+TEST(EvalCliTest, AGoldQueryThatFailsIsAHarnessErrorNotAMiss) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  json dev = ReadJson(tmp.path() / "spider" / "dev.json");
+  dev[0]["query"] = "SELECT count(*) FROM no_such_table";
+  tmp.Write("spider/dev.json", dev.dump());
+  fs::remove(tmp.path() / "spider" / "dev_gold.sql");  // the gold comes from dev.json then
+  auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag",
+                      "broken"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path out = tmp.path() / "results" / "eval" / "spider-dev-broken";
+  const json s = ReadJson(out / "summary.json");
+  EXPECT_EQ(s["outcomes"]["harness_error"], 1);
+  EXPECT_EQ(s["scored"], 12);
+  EXPECT_EQ(s["matched"], 12);
+  const auto lines = ReadLines(out / "questions.jsonl");
+  EXPECT_EQ(lines[0]["outcome"], "harness_error");
+  EXPECT_NE(lines[0]["error"].get<std::string>().find("no_such_table"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quarry::bench
