@@ -465,5 +465,47 @@ TEST_F(BenchCliTest, LiveRunAgainstTheStandInProvider) {
   EXPECT_EQ(requests[0].Header("Authorization"), "Bearer test-key");
 }
 
+// The acceptance run: the repo's own tasks/ as a fresh clone has them, with no key, graded for
+// real on the bundled data, both result files written.
+TEST_F(BenchCliTest, TheRepoSuiteRunsOfflineWithNoKeyAndGradesForReal) {
+  const ProcessResult p =
+      RunProcess({QuarryBinary().string(), "bench", "--offline", "--no-cache", "--tasks",
+                  (SourceDir() / "tasks").string(), "--out", "out", "--runs-dir", "runs"},
+                 dir_.path(), {}, kUnsetModel);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  const json r = ReadJson(dir_.path() / "out" / "bench_results.json");
+  ASSERT_FALSE(r.is_discarded());
+  EXPECT_EQ(r["source"], "scripted");
+  EXPECT_EQ(r["tasks_selected"], 43);
+  ASSERT_EQ(r["arms"].size(), 2u);
+  const json& on = r["arms"][0];
+  const json& off = r["arms"][1];
+  EXPECT_EQ(on["arm"], "on");
+  EXPECT_EQ(on["graded"], 9);
+  EXPECT_EQ(on["passed"], 8);
+  EXPECT_EQ(on["skipped"], 34);
+  EXPECT_EQ(on["repair_attempts"], 4);
+  EXPECT_EQ(on["repair_successes"], 4);
+  EXPECT_EQ(off["graded"], 9);
+  EXPECT_EQ(off["passed"], 4);
+  EXPECT_EQ(r["mcnemar"]["b_on_only"], 4);
+  EXPECT_EQ(r["mcnemar"]["c_off_only"], 0);
+  EXPECT_DOUBLE_EQ(r["mcnemar"]["p_value"].get<double>(), 0.125);
+  // The deliberately wrong answer passes the verify gate and fails its grader in both arms.
+  for (const char* arm : {"on", "off"}) {
+    const json& weekend = Run(r, "sales_weekend_orders", arm);
+    EXPECT_EQ(weekend["status"], "fail") << arm;
+    EXPECT_EQ(weekend["stop_reason"], "answered") << arm;
+  }
+  EXPECT_EQ(Run(r, "sensors_fault_readings", "on")["status"], "pass");
+  EXPECT_EQ(Run(r, "sensors_fault_readings", "off")["status"], "fail");
+  EXPECT_EQ(Run(r, "passengers_survival_story", "on")["status"], "pass");  // judges 2 of 3
+  const std::string md = ReadFile(dir_.path() / "out" / "RESULTS.md");
+  EXPECT_NE(md.find("8/9 = 88.9% (56.5% to 98.0%)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| task success (95% Wilson CI) | pending | pending |"), std::string::npos);
+  EXPECT_NE(md.find("harness run on scripted turns: not a measure of any model's quality"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace quarry::testing
