@@ -266,6 +266,17 @@ int Main(int argc, char** argv) {
       ->default_val("latest");
   trace_cmd->add_option("--runs-dir", trace.runs_dir, "Where the runs are")->default_val("runs");
 
+  ReportOptions report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "Figures over many runs: quarry report [RUNS_DIR | bench_results.json | EVAL_DIR]");
+  report_cmd->add_option("path", report.path,
+                         "A runs folder, a bench results file, or an eval output folder")
+      ->default_val("runs");
+  report_cmd->add_option("--html", report.html,
+                         "Also write the tables and a latency histogram to this HTML page");
+  report_cmd->add_option("--format", report.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -303,6 +314,7 @@ int Main(int argc, char** argv) {
     if (*cache_cmd) return RunCache(cache);
     if (*chat_cmd) return RunChat(chat);
     if (*threads_cmd) return RunThreads(threads);
+    if (*report_cmd) return RunReport(report);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -95,6 +95,12 @@ struct TraceOptions {
   std::string runs_dir = "runs";
 };
 
+struct ReportOptions {
+  std::string path = "runs";  // a runs folder, a bench results file or an eval output folder
+  std::string html;           // --html: the page to write ("" none)
+  std::string format_name = "text";
+};
+
 int RunAsk(const AskOptions& options);
 int RunSchema(const DataOptions& options);
 int RunSql(const DataOptions& options);
@@ -104,6 +110,7 @@ int RunMcp(const McpOptions& options);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);
+int RunReport(const ReportOptions& options);
 // `quarry chat`: AskOptions without the question; `thread` continues that thread.
 int RunChat(const AskOptions& options);
 
