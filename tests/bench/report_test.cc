@@ -133,6 +133,11 @@ TEST_F(ReportTest, FiguresOverAKnownSetOfRunsAreExact) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("answered 3 of 3, grounded 3 of 3"), std::string::npos) << text;
+  EXPECT_EQ(report->replayed, 3);
+  EXPECT_NE(text.find("note: 3 of 3 runs replayed recorded model turns (provider replay): "
+                      "harness figures, not a measure of any model"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(ReportTest, AKilledRunIsCountedFromItsEventsAndMarkedIncomplete) {
@@ -328,6 +333,8 @@ TEST_F(ReportTest, HtmlPageHasTheTablesAnInlineHistogramAndNoScript) {
   EXPECT_NE(html->find("<tr><th>model calls</th><td>2.75</td><td>2.50</td><td>4</td></tr>"),
             std::string::npos);
   EXPECT_NE(html->find("<tr><th>answered</th><td>4</td></tr>"), std::string::npos);
+  EXPECT_NE(html->find("<p class=\"note\">4 of 4 runs replayed recorded model turns"),
+            std::string::npos);
   for (const RunRecord& r : runs) EXPECT_NE(html->find(">" + r.trace.id + "<"), std::string::npos);
 }
 
@@ -341,6 +348,8 @@ TEST_F(ReportTest, JsonCarriesTheFiguresAndNullForNoValue) {
   EXPECT_EQ(j["kind"], "runs folder");
   EXPECT_EQ(j["runs"], 3);
   EXPECT_EQ(j["incomplete"], 0);
+  EXPECT_EQ(j["replayed"], 3);
+  EXPECT_EQ(j["run_list"][0]["provider"], "replay");
   EXPECT_EQ(j["not_run"], 0);
   ASSERT_EQ(j["skipped"].size(), 1u);
   EXPECT_EQ(j["skipped"][0]["path"], (runs_dir / "broken" / "trace.json").string());

@@ -76,6 +76,9 @@ class Collector {
     run.run_id = trace->id;
     run.trace_path = path;
     run.question = trace->question;
+    run.provider = trace->provider;
+    run.model = trace->model;
+    if (run.provider == "replay") ++report_.replayed;
     run.stop_reason = trace->stop_reason;
     run.incomplete = trace->incomplete;
     run.metrics = MetricsOf(*trace);

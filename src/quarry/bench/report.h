@@ -33,6 +33,8 @@ struct ReportRun {
   std::string run_id;
   std::filesystem::path trace_path;  // the file read: trace.json, or events.jsonl
   std::string question;
+  std::string provider;  // "replay" for recorded (scripted) turns
+  std::string model;
   std::string stop_reason;
   bool incomplete = false;  // rebuilt from events.jsonl: the run was killed
   RunMetrics metrics;
@@ -70,6 +72,7 @@ struct Report {
   std::filesystem::path path;  // as given
   std::vector<ReportRun> runs;  // readable runs, in listing order (a folder: by path)
   std::vector<SkippedTrace> skipped;
+  int replayed = 0;  // runs whose provider is "replay": a harness run, not a model's
   int not_run = 0;  // listing entries with neither a run id nor a trace (skipped tasks, --gold)
   // One group per arm, in order of first appearance, when any listed run has an arm; else one
   // group ("") of all runs.
@@ -91,7 +94,7 @@ GroupFigures FiguresOf(const std::vector<const ReportRun*>& runs, const std::str
 // Text tables for a terminal (strings from traces are not made terminal-safe here: the caller
 // does that). Figures are "n/a" for an empty group.
 std::string ReportText(const Report& report);
-// {"source", "kind", "runs", "incomplete", "not_run", "skipped": [{path, reason}],
+// {"source", "kind", "runs", "incomplete", "replayed", "not_run", "skipped": [{path, reason}],
 //  "groups": [{group, runs, incomplete, answered, grounded, stop_reasons, figures: {name:
 //  {mean, median, max}}}], "run_list": [...]}; NaN figures are null.
 nlohmann::ordered_json ReportJson(const Report& report);

@@ -79,6 +79,14 @@ std::string Headline(const Report& r) {
   return out;
 }
 
+// Figures from recorded turns measure the harness; they are never shown as a model's.
+std::string ReplayNote(const Report& r) {
+  if (r.replayed == 0) return "";
+  return std::to_string(r.replayed) + " of " + Plural(r.runs.size(), "run", "runs") +
+         " replayed recorded model turns (provider replay): harness figures, not a measure of "
+         "any model";
+}
+
 // ---- HTML -------------------------------------------------------------------------------
 
 std::string H(std::string_view text) { return trace::HtmlEscape(text); }
@@ -183,7 +191,7 @@ constexpr const char* kStyle =
     "thead th,tbody th{text-align:left;background:#f6f6f6}"
     "table.runs td:nth-child(-n+5){text-align:left}.muted{color:#666}"
     ".badge{background:#fde2e1;color:#8a1c14;border-radius:3px;padding:0 .3rem;"
-    "font-size:.85em}figure{margin:1rem 0}svg{max-width:100%;height:auto}";
+    "font-size:.85em}.note{background:#fff8e1;padding:.4rem .6rem}figure{margin:1rem 0}svg{max-width:100%;height:auto}";
 
 }  // namespace
 
@@ -216,6 +224,7 @@ GroupFigures FiguresOf(const std::vector<const ReportRun*>& runs, const std::str
 
 std::string ReportText(const Report& r) {
   std::string out = Headline(r) + "\n";
+  if (r.replayed > 0) out += "note: " + ReplayNote(r) + "\n";
   for (const GroupFigures& g : r.groups) {
     out += "\n" + GroupTitle(g) + ": " + Plural(g.runs, "run", "runs");
     if (g.incomplete > 0) out += " (" + std::to_string(g.incomplete) + " incomplete)";
@@ -275,6 +284,8 @@ json ReportJson(const Report& r) {
                     {"group", run.group.empty() ? json(nullptr) : json(run.group)},
                     {"label", run.label.empty() ? json(nullptr) : json(run.label)},
                     {"trace", run.trace_path.string()},
+                    {"provider", run.provider},
+                    {"model", run.model},
                     {"stop_reason", run.stop_reason},
                     {"incomplete", run.incomplete},
                     {"model_calls", m.model_calls},
@@ -290,6 +301,7 @@ json ReportJson(const Report& r) {
           {"kind", std::string(ReportSourceName(r.source))},
           {"runs", r.runs.size()},
           {"incomplete", incomplete},
+          {"replayed", r.replayed},
           {"not_run", r.not_run},
           {"skipped", skipped},
           {"groups", groups},
@@ -302,6 +314,7 @@ Result<std::string> ReportHtml(const Report& r) {
                   "<title>quarry report: " + H(r.path.string()) + "</title><style>" + kStyle +
                   "</style></head><body>\n<h1>quarry report</h1>\n<p class=\"muted\">" +
                   H(Headline(r)) + "</p>\n";
+  if (r.replayed > 0) h += "<p class=\"note\">" + H(ReplayNote(r)) + "</p>\n";
   for (const GroupFigures& g : r.groups) {
     h += "<h2>" + H(GroupTitle(g)) + "</h2>\n" + FiguresTableHtml(g) + "\n" + CountsTableHtml(g) +
          "\n";
