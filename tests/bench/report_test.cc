@@ -268,6 +268,15 @@ TEST_F(ReportTest, BenchResultsAreReadByTraceOrRunIdAndGroupedByArm) {
     EXPECT_EQ(report->groups[1].runs, 1);
     EXPECT_DOUBLE_EQ(report->groups[1].model_calls.median, 4.0);
   }
+  // The page has a table per arm and a histogram with one colour (a legend entry) per arm.
+  auto report = BuildReport(dir_.path() / "results");
+  ASSERT_TRUE(report) << report.error().message;
+  auto html = ReportHtml(*report);
+  ASSERT_TRUE(html) << html.error().message;
+  EXPECT_NE(html->find("<h2>arm on</h2>"), std::string::npos);
+  EXPECT_NE(html->find("<h2>arm off</h2>"), std::string::npos);
+  EXPECT_NE(html->find("class=\"legend\"" ), std::string::npos);
+  EXPECT_NE(html->find(">off</text>"), std::string::npos);
 }
 
 TEST_F(ReportTest, EvalOutputFolderIsReadThroughItsQuestionsFile) {
@@ -299,6 +308,22 @@ TEST_F(ReportTest, EvalOutputFolderIsReadThroughItsQuestionsFile) {
   ASSERT_EQ(report->groups.size(), 1u);
   EXPECT_DOUBLE_EQ(report->groups[0].model_calls.mean, 3.0);
   EXPECT_DOUBLE_EQ(report->groups[0].completion_tokens.max, 60.0);
+
+  // Paths written from another working directory are found by their last components.
+  dir_.Write("eval-out/summary.json",
+             json({{"questions_file", "else/eval-out/questions.jsonl"},
+                   {"runs_dir", "else/where/eval-runs"}}).dump());
+  dir_.Write("eval-out/questions.jsonl",
+             json({{"question_id", 1}, {"run_id", runs[1].trace.id}}).dump() + "\n" +
+                 json({{"question_id", 2},
+                       {"trace", "else/where/eval-runs/" + runs[2].trace.id + "/trace.json"}})
+                     .dump() + "\n");
+  auto moved = BuildReport(out / "summary.json");
+  ASSERT_TRUE(moved) << moved.error().message;
+  ASSERT_EQ(moved->runs.size(), 2u);
+  EXPECT_EQ(moved->runs[0].trace_path, runs_dir / runs[1].trace.id / "trace.json");
+  EXPECT_EQ(moved->runs[1].trace_path, runs[2].trace_path);
+  EXPECT_TRUE(moved->skipped.empty());
 
   // The folder of runs an eval wrote is a report of its own.
   auto folder = BuildReport(runs_dir);

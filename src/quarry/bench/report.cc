@@ -143,15 +143,26 @@ class Collector {
 
  private:
   // A path a listing wrote: as written (from the working directory), then from the listing's
-  // folder and that folder's parent (results/ sits beside runs/).
-  static std::vector<fs::path> Candidates(const fs::path& written, const fs::path& listing) {
+  // folder and that folder's parent (results/ sits beside runs/); a relative path written from
+  // another working directory is also tried by its last components ("out/x/runs/<id>/..." as
+  // "runs/<id>/..." beside the listing), down to `min_parts` components.
+  static std::vector<fs::path> Candidates(const fs::path& written, const fs::path& listing,
+                                          size_t min_parts = 1) {
     if (written.is_absolute()) return {written};
     const fs::path dir = listing.parent_path();
-    return {written, dir / written, dir.parent_path() / written};
+    std::vector<fs::path> parts(written.begin(), written.end());
+    std::vector<fs::path> out = {written};
+    for (size_t first = 0; first + min_parts <= parts.size(); ++first) {
+      fs::path tail;
+      for (size_t i = first; i < parts.size(); ++i) tail /= parts[i];
+      out.push_back(dir / tail);
+      out.push_back(dir.parent_path() / tail);
+    }
+    return out;
   }
 
   static std::optional<fs::path> ResolveTrace(const std::string& written, const fs::path& listing) {
-    for (const fs::path& p : Candidates(written, listing)) {
+    for (const fs::path& p : Candidates(written, listing, 2)) {
       if (IsFile(p)) return p;
       // The listing names trace.json; a killed run left only events.jsonl beside it.
       if (p.filename() == "trace.json" && IsFile(p.parent_path() / "events.jsonl")) {
