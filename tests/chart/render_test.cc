@@ -276,6 +276,25 @@ TEST(RenderTest, HistogramBarsAreAsTallAsTheirCounts) {
   EXPECT_EQ(Texts(scene, TextRole::kYTitle), std::vector<std::string>{"Count"});
 }
 
+// Regression: a histogram of values spanning less than one (latencies of 9 to 11 ms in
+// seconds) took its axis for whole numbers and read an empty tick list (SIGSEGV).
+TEST(RenderTest, HistogramOfSmallFractionsHasFractionalTicks) {
+  Spec s = MustParse(R"({"mark": "histogram", "encoding": {"x": {"field": "v"}},
+    "data": {"sql": "S"}})");
+  Table t = MakeTable({"v"}, {{"0.009"}, {"0.011"}, {"0.011"}, {"0.010"}});
+  Scene scene = RenderScene(s, t);
+  const std::vector<std::string> ticks = Texts(scene, TextRole::kXTick);
+  ASSERT_GE(ticks.size(), 4u);
+  ASSERT_LE(ticks.size(), 8u);
+  EXPECT_LE(std::stod(ticks.front()), 0.009);  // the axis covers the bins
+  EXPECT_GE(std::stod(ticks.back()), 0.011);
+  EXPECT_LT(std::stod(ticks.back()) - std::stod(ticks.front()), 0.01);  // not whole numbers
+  int total = 0;
+  const double unit = scene.bars.empty() ? 0 : scene.bars[0].y1 - scene.bars[0].y0;
+  for (const auto& b : scene.bars) total += static_cast<int>(std::lround((b.y1 - b.y0) / unit));
+  EXPECT_EQ(total, 4);  // every value in a bin
+}
+
 TEST(RenderTest, PieHasSlicesWithSharesAndALegend) {
   Spec s = MustParse(R"({"mark": "arc", "title": "Orders by channel", "encoding": {
     "theta": {"field": "n"}, "color": {"field": "channel"}}, "data": {"sql": "S"}})");

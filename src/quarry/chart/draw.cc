@@ -178,6 +178,9 @@ class Chart {
     if (d_.x_mode == XMode::kBinned && !d_.bin_edges.empty()) {
       lo = d_.bin_edges.front();
       hi = d_.bin_edges.back();
+      // The axis shows the edges, not the points: whole ticks only when the edges are whole.
+      integers = std::all_of(d_.bin_edges.begin(), d_.bin_edges.end(),
+                             [](double e) { return e == std::round(e); });
     }
     if (lo > hi) {
       lo = 0;

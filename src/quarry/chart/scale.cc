@@ -96,6 +96,8 @@ Ticks NiceTicks(double lo, double hi, bool integers) {
       }
     }
   }
+  // Whole steps cannot split a span below one; ticks at fractions are better than none.
+  if (!best && !fallback) return integers ? NiceTicks(lo, hi, false) : Ticks{{lo, hi}, span};
   const Candidate c = best ? *best : *fallback;
   Ticks ticks;
   ticks.step = c.step;

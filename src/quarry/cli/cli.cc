@@ -270,6 +270,16 @@ int Main(int argc, char** argv) {
   CLI::App* bench_cmd = AddBenchCommand(app, bench);
   EvalCommandOptions eval;
   CLI::App* eval_cmd = AddEvalCommand(app, eval);
+  ReportOptions report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "Figures over many runs: quarry report [RUNS_DIR | bench_results.json | EVAL_DIR]");
+  report_cmd->add_option("path", report.path,
+                         "A runs folder, a bench results file, or an eval output folder")
+      ->default_val("runs");
+  report_cmd->add_option("--html", report.html,
+                         "Also write the tables and a latency histogram to this HTML page");
+  report_cmd->add_option("--format", report.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
 
   try {
     app.parse(argc, argv);
@@ -310,6 +320,7 @@ int Main(int argc, char** argv) {
     if (*threads_cmd) return RunThreads(threads);
     if (*bench_cmd) return RunBenchCommand(bench);
     if (*eval_cmd) return RunEvalCommand(eval);
+    if (*report_cmd) return RunReport(report);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

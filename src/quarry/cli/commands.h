@@ -159,6 +159,11 @@ struct BehaviourCommandOptions {
   std::string work_dir;             // "": a temporary directory for the copies
   std::vector<std::string> only;    // case ids; empty: all
 };
+struct ReportOptions {
+  std::string path = "runs";  // a runs folder, a bench results file or an eval output folder
+  std::string html;           // --html: the page to write ("" none)
+  std::string format_name = "text";
+};
 
 int RunAsk(const AskOptions& options);
 int RunEvalCommand(const EvalCommandOptions& options);
@@ -172,6 +177,7 @@ int RunMcp(const McpOptions& options);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);
+int RunReport(const ReportOptions& options);
 // `quarry chat`: AskOptions without the question; `thread` continues that thread.
 int RunChat(const AskOptions& options);
 // Exit: 0 when no case failed, 5 (no answer) when one did, else the error's code.
