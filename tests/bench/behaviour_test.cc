@@ -1,6 +1,7 @@
 // The behaviour suite end to end: every case on scripted turns with real tools on a real copy of
 // Chinook, each check made to fail by a deliberately bad scripted run, the live path against the
 // stand-in provider, the results files, and the user's database left as it was.
+#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -392,11 +393,13 @@ TEST(BehaviourSuiteTest, CaseWithoutARecordingIsSkipped) {
   EXPECT_EQ(out->report.passed, 0);
 }
 
-TEST(BehaviourSuiteTest, RefusesAWorkDirectoryThatHoldsTheSource) {
+TEST(BehaviourSuiteTest, AWorkDirectoryHoldingTheSourceOrOtherFilesLosesNothing) {
   TempDir dir;
   const fs::path source = dir.path() / "chinook.sqlite";
   fs::copy_file(Chinook(), source);
+  std::ofstream(dir.path() / "chinook_wide.sqlite") << "the user's own file";
   const std::string before = quarry::testing::Sha256File(source);
+  const std::string other = quarry::testing::Sha256File(dir.path() / "chinook_wide.sqlite");
   auto clients = BehaviourFixtureClients(Fixtures());
   ASSERT_TRUE(clients.has_value());
   BehaviourOptions o;
@@ -405,10 +408,14 @@ TEST(BehaviourSuiteTest, RefusesAWorkDirectoryThatHoldsTheSource) {
   o.work_dir = dir.path();
   o.only = {"count"};
   auto r = RunBehaviour(o, *clients);
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, Error::Code::kUsage);
-  EXPECT_NE(r.error().message.find("over the source"), std::string::npos) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->passed, 1);
+  // The copies went into a new folder of their own, kept.
+  EXPECT_EQ(fs::path(r->copy).parent_path().parent_path(), dir.path());
+  EXPECT_TRUE(fs::path(r->copy).parent_path().filename().string().starts_with("behaviour-"));
+  EXPECT_TRUE(fs::exists(r->copy));
   EXPECT_EQ(quarry::testing::Sha256File(source), before);
+  EXPECT_EQ(quarry::testing::Sha256File(dir.path() / "chinook_wide.sqlite"), other);
 }
 
 TEST(BehaviourSuiteTest, BadInputGetsClearErrors) {

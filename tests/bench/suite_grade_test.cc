@@ -13,6 +13,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 TEST(ParseWrittenNumberTest, ReadsTheShapesTheVerifyGateFinds) {
+  EXPECT_DOUBLE_EQ(ParseWrittenNumber("2.7183053e5").value_or(-1), 271830.53);
+  EXPECT_DOUBLE_EQ(ParseWrittenNumber("2.7183053E+05").value_or(-1), 271830.53);
+  EXPECT_DOUBLE_EQ(ParseWrittenNumber("27183053e-2").value_or(-1), 271830.53);
   EXPECT_DOUBLE_EQ(*ParseWrittenNumber("$1,234.50"), 1234.5);
   EXPECT_DOUBLE_EQ(*ParseWrittenNumber("12.5%"), 12.5);
   EXPECT_DOUBLE_EQ(*ParseWrittenNumber("-3.5%"), -3.5);

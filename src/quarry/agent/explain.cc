@@ -116,7 +116,7 @@ Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messag
   request.prompt_tokens_estimate = EstimateRequestTokens(request.messages, {});
   // The bound uses the client's own output limit, above kExplanationMaxTokens: a cautious one.
   const std::optional<double> most = client.MaxCostUsd(request.prompt_tokens_estimate);
-  if ((most && spent_usd + *most > config.max_cost_usd) || spent_usd > config.max_cost_usd) {
+  if ((most && !(spent_usd + *most <= config.max_cost_usd)) || !(spent_usd <= config.max_cost_usd)) {
     char line[200];
     std::snprintf(line, sizeof line,
                   "no explanation of the stop: the call could cost up to $%.4f and $%.4f of the "

@@ -149,7 +149,8 @@ class Session {
     // outcome (the prompt as estimated, the whole output limit) stays within the budget.
     const int64_t prompt_tokens = PromptTokensEstimate();
     const std::optional<double> most = client_.MaxCostUsd(prompt_tokens);
-    if (most && trace_.totals.cost_usd + *most > config_.max_cost_usd) {
+    // Written so that a NaN on either side stops rather than never stopping.
+    if (most && !(trace_.totals.cost_usd + *most <= config_.max_cost_usd)) {
       char line[256];
       std::snprintf(line, sizeof line,
                     "stopped before model turn %d: it could cost up to $%.4f (prompt ~%lld "
@@ -163,7 +164,7 @@ class Session {
     }
     // Without a price the call cannot be estimated: the spent cost (when the provider reports
     // one) is checked instead, so the turn that crossed the budget has been paid.
-    if (trace_.totals.cost_usd > config_.max_cost_usd) {
+    if (!(trace_.totals.cost_usd <= config_.max_cost_usd)) {
       stop_reason_ = kStopCostBudget;
       return;
     }

@@ -2,6 +2,7 @@
 // through the agent (the follow-up as turns of one thread in the work directory), computes the
 // expected values with reference queries, judges each case, and writes the results as JSON and
 // a markdown table.
+#include <cstring>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -22,13 +23,20 @@ using json = nlohmann::ordered_json;
 // The copies' directory; a temporary one is removed when the suite ends.
 class WorkDir {
  public:
+  // The copies always go into a folder made new for them, so no file already there (the
+  // user's own chinook.sqlite beside a --work-dir, say) can be overwritten. With `given`, that
+  // folder is made inside it and kept; else in the temporary directory, and removed.
   static Result<WorkDir> Make(const fs::path& given) {
-    if (!given.empty()) return WorkDir(given, false);
-    std::string pattern = (fs::temp_directory_path() / "quarry-behaviour-XXXXXX").string();
+    std::error_code ec;
+    if (!given.empty()) fs::create_directories(given, ec);
+    const fs::path parent = given.empty() ? fs::temp_directory_path(ec) : given;
+    std::string pattern = (parent / (given.empty() ? "quarry-behaviour-XXXXXX"
+                                                   : "behaviour-XXXXXX")).string();
     if (!mkdtemp(pattern.data())) {
-      return Fail(Error::Code::kInternal, "cannot create a temporary directory for the copies");
+      return Fail(Error::Code::kUsage, "cannot create a folder for the copies in " +
+                                           parent.string() + ": " + std::strerror(errno));
     }
-    return WorkDir(pattern, true);
+    return WorkDir(pattern, given.empty());
   }
   WorkDir(WorkDir&& o) noexcept : path_(std::move(o.path_)), remove_(o.remove_) {
     o.remove_ = false;
@@ -160,57 +168,6 @@ CaseResult RunCase(const CaseDef& def, const BehaviourOptions& o, const behaviou
   return result;
 }
 
-std::string NormalizeQuestion(const std::string& q) {
-  std::string out;
-  for (char c : q) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isspace(u)) {
-      if (!out.empty() && out.back() != ' ') out += ' ';
-    } else {
-      out += static_cast<char>(std::tolower(u));
-    }
-  }
-  while (!out.empty() && (out.back() == ' ' || out.back() == '?' || out.back() == '.')) {
-    out.pop_back();
-  }
-  return out;
-}
-
-std::vector<std::string> Basenames(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const auto& p : paths) out.push_back(fs::path(p).filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-Result<void> WriteAtomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Fail(Error::Code::kInternal, "cannot write " + path.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Fail(Error::Code::kInternal, "cannot write " + path.string() + ": " + ec.message());
-  return {};
-}
-
-// A cell of the markdown table: one line, pipes escaped.
-std::string Cell(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string_view CaseStatusName(CaseStatus status) {
@@ -314,20 +271,20 @@ Result<ClientFactory> BehaviourFixtureClients(const fs::path& dir) {
                                           " is not labelled \"source\": \"scripted\"; hand-"
                                           "written turns must say so");
     }
-    Fixture fx{NormalizeQuestion(doc["question"].get<std::string>()), {}, doc, f.string()};
+    Fixture fx{llm::RecordingKey(doc["question"].get<std::string>()), {}, doc, f.string()};
     if (doc.contains("data") && doc["data"].is_array()) {
       for (const auto& d : doc["data"]) {
         if (d.is_string()) fx.data.push_back(d.get<std::string>());
       }
     }
-    fx.data = Basenames(fx.data);
+    fx.data = llm::DataFileNames(fx.data);
     fixtures->push_back(std::move(fx));
   }
   return ClientFactory([fixtures, dir](const std::string& question,
                                        const std::vector<std::string>& data)
                            -> Result<std::unique_ptr<llm::Client>> {
-    const std::string q = NormalizeQuestion(question);
-    const auto names = Basenames(data);
+    const std::string q = llm::RecordingKey(question);
+    const auto names = llm::DataFileNames(data);
     for (const auto& fx : *fixtures) {
       if (fx.question == q && (fx.data.empty() || fx.data == names)) {
         return llm::MakeReplayClientFromJson(fx.doc, fx.origin);
@@ -378,14 +335,14 @@ std::string BehaviourMarkdown(const BehaviourReport& r) {
           "the model turns were written by hand. This tests quarry and the checks, not any "
           "model's quality.\n\n";
   } else {
-    md += "Live run: model `" + Cell(r.model) + "`.\n\n";
+    md += "Live run: model `" + MarkdownCell(r.model) + "`.\n\n";
   }
-  md += "Run " + r.created_at + " on a copy of `" + Cell(r.source) + "` (sha256 " +
+  md += "Run " + r.created_at + " on a copy of `" + MarkdownCell(r.source) + "` (sha256 " +
         r.source_sha256_before + (r.source_sha256_after == r.source_sha256_before
                                       ? ", unchanged after the suite"
                                       : ", CHANGED after the suite: " + r.source_sha256_after) +
         ") with planted rows:\n\n";
-  for (const auto& p : r.planted) md += "- `" + Cell(p) + "`\n";
+  for (const auto& p : r.planted) md += "- `" + MarkdownCell(p) + "`\n";
   md += "\n" + std::to_string(r.passed) + " pass, " + std::to_string(r.failed) + " fail, " +
         std::to_string(r.not_built) + " not built, " + std::to_string(r.skipped) +
         " skipped.\n\n| case | checks | status | reason | runs |\n|---|---|---|---|---|\n";
@@ -394,8 +351,8 @@ std::string BehaviourMarkdown(const BehaviourReport& r) {
     for (size_t i = 0; i < c.run_ids.size(); ++i) {
       runs += (i ? "<br>" : "") + std::string("`") + c.run_ids[i] + "`";
     }
-    md += "| " + Cell(c.id) + " | " + Cell(c.checks) + " | " +
-          std::string(CaseStatusName(c.status)) + " | " + Cell(c.reason) + " | " + runs + " |\n";
+    md += "| " + MarkdownCell(c.id) + " | " + MarkdownCell(c.checks) + " | " +
+          std::string(CaseStatusName(c.status)) + " | " + MarkdownCell(c.reason) + " | " + runs + " |\n";
   }
   md += "\nTraces: `quarry view <run id>` (with the suite's --runs-dir).\n";
   return md;
@@ -412,8 +369,8 @@ Result<std::vector<fs::path>> WriteBehaviourResults(const BehaviourReport& repor
   const fs::path md_path = out_dir / "BEHAVIOUR.md";
   const std::string text =
       BehaviourJson(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  if (auto w = WriteAtomically(json_path, text); !w) return std::unexpected(w.error());
-  if (auto w = WriteAtomically(md_path, BehaviourMarkdown(report)); !w) {
+  if (auto w = WriteFileAtomically(json_path, text); !w) return std::unexpected(w.error());
+  if (auto w = WriteFileAtomically(md_path, BehaviourMarkdown(report)); !w) {
     return std::unexpected(w.error());
   }
   return std::vector<fs::path>{json_path, md_path};

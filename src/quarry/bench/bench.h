@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "quarry/agent/agent.h"
@@ -65,6 +66,14 @@ Result<RunRecord> RunAgent(agent::RunInput input, engine::Engine& engine, llm::C
 // caller counts that question as skipped).
 using ClientFactory = std::function<Result<std::unique_ptr<llm::Client>>(
     const std::string& question, const std::vector<std::string>& data)>;
+
+// ---- Writing results --------------------------------------------------------------------
+
+// Writes `text` to `path` through `path`.tmp and a rename, so a reader never sees half a file;
+// makes the parent directories. Errors: kInternal naming the file.
+Result<void> WriteFileAtomically(const std::filesystem::path& path, std::string_view text);
+// Text as one cell of a markdown table: on one line, its pipes escaped.
+std::string MarkdownCell(std::string_view text);
 
 // ---- Figures of one run ----------------------------------------------------------------
 

@@ -3,6 +3,8 @@
 // other; and the figures a suite counts, read back from the trace.
 #include "quarry/bench/bench.h"
 
+#include <fstream>
+
 namespace quarry::bench {
 
 Result<RunRecord> RunAgent(agent::RunInput input, engine::Engine& engine, llm::Client& client,
@@ -39,6 +41,42 @@ RunMetrics MetricsOf(const trace::Trace& t) {
   m.answered = t.stop_reason == agent::kStopAnswered;
   m.grounded = m.answered && t.grounded;
   return m;
+}
+
+Result<void> WriteFileAtomically(const std::filesystem::path& path, std::string_view text) {
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return Fail(Error::Code::kInternal, "cannot write " + path.string());
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    return Fail(Error::Code::kInternal, "cannot write " + path.string() + ": " + why);
+  }
+  return {};
+}
+
+std::string MarkdownCell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace quarry::bench

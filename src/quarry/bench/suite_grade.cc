@@ -191,6 +191,18 @@ std::optional<double> ParseWrittenNumber(std::string_view written) {
       break;
     }
   }
+  // Scientific notation ("2.7183053e5", "27183053E-2"), which the verify gate also reads.
+  if (any_digit && i + 1 < rest.size() && rest[i] == 'e') {
+    size_t j = i + 1;
+    std::string exponent = "e";
+    if (rest[j] == '+' || rest[j] == '-') exponent += rest[j++];
+    const size_t first = j;
+    while (j < rest.size() && Digit(rest[j])) exponent += rest[j++];
+    if (j > first) {
+      digits += exponent;
+      i = j;
+    }
+  }
   if (!any_digit) {
     auto words = ParseWords(rest);
     if (!words) return std::nullopt;

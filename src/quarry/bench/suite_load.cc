@@ -54,30 +54,6 @@ bool ValidId(const std::string& id) {
   });
 }
 
-// Questions agree up to case, spacing and end punctuation (as `ask --offline` matches them).
-std::string NormalizeQuestion(const std::string& q) {
-  std::string out;
-  for (char c : q) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isspace(u)) {
-      if (!out.empty() && out.back() != ' ') out += ' ';
-    } else {
-      out += static_cast<char>(std::tolower(u));
-    }
-  }
-  while (!out.empty() && (out.back() == ' ' || out.back() == '?' || out.back() == '.')) {
-    out.pop_back();
-  }
-  return out;
-}
-
-std::vector<std::string> Basenames(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const auto& p : paths) out.push_back(fs::path(p).filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // An item list: each entry a non-empty string or a non-empty array of non-empty strings.
 std::string ReadItems(const json& v, std::vector<Alternatives>& out) {
   if (!v.is_array()) return "should be an array of strings or of arrays of strings";
@@ -240,12 +216,12 @@ Result<void> ReadFixture(Task& task, const fs::path& file) {
     return fail("field 'turns' should be the array of scripted model turns");
   }
   const std::string question = JsonString(*doc, "question");
-  if (NormalizeQuestion(question) != NormalizeQuestion(task.question)) {
+  if (llm::RecordingKey(question) != llm::RecordingKey(task.question)) {
     return fail("its question \"" + question + "\" is not the task's \"" + task.question + "\"");
   }
   std::vector<std::string> data;
   if (auto p = ReadJsonField(*doc, "data", data); !p.empty()) return fail(p);
-  if (!data.empty() && Basenames(data) != Basenames(task.data)) {
+  if (!data.empty() && llm::DataFileNames(data) != llm::DataFileNames(task.data)) {
     return fail("its data files are not the task's");
   }
   if (doc->contains("judge_turns")) {

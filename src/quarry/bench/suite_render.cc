@@ -137,35 +137,6 @@ std::string McNemarLine(const json& results) {
          ".";
 }
 
-std::string Md(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string Html(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string Header(const json& results) {
   return "Model: " + TextAt(results, "model") + " (" + TextAt(results, "provider") +
          ") · judge: " + TextAt(results, "judge_model") + " · date: " + TextAt(results, "date") +
@@ -176,7 +147,7 @@ std::string Header(const json& results) {
 
 std::string MdSection(const json& results) {
   std::string out;
-  out += Md(Header(results)) + "\n\n";
+  out += MarkdownCell(Header(results)) + "\n\n";
   if (const auto it = results.find("budget_stopped");
       it != results.end() && it->is_boolean() && it->get<bool>()) {
     out += "The bench stopped at its --max-cost budget; the task runs not started are counted "
@@ -190,7 +161,7 @@ std::string MdSection(const json& results) {
   out += "\n";
   for (const Row& row : Rows(results)) {
     out += "| " + row.figure + " |";
-    for (const auto& c : row.cells) out += " " + Md(c) + " |";
+    for (const auto& c : row.cells) out += " " + MarkdownCell(c) + " |";
     out += "\n";
   }
   if (const std::string m = McNemarLine(results); !m.empty()) out += "\n" + m + "\n";
@@ -198,10 +169,10 @@ std::string MdSection(const json& results) {
   out += "| task | grader | arm | sample | grade | reason | run id |\n|---|---|---|---|---|---|---|\n";
   const json runs = Field(results, "runs");
   for (const json& r : runs.is_array() ? runs : json::array()) {
-    out += "| " + Md(TextAt(r, "task")) + " | " + Md(TextAt(r, "grader")) + " | " +
-           Md(TextAt(r, "arm")) + " | " + Count(NumberAt(r, "sample")) + " | " +
-           Md(TextAt(r, "status")) + " | " + Md(TextAt(r, "reason", "")) + " | " +
-           Md(TextAt(r, "run_id", "")) + " |\n";
+    out += "| " + MarkdownCell(TextAt(r, "task")) + " | " + MarkdownCell(TextAt(r, "grader")) + " | " +
+           MarkdownCell(TextAt(r, "arm")) + " | " + Count(NumberAt(r, "sample")) + " | " +
+           MarkdownCell(TextAt(r, "status")) + " | " + MarkdownCell(TextAt(r, "reason", "")) + " | " +
+           MarkdownCell(TextAt(r, "run_id", "")) + " |\n";
   }
   out += "\n</details>\n";
   return out;
@@ -245,18 +216,18 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
 std::string RenderSiteBlock(const json& results) {
   const bool scripted = TextAt(results, "source") == "scripted";
   std::string out = "<div class=\"bench\">\n";
-  out += "<p>" + Html(Header(results)) + "</p>\n";
-  if (scripted) out += "<p><strong>" + Html(kScriptedLabel) + ".</strong></p>\n";
+  out += "<p>" + trace::HtmlEscape(Header(results)) + "</p>\n";
+  if (scripted) out += "<p><strong>" + trace::HtmlEscape(kScriptedLabel) + ".</strong></p>\n";
   out += "<table>\n<thead><tr><th>figure</th>";
-  for (const auto& n : ArmNames(results)) out += "<th>" + Html(n) + "</th>";
+  for (const auto& n : ArmNames(results)) out += "<th>" + trace::HtmlEscape(n) + "</th>";
   out += "</tr></thead>\n<tbody>\n";
   for (const Row& row : Rows(results)) {
-    out += "<tr><td>" + Html(row.figure) + "</td>";
-    for (const auto& c : row.cells) out += "<td>" + Html(c) + "</td>";
+    out += "<tr><td>" + trace::HtmlEscape(row.figure) + "</td>";
+    for (const auto& c : row.cells) out += "<td>" + trace::HtmlEscape(c) + "</td>";
     out += "</tr>\n";
   }
   out += "</tbody>\n</table>\n";
-  if (const std::string m = McNemarLine(results); !m.empty()) out += "<p>" + Html(m) + "</p>\n";
+  if (const std::string m = McNemarLine(results); !m.empty()) out += "<p>" + trace::HtmlEscape(m) + "</p>\n";
   out += "</div>\n";
   return out;
 }

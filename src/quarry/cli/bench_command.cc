@@ -3,6 +3,8 @@
 // latest run, offline/ and live/ for the latest of each, RESULTS.md from both); and
 // `quarry bench --render-site`, which puts a results file's tables into site/index.html.
 #include <CLI/CLI.hpp>
+
+#include "quarry/cli/cli_options.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -73,20 +75,6 @@ std::vector<std::string> SplitTags(const std::string& tags) {
   return out;
 }
 
-llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
-  llm::Settings flags;
-  auto set = [](std::optional<std::string>& to, const std::string& value) {
-    if (!value.empty()) to = value;
-  };
-  set(flags.model, model.empty() ? o.model : model);
-  set(flags.base_url, o.base_url);
-  set(flags.request_timeout, o.request_timeout);
-  set(flags.max_tokens, o.max_tokens);
-  set(flags.temperature, o.temperature);
-  set(flags.max_tokens_param, o.max_tokens_param);
-  return flags;
-}
-
 // A live client per run: no "waiting" line (parallel runs would fight over it), resends said
 // on stderr.
 Result<std::unique_ptr<llm::Client>> BenchClient(const llm::Settings& flags) {
@@ -96,22 +84,6 @@ Result<std::unique_ptr<llm::Client>> BenchClient(const llm::Settings& flags) {
     std::cerr << Paint("quarry: model: " + TerminalText(line), "33") << "\n";
   };
   return llm::MakeOpenAiClient(std::move(*config));
-}
-
-Result<void> WriteFile(const fs::path& path, const std::string& text) {
-  std::error_code ec;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) {
-      return Fail(Error::Code::kInternal, "cannot write " + tmp.string());
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) return Fail(Error::Code::kInternal, "cannot write " + path.string() + ": " + ec.message());
-  return {};
 }
 
 std::optional<std::string> ReadText(const fs::path& path) {
@@ -192,7 +164,7 @@ int RenderSite(const BenchCmdOptions& o) {
   if (!replaced) {
     return Report({replaced.error().code, site.string() + ": " + replaced.error().message});
   }
-  if (auto w = WriteFile(site, *replaced); !w) return Report(w.error());
+  if (auto w = bench::WriteFileAtomically(site, *replaced); !w) return Report(w.error());
   std::cout << "quarry: wrote the bench tables of " << results_path.string() << " into "
             << site.string() << "\n";
   return kExitOk;
@@ -222,11 +194,13 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   cmd->add_option("--max-cost", o.max_cost_usd,
                   "USD for the whole bench, judge calls included: no run starts once the spent "
                   "cost plus its bound (--max-cost-per-run) would pass it")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(UsdAmount());
   cmd->add_option("--max-cost-per-run", o.ask.config.max_cost_usd, "Cost budget of one run, USD")
-      ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--jobs", o.jobs, "Task runs at once, each with its own engine and client")
-      ->default_val(1)->check(CLI::Range(1, 64));
+      ->default_val(1.0)->check(UsdAmount());
+  // Past a few per core, runs only wait on each other, and data loads hit their timeouts.
+  cmd->add_option("--jobs", o.jobs,
+                  "Task runs at once (1 to 16), each with its own engine and client")
+      ->default_val(1)->check(CLI::Range(1, 16));
   cmd->add_option("--out", o.out, "Where the results files go")->default_val("results");
   cmd->add_option("--runs-dir", o.runs_dir,
                   "The bench's runs folder: each run's trace in <dir>/<run id>/ (default "
@@ -308,6 +282,13 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   AskOptions ask = o.ask;
   auto config = BaseConfig(ask);
   if (!config) return Report(config.error());
+  // Found out before any run, not after a live bench has been paid for.
+  const fs::path probe = fs::path(o.out) / ".quarry-write-check";
+  if (auto w = bench::WriteFileAtomically(probe, ""); !w) {
+    return Report({Error::Code::kUsage, "--out " + o.out + " cannot hold the results (" +
+                                            w.error().message + "): give a writable folder"});
+  }
+  fs::remove(probe, ec);
 
   bench::BenchOptions options;
   options.arms = *arms;
@@ -328,7 +309,7 @@ int RunBenchCommand(const BenchCmdOptions& o) {
     return OpenData(specs, load);
   };
   if (!o.ask.offline) {
-    const llm::Settings agent_flags = ModelSettings(o.ask, "");
+    const llm::Settings agent_flags = ModelSettings(o.ask);
     const llm::Settings judge_flags = ModelSettings(o.ask, o.judge_model);
     // Said once, before anything runs, rather than as an error in every task run.
     if (auto c = llm::ResolveConfig(agent_flags, llm::ProcessEnv, llm::ReadDotEnv(".env")); !c) {
@@ -356,13 +337,13 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   const fs::path out = o.out;
   const json doc = bench::ResultsJson(*result);
   const std::string text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  if (auto w = WriteFile(out / "bench_results.json", text); !w) return Report(w.error());
-  if (auto w = WriteFile(out / result->mode / "bench_results.json", text); !w) {
+  if (auto w = bench::WriteFileAtomically(out / "bench_results.json", text); !w) return Report(w.error());
+  if (auto w = bench::WriteFileAtomically(out / result->mode / "bench_results.json", text); !w) {
     return Report(w.error());
   }
   const auto offline = ReadResults(out / "offline" / "bench_results.json");
   const auto live = ReadResults(out / "live" / "bench_results.json");
-  if (auto w = WriteFile(out / "RESULTS.md", bench::RenderResultsMarkdown(offline, live)); !w) {
+  if (auto w = bench::WriteFileAtomically(out / "RESULTS.md", bench::RenderResultsMarkdown(offline, live)); !w) {
     return Report(w.error());
   }
   PrintSummary(*result, out);

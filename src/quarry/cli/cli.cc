@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+
+#include "quarry/cli/cli_options.h"
 #include <cstdio>
 #include <filesystem>
 #include <cstdlib>
@@ -132,7 +134,7 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
                   "Tool calls per question at most (parallel calls count one each)")
       ->default_val(16)->check(CLI::Range(1, 10000));
   cmd->add_option("--max-cost", o.config.max_cost_usd, "Cost budget in USD")
-      ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
+      ->default_val(1.0)->check(UsdAmount());
   cmd->add_option("--timeout-ms", o.config.limits.timeout_ms, "Per-query timeout")
       ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->add_flag("--allow-unisolated", o.allow_unisolated,

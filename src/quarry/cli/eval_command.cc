@@ -2,6 +2,8 @@
 // layout (bench/eval.h does the work): flags, the model client per question (live, recorded
 // turns, or none with --gold), progress on stderr, the summary on stdout.
 #include <CLI/CLI.hpp>
+
+#include "quarry/cli/cli_options.h"
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -78,7 +80,7 @@ void AddBenchmarkFlags(CLI::App* cmd, EvalCommandOptions& o) {
   cmd->add_option("--max-tool-calls", a.config.max_tool_calls, "Tool calls per question at most")
       ->default_val(16)->check(CLI::Range(1, 10000));
   cmd->add_option("--max-cost", a.config.max_cost_usd, "Cost budget per question in USD")
-      ->default_val(1.0)->check(CLI::Range(0.0, 1e6));
+      ->default_val(1.0)->check(UsdAmount());
   cmd->add_option("--timeout-ms", a.config.limits.timeout_ms, "The agent's per-query timeout")
       ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->add_option("--schema-budget", a.schema_budget,

@@ -20,22 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-// Questions match a recording when they agree up to case, spacing and end punctuation.
-std::string NormalizeQuestion(const std::string& q) {
-  std::string out;
-  for (char c : q) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isspace(u)) {
-      if (!out.empty() && out.back() != ' ') out += ' ';
-    } else {
-      out += static_cast<char>(std::tolower(u));
-    }
-  }
-  while (!out.empty() && (out.back() == ' ' || out.back() == '?' || out.back() == '.'))
-    out.pop_back();
-  return out;
-}
-
 std::vector<fs::path> FixtureDirs(const AskOptions& o) {
   if (!o.fixtures.empty()) return {o.fixtures};
   std::vector<fs::path> dirs;
@@ -45,17 +29,10 @@ std::vector<fs::path> FixtureDirs(const AskOptions& o) {
   return dirs;
 }
 
-std::vector<std::string> Basenames(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const auto& p : paths) out.push_back(fs::path(p).filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // A recording fits when it answers this question about files of the same names.
 bool Fits(const json& doc, const AskOptions& o) {
   if (!doc.is_object() || !doc.contains("question") || !doc["question"].is_string()) return false;
-  if (NormalizeQuestion(doc["question"].get<std::string>()) != NormalizeQuestion(o.question)) {
+  if (llm::RecordingKey(doc["question"].get<std::string>()) != llm::RecordingKey(o.question)) {
     return false;
   }
   // A fixture names its data files; a trace.json, its sources.
@@ -74,11 +51,11 @@ bool Fits(const json& doc, const AskOptions& o) {
   // A recording of a turn continued after a clarification names the reply it continues with.
   const bool has_reply = doc.contains("reply") && doc["reply"].is_string();
   if (has_reply != o.offline_reply.has_value()) return false;
-  if (has_reply && NormalizeQuestion(doc["reply"].get<std::string>()) !=
-                       NormalizeQuestion(*o.offline_reply)) {
+  if (has_reply && llm::RecordingKey(doc["reply"].get<std::string>()) !=
+                       llm::RecordingKey(*o.offline_reply)) {
     return false;
   }
-  return recorded.empty() || Basenames(recorded) == Basenames(o.data);
+  return recorded.empty() || llm::DataFileNames(recorded) == llm::DataFileNames(o.data);
 }
 
 Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
@@ -147,17 +124,21 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
     return llm::MakeReplayClientFromJson(doc, o.replay);
   }
   if (o.offline) return OfflineClient(o);
+  return LiveClient(ModelSettings(o));
+}
+
+llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
   llm::Settings flags;
   auto set = [](std::optional<std::string>& to, const std::string& value) {
     if (!value.empty()) to = value;
   };
-  set(flags.model, o.model);
+  set(flags.model, model.empty() ? o.model : model);
   set(flags.base_url, o.base_url);
   set(flags.request_timeout, o.request_timeout);
   set(flags.max_tokens, o.max_tokens);
   set(flags.temperature, o.temperature);
   set(flags.max_tokens_param, o.max_tokens_param);
-  return LiveClient(flags);
+  return flags;
 }
 
 Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model,

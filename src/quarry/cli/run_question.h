@@ -19,6 +19,10 @@ namespace quarry::cli {
 // data), or the live one. Errors: kUsage (both recorded modes, no recording), kData (a bad
 // replay file), and LiveClient's.
 Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o);
+// The live model's flags of `o` (--model, --base-url, --request-timeout, --max-tokens,
+// --temperature, --max-tokens-param) for llm::ResolveConfig; `model`, when not empty, instead
+// of --model (a judge's).
+llm::Settings ModelSettings(const AskOptions& o, const std::string& model = "");
 
 // Prints each step on stderr as it happens.
 class Progress final : public agent::Observer {

@@ -187,6 +187,11 @@ std::unique_ptr<Client> MakeOpenAiClient(ClientConfig config);
 // the file and the entry); a Complete() past the last turn is a kModel error
 // "replay exhausted".
 Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path);
+// Recorded turns are found by question and data: questions agree when their keys are equal (case,
+// runs of whitespace and trailing spaces, '?' and '.' ignored), data when the sorted base names
+// of the files are (a recording names its data by file name).
+std::string RecordingKey(std::string_view question);
+std::vector<std::string> DataFileNames(const std::vector<std::string>& paths);
 Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const nlohmann::ordered_json& doc,
                                                          const std::string& origin);
 

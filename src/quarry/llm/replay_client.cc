@@ -1,5 +1,7 @@
 // The replay client: recorded assistant turns (a fixture or a trace.json's model steps) played
 // in order, so a run is reproducible offline while every tool still executes for real.
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -183,6 +185,29 @@ Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& pa
     return Fail(Error::Code::kData, "replay file " + path.string() + ": not valid JSON");
   }
   return MakeReplayClientFromJson(doc, path.string());
+}
+
+std::string RecordingKey(std::string_view question) {
+  std::string out;
+  for (char c : question) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isspace(u)) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += static_cast<char>(std::tolower(u));
+    }
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == '?' || out.back() == '.')) {
+    out.pop_back();
+  }
+  return out;
+}
+
+std::vector<std::string> DataFileNames(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) out.push_back(std::filesystem::path(p).filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace quarry::llm
