@@ -309,6 +309,20 @@ TEST(EvalCliTest, BadLayoutsGiveClearErrorsAndNoCrash) {
   EXPECT_FALSE(fs::exists(tmp.path() / "results"));
 }
 
+TEST(EvalCliTest, TagAndSplitAreNamesNotPaths) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--tag", "../../escape"}, {"--split", "../spider/dev"}}) {
+    std::vector<std::string> args = {"spider", "--dir", (tmp.path() / "spider").string(), "--gold"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = Eval(tmp, args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("must be a plain name"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(tmp.path() / "results"));
+}
+
 TEST(EvalCliTest, AGoldQueryThatFailsIsAHarnessErrorNotAMiss) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
@@ -318,7 +332,10 @@ TEST(EvalCliTest, AGoldQueryThatFailsIsAHarnessErrorNotAMiss) {
   fs::remove(tmp.path() / "spider" / "dev_gold.sql");  // the gold comes from dev.json then
   auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag",
                       "broken"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The results are written, and the self-test says it did not pass.
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("--gold: 1 of 13 gold queries could not be run here"), std::string::npos)
+      << r.err;
   const fs::path out = tmp.path() / "results" / "eval" / "spider-dev-broken";
   const json s = ReadJson(out / "summary.json");
   EXPECT_EQ(s["outcomes"]["harness_error"], 1);

@@ -51,6 +51,14 @@ TEST(GradeNumericTest, FindsTheValueWrittenAnyWay) {
 }
 
 TEST(GradeNumericTest, TrapsFail) {
+  // A denied number is no claim of it.
+  EXPECT_FALSE(GradeNumeric("Total revenue in 2025 was not $271,830.53; it is unknown.",
+                            {271830.53}, {false, 0.01}).pass);
+  EXPECT_FALSE(GradeNumeric("It was NOT $271,830.53 (that figure is wrong).", {271830.53},
+                            {false, 0.01}).pass);
+  EXPECT_FALSE(GradeNumeric("It isn't 349.", {349}, {false, 0}).pass);
+  EXPECT_TRUE(GradeNumeric("Not counting refunds, revenue was $271,830.53.", {271830.53},
+                           {false, 0.01}).pass);
   // "$1.2 million" for 1,234,567 is 2.8% off: outside 1%, inside 5%.
   const Grade tight = GradeNumeric("Revenue was about $1.2 million.", {1234567}, {true, 0.01});
   EXPECT_FALSE(tight.pass);

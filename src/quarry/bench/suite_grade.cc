@@ -216,6 +216,29 @@ std::optional<double> ParseWrittenNumber(std::string_view written) {
   return sign * base * scale.value_or(1.0);
 }
 
+// Whether the text right before a number denies it: "not", "never", "isn't"... as the last
+// word, or before one more word ("not quite", "not exactly").
+bool Negated(std::string_view before) {
+  std::vector<std::string> words;
+  std::string word;
+  for (size_t i = before.size(); i-- > 0 && words.size() < 2;) {
+    const char c = before[i];
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '\'') {
+      word.insert(word.begin(), c);
+    } else if (!word.empty()) {
+      words.push_back(word);
+      word.clear();
+    } else if (c != ' ' && c != '$' && c != '(') {
+      break;  // other punctuation ends the clause
+    }
+  }
+  if (!word.empty() && words.size() < 2) words.push_back(word);
+  for (const std::string& w : words) {
+    if (w == "not" || w == "never" || w == "no" || w.ends_with("n't")) return true;
+  }
+  return false;
+}
+
 Grade GradeNumeric(std::string_view answer, const std::vector<double>& expected,
                    const Tolerance& tolerance) {
   struct Read {
@@ -224,7 +247,15 @@ Grade GradeNumeric(std::string_view answer, const std::vector<double>& expected,
     bool signed_;
   };
   std::vector<Read> numbers;
+  const std::string lower_answer = Lower(answer);
+  size_t from = 0;
   for (const std::string& written : agent::ExtractNumbers(answer)) {
+    // A number the answer denies ("not $271,830.53", "never 349") is no claim of it.
+    const size_t at = lower_answer.find(Lower(written), from);
+    if (at != std::string::npos) {
+      from = at + written.size();
+      if (Negated(std::string_view(lower_answer).substr(0, at))) continue;
+    }
     if (auto v = ParseWrittenNumber(written)) {
       const std::string_view t = Trim(written);
       const bool explicit_sign = !t.empty() && (t[0] == '-' || t[0] == '+' ||

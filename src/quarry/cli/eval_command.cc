@@ -168,6 +168,15 @@ CLI::App* AddEvalCommand(CLI::App& app, EvalCommandOptions& o) {
 
 int RunEvalCommand(const EvalCommandOptions& o) {
   const bool bird = o.benchmark == "bird";
+  // Both name a folder under results/eval: no path of their own.
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--tag", o.tag},
+                                    {"--split", o.split}}) {
+    if (value.find('/') != std::string::npos || value.find("..") != std::string::npos ||
+        value.find('\0') != std::string::npos) {
+      return Report({Error::Code::kUsage, std::string(flag) + " " + value +
+                                              " must be a plain name (no '/' or '..')"});
+    }
+  }
   if (o.gold && o.ask.offline) {
     return Report({Error::Code::kUsage, "--gold asks no model: drop --offline"});
   }
@@ -247,7 +256,17 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   } else {
     PrintSummary(summary->json);
   }
-  return summary->interrupted ? kExitInterrupted : kExitOk;
+  if (summary->interrupted) return kExitInterrupted;
+  // The self-test passes only when every gold query ran and matched itself; a gold query the
+  // harness could not run is its failure, not a smaller denominator.
+  if (o.gold && (summary->harness_errors > 0 || summary->matched != summary->scored)) {
+    return Report({Error::Code::kData,
+                   "--gold: " + std::to_string(summary->harness_errors) + " of " +
+                       std::to_string(summary->questions) +
+                       " gold queries could not be run here (see questions.jsonl): the "
+                       "self-test needs every one to run and match"});
+  }
+  return kExitOk;
 }
 
 }  // namespace quarry::cli

@@ -19,6 +19,10 @@ bool SameFile(const fs::path& a, const fs::path& b) {
 
 // Via a temporary file and a rename, so a reader never sees half a page.
 Result<void> WritePage(const fs::path& out, const std::string& html) {
+  std::error_code dir_ec;
+  if (fs::is_directory(out, dir_ec)) {
+    return Fail(Error::Code::kUsage, "--html " + out.string() + " is a folder: name a file");
+  }
   const fs::path tmp = out.string() + ".tmp";
   {
     std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
