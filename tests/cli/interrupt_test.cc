@@ -19,6 +19,8 @@
 #include <duckdb.h>
 #include <nlohmann/json.hpp>
 
+#include "quarry/cli/interrupt.h"
+#include "quarry/common/scratch.h"
 #include "support/provider_server.h"
 #include "support/test_support.h"
 
@@ -319,32 +321,49 @@ TEST(InterruptOpenTest, CtrlCStopsQuarryPythonAndRemovesTheTableCopies) {
   EXPECT_FALSE(fs::exists(run / "tables"));
 }
 
-TEST(InterruptOpenTest, ASecondCtrlCStillRemovesTheTableCopies) {
-  // The warm Python gets copies of every table while the model thinks; quitting at once must
-  // not leave them behind.
-  ProviderServer server;
-  server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", R"({"sql": "SELECT 1"})"}}, 10, 5),
-                  std::chrono::milliseconds(30000)});
-  quarry::testing::TempDir cwd;
-  const fs::path runs = cwd.path() / "runs";
-  Quarry q(server, cwd.path(),
-           {"ask", "--timeout-ms", "60000", "--runs-dir", runs.string(), "--data",
-            (quarry::testing::SourceDir() / "data" / "chinook.sqlite").string(),
-            "How many tracks are there?"});
-  ASSERT_TRUE(WaitForRunEntry(runs, "tables", std::chrono::seconds(30))) << q.err();
-  ASSERT_TRUE(WaitForRequests(server, 1, std::chrono::seconds(30))) << q.err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the copies are complete
-  q.Signal(SIGINT);
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (q.err().find("stopping") == std::string::npos && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// A run whose first stop never finishes (here: one that ignores it): the second Ctrl-C quits at
+// once, and the copies of the user's data registered as scratch still go. In a forked child,
+// since the quit ends the process.
+TEST(InterruptScopeTest, ASecondCtrlCQuitsAndRemovesTheScratchCopies) {
+  quarry::testing::TempDir dir;
+  const fs::path tables = dir.path() / "run" / "tables";
+  fs::create_directories(tables);
+  std::ofstream(tables / "Customer.csv") << "CustomerId,Company\n1,x\n";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    const quarry::cli::InterruptScope scope;
+    quarry::ScratchDirs::Add(tables);
+    [[maybe_unused]] const ssize_t n = write(ready[1], "r", 1);
+    while (true) pause();  // a stop that never completes
   }
-  q.Signal(SIGINT);
-  EXPECT_EQ(q.Wait(std::chrono::seconds(30)), 6) << q.err();
-  EXPECT_NE(q.err().find("interrupted twice"), std::string::npos) << q.err();
-  const fs::path run = OnlyRun(runs);
-  ASSERT_FALSE(run.empty());
-  EXPECT_FALSE(fs::exists(run / "tables")) << "the copies of the user's data are left behind";
+  close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  close(ready[0]);
+  kill(child, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(fs::exists(tables)) << "one Ctrl-C only asks the run to stop";
+  const auto second = Clock::now();
+  kill(child, SIGINT);
+  int status = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (waitpid(child, &status, WNOHANG) == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (Clock::now() >= deadline) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the second Ctrl-C did not end the process";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 6);
+  EXPECT_LT(MsSince(second), 1000);
+  EXPECT_FALSE(fs::exists(tables)) << "the copies of the user's data are left behind";
+  EXPECT_TRUE(fs::exists(dir.path() / "run")) << "only the registered folder goes";
 }
 
 TEST(KilledRunTest, TraceAndViewRebuildAKilledRunFromEventsAndMarkItIncomplete) {
