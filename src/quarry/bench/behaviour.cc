@@ -54,12 +54,6 @@ class WorkDir {
   bool remove_ = false;
 };
 
-std::string UtcNow() {
-  const std::string id = trace::NewRunId();  // "yyyymmdd-hhmmss-xxxxxx", UTC
-  return id.substr(0, 4) + "-" + id.substr(4, 2) + "-" + id.substr(6, 2) + "T" + id.substr(9, 2) +
-         ":" + id.substr(11, 2) + ":" + id.substr(13, 2) + "Z";
-}
-
 // Runs the case's questions; fills `result`'s run ids and `run`'s traces. A false return means
 // the case stopped early, with result.status and reason set.
 bool RunQuestions(const CaseDef& def, const BehaviourOptions& o, const fs::path& db,
@@ -196,7 +190,7 @@ Result<BehaviourReport> RunBehaviour(const BehaviourOptions& o, const ClientFact
     }
   }
   BehaviourReport report;
-  report.created_at = UtcNow();
+  report.created_at = trace::UtcTimestamp();
   report.scripted = o.scripted;
   report.model = o.model;
   report.source = o.source.string();

@@ -17,15 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-std::string UtcNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // The last run_sql that executed (with `empty_counts`, an empty result too); "" for none.
@@ -285,7 +276,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
             {"split", dataset.split},
             {"dir", dataset.dir.string()},
             {"tag", o.tag},
-            {"created_at", UtcNow()},
+            {"created_at", trace::UtcTimestamp()},
             {"command", o.command},
             {"prediction", o.gold_as_prediction ? "gold" : "agent"},
             {"turns", o.turns},

@@ -20,15 +20,6 @@ const char* kNoFixture = "no fixture for --offline";
 const char* kNeedsJudge = "needs a live judge";
 const char* kInterrupted = "interrupted";
 
-std::string UtcNowIso() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string BudgetReason(double max_cost_usd) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "budget: --max-cost %.4g USD reached", max_cost_usd);
@@ -291,7 +282,7 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   }
 
   BenchResult result;
-  result.date = UtcNowIso();
+  result.date = trace::UtcTimestamp();
   result.mode = options.offline ? "offline" : "live";
   result.source = options.offline ? "scripted" : "live";
   result.model = options.offline ? "none (scripted turns)" : "";

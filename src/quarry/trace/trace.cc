@@ -118,6 +118,15 @@ json ToJson(const Trace& t) {
   return j;
 }
 
+std::string UtcTimestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 std::string NewRunId() {
   const auto now_point = std::chrono::system_clock::now();
   const std::time_t now = std::chrono::system_clock::to_time_t(now_point);

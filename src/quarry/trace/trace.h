@@ -170,6 +170,8 @@ Result<Trace> FromJson(const nlohmann::ordered_json& doc);
 
 // A new run id: "<UTC yyyymmdd-hhmmss>-<6 hex>", sortable by time.
 std::string NewRunId();
+// Now as UTC ISO 8601 to the second ("2026-12-01T10:38:26Z"): every created_at and date.
+std::string UtcTimestamp();
 
 // Owns runs/<id>/ for one run. Not thread-safe.
 class Writer {
