@@ -35,7 +35,7 @@ TEST(JudgeTest, MajorityOfThreeCallsDecidesAndDisagreementIsRecorded) {
   server.Enqueue({200, {}, testing::TextReply(R"({"verdict": "pass", "reason": "names both"})")});
   server.Enqueue({200, {}, testing::TextReply("```json\n{\"verdict\": \"FAIL\", \"reason\": "
                                               "\"misses Central\"}\n```")});
-  server.Enqueue({200, {}, testing::TextReply(R"(Sure. {"verdict": "pass", "reason": "ok"})")});
+  server.Enqueue({200, {}, testing::TextReply(R"(  {"verdict": "pass", "reason": "ok"}  )")});
   auto client = ClientFor(server);
   const JudgeResult r = JudgeAnswer(*client, JudgeTask(), "North leads; Central is smallest.");
   ASSERT_EQ(r.votes.size(), 3u);
@@ -145,6 +145,21 @@ TEST(ResultsMarkdownTest, LiveRowsArePendingWithoutALiveRun) {
   EXPECT_NE(md.find("| task success (95% Wilson CI) | pending | pending |"), std::string::npos)
       << md;
   EXPECT_NE(md.find(kScriptedLabel), std::string::npos);
+}
+
+TEST(JudgeReplyTest, OneObjectBareOrFencedIsAVoteAndTextBesideItIsNot) {
+  EXPECT_EQ(ParseJudgeReply(R"({"verdict": "pass", "reason": "ok"})").verdict, "pass");
+  EXPECT_EQ(ParseJudgeReply("```json\n{\"verdict\": \"FAIL\", \"reason\": \"x\"}\n```").verdict,
+            "fail");
+  EXPECT_EQ(ParseJudgeReply("  {\"verdict\": \"fail\"}\n").verdict, "fail");
+  for (const char* reply : {R"(Verdict: fail. {"verdict": "pass"})",
+                            R"({"verdict": "pass"} but actually {"verdict": "fail"})",
+                            R"(Sure. {"verdict": "pass", "reason": "ok"})",
+                            R"({"verdict": "maybe"})", "pass", ""}) {
+    const JudgeVote v = ParseJudgeReply(reply);
+    EXPECT_EQ(v.verdict, "") << reply;
+    EXPECT_NE(v.reason.find("unparseable judge reply"), std::string::npos) << reply;
+  }
 }
 
 }  // namespace

@@ -125,8 +125,9 @@ struct JudgeResult {
 
 // The judge's prompt (prompts/judge.md) for one answer.
 std::string JudgePrompt(const Task& task, std::string_view answer);
-// Reads a judge reply: one JSON object {"verdict": "pass"|"fail", "reason": "..."}, possibly
-// inside a code fence or with text around it. Never throws; an unreadable reply is no vote.
+// Reads a judge reply: one JSON object {"verdict": "pass"|"fail", "reason": "..."}, bare or in
+// one code fence; a reply with other text beside the object is no vote (the text could say the
+// opposite). Never throws; an unreadable reply is no vote.
 JudgeVote ParseJudgeReply(std::string_view reply);
 // Asks `client` kJudgeCalls times (no tools) and tallies the votes; a failed call is no vote.
 JudgeResult JudgeAnswer(llm::Client& client, const Task& task, std::string_view answer);

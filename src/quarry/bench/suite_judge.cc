@@ -49,13 +49,25 @@ std::string JudgePrompt(const Task& task, std::string_view answer) {
 JudgeVote ParseJudgeReply(std::string_view reply) {
   JudgeVote vote;
   vote.reply = std::string(reply.substr(0, 2000));
-  const size_t open = reply.find('{');
-  const size_t close = reply.rfind('}');
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-    vote.reason = "unparseable judge reply: no JSON object";
+  // The reply is one JSON object, bare or in one code fence. Text beside it could say the
+  // opposite ("Verdict: fail. {\"verdict\": \"pass\"}"), so a reply with any is no vote.
+  std::string_view body = reply;
+  const auto trim = [](std::string_view t) {
+    const size_t a = t.find_first_not_of(" \t\r\n");
+    if (a == std::string_view::npos) return std::string_view();
+    return t.substr(a, t.find_last_not_of(" \t\r\n") - a + 1);
+  };
+  body = trim(body);
+  if (body.starts_with("```") && body.size() >= 6 && body.ends_with("```")) {
+    body = body.substr(3, body.size() - 6);
+    if (body.starts_with("json")) body.remove_prefix(4);
+    body = trim(body);
+  }
+  if (body.empty() || body.front() != '{' || body.back() != '}') {
+    vote.reason = "unparseable judge reply: not one JSON object (text beside it is not read)";
     return vote;
   }
-  const json doc = ParseJson(reply.substr(open, close - open + 1));
+  const json doc = ParseJson(body);
   if (doc.is_discarded() || !doc.is_object()) {
     vote.reason = "unparseable judge reply: not a JSON object";
     return vote;
