@@ -250,10 +250,11 @@ TEST_F(ProviderFaultsTest, RejectedMaxTokensIsSentAsMaxCompletionTokens) {
 }
 
 TEST_F(ProviderFaultsTest, ReasoningModelsGetMaxCompletionTokensAndNoTemperature) {
-  Result<ClientConfig> config = ResolveConfig(
-      Settings{server_.base_url(), "openai/o3-mini", {}, {}, {}, {}, {}}, [](const char*) {
-        return std::optional<std::string>();
-      }, {});
+  Settings flags;
+  flags.base_url = server_.base_url();
+  flags.model = "openai/o3-mini";
+  Result<ClientConfig> config =
+      ResolveConfig(flags, [](const char*) { return std::optional<std::string>(); }, {});
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->max_tokens_param, "max_completion_tokens");
   EXPECT_FALSE(config->temperature.has_value());

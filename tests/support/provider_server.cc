@@ -42,32 +42,66 @@ nlohmann::ordered_json RecordedRequest::Json() const {
   return nlohmann::ordered_json::parse(body, nullptr, false);
 }
 
+namespace {
+
+RecordedRequest Record(const httplib::Request& req) {
+  RecordedRequest recorded;
+  recorded.method = req.method;
+  recorded.path = req.path;
+  for (const auto& [key, value] : req.headers) recorded.headers.emplace_back(key, value);
+  recorded.body = req.body;
+  return recorded;
+}
+
+}  // namespace
+
 ProviderServer::ProviderServer() : server_(std::make_unique<httplib::Server>()) {
   server_->Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
-    RecordedRequest recorded;
-    recorded.method = req.method;
-    recorded.path = req.path;
-    for (const auto& [key, value] : req.headers) recorded.headers.emplace_back(key, value);
-    recorded.body = req.body;
-    int status = 0;
-    std::string body;
-    std::vector<std::pair<std::string, std::string>> headers;
-    std::optional<size_t> drop_after_bytes;
-    Serve(std::move(recorded), status, body, headers, drop_after_bytes);
-    res.status = status;
-    for (const auto& [key, value] : headers) res.set_header(key, value);
-    if (drop_after_bytes) {
-      const size_t size = body.size();
-      const size_t sent = std::min(*drop_after_bytes, size);
+    ScriptedResponse reply = Serve(Record(req));
+    res.status = reply.status;
+    for (const auto& [key, value] : reply.headers) res.set_header(key, value);
+    if (!reply.chunks.empty()) {
+      const std::string type =
+          reply.content_type.empty() ? "text/event-stream" : reply.content_type;
+      res.set_chunked_content_provider(
+          type, [this, chunks = std::move(reply.chunks), delay = reply.chunk_delay,
+                 drop = reply.drop_after_chunks](size_t, httplib::DataSink& sink) {
+            for (size_t i = 0; i < chunks.size(); ++i) {
+              if (drop && i >= *drop) return false;  // httplib closes the connection mid-body
+              if (i > 0 && delay.count() > 0 && !Pause(delay)) return false;
+              if (!sink.write(chunks[i].data(), chunks[i].size())) return false;
+            }
+            if (drop && *drop >= chunks.size()) return false;
+            sink.done();
+            return true;
+          });
+      return;
+    }
+    const std::string type = reply.content_type.empty() ? "application/json" : reply.content_type;
+    if (reply.drop_after_bytes) {
+      const size_t size = reply.body.size();
+      const size_t sent = std::min(*reply.drop_after_bytes, size);
       res.set_content_provider(
-          size, "application/json",
-          [body = std::move(body), sent](size_t offset, size_t, httplib::DataSink& sink) {
+          size, type,
+          [body = std::move(reply.body), sent](size_t offset, size_t, httplib::DataSink& sink) {
             if (offset < sent) sink.write(body.data() + offset, sent - offset);
             return false;  // httplib closes the connection mid-body
           });
       return;
     }
-    res.set_content(body, "application/json");
+    res.set_content(reply.body, type);
+  });
+  server_->Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.push_back(Record(req));
+    if (req.path == "/v1/models" && models_body_) {
+      res.status = models_status_;
+      res.set_content(*models_body_, "application/json");
+      return;
+    }
+    res.status = 404;
+    res.set_content(ErrorBody("provider stand-in: no route for GET " + req.path, 404),
+                    "application/json");
   });
   // One request per connection: httplib's stop() otherwise waits out the keep-alive timeout
   // (5 s) of any client still holding a connection when the server is destroyed.
@@ -90,17 +124,21 @@ ProviderServer::~ProviderServer() {
   thread_.join();
 }
 
-void ProviderServer::Serve(RecordedRequest request, int& status, std::string& body,
-                           std::vector<std::pair<std::string, std::string>>& headers,
-                           std::optional<size_t>& drop_after_bytes) {
+bool ProviderServer::Pause(std::chrono::milliseconds delay) {
   std::unique_lock<std::mutex> lock(mu_);
-  const bool chat = request.path == "/v1/chat/completions";
+  return !stopping_cv_.wait_for(lock, delay, [this] { return stopping_; });
+}
+
+ScriptedResponse ProviderServer::Serve(RecordedRequest request) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ScriptedResponse reply;
+  const bool chat = request.path == "/v1/chat/completions" || request.path == "/v1/messages";
   if (request.path == "/v1/embeddings" && vector_of_) {
     requests_.push_back(request);
-    status = embeddings_status_;
-    if (status != 200) {
-      body = ErrorBody("provider stand-in: embeddings scripted to fail", status);
-      return;
+    reply.status = embeddings_status_;
+    if (reply.status != 200) {
+      reply.body = ErrorBody("provider stand-in: embeddings scripted to fail", reply.status);
+      return reply;
     }
     const json doc = request.Json();
     json inputs = doc.is_object() && doc.contains("input") ? doc["input"] : json::array();
@@ -111,33 +149,36 @@ void ProviderServer::Serve(RecordedRequest request, int& status, std::string& bo
           inputs[i].is_string() ? inputs[i].get<std::string>() : inputs[i].dump();
       data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", vector_of_(text)}});
     }
-    body = json{{"object", "list"},
-                {"data", data},
-                {"model", doc.value("model", "")},
-                {"usage", {{"prompt_tokens", 0}, {"total_tokens", 0}}}}
-               .dump();
-    return;
+    reply.body = json{{"object", "list"},
+                      {"data", data},
+                      {"model", doc.value("model", "")},
+                      {"usage", {{"prompt_tokens", 0}, {"total_tokens", 0}}}}
+                     .dump();
+    return reply;
   }
   requests_.push_back(std::move(request));
   if (!chat) {
-    status = 404;
-    body = ErrorBody("provider stand-in: no route for " + requests_.back().path, 404);
-    return;
+    reply.status = 404;
+    reply.body = ErrorBody("provider stand-in: no route for " + requests_.back().path, 404);
+    return reply;
   }
   if (queue_.empty()) {
-    status = 400;
-    body = ErrorBody("provider stand-in: no scripted response left", 400);
-    return;
+    reply.status = 400;
+    reply.body = ErrorBody("provider stand-in: no scripted response left", 400);
+    return reply;
   }
-  ScriptedResponse response = std::move(queue_.front());
+  reply = std::move(queue_.front());
   queue_.pop_front();
-  if (response.delay.count() > 0) {
-    stopping_cv_.wait_for(lock, response.delay, [this] { return stopping_; });
+  if (reply.delay.count() > 0) {
+    stopping_cv_.wait_for(lock, reply.delay, [this] { return stopping_; });
   }
-  status = response.status;
-  body = std::move(response.body);
-  headers = std::move(response.headers);
-  drop_after_bytes = response.drop_after_bytes;
+  return reply;
+}
+
+void ProviderServer::ServeModels(std::string body, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  models_body_ = std::move(body);
+  models_status_ = status;
 }
 
 void ProviderServer::ServeEmbeddings(VectorOf vector_of, int status) {

@@ -1,7 +1,9 @@
 // A real HTTP stand-in for a model provider, for tests of anything that talks to one (the llm
 // clients, the agent CLI, MCP): it listens on 127.0.0.1 at an ephemeral port, answers
-// POST /v1/chat/completions from a queue of scripted responses and, when told how,
-// POST /v1/embeddings with scripted vectors, and records every request.
+// POST /v1/chat/completions (OpenAI-compatible) and POST /v1/messages (Anthropic) from one
+// queue of scripted responses, whole or streamed piece by piece; when told how, POST
+// /v1/embeddings with scripted vectors and GET /v1/models with a scripted list; and records
+// every request.
 #pragma once
 
 #include <chrono>
@@ -37,6 +39,15 @@ struct ScriptedResponse {
   // When set, the reply announces the whole body (Content-Length) but only this many bytes of
   // it are sent before the connection closes: a connection dropped mid-body.
   std::optional<size_t> drop_after_bytes{};
+  // A streamed reply: when not empty, these pieces are sent in order with chunked transfer
+  // encoding (`body` is ignored), `chunk_delay` apart, as Content-Type `content_type`.
+  std::vector<std::string> chunks{};
+  std::chrono::milliseconds chunk_delay{0};
+  // With `chunks`: after this many pieces the connection closes without ending the body (a
+  // stream dropped mid-way).
+  std::optional<size_t> drop_after_chunks{};
+  // "" : application/json, or text/event-stream when `chunks` is set.
+  std::string content_type{};
 };
 
 // A request as the server received it.
@@ -73,15 +84,19 @@ class ProviderServer {
   // /v1/embeddings gets 404 like any other path.
   using VectorOf = std::function<std::vector<double>(const std::string& text)>;
   void ServeEmbeddings(VectorOf vector_of, int status = 200);
+  // Serves GET /v1/models with `body` and `status` (e.g. {"object": "list", "data": [{"id":
+  // "qwen2.5-7b-instruct", "object": "model"}]}). Until this is called, it gets 404.
+  void ServeModels(std::string body, int status = 200);
   int port() const { return port_; }
   std::string base_url() const;  // "http://127.0.0.1:PORT/v1"
   std::vector<RecordedRequest> requests() const;
   size_t pending() const;  // scripted responses not yet served
 
  private:
-  void Serve(RecordedRequest request, int& status, std::string& body,
-             std::vector<std::pair<std::string, std::string>>& headers,
-             std::optional<size_t>& drop_after_bytes);
+  // The reply to a POST: status, headers and body, or the scripted response to stream.
+  ScriptedResponse Serve(RecordedRequest request);
+  // Waits `delay` or until the server is being destroyed; false when it is.
+  bool Pause(std::chrono::milliseconds delay);
 
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
@@ -92,6 +107,8 @@ class ProviderServer {
   std::deque<ScriptedResponse> queue_;
   VectorOf vector_of_;
   int embeddings_status_ = 200;
+  std::optional<std::string> models_body_;
+  int models_status_ = 200;
   std::vector<RecordedRequest> requests_;
 };
 

@@ -83,7 +83,7 @@ Result<std::unique_ptr<llm::Client>> BenchClient(const llm::Settings& flags) {
   config->on_retry = [](const std::string& line) {
     std::cerr << Paint("quarry: model: " + TerminalText(line), "33") << "\n";
   };
-  return llm::MakeOpenAiClient(std::move(*config));
+  return llm::MakeLiveClient(std::move(*config));
 }
 
 std::optional<std::string> ReadText(const fs::path& path) {

@@ -106,6 +106,14 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_option("--base-url", o.base_url,
                   "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
                   "OPENROUTER_API_KEY is set)");
+  cmd->add_option("--provider", o.provider,
+                  "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
+                  "from the base URL and which key is set)");
+  cmd->add_flag("--no-stream", o.no_stream,
+                "Wait for whole model replies instead of showing the text as it arrives");
+  cmd->add_option("--record", o.record,
+                  "Save this live run's model turns to FILE, a fixture --replay and --offline "
+                  "can play back");
   cmd->add_option("--request-timeout", o.request_timeout,
                   "Seconds to wait for one model reply; a request that times out is not "
                   "resent (else QUARRY_REQUEST_TIMEOUT; default 120)");

@@ -27,6 +27,9 @@ struct AskOptions {
   std::string fixtures;
   std::string model;
   std::string base_url;
+  std::string provider;  // --provider: openai-compatible, openrouter, anthropic ("" : chosen)
+  bool no_stream = false;  // --no-stream: whole replies, no live text
+  std::string record;      // --record FILE: save the live run's model turns as a fixture
   // --request-timeout, --max-tokens, --temperature, --max-tokens-param, as typed.
   std::string request_timeout;
   std::string max_tokens;

@@ -134,6 +134,8 @@ llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
   };
   set(flags.model, model.empty() ? o.model : model);
   set(flags.base_url, o.base_url);
+  set(flags.provider, o.provider);
+  flags.stream = !o.no_stream;
   set(flags.request_timeout, o.request_timeout);
   set(flags.max_tokens, o.max_tokens);
   set(flags.temperature, o.temperature);
@@ -168,7 +170,7 @@ Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags) {
   config->on_retry = [](const std::string& line) {
     std::cerr << Paint("quarry: model: " + TerminalText(line), "33") << "\n";
   };
-  return llm::MakeOpenAiClient(std::move(*config));
+  return llm::MakeLiveClient(std::move(*config));
 }
 
 }  // namespace quarry::cli

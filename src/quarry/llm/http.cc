@@ -23,14 +23,37 @@ void GlobalInitOnce() {
 
 // What the callbacks of one exchange share.
 struct Exchange {
+  CURL* curl = nullptr;
   const HttpPost* post = nullptr;
   HttpReply* reply = nullptr;
   std::chrono::steady_clock::time_point start;
   int64_t reported_s = 0;  // whole seconds already passed to on_wait
 };
 
+// A streamed reply: a 2xx whose Content-Type is text/event-stream, when the caller reads one.
+bool Streams(const Exchange& exchange) {
+  if (!exchange.post->on_body) return false;
+  long status = 0;
+  curl_easy_getinfo(exchange.curl, CURLINFO_RESPONSE_CODE, &status);
+  return status >= 200 && status < 300 &&
+         exchange.reply->content_type.starts_with("text/event-stream");
+}
+
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* exchange = static_cast<Exchange*>(user);
+  if (Streams(*exchange)) {
+    HttpReply& reply = *exchange->reply;
+    if (reply.streamed_bytes + size * count > exchange->post->max_reply_bytes) {
+      reply.too_large = true;
+      return 0;
+    }
+    reply.streamed_bytes += size * count;
+    if (!exchange->post->on_body(std::string_view(data, size * count))) {
+      reply.aborted = true;
+      return 0;
+    }
+    return size * count;
+  }
   std::string& body = exchange->reply->body;
   if (body.size() + size * count > exchange->post->max_reply_bytes) {
     exchange->reply->too_large = true;
@@ -81,6 +104,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   if (line.starts_with("HTTP/")) {
     reply->retry_after.clear();
     reply->retry_after_ms.clear();
+    reply->content_type.clear();
     return size * count;
   }
   size_t colon = line.find(':');
@@ -89,6 +113,10 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   std::string_view value = Trim(line.substr(colon + 1));
   if (NameIs(name, "retry-after")) reply->retry_after = value;
   if (NameIs(name, "retry-after-ms")) reply->retry_after_ms = value;
+  if (NameIs(name, "content-type")) {
+    reply->content_type = value;
+    for (char& c : reply->content_type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
   return size * count;
 }
 
@@ -126,7 +154,7 @@ HttpReply HttpSession::Post(const HttpPost& post) {
   }
 
   char error_buffer[CURL_ERROR_SIZE] = {0};
-  Exchange exchange{&post, &reply, std::chrono::steady_clock::now(), 0};
+  Exchange exchange{curl, &post, &reply, std::chrono::steady_clock::now(), 0};
   curl_easy_setopt(curl, CURLOPT_URL, post.url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl, CURLOPT_POST, 1L);

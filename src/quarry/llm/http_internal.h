@@ -31,6 +31,11 @@ struct HttpPost {
   std::function<void(int64_t elapsed_ms)> on_wait{};
   // A reply body past this many bytes is not read: the exchange fails with too_large.
   size_t max_reply_bytes = 8u << 20;
+  // When set, the body of a 2xx reply whose Content-Type is text/event-stream goes here piece
+  // by piece as it arrives, instead of into HttpReply::body (any other reply is collected as
+  // usual). Returning false aborts the exchange (HttpReply::aborted). max_reply_bytes bounds
+  // the streamed total as well.
+  std::function<bool(std::string_view piece)> on_body{};
 };
 
 // What one attempt produced: an HTTP reply (status > 0) or a transport failure (status 0).
@@ -42,6 +47,9 @@ struct HttpReply {
   bool timed_out = false;      // transport failure was a timeout
   bool cancelled = false;      // HttpPost::stop was requested; the exchange was aborted
   bool too_large = false;      // the body passed HttpPost::max_reply_bytes; reading stopped
+  bool aborted = false;        // HttpPost::on_body returned false; the exchange was ended
+  std::string content_type;    // the final reply's Content-Type, lower-cased ("" when absent)
+  size_t streamed_bytes = 0;   // bytes handed to HttpPost::on_body
   std::string network_error;   // curl's description when status == 0
 };
 

@@ -1,7 +1,8 @@
 // The model layer: a Client takes the conversation and the tool schemas and returns the
 // assistant's turn with usage, cost and latency. Provider JSON stays inside this module; the
 // agent sees only these structs. Implementations: OpenAI-compatible Chat Completions over
-// libcurl (OpenRouter, OpenAI, llama.cpp, Ollama, vLLM) and a replay client for fixtures.
+// libcurl (OpenRouter, OpenAI, llama.cpp, Ollama, vLLM), Anthropic's Messages API, and a replay
+// client for fixtures. Both live clients stream (server-sent events) unless told not to.
 #pragma once
 
 #include <chrono>
@@ -35,6 +36,10 @@ struct Message {
   std::string content;
   std::vector<ToolCall> tool_calls;  // assistant turns only
   std::string tool_call_id;          // tool turns only: which call this answers
+  // System message only: content[0, cache_split) is the same for every question on this data
+  // (instructions, dialect); the rest may vary (retrieved schema cards). A client that places
+  // cache breakpoints puts one at the split too. 0: no split.
+  size_t cache_split = 0;
 };
 
 // A tool as the model sees it; `parameters` is a JSON Schema object.
@@ -44,10 +49,22 @@ struct ToolSchema {
   nlohmann::ordered_json parameters;
 };
 
+// Token counts of one call. input_tokens counts every prompt token, cached or not (Anthropic
+// reports cache reads and writes apart from input_tokens; its client adds them in).
 struct Usage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t cached_tokens = 0;  // the part of input_tokens served from the provider's cache
+  int64_t cached_tokens = 0;       // the part of input_tokens read from the provider's cache
+  int64_t cache_write_tokens = 0;  // the part of input_tokens written to the cache (Anthropic)
+};
+
+// A piece of a streamed reply, as it arrives: text, the start of a tool call (its name), or a
+// fragment of a tool call's arguments. `index` is the tool call's position in the turn.
+struct StreamDelta {
+  enum class Kind { kText, kToolCall, kToolArguments };
+  Kind kind = Kind::kText;
+  std::string text;  // the text or argument fragment; the tool's name for kToolCall
+  int index = 0;
 };
 
 struct Request {
@@ -74,6 +91,7 @@ struct Turn {
   bool cost_known = true;  // false: no reported cost and no price for the model (cost_usd 0)
   int64_t latency_ms = 0;  // wall time of the whole call, retries included
   int attempts = 1;        // HTTP attempts made (1 = no retry)
+  bool streamed = false;   // the reply came as server-sent events
   // One line per failed attempt that was retried, e.g. "HTTP 429: rate limited; waited
   // 2000 ms", for the trace. Never holds the API key.
   std::vector<std::string> retried_errors;
@@ -97,15 +115,18 @@ class Client {
   }
 };
 
-// Price per million tokens, USD.
+// Price per million tokens, USD. Cache reads and writes have their own rates (Anthropic: reads
+// 0.1x, 5-minute writes 1.25x the input price; OpenAI: reads 0.5x or less, writes free).
 struct Price {
   double input_per_mtok = 0.0;
   double output_per_mtok = 0.0;
   double cached_input_per_mtok = 0.0;
+  double cache_write_per_mtok = 0.0;
 };
 
 // Model id -> price. Built-in entries for common models; the user extends or overrides them
-// with a JSON file {"model-id": {"input": 3.0, "output": 15.0, "cached_input": 0.3}, ...}.
+// with a JSON file {"model-id": {"input": 3.0, "output": 15.0, "cached_input": 0.3,
+// "cache_write": 3.75}, ...} (cached_input and cache_write default to the input price).
 class PriceTable {
  public:
   static PriceTable BuiltIn();
@@ -114,6 +135,9 @@ class PriceTable {
   std::optional<Price> Find(const std::string& model) const;
   // Cost of `usage` for `model`; nullopt when the model has no price.
   std::optional<double> Cost(const std::string& model, const Usage& usage) const;
+  // What caching saved on `usage`, in USD: the cost with every input token at the input price
+  // minus the cost as charged (negative when writes outweighed reads). nullopt: no price.
+  std::optional<double> CacheSavings(const std::string& model, const Usage& usage) const;
   void Set(const std::string& model, Price price) { prices_[model] = price; }
 
  private:
@@ -134,6 +158,8 @@ struct ClientConfig {
   std::string base_url;  // e.g. "https://openrouter.ai/api/v1"; "/chat/completions" is appended
   std::string model;
   std::string api_key;  // never logged, traced or passed to a child process
+  // "openrouter", "openai-compatible" or "anthropic" (Messages API; base_url then ends in /v1
+  // and "/messages" is appended).
   std::string provider = "openai-compatible";
   int64_t request_timeout_ms = 120000;  // the whole exchange, reply included
   int64_t connect_timeout_ms = 10000;
@@ -156,6 +182,12 @@ struct ClientConfig {
   // Called before each resend with one line saying what failed and what happens next (the
   // same line goes to Turn::retried_errors); for stderr.
   std::function<void(const std::string& line)> on_retry;
+  // Ask for the reply as server-sent events (false: --no-stream). A server that answers a
+  // stream request with a whole JSON reply is read as such.
+  bool stream = true;
+  // Called with each piece of a streamed reply as it arrives (from the thread calling
+  // Complete); never called for a reply that was not streamed. A retried attempt starts over.
+  std::function<void(const StreamDelta& delta)> on_stream;
 };
 
 // Whether `model` (with or without the "openai/" prefix) is one of OpenAI's reasoning models
@@ -174,6 +206,15 @@ bool IsOpenAiReasoningModel(const std::string& model);
 // several servers (llama.cpp, Anthropic behind OpenRouter) reject a conversation whose
 // arguments do not parse. Uses libcurl; curl_global_init runs once, on first use.
 std::unique_ptr<Client> MakeOpenAiClient(ClientConfig config);
+
+// Anthropic's Messages API with tool use: POST {base_url}/messages, x-api-key and
+// anthropic-version headers. Cache breakpoints on the tools, the system prompt (and its
+// cache_split) and the newest message, so each call after the first reads the prefix from the
+// cache. 529 overloaded_error is retried like 429 and 5xx. Errors as MakeOpenAiClient's.
+std::unique_ptr<Client> MakeAnthropicClient(ClientConfig config);
+
+// The client for config.provider: MakeAnthropicClient for "anthropic", else MakeOpenAiClient.
+std::unique_ptr<Client> MakeLiveClient(ClientConfig config);
 
 // Plays recorded assistant turns in order while every tool really executes. Accepts a fixture
 //   {"source": ..., "model"?: ..., "turns": [{"content", "tool_calls": [{"id"?, "name",
@@ -207,6 +248,8 @@ struct Settings {
   std::optional<std::string> max_tokens;        // QUARRY_MAX_TOKENS (2048)
   std::optional<std::string> temperature;       // QUARRY_TEMPERATURE, a number or "default"
   std::optional<std::string> max_tokens_param;  // QUARRY_MAX_TOKENS_PARAM
+  std::optional<std::string> provider;  // --provider: openai-compatible, openrouter, anthropic
+  bool stream = true;                   // false: --no-stream (also QUARRY_STREAM=0)
 };
 // Reads KEY=VALUE lines (comments, `export`, quotes allowed). Missing file: empty map.
 std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path);

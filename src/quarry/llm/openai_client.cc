@@ -492,4 +492,9 @@ std::unique_ptr<Client> MakeOpenAiClient(ClientConfig config) {
   return std::make_unique<OpenAiClient>(std::move(config));
 }
 
+std::unique_ptr<Client> MakeLiveClient(ClientConfig config) {
+  if (config.provider == "anthropic") return MakeAnthropicClient(std::move(config));
+  return MakeOpenAiClient(std::move(config));
+}
+
 }  // namespace quarry::llm

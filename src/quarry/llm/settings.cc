@@ -248,6 +248,10 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                     " in the environment or .env, or use --offline");
   }
   config.api_key = api_key.value_or("");
+  config.stream = flags.stream;
+  if (std::optional<std::string> stream = lookup("QUARRY_STREAM"); stream && (*stream == "0" || *stream == "false")) {
+    config.stream = false;
+  }
   if (Result<void> request = ResolveRequestSettings(flags, lookup, config); !request) {
     return std::unexpected(request.error());
   }
