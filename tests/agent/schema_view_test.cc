@@ -8,6 +8,7 @@
 
 #include "quarry/agent/agent.h"
 #include "agent/open_engine.h"
+#include "agent/recording_client.h"
 #include "support/provider_server.h"
 #include "support/test_support.h"
 
@@ -193,6 +194,53 @@ TEST(SchemaViewTest, WideDatabaseStaysWithinBudgetAndShowsTheTableAsked) {
   SystemPrompt(*engine, "billing_invoices", small, &view);
   EXPECT_LE(view.tokens_estimated, 1200);
   EXPECT_EQ(view.full.front(), "billing_invoices");
+}
+
+// Providers cache a prompt's longest repeated prefix: everything that does not depend on the
+// question (instructions, dialect, cleaning advice) comes before the schema cards, which
+// retrieval may pick by the question.
+TEST(SchemaViewTest, TheStablePrefixIsTheSameForEveryQuestion) {
+  auto engine = OpenOrDie({WideDb()});
+  const std::string invoices = SystemPrompt(
+      *engine, "How many invoices did customer 17 have in the billing_invoices table?");
+  const std::string flux =
+      SystemPrompt(*engine, "What is the average nebula flux per spectrograph band?");
+  ASSERT_NE(invoices, flux);  // retrieval picked other cards
+  const size_t split = StablePrefixBytes(invoices);
+  ASSERT_GT(split, 0u);
+  EXPECT_EQ(StablePrefixBytes(flux), split);
+  EXPECT_EQ(invoices.substr(0, split), flux.substr(0, split));
+  const std::string stable = invoices.substr(0, split);
+  EXPECT_TRUE(stable.ends_with("--- schema cards (data) ---\n")) << stable;
+  EXPECT_NE(stable.find("How to work:"), std::string::npos);
+  EXPECT_NE(stable.find("SQLite dialect"), std::string::npos);
+  EXPECT_EQ(stable.find("table "), std::string::npos) << stable;  // no card before the split
+  EXPECT_TRUE(invoices.ends_with("--- end of schema cards ---\n"));
+
+  // A schema small enough to show whole: the prompt is the same whatever is asked.
+  auto sales = OpenOrDie({SourceDir() / "data" / "sales.csv"});
+  EXPECT_EQ(SystemPrompt(*sales, "Which region sells most?"),
+            SystemPrompt(*sales, "What was the revenue in March?"));
+  EXPECT_EQ(StablePrefixBytes("no schema section"), 0u);
+}
+
+TEST(SchemaViewTest, TheRunMarksTheSystemMessagesStablePrefix) {
+  auto engine = OpenOrDie({SourceDir() / "data" / "sales.csv"});
+  testing::RecordingClient client;  // no scripted turn: the run ends after the first request
+  RunInput input;
+  input.question = "Which region sells most?";
+  input.run_id = "prefix";
+  Config config;
+  config.python = false;
+  const trace::Trace t = agent::Run(input, *engine, client, config, nullptr, nullptr);
+  ASSERT_FALSE(client.requests.empty());
+  const llm::Message& system = client.requests[0].messages[0];
+  ASSERT_EQ(system.role, llm::Role::kSystem);
+  EXPECT_EQ(system.cache_split, StablePrefixBytes(system.content));
+  EXPECT_GT(system.cache_split, 0u);
+  EXPECT_EQ(system.content.substr(0, system.cache_split),
+            SystemPrompt(*engine, "another question entirely").substr(0, system.cache_split));
+  EXPECT_EQ(t.stop_reason, kStopModelError);
 }
 
 TEST(SchemaViewTest, InspectSchemaReachesEveryTableOfAWideDatabase) {

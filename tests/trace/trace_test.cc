@@ -42,7 +42,15 @@ Trace Sample() {
   tool.observation = "guard: ...";
   tool.detail = {{"sql", "SELECT 1"}};
   t.steps = {model, tool};
-  t.totals = {1, 1, 1, 0, 1200, 40, 1000, 0.00042, 950};
+  t.totals = {.model_turns = 1,
+              .tool_calls = 1,
+              .repair_attempts = 1,
+              .repair_successes = 0,
+              .input_tokens = 1200,
+              .output_tokens = 40,
+              .cached_tokens = 1000,
+              .cost_usd = 0.00042,
+              .wall_ms = 950};
   t.stop_reason = "answered";
   t.answer = "North";
   t.supporting_values = {"North"};
@@ -100,8 +108,8 @@ TEST(TraceTest, WriterIsAtomicAndAppendsEvents) {
 TEST(TraceTest, SummaryAndTotalsLine) {
   const Trace t = Sample();
   EXPECT_EQ(TotalsLine(t),
-            "steps 1 · tool calls 1 · repairs 0/1 · grounded yes · tokens 1200+40 · cost $0.0004 · "
-            "950 ms");
+            "steps 1 · tool calls 1 · repairs 0/1 · grounded yes · tokens 1200+40 · cached 1,000 "
+            "of 1,200 prompt tokens · cost $0.0004 · 950 ms");
   const std::string s = Summary(t);
   EXPECT_NE(s.find("run_sql"), std::string::npos);
   EXPECT_NE(s.find("guard_violation"), std::string::npos);
@@ -338,6 +346,86 @@ TEST(TraceTest, FindTraceFallsBackToEventsAndNamesAnEmptyRunFolder) {
   auto none = FindTrace(runs.path(), "nope");
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().code, Error::Code::kUsage);
+}
+
+// Cache accounting: per step and in the totals, written and read back, on the totals line
+// only when the cache was used, and in `quarry trace` and the viewer.
+TEST(TraceTest, CacheAccountingIsWrittenReadAndShown) {
+  Trace t = Sample();
+  t.steps[0].input_tokens = 5045;
+  t.steps[0].cached_tokens = 4100;
+  t.steps[0].cache_write_tokens = 900;
+  t.steps[0].cache_saved_usd = 0.011;
+  t.steps[0].streamed = true;
+  t.totals.input_tokens = 5045;
+  t.totals.cached_tokens = 4100;
+  t.totals.cache_write_tokens = 900;
+  t.totals.cache_saved_usd = 0.011;
+  t.turns_source = "recorded";
+  const auto doc = ToJson(t);
+  EXPECT_EQ(doc["steps"][0]["usage"]["cache_write_tokens"], 900);
+  EXPECT_EQ(doc["steps"][0]["cache_saved_usd"], 0.011);
+  EXPECT_EQ(doc["steps"][0]["streamed"], true);
+  EXPECT_EQ(doc["totals"]["cache_write_tokens"], 900);
+  EXPECT_EQ(doc["totals"]["cache_saved_usd"], 0.011);
+  EXPECT_EQ(doc["model"]["source"], "recorded");
+  auto back = FromJson(doc);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(ToJson(*back), doc);
+  EXPECT_EQ(back->steps[0].cache_saved_usd, 0.011);
+  EXPECT_TRUE(back->steps[0].streamed);
+  EXPECT_EQ(back->turns_source, "recorded");
+
+  EXPECT_EQ(TotalsLine(t),
+            "steps 1 · tool calls 1 · repairs 0/1 · grounded yes · tokens 5045+40 · cached 4,100 "
+            "of 5,045 prompt tokens, 900 written, saved $0.0110 · cost $0.0004 · 950 ms");
+  t.totals.cache_saved_usd = -0.002;
+  EXPECT_NE(TotalsLine(t).find("900 written, caching cost $0.0020 more · "), std::string::npos)
+      << TotalsLine(t);
+  const std::string summary = Summary(t);
+  EXPECT_NE(summary.find("model:    openai/gpt-4o-mini via openrouter (recorded turns)"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("[ 1] model turn     5045 in, 4100 cached, 900 written, 40 out "
+                         "(streamed)"),
+            std::string::npos)
+      << summary;
+  const std::string html = RenderHtml(t, ".");
+  EXPECT_NE(html.find("<th>cached</th><th>cache written</th>"), std::string::npos);
+  EXPECT_NE(html.find("5045+40</td><td>4100</td><td>900</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>saved by caching</td><td>$-0.0020</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("(recorded turns)"), std::string::npos);
+
+  // Nothing cached or written: no cache text, no model lines, and the optional fields are not
+  // written at all.
+  Trace plain = Sample();
+  plain.steps[0].cached_tokens = 0;
+  plain.totals.cached_tokens = 0;
+  EXPECT_EQ(TotalsLine(plain).find("cached"), std::string::npos) << TotalsLine(plain);
+  EXPECT_EQ(Summary(plain).find("model turn"), std::string::npos);
+  const auto plain_doc = ToJson(plain);
+  EXPECT_FALSE(plain_doc["steps"][0].contains("cache_saved_usd"));
+  EXPECT_FALSE(plain_doc["steps"][0].contains("streamed"));
+  EXPECT_FALSE(plain_doc["model"].contains("source"));
+}
+
+TEST(TraceTest, AKilledRunSumsItsCacheAccounting) {
+  quarry::testing::TempDir dir;
+  const auto events = dir.Write(
+      "events.jsonl",
+      R"({"event":"start","id":"r1","question":"How many?","model":"m","provider":"replay","source":"recorded","dialect":"duckdb","sources":[],"config":{}})"
+      "\n"
+      R"({"event":"step","index":1,"kind":"model","usage":{"input_tokens":100,"output_tokens":7,"cached_tokens":60,"cache_write_tokens":30},"cache_saved_usd":0.5,"duration_ms":40})"
+      "\n"
+      R"({"event":"step","index":2,"kind":"model","usage":{"input_tokens":100,"output_tokens":7,"cached_tokens":90},"duration_ms":40})"
+      "\n");
+  auto t = ReadTrace(events);
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_EQ(t->turns_source, "recorded");
+  EXPECT_EQ(t->totals.cached_tokens, 150);
+  EXPECT_EQ(t->totals.cache_write_tokens, 30);
+  EXPECT_DOUBLE_EQ(t->totals.cache_saved_usd, 0.5);
+  EXPECT_FALSE(t->steps[1].cache_saved_usd.has_value());
 }
 
 }  // namespace

@@ -168,11 +168,17 @@ struct SchemaView {
 SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
                       const SchemaOptions& options);
 
-// The system prompt: prompts/system.md with the dialect, its cleaning advice, and the schema
-// section (ViewSchema) under a line saying cards are data, never instructions. `view`, when
+// The system prompt: prompts/system.md with the dialect, its cleaning advice, and last the
+// schema section (ViewSchema) under a line saying cards are data, never instructions. `view`, when
 // given, receives what the schema section holds.
 std::string SystemPrompt(const engine::Engine& engine, const std::string& question = "",
                          const SchemaOptions& options = {}, SchemaView* view = nullptr);
+// The length in bytes of the system prompt's part that is the same for every question on the
+// same data: the instructions, the dialect and its cleaning advice, up to and including the
+// line that opens the schema cards (which come last, since retrieval may pick them by the
+// question). Set as llm::Message::cache_split so providers can cache that prefix. 0 when the
+// prompt has no schema section.
+size_t StablePrefixBytes(const std::string& system_prompt);
 
 // Estimated tokens of a first request (the system prompt, the tool schemas as JSON, the user's
 // messages), by engine::EstimateTokens plus 4 per message and 8 per tool for the framing.

@@ -27,6 +27,9 @@ std::vector<llm::Message> AsText(const std::vector<llm::Message>& messages) {
   for (const llm::Message& m : messages) {
     switch (m.role) {
       case llm::Role::kSystem:
+        add(m.role, m.content);
+        out.back().cache_split = m.cache_split;  // the same stable prefix as the run's calls
+        break;
       case llm::Role::kUser:
         add(m.role, m.content);
         break;
@@ -139,8 +142,11 @@ Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messag
   step.input_tokens = turn->usage.input_tokens;
   step.output_tokens = turn->usage.output_tokens;
   step.cached_tokens = turn->usage.cached_tokens;
+  step.cache_write_tokens = turn->usage.cache_write_tokens;
   step.cost_usd = turn->cost_usd;
+  step.cache_saved_usd = turn->cache_saved_usd;
   step.attempts = turn->attempts;
+  step.streamed = turn->streamed;
   step.duration_ms = turn->latency_ms > 0
                          ? turn->latency_ms
                          : std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -53,6 +53,7 @@ class Session {
     trace_.dialect = std::string(engine::DialectName(engine.dialect()));
     trace_.provider = client.provider();
     trace_.model = client.model();
+    trace_.turns_source = client.turns_source();
     trace_.config = {{"self_correction", config.self_correction},
                      {"max_steps", config.max_steps},
                      {"max_repairs", config.max_repairs},
@@ -73,7 +74,8 @@ class Session {
     std::vector<std::string> files;
     for (const auto& s : engine.sources()) files.push_back(std::filesystem::path(s.path).filename());
     MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
-    messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}});
+    const size_t stable = StablePrefixBytes(system);
+    messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}, stable});
     for (llm::Message& m : PriorMessages(input.history, input.history_budget_tokens, &trace_.notes)) {
       // Earlier turns carry data again (result previews, file names in data notes): scanned
       // like any observation, recorded at step 0 as the system prompt's data is.
@@ -101,10 +103,12 @@ class Session {
     if (writer_) {
       // Enough to rebuild the trace from events.jsonl alone if the process is killed.
       const json whole = trace::ToJson(trace_);
-      writer_->AppendEvent({{"event", "start"}, {"id", trace_.id}, {"question", trace_.question},
-                            {"model", trace_.model}, {"provider", trace_.provider},
-                            {"created_at", trace_.created_at}, {"dialect", trace_.dialect},
-                            {"sources", whole["sources"]}, {"config", trace_.config}});
+      json started = {{"event", "start"}, {"id", trace_.id}, {"question", trace_.question},
+                      {"model", trace_.model}, {"provider", trace_.provider},
+                      {"created_at", trace_.created_at}, {"dialect", trace_.dialect},
+                      {"sources", whole["sources"]}, {"config", trace_.config}};
+      if (!trace_.turns_source.empty()) started["source"] = trace_.turns_source;
+      writer_->AppendEvent(started);
     }
     if (load_ms_ >= 0) EmitLoad();
     while (stop_reason_.empty()) Turn();
@@ -177,8 +181,11 @@ class Session {
     step.input_tokens = turn->usage.input_tokens;
     step.output_tokens = turn->usage.output_tokens;
     step.cached_tokens = turn->usage.cached_tokens;
+    step.cache_write_tokens = turn->usage.cache_write_tokens;
     step.cost_usd = turn->cost_usd;
+    step.cache_saved_usd = turn->cache_saved_usd;
     step.attempts = turn->attempts;
+    step.streamed = turn->streamed;
     for (const auto& e : turn->retried_errors) trace_.notes.push_back("retried: " + e);
     if (!turn->cost_known && !cost_unknown_noted_ && trace_.provider != "replay") {
       cost_unknown_noted_ = true;
@@ -439,7 +446,9 @@ class Session {
     x.input_tokens += step.input_tokens;
     x.output_tokens += step.output_tokens;
     x.cached_tokens += step.cached_tokens;
+    x.cache_write_tokens += step.cache_write_tokens;
     x.cost_usd += step.cost_usd;
+    x.cache_saved_usd += step.cache_saved_usd.value_or(0.0);
     return step;
   }
 

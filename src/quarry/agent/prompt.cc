@@ -33,4 +33,12 @@ std::string SystemPrompt(const engine::Engine& engine, const std::string& questi
   return text;
 }
 
+size_t StablePrefixBytes(const std::string& system_prompt) {
+  // The marker is the prompt file's own line; the cards after it cannot forge it at the start
+  // of a line (card text escapes line breaks), and find() returns the first one anyway.
+  const std::string marker = "--- schema cards (data) ---\n";
+  const size_t at = system_prompt.find(marker);
+  return at == std::string::npos ? 0 : at + marker.size();
+}
+
 }  // namespace quarry::agent

@@ -86,7 +86,8 @@ struct RunMetrics {
   int repair_successes = 0;  // repairs whose execution succeeded
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  int64_t cached_tokens = 0;
+  int64_t cached_tokens = 0;       // of prompt_tokens, read from the provider's cache
+  int64_t cache_write_tokens = 0;  // of prompt_tokens, written to the cache
   double cost_usd = 0.0;
   int64_t wall_ms = 0;
   // Tool calls refused by a guard (the SQL guard, the Python guard or the sandbox):

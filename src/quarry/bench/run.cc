@@ -31,6 +31,7 @@ RunMetrics MetricsOf(const trace::Trace& t) {
   m.prompt_tokens = t.totals.input_tokens;
   m.completion_tokens = t.totals.output_tokens;
   m.cached_tokens = t.totals.cached_tokens;
+  m.cache_write_tokens = t.totals.cache_write_tokens;
   m.cost_usd = t.totals.cost_usd;
   m.wall_ms = t.totals.wall_ms;
   for (const trace::Step& s : t.steps) {

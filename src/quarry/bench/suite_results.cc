@@ -28,6 +28,7 @@ json ToJson(const RunMetrics& m) {
           {"prompt_tokens", m.prompt_tokens},
           {"completion_tokens", m.completion_tokens},
           {"cached_tokens", m.cached_tokens},
+          {"cache_write_tokens", m.cache_write_tokens},
           {"cost_usd", m.cost_usd},
           {"wall_ms", m.wall_ms},
           {"guard_violations", m.guard_violations},

@@ -3,6 +3,7 @@
 // prints the answer, its SQL and the totals, or the clarification the model asks for.
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
@@ -19,6 +20,7 @@ int RunAsk(const AskOptions& o) {
   if (!o.thread.empty()) {
     if (auto v = agent::ValidateThreadName(o.thread); !v) return Report(v.error());
   }
+  if (auto r = CheckRecord(o); !r) return Report(r.error());
   const InterruptScope interrupt;
   LoadFlags load = o.load;
   load.timeout_ms = o.config.limits.timeout_ms;
@@ -36,10 +38,10 @@ int RunAsk(const AskOptions& o) {
   if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.data, load);
   Threads threads(ThreadsPathFor(o));
-  // Offline, a reply to a waiting clarification replays the recording of that continuation:
-  // found by the turn's question and the reply, not by the reply alone.
+  // Offline (or --replay), a reply to a waiting clarification replays the recording of that
+  // continuation: found by the turn's question and the reply, not by the reply alone.
   AskOptions recorded = o;
-  if (o.offline && !o.thread.empty()) {
+  if ((o.offline || !o.replay.empty()) && !o.thread.empty()) {
     auto store = threads.Get();
     if (!store) return Report(store.error());
     auto found = (*store)->Find(o.thread);
@@ -49,13 +51,25 @@ int RunAsk(const AskOptions& o) {
       const agent::ThreadTurn& turn = (*found)->turns.back();
       const auto& c = turn.clarifications.back();
       auto reply = agent::ReplyText({c.question, c.choices}, o.question);
-      if (!reply) return Report(reply.error());
-      recorded.question = turn.question;
-      recorded.offline_reply = *reply;
+      if (!reply && o.offline) return Report(reply.error());
+      if (reply) {  // --replay with text that is no reply plays the file as typed (below)
+        recorded.question = turn.question;
+        recorded.offline_reply = *reply;
+      }
     }
   }
   auto client = MakeClient(recorded);
+  // A --replay file that is not that continuation's recording (a trace, say) is played as it
+  // was before continuations were recorded: against the text as typed.
+  if (!client && client.error().code == Error::Code::kUsage && !o.replay.empty() &&
+      recorded.offline_reply) {
+    client = MakeClient(o);
+  }
   if (!client) return Report(client.error());
+  // --record: every turn of the live client is kept, and saved once the run has ended.
+  std::optional<llm::RecordingClient> recorder;
+  if (!o.record.empty()) recorder.emplace(**client);
+  llm::Client& model = recorder ? static_cast<llm::Client&>(*recorder) : **client;
   auto config = BaseConfig(o);
   if (!config) return Report(config.error());
 
@@ -64,12 +78,17 @@ int RunAsk(const AskOptions& o) {
   input.thread = o.thread;
   input.load_ms = load_ms;
   input.stop = interrupt.token();
-  auto run = RunQuestion(o, *config, **engine, **client, threads, input);
+  auto run = RunQuestion(o, *config, **engine, model, threads, input);
   if (!run) return Report(run.error());
   if (o.format_name == "json") {
     PrintRunJson(*run);
   } else {
     PrintRun(*run, o, /*in_chat=*/false);
+  }
+  if (recorder) {
+    if (auto saved = SaveRecording(o.record, *recorder, *run, o.data); !saved) {
+      return Report(saved.error());
+    }
   }
   return ExitFor(run->trace);
 }

@@ -4,6 +4,7 @@
 // show the last run's SQL, trace and page. It sits on agent and threads, never the other way.
 #include <clocale>
 #include <iostream>
+#include <optional>
 
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
@@ -206,13 +207,23 @@ class Chat {
         std::cout << TerminalText(picked.error().message) << "\n" << std::flush;
       }
     };
-    auto run = RunQuestion(o_, config_, engine_, *client, threads_, input);
+    // --record: one fixture per question (RecordPath), each replayable on its own; a reply
+    // typed at a clarification inside the run is not saved, so a replay asks for it again.
+    std::optional<llm::RecordingClient> recorder;
+    if (!o_.record.empty()) recorder.emplace(*client);
+    llm::Client& model = recorder ? static_cast<llm::Client&>(*recorder) : *client;
+    auto run = RunQuestion(o_, config_, engine_, model, threads_, input);
     if (!run) {
       Report(run.error());
       return;
     }
     PrintRun(*run, o_, /*in_chat=*/true);
     std::cout << std::flush;
+    if (recorder && !recorder->turns().empty()) {
+      ++recorded_;
+      auto saved = SaveRecording(RecordPath(o_.record, recorded_), *recorder, *run, o_.data);
+      if (!saved) Report(saved.error());
+    }
     last_ = std::move(*run);
   }
 
@@ -225,6 +236,7 @@ class Chat {
   std::string thread_;
   std::optional<QuestionRun> last_;
   bool quit_ = false;  // /quit at a reply prompt: leave once the run has ended
+  int recorded_ = 0;   // questions saved by --record so far
 };
 
 }  // namespace
@@ -232,6 +244,7 @@ class Chat {
 int RunChat(const AskOptions& o) {
   // libedit decodes what is typed by the locale's character set.
   std::setlocale(LC_CTYPE, "");
+  if (auto r = CheckRecord(o); !r) return Report(r.error());
   LoadFlags load = o.load;
   load.timeout_ms = o.config.limits.timeout_ms;
   std::unique_ptr<engine::Engine> engine;

@@ -82,6 +82,19 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
                                 engine::Engine& engine, llm::Client& client, Threads& threads,
                                 const QuestionInput& input);
 
+// --record: a usage error with --offline or --replay, for a folder, or in a folder that does
+// not exist (checked before anything runs, so a paid run is not lost). OK without --record.
+Result<void> CheckRecord(const AskOptions& o);
+// Where `chat` saves its `index`-th recorded question (from 1): `file` itself for the first,
+// then "<stem>-2<ext>", "<stem>-3<ext>" ... beside it (".json" when `file` has no extension).
+std::filesystem::path RecordPath(const std::string& file, int index);
+// Writes the run's recorded turns to `path` as a replay fixture (llm::RecordedFixture, labelled
+// with the model, provider, UTC time and quarry's version; a continued clarification with its
+// "reply"), atomically, and says so on stderr; with no completed turn writes nothing and says
+// that. Errors: llm::WriteFixture's (kUsage).
+Result<void> SaveRecording(const std::filesystem::path& path, const llm::RecordingClient& recorder,
+                           const QuestionRun& run, const std::vector<std::string>& data);
+
 // What the user types to continue a thread from the shell.
 std::string ContinueCommand(const AskOptions& o, const std::string& thread);
 

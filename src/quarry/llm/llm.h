@@ -92,6 +92,10 @@ struct Turn {
   int64_t latency_ms = 0;  // wall time of the whole call, retries included
   int attempts = 1;        // HTTP attempts made (1 = no retry)
   bool streamed = false;   // the reply came as server-sent events
+  // What caching saved on this call, in USD (PriceTable::CacheSavings of the usage): negative
+  // when cache writes cost more than reads saved. nullopt: the model has no price, or the
+  // provider reported the cost itself and no price is known.
+  std::optional<double> cache_saved_usd{};
   // One line per failed attempt that was retried, e.g. "HTTP 429: rate limited; waited
   // 2000 ms", for the trace. Never holds the API key.
   std::vector<std::string> retried_errors;
@@ -107,6 +111,10 @@ class Client {
   virtual Result<Turn> Complete(const Request& request) = 0;
   virtual std::string provider() const = 0;  // "openrouter", "openai-compatible", "replay"
   virtual std::string model() const = 0;
+  // Where the turns come from when they are not a live model's: a replay fixture's "source"
+  // label ("recorded": saved by --record from a live run; "scripted": written by hand), or
+  // "trace" for a trace.json. "" for live clients.
+  virtual std::string turns_source() const { return ""; }
   // The most a request with a prompt of `prompt_tokens` can cost, in USD: prompt_tokens at the
   // input price plus the output token limit at the output price (cached input counted at the
   // full price). nullopt when the model has no price or no output limit is sent.
@@ -218,16 +226,59 @@ std::unique_ptr<Client> MakeLiveClient(ClientConfig config);
 
 // Plays recorded assistant turns in order while every tool really executes. Accepts a fixture
 //   {"source": ..., "model"?: ..., "turns": [{"content", "tool_calls": [{"id"?, "name",
-//    "arguments"}], "usage": {"input_tokens", "output_tokens", "cached_tokens"},
-//    "cost_usd"?, "finish_reason"?}]}
+//    "arguments"}], "usage": {"input_tokens", "output_tokens", "cached_tokens",
+//    "cache_write_tokens"?}, "cost_usd"?, "cache_saved_usd"?, "finish_reason"?}]}
 // or a trace.json (the entries of "steps" whose "kind" is "model", same fields). Arguments
 // given as JSON are serialised; a string is passed on raw, so a fixture can hold malformed
 // arguments. A missing id becomes "call_<turn>_<i>" (both 0-based). The request is ignored;
 // cost is the turn's cost_usd (reported) or 0; latency 0. provider() is "replay", model() the
-// document's "model" or "replay". Errors: kUsage when the file is missing or malformed (names
+// document's "model" or "replay", turns_source() its "source" ("trace" for a trace.json, ""
+// when a fixture has none). Errors: kUsage when the file is missing or malformed (names
 // the file and the entry); a Complete() past the last turn is a kModel error
 // "replay exhausted".
 Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path);
+// --record: forwards every call to `inner` (which must outlive it) and keeps each turn that
+// came back, in order, so the run can be saved as a replay fixture that reproduces the same
+// final turns. Failed calls are not kept. Thread safety as Client.
+class RecordingClient final : public Client {
+ public:
+  explicit RecordingClient(Client& inner) : inner_(inner) {}
+  Result<Turn> Complete(const Request& request) override;
+  std::string provider() const override { return inner_.provider(); }
+  std::string model() const override { return inner_.model(); }
+  std::string turns_source() const override { return inner_.turns_source(); }
+  std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
+    return inner_.MaxCostUsd(prompt_tokens);
+  }
+  const std::vector<Turn>& turns() const { return turns_; }
+
+ private:
+  Client& inner_;
+  std::vector<Turn> turns_;
+};
+
+// What a recorded fixture says about where its turns came from. Never a key, a URL or a
+// header: the base URL can carry credentials.
+struct FixtureLabel {
+  std::string question;
+  std::optional<std::string> reply;  // a clarification's continuation: the user's reply
+  std::vector<std::string> data;     // the data files (only their base names are written)
+  std::string model;
+  std::string provider;
+  std::string recorded_at;  // UTC ISO 8601
+  std::string quarry_version;
+  std::string stop_reason;  // how the recorded run ended, for the reader
+};
+// The fixture document MakeReplayClient plays back: {"source": "recorded", "note", "question",
+// "reply"?, "data": [base names], "model", "provider", "recorded_at", "quarry_version"?,
+// "stop_reason"?, "turns": [{"content", "tool_calls": [{"id", "name", "arguments": raw text}],
+// "usage": {"input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens"},
+// "cost_usd"? (absent when unknown), "cache_saved_usd"?, "finish_reason", "streamed"?}]}.
+nlohmann::ordered_json RecordedFixture(const FixtureLabel& label, const std::vector<Turn>& turns);
+// Writes `doc` to `path` through a temporary file in the same folder and a rename, so a reader
+// never sees half a file. Errors: kUsage naming the file when it cannot be written.
+Result<void> WriteFixture(const std::filesystem::path& path, const nlohmann::ordered_json& doc);
+
 // Recorded turns are found by question and data: questions agree when their keys are equal (case,
 // runs of whitespace and trailing spaces, '?' and '.' ignored), data when the sorted base names
 // of the files are (a recording names its data by file name).

@@ -1,5 +1,6 @@
 // The OpenAI-compatible Chat Completions client (OpenRouter, OpenAI, llama.cpp, Ollama, vLLM):
 // Request -> provider JSON, POST with retries over http_internal.h, provider JSON -> Turn.
+// On OpenRouter with an anthropic/* model the request carries cache_control breakpoints.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -62,6 +63,44 @@ struct Sampling {
   std::string max_tokens_param;
 };
 
+// OpenRouter passes Anthropic's prompt caching through only when the request marks the
+// breakpoints itself (openrouter.ai/docs, prompt caching: "cache_control" on content parts);
+// other models there cache on their own.
+bool WantsCacheHints(const ClientConfig& config) {
+  return config.provider == "openrouter" && config.model.starts_with("anthropic/");
+}
+
+json TextBlock(std::string text) {
+  return json{{"type", "text"},
+              {"text", std::move(text)},
+              {"cache_control", {{"type", "ephemeral"}}}};
+}
+
+// At most three breakpoints (Anthropic allows four): the question-independent part of the
+// system prompt, the rest of it, and the newest message, so each call reads the whole earlier
+// conversation from the cache and the next call reads this one's.
+void AddCacheHints(const Request& request, json& messages) {
+  for (size_t i = 0; i < request.messages.size() && i < messages.size(); ++i) {
+    const Message& m = request.messages[i];
+    if (m.role != Role::kSystem || m.content.empty()) continue;
+    json blocks = json::array();
+    if (m.cache_split > 0 && m.cache_split < m.content.size()) {
+      blocks.push_back(TextBlock(m.content.substr(0, m.cache_split)));
+      blocks.push_back(TextBlock(m.content.substr(m.cache_split)));
+    } else {
+      blocks.push_back(TextBlock(m.content));
+    }
+    messages[i]["content"] = std::move(blocks);
+    break;
+  }
+  if (messages.empty() || request.messages.empty()) return;
+  json& last = messages.back();
+  if (request.messages.back().role == Role::kSystem) return;  // marked above
+  // An assistant turn of tool calls with no text has content null: nothing to mark.
+  if (!last["content"].is_string() || last["content"].get<std::string>().empty()) return;
+  last["content"] = json::array({TextBlock(last["content"].get<std::string>())});
+}
+
 json BuildBody(const ClientConfig& config, const Request& request, const Sampling& sampling) {
   json messages = json::array();
   for (const Message& m : request.messages) {
@@ -87,6 +126,8 @@ json BuildBody(const ClientConfig& config, const Request& request, const Samplin
     if (m.role == Role::kTool) msg["tool_call_id"] = m.tool_call_id;
     messages.push_back(std::move(msg));
   }
+
+  if (WantsCacheHints(config)) AddCacheHints(request, messages);
 
   json body = json::object();
   body["model"] = config.model;
@@ -265,6 +306,8 @@ Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
   turn.usage.output_tokens = CountField(usage, "completion_tokens");
   if (const json* details = ObjectField(usage, "prompt_tokens_details")) {
     turn.usage.cached_tokens = CountField(*details, "cached_tokens");
+    // OpenRouter's usage accounting (Anthropic models behind cache_control breakpoints).
+    turn.usage.cache_write_tokens = CountField(*details, "cache_write_tokens");
   }
   auto cost = usage.find("cost");
   if (cost != usage.end() && cost->is_number()) {
@@ -275,6 +318,7 @@ Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
     turn.cost_usd = priced.value_or(0.0);
     turn.cost_known = priced.has_value();
   }
+  turn.cache_saved_usd = config.prices.CacheSavings(config.model, turn.usage);
   return turn;
 }
 

@@ -83,10 +83,13 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
     Result<int64_t> input = TokenCount(*usage, "input_tokens", where);
     Result<int64_t> output = TokenCount(*usage, "output_tokens", where);
     Result<int64_t> cached = TokenCount(*usage, "cached_tokens", where);
+    // Absent in fixtures and traces written before cache writes were counted: 0.
+    Result<int64_t> written = TokenCount(*usage, "cache_write_tokens", where);
     if (!input) return std::unexpected(input.error());
     if (!output) return std::unexpected(output.error());
     if (!cached) return std::unexpected(cached.error());
-    turn.usage = Usage{*input, *output, *cached};
+    if (!written) return std::unexpected(written.error());
+    turn.usage = Usage{*input, *output, *cached, *written};
   }
 
   auto cost = entry.find("cost_usd");
@@ -97,6 +100,15 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
     turn.cost_reported = true;
   } else {
     turn.cost_known = false;  // recorded without a cost: shown as $0, not as free
+  }
+
+  // Beside cost_usd in a fixture's turn and a trace's model step alike.
+  auto saved = entry.find("cache_saved_usd");
+  if (saved != entry.end() && !saved->is_null()) {
+    if (!saved->is_number()) {
+      return Fail(Error::Code::kData, where + ".cache_saved_usd: expected a number");
+    }
+    turn.cache_saved_usd = saved->get<double>();
   }
 
   auto finish = entry.find("finish_reason");
@@ -110,8 +122,11 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
 
 class ReplayClient final : public Client {
  public:
-  ReplayClient(std::vector<Turn> turns, std::string model, std::string origin)
-      : turns_(std::move(turns)), model_(std::move(model)), origin_(std::move(origin)) {}
+  ReplayClient(std::vector<Turn> turns, std::string model, std::string origin, std::string source)
+      : turns_(std::move(turns)),
+        model_(std::move(model)),
+        origin_(std::move(origin)),
+        source_(std::move(source)) {}
 
   Result<Turn> Complete(const Request&) override {
     if (next_ >= turns_.size()) {
@@ -123,11 +138,13 @@ class ReplayClient final : public Client {
   }
   std::string provider() const override { return "replay"; }
   std::string model() const override { return model_; }
+  std::string turns_source() const override { return source_; }
 
  private:
   std::vector<Turn> turns_;
   std::string model_;
   std::string origin_;
+  std::string source_;
   size_t next_ = 0;
 };
 
@@ -142,6 +159,8 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
         name + ": expected a JSON object with \"turns\" (a fixture) or \"steps\" (a trace)");
   }
   std::vector<Turn> turns;
+  std::string source;
+  if (auto s = doc.find("source"); s != doc.end() && s->is_string()) source = s->get<std::string>();
   if (auto list = doc.find("turns"); list != doc.end()) {
     if (!list->is_array()) return Fail(Error::Code::kData, name + ": \"turns\" must be an array");
     for (size_t i = 0; i < list->size(); ++i) {
@@ -151,6 +170,7 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
     }
   } else if (auto steps = doc.find("steps"); steps != doc.end()) {
     if (!steps->is_array()) return Fail(Error::Code::kData, name + ": \"steps\" must be an array");
+    source = "trace";
     for (size_t i = 0; i < steps->size(); ++i) {
       const json& step = (*steps)[i];
       if (!step.is_object()) continue;
@@ -172,7 +192,8 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
       m != doc.end() && m->is_string() && !m->get<std::string>().empty()) {
     model = m->get<std::string>();
   }
-  return std::make_unique<ReplayClient>(std::move(turns), std::move(model), origin);
+  return std::make_unique<ReplayClient>(std::move(turns), std::move(model), origin,
+                                        std::move(source));
 }
 
 Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path) {

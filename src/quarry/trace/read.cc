@@ -83,11 +83,18 @@ void ReadStep(const json& s, const std::string& where, Step& st, std::string& pr
   f("content", st.content);
   f("cost_usd", st.cost_usd);
   f("attempts", st.attempts);
+  f("streamed", st.streamed);
+  if (s.contains("cache_saved_usd") && !s["cache_saved_usd"].is_null()) {
+    double saved = 0.0;
+    f("cache_saved_usd", saved);
+    st.cache_saved_usd = saved;
+  }
   if (const json* u = f.Object("usage")) {
     Fields uf(*u, f.Path("usage"), &problem);
     uf("input_tokens", st.input_tokens);
     uf("output_tokens", st.output_tokens);
     uf("cached_tokens", st.cached_tokens);
+    uf("cache_write_tokens", st.cache_write_tokens);
   }
   if (const json* calls = f.Array("tool_calls")) {
     for (size_t i = 0; i < calls->size() && problem.empty(); ++i) {
@@ -131,6 +138,7 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
     Fields mf(*m, "model", &problem);
     mf("provider", t.provider);
     mf("model", t.model);
+    mf("source", t.turns_source);
   }
   if (const json* sources = f.Array("sources")) ReadSources(*sources, t.sources, problem);
   if (const json* steps = f.Array("steps")) {
@@ -149,7 +157,9 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
     xf("input_tokens", t.totals.input_tokens);
     xf("output_tokens", t.totals.output_tokens);
     xf("cached_tokens", t.totals.cached_tokens);
+    xf("cache_write_tokens", t.totals.cache_write_tokens);
     xf("cost_usd", t.totals.cost_usd);
+    xf("cache_saved_usd", t.totals.cache_saved_usd);
     xf("wall_ms", t.totals.wall_ms);
     xf("load_ms", t.totals.load_ms);
   }
@@ -299,6 +309,7 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       f("created_at", t.created_at);
       f("model", t.model);
       f("provider", t.provider);
+      f("source", t.turns_source);
       f("dialect", t.dialect);
       f("config", t.config);
       if (const json* sources = f.Array("sources")) ReadSources(*sources, t.sources, problem);
@@ -326,7 +337,9 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       t.totals.input_tokens += s.input_tokens;
       t.totals.output_tokens += s.output_tokens;
       t.totals.cached_tokens += s.cached_tokens;
+      t.totals.cache_write_tokens += s.cache_write_tokens;
       t.totals.cost_usd += s.cost_usd;
+      t.totals.cache_saved_usd += s.cache_saved_usd.value_or(0.0);
     } else if (s.kind == "tool" || s.kind == "clarification") {
       ++t.totals.tool_calls;
       if (s.kind == "clarification") AddClarification(s, t.clarifications);

@@ -33,9 +33,12 @@ json ToJson(const Step& s) {
     j["tool_calls"] = calls;
     j["usage"] = {{"input_tokens", s.input_tokens},
                   {"output_tokens", s.output_tokens},
-                  {"cached_tokens", s.cached_tokens}};
+                  {"cached_tokens", s.cached_tokens},
+                  {"cache_write_tokens", s.cache_write_tokens}};
     j["cost_usd"] = s.cost_usd;
+    if (s.cache_saved_usd) j["cache_saved_usd"] = *s.cache_saved_usd;
     j["attempts"] = s.attempts;
+    if (s.streamed) j["streamed"] = true;
     if (!s.detail.is_null()) j["detail"] = s.detail;  // {"purpose": "explanation"}
   } else {
     j["tool"] = s.tool;
@@ -66,6 +69,7 @@ json ToJson(const Trace& t) {
   j["sources"] = sources;
   j["dialect"] = t.dialect;
   j["model"] = {{"provider", t.provider}, {"model", t.model}};
+  if (!t.turns_source.empty()) j["model"]["source"] = t.turns_source;
   j["config"] = t.config;
   json steps = json::array();
   for (const auto& s : t.steps) steps.push_back(ToJson(s));
@@ -74,7 +78,8 @@ json ToJson(const Trace& t) {
   j["totals"] = {{"model_turns", x.model_turns},       {"tool_calls", x.tool_calls},
                  {"repair_attempts", x.repair_attempts}, {"repair_successes", x.repair_successes},
                  {"input_tokens", x.input_tokens},     {"output_tokens", x.output_tokens},
-                 {"cached_tokens", x.cached_tokens},   {"cost_usd", x.cost_usd},
+                 {"cached_tokens", x.cached_tokens},   {"cache_write_tokens", x.cache_write_tokens},
+                 {"cost_usd", x.cost_usd},             {"cache_saved_usd", x.cache_saved_usd},
                  {"wall_ms", x.wall_ms},                {"load_ms", x.load_ms}};
   j["stop_reason"] = t.stop_reason;
   json queries = json::array();
@@ -176,15 +181,50 @@ Result<fs::path> Writer::WriteFinal(const Trace& trace) {
   return final_path;
 }
 
+namespace {
+
+// 5045 -> "5,045".
+std::string Grouped(int64_t n) {
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "cached 4,100 of 5,045 prompt tokens, 900 written, saved $0.0110"; "" when the cache was
+// not used. A negative saving (writes cost more than reads saved so far) reads "cost".
+std::string CacheText(const Totals& x) {
+  if (x.cached_tokens == 0 && x.cache_write_tokens == 0) return "";
+  std::string out = "cached " + Grouped(x.cached_tokens) + " of " + Grouped(x.input_tokens) +
+                    " prompt tokens";
+  if (x.cache_write_tokens > 0) out += ", " + Grouped(x.cache_write_tokens) + " written";
+  char money[48];
+  if (x.cache_saved_usd >= 0) {
+    std::snprintf(money, sizeof money, ", saved $%.4f", x.cache_saved_usd);
+  } else {
+    std::snprintf(money, sizeof money, ", caching cost $%.4f more", -x.cache_saved_usd);
+  }
+  // A saving is known only for priced models; an unpriced one has 0 and says nothing.
+  if (x.cache_saved_usd != 0) out += money;
+  return out;
+}
+
+}  // namespace
+
 std::string TotalsLine(const Trace& t) {
   const Totals& x = t.totals;
   char cost[32];
   std::snprintf(cost, sizeof cost, "$%.4f", x.cost_usd);
+  const std::string cache = CacheText(x);
   return "steps " + std::to_string(x.model_turns) + " · tool calls " +
          std::to_string(x.tool_calls) + " · repairs " + std::to_string(x.repair_successes) + "/" +
          std::to_string(x.repair_attempts) + " · grounded " + (t.grounded ? "yes" : "no") +
          " · tokens " + std::to_string(x.input_tokens) + "+" + std::to_string(x.output_tokens) +
-         " · cost " + cost + " · " + std::to_string(x.wall_ms) + " ms" +
+         (cache.empty() ? "" : " · " + cache) + " · cost " + cost + " · " +
+         std::to_string(x.wall_ms) + " ms" +
          (x.load_ms > 0 ? " (opening the data " + std::to_string(x.load_ms) + " ms)" : "");
 }
 
@@ -220,9 +260,24 @@ std::string Summary(const Trace& t) {
     out += "source:   " + s.path + " (" + s.format + ", " + std::to_string(s.size_bytes) +
            " bytes, sha256 " + s.sha256.substr(0, 12) + ")\n";
   }
-  out += "model:    " + t.model + " via " + t.provider + "\n";
+  out += "model:    " + t.model + " via " + t.provider +
+         (t.turns_source.empty() ? "" : " (" + t.turns_source + " turns)") + "\n";
   out += PromptLine(t);
+  // Model turns get a line of their own only when the run used the cache: their tokens, read
+  // from and written to it.
+  const bool cache_used = t.totals.cached_tokens > 0 || t.totals.cache_write_tokens > 0;
   for (const auto& s : t.steps) {
+    if (s.kind == "model" && cache_used) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "  [%2d] %-14s %lld in, %lld cached, %lld written, %lld out%s\n", s.index,
+                    "model turn", static_cast<long long>(s.input_tokens),
+                    static_cast<long long>(s.cached_tokens),
+                    static_cast<long long>(s.cache_write_tokens),
+                    static_cast<long long>(s.output_tokens), s.streamed ? " (streamed)" : "");
+      out += line;
+      continue;
+    }
     if (s.kind != "tool" && s.kind != "clarification") continue;
     char line[256];
     std::snprintf(line, sizeof line, "  [%2d] %-14s %-8s %-16s %6lld ms%s\n", s.index,

@@ -48,9 +48,14 @@ struct Step {
   std::vector<ToolCallRecord> tool_calls;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t cached_tokens = 0;
+  int64_t cached_tokens = 0;       // of input_tokens, read from the provider's cache
+  int64_t cache_write_tokens = 0;  // of input_tokens, written to the cache
   double cost_usd = 0.0;
+  // What caching saved on this call (negative: writes cost more than reads saved); nullopt
+  // when the model has no price. Written only when known.
+  std::optional<double> cache_saved_usd;
   int attempts = 1;
+  bool streamed = false;  // the reply came as server-sent events; written only when true
   // tool calls
   std::string tool;
   std::string tool_call_id;
@@ -71,7 +76,9 @@ struct Totals {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   int64_t cached_tokens = 0;
+  int64_t cache_write_tokens = 0;
   double cost_usd = 0.0;
+  double cache_saved_usd = 0.0;  // the sum over the model steps whose saving is known
   int64_t wall_ms = 0;  // the whole run, opening the data included
   int64_t load_ms = 0;  // of which opening the data (the open_data step)
 };
@@ -128,6 +135,9 @@ struct Trace {
   std::string dialect;
   std::string provider;
   std::string model;
+  // Replayed turns: the fixture's "source" label ("recorded": saved from a live run by
+  // --record; "scripted": written by hand; "trace": another run's trace). "" for a live model.
+  std::string turns_source;
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   std::vector<Step> steps;
   Totals totals;
@@ -219,7 +229,8 @@ std::string Base64(std::string_view bytes);
 
 // A human summary: question, sources, model, each step on a line, answer, totals.
 std::string Summary(const Trace& trace);
-// The totals line printed at the end of `quarry ask`.
+// The totals line printed at the end of `quarry ask`; it names cached and cache-written prompt
+// tokens and what caching saved only when something was cached or written.
 std::string TotalsLine(const Trace& trace);
 
 }  // namespace quarry::trace

@@ -195,7 +195,8 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
                   "<title>quarry trace " + e(t.id) + "</title><style>" + kStyle +
                   "</style></head><body><main>";
   h += "<h1>" + e(t.question) + "</h1><p class=\"muted\">run " + e(t.id) + " · " +
-       e(t.created_at) + " · " + e(t.model) + " via " + e(t.provider) + " · " + e(t.dialect) + "</p>";
+       e(t.created_at) + " · " + e(t.model) + " via " + e(t.provider) +
+       (t.turns_source.empty() ? std::string() : " (" + e(t.turns_source) + " turns)") + " · " + e(t.dialect) + "</p>";
 
   h += "<div class=\"card\">";
   if (t.incomplete) {
@@ -265,8 +266,8 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   h += "</tbody></table></div>";
 
   h += "<h2>Timeline</h2><div class=\"card\"><table><thead><tr><th>#</th><th>step</th>"
-       "<th>status</th><th>failure</th><th>ms</th><th>tokens in+out</th><th>cost</th></tr>"
-       "</thead><tbody>";
+       "<th>status</th><th>failure</th><th>ms</th><th>tokens in+out</th><th>cached</th>"
+       "<th>cache written</th><th>cost</th></tr></thead><tbody>";
   for (const auto& s : t.steps) {
     const bool model = s.kind == "model";
     const std::string status = model ? "model" : s.status;
@@ -279,7 +280,9 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
            (s.rule.empty() ? "" : " (" + s.rule + ")")) +
          "</td><td>" + std::to_string(s.duration_ms) + "</td><td>" +
          (model ? std::to_string(s.input_tokens) + "+" + std::to_string(s.output_tokens) : "") +
-         "</td><td>" + (model ? Money(s.cost_usd) : "") + "</td></tr>";
+         "</td><td>" + (model ? std::to_string(s.cached_tokens) : "") + "</td><td>" +
+         (model ? std::to_string(s.cache_write_tokens) : "") + "</td><td>" +
+         (model ? Money(s.cost_usd) : "") + "</td></tr>";
   }
   h += "</tbody></table></div>";
 
@@ -290,7 +293,8 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
       h += "<p><span class=\"badge model\">" +
            std::string(IsExplanation(s) ? "explanation, not an answer: step " : "model turn ") +
            std::to_string(s.index) + "</span> <span class=\"muted\">" +
-           std::to_string(s.input_tokens) + " in (" + std::to_string(s.cached_tokens) + " cached) + " +
+           std::to_string(s.input_tokens) + " in (" + std::to_string(s.cached_tokens) +
+           " cached, " + std::to_string(s.cache_write_tokens) + " written to the cache) + " +
            std::to_string(s.output_tokens) + " out · " + Money(s.cost_usd) + " · " +
            std::to_string(s.duration_ms) + " ms</span></p>";
       if (!s.content.empty()) h += "<p>" + e(s.content) + "</p>";
@@ -323,8 +327,10 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
        "<tr><td>repairs (succeeded / attempted)</td><td>" + std::to_string(x.repair_successes) + " / " +
        std::to_string(x.repair_attempts) + "</td></tr>"
        "<tr><td>tokens (in + out, cached)</td><td>" + std::to_string(x.input_tokens) + " + " +
-       std::to_string(x.output_tokens) + ", " + std::to_string(x.cached_tokens) + " cached</td></tr>"
+       std::to_string(x.output_tokens) + ", " + std::to_string(x.cached_tokens) + " cached, " +
+       std::to_string(x.cache_write_tokens) + " written to the cache</td></tr>"
        "<tr><td>cost</td><td>" + Money(x.cost_usd) + "</td></tr>"
+       "<tr><td>saved by caching</td><td>" + Money(x.cache_saved_usd) + "</td></tr>"
        "<tr><td>wall time</td><td>" + std::to_string(x.wall_ms) + " ms</td></tr>"
        "</tbody></table></div>";
   h += "<p class=\"muted\">Rendered by quarry view from trace format " +
