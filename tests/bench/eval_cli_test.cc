@@ -36,7 +36,7 @@ quarry::testing::ProcessResult Eval(const TempDir& cwd, std::vector<std::string>
   args.insert(args.begin(), {quarry::testing::QuarryBinary().string(), "eval"});
   return RunProcess(args, cwd.path(), env,
                     {"OPENROUTER_API_KEY", "QUARRY_API_KEY", "QUARRY_BASE_URL", "QUARRY_MODEL",
-                     "QUARRY_PRICES", "QUARRY_FIXTURES"});
+                     "QUARRY_PRICES", "QUARRY_FIXTURES", "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"});
 }
 
 TEST(EvalCliTest, SpiderGoldScoresEveryQuestionAndLeavesTheDataUnchanged) {

@@ -19,7 +19,8 @@ using json = nlohmann::ordered_json;
 // No model reaches a test: the live settings are cleared unless a test sets them.
 const std::vector<std::string> kUnsetModel = {"QUARRY_MODEL", "QUARRY_API_KEY",
                                               "OPENROUTER_API_KEY", "QUARRY_BASE_URL",
-                                              "QUARRY_EMBEDDINGS_URL"};
+                                              "QUARRY_EMBEDDINGS_URL", "ANTHROPIC_API_KEY",
+                                              "QUARRY_PROVIDER"};
 
 json Call(const std::string& name, json arguments) {
   return {{"name", name}, {"arguments", std::move(arguments)}};

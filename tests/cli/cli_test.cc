@@ -24,7 +24,8 @@ using quarry::testing::TempDir;
 
 // No model settings leak in from the machine running the tests.
 const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY",
-                                            "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES"};
+                                            "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES",
+                                            "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"};
 
 class CliTest : public ::testing::Test {
  protected:

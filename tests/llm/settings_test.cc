@@ -55,10 +55,11 @@ TEST(SettingsTest, OpenRouterKeyAloneSelectsOpenRouter) {
   EXPECT_EQ(config->provider, "openrouter");
   EXPECT_EQ(config->api_key, "sk-or-v1-routerkey0000");
 
+  // QUARRY_API_KEY belongs to QUARRY_BASE_URL: OpenRouter's default URL gets OpenRouter's key.
   env["QUARRY_API_KEY"] = "sk-quarry-key-000000";
-  Result<ClientConfig> explicit_key = ResolveConfig(Settings{}, FakeEnv(env), {});
-  ASSERT_TRUE(explicit_key);
-  EXPECT_EQ(explicit_key->api_key, "sk-quarry-key-000000");
+  Result<ClientConfig> both_keys = ResolveConfig(Settings{}, FakeEnv(env), {});
+  ASSERT_TRUE(both_keys);
+  EXPECT_EQ(both_keys->api_key, "sk-or-v1-routerkey0000");
 }
 
 TEST(SettingsTest, OpenRouterHostMeansOpenRouterProvider) {
@@ -97,8 +98,9 @@ TEST(SettingsTest, MissingModelOrEndpointSaysWhatToSet) {
   ASSERT_FALSE(nothing);
   EXPECT_EQ(nothing.error().code, Error::Code::kUsage);
   EXPECT_EQ(nothing.error().message,
-            "no model configured: set QUARRY_MODEL and QUARRY_API_KEY (or OPENROUTER_API_KEY), "
-            "pass --model/--base-url, or use --offline");
+            "no model endpoint configured: set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or "
+            "QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) for another endpoint; pass "
+            "--base-url/--model, or use --offline");
 
   Result<ClientConfig> no_endpoint =
       ResolveConfig(Settings{}, FakeEnv({{"QUARRY_MODEL", "gpt-4o-mini"}}), {});

@@ -26,7 +26,8 @@ using quarry::testing::ToolCallReply;
 // No model settings leak in from the machine running the tests.
 const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL",
                                             "QUARRY_API_KEY",  "OPENROUTER_API_KEY",
-                                            "QUARRY_FIXTURES", "QUARRY_PRICES"};
+                                            "QUARRY_FIXTURES", "QUARRY_PRICES",
+                                            "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"};
 
 const char* kInitialize =
     R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"

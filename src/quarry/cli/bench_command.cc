@@ -78,7 +78,7 @@ std::vector<std::string> SplitTags(const std::string& tags) {
 // A live client per run: no "waiting" line (parallel runs would fight over it), resends said
 // on stderr.
 Result<std::unique_ptr<llm::Client>> BenchClient(const llm::Settings& flags) {
-  auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"));
+  auto config = LiveConfig(flags);
   if (!config) return std::unexpected(config.error());
   config->on_retry = [](const std::string& line) {
     std::cerr << Paint("quarry: model: " + TerminalText(line), "33") << "\n";
@@ -210,6 +210,9 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   cmd->add_option("--base-url", o.ask.base_url,
                   "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
                   "OPENROUTER_API_KEY is set)");
+  cmd->add_option("--provider", o.ask.provider,
+                  "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
+                  "from the base URL and which key is set)");
   cmd->add_option("--request-timeout", o.ask.request_timeout,
                   "Seconds to wait for one model reply (else QUARRY_REQUEST_TIMEOUT)");
   cmd->add_option("--max-tokens", o.ask.max_tokens, "Output token limit of each model turn");

@@ -256,6 +256,9 @@ int Main(int argc, char** argv) {
                       "Where runs/<id>/ go (default runs); threads.sqlite3 too when given");
   mcp_cmd->add_option("--model", mcp.model, "Model id for ask_database (else QUARRY_MODEL)");
   mcp_cmd->add_option("--base-url", mcp.base_url, "Endpoint for ask_database");
+  mcp_cmd->add_option("--provider", mcp.provider,
+                      "openai-compatible, openrouter or anthropic for ask_database (else "
+                      "QUARRY_PROVIDER)");
   AddLoadFlags(mcp_cmd, mcp.load);
   AddSchemaFlags(mcp_cmd, mcp);
 
@@ -289,6 +292,27 @@ int Main(int argc, char** argv) {
   report_cmd->add_option("--html", report.html,
                          "Also write the tables and a latency histogram to this HTML page");
   report_cmd->add_option("--format", report.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+
+  DoctorOptions doctor;
+  CLI::App* doctor_cmd = app.add_subcommand(
+      "doctor", "Check the model endpoint: settings, connection, model list, context length "
+                "and one tiny tool-calling probe (its cost said first)");
+  doctor_cmd->add_option("--model", doctor.model, "Model id (else QUARRY_MODEL)");
+  doctor_cmd->add_option("--base-url", doctor.base_url, "Endpoint (else QUARRY_BASE_URL)");
+  doctor_cmd->add_option("--provider", doctor.provider,
+                         "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)");
+  doctor_cmd->add_option("--request-timeout", doctor.request_timeout,
+                         "Seconds to wait for the probe's reply");
+  doctor_cmd->add_option("--max-tokens", doctor.max_tokens,
+                         "The probe's output token limit (default 256)");
+  doctor_cmd->add_option("--temperature", doctor.temperature,
+                         "Sampling temperature, or \"default\"");
+  doctor_cmd->add_option("--max-tokens-param", doctor.max_tokens_param,
+                         "auto, max_tokens or max_completion_tokens");
+  doctor_cmd->add_flag("--no-probe", doctor.no_probe,
+                       "Send no model request: check settings, connection and model list only");
+  doctor_cmd->add_option("--format", doctor.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
 
   try {
@@ -331,6 +355,7 @@ int Main(int argc, char** argv) {
     if (*bench_cmd) return RunBenchCommand(bench);
     if (*eval_cmd) return RunEvalCommand(eval);
     if (*report_cmd) return RunReport(report);
+    if (*doctor_cmd) return RunDoctor(doctor);
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -76,8 +76,22 @@ struct McpOptions {
   std::string runs_dir;  // "": runs/ in the working directory, threads in the state directory
   std::string model;
   std::string base_url;
+  std::string provider;  // --provider for ask_database ("" : chosen)
   std::optional<int64_t> schema_budget;
   bool no_samples = false;
+};
+
+// `quarry doctor` (doctor_command.cc): the model flags `ask` takes, --no-probe and --format.
+struct DoctorOptions {
+  std::string model;
+  std::string base_url;
+  std::string provider;
+  std::string request_timeout;
+  std::string max_tokens;  // also the probe's output limit ("" : 256)
+  std::string temperature;
+  std::string max_tokens_param;
+  bool no_probe = false;
+  std::string format_name = "text";
 };
 
 struct CacheOptions {
@@ -181,6 +195,12 @@ int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);
 int RunReport(const ReportOptions& options);
+// Checks the configured model endpoint and prints one line per check (or one JSON document).
+// Exit: 0 when everything needed works (warnings allowed); 2 when the settings cannot be
+// resolved or the server lists several models and none is chosen; 3 for a bad price file; 4
+// when the endpoint fails a check (unreachable, key refused, model not served, no model list
+// and no model set, the probe failed or came back without a tool call).
+int RunDoctor(const DoctorOptions& options);
 // `quarry chat`: AskOptions without the question; `thread` continues that thread.
 int RunChat(const AskOptions& options);
 // Exit: 0 when no case failed, 5 (no answer) when one did, else the error's code.
@@ -195,6 +215,11 @@ Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_
 
 // The live model client from flags, the environment and .env (see llm::ResolveConfig).
 Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);
+// The live client's configuration from flags, the environment and .env (llm::ResolveConfig);
+// when that leaves the model empty (a loopback endpoint), the only model the server lists
+// (llm::OnlyServedModel). `origins`, when given, says where each setting came from.
+Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags,
+                                     llm::SettingOrigins* origins = nullptr);
 // The live client from flags, the environment and .env. While a reply is awaited, stderr shows
 // the seconds waited on one rewritten line when it is a terminal; every resend is said there.
 Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags);

@@ -23,8 +23,12 @@ int RunMcp(const McpOptions& o) {
   options.config.schema = std::move(*schema);
   options.open = ToOpenOptions(o.load);
   options.on_open = [&o](const engine::Engine& e) { FillCache(e, o.paths, o.load); };
-  options.make_client = [model = o.model, base_url = o.base_url]() -> Result<std::unique_ptr<llm::Client>> {
-    auto client = LiveClient(model, base_url);
+  llm::Settings flags;
+  if (!o.model.empty()) flags.model = o.model;
+  if (!o.base_url.empty()) flags.base_url = o.base_url;
+  if (!o.provider.empty()) flags.provider = o.provider;
+  options.make_client = [flags]() -> Result<std::unique_ptr<llm::Client>> {
+    auto client = LiveClient(flags);
     if (!client) {
       // `quarry ask --offline` has no MCP counterpart: drop that part of the advice.
       std::string message = client.error().message;

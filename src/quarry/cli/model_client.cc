@@ -1,6 +1,6 @@
 // The model client a question is asked with: recorded turns (--replay FILE, --offline matched
-// by question and data file names) or the live OpenAI-compatible endpoint from flags, the
-// environment and .env.
+// by question and data file names) or the live endpoint from flags, the environment and .env
+// (a local server without a configured model: the one model it lists).
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "quarry/cli/run_question.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
+#include "quarry/llm/models.h"
 
 namespace quarry::cli {
 namespace {
@@ -151,8 +152,21 @@ Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model,
   return LiveClient(flags);
 }
 
+Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags, llm::SettingOrigins* origins) {
+  auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"), origins);
+  if (!config) return std::unexpected(config.error());
+  // A local server without a configured model: the one it serves, when it serves one.
+  if (config->model.empty()) {
+    Result<std::string> model = llm::OnlyServedModel(*config);
+    if (!model) return std::unexpected(model.error());
+    config->model = *model;
+    if (origins) origins->model = "the only model the server lists";
+  }
+  return config;
+}
+
 Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags) {
-  auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"));
+  auto config = LiveConfig(flags);
   if (!config) return std::unexpected(config.error());
   // Only a terminal gets the rewritten line; a log or a pipe would fill with them.
   if (isatty(2)) {

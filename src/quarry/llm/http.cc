@@ -1,4 +1,4 @@
-// The transport under the OpenAI-compatible client: a libcurl POST with explicit timeouts, and
+// The transport under the model clients: a libcurl POST (or GET) with explicit timeouts, and
 // the backoff arithmetic used between attempts (see http_internal.h).
 #include <algorithm>
 #include <cctype>
@@ -134,7 +134,11 @@ HttpSession::HttpSession() {
   curl_.reset(curl_easy_init());
 }
 
-HttpReply HttpSession::Post(const HttpPost& post) {
+HttpReply HttpSession::Post(const HttpPost& post) { return Send(post, false); }
+
+HttpReply HttpSession::Get(const HttpPost& request) { return Send(request, true); }
+
+HttpReply HttpSession::Send(const HttpPost& post, bool get) {
   HttpReply reply;
   CURL* curl = curl_.get();
   if (curl == nullptr) {
@@ -157,9 +161,14 @@ HttpReply HttpSession::Post(const HttpPost& post) {
   Exchange exchange{curl, &post, &reply, std::chrono::steady_clock::now(), 0};
   curl_easy_setopt(curl, CURLOPT_URL, post.url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post.body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post.body.size()));
+  if (get) {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post.body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(post.body.size()));
+  }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &OnProgress);

@@ -59,8 +59,11 @@ class HttpSession {
  public:
   HttpSession();
   HttpReply Post(const HttpPost& post);
+  // The same exchange as a GET (a model list): `request.body` is not sent.
+  HttpReply Get(const HttpPost& request);
 
  private:
+  HttpReply Send(const HttpPost& post, bool get);
   struct CurlDeleter {
     void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
   };

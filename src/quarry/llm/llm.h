@@ -288,8 +288,9 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const nlohmann::ordered
                                                          const std::string& origin);
 
 // Where a live client's settings come from, in order: explicit flags, the environment
-// (QUARRY_BASE_URL, QUARRY_MODEL, QUARRY_API_KEY; OPENROUTER_API_KEY makes OpenRouter the
-// default endpoint), then a .env file, which never overrides the environment.
+// (QUARRY_PROVIDER, QUARRY_BASE_URL, QUARRY_MODEL, QUARRY_API_KEY; OPENROUTER_API_KEY or
+// ANTHROPIC_API_KEY choose their provider when no base URL is set), then a .env file, which
+// never overrides the environment; see ResolveConfig for the rules.
 struct Settings {
   std::optional<std::string> base_url;
   std::optional<std::string> model;
@@ -306,19 +307,52 @@ struct Settings {
 std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path);
 
 using GetEnv = std::function<std::optional<std::string>(const char*)>;
-// An empty variable counts as unset. The OpenRouter key is only ever sent to openrouter.ai.
-// Without a base URL, OPENROUTER_API_KEY selects https://openrouter.ai/api/v1; provider is
-// "openrouter" whenever the host is openrouter.ai, else "openai-compatible". A key is
-// required unless the host is loopback (llama.cpp, Ollama). QUARRY_PRICES names a price file
-// merged into the built-in table. Request settings: the timeout in seconds (fractions allowed,
-// 0.1 to 86400), max tokens (1 to 1000000), temperature (0 to 2, or "default": not sent;
-// unset: 0, but not sent to an OpenAI reasoning model), max_tokens_param ("auto",
-// "max_tokens", "max_completion_tokens"; auto: the latter for OpenAI reasoning models, else
-// the former). Errors: kUsage with one line saying what to set, e.g.
-// "no model configured: set QUARRY_MODEL and QUARRY_API_KEY (or OPENROUTER_API_KEY), pass
-// --model/--base-url, or use --offline"; also a malformed base URL or price file.
+
+// Where each resolved setting came from, for `quarry doctor`: "--model", "QUARRY_MODEL",
+// "QUARRY_MODEL in .env", "the default for anthropic", "OPENROUTER_API_KEY is set", ...
+struct SettingOrigins {
+  std::string provider;
+  std::string base_url;
+  std::string model;    // "" while the model is still to be asked from the server
+  std::string api_key;  // the variable the key came from, or why none is needed
+};
+
+// The model used when none is configured, for endpoints whose provider documents one:
+// OpenAI (api.openai.com), OpenRouter and Anthropic (api.anthropic.com); each has a built-in
+// price. nullopt for any other endpoint.
+std::optional<std::string> DefaultModel(const std::string& provider, const std::string& base_url);
+
+// An empty variable counts as unset. The rules, in order:
+// - Provider: --provider, else QUARRY_PROVIDER ("openai-compatible", "openrouter" or
+//   "anthropic"; anything else is a kUsage error naming them), else chosen from the base URL's
+//   host (api.anthropic.com: anthropic; openrouter.ai: openrouter; else openai-compatible).
+// - Base URL: --base-url, else QUARRY_BASE_URL, else the provider's default
+//   (https://openrouter.ai/api/v1, https://api.anthropic.com/v1). With neither a base URL nor a
+//   provider, OPENROUTER_API_KEY selects OpenRouter; else ANTHROPIC_API_KEY selects Anthropic
+//   when QUARRY_API_KEY is unset (QUARRY_API_KEY needs its own QUARRY_BASE_URL).
+// - Key: a provider's own variable is only ever sent to that provider's host
+//   (OPENROUTER_API_KEY to openrouter.ai, ANTHROPIC_API_KEY to api.anthropic.com). For a base
+//   URL the user gave, QUARRY_API_KEY comes first, then the host's own variable; for a
+//   provider's default base URL, the provider's variable comes first, then QUARRY_API_KEY. A
+//   key is required unless the host is loopback (llama.cpp, Ollama, vLLM on this machine).
+// - Model: --model, else QUARRY_MODEL, else DefaultModel; for a loopback endpoint without one
+//   the model is left empty, to be asked from the server (llm/models.h OnlyServedModel; the
+//   CLI's LiveConfig does it). Any other endpoint without a model is a kUsage error.
+// QUARRY_PRICES names a price file merged into the built-in table. Request settings: the
+// timeout in seconds (fractions allowed, 0.1 to 86400), max tokens (1 to 1000000),
+// temperature (0 to 2, or "default": not sent; unset: 0, but not sent to an OpenAI reasoning
+// model), max_tokens_param ("auto", "max_tokens", "max_completion_tokens"; auto: the latter
+// for OpenAI reasoning models, else the former); QUARRY_STREAM=0 (or false) turns streaming
+// off. Errors: kUsage with one line saying what to set, e.g. "no model endpoint configured:
+// set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or QUARRY_BASE_URL and QUARRY_MODEL (with
+// QUARRY_API_KEY) for another endpoint; pass --base-url/--model, or use --offline"; also a
+// malformed base URL or price file. `origins`, when given, receives where each setting came
+// from.
 Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
-                                   const std::map<std::string, std::string>& dotenv);
+                                   const std::map<std::string, std::string>& dotenv,
+                                   SettingOrigins* origins = nullptr);
+// Whether `base_url` is http(s) on this machine (localhost, 127.x, ::1).
+bool IsLoopbackUrl(const std::string& base_url);
 // The process environment, for ResolveConfig.
 std::optional<std::string> ProcessEnv(const char* name);
 

@@ -1,5 +1,6 @@
 // Where a live client's settings come from: flags, then the environment, then .env. Also the
 // secret masking used wherever a key might otherwise be shown.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -11,6 +12,19 @@ namespace quarry::llm {
 namespace {
 
 constexpr const char* kOpenRouterUrl = "https://openrouter.ai/api/v1";
+constexpr const char* kAnthropicUrl = "https://api.anthropic.com/v1";
+constexpr const char* kAnthropicHost = "api.anthropic.com";
+constexpr const char* kOpenAiHost = "api.openai.com";
+
+// The models used when none is configured: each provider's small, cheap model that calls
+// tools well, as listed on its models page (platform.openai.com/docs/models,
+// openrouter.ai/models, docs.anthropic.com "Models overview"), all priced in prices.cc. One
+// place to change when a provider retires them.
+constexpr const char* kDefaultOpenAiModel = "gpt-4o-mini";
+constexpr const char* kDefaultOpenRouterModel = "openai/gpt-4o-mini";
+constexpr const char* kDefaultAnthropicModel = "claude-haiku-4-5";
+
+constexpr const char* kProviders[] = {"openai-compatible", "openrouter", "anthropic"};
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -196,36 +210,108 @@ std::optional<std::string> ProcessEnv(const char* name) {
   return std::string(value);
 }
 
+std::optional<std::string> DefaultModel(const std::string& provider,
+                                        const std::string& base_url) {
+  const std::optional<std::string> host = UrlHost(base_url);
+  if (!host) return std::nullopt;
+  if (provider == "anthropic" && *host == kAnthropicHost) return kDefaultAnthropicModel;
+  if (provider == "openrouter" && IsOpenRouter(*host)) return kDefaultOpenRouterModel;
+  if (provider == "openai-compatible" && *host == kOpenAiHost) return kDefaultOpenAiModel;
+  return std::nullopt;
+}
+
+bool IsLoopbackUrl(const std::string& base_url) {
+  const std::optional<std::string> host = UrlHost(base_url);
+  return host && IsLoopback(*host);
+}
+
 Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
-                                   const std::map<std::string, std::string>& dotenv) {
-  auto lookup = [&](const char* name) -> std::optional<std::string> {
-    if (std::optional<std::string> value = getenv(name); value && !value->empty()) return value;
+                                   const std::map<std::string, std::string>& dotenv,
+                                   SettingOrigins* origins) {
+  // Each lookup also says where the value was found, for `quarry doctor`.
+  auto lookup_at = [&](const char* name, std::string* where) -> std::optional<std::string> {
+    if (std::optional<std::string> value = getenv(name); value && !value->empty()) {
+      if (where) *where = name;
+      return value;
+    }
     auto it = dotenv.find(name);
-    if (it != dotenv.end() && !it->second.empty()) return it->second;
+    if (it != dotenv.end() && !it->second.empty()) {
+      if (where) *where = std::string(name) + " in .env";
+      return it->second;
+    }
     return std::nullopt;
   };
+  auto lookup = [&](const char* name) { return lookup_at(name, nullptr); };
   auto flag = [](const std::optional<std::string>& value) -> std::optional<std::string> {
     return value && !value->empty() ? value : std::nullopt;
   };
+  SettingOrigins from;
+
+  std::optional<std::string> provider = flag(flags.provider);
+  if (provider) {
+    from.provider = "--provider";
+  } else {
+    provider = lookup_at("QUARRY_PROVIDER", &from.provider);
+  }
+  if (provider) {
+    const std::string& name = *provider;
+    if (std::find(std::begin(kProviders), std::end(kProviders), name) == std::end(kProviders)) {
+      return Fail(Error::Code::kUsage, "unknown provider \"" + name + "\" (" + from.provider +
+                                           "): expected openai-compatible, openrouter or "
+                                           "anthropic");
+    }
+  }
+
+  std::string api_key_from;
+  std::optional<std::string> api_key = flag(flags.api_key);
+  if (api_key) {
+    api_key_from = "--api-key";
+  } else {
+    api_key = lookup_at("QUARRY_API_KEY", &api_key_from);
+  }
+  std::string openrouter_from;
+  std::string anthropic_from;
+  const std::optional<std::string> openrouter_key =
+      lookup_at("OPENROUTER_API_KEY", &openrouter_from);
+  const std::optional<std::string> anthropic_key =
+      lookup_at("ANTHROPIC_API_KEY", &anthropic_from);
 
   std::optional<std::string> base_url = flag(flags.base_url);
-  if (!base_url) base_url = lookup("QUARRY_BASE_URL");
-  std::optional<std::string> model = flag(flags.model);
-  if (!model) model = lookup("QUARRY_MODEL");
-  std::optional<std::string> api_key = flag(flags.api_key);
-  if (!api_key) api_key = lookup("QUARRY_API_KEY");
-  std::optional<std::string> openrouter_key = lookup("OPENROUTER_API_KEY");
-  if (!base_url && openrouter_key) base_url = kOpenRouterUrl;
-
-  if (!model) {
-    return Fail(Error::Code::kUsage,
-                "no model configured: set QUARRY_MODEL and QUARRY_API_KEY (or "
-                "OPENROUTER_API_KEY), pass --model/--base-url, or use --offline");
+  bool base_url_given = true;
+  if (base_url) {
+    from.base_url = "--base-url";
+  } else if ((base_url = lookup_at("QUARRY_BASE_URL", &from.base_url))) {
+  } else if (provider == "anthropic" || provider == "openrouter") {
+    base_url = *provider == "anthropic" ? kAnthropicUrl : kOpenRouterUrl;
+    from.base_url = "the default for " + *provider;
+    base_url_given = false;
+  } else if (!provider && openrouter_key) {
+    base_url = kOpenRouterUrl;
+    from.base_url = from.provider = openrouter_from + " is set";
+    base_url_given = false;
+  } else if (!provider && anthropic_key && !api_key) {
+    base_url = kAnthropicUrl;
+    from.base_url = from.provider = anthropic_from + " is set";
+    base_url_given = false;
   }
   if (!base_url) {
+    if (provider) {
+      return Fail(Error::Code::kUsage, "provider " + *provider + " (" + from.provider +
+                                           ") needs a base URL: set QUARRY_BASE_URL (e.g. "
+                                           "http://127.0.0.1:8080/v1) or pass --base-url");
+    }
+    if (api_key) {
+      return Fail(Error::Code::kUsage,
+                  api_key_from + " is set but no endpoint is: set QUARRY_BASE_URL (e.g. "
+                  "https://api.openai.com/v1) or pass --base-url" +
+                      std::string(anthropic_key ? "; --provider anthropic uses ANTHROPIC_API_KEY"
+                                                : "") +
+                      ", or use --offline");
+    }
     return Fail(Error::Code::kUsage,
-                "no model endpoint configured: set QUARRY_BASE_URL and QUARRY_API_KEY (or "
-                "OPENROUTER_API_KEY), pass --base-url, or use --offline");
+                "no model endpoint configured: set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or "
+                "QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) for another endpoint; "
+                "pass --base-url/--model, or use --offline");
   }
   std::optional<std::string> host = UrlHost(*base_url);
   if (!host) {
@@ -237,17 +323,49 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   ClientConfig config;
   config.base_url = *base_url;
   while (config.base_url.ends_with('/')) config.base_url.pop_back();
-  config.model = *model;
-  config.provider = IsOpenRouter(*host) ? "openrouter" : "openai-compatible";
-  // The OpenRouter key goes to OpenRouter only, never to whatever other endpoint is set.
-  if (!api_key && config.provider == "openrouter") api_key = openrouter_key;
-  if (!api_key && !IsLoopback(*host)) {
-    return Fail(Error::Code::kUsage,
-                "no API key for " + config.base_url + ": set QUARRY_API_KEY" +
-                    (config.provider == "openrouter" ? " or OPENROUTER_API_KEY" : "") +
-                    " in the environment or .env, or use --offline");
+  if (provider) {
+    config.provider = *provider;
+  } else {
+    config.provider = *host == kAnthropicHost ? "anthropic"
+                      : IsOpenRouter(*host)   ? "openrouter"
+                                              : "openai-compatible";
+    if (from.provider.empty()) from.provider = "chosen from the base URL's host";
   }
+
+  // A provider's own key goes to that provider's host only. QUARRY_API_KEY belongs to the base
+  // URL the user set; against a provider's default URL, the provider's own key comes first.
+  const std::optional<std::string> host_key =
+      *host == kAnthropicHost ? anthropic_key : IsOpenRouter(*host) ? openrouter_key : std::nullopt;
+  const std::string host_key_from = *host == kAnthropicHost ? anthropic_from : openrouter_from;
+  if (host_key && (!api_key || !base_url_given)) {
+    api_key = host_key;
+    from.api_key = host_key_from;
+  } else if (api_key) {
+    from.api_key = api_key_from;
+  }
+  if (!api_key && !IsLoopback(*host)) {
+    const std::string own = *host == kAnthropicHost ? "ANTHROPIC_API_KEY or "
+                            : IsOpenRouter(*host)   ? "OPENROUTER_API_KEY or "
+                                                    : "";
+    return Fail(Error::Code::kUsage, "no API key for " + config.base_url + ": set " + own +
+                                         "QUARRY_API_KEY in the environment or .env, or use "
+                                         "--offline");
+  }
+  if (!api_key) from.api_key = "none (a loopback endpoint needs none)";
   config.api_key = api_key.value_or("");
+
+  std::optional<std::string> model = flag(flags.model);
+  if (model) {
+    from.model = "--model";
+  } else if ((model = lookup_at("QUARRY_MODEL", &from.model))) {
+  } else if ((model = DefaultModel(config.provider, config.base_url))) {
+    from.model = "the default for " + config.provider;
+  } else if (!IsLoopback(*host)) {
+    return Fail(Error::Code::kUsage, "no model configured for " + config.base_url +
+                                         ": set QUARRY_MODEL or pass --model");
+  }
+  config.model = model.value_or("");
+
   config.stream = flags.stream;
   if (std::optional<std::string> stream = lookup("QUARRY_STREAM"); stream && (*stream == "0" || *stream == "false")) {
     config.stream = false;
@@ -261,6 +379,7 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
       return Fail(merged.error().code, merged.error().message + " (QUARRY_PRICES)");
     }
   }
+  if (origins) *origins = std::move(from);
   return config;
 }
 

@@ -1,0 +1,209 @@
+// How ResolveConfig chooses the provider, base URL, key and model (the table in the README's
+// "Choosing the provider"), where each came from, and that no key reaches a host it was not
+// given for.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "quarry/llm/llm.h"
+
+namespace quarry::llm {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+GetEnv FakeEnv(Env env) {
+  return [env = std::move(env)](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+constexpr const char* kAnthropic = "sk-ant-api03-anthropic-key-0000";
+constexpr const char* kRouter = "sk-or-v1-openrouter-key-0000";
+constexpr const char* kQuarry = "sk-quarry-own-key-000000";
+
+struct Row {
+  std::string name;
+  Env env;
+  std::string provider_flag;  // --provider ("" none)
+  std::string base_url_flag;  // --base-url
+  // Expected: either an error fragment, or the resolved fields.
+  std::string error;
+  std::string provider, base_url, model, key;
+  std::string provider_from, model_from, key_from;
+};
+
+// A configuration that resolves, and where its provider, model and key came from ("" : not
+// checked).
+Row Resolves(std::string name, Env env, std::string provider_flag, std::string base_url_flag,
+             std::string provider, std::string base_url, std::string model, std::string key,
+             std::string provider_from = "", std::string model_from = "",
+             std::string key_from = "") {
+  Row row;
+  row.name = std::move(name);
+  row.env = std::move(env);
+  row.provider_flag = std::move(provider_flag);
+  row.base_url_flag = std::move(base_url_flag);
+  row.provider = std::move(provider);
+  row.base_url = std::move(base_url);
+  row.model = std::move(model);
+  row.key = std::move(key);
+  row.provider_from = std::move(provider_from);
+  row.model_from = std::move(model_from);
+  row.key_from = std::move(key_from);
+  return row;
+}
+
+// A configuration refused with a kUsage error containing `error`.
+Row Refused(std::string name, Env env, std::string provider_flag, std::string base_url_flag,
+            std::string error) {
+  Row row;
+  row.name = std::move(name);
+  row.env = std::move(env);
+  row.provider_flag = std::move(provider_flag);
+  row.base_url_flag = std::move(base_url_flag);
+  row.error = std::move(error);
+  return row;
+}
+
+class ProviderChoiceTest : public ::testing::TestWithParam<Row> {};
+
+TEST_P(ProviderChoiceTest, Resolves) {
+  const Row& row = GetParam();
+  Settings flags;
+  if (!row.provider_flag.empty()) flags.provider = row.provider_flag;
+  if (!row.base_url_flag.empty()) flags.base_url = row.base_url_flag;
+  SettingOrigins origins;
+  Result<ClientConfig> config = ResolveConfig(flags, FakeEnv(row.env), {}, &origins);
+  if (!row.error.empty()) {
+    ASSERT_FALSE(config) << row.name << ": resolved to " << config->provider << " "
+                         << config->base_url;
+    EXPECT_EQ(config.error().code, Error::Code::kUsage);
+    EXPECT_NE(config.error().message.find(row.error), std::string::npos)
+        << row.name << ": " << config.error().message;
+    for (const char* key : {kAnthropic, kRouter, kQuarry}) {
+      EXPECT_EQ(config.error().message.find(key), std::string::npos) << "a key in the message";
+    }
+    return;
+  }
+  ASSERT_TRUE(config) << row.name << ": " << config.error().message;
+  EXPECT_EQ(config->provider, row.provider) << row.name;
+  EXPECT_EQ(config->base_url, row.base_url) << row.name;
+  EXPECT_EQ(config->model, row.model) << row.name;
+  EXPECT_EQ(config->api_key, row.key) << row.name;
+  if (!row.provider_from.empty()) {
+    EXPECT_EQ(origins.provider, row.provider_from) << row.name;
+  }
+  if (!row.model_from.empty()) {
+    EXPECT_EQ(origins.model, row.model_from) << row.name;
+  }
+  if (!row.key_from.empty()) {
+    EXPECT_EQ(origins.api_key, row.key_from) << row.name;
+  }
+}
+
+const std::string kLocal = "http://127.0.0.1:8080/v1";
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, ProviderChoiceTest,
+    ::testing::Values(
+        Resolves("AnthropicKeyAlone", {{"ANTHROPIC_API_KEY", kAnthropic}}, "", "",
+            "anthropic", "https://api.anthropic.com/v1", "claude-haiku-4-5", kAnthropic,
+            "ANTHROPIC_API_KEY is set", "the default for anthropic", "ANTHROPIC_API_KEY"),
+        Resolves("OpenRouterKeyBeatsAnthropicKey",
+            {{"OPENROUTER_API_KEY", kRouter}, {"ANTHROPIC_API_KEY", kAnthropic}}, "", "",
+            "openrouter", "https://openrouter.ai/api/v1", "openai/gpt-4o-mini", kRouter,
+            "OPENROUTER_API_KEY is set", "the default for openrouter", "OPENROUTER_API_KEY"),
+        Resolves("OwnKeyNotQuarryKeyForADefaultUrl",
+            {{"OPENROUTER_API_KEY", kRouter}, {"QUARRY_API_KEY", kQuarry}}, "", "",
+            "openrouter", "https://openrouter.ai/api/v1", "openai/gpt-4o-mini", kRouter),
+        Refused("QuarryKeyWithoutBaseUrlChoosesNothing",
+            {{"QUARRY_API_KEY", kQuarry}, {"ANTHROPIC_API_KEY", kAnthropic}}, "", "",
+            "QUARRY_API_KEY is set but no endpoint is: set QUARRY_BASE_URL"),
+        Refused("QuarryKeyWithoutBaseUrlPointsAtProviderFlag",
+            {{"QUARRY_API_KEY", kQuarry}, {"ANTHROPIC_API_KEY", kAnthropic}}, "", "",
+            "--provider anthropic uses ANTHROPIC_API_KEY"),
+        Resolves("ExplicitAnthropicPrefersItsOwnKey",
+            {{"QUARRY_PROVIDER", "anthropic"},
+             {"QUARRY_API_KEY", kQuarry},
+             {"ANTHROPIC_API_KEY", kAnthropic}},
+            "", "", "anthropic", "https://api.anthropic.com/v1", "claude-haiku-4-5",
+            kAnthropic, "QUARRY_PROVIDER"),
+        Resolves("ExplicitAnthropicWithOnlyQuarryKey",
+            {{"QUARRY_API_KEY", kQuarry}}, "anthropic", "", "anthropic",
+            "https://api.anthropic.com/v1", "claude-haiku-4-5", kQuarry, "--provider", "",
+            "QUARRY_API_KEY"),
+        Resolves("AnthropicKeyNeverGoesToAnotherHost",
+            {{"ANTHROPIC_API_KEY", kAnthropic}, {"QUARRY_BASE_URL", kLocal}}, "anthropic", "",
+            "anthropic", kLocal, "", "", "--provider", "", "none (a loopback endpoint needs none)"),
+        Refused("AnthropicKeyNotSentToAProxy",
+            {{"ANTHROPIC_API_KEY", kAnthropic}, {"QUARRY_MODEL", "claude-haiku-4-5"}},
+            "anthropic", "https://llm-proxy.example.com/v1",
+            "no API key for https://llm-proxy.example.com/v1: set QUARRY_API_KEY"),
+        Resolves("AnthropicHostMeansAnthropic",
+            {{"QUARRY_BASE_URL", "https://api.anthropic.com/v1/"},
+             {"ANTHROPIC_API_KEY", kAnthropic}},
+            "", "", "anthropic", "https://api.anthropic.com/v1", "claude-haiku-4-5",
+            kAnthropic, "chosen from the base URL's host"),
+        Resolves("QuarryKeyFirstForAUserGivenUrl",
+            {{"QUARRY_BASE_URL", "https://openrouter.ai/api/v1"},
+             {"QUARRY_API_KEY", kQuarry},
+             {"OPENROUTER_API_KEY", kRouter}},
+            "", "", "openrouter", "https://openrouter.ai/api/v1", "openai/gpt-4o-mini",
+            kQuarry, "", "", "QUARRY_API_KEY"),
+        Resolves("OpenAiDefaultModel",
+            {{"QUARRY_BASE_URL", "https://api.openai.com/v1"}, {"QUARRY_API_KEY", kQuarry}},
+            "", "", "openai-compatible", "https://api.openai.com/v1", "gpt-4o-mini", kQuarry,
+            "", "the default for openai-compatible"),
+        Resolves("OpenRouterKeyNotSentToALocalOpenRouterProxy",
+            {{"OPENROUTER_API_KEY", kRouter}, {"QUARRY_MODEL", "m"}}, "openrouter", kLocal,
+            "openrouter", kLocal, "m", "", "--provider", "QUARRY_MODEL"),
+        Resolves("LocalServerWithoutModelAsksTheServer", {{"QUARRY_BASE_URL", kLocal}}, "", "",
+            "openai-compatible", kLocal, "", ""),
+        Refused("UnknownHostNeedsAModel",
+            {{"QUARRY_BASE_URL", "https://llm.example.com/v1"}, {"QUARRY_API_KEY", kQuarry}}, "",
+            "", "no model configured for https://llm.example.com/v1: set QUARRY_MODEL or pass "
+                "--model"),
+        Refused("UnknownProviderVariable", {{"QUARRY_PROVIDER", "openai"}}, "", "",
+            "unknown provider \"openai\" (QUARRY_PROVIDER): expected openai-compatible, "
+            "openrouter or anthropic"),
+        Refused("UnknownProviderFlag", {}, "claude", "",
+                "unknown provider \"claude\" (--provider)"),
+        Refused("OpenAiCompatibleNeedsABaseUrl", {{"OPENROUTER_API_KEY", kRouter}},
+            "openai-compatible", "",
+            "provider openai-compatible (--provider) needs a base URL"),
+        Refused("NothingSet", {}, "", "",
+            "no model endpoint configured: set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or "
+            "QUARRY_BASE_URL and QUARRY_MODEL")),
+    [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
+
+TEST(ProviderChoiceOriginsTest, DotEnvIsNamed) {
+  SettingOrigins origins;
+  Result<ClientConfig> config =
+      ResolveConfig(Settings{}, FakeEnv({}), {{"ANTHROPIC_API_KEY", kAnthropic}}, &origins);
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->provider, "anthropic");
+  EXPECT_EQ(origins.api_key, "ANTHROPIC_API_KEY in .env");
+  EXPECT_EQ(origins.base_url, "ANTHROPIC_API_KEY in .env is set");
+}
+
+TEST(ProviderChoiceOriginsTest, DefaultModelsArePriced) {
+  const PriceTable prices = PriceTable::BuiltIn();
+  for (const auto& [provider, url] :
+       std::map<std::string, std::string>{{"openai-compatible", "https://api.openai.com/v1"},
+                                          {"openrouter", "https://openrouter.ai/api/v1"},
+                                          {"anthropic", "https://api.anthropic.com/v1"}}) {
+    const std::optional<std::string> model = DefaultModel(provider, url);
+    ASSERT_TRUE(model) << provider;
+    EXPECT_TRUE(prices.Find(*model)) << *model << " has no built-in price";
+  }
+  EXPECT_FALSE(DefaultModel("openai-compatible", "http://127.0.0.1:8080/v1"));
+  EXPECT_FALSE(DefaultModel("anthropic", "http://127.0.0.1:8080/v1"))
+      << "a proxy or stand-in gets no provider default";
+}
+
+}  // namespace
+}  // namespace quarry::llm
