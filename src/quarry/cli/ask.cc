@@ -54,7 +54,7 @@ int RunAsk(const AskOptions& o) {
       recorded.offline_reply = *reply;
     }
   }
-  auto client = MakeClient(recorded);
+  auto client = MakeClient(recorded, /*live_text=*/true);
   if (!client) return Report(client.error());
   auto config = BaseConfig(o);
   if (!config) return Report(config.error());

@@ -256,6 +256,8 @@ int Main(int argc, char** argv) {
                       "Where runs/<id>/ go (default runs); threads.sqlite3 too when given");
   mcp_cmd->add_option("--model", mcp.model, "Model id for ask_database (else QUARRY_MODEL)");
   mcp_cmd->add_option("--base-url", mcp.base_url, "Endpoint for ask_database");
+  mcp_cmd->add_flag("--no-stream", mcp.no_stream,
+                    "ask_database waits for whole model replies instead of streamed ones");
   AddLoadFlags(mcp_cmd, mcp.load);
   AddSchemaFlags(mcp_cmd, mcp);
 

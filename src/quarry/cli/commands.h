@@ -76,6 +76,7 @@ struct McpOptions {
   std::string runs_dir;  // "": runs/ in the working directory, threads in the state directory
   std::string model;
   std::string base_url;
+  bool no_stream = false;  // --no-stream: ask_database's model replies whole
   std::optional<int64_t> schema_budget;
   bool no_samples = false;
 };
@@ -193,10 +194,14 @@ int RunBehaviourCommand(const BehaviourCommandOptions& options);
 Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_flag,
                                                   bool no_samples_flag, bool embeddings = true);
 
-// The live model client from flags, the environment and .env (see llm::ResolveConfig).
-Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);
+// The live model client from flags, the environment and .env (see llm::ResolveConfig);
+// `stream` false: --no-stream.
+Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model,
+                                                const std::string& base_url, bool stream = true);
 // The live client from flags, the environment and .env. While a reply is awaited, stderr shows
 // the seconds waited on one rewritten line when it is a terminal; every resend is said there.
-Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags);
+// With `live_text`, a streamed reply's text and tool calls are shown there as they arrive
+// (LiveText), when stderr is a terminal and streaming is on.
+Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags, bool live_text = false);
 
 }  // namespace quarry::cli

@@ -23,8 +23,9 @@ int RunMcp(const McpOptions& o) {
   options.config.schema = std::move(*schema);
   options.open = ToOpenOptions(o.load);
   options.on_open = [&o](const engine::Engine& e) { FillCache(e, o.paths, o.load); };
-  options.make_client = [model = o.model, base_url = o.base_url]() -> Result<std::unique_ptr<llm::Client>> {
-    auto client = LiveClient(model, base_url);
+  options.make_client = [model = o.model, base_url = o.base_url,
+                         stream = !o.no_stream]() -> Result<std::unique_ptr<llm::Client>> {
+    auto client = LiveClient(model, base_url, stream);
     if (!client) {
       // `quarry ask --offline` has no MCP counterpart: drop that part of the advice.
       std::string message = client.error().message;
