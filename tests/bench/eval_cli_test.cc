@@ -196,6 +196,28 @@ TEST(EvalCliTest, StandInModelWithWrongSqlScoresExactlyWhatItShould) {
   EXPECT_NE(r.out.find("9/13 = 69.2%"), std::string::npos) << r.out;
 }
 
+TEST(EvalCliTest, NoStreamAsksForWholeReplies) {
+  for (const bool no_stream : {false, true}) {
+    TempDir tmp;
+    ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+    ProviderServer server;
+    server.Enqueue({200, {}, Sql("SELECT COUNT(*) FROM singer")});
+    server.Enqueue({200, {}, Answer()});
+    std::vector<std::string> args = {"spider", "--dir", (tmp.path() / "spider").string(),
+                                     "--n", "1", "--tag", "stream"};
+    if (no_stream) args.push_back("--no-stream");
+    auto r = Eval(tmp, args,
+                  {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+                   "QUARRY_API_KEY=sk-test-eval", "QUARRY_STREAM=1"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto requests = server.requests();
+    ASSERT_EQ(requests.size(), 2u) << r.err;
+    for (const auto& request : requests) {
+      EXPECT_EQ(request.Json().contains("stream"), !no_stream) << request.body;
+    }
+  }
+}
+
 TEST(EvalCliTest, BirdEvidenceReachesTheModelAsAHint) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("bird", tmp.path() / "bird"));

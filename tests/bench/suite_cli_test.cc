@@ -409,6 +409,32 @@ TEST_F(BenchCliTest, LiveWithoutAModelSaysWhatToSet) {
   EXPECT_NE(p.err.find("--offline"), std::string::npos) << p.err;
 }
 
+TEST_F(BenchCliTest, NoStreamAsksForWholeReplies) {
+  for (const bool no_stream : {false, true}) {
+    ProviderServer server;
+    server.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql",
+                                             R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
+    server.Enqueue({200, {}, ToolCallReply({{"c2", "final_answer",
+                                             R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
+    json suite = ReadJson(root() / "tasks" / "suite.json");
+    dir_.Write("suite/tasks/suite.json", json({{"tasks", json::array({suite["tasks"][0]})}}).dump());
+    std::vector<std::string> args = {"--tasks", (root() / "tasks").string(), "--arms", "on",
+                                     "--out", "out"};
+    if (no_stream) args.push_back("--no-stream");
+    const ProcessResult p =
+        Bench(args,
+              {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+               "QUARRY_API_KEY=test-key"},
+              {"OPENROUTER_API_KEY", "QUARRY_EMBEDDINGS_URL", "QUARRY_STREAM"});
+    ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+    const auto requests = server.requests();
+    ASSERT_EQ(requests.size(), 2u);
+    for (const auto& request : requests) {
+      EXPECT_EQ(request.Json().contains("stream"), !no_stream) << request.body;
+    }
+  }
+}
+
 TEST_F(BenchCliTest, LiveRunAgainstTheStandInProvider) {
   ProviderServer server;
   // revenue_total, then region_story (its answer, then three judge calls: 2-1 for pass).

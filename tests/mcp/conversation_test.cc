@@ -50,9 +50,11 @@ class McpConversationTest : public ::testing::Test {
   void SetUp() override {
     csv_ = tmp_.Write("sales.csv", "region,revenue\nNorth,10.5\nSouth,20\nNorth,4\n");
   }
-  std::unique_ptr<LiveServer> Start(const ProviderServer& provider, json capabilities = json::object()) {
+  std::unique_ptr<LiveServer> Start(const ProviderServer& provider, json capabilities = json::object(),
+                                    std::vector<std::string> flags = {}) {
+    flags.insert(flags.end(), {"--runs-dir", (tmp_.path() / "runs").string(), csv_.string()});
     auto server = std::make_unique<LiveServer>(
-        std::vector<std::string>{"--runs-dir", (tmp_.path() / "runs").string(), csv_.string()},
+        flags,
         tmp_.path(),
         std::vector<std::string>{"QUARRY_BASE_URL=" + provider.base_url(), "QUARRY_MODEL=stand-in",
                                  "QUARRY_API_KEY=sk-test"});
@@ -67,6 +69,28 @@ class McpConversationTest : public ::testing::Test {
   TempDir tmp_;
   fs::path csv_;
 };
+
+TEST_F(McpConversationTest, NoStreamAsksForWholeReplies) {
+  for (const bool no_stream : {false, true}) {
+    ProviderServer provider;
+    provider.Enqueue({200, {}, SqlTurn("c1", "SELECT count(*) AS n FROM sales")});
+    provider.Enqueue({200, {}, AnswerTurn("c2", "There are 3 sales.", "3")});
+    auto server = Start(provider, json::object(),
+                        no_stream ? std::vector<std::string>{"--no-stream"}
+                                  : std::vector<std::string>{});
+    server->Send(Call(1, "ask_database", {{"question", "How many sales are there?"}}));
+    const auto r = server->Response(1, milliseconds(60000));
+    ASSERT_TRUE(r.has_value()) << server->Err();
+    EXPECT_EQ(r->message["result"]["isError"], false) << r->message.dump();
+    server->CloseInput();
+    EXPECT_EQ(server->Wait(milliseconds(20000)), 0) << server->Err();
+    const auto requests = provider.requests();
+    ASSERT_EQ(requests.size(), 2u);
+    for (const auto& request : requests) {
+      EXPECT_EQ(request.Json().contains("stream"), !no_stream) << request.body;
+    }
+  }
+}
 
 TEST_F(McpConversationTest, AThreadSurvivesAServerRestart) {
   ProviderServer provider;

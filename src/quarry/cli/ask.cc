@@ -58,12 +58,12 @@ int RunAsk(const AskOptions& o) {
       }
     }
   }
-  auto client = MakeClient(recorded);
+  auto client = MakeClient(recorded, /*live_text=*/true);
   // A --replay file that is not that continuation's recording (a trace, say) is played as it
   // was before continuations were recorded: against the text as typed.
   if (!client && client.error().code == Error::Code::kUsage && !o.replay.empty() &&
       recorded.offline_reply) {
-    client = MakeClient(o);
+    client = MakeClient(o, /*live_text=*/true);
   }
   if (!client) return Report(client.error());
   // --record: every turn of the live client is kept, and saved once the run has ended.

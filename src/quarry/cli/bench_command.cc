@@ -216,6 +216,8 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   cmd->add_option("--request-timeout", o.ask.request_timeout,
                   "Seconds to wait for one model reply (else QUARRY_REQUEST_TIMEOUT)");
   cmd->add_option("--max-tokens", o.ask.max_tokens, "Output token limit of each model turn");
+  cmd->add_flag("--no-stream", o.ask.no_stream,
+                "Ask for whole model replies instead of streamed ones (else QUARRY_STREAM)");
   cmd->add_option("--temperature", o.ask.temperature, "Sampling temperature, or \"default\"");
   cmd->add_option("--max-tokens-param", o.ask.max_tokens_param,
                   "auto, max_tokens or max_completion_tokens");

@@ -262,7 +262,7 @@ int RunChat(const AskOptions& o) {
   const FillCacheAtExit fill(*engine, o.data, load);
   std::unique_ptr<llm::Client> live;
   if (!o.offline) {
-    auto client = MakeClient(o);
+    auto client = MakeClient(o, /*live_text=*/true);
     if (!client) return Report(client.error());
     live = std::move(*client);
   }

@@ -259,6 +259,8 @@ int Main(int argc, char** argv) {
   mcp_cmd->add_option("--provider", mcp.provider,
                       "openai-compatible, openrouter or anthropic for ask_database (else "
                       "QUARRY_PROVIDER)");
+  mcp_cmd->add_flag("--no-stream", mcp.no_stream,
+                    "ask_database waits for whole model replies instead of streamed ones");
   AddLoadFlags(mcp_cmd, mcp.load);
   AddSchemaFlags(mcp_cmd, mcp);
 

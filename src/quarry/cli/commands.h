@@ -77,6 +77,7 @@ struct McpOptions {
   std::string model;
   std::string base_url;
   std::string provider;  // --provider for ask_database ("" : chosen)
+  bool no_stream = false;  // --no-stream: ask_database's model replies whole
   std::optional<int64_t> schema_budget;
   bool no_samples = false;
 };
@@ -213,8 +214,6 @@ int RunBehaviourCommand(const BehaviourCommandOptions& options);
 Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_flag,
                                                   bool no_samples_flag, bool embeddings = true);
 
-// The live model client from flags, the environment and .env (see llm::ResolveConfig).
-Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model, const std::string& base_url);
 // The live client's configuration from flags, the environment and .env (llm::ResolveConfig);
 // when that leaves the model empty (a loopback endpoint), the only model the server lists
 // (llm::OnlyServedModel). `origins`, when given, says where each setting came from.
@@ -222,6 +221,8 @@ Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags,
                                      llm::SettingOrigins* origins = nullptr);
 // The live client from flags, the environment and .env. While a reply is awaited, stderr shows
 // the seconds waited on one rewritten line when it is a terminal; every resend is said there.
-Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags);
+// With `live_text`, a streamed reply's text and tool calls are shown there as they arrive
+// (LiveText), when stderr is a terminal and streaming is on.
+Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags, bool live_text = false);
 
 }  // namespace quarry::cli

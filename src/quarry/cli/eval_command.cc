@@ -68,6 +68,8 @@ void AddBenchmarkFlags(CLI::App* cmd, EvalCommandOptions& o) {
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)");
   cmd->add_option("--request-timeout", a.request_timeout, "Seconds to wait for one model reply");
   cmd->add_option("--max-tokens", a.max_tokens, "Output token limit of each model turn");
+  cmd->add_flag("--no-stream", a.no_stream,
+                "Ask for whole model replies instead of streamed ones (else QUARRY_STREAM)");
   cmd->add_option("--temperature", a.temperature, "Sampling temperature, or \"default\"");
   cmd->add_option("--max-tokens-param", a.max_tokens_param,
                   "auto, max_tokens or max_completion_tokens");

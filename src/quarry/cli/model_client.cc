@@ -10,6 +10,7 @@
 
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
+#include "quarry/cli/live_text.h"
 #include "quarry/cli/run_question.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
@@ -101,7 +102,7 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
 
 }  // namespace
 
-Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
+Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o, bool live_text) {
   if (!o.replay.empty() && o.offline) {
     return Fail(Error::Code::kUsage, "--offline and --replay both choose recorded turns: pass one");
   }
@@ -125,7 +126,7 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o) {
     return llm::MakeReplayClientFromJson(doc, o.replay);
   }
   if (o.offline) return OfflineClient(o);
-  return LiveClient(ModelSettings(o));
+  return LiveClient(ModelSettings(o), live_text);
 }
 
 llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
@@ -144,14 +145,6 @@ llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
   return flags;
 }
 
-Result<std::unique_ptr<llm::Client>> LiveClient(const std::string& model,
-                                                const std::string& base_url) {
-  llm::Settings flags;
-  if (!model.empty()) flags.model = model;
-  if (!base_url.empty()) flags.base_url = base_url;
-  return LiveClient(flags);
-}
-
 Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags, llm::SettingOrigins* origins) {
   auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"), origins);
   if (!config) return std::unexpected(config.error());
@@ -165,7 +158,7 @@ Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags, llm::SettingOri
   return config;
 }
 
-Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags) {
+Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags, bool live_text) {
   auto config = LiveConfig(flags);
   if (!config) return std::unexpected(config.error());
   // Only a terminal gets the rewritten line; a log or a pipe would fill with them.
@@ -181,10 +174,18 @@ Result<std::unique_ptr<llm::Client>> LiveClient(const llm::Settings& flags) {
                 << std::flush;
     };
   }
-  config->on_retry = [](const std::string& line) {
+  std::shared_ptr<LiveText> display;
+  if (live_text && config->stream && isatty(2)) {
+    display = std::make_shared<LiveText>(std::cerr, UseColor());
+    config->on_stream = [display](const llm::StreamDelta& delta) { display->Show(delta); };
+  }
+  config->on_retry = [display](const std::string& line) {
+    if (display) display->End();
     std::cerr << Paint("quarry: model: " + TerminalText(line), "33") << "\n";
   };
-  return llm::MakeLiveClient(std::move(*config));
+  auto client = llm::MakeLiveClient(std::move(*config));
+  if (display) return WithLiveText(std::move(client), std::move(display));
+  return client;
 }
 
 }  // namespace quarry::cli

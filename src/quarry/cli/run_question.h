@@ -17,8 +17,8 @@ namespace quarry::cli {
 
 // The model client for `o`: --replay, --offline (recorded turns matching o.question and the
 // data), or the live one. Errors: kUsage (both recorded modes, no recording), kData (a bad
-// replay file), and LiveClient's.
-Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o);
+// replay file), and LiveClient's. `live_text`: as LiveClient's (ask and chat).
+Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o, bool live_text = false);
 // The live model's flags of `o` (--model, --base-url, --request-timeout, --max-tokens,
 // --temperature, --max-tokens-param) for llm::ResolveConfig; `model`, when not empty, instead
 // of --model (a judge's).

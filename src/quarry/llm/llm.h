@@ -209,7 +209,12 @@ bool IsOpenAiReasoningModel(const std::string& model);
 // limit is resent under the other name first), the change is listed in
 // Turn::retried_errors, and the client keeps it for every later request. Errors besides
 // kModel: kCancelled when Request::stop is requested (never retried). Replies over 8 MiB are
-// not read (kModel). Tool-call arguments come back exactly as the provider sent them. In the history sent back,
+// not read (kModel). With ClientConfig::stream the reply is asked for as server-sent events
+// (stream_options.include_usage too; a server that rejects stream_options gets the request
+// again without it, kept off like a rejected sampling parameter) and assembled into the same
+// Turn a whole reply gives (openai_stream_internal.h); a whole JSON reply is read as such. An
+// error event or a broken connection is retried only while nothing of the reply has arrived.
+// Tool-call arguments come back exactly as the provider sent them. In the history sent back,
 // arguments that are not valid JSON are wrapped as {"invalid_json": "<raw text>"}, because
 // several servers (llama.cpp, Anthropic behind OpenRouter) reject a conversation whose
 // arguments do not parse. Uses libcurl; curl_global_init runs once, on first use.

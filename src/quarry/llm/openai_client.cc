@@ -13,6 +13,7 @@
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
 #include "quarry/llm/llm.h"
+#include "quarry/llm/openai_stream_internal.h"
 
 namespace quarry::llm {
 namespace {
@@ -61,6 +62,8 @@ struct Sampling {
   std::optional<double> temperature;
   std::optional<int> max_output_tokens;  // nullopt: no limit sent
   std::string max_tokens_param;
+  bool stream = false;          // "stream": true (ClientConfig::stream)
+  bool stream_options = false;  // "stream_options": {"include_usage": true}, with stream
 };
 
 // OpenRouter passes Anthropic's prompt caching through only when the request marks the
@@ -151,6 +154,11 @@ json BuildBody(const ClientConfig& config, const Request& request, const Samplin
   if (sampling.max_output_tokens) body[sampling.max_tokens_param] = *sampling.max_output_tokens;
   // OpenRouter reports the real cost (after its routing and caching) only when asked.
   if (config.provider == "openrouter") body["usage"] = json{{"include", true}};
+  if (sampling.stream) {
+    body["stream"] = true;
+    // Usage otherwise never arrives in a stream (OpenAI sends it in one last chunk).
+    if (sampling.stream_options) body["stream_options"] = json{{"include_usage", true}};
+  }
   return body;
 }
 
@@ -229,6 +237,13 @@ std::string RejectedParameter(long status, const std::string& body,
   const json* error = ObjectField(doc, "error");
   const std::string code = error ? JsonString(*error, "code") : std::string();
   const std::string message = Lower(error ? JsonString(*error, "message") : body);
+  // Servers older than stream_options refuse it in their own words (vLLM's "Extra inputs are
+  // not permitted", llama.cpp's own); a 400 that names it is about it.
+  if (std::find(sent.begin(), sent.end(), "stream_options") != sent.end() &&
+      (message.find("stream_options") != std::string::npos ||
+       (error && JsonString(*error, "param") == "stream_options"))) {
+    return "stream_options";
+  }
   const bool unsupported =
       code == "unsupported_parameter" || code == "unsupported_value" ||
       message.find("unsupported parameter") != std::string::npos ||
@@ -335,7 +350,8 @@ class OpenAiClient final : public Client {
     if (!config_.api_key.empty()) headers_.push_back("Authorization: Bearer " + config_.api_key);
     if (config_.provider == "openrouter") headers_.push_back("X-Title: quarry");
 
-    sampling_ = {config_.temperature, config_.max_output_tokens, config_.max_tokens_param};
+    sampling_ = {config_.temperature, config_.max_output_tokens, config_.max_tokens_param,
+                 config_.stream, config_.stream};
     uint64_t seed =
         config_.jitter_seed != 0
             ? config_.jitter_seed
@@ -357,6 +373,10 @@ class OpenAiClient final : public Client {
  private:
   // Changes sampling_ so the endpoint accepts it; returns what changed, for the trace.
   std::string Adapt(const std::string& param) {
+    if (param == "stream_options") {
+      sampling_.stream_options = false;
+      return "resent without stream_options (usage is read only if the server sends it)";
+    }
     if (param == "temperature") {
       sampling_.temperature.reset();
       temperature_rejected_ = true;
@@ -425,10 +445,24 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
     HttpPost post{url_, headers_, Dump(BuildBody(config_, request, sampling)),
                   config_.request_timeout_ms, config_.connect_timeout_ms, request.stop, {}};
     bool waited = false;
+    bool arriving = false;  // the first streamed bytes came: the live display takes over
     if (config_.on_wait) {
       post.on_wait = [&](int64_t ms) {
+        if (arriving) return;
         waited = true;
         config_.on_wait(ms);
+      };
+    }
+    std::optional<internal::CompletionStream> stream;
+    if (sampling.stream) {
+      stream.emplace(config_.on_stream);
+      post.on_body = [&](std::string_view piece) {
+        if (!arriving) {
+          arriving = true;
+          if (waited) config_.on_wait(-1);
+          waited = false;
+        }
+        return stream->Feed(piece);
       };
     }
     HttpReply reply = session_.Post(post);
@@ -444,7 +478,30 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
                       " MiB and was not read (a model's turn is far smaller: is the base URL a "
                       "chat completions endpoint?)");
     }
-    if (reply.status >= 200 && reply.status < 300) {
+    // An event stream: a 2xx text/event-stream reply, also one whose connection broke (status 0)
+    // after its headers and some of its body.
+    const bool event_stream =
+        stream && reply.content_type.starts_with("text/event-stream") &&
+        (reply.status == 0 ? reply.streamed_bytes > 0 : reply.status >= 200 && reply.status < 300);
+    if (event_stream) {
+      const std::string message =
+          stream->error_event().empty() ? "" : ProviderMessage(stream->error_event());
+      internal::StreamOutcome outcome =
+          internal::FinishStream(*stream, reply, message, post.timeout_ms);
+      if (outcome.completion) {
+        Result<Turn> turn = ParseCompletion(*outcome.completion, config_);
+        if (!turn) return Fail(Error::Code::kModel, Scrub(where + ": " + turn.error().message));
+        turn->streamed = true;
+        turn->attempts = attempt;
+        turn->retried_errors = std::move(retried);
+        turn->latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+        return turn;
+      }
+      failure = std::move(outcome.failure);
+      retryable = outcome.retryable;
+    } else if (reply.status >= 200 && reply.status < 300) {
       std::string problem;
       json doc = ParseJson(reply.body, &problem);
       if (!doc.is_object()) {
@@ -487,8 +544,9 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
       std::vector<std::string> sent;
       if (sampling.temperature) sent.push_back("temperature");
       if (sampling.max_output_tokens) sent.push_back(sampling.max_tokens_param);
+      if (sampling.stream && sampling.stream_options) sent.push_back("stream_options");
       const std::string rejected = RejectedParameter(reply.status, reply.body, sent);
-      if (!rejected.empty() && adaptations < 3) {
+      if (!rejected.empty() && adaptations < 4) {
         ++adaptations;
         --attempt;  // not a transient failure: does not use up an attempt
         std::string line =
