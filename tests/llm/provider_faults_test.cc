@@ -340,6 +340,10 @@ TEST_F(ProviderFaultsTest, MaxCostIsThePromptAndTheWholeOutputLimitAtListPrice) 
   // gpt-4o-mini: $0.15 in, $0.60 out per million tokens.
   ASSERT_TRUE(client->MaxCostUsd(2000).has_value());
   EXPECT_NEAR(*client->MaxCostUsd(2000), (2000 * 0.15 + 1000 * 0.60) / 1e6, 1e-12);
+  // anthropic/* through OpenRouter: any prompt token may be a cache write at $3.75, not $3.
+  config.model = "anthropic/claude-sonnet-4.5";
+  EXPECT_NEAR(*MakeOpenAiClient(config)->MaxCostUsd(2000), (2000 * 3.75 + 1000 * 15.0) / 1e6,
+              1e-12);
   config.model = "no-such-model";
   EXPECT_FALSE(MakeOpenAiClient(config)->MaxCostUsd(2000).has_value());
 }

@@ -220,10 +220,19 @@ bool IsOpenAiReasoningModel(const std::string& model);
 // arguments do not parse. Uses libcurl; curl_global_init runs once, on first use.
 std::unique_ptr<Client> MakeOpenAiClient(ClientConfig config);
 
-// Anthropic's Messages API with tool use: POST {base_url}/messages, x-api-key and
-// anthropic-version headers. Cache breakpoints on the tools, the system prompt (and its
-// cache_split) and the newest message, so each call after the first reads the prefix from the
-// cache. 529 overloaded_error is retried like 429 and 5xx. Errors as MakeOpenAiClient's.
+// Anthropic's Messages API with tool use: POST {base_url}/messages, x-api-key (when a key is
+// set) and anthropic-version: 2023-06-01 headers; max_tokens always sent; a temperature over
+// 1 is sent as 1 (the API's range). Cache breakpoints (at most 4) on the last tool, the
+// system prompt (two blocks when Message::cache_split falls inside it) and the newest
+// message's last block, so each call after the first reads the prefix from the cache; usage
+// adds cache reads and writes into input_tokens, and cost prices each at its own rate.
+// Retried like the OpenAI-compatible client's (RetryPolicy, Retry-After): 429, 5xx and 529
+// overloaded_error; 4xx and "prompt is too long" (or 413) are not. Streaming (config.stream):
+// the assembled Turn equals the whole reply's; an error event (overloaded_error, api_error,
+// rate_limit_error) is resent only while no text or tool-call piece has arrived, a dropped
+// connection only while no byte has; a stream that ends without message_stop is a kModel
+// error naming the events received. MaxCostUsd prices the prompt at the higher of the input
+// and cache-write prices (any prompt token may be a cache write). Errors as MakeOpenAiClient's.
 std::unique_ptr<Client> MakeAnthropicClient(ClientConfig config);
 
 // The client for config.provider: MakeAnthropicClient for "anthropic", else MakeOpenAiClient.

@@ -1,17 +1,16 @@
 // The OpenAI-compatible Chat Completions client (OpenRouter, OpenAI, llama.cpp, Ollama, vLLM):
-// Request -> provider JSON, POST with retries over http_internal.h, provider JSON -> Turn.
-// On OpenRouter with an anthropic/* model the request carries cache_control breakpoints.
+// Request -> provider JSON, POST with retries over http_internal.h (the loop's pieces shared
+// with the Anthropic client in client_internal.h), provider JSON -> Turn. On OpenRouter with an
+// anthropic/* model the request carries cache_control breakpoints.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <mutex>
 #include <utility>
 
-#include "quarry/llm/http_internal.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
+#include "quarry/llm/client_internal.h"
+#include "quarry/llm/http_internal.h"
 #include "quarry/llm/llm.h"
 #include "quarry/llm/openai_stream_internal.h"
 
@@ -19,23 +18,15 @@ namespace quarry::llm {
 namespace {
 
 using json = nlohmann::ordered_json;
+using internal::CountField;
+using internal::Dump;
 using internal::HttpPost;
 using internal::HttpReply;
-
-constexpr size_t kSnippetChars = 300;
-
-std::string Dump(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// Error bodies can be HTML from a proxy or megabytes long; keep one readable line.
-std::string Snippet(std::string_view text) {
-  std::string out(text.substr(0, kSnippetChars));
-  std::replace_if(
-      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-  if (text.size() > kSnippetChars) out += "...";
-  return out;
-}
+using internal::IntField;
+using internal::Lower;
+using internal::ObjectField;
+using internal::SaysTooLarge;
+using internal::Snippet;
 
 const char* RoleName(Role role) {
   switch (role) {
@@ -162,30 +153,6 @@ json BuildBody(const ClientConfig& config, const Request& request, const Samplin
   return body;
 }
 
-// nlohmann's value() throws on a type mismatch; provider JSON must never throw (strings are
-// read with JsonString, common/json_fields.h).
-const json* ObjectField(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it != object.end() && it->is_object() ? &*it : nullptr;
-}
-
-int64_t IntField(const json& object, const char* key) {
-  if (!object.is_object()) return 0;
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number()) return 0;
-  if (it->is_number_float()) {  // a float outside int64 range would be undefined to convert
-    double value = it->get<double>();
-    return value > -9e18 && value < 9e18 ? static_cast<int64_t>(value) : 0;
-  }
-  return it->get<int64_t>();
-}
-
-// A token count: a negative one from a broken endpoint would lower totals and costs.
-int64_t CountField(const json& object, const char* key) {
-  return std::max<int64_t>(0, IntField(object, key));
-}
-
 // {"error": {"message": ..., "metadata": {"raw": ...}}} (OpenAI, OpenRouter), {"error": "..."}
 // (some local servers), or the raw body when it is not JSON.
 std::string ProviderMessage(const std::string& body) {
@@ -206,26 +173,6 @@ std::string ProviderMessage(const std::string& body) {
     if (message != doc.end() && message->is_string()) return Snippet(message->get<std::string>());
   }
   return Snippet(body);
-}
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-// The provider says the prompt does not fit the model (OpenAI's context_length_exceeded and
-// its TPM "Request too large", OpenRouter, llama.cpp, vLLM, Anthropic): no resend can succeed.
-// Transient token-rate limits ("Rate limit reached ... tokens per min", "too many tokens
-// processed") are not matched.
-bool SaysTooLarge(const std::string& body) {
-  const std::string text = Lower(body);
-  for (const char* marker :
-       {"context length", "context_length", "context window", "maximum context",
-        "request too large", "too large for", "prompt is too long", "prompt too long",
-        "exceeds the available context", "input is too long", "reduce the length"}) {
-    if (text.find(marker) != std::string::npos) return true;
-  }
-  return false;
 }
 
 // Which of the parameters in `sent` a 400 rejects as unsupported: the error's "param" when it
@@ -352,11 +299,7 @@ class OpenAiClient final : public Client {
 
     sampling_ = {config_.temperature, config_.max_output_tokens, config_.max_tokens_param,
                  config_.stream, config_.stream};
-    uint64_t seed =
-        config_.jitter_seed != 0
-            ? config_.jitter_seed
-            : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    rng_.seed(seed);
+    rng_.seed(internal::JitterSeed(config_));
   }
 
   Result<Turn> Complete(const Request& request) override;
@@ -365,7 +308,9 @@ class OpenAiClient final : public Client {
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
     const std::optional<Price> price = config_.prices.Find(config_.model);
     if (!price || !sampling_.max_output_tokens) return std::nullopt;
-    return (static_cast<double>(prompt_tokens) * price->input_per_mtok +
+    // A prompt token may be billed as a cache write (anthropic/* on OpenRouter: 1.25x).
+    const double prompt_price = std::max(price->input_per_mtok, price->cache_write_per_mtok);
+    return (static_cast<double>(prompt_tokens) * prompt_price +
             static_cast<double>(*sampling_.max_output_tokens) * price->output_per_mtok) /
            1e6;
   }
@@ -393,28 +338,9 @@ class OpenAiClient final : public Client {
     return "resent without an output token limit";
   }
 
-  // Waits between attempts; a stop request ends the wait early.
-  void Sleep(std::chrono::milliseconds delay, const StopToken& stop) {
-    if (config_.sleep) {
-      config_.sleep(delay);
-      return;
-    }
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, stop, delay, [] { return false; });
-  }
-
   // Error text can echo what was sent (some servers quote the Authorization header).
   std::string Scrub(std::string text) const {
-    const std::string& key = config_.api_key;
-    if (key.size() < 6) return text;
-    const std::string masked = MaskSecret(key);
-    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
-      text.replace(at, key.size(), masked);
-      at += masked.size();
-    }
-    return text;
+    return internal::ScrubSecret(std::move(text), config_.api_key);
   }
 
   ClientConfig config_;
@@ -530,11 +456,7 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
       }
     } else if (reply.status == 0 && reply.timed_out) {
       // Resending would wait as long again for the same reply; the user sets the bound.
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(post.timeout_ms) / 1000.0);
-      failure = std::string("no reply within the request timeout of ") + seconds +
-                " s (--request-timeout or QUARRY_REQUEST_TIMEOUT; a slow local model may need "
-                "more); not resent: " + reply.network_error;
+      failure = internal::TimeoutFailure(post.timeout_ms, reply.network_error);
     } else if (reply.status == 0) {
       failure = "network error: " + reply.network_error;
       retryable = true;
@@ -557,16 +479,8 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
       }
     }
     if (reply.status != 0 && SaysTooLarge(reply.body)) {
-      const size_t bytes = post.body.size();
-      std::string size = request.prompt_tokens_estimate > 0
-                             ? "~" + std::to_string(request.prompt_tokens_estimate) +
-                                   " tokens estimated, "
-                             : std::string();
-      size += std::to_string(bytes) + " bytes of JSON in " +
-              std::to_string(request.messages.size()) + " messages";
       return Fail(Error::Code::kModel,
-                  Scrub(where + " failed: the request is too large for the model (prompt: " +
-                        size + "); not resent: " + failure));
+                  Scrub(internal::TooLargeMessage(where, request, post.body.size(), failure)));
     }
 
     if (!retryable || attempt >= max_attempts) {
@@ -574,17 +488,9 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
           attempt > 1 ? " (after " + std::to_string(attempt) + " attempts)" : std::string();
       return Fail(Error::Code::kModel, Scrub(where + " failed" + tries + ": " + failure));
     }
-    std::optional<int64_t> asked =
-        internal::ServerRetryDelayMs(reply.retry_after, reply.retry_after_ms, std::time(nullptr));
-    int64_t delay_ms = asked ? std::min(*asked, config_.retry.max_delay_ms)
-                             : internal::BackoffDelayMs(config_.retry, attempt, rng_);
-    retried.push_back(Scrub(failure + "; waited " + std::to_string(delay_ms) + " ms"));
-    if (config_.on_retry) {
-      config_.on_retry(Scrub(failure + "; resending in " + std::to_string(delay_ms) +
-                             " ms (attempt " + std::to_string(attempt + 1) + " of " +
-                             std::to_string(max_attempts) + ")"));
-    }
-    Sleep(std::chrono::milliseconds(delay_ms), request.stop);
+    const int64_t delay_ms = internal::RetryDelayMs(config_, reply, attempt, rng_);
+    internal::NoteRetry(config_, failure, delay_ms, attempt, max_attempts, retried);
+    internal::WaitBetweenAttempts(config_, std::chrono::milliseconds(delay_ms), request.stop);
   }
 }
 

@@ -1,0 +1,137 @@
+// The pieces both live clients share (see client_internal.h).
+#include "quarry/llm/client_internal.h"
+
+#include <algorithm>
+#include <cctype>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace quarry::llm::internal {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+constexpr size_t kSnippetChars = 300;
+}  // namespace
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string Snippet(std::string_view text) {
+  std::string out(text.substr(0, kSnippetChars));
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  if (text.size() > kSnippetChars) out += "...";
+  return out;
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+const json* ObjectField(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it != object.end() && it->is_object() ? &*it : nullptr;
+}
+
+int64_t IntField(const json& object, const char* key) {
+  if (!object.is_object()) return 0;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return 0;
+  if (it->is_number_float()) {  // a float outside int64 range would be undefined to convert
+    double value = it->get<double>();
+    return value > -9e18 && value < 9e18 ? static_cast<int64_t>(value) : 0;
+  }
+  return it->get<int64_t>();
+}
+
+int64_t CountField(const json& object, const char* key) {
+  return std::max<int64_t>(0, IntField(object, key));
+}
+
+bool SaysTooLarge(const std::string& body) {
+  const std::string text = Lower(body);
+  for (const char* marker :
+       {"context length", "context_length", "context window", "maximum context",
+        "request too large", "too large for", "prompt is too long", "prompt too long",
+        "exceeds the available context", "input is too long", "reduce the length"}) {
+    if (text.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string ScrubSecret(std::string text, const std::string& key) {
+  if (key.size() < 6) return text;
+  const std::string masked = MaskSecret(key);
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
+    text.replace(at, key.size(), masked);
+    at += masked.size();
+  }
+  return text;
+}
+
+void WaitBetweenAttempts(const ClientConfig& config, std::chrono::milliseconds delay,
+                         const StopToken& stop) {
+  if (config.sleep) {
+    config.sleep(delay);
+    return;
+  }
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait_for(lock, stop, delay, [] { return false; });
+}
+
+std::string TimeoutFailure(int64_t timeout_ms, const std::string& network_error) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(timeout_ms) / 1000.0);
+  return std::string("no reply within the request timeout of ") + seconds +
+         " s (--request-timeout or QUARRY_REQUEST_TIMEOUT; a slow local model may need "
+         "more); not resent: " +
+         network_error;
+}
+
+std::string TooLargeMessage(const std::string& where, const Request& request, size_t body_bytes,
+                            const std::string& failure) {
+  std::string size = request.prompt_tokens_estimate > 0
+                         ? "~" + std::to_string(request.prompt_tokens_estimate) +
+                               " tokens estimated, "
+                         : std::string();
+  size += std::to_string(body_bytes) + " bytes of JSON in " +
+          std::to_string(request.messages.size()) + " messages";
+  return where + " failed: the request is too large for the model (prompt: " + size +
+         "); not resent: " + failure;
+}
+
+int64_t RetryDelayMs(const ClientConfig& config, const HttpReply& reply, int attempt,
+                     std::mt19937_64& rng) {
+  std::optional<int64_t> asked =
+      ServerRetryDelayMs(reply.retry_after, reply.retry_after_ms, std::time(nullptr));
+  return asked ? std::min(*asked, config.retry.max_delay_ms)
+               : BackoffDelayMs(config.retry, attempt, rng);
+}
+
+void NoteRetry(const ClientConfig& config, const std::string& failure, int64_t delay_ms,
+               int attempt, int max_attempts, std::vector<std::string>& retried) {
+  retried.push_back(
+      ScrubSecret(failure + "; waited " + std::to_string(delay_ms) + " ms", config.api_key));
+  if (config.on_retry) {
+    config.on_retry(ScrubSecret(failure + "; resending in " + std::to_string(delay_ms) +
+                                    " ms (attempt " + std::to_string(attempt + 1) + " of " +
+                                    std::to_string(max_attempts) + ")",
+                                config.api_key));
+  }
+}
+
+uint64_t JitterSeed(const ClientConfig& config) {
+  return config.jitter_seed != 0
+             ? config.jitter_seed
+             : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+}  // namespace quarry::llm::internal
