@@ -39,15 +39,8 @@ class AnthropicClient final : public Client {
   Result<Turn> Complete(const Request& request) override;
   std::string provider() const override { return config_.provider; }
   std::string model() const override { return config_.model; }
-  // Every prompt token may be a cache write, which costs more than plain input (1.25x), so
-  // the bound prices the prompt at the higher of the two.
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
-    const std::optional<Price> price = config_.prices.Find(config_.model);
-    if (!price) return std::nullopt;
-    const double input = std::max(price->input_per_mtok, price->cache_write_per_mtok);
-    return (static_cast<double>(prompt_tokens) * input +
-            static_cast<double>(config_.max_output_tokens) * price->output_per_mtok) /
-           1e6;
+    return internal::MaxCallCostUsd(config_, prompt_tokens, config_.max_output_tokens);
   }
 
  private:

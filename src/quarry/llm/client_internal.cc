@@ -134,4 +134,14 @@ uint64_t JitterSeed(const ClientConfig& config) {
              : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+std::optional<double> MaxCallCostUsd(const ClientConfig& config, int64_t prompt_tokens,
+                                     int64_t output_limit) {
+  const std::optional<Price> price = config.prices.Find(config.model);
+  if (!price) return std::nullopt;
+  const double prompt_price = std::max(price->input_per_mtok, price->cache_write_per_mtok);
+  return (static_cast<double>(prompt_tokens) * prompt_price +
+          static_cast<double>(output_limit) * price->output_per_mtok) /
+         1e6;
+}
+
 }  // namespace quarry::llm::internal

@@ -71,4 +71,10 @@ void NoteRetry(const ClientConfig& config, const std::string& failure, int64_t d
 // The jitter generator's seed: config.jitter_seed, or the clock when it is 0.
 uint64_t JitterSeed(const ClientConfig& config);
 
+// The most one call can cost, in USD: every prompt token at the higher of the input and
+// cache-write prices (a token may be billed as a write, 1.25x on Anthropic) plus the whole
+// output limit at the output price. nullopt when the model has no price.
+std::optional<double> MaxCallCostUsd(const ClientConfig& config, int64_t prompt_tokens,
+                                     int64_t output_limit);
+
 }  // namespace quarry::llm::internal

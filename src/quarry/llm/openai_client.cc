@@ -306,13 +306,8 @@ class OpenAiClient final : public Client {
   std::string provider() const override { return config_.provider; }
   std::string model() const override { return config_.model; }
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
-    const std::optional<Price> price = config_.prices.Find(config_.model);
-    if (!price || !sampling_.max_output_tokens) return std::nullopt;
-    // A prompt token may be billed as a cache write (anthropic/* on OpenRouter: 1.25x).
-    const double prompt_price = std::max(price->input_per_mtok, price->cache_write_per_mtok);
-    return (static_cast<double>(prompt_tokens) * prompt_price +
-            static_cast<double>(*sampling_.max_output_tokens) * price->output_per_mtok) /
-           1e6;
+    if (!sampling_.max_output_tokens) return std::nullopt;
+    return internal::MaxCallCostUsd(config_, prompt_tokens, *sampling_.max_output_tokens);
   }
 
  private:
@@ -360,8 +355,18 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
   const std::string cancelled = where + ": cancelled (the model request was aborted)";
   std::vector<std::string> retried;
   int adaptations = 0;  // resends without a rejected parameter, apart from max_attempts
+  int attempt = 1;
+  // A parsed turn, with what this call took to get it.
+  auto finish = [&](Turn turn) -> Result<Turn> {
+    turn.attempts = attempt;
+    turn.retried_errors = std::move(retried);
+    turn.latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+    return turn;
+  };
 
-  for (int attempt = 1;; ++attempt) {
+  for (;; ++attempt) {
     if (request.stop.stop_requested()) return Fail(Error::Code::kCancelled, cancelled);
     Sampling sampling = sampling_;
     if (request.temperature && !temperature_rejected_) sampling.temperature = request.temperature;
@@ -418,12 +423,7 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
         Result<Turn> turn = ParseCompletion(*outcome.completion, config_);
         if (!turn) return Fail(Error::Code::kModel, Scrub(where + ": " + turn.error().message));
         turn->streamed = true;
-        turn->attempts = attempt;
-        turn->retried_errors = std::move(retried);
-        turn->latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
-        return turn;
+        return finish(std::move(*turn));
       }
       failure = std::move(outcome.failure);
       retryable = outcome.retryable;
@@ -447,12 +447,7 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
       } else {
         Result<Turn> turn = ParseCompletion(doc, config_);
         if (!turn) return Fail(Error::Code::kModel, Scrub(where + ": " + turn.error().message));
-        turn->attempts = attempt;
-        turn->retried_errors = std::move(retried);
-        turn->latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - start)
-                               .count();
-        return turn;
+        return finish(std::move(*turn));
       }
     } else if (reply.status == 0 && reply.timed_out) {
       // Resending would wait as long again for the same reply; the user sets the bound.
