@@ -108,5 +108,36 @@ TEST(LiveAskTest, UnauthorizedIsAModelErrorWithoutTheKey) {
   EXPECT_EQ((r.out + r.err).find("canary-live-ask"), std::string::npos);
 }
 
+// A tool name is the model's text like any other: an unknown tool whose name carries terminal
+// escapes and a bidirectional override is shown escaped on the step line and by `quarry trace`.
+TEST(LiveAskTest, ToolNamesFromTheModelAreShownEscaped) {
+  ProviderServer server;
+  const std::string evil = "\x1b]0;PWNED\x07\x1b[2Jfake\xe2\x80\xae_tool";
+  ScriptedCompletion unknown_tool;
+  unknown_tool.tool_calls = {{"call_1", evil, "{}"}};
+  server.Enqueue({200, {}, quarry::testing::CompletionBody(unknown_tool)});
+  server.Enqueue({200, {}, Turn("final_answer",
+                                R"({"answer": "There are 2065 rows.", "supporting_values": ["2065"]})",
+                                0.001)});
+  quarry::testing::TempDir cwd;
+  const std::vector<std::string> env = {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=m",
+                                        std::string("QUARRY_API_KEY=") + kKey, "QUARRY_STREAM=0"};
+  auto r = quarry::testing::RunProcess(
+      {quarry::testing::QuarryBinary().string(), "ask", "--data",
+       (quarry::testing::SourceDir() / "data" / "sales.csv").string(), "How many rows?"},
+      cwd.path(), env, {"OPENROUTER_API_KEY"});
+  EXPECT_NE(r.err.find("\\x1b]0;PWNED\\x07\\x1b[2Jfake\\u202e_tool"), std::string::npos) << r.err;
+  auto shown = quarry::testing::RunProcess(
+      {quarry::testing::QuarryBinary().string(), "trace", "latest"}, cwd.path(), env,
+      {"OPENROUTER_API_KEY"});
+  EXPECT_EQ(shown.exit_code, 0) << shown.out << shown.err;
+  EXPECT_NE(shown.out.find("\\x1b]0;PWNED\\x07\\x1b[2Jfake\\u202e_tool"), std::string::npos)
+      << shown.out;
+  for (const std::string* text : {&r.out, &r.err, &shown.out}) {
+    EXPECT_EQ(text->find('\x1b'), std::string::npos);
+    EXPECT_EQ(text->find("\xe2\x80\xae"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace quarry

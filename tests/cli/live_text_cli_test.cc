@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "quarry/cli/cli_internal.h"
 #include "quarry/cli/live_text.h"
 #include "support/provider_server.h"
 #include "support/stream_replies.h"
@@ -73,6 +74,16 @@ TEST(LiveTextTest, TextIsIndentedAndEachToolCallGetsOneLine) {
 
 TEST(LiveTextTest, DimmedOnAColourTerminal) {
   EXPECT_EQ(Render({{Kind::kText, "hi", 0}}, /*color=*/true), "\033[2m  hi\033[0m\n");
+}
+
+// Bidirectional controls reorder the rest of the line (a tool name could read as another):
+// shown as escapes, also when one arrives split across two pieces.
+TEST(LiveTextTest, BidiControlsAreShownEscaped) {
+  EXPECT_EQ(cli::TerminalText("a\xE2\x80\xAE b \xE2\x81\xA6" "c\xE2\x80\x8F \xE2\x80\x94 \xE2\x80\xA9"),
+            "a\\u202e b \\u2066c\\u200f \xE2\x80\x94 \xE2\x80\xA9");  // dashes stay
+  const std::string shown = Render({{Kind::kText, "x\xE2\x80", 0}, {Kind::kText, "\xAE y", 0}});
+  EXPECT_NE(shown.find("x\\u202e y"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("\xE2\x80\xAE"), std::string::npos) << shown;
 }
 
 TEST(LiveTextTest, EscapeSequencesFromTheModelAreShownNotSent) {

@@ -2,8 +2,11 @@
 // --record, then replays the fixture with no server at all (--replay, --offline): the same
 // answer, SQL, model steps and tokens. Also a clarification's continuation, `chat`, and the
 // refusals.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -273,6 +276,35 @@ TEST(RecordCliTest, RecordIsRefusedWithRecordedTurnsOrNowhereToWrite) {
   EXPECT_NE((missing.out + missing.err).find("does not exist"), std::string::npos);
   EXPECT_TRUE(server.requests().empty());
   EXPECT_FALSE(fs::exists(cwd.path() / "x.json"));
+}
+
+TEST(RecordCliTest, OnlyARegularFileIsReplacedAndAnEmptyNameIsRefused) {
+  quarry::testing::TempDir cwd;
+  ProviderServer server;
+  ASSERT_EQ(mkfifo((cwd.path() / "fifo").c_str(), 0600), 0);
+  {
+    std::ofstream target(cwd.path() / "target.json");
+    target << "kept";
+  }
+  fs::create_symlink("target.json", cwd.path() / "link.json");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fifo", "not a regular file"},
+      {"/dev/null", "not a regular file"},
+      {"link.json", "a symbolic link"},
+      {"", "name the file to record to"}};
+  for (const auto& [file, says] : cases) {
+    const auto r = Quarry(cwd.path(), {"ask", "--data", Sales(), "--record", file, kQuestion},
+                          LiveEnv(server));
+    EXPECT_EQ(r.exit_code, 2) << file << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find(says), std::string::npos) << file << r.out << r.err;
+  }
+  EXPECT_TRUE(server.requests().empty());  // refused before the model was asked
+  EXPECT_EQ(fs::symlink_status(cwd.path() / "fifo").type(), fs::file_type::fifo);
+  EXPECT_EQ(fs::symlink_status(cwd.path() / "link.json").type(), fs::file_type::symlink);
+  std::ifstream target(cwd.path() / "target.json");
+  std::string kept;
+  std::getline(target, kept);
+  EXPECT_EQ(kept, "kept");
 }
 
 }  // namespace

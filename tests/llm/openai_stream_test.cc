@@ -457,5 +457,40 @@ TEST_F(OpenAiStreamTest, WaitLineStopsWhenTheFirstBytesArrive) {
       << "no waiting line once the text streams, and no second end";
 }
 
+// From a user trial: servers that reuse an index for the next call, send `data:` with
+// nothing, or cut an emoji's surrogate pair across two chunks.
+std::string Chunk(const std::string& delta, const std::string& finish = "null") {
+  return "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+         "\"delta\":" + delta + ",\"finish_reason\":" + finish + "}]}\n\n";
+}
+
+TEST(OpenAiStreamQuirksTest, ANewIdAtAnIndexInUseStartsACallOfItsOwn) {
+  const std::string body =
+      Chunk(R"({"tool_calls":[{"index":0,"id":"x1","type":"function","function":{"name":"run_sql","arguments":"{\"sql\": \"SELECT 1\"}"}}]})") +
+      Chunk(R"({"tool_calls":[{"index":0,"id":"x2","type":"function","function":{"name":"run_sql","arguments":""}}]})") +
+      Chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"sql\": \"SELECT 2\"}"}}]})") +
+      Chunk("{}", "\"tool_calls\"") + "data: [DONE]\n\n";
+  internal::CompletionStream stream(nullptr);
+  ASSERT_TRUE(stream.Feed(body));
+  const json calls = stream.Completion()["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 2u) << calls.dump();
+  EXPECT_EQ(calls[0]["id"], "x1");
+  EXPECT_EQ(calls[0]["function"]["arguments"], R"({"sql": "SELECT 1"})");
+  EXPECT_EQ(calls[1]["id"], "x2");
+  EXPECT_EQ(calls[1]["function"]["arguments"], R"({"sql": "SELECT 2"})");
+}
+
+TEST(OpenAiStreamQuirksTest, BlankEventsAreSkippedAndLoneSurrogatesReadAsReplacements) {
+  const std::string body = "data: \n\ndata:\n\n" + Chunk(R"({"content":"a\ud83c"})") +
+                           Chunk(R"({"content":"\udf89b \ud83c\udf89 \\ud83c"})") +
+                           Chunk("{}", "\"stop\"") + "data: [DONE]\n\n";
+  internal::CompletionStream stream(nullptr);
+  ASSERT_TRUE(stream.Feed(body)) << stream.error();
+  ASSERT_TRUE(stream.done());
+  // Each half alone is U+FFFD; a whole pair is the emoji; an escaped backslash stays text.
+  EXPECT_EQ(stream.Completion()["choices"][0]["message"]["content"],
+            "a\xEF\xBF\xBD\xEF\xBF\xBD" "b \xF0\x9F\x8E\x89 \\ud83c");
+}
+
 }  // namespace
 }  // namespace quarry::llm

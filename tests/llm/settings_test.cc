@@ -266,5 +266,43 @@ TEST(SettingsTest, BadRequestSettingsNameWhereTheyCameFrom) {
       << flagged.error().message;
 }
 
+// A line break in a key would end the Authorization header and start one of the value's
+// choosing (found by a user trial with QUARRY_API_KEY="sk-...\r\nX-Injected: yes").
+TEST(SettingsTest, AKeyWithALineBreakOrControlCharacterIsRefused) {
+  for (const std::string& key : std::vector<std::string>{"sk-abcdefgh1234\r\nX-Injected: yes", "sk-abc\tdefgh1234",
+                                std::string("sk-abcdefgh\x7f", 12)}) {
+    Env env = {{"QUARRY_BASE_URL", "https://api.example.com/v1"},
+               {"QUARRY_MODEL", "m"},
+               {"QUARRY_API_KEY", key}};
+    Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
+    ASSERT_FALSE(config) << key;
+    EXPECT_EQ(config.error().code, Error::Code::kUsage);
+    EXPECT_NE(config.error().message.find("QUARRY_API_KEY contains a line break"),
+              std::string::npos)
+        << config.error().message;
+    EXPECT_EQ(config.error().message.find("X-Injected"), std::string::npos);
+  }
+  Env embeddings = {{"QUARRY_EMBEDDINGS_URL", "http://127.0.0.1:8080/v1"},
+                    {"QUARRY_EMBEDDINGS_API_KEY", "key\nHost: evil"}};
+  auto resolved = ResolveEmbeddingsConfig(FakeEnv(embeddings), {});
+  ASSERT_FALSE(resolved);
+  EXPECT_EQ(resolved.error().code, Error::Code::kUsage);
+}
+
+TEST(SettingsTest, CredentialsInAUrlAreRedactedForShowing) {
+  EXPECT_EQ(RedactUrl("http://alice:pw@127.0.0.1:8080/v1"), "http://***@127.0.0.1:8080/v1");
+  EXPECT_EQ(RedactUrl("https://token@host/v1?x=a@b"), "https://***@host/v1?x=a@b");
+  EXPECT_EQ(RedactUrl("https://host/v1/a@b"), "https://host/v1/a@b");
+  EXPECT_EQ(RedactUrl("https://openrouter.ai/api/v1"), "https://openrouter.ai/api/v1");
+  EXPECT_EQ(RedactUrl("not a url"), "not a url");
+  // A model call that fails names the endpoint without the password.
+  Settings flags;
+  flags.base_url = "https://alice:s3cret-pass@api.example.com/v1";
+  Result<ClientConfig> config = ResolveConfig(flags, FakeEnv({}), {});
+  ASSERT_FALSE(config);  // no key for a remote host
+  EXPECT_EQ(config.error().message.find("s3cret-pass"), std::string::npos)
+      << config.error().message;
+}
+
 }  // namespace
 }  // namespace quarry::llm

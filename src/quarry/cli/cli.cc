@@ -41,6 +41,15 @@ std::string TerminalText(std::string_view text) {
       std::snprintf(buf, sizeof buf, "\\u%04x", next);
       out += buf;
       ++i;
+    } else if (const unsigned third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
+               c == 0xE2 && ((next == 0x80 && ((third >= 0x8E && third <= 0x8F) ||
+                                               (third >= 0xAA && third <= 0xAE))) ||
+                             (next == 0x81 && third >= 0xA6 && third <= 0xA9))) {
+      // Bidirectional controls (U+200E/F, U+202A..E, U+2066..9) reorder what follows on the
+      // line: a name could show as another.
+      std::snprintf(buf, sizeof buf, "\\u%04x", 0x2000u + ((next & 0x3Fu) << 6) + (third & 0x3Fu));
+      out += buf;
+      i += 2;
     } else {
       out += static_cast<char>(c);
     }
@@ -113,7 +122,12 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
                 "Wait for whole model replies instead of showing the text as it arrives");
   cmd->add_option("--record", o.record,
                   "Save this live run's model turns to FILE, a fixture --replay and --offline "
-                  "can play back");
+                  "can play back")
+      ->check(CLI::Validator(
+          [](std::string& file) {
+            return file.empty() ? std::string("name the file to record to") : std::string();
+          },
+          "FILE", "record file"));
   cmd->add_option("--request-timeout", o.request_timeout,
                   "Seconds to wait for one model reply; a request that times out is not "
                   "resent (else QUARRY_REQUEST_TIMEOUT; default 120)");

@@ -184,7 +184,9 @@ int RunTrace(const TraceOptions& o) {
   if (!path) return Report(path.error());
   auto t = trace::ReadTrace(*path);
   if (!t) return Report(t.error());
-  std::cout << trace::Summary(*t) << "trace: " << path->string() << "\n";
+  // A trace holds the model's text, tool names and the data's values: shown, never obeyed.
+  std::cout << TerminalText(trace::Summary(*t)) << "trace: " << TerminalText(path->string())
+            << "\n";
   return kExitOk;
 }
 

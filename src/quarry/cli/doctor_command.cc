@@ -106,7 +106,7 @@ int Doctor::Run() {
   }
   config_ = std::move(*config);
   Add({"provider", "ok", config_.provider + " (" + origins_.provider + ")", ""});
-  Add({"endpoint", "ok", config_.base_url + " (" + origins_.base_url + ")", ""});
+  Add({"endpoint", "ok", llm::RedactUrl(config_.base_url) + " (" + origins_.base_url + ")", ""});
   Add({"key", "ok",
        config_.api_key.empty() ? origins_.api_key
                                : llm::MaskSecret(config_.api_key) + " (" + origins_.api_key + ")",
@@ -145,7 +145,7 @@ bool Doctor::CheckList(const llm::ModelListReply& list) {
     } else {
       Fail(kExitModel, {"models", "", "the key was refused (" + status + ")",
                         "check " + origins_.api_key + ": it must be a key for " +
-                            config_.base_url});
+                            llm::RedactUrl(config_.base_url)});
     }
     return false;
   }
@@ -318,7 +318,7 @@ int Doctor::Finish() {
     json out = {{"ok", exit_ == kExitOk}, {"exit_code", exit_}};
     if (!config_.base_url.empty()) {
       out["config"] = {{"provider", config_.provider},
-                       {"base_url", config_.base_url},
+                       {"base_url", llm::RedactUrl(config_.base_url)},
                        {"model", config_.model},
                        {"api_key", llm::MaskSecret(config_.api_key)},
                        {"origins",

@@ -34,10 +34,17 @@ class LiveTextClient final : public llm::Client {
 std::string LiveText::Safe(const std::string& piece) {
   std::string text = held_ + piece;
   held_.clear();
-  // U+0080..U+009F (C1 controls) are 0xC2 0x80..0x9F: judged once both bytes are here.
-  if (!text.empty() && static_cast<unsigned char>(text.back()) == 0xC2) {
-    held_ = text.substr(text.size() - 1);
-    text.pop_back();
+  // A character cut between two pieces is judged once all its bytes are here: C1 controls
+  // (0xC2 0x80..0x9F) and bidirectional controls (0xE2 0x80/0x81 ..) are escaped whole.
+  for (size_t back = 1; back <= 3 && back <= text.size(); ++back) {
+    const auto byte = static_cast<unsigned char>(text[text.size() - back]);
+    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    if (length > back) {
+      held_ = text.substr(text.size() - back);
+      text.resize(text.size() - back);
+    }
+    break;
   }
   return TerminalText(text);
 }

@@ -9,6 +9,28 @@ namespace quarry::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A fixture replaces only a regular file: a device, a FIFO or a socket would be replaced by a
+// plain file (as root, /dev/full), and a symbolic link by a file where the link was.
+Result<void> CheckTarget(const fs::path& path, const std::string& flag) {
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (ec || status.type() == fs::file_type::not_found || status.type() == fs::file_type::regular) {
+    return {};
+  }
+  if (status.type() == fs::file_type::directory) {
+    return Fail(Error::Code::kUsage, flag + " is a folder: name a file in it");
+  }
+  const std::string what = status.type() == fs::file_type::symlink
+                               ? "a symbolic link: name the file it points to"
+                               : "not a regular file (a device, a pipe or a socket): name a "
+                                 "file";
+  return Fail(Error::Code::kUsage, flag + " is " + what);
+}
+
+}  // namespace
+
 Result<void> CheckRecord(const AskOptions& o) {
   if (o.record.empty()) return {};
   if (o.offline || !o.replay.empty()) {
@@ -21,10 +43,8 @@ Result<void> CheckRecord(const AskOptions& o) {
   if (path.filename().empty() || path.filename() == "." || path.filename() == "..") {
     return Fail(Error::Code::kUsage, "--record " + o.record + ": name a file, not a folder");
   }
+  if (auto target = CheckTarget(path, "--record " + o.record); !target) return target;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    return Fail(Error::Code::kUsage, "--record " + o.record + " is a folder: name a file in it");
-  }
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   if (!fs::is_directory(dir, ec)) {
     return Fail(Error::Code::kUsage, "--record " + o.record + ": the folder " + dir.string() +
@@ -49,6 +69,7 @@ Result<void> SaveRecording(const fs::path& path, const llm::RecordingClient& rec
               << "\n";
     return {};
   }
+  if (auto target = CheckTarget(path, "--record " + path.string()); !target) return target;
   llm::FixtureLabel label;
   // A continued clarification is recorded as --offline finds it: the turn's own question and
   // the reply it was continued with.

@@ -67,7 +67,8 @@ void Progress::OnStep(const trace::Step& s) {
     return;
   }
   const bool ok = s.status == "ok";
-  std::snprintf(line, sizeof line, "  [%2d] %-14s ", s.index, s.tool.c_str());
+  // The tool's name is the model's text: a call to an unknown tool keeps what was sent.
+  std::snprintf(line, sizeof line, "  [%2d] %-14s ", s.index, TerminalText(s.tool).c_str());
   std::string out = line;
   char status[16];
   std::snprintf(status, sizeof status, "%-8s", s.status.c_str());

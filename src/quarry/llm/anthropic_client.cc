@@ -65,7 +65,7 @@ struct Outcome {
 // A 2xx reply read whole (also the answer of a server that ignores "stream": true).
 Outcome ReadWhole(const HttpReply& reply, const ClientConfig& config) {
   std::string problem;
-  const json doc = ParseJson(reply.body, &problem);
+  const json doc = internal::ParseProviderJson(reply.body, &problem);
   if (!doc.is_object()) {
     return {std::nullopt,
             "reply " +
@@ -133,7 +133,7 @@ Outcome ReadStream(const HttpReply& reply, const MessageStream& stream,
 Result<Turn> AnthropicClient::Complete(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   const int max_attempts = std::max(1, config_.retry.max_attempts);
-  const std::string where = config_.provider + " POST " + url_;
+  const std::string where = config_.provider + " POST " + RedactUrl(url_);
   const std::string cancelled = where + ": cancelled (the model request was aborted)";
   const json body = internal::BuildMessagesBody(config_, request, config_.stream);
   if (body["messages"].empty()) {

@@ -25,7 +25,8 @@ void MessageStream::Deliver(StreamDelta::Kind kind, std::string text, int index)
 }
 
 void MessageStream::Event(const SseEvent& event) {
-  const json data = ParseJson(event.data);
+  if (BlankEventData(event.data)) return;  // `data:` alone carries no event
+  const json data = ParseProviderJson(event.data);
   std::string type = JsonString(data, "type");
   if (type.empty()) type = event.type;
   if (received_.empty() || received_.back().first != type) {

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "quarry/common/json.h"
+
 namespace quarry::llm::internal {
 
 using json = nlohmann::ordered_json;
@@ -132,6 +134,67 @@ uint64_t JitterSeed(const ClientConfig& config) {
   return config.jitter_seed != 0
              ? config.jitter_seed
              : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+namespace {
+
+std::optional<unsigned> HexUnit(std::string_view text, size_t at) {
+  if (at + 4 > text.size()) return std::nullopt;
+  unsigned value = 0;
+  for (size_t i = at; i < at + 4; ++i) {
+    const char c = text[i];
+    const int digit = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+    if (digit < 0) return std::nullopt;
+    value = value * 16 + static_cast<unsigned>(digit);
+  }
+  return value;
+}
+
+// `text` with each \u escape of an unpaired surrogate replaced by \ufffd.
+std::string WithoutLoneSurrogates(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\' || i + 1 >= text.size()) {
+      out += text[i];
+      continue;
+    }
+    const std::optional<unsigned> unit = text[i + 1] == 'u' ? HexUnit(text, i + 2) : std::nullopt;
+    if (!unit || *unit < 0xD800 || *unit > 0xDFFF) {  // any other escape: copied whole
+      out.append(text.substr(i, 2));
+      ++i;
+      continue;
+    }
+    const bool high = *unit <= 0xDBFF;
+    const std::optional<unsigned> next =
+        high && i + 7 < text.size() && text[i + 6] == '\\' && text[i + 7] == 'u'
+            ? HexUnit(text, i + 8)
+            : std::nullopt;
+    if (high && next && *next >= 0xDC00 && *next <= 0xDFFF) {  // a whole pair
+      out.append(text.substr(i, 12));
+      i += 11;
+      continue;
+    }
+    out += "\\ufffd";
+    i += 5;
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::ordered_json ParseProviderJson(std::string_view text, std::string* problem) {
+  nlohmann::ordered_json doc = ParseJson(text, problem);
+  if (!doc.is_discarded() || text.find("\\u") == std::string_view::npos) return doc;
+  nlohmann::ordered_json repaired = ParseJson(WithoutLoneSurrogates(text));
+  return repaired.is_discarded() ? doc : repaired;
+}
+
+bool BlankEventData(std::string_view data) {
+  return data.find_first_not_of(" \t") == std::string_view::npos;
 }
 
 std::optional<double> MaxCallCostUsd(const ClientConfig& config, int64_t prompt_tokens,

@@ -68,6 +68,15 @@ int64_t RetryDelayMs(const ClientConfig& config, const HttpReply& reply, int att
 void NoteRetry(const ClientConfig& config, const std::string& failure, int64_t delay_ms,
                int attempt, int max_attempts, std::vector<std::string>& retried);
 
+// A provider's JSON text parsed as ParseJson does, except that a \u escape of an unpaired
+// UTF-16 surrogate (a server that cut an emoji's pair across two stream chunks) reads as
+// U+FFFD instead of failing the whole reply. Discarded when the text is not JSON otherwise.
+nlohmann::ordered_json ParseProviderJson(std::string_view text, std::string* problem = nullptr);
+
+// True when a streamed event carries no data at all (`data:` alone, or only spaces): such an
+// event holds no chunk and is skipped.
+bool BlankEventData(std::string_view data);
+
 // The jitter generator's seed: config.jitter_seed, or the clock when it is 0.
 uint64_t JitterSeed(const ClientConfig& config);
 

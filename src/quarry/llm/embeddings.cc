@@ -9,7 +9,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 Error EmbedError(const EmbeddingsConfig& config, const std::string& what) {
-  return Error{Error::Code::kModel, "embeddings at " + config.url + ": " + what};
+  return Error{Error::Code::kModel, "embeddings at " + RedactUrl(config.url) + ": " + what};
 }
 
 std::string ServerMessage(const std::string& body) {

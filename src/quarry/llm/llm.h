@@ -405,4 +405,8 @@ std::optional<std::string> LookupSetting(const char* name, const GetEnv& getenv,
 // Secrets shorter than 12 characters become "****" entirely.
 std::string MaskSecret(const std::string& secret);
 
+// A URL as it may be shown: a user name and password before the host are replaced
+// ("http://alice:pw@host/v1" -> "http://***@host/v1"); any other URL is returned unchanged.
+std::string RedactUrl(std::string_view url);
+
 }  // namespace quarry::llm

@@ -76,9 +76,9 @@ ListedModel ReadEntry(const json& entry) {
 
 ModelListReply ListModels(const ClientConfig& config) {
   ModelListReply out;
-  out.url = config.base_url + "/models";
+  out.url = RedactUrl(config.base_url + "/models");
   internal::HttpPost request;
-  request.url = out.url;
+  request.url = config.base_url + "/models";
   request.headers = {"Accept: application/json"};
   if (config.provider == "anthropic") {
     request.url += "?limit=1000";
@@ -147,7 +147,7 @@ std::optional<ListedModel> FindListedModel(const std::vector<ListedModel>& model
 
 Result<std::string> OnlyServedModel(const ClientConfig& config) {
   const ModelListReply reply = ListModels(config);
-  const std::string asked = "no model is configured and the server at " + config.base_url;
+  const std::string asked = "no model is configured and the server at " + RedactUrl(config.base_url);
   if (reply.status == 0) {
     return Fail(Error::Code::kModel, asked + " could not be asked which it serves (" +
                                          reply.network_error +

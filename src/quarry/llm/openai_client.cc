@@ -351,7 +351,7 @@ class OpenAiClient final : public Client {
 Result<Turn> OpenAiClient::Complete(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   const int max_attempts = std::max(1, config_.retry.max_attempts);
-  const std::string where = config_.provider + " POST " + url_;
+  const std::string where = config_.provider + " POST " + RedactUrl(url_);
   const std::string cancelled = where + ": cancelled (the model request was aborted)";
   std::vector<std::string> retried;
   int adaptations = 0;  // resends without a rejected parameter, apart from max_attempts
@@ -429,7 +429,7 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
       retryable = outcome.retryable;
     } else if (reply.status >= 200 && reply.status < 300) {
       std::string problem;
-      json doc = ParseJson(reply.body, &problem);
+      json doc = internal::ParseProviderJson(reply.body, &problem);
       if (!doc.is_object()) {
         return Fail(Error::Code::kModel,
                     Scrub(where + ": reply " +

@@ -5,6 +5,7 @@
 
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
+#include "quarry/llm/client_internal.h"
 #include "quarry/llm/openai_stream_internal.h"
 
 namespace quarry::llm::internal {
@@ -14,15 +15,6 @@ using json = nlohmann::ordered_json;
 
 std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string Snippet(std::string_view text) {
-  constexpr size_t kChars = 200;
-  std::string out(text.substr(0, kChars));
-  std::replace_if(
-      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-  if (text.size() > kChars) out += "...";
-  return out;
 }
 
 // A string field's text; other JSON is dumped (a server that sends arguments as an object).
@@ -69,8 +61,9 @@ void CompletionStream::Event(const SseEvent& event) {
     done_ = true;
     return;
   }
+  if (internal::BlankEventData(data)) return;  // `data:` alone carries no chunk
   std::string problem;
-  const json chunk = ParseJson(data, &problem);
+  const json chunk = internal::ParseProviderJson(data, &problem);
   if (!chunk.is_object()) {
     Fail("a streamed chunk is not a JSON object (" +
          (chunk.is_discarded() ? problem : JsonKind(chunk)) + "): " + Snippet(data));
@@ -143,8 +136,16 @@ void CompletionStream::ToolCallDelta(const json& delta) {
     index = starts ? last_index_ + 1 : last_index_;
   }
   last_index_ = std::max(last_index_, index);
+  const std::string id = JsonString(delta, "id");
+  auto slot = slot_of_.find(index);
+  if (slot == slot_of_.end() ||
+      (!id.empty() && !calls_[slot->second].id.empty() && calls_[slot->second].id != id)) {
+    if (next_slot_ >= 1024) return;  // as many calls as an index can name; the rest dropped
+    slot = slot_of_.insert_or_assign(index, next_slot_++).first;
+  }
+  index = slot->second;
   Call& call = calls_[index];
-  if (call.id.empty()) call.id = JsonString(delta, "id");
+  if (call.id.empty()) call.id = id;
   if (call.type.empty()) call.type = JsonString(delta, "type");
   auto function = delta.find("function");
   if (function == delta.end() || !function->is_object()) return;

@@ -90,6 +90,10 @@ class CompletionStream {
   std::string content_;
   std::map<int, Call> calls_;
   int last_index_ = -1;  // the index of the newest call, for servers that omit `index`
+  // The server's `index` -> the key in calls_: a new id at an index already used by another
+  // call starts a call of its own instead of running its arguments into the earlier one's.
+  std::map<int, int> slot_of_;
+  int next_slot_ = 0;
   std::string finish_reason_;
   std::optional<nlohmann::ordered_json> usage_;
 };

@@ -180,6 +180,20 @@ Result<void> ResolveRequestSettings(const Settings& flags,
   return {};
 }
 
+// A key goes into an HTTP header as is: a line break in it would end the header and start
+// another one of the value's choosing.
+bool HasControl(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+  });
+}
+
+std::string KeyWithControlMessage(const std::string& where) {
+  return "the API key from " + where +
+         " contains a line break or another control character (a copy-paste slip?): set it "
+         "again as one line";
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path) {
@@ -315,7 +329,7 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   }
   std::optional<std::string> host = UrlHost(*base_url);
   if (!host) {
-    return Fail(Error::Code::kUsage, "invalid base URL \"" + *base_url +
+    return Fail(Error::Code::kUsage, "invalid base URL \"" + RedactUrl(*base_url) +
                                          "\": expected http(s)://host[:port]/path, e.g. " +
                                          kOpenRouterUrl + " (QUARRY_BASE_URL or --base-url)");
   }
@@ -347,12 +361,15 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     const std::string own = *host == kAnthropicHost ? "ANTHROPIC_API_KEY or "
                             : IsOpenRouter(*host)   ? "OPENROUTER_API_KEY or "
                                                     : "";
-    return Fail(Error::Code::kUsage, "no API key for " + config.base_url + ": set " + own +
+    return Fail(Error::Code::kUsage, "no API key for " + RedactUrl(config.base_url) + ": set " + own +
                                          "QUARRY_API_KEY in the environment or .env, or use "
                                          "--offline");
   }
   if (!api_key) from.api_key = "none (a loopback endpoint needs none)";
   config.api_key = api_key.value_or("");
+  if (HasControl(config.api_key)) {
+    return Fail(Error::Code::kUsage, KeyWithControlMessage(from.api_key));
+  }
 
   std::optional<std::string> model = flag(flags.model);
   if (model) {
@@ -361,7 +378,7 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   } else if ((model = DefaultModel(config.provider, config.base_url))) {
     from.model = "the default for " + config.provider;
   } else if (!IsLoopback(*host)) {
-    return Fail(Error::Code::kUsage, "no model configured for " + config.base_url +
+    return Fail(Error::Code::kUsage, "no model configured for " + RedactUrl(config.base_url) +
                                          ": set QUARRY_MODEL or pass --model");
   }
   config.model = model.value_or("");
@@ -424,7 +441,21 @@ Result<std::optional<EmbeddingsConfig>> ResolveEmbeddingsConfig(
     const std::optional<std::string> base_host = base ? UrlHost(*base) : std::nullopt;
     if (base_host && *base_host == *host) config.api_key = *model_key;
   }
+  if (HasControl(config.api_key)) {
+    return Fail(Error::Code::kUsage, KeyWithControlMessage("QUARRY_EMBEDDINGS_API_KEY or QUARRY_API_KEY"));
+  }
   return std::optional<EmbeddingsConfig>(std::move(config));
+}
+
+std::string RedactUrl(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return std::string(url);
+  const size_t host_start = scheme_end + 3;
+  const size_t authority_end = url.find_first_of("/?#", host_start);
+  const std::string_view authority = url.substr(host_start, authority_end - host_start);
+  const size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  return std::string(url.substr(0, host_start)) + "***" + std::string(url.substr(host_start + at));
 }
 
 std::string MaskSecret(const std::string& secret) {
