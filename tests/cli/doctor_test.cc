@@ -2,6 +2,11 @@
 // closed port), its lines, its exit codes, and what it sent.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -36,6 +41,40 @@ const char* kVllmList = R"({"object": "list", "data": [
   {"id": "Qwen/Qwen2.5-7B-Instruct", "object": "model", "owned_by": "vllm", "max_model_len": 16384},
   {"id": "Qwen/Qwen2.5-Coder-7B-Instruct", "object": "model", "owned_by": "vllm",
    "max_model_len": 16384}]})";
+
+// A server that takes connections (the kernel completes them) but never reads or answers: a
+// hung or overloaded endpoint, for the request timeout.
+class SilentServer {
+ public:
+  SilentServer() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(fd_, 8) != 0 || getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen on 127.0.0.1";
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentServer() {
+    if (fd_ >= 0) close(fd_);
+  }
+  SilentServer(const SilentServer&) = delete;
+  SilentServer& operator=(const SilentServer&) = delete;
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// A body past the clients' 8 MiB bound on a reply.
+std::string Oversized(const std::string& head, const std::string& tail) {
+  return head + std::string((8u << 20) + 1024, 'x') + tail;
+}
 
 class DoctorTest : public ::testing::Test {
  protected:
@@ -262,6 +301,182 @@ TEST_F(DoctorTest, NothingConfiguredIsAUsageError) {
   EXPECT_EQ(Line(r.out, "settings").rfind("fail  settings   no model endpoint configured", 0), 0u)
       << r.out;
   EXPECT_NE(Line(r.out, "settings").find(".env.example"), std::string::npos);
+}
+
+// A probe reply that is no well-formed call to the offered tool fails the tools check.
+TEST_F(DoctorTest, ToolCallWithoutAFunctionNameFails) {
+  ProviderServer server;
+  server.ServeModels(kLlamaCppList);
+  server.Enqueue({200, {},
+                  R"({"choices":[{"message":{"tool_calls":[{"function":{"name":7,)"
+                  R"("arguments":null}}]}}]})"});
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_EQ(Line(r.out, "tools"),
+            "fail  tools      a malformed tool call came back: it names no function (\"name\" is "
+            "missing or not a string; 0 + 0 tokens, cost unknown). Fix: the server's tool-call "
+            "parsing does not fit this model: on vLLM pick the --tool-call-parser its docs name "
+            "for the model; on llama-server use --jinja with the model's own chat template; else "
+            "pick a model that calls tools (e.g. qwen2.5:7b)")
+      << r.out;
+  EXPECT_EQ(r.out.find("quarry doctor: ready"), std::string::npos);
+  EXPECT_NE(r.out.find("quarry doctor: 1 problem (exit 4)"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorTest, CallToAToolNotOfferedFails) {
+  ProviderServer server;
+  server.ServeModels(kLlamaCppList);
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "drop_tables", R"({"ok": true})"}}, 50, 9)});
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_EQ(Line(r.out, "tools"),
+            "fail  tools      the model called drop_tables, a tool it was not offered (only "
+            "quarry_ping was; 50 + 9 tokens, cost unknown). Fix: the model does not keep to the "
+            "tools it is given: pick a model that calls tools (e.g. qwen2.5:7b), and check that "
+            "the server passes the request's tools to it (llama-server --jinja)")
+      << r.out;
+  EXPECT_EQ(r.out.find("quarry doctor: ready"), std::string::npos);
+}
+
+TEST_F(DoctorTest, ArgumentsThatAreNotAJsonObjectFail) {
+  ProviderServer server;
+  server.ServeModels(kLlamaCppList);
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "quarry_ping", "{not json"}}, 50, 9)});
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  const std::string line = Line(r.out, "tools");
+  EXPECT_EQ(line.rfind("fail  tools      the model called quarry_ping with arguments that are "
+                       "not a JSON object (\"{not json\": not valid JSON; 50 + 9 tokens",
+                       0),
+            0u)
+      << r.out;
+  EXPECT_NE(line.find("Fix: the server's tool-call parsing does not fit this model"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(r.out.find("quarry doctor: ready"), std::string::npos);
+
+  // A JSON value that is not an object is no arguments object either.
+  ProviderServer array_server;
+  array_server.ServeModels(kLlamaCppList);
+  array_server.Enqueue({200, {}, ToolCallReply({{"call_1", "quarry_ping", "[true]"}}, 50, 9)});
+  const ProcessResult a = Doctor({}, {"QUARRY_BASE_URL=" + array_server.base_url()});
+  EXPECT_EQ(a.exit_code, 4) << a.out << a.err;
+  EXPECT_NE(Line(a.out, "tools").find("(\"[true]\": not a JSON object;"), std::string::npos)
+      << a.out;
+}
+
+// A model list over 8 MiB: the server was reached; with a model configured doctor goes on.
+TEST_F(DoctorTest, OversizedModelListIsNoConnectionFailure) {
+  ProviderServer server;
+  server.ServeModels(Oversized(R"({"object": "list", "data": [{"id": "m", "pad": ")", R"("}]})"));
+  server.Enqueue({200, {}, ToolCallReply({{"call_1", "quarry_ping", R"({"ok": true})"}}, 60, 7)});
+  const ProcessResult r = Doctor({"--model", "m"}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Line(r.out, "reachable").rfind("ok    reachable  GET " + server.base_url() +
+                                               "/models: a reply came in ",
+                                           0),
+            0u)
+      << r.out;
+  EXPECT_EQ(Line(r.out, "models"),
+            "warn  models     no model list: the reply to GET " + server.base_url() +
+                "/models is over 8 MiB and was not read. Fix: a model list is a few KiB: check "
+                "that QUARRY_BASE_URL points at an OpenAI-compatible API root ending in /v1 "
+                "(llama-server, vLLM and Ollama serve one at http://HOST:PORT/v1), not a web "
+                "page or a file server");
+  EXPECT_EQ(Line(r.out, "model"), "warn  model      m (--model), not checked: no list");
+  EXPECT_EQ(r.out.find("cannot connect"), std::string::npos) << r.out;
+  EXPECT_EQ(Line(r.out, "tools"), "ok    tools      the model called quarry_ping (60 + 7 tokens, "
+                                  "cost unknown)");
+
+  // Without a model there is nothing to go on with: a models failure, not a connection one.
+  const ProcessResult n = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(n.exit_code, 4) << n.out << n.err;
+  EXPECT_EQ(Line(n.out, "reachable").rfind("ok    reachable", 0), 0u) << n.out;
+  const std::string models = Line(n.out, "models");
+  EXPECT_EQ(models.rfind("fail  models     no model list: the reply to GET " + server.base_url() +
+                             "/models is over 8 MiB and was not read. Fix: set QUARRY_MODEL or "
+                             "pass --model; a model list is a few KiB",
+                         0),
+            0u)
+      << n.out;
+  EXPECT_EQ(Posts(server), 1u) << "only the run with --model probes";
+}
+
+TEST_F(DoctorTest, TimedOutModelListSaysSoAndNamesTheTimeout) {
+  SilentServer silent;
+  const ProcessResult r = Doctor({"--request-timeout", "1"},
+                                 {"QUARRY_BASE_URL=" + silent.base_url(), "QUARRY_MODEL=m"});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  const std::string line = Line(r.out, "reachable");
+  EXPECT_EQ(line.rfind("fail  reachable  timed out: GET " + silent.base_url() +
+                           "/models: no reply within 1 s (",
+                       0),
+            0u)
+      << r.out;
+  EXPECT_NE(line.find("Fix: if the server is busy or still loading a model, wait or raise "
+                      "--request-timeout (QUARRY_REQUEST_TIMEOUT; the model list waits 30 s at "
+                      "most); else check that QUARRY_BASE_URL is the endpoint you meant"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("cannot connect"), std::string::npos) << line;
+  EXPECT_EQ(Line(r.out, "tools"), "");
+}
+
+TEST_F(DoctorTest, HtmlProbeReplyIsNoChatCompletion) {
+  ProviderServer server;
+  server.ServeModels(kLlamaCppList);
+  testing::ScriptedResponse html;
+  html.body = "<!doctype html><html><body><h1>Open WebUI</h1></body></html>";
+  html.content_type = "text/html";
+  server.Enqueue(html);
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  const std::string line = Line(r.out, "tools");
+  EXPECT_EQ(line.rfind("fail  tools      the probe request failed: ", 0), 0u) << r.out;
+  EXPECT_NE(line.find("reply refused, not valid JSON: <!doctype html>"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("Fix: the reply is not a chat completion: check that QUARRY_BASE_URL "
+                      "points at an OpenAI-compatible API root ending in /v1 (llama-server, vLLM "
+                      "and Ollama serve one at http://HOST:PORT/v1), not a web UI or another API"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("--jinja"), std::string::npos) << line;
+  EXPECT_EQ(Posts(server), 1u) << "not resent";
+}
+
+TEST_F(DoctorTest, OversizedProbeReplyIsNoChatCompletion) {
+  ProviderServer server;
+  server.ServeModels(kLlamaCppList);
+  server.Enqueue({200, {}, Oversized("<html><body>", "</body></html>")});
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  const std::string line = Line(r.out, "tools");
+  EXPECT_NE(line.find("the reply is larger than 8 MiB and was not read"), std::string::npos)
+      << r.out;
+  EXPECT_NE(line.find("Fix: a chat completion is a few KiB, so this is not one: check that "
+                      "QUARRY_BASE_URL points at an OpenAI-compatible API root ending in /v1"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("--jinja"), std::string::npos) << line;
+}
+
+TEST_F(DoctorTest, EmptyChoicesSaysTheServerGaveNoMessage) {
+  ProviderServer server;
+  server.ServeModels(kLlamaCppList);
+  server.Enqueue({200, {}, R"({"choices":[]})"});
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  const std::string line = Line(r.out, "tools");
+  EXPECT_NE(line.find("the probe request failed: "), std::string::npos) << r.out;
+  EXPECT_NE(line.find("reply has no choices (an empty \"choices\" list): {\"choices\":[]}"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("Fix: the server answered but gave no message: try again, and look in the "
+                      "server's log for why (a model that crashed or ran out of memory, a "
+                      "filter, a proxy in between)"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("--jinja"), std::string::npos) << line;
 }
 
 }  // namespace

@@ -3,11 +3,13 @@
 // one tiny tool-calling probe) and says what to fix at each failed step.
 #include <cstdio>
 #include <iostream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "quarry/cli/cli.h"
 #include "quarry/cli/commands.h"
+#include "quarry/common/json.h"
 #include "quarry/llm/models.h"
 
 namespace quarry::cli {
@@ -61,6 +63,9 @@ class Doctor {
   bool CheckList(const llm::ModelListReply& list);
   void CheckModel(const llm::ModelListReply& list);
   void Probe();
+  std::string ProbeFix(const std::string& message) const;
+  bool CheckToolCalls(const llm::Turn& turn, const std::string& used);
+  std::string ApiRoot() const;
 
   const DoctorOptions& o_;
   bool json_;
@@ -95,6 +100,21 @@ std::string Usd(double usd) {
   return buf;
 }
 
+std::string Seconds(int64_t ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+bool Has(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// At most 80 bytes of a reply's text, for a check's line.
+std::string Excerpt(const std::string& text) {
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
 int Doctor::Run() {
   auto config = llm::ResolveConfig(Flags(o_), llm::ProcessEnv, llm::ReadDotEnv(".env"),
                                    &origins_);
@@ -122,6 +142,35 @@ int Doctor::Run() {
 
 // The connection and the model list; false when nothing more can be checked.
 bool Doctor::CheckList(const llm::ModelListReply& list) {
+  // curl names a timeout in the connect phase "Connection timed out" ("Resolving timed out"
+  // for DNS): no server was reached, so a longer request timeout would not help.
+  const bool connect_timeout = list.network_error.starts_with("Connection timed out") ||
+                               list.network_error.starts_with("Resolving timed out");
+  if (list.status == 0 && list.too_large) {
+    // The server answered: with --model the list is not needed to go on.
+    Add({"reachable", "ok",
+         "GET " + list.url + ": a reply came in " + std::to_string(list.latency_ms) + " ms", ""});
+    const std::string detail =
+        "no model list: the reply to GET " + list.url + " is over 8 MiB and was not read";
+    const std::string fix = "a model list is a few KiB: check that " + origins_.base_url +
+                            " points at " + ApiRoot() + ", not a web page or a file server";
+    if (config_.model.empty()) {
+      Fail(kExitModel, {"models", "", detail, "set QUARRY_MODEL or pass --model; " + fix});
+      return false;
+    }
+    Add({"models", "warn", detail, fix});
+    return true;
+  }
+  if (list.status == 0 && list.timed_out && !connect_timeout) {
+    Fail(kExitModel,
+         {"reachable", "",
+          "timed out: GET " + list.url + ": no reply within " + Seconds(list.timeout_ms) +
+              " s (" + list.network_error + ")",
+          "if the server is busy or still loading a model, wait or raise --request-timeout "
+          "(QUARRY_REQUEST_TIMEOUT; the model list waits 30 s at most); else check that " +
+              origins_.base_url + " is the endpoint you meant"});
+    return false;
+  }
   if (list.status == 0) {
     const bool local = llm::IsLoopbackUrl(config_.base_url);
     Fail(kExitModel,
@@ -274,20 +323,7 @@ void Doctor::Probe() {
   Result<llm::Turn> turn = client->Complete(request);
   if (!turn) {
     const std::string& message = turn.error().message;
-    std::string fix = kToolFix;
-    if (message.find("jinja") != std::string::npos) {
-      fix = "start llama-server with --jinja";
-    } else if (message.find("enable-auto-tool-choice") != std::string::npos ||
-               message.find("tool-call-parser") != std::string::npos) {
-      fix = "start vLLM with --enable-auto-tool-choice --tool-call-parser hermes (Qwen; other "
-            "models name their parser in vLLM's tool calling docs)";
-    } else if (message.find("does not support tools") != std::string::npos) {
-      fix = "this Ollama model has no tool support: pull one that has (e.g. qwen2.5:7b)";
-    } else if (message.find("HTTP 401") != std::string::npos ||
-               message.find("HTTP 403") != std::string::npos) {
-      fix = "check " + origins_.api_key;
-    }
-    Fail(kExitModel, {"tools", "", "the probe request failed: " + message, fix});
+    Fail(kExitModel, {"tools", "", "the probe request failed: " + message, ProbeFix(message)});
     return;
   }
   const std::string cost = turn->cost_known ? Usd(turn->cost_usd) : "cost unknown";
@@ -303,8 +339,99 @@ void Doctor::Probe() {
                       kToolFix});
     return;
   }
+  if (!CheckToolCalls(*turn, used)) return;
   Add({"tools", "ok", "the model called " + turn->tool_calls.front().name + " (" + used + ")",
        ""});
+}
+
+// The API root this provider's requests go to, for fixes that say the base URL is wrong.
+std::string Doctor::ApiRoot() const {
+  return config_.provider == "anthropic"
+             ? "the Messages API root, e.g. https://api.anthropic.com/v1"
+             : "an OpenAI-compatible API root ending in /v1 (llama-server, vLLM and Ollama "
+               "serve one at http://HOST:PORT/v1)";
+}
+
+// What to do about a failed probe request, told apart by the client's error message (the
+// phrases the OpenAI and Anthropic clients build their errors with).
+std::string Doctor::ProbeFix(const std::string& message) const {
+  const std::string base_url = "check that " + origins_.base_url + " points at " + ApiRoot();
+  if (Has(message, "jinja")) return "start llama-server with --jinja";
+  if (Has(message, "enable-auto-tool-choice") || Has(message, "tool-call-parser")) {
+    return "start vLLM with --enable-auto-tool-choice --tool-call-parser hermes (Qwen; other "
+           "models name their parser in vLLM's tool calling docs)";
+  }
+  if (Has(message, "does not support tools")) {
+    return "this Ollama model has no tool support: pull one that has (e.g. qwen2.5:7b)";
+  }
+  if (Has(message, "MiB and was not read")) {
+    return "a chat completion is a few KiB, so this is not one: " + base_url +
+           ", not a web page or a file server";
+  }
+  if (Has(message, "empty \"choices\" list") || Has(message, "reply choice has no message")) {
+    return "the server answered but gave no message: try again, and look in the server's log "
+           "for why (a model that crashed or ran out of memory, a filter, a proxy in between)";
+  }
+  if (Has(message, "reply refused, ") || Has(message, "is not a JSON object") ||
+      Has(message, "reply has no choices") || Has(message, "reply has no content array")) {
+    return "the reply is not a chat completion: " + base_url + ", not a web UI or another API";
+  }
+  if (Has(message, "no reply within the request timeout")) {
+    return "raise --request-timeout (QUARRY_REQUEST_TIMEOUT): a local server may load the "
+           "model on its first request, which can take minutes";
+  }
+  if (Has(message, "network error: ")) {
+    return "the server stopped answering after it listed its models: check that it still runs "
+           "(its log says why the connection closed)";
+  }
+  if (Has(message, "HTTP 401") || Has(message, "HTTP 403")) return "check " + origins_.api_key;
+  if (Has(message, "HTTP 404")) return "no chat endpoint there: " + base_url;
+  if (Has(message, "HTTP 429")) {
+    return "the provider is limiting the request rate: wait a minute and run doctor again, or "
+           "check the account's limits";
+  }
+  // Another refusal of a request that carries a tool: most often the tool itself.
+  return kToolFix;
+}
+
+// Whether the probe's calls are well formed: each names quarry_ping, the one tool offered,
+// with arguments that parse as a JSON object. Fails the tools check otherwise.
+bool Doctor::CheckToolCalls(const llm::Turn& turn, const std::string& used) {
+  constexpr const char* kParserFix =
+      "the server's tool-call parsing does not fit this model: on vLLM pick the "
+      "--tool-call-parser its docs name for the model; on llama-server use --jinja with the "
+      "model's own chat template; else pick a model that calls tools (e.g. qwen2.5:7b)";
+  for (const llm::ToolCall& call : turn.tool_calls) {
+    if (call.name.empty()) {
+      Fail(kExitModel, {"tools", "",
+                        "a malformed tool call came back: it names no function (\"name\" is "
+                        "missing or not a string; " + used + ")",
+                        kParserFix});
+      return false;
+    }
+    if (call.name != kProbeTool) {
+      Fail(kExitModel,
+           {"tools", "",
+            "the model called " + Excerpt(call.name) + ", a tool it was not offered (only " +
+                kProbeTool + " was; " + used + ")",
+            "the model does not keep to the tools it is given: pick a model that calls tools "
+            "(e.g. qwen2.5:7b), and check that the server passes the request's tools to it "
+            "(llama-server --jinja)"});
+      return false;
+    }
+    std::string problem;
+    const json args = ParseJson(call.arguments_json, &problem);
+    if (!args.is_object()) {
+      const std::string why = args.is_discarded() ? problem : "not a JSON object";
+      Fail(kExitModel,
+           {"tools", "",
+            "the model called " + std::string(kProbeTool) + " with arguments that are not a "
+            "JSON object (\"" + Excerpt(call.arguments_json) + "\": " + why + "; " + used + ")",
+            kParserFix});
+      return false;
+    }
+  }
+  return true;
 }
 
 int Doctor::Finish() {

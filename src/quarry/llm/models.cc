@@ -98,8 +98,11 @@ ModelListReply ListModels(const ClientConfig& config) {
                        .count();
   out.status = reply.status;
   out.timed_out = reply.timed_out;
+  out.too_large = reply.too_large;
+  out.timeout_ms = request.timeout_ms;
   if (reply.status == 0) {
-    out.network_error = reply.too_large ? "the model list is over 8 MiB" : reply.network_error;
+    out.network_error =
+        reply.too_large ? "the model list is over 8 MiB and was not read" : reply.network_error;
     return out;
   }
   if (reply.status < 200 || reply.status >= 300) {

@@ -23,12 +23,17 @@ struct ListedModel {
   std::string context_field;
 };
 
-// What GET {base_url}/models gave. status 0: no HTTP reply (network_error says why).
+// What GET {base_url}/models gave. status 0: no HTTP reply was read (network_error says why);
+// then timed_out or too_large say which kind of failure it was, neither meaning that no
+// connection could be made (or kept).
 struct ModelListReply {
   std::string url;
   long status = 0;
   std::string network_error;
+  // No reply within timeout_ms (or no connection within the connect timeout).
   bool timed_out = false;
+  bool too_large = false;  // the server answered, but with a body over 8 MiB, which was not read
+  int64_t timeout_ms = 0;  // the bound on the whole exchange
   int64_t latency_ms = 0;
   // Set for a 2xx reply whose body is a model list ({"data": [{"id": ...}, ...]}).
   std::optional<std::vector<ListedModel>> models;

@@ -221,6 +221,11 @@ std::string ContentText(const json& content) {
 
 Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
   auto choices = doc.find("choices");
+  if (choices != doc.end() && choices->is_array() && choices->empty()) {
+    // A server's answer with nothing in it (vs. a body that is no chat completion at all).
+    return Fail(Error::Code::kModel,
+                "reply has no choices (an empty \"choices\" list): " + Snippet(Dump(doc)));
+  }
   if (choices == doc.end() || !choices->is_array() || choices->empty() ||
       !(*choices)[0].is_object()) {
     return Fail(Error::Code::kModel, "reply has no choices: " + Snippet(Dump(doc)));
