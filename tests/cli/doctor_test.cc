@@ -164,6 +164,21 @@ TEST_F(DoctorTest, UnreachableSaysToStartTheServer) {
   EXPECT_NE(r.out.find("quarry doctor: 1 problem (exit 4)"), std::string::npos) << r.out;
 }
 
+// A base URL can carry a user name and password: doctor and the run it checks never show them.
+TEST_F(DoctorTest, CredentialsInTheBaseUrlAreNeverShown) {
+  ClosedPort closed;
+  const std::string url = "http://alice:FAKEPASSWD5555@127.0.0.1:" +
+                          std::to_string(closed.port()) + "/v1";
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + url, "QUARRY_MODEL=m"});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(Line(r.out, "endpoint").find("http://***@127.0.0.1:"), std::string::npos) << r.out;
+  EXPECT_NE(Line(r.out, "reachable").find("GET http://***@127.0.0.1:"), std::string::npos)
+      << r.out;
+  EXPECT_EQ((r.out + r.err).find("FAKEPASSWD5555"), std::string::npos) << r.out << r.err;
+  const ProcessResult as_json = Doctor({"--format", "json"}, {"QUARRY_BASE_URL=" + url, "QUARRY_MODEL=m"});
+  EXPECT_EQ((as_json.out + as_json.err).find("FAKEPASSWD5555"), std::string::npos) << as_json.out;
+}
+
 TEST_F(DoctorTest, ModelMissingFromTheListIsAFailure) {
   ProviderServer server;
   server.ServeModels(kVllmList);
