@@ -1,6 +1,7 @@
 // The engine module: opens data sources, describes them as schema cards, and runs guarded,
 // read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON) and .duckdb
-// databases; SQLite serves .sqlite/.db files. Nothing here knows about the agent.
+// databases; SQLite serves .sqlite/.db files; libpq serves PostgreSQL servers (and engines
+// that speak its wire protocol). Nothing here knows about the agent.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,12 @@
 
 namespace quarry::engine {
 
-enum class Dialect { kDuckDB, kSQLite };
-std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite"
+enum class Dialect { kDuckDB, kSQLite, kPostgreSQL };
+std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite", "postgresql"
+
+// Whether a --data value names a database server rather than a file: a postgresql:// or
+// postgres:// URL, or a libpq service name ("service=NAME").
+bool IsServerSpec(std::string_view spec);
 
 // Per column: min/max only for ordered scalar types; samples are the three most frequent
 // non-null values (ties broken by value), rendered as text.
@@ -50,16 +55,19 @@ struct TableCard {
   int64_t row_count = 0;
   bool profiled = false;  // row_count and the column statistics were computed
   std::vector<ColumnCard> columns;
-  std::vector<ForeignKey> foreign_keys;  // SQLite only
+  std::vector<ForeignKey> foreign_keys;  // SQLite and PostgreSQL
   // What the loader decided on its own, one sentence each (lines skipped, rows padded, a
   // retry with another encoding): told to the model and the user, never silent.
   std::vector<std::string> notes;
 };
 
-// A registered data file, fingerprinted when opened so a trace says what was asked about.
+// A registered data file (or server), fingerprinted when opened so a trace says what was asked
+// about.
 struct Source {
-  std::string path;  // as the user gave it
-  std::string format;  // "csv", "tsv", "parquet", "json", "sqlite", "duckdb"
+  // As the user gave it; for a server, its URL redacted ("postgresql://reader@db:5432/shop",
+  // never a password), which is what traces, threads and messages show.
+  std::string path;
+  std::string format;  // "csv", "tsv", "parquet", "json", "sqlite", "duckdb", "postgresql"
   int64_t size_bytes = 0;
   std::string sha256;  // hex; empty when OpenOptions::fingerprint was off
   std::vector<std::string> tables;

@@ -168,4 +168,18 @@ QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql,
 Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
                                            const OpenOptions& options);
 
+// A PostgreSQL server from a postgresql:// or postgres:// URL or "service=NAME" (IsServerSpec).
+// Errors: kUsage for a password in the spec (it must come from PGPASSWORD, ~/.pgpass or the
+// service file) or a malformed one; kData when the server cannot be reached or read.
+Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const OpenOptions& options);
+
+// The spec as it may be shown: user, host, port and database only; never a password.
+std::string RedactServerSpec(std::string_view spec);
+
+// Tests only: a PostgreSQL engine's query without the text guard (CheckQueryText), so a test
+// can show the server's own layers (READ ONLY transaction, privileges, timeouts) refuse on
+// their own. Any other engine gets a runtime_error failure.
+QueryOutcome QueryPostgresPastTextGuard(Engine& engine, std::string_view sql,
+                                        const Limits& limits);
+
 }  // namespace quarry::engine::internal

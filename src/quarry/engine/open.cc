@@ -45,13 +45,32 @@ bool HasDuckDbMagic(const std::filesystem::path& path) {
 }  // namespace
 
 std::string_view DialectName(Dialect dialect) {
-  return dialect == Dialect::kDuckDB ? "duckdb" : "sqlite";
+  switch (dialect) {
+    case Dialect::kDuckDB: return "duckdb";
+    case Dialect::kSQLite: return "sqlite";
+    case Dialect::kPostgreSQL: return "postgresql";
+  }
+  return "unknown";
+}
+
+bool IsServerSpec(std::string_view spec) {
+  return spec.starts_with("postgresql://") || spec.starts_with("postgres://") ||
+         spec.starts_with("service=");
 }
 
 Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& paths,
                                      const OpenOptions& options) {
   if (paths.empty()) {
     return Fail(Error::Code::kUsage, "no data given: pass a file with --data PATH");
+  }
+  for (const auto& given : paths) {
+    if (!IsServerSpec(given.string())) continue;
+    if (paths.size() > 1) {
+      return Fail(Error::Code::kUsage, "a database server must be the only data source: ask about " +
+                                           internal::RedactServerSpec(given.string()) +
+                                           " and the files separately");
+    }
+    return internal::OpenPostgres(given.string(), options);
   }
   std::vector<std::string> formats;
   std::vector<std::filesystem::path> files;
