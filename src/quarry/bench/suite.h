@@ -58,7 +58,18 @@ struct Task {
   std::optional<nlohmann::ordered_json> fixture;
   std::filesystem::path fixture_path;
   std::vector<nlohmann::ordered_json> judge_turns;
+  // fixtures/postgres/<id>.json when present (tasks that RunsOnPostgres only): the scripted
+  // turns with PostgreSQL SQL that --offline --postgres replays instead of `fixture`.
+  std::optional<nlohmann::ordered_json> postgres_fixture;
+  std::filesystem::path postgres_fixture_path;
 };
+
+// The one data file a server can stand in for: the Chinook tasks run on a PostgreSQL server
+// loaded from data/chinook_postgresql.sql (the same database, snake_case names), graded with
+// the same truth.
+inline constexpr const char* kPostgresStandIn = "data/chinook.sqlite";
+// Whether a task's data is exactly kPostgresStandIn (as written in suite.json).
+bool RunsOnPostgres(const Task& task);
 
 struct Suite {
   std::filesystem::path dir;   // the tasks folder
@@ -72,7 +83,9 @@ struct Suite {
 // tag, a duplicate or badly formed id, a missing or bad tolerance (numeric: exactly one of
 // abs/rel, finite, >= 0), a missing rubric (judge), a task without truth or truth of the
 // wrong shape, a data file that does not exist, a fixture that is not a replay file or whose
-// question or data files are not the task's, judge_turns not exactly three strings or objects.
+// question or data files are not the task's, judge_turns not exactly three strings or objects;
+// and for fixtures/postgres/<id>.json also: its task does not RunsOnPostgres, or it lacks
+// "engine": "postgresql".
 Result<Suite> LoadSuite(const std::filesystem::path& dir, const std::filesystem::path& root);
 
 // ---- Graders ----------------------------------------------------------------------------
@@ -151,6 +164,10 @@ struct BenchOptions {
   std::filesystem::path runs_dir;  // each run's folder: runs_dir/<run id>/
   agent::Config config;            // shared by every run; self_correction set per arm
   EngineFactory open_engine;
+  // A PostgreSQL server spec (engine::IsServerSpec): only the tasks that RunsOnPostgres are
+  // selected, and each run opens {postgres} instead of the task's data; offline, a task's
+  // fixtures/postgres/<id>.json is replayed (a task without one is skipped). Empty: the files.
+  std::string postgres;
   ClientFactory live_client;   // live: the agent's model client per run
   JudgeFactory live_judge;     // live: the judge's client per judged answer
   // Called with one line per finished run (for -v), from the worker threads, serialised.
@@ -174,6 +191,11 @@ struct TaskRun {
   std::string reason;
   bool ran = false;  // a trace exists: metrics are meaningful
   std::string run_id;
+  // The engine the run's data was opened with (engine::DialectName: "duckdb", "sqlite",
+  // "postgresql"), and its source as the engine names it (a server's URL redacted); empty
+  // when no engine was opened (skipped, or the data did not open).
+  std::string engine;
+  std::string data;
   std::filesystem::path trace_path;
   std::string stop_reason;
   std::string answer;
@@ -244,6 +266,10 @@ struct BenchResult {
   std::vector<std::string> tags;
   int limit = 0;
   int tasks_selected = 0;
+  // With BenchOptions::postgres: true, and the server as its engine named it (the URL
+  // redacted) from the first run that opened it ("" when none did).
+  bool on_postgres = false;
+  std::string postgres;
   bool budget_stopped = false;
   bool interrupted = false;
   std::vector<TaskRun> runs;  // task order, then sample, then arm
@@ -271,9 +297,14 @@ inline constexpr const char* kScriptedLabel =
 nlohmann::ordered_json ResultsJson(const BenchResult& result);
 
 // RESULTS.md from the latest offline and live results files (either may be absent: its rows
-// say "not run" / "pending").
+// say "not run" / "pending"), and, in sections of their own, the latest ones run with
+// --postgres (the Chinook tasks on a PostgreSQL server), so their figures never mix.
 std::string RenderResultsMarkdown(const std::optional<nlohmann::ordered_json>& offline,
-                                  const std::optional<nlohmann::ordered_json>& live);
+                                  const std::optional<nlohmann::ordered_json>& live,
+                                  const std::optional<nlohmann::ordered_json>& postgres_offline =
+                                      std::nullopt,
+                                  const std::optional<nlohmann::ordered_json>& postgres_live =
+                                      std::nullopt);
 
 // An HTML fragment (a table per results file, every text escaped) for site/index.html.
 std::string RenderSiteBlock(const nlohmann::ordered_json& results);

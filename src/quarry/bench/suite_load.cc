@@ -206,12 +206,21 @@ Result<void> ReadTruth(Task& task, const json& truth, const fs::path& file) {
   return {};
 }
 
-Result<void> ReadFixture(Task& task, const fs::path& file) {
+// `postgres`: fixtures/postgres/<id>.json, read into task.postgres_fixture.
+Result<void> ReadFixture(Task& task, const fs::path& file, bool postgres = false) {
   auto doc = ReadJsonFile(file);
   if (!doc) return std::unexpected(doc.error());
   auto fail = [&](const std::string& problem) {
     return std::unexpected(DataError(file, "fixture of task " + task.id + ": " + problem));
   };
+  if (postgres && !RunsOnPostgres(task)) {
+    return fail(std::string("only tasks whose data is ") + kPostgresStandIn +
+                " run on PostgreSQL; remove this file or fix the task's data");
+  }
+  if (postgres && JsonString(*doc, "engine") != "postgresql") {
+    return fail("a fixture under fixtures/postgres/ says \"engine\": \"postgresql\" (its SQL "
+                "is PostgreSQL's)");
+  }
   if (!doc->contains("turns") || !(*doc)["turns"].is_array()) {
     return fail("field 'turns' should be the array of scripted model turns");
   }
@@ -223,6 +232,10 @@ Result<void> ReadFixture(Task& task, const fs::path& file) {
   if (auto p = ReadJsonField(*doc, "data", data); !p.empty()) return fail(p);
   if (!data.empty() && llm::DataFileNames(data) != llm::DataFileNames(task.data)) {
     return fail("its data files are not the task's");
+  }
+  if (postgres && doc->contains("judge_turns")) {
+    return fail("judge replies judge the answer, not the SQL: keep them in fixtures/" + task.id +
+                ".json only");
   }
   if (doc->contains("judge_turns")) {
     const json& jt = (*doc)["judge_turns"];
@@ -246,8 +259,8 @@ Result<void> ReadFixture(Task& task, const fs::path& file) {
   if (auto client = llm::MakeReplayClientFromJson(*doc, file.string()); !client) {
     return std::unexpected(Error{Error::Code::kData, client.error().message});
   }
-  task.fixture = std::move(*doc);
-  task.fixture_path = file;
+  (postgres ? task.postgres_fixture : task.fixture) = std::move(*doc);
+  (postgres ? task.postgres_fixture_path : task.fixture_path) = file;
   return {};
 }
 
@@ -260,6 +273,10 @@ std::string_view GraderName(GraderKind kind) {
     case GraderKind::kJudge: return "judge";
   }
   return "numeric";
+}
+
+bool RunsOnPostgres(const Task& task) {
+  return task.data.size() == 1 && task.data[0] == kPostgresStandIn;
 }
 
 Result<Suite> LoadSuite(const fs::path& dir, const fs::path& root) {
@@ -310,6 +327,10 @@ Result<Suite> LoadSuite(const fs::path& dir, const fs::path& root) {
     const fs::path fixture = dir / "fixtures" / (task.id + ".json");
     if (fs::is_regular_file(fixture, ec)) {
       if (auto r = ReadFixture(task, fixture); !r) return std::unexpected(r.error());
+    }
+    const fs::path pg_fixture = dir / "fixtures" / "postgres" / (task.id + ".json");
+    if (fs::is_regular_file(pg_fixture, ec)) {
+      if (auto r = ReadFixture(task, pg_fixture, true); !r) return std::unexpected(r.error());
     }
   }
   return suite;

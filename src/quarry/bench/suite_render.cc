@@ -137,12 +137,29 @@ std::string McNemarLine(const json& results) {
          ".";
 }
 
+// Which engines served the runs: "sqlite, duckdb", or for --postgres "postgresql
+// (data/chinook.sqlite served by postgresql://reader@/chinook...)".
+std::string EngineText(const json& results) {
+  std::string engines;
+  const json list = Field(results, "engines");
+  for (const json& e : list.is_array() ? list : json::array()) {
+    if (e.is_string()) engines += (engines.empty() ? "" : ", ") + e.get<std::string>();
+  }
+  if (engines.empty()) engines = "none opened";
+  const json pg = Field(results, "postgres");
+  if (pg.is_object()) {
+    engines += " (" + TextAt(pg, "replaces") + " served by " +
+               TextAt(pg, "server", "the --postgres server") + ")";
+  }
+  return engines;
+}
+
 std::string Header(const json& results) {
   return "Model: " + TextAt(results, "model") + " (" + TextAt(results, "provider") +
          ") · judge: " + TextAt(results, "judge_model") + " · date: " + TextAt(results, "date") +
          " · total cost: " + Fmt("$%.4f", NumberAt(results, "total_cost_usd")) + " · samples: " +
          Count(NumberAt(results, "samples")) + " · tasks selected: " +
-         Count(NumberAt(results, "tasks_selected"));
+         Count(NumberAt(results, "tasks_selected")) + " · engine: " + EngineText(results);
 }
 
 std::string MdSection(const json& results) {
@@ -166,12 +183,14 @@ std::string MdSection(const json& results) {
   }
   if (const std::string m = McNemarLine(results); !m.empty()) out += "\n" + m + "\n";
   out += "\n<details><summary>Every task run</summary>\n\n";
-  out += "| task | grader | arm | sample | grade | reason | run id |\n|---|---|---|---|---|---|---|\n";
+  out += "| task | grader | arm | sample | grade | engine | reason | run id |\n"
+         "|---|---|---|---|---|---|---|---|\n";
   const json runs = Field(results, "runs");
   for (const json& r : runs.is_array() ? runs : json::array()) {
     out += "| " + MarkdownCell(TextAt(r, "task")) + " | " + MarkdownCell(TextAt(r, "grader")) + " | " +
            MarkdownCell(TextAt(r, "arm")) + " | " + Count(NumberAt(r, "sample")) + " | " +
-           MarkdownCell(TextAt(r, "status")) + " | " + MarkdownCell(TextAt(r, "reason", "")) + " | " +
+           MarkdownCell(TextAt(r, "status")) + " | " + MarkdownCell(TextAt(r, "engine", "")) + " | " +
+           MarkdownCell(TextAt(r, "reason", "")) + " | " +
            MarkdownCell(TextAt(r, "run_id", "")) + " |\n";
   }
   out += "\n</details>\n";
@@ -189,7 +208,9 @@ std::string PendingTable() {
 }  // namespace
 
 std::string RenderResultsMarkdown(const std::optional<json>& offline,
-                                  const std::optional<json>& live) {
+                                  const std::optional<json>& live,
+                                  const std::optional<json>& postgres_offline,
+                                  const std::optional<json>& postgres_live) {
   std::string out =
       "# quarry bench: results\n\n"
       "Written by `quarry bench` from `results/offline/bench_results.json` (the latest run "
@@ -209,6 +230,25 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
     out += MdSection(*offline);
   } else {
     out += "Not run yet: `quarry bench --offline`.\n";
+  }
+  out += std::string("\n## On PostgreSQL\n\n") +
+         "The tasks whose data is `" + kPostgresStandIn +
+         "`, run by `quarry bench --postgres URL` on a PostgreSQL server loaded from "
+         "`data/chinook_postgresql.sql` (the same database), graded with the same truth. From "
+         "`results/postgresql/live/` and `results/postgresql/offline/`; these figures are "
+         "never merged with the ones above.\n\n### Live on PostgreSQL\n\n";
+  if (postgres_live) {
+    out += MdSection(*postgres_live);
+  } else {
+    out += "No live run on PostgreSQL yet: every figure is pending. Run `quarry bench "
+           "--postgres URL` with a model configured.\n";
+  }
+  out += "\n### Harness run on scripted turns, on PostgreSQL\n\n";
+  out += std::string("> ") + kScriptedLabel + ".\n\n";
+  if (postgres_offline) {
+    out += MdSection(*postgres_offline);
+  } else {
+    out += "Not run yet: `quarry bench --offline --postgres URL`.\n";
   }
   return out;
 }

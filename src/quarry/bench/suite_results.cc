@@ -64,6 +64,8 @@ json ToJson(const TaskRun& r) {
               {"sample", r.sample},
               {"status", RunStatusName(r.status)},
               {"reason", r.reason},
+              {"engine", r.engine.empty() ? json(nullptr) : json(r.engine)},
+              {"data", r.data.empty() ? json(nullptr) : json(r.data)},
               {"run_id", r.run_id.empty() ? json(nullptr) : json(r.run_id)},
               {"trace", r.ran ? json(r.trace_path.string()) : json(nullptr)},
               {"stop_reason", r.ran ? json(r.stop_reason) : json(nullptr)},
@@ -194,7 +196,17 @@ Paired ComparePaired(const std::vector<TaskRun>& runs) {
 
 json ResultsJson(const BenchResult& r) {
   json runs = json::array();
-  for (const TaskRun& run : r.runs) runs.push_back(ToJson(run));
+  std::set<std::string> engines;
+  for (const TaskRun& run : r.runs) {
+    runs.push_back(ToJson(run));
+    if (!run.engine.empty()) engines.insert(run.engine);
+  }
+  // Which engines served the runs, so a PostgreSQL figure is never read as a SQLite one.
+  json postgres = nullptr;
+  if (r.on_postgres) {
+    postgres = {{"replaces", kPostgresStandIn},
+                {"server", r.postgres.empty() ? json(nullptr) : json(r.postgres)}};
+  }
   json arms = json::array();
   for (const ArmSummary& s : r.arms) arms.push_back(ToJson(s));
   json out = {
@@ -215,6 +227,8 @@ json ResultsJson(const BenchResult& r) {
       {"tags", r.tags},
       {"limit", r.limit},
       {"tasks_selected", r.tasks_selected},
+      {"engines", engines},
+      {"postgres", postgres},
       {"budget_stopped", r.budget_stopped},
       {"interrupted", r.interrupted},
       {"total_cost_usd", r.total_cost_usd},

@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 const char* kNoFixture = "no fixture for --offline";
+const char* kNoPostgresFixture = "no PostgreSQL fixture (fixtures/postgres/) for --offline";
 const char* kNeedsJudge = "needs a live judge";
 const char* kInterrupted = "interrupted";
 
@@ -36,6 +37,7 @@ struct Shared {
   bool budget_stopped = false;
   bool interrupted = false;
   std::string model, provider, judge_model;
+  std::string postgres;  // the server as the first engine opened on it names it
 };
 
 class Runner {
@@ -55,6 +57,7 @@ class Runner {
     if (!shared_.model.empty()) result_.model = shared_.model;
     if (!shared_.provider.empty()) result_.provider = shared_.provider;
     if (!shared_.judge_model.empty()) result_.judge_model = shared_.judge_model;
+    result_.postgres = shared_.postgres;
   }
 
  private:
@@ -112,16 +115,22 @@ class Runner {
   }
 
   static std::string Line(const TaskRun& r) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "[%-3s] %s #%d %-7s steps %d  repairs %d/%d  $%.4f  %lld ms",
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "[%-3s] %s #%d %-7s steps %d  repairs %d/%d  $%.4f  %lld ms  on %s",
                   r.self_correction ? "on" : "off", r.task.c_str(), r.sample,
                   std::string(RunStatusName(r.status)).c_str(), r.metrics.steps,
                   r.metrics.repair_successes, r.metrics.repair_attempts, r.cost_usd,
-                  static_cast<long long>(r.metrics.wall_ms));
+                  static_cast<long long>(r.metrics.wall_ms),
+                  r.engine.empty() ? "no engine" : r.engine.c_str());
     return std::string(buf) + (r.reason.empty() ? "" : "  " + r.reason);
   }
 
   Result<std::unique_ptr<llm::Client>> AgentClient(const Task& task) {
+    if (options_.offline && !options_.postgres.empty()) {
+      return llm::MakeReplayClientFromJson(*task.postgres_fixture,
+                                           task.postgres_fixture_path.string());
+    }
     if (options_.offline) return llm::MakeReplayClientFromJson(*task.fixture, task.fixture_path.string());
     auto client = options_.live_client(task.question, task.data);
     if (client) {
@@ -150,11 +159,21 @@ class Runner {
   }
 
   TaskRun RunOne(const Task& task, TaskRun run) {
-    auto engine = options_.open_engine(task.data_paths);
+    auto engine = options_.postgres.empty()
+                      ? options_.open_engine(task.data_paths)
+                      : options_.open_engine({std::filesystem::path(options_.postgres)});
     if (!engine) {
       run.status = RunStatus::kError;
       run.reason = "the data did not open: " + engine.error().message;
       return run;
+    }
+    run.engine = engine::DialectName((*engine)->dialect());
+    for (const engine::Source& source : (*engine)->sources()) {
+      run.data += (run.data.empty() ? "" : ", ") + source.path;
+    }
+    if (!options_.postgres.empty()) {
+      std::lock_guard lock(shared_.mu);
+      if (shared_.postgres.empty()) shared_.postgres = run.data;
     }
     auto client = AgentClient(task);
     if (!client) {
@@ -265,6 +284,7 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   }
   std::vector<const Task*> selected;
   for (const Task& t : suite.tasks) {
+    if (!options.postgres.empty() && !RunsOnPostgres(t)) continue;
     bool tagged = options.tags.empty();
     for (const std::string& tag : options.tags) {
       tagged = tagged || std::find(t.tags.begin(), t.tags.end(), tag) != t.tags.end();
@@ -274,6 +294,12 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   if (selected.empty()) {
     std::string tags;
     for (const auto& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
+    if (!options.postgres.empty()) {
+      return Fail(Error::Code::kUsage,
+                  "--postgres runs the tasks whose data is " + std::string(kPostgresStandIn) +
+                      (tags.empty() ? "" : " (and --tags " + tags + ")") + ": none in " +
+                      (suite.dir / "suite.json").string());
+    }
     return Fail(Error::Code::kUsage, "--tags " + tags + " selects no task of " +
                                          (suite.dir / "suite.json").string());
   }
@@ -295,11 +321,14 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   result.tags = options.tags;
   result.limit = options.limit;
   result.tasks_selected = static_cast<int>(selected.size());
+  result.on_postgres = !options.postgres.empty();
 
   std::vector<const Task*> task_of_run;
   for (const Task* task : selected) {
     std::string skip;
-    if (options.offline && !task->fixture) {
+    if (options.offline && result.on_postgres && !task->postgres_fixture) {
+      skip = kNoPostgresFixture;
+    } else if (options.offline && !result.on_postgres && !task->fixture) {
       skip = kNoFixture;
     } else if (options.offline && task->grader == GraderKind::kJudge &&
                task->judge_turns.empty()) {

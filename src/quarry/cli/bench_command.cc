@@ -114,7 +114,12 @@ std::string Fixed(const char* format, double v) {
 }
 
 void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
-  std::cout << "quarry bench (" << r.mode << ", model " << r.model << ")";
+  std::cout << "quarry bench (" << r.mode << ", model " << r.model;
+  if (r.on_postgres) {
+    std::cout << ", on PostgreSQL: " << bench::kPostgresStandIn << " served by "
+              << TerminalText(r.postgres.empty() ? "the --postgres server" : r.postgres);
+  }
+  std::cout << ")";
   if (r.source == "scripted") std::cout << ": " << bench::kScriptedLabel;
   std::cout << "\n";
   for (const bench::ArmSummary& a : r.arms) {
@@ -176,6 +181,11 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Run the task suite in the self-correction arms and write results/: quarry bench "
                "[--offline] [--arms on,off] [--samples K]");
+  cmd->add_option("--postgres", o.postgres,
+                  "Run the tasks whose data is data/chinook.sqlite on this PostgreSQL server "
+                  "instead (postgresql://USER@HOST:PORT/DB or service=NAME, Chinook loaded from "
+                  "data/chinook_postgresql.sql), graded with the same truth; --offline replays "
+                  "tasks/fixtures/postgres/. Results go to <--out>/postgresql/");
   cmd->add_option("--tasks", o.tasks,
                   "The suite's folder (suite.json, truth.json, fixtures/); default tasks/ here, "
                   "else the source tree's. Task data paths are relative to its parent folder");
@@ -271,6 +281,11 @@ int RunBenchCommand(const BenchCmdOptions& o) {
     b.only = o.cases;
     return RunBehaviourCommand(b);
   }
+  if (!o.postgres.empty() && o.suite == "behaviour") {
+    return Report({Error::Code::kUsage,
+                   "--postgres is for the task suite; the behaviour suite plants its checks in "
+                   "a copy of a SQLite file"});
+  }
   if (!o.cases.empty() || !o.source.empty() || !o.work_dir.empty() || !o.ask.fixtures.empty()) {
     return Report({Error::Code::kUsage,
                    "--case, --source, --work-dir and --fixtures are for --suite behaviour; the "
@@ -284,6 +299,12 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   auto suite = bench::LoadSuite(tasks, root.empty() ? fs::path(".") : root);
   if (!suite) return Report(suite.error());
 
+  if (!o.postgres.empty() && !engine::IsServerSpec(o.postgres)) {
+    return Report({Error::Code::kUsage,
+                   "--postgres takes a PostgreSQL server: postgresql://USER@HOST:PORT/DB, "
+                   "postgres://..., or service=NAME (a password comes from PGPASSWORD, "
+                   "~/.pgpass or the service file, never from the URL)"});
+  }
   AskOptions ask = o.ask;
   auto config = BaseConfig(ask);
   if (!config) return Report(config.error());
@@ -313,6 +334,13 @@ int RunBenchCommand(const BenchCmdOptions& o) {
     for (const auto& p : data) specs.push_back(p.string());
     return OpenData(specs, load);
   };
+  options.postgres = o.postgres;
+  if (!o.postgres.empty()) {
+    // An unreachable server is said once, before anything runs, not as an error in every run.
+    if (auto e = options.open_engine({fs::path(o.postgres)}); !e) {
+      return Report({e.error().code, "--postgres: " + e.error().message});
+    }
+  }
   if (!o.ask.offline) {
     const llm::Settings agent_flags = ModelSettings(o.ask);
     const llm::Settings judge_flags = ModelSettings(o.ask, o.judge_model);
@@ -340,17 +368,21 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   if (!result) return Report(result.error());
 
   const fs::path out = o.out;
+  // A run on PostgreSQL keeps its own latest files, so RESULTS.md never mixes its figures with
+  // the SQLite ones.
+  const fs::path kept = o.postgres.empty() ? out : out / "postgresql";
   const json doc = bench::ResultsJson(*result);
   const std::string text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   if (auto w = bench::WriteFileAtomically(out / "bench_results.json", text); !w) return Report(w.error());
-  if (auto w = bench::WriteFileAtomically(out / result->mode / "bench_results.json", text); !w) {
+  if (auto w = bench::WriteFileAtomically(kept / result->mode / "bench_results.json", text); !w) {
     return Report(w.error());
   }
   const auto offline = ReadResults(out / "offline" / "bench_results.json");
   const auto live = ReadResults(out / "live" / "bench_results.json");
-  if (auto w = bench::WriteFileAtomically(out / "RESULTS.md", bench::RenderResultsMarkdown(offline, live)); !w) {
-    return Report(w.error());
-  }
+  const auto pg_offline = ReadResults(out / "postgresql" / "offline" / "bench_results.json");
+  const auto pg_live = ReadResults(out / "postgresql" / "live" / "bench_results.json");
+  const std::string md = bench::RenderResultsMarkdown(offline, live, pg_offline, pg_live);
+  if (auto w = bench::WriteFileAtomically(out / "RESULTS.md", md); !w) return Report(w.error());
   PrintSummary(*result, out);
   return result->interrupted ? kExitInterrupted : kExitOk;
 }
