@@ -1,0 +1,204 @@
+// PostgreSQL schema cards from the catalogs, never from scans (tables may be huge): a fixed
+// number of catalog queries whatever the number of tables (relations, columns, keys,
+// statistics), row counts from pg_class.reltuples, column statistics from pg_stats, and a
+// capped TABLESAMPLE only for small tables the statistics know nothing about.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <unordered_map>
+
+#include "quarry/engine/postgres_internal.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+// Relations the role may SELECT, outside the system schemas; partitions are read through their
+// parent. `in_path`: the schema is on the search path, so the bare name reaches it.
+constexpr const char* kRelationsSql = R"(
+SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples::bigint, c.relpages,
+       pg_catalog.obj_description(c.oid, 'pg_class'),
+       coalesce(array_position(pg_catalog.current_schemas(false), n.nspname), 0)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'
+  AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
+ORDER BY 8 = 0, 8, n.nspname, c.relname)";
+
+// Every column of every such relation in one query, with NOT NULL and its comment.
+constexpr const char* kColumnsSql = R"(
+SELECT a.attrelid, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
+       pg_catalog.col_description(a.attrelid, a.attnum)
+FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
+  AND NOT c.relispartition AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'
+  AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
+ORDER BY a.attrelid, a.attnum)";
+
+// Primary keys and single-column foreign keys (a composite key is listed column by column).
+constexpr const char* kKeysSql = R"(
+SELECT k.conrelid, k.contype, a.attname, k.confrelid, fa.attname
+FROM pg_catalog.pg_constraint k
+CROSS JOIN LATERAL unnest(k.conkey, coalesce(k.confkey, k.conkey)) AS u(col, fcol)
+JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.col
+LEFT JOIN pg_catalog.pg_attribute fa ON fa.attrelid = k.confrelid AND fa.attnum = u.fcol
+WHERE k.contype IN ('p', 'f') AND pg_catalog.has_table_privilege(k.conrelid, 'SELECT')
+ORDER BY k.conrelid, k.conname, a.attnum)";
+
+// pg_stats shows only the columns the role may read; it is empty for a never-analyzed table.
+constexpr const char* kStatsSql = R"(
+SELECT c.oid, s.attname, s.null_frac, s.n_distinct, s.most_common_vals::text,
+       s.histogram_bounds::text
+FROM pg_catalog.pg_stats s
+JOIN pg_catalog.pg_namespace n ON n.nspname = s.schemaname
+JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
+WHERE NOT s.inherited OR c.relkind = 'p')";
+
+// Small enough to count exactly and sample when the statistics are missing (8 kB pages).
+constexpr int64_t kSmallPages = 1280;  // 10 MB
+constexpr int kSampleRows = 1000;
+
+struct Relation {
+  Oid oid = 0;
+  std::string schema;
+  std::string name;
+  char kind = 'r';
+  int64_t reltuples = -1;
+  int64_t relpages = 0;
+  std::string comment;
+  bool in_path = false;
+};
+
+std::string Text(const std::optional<std::string>& v) { return v.value_or(""); }
+int64_t Int(const std::optional<std::string>& v) { return v ? std::atoll(v->c_str()) : 0; }
+
+// The elements of an array's text form ({a,"b c",NULL}), unquoted; NULL elements skipped.
+std::vector<std::string> ArrayItems(std::string_view text) {
+  std::vector<std::string> out;
+  if (text.size() < 2 || text.front() != '{' || text.back() != '}') return out;
+  text = text.substr(1, text.size() - 2);
+  size_t i = 0;
+  while (i < text.size()) {
+    std::string item;
+    bool quoted = false;
+    if (text[i] == '"') {
+      quoted = true;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) ++i;
+        item += text[i];
+      }
+      ++i;  // the closing quote
+    } else {
+      // An unquoted element may hold nested braces (an array of arrays): keep them whole.
+      int depth = 0;
+      for (; i < text.size() && (depth > 0 || text[i] != ','); ++i) {
+        depth += text[i] == '{' ? 1 : text[i] == '}' ? -1 : 0;
+        item += text[i];
+      }
+    }
+    if (quoted || item != "NULL") out.push_back(std::move(item));
+    while (i < text.size() && text[i] != ',') ++i;
+    ++i;  // the comma
+  }
+  return out;
+}
+
+bool Ordered(const std::string& type) {
+  static const std::set<std::string> kUnordered = {"json", "jsonb", "bytea", "xml", "boolean",
+                                                    "point", "box", "polygon", "tsvector"};
+  return !kUnordered.contains(type) && !type.ends_with("[]");
+}
+
+}  // namespace
+
+Result<void> BuildPgCards(PostgresEngine& engine, bool profile) {
+  PGconn* conn = engine.conn_.get();
+  // One snapshot for every catalog read, read-only like everything else.
+  PgResultPtr begin(PQexec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+  struct Rollback {
+    PGconn* conn;
+    ~Rollback() { PgResultPtr r(PQexec(conn, "ROLLBACK")); }
+  } rollback{conn};
+  auto relations = PgRows(conn, kRelationsSql);
+  if (!relations) return std::unexpected(relations.error());
+  std::vector<Relation> rels;
+  std::unordered_map<Oid, size_t> index;
+  std::set<std::string> bare_taken;
+  for (const auto& row : *relations) {
+    Relation r;
+    r.oid = static_cast<Oid>(Int(row[0]));
+    r.schema = Text(row[1]);
+    r.name = Text(row[2]);
+    r.kind = Text(row[3]).empty() ? 'r' : Text(row[3])[0];
+    r.reltuples = row[4] ? Int(row[4]) : -1;
+    r.relpages = Int(row[5]);
+    r.comment = Text(row[6]);
+    // Only the first schema on the path that has the name is reached by the bare name.
+    r.in_path = Int(row[7]) > 0 && bare_taken.insert(r.name).second;
+    index[r.oid] = rels.size();
+    rels.push_back(std::move(r));
+  }
+  std::vector<TableCard> cards(rels.size());
+  for (size_t i = 0; i < rels.size(); ++i) {
+    const Relation& r = rels[i];
+    TableCard& card = cards[i];
+    // Outside the search path the card names the table schema-qualified, as queries must.
+    card.name = r.in_path ? r.name : r.schema + "." + r.name;
+    card.source = engine.spec_.shown;
+    if (r.kind == 'v') card.notes.push_back("a view");
+    if (r.kind == 'm') card.notes.push_back("a materialized view (as of its last refresh)");
+    if (r.kind == 'f') card.notes.push_back("a foreign table (read from another server)");
+    if (!r.comment.empty()) card.notes.push_back("comment: " + r.comment);
+  }
+  auto columns = PgRows(conn, kColumnsSql);
+  if (!columns) return std::unexpected(columns.error());
+  for (const auto& row : *columns) {
+    const auto it = index.find(static_cast<Oid>(Int(row[0])));
+    if (it == index.end()) continue;
+    ColumnCard col;
+    col.name = Text(row[1]);
+    col.type = Text(row[2]);
+    if (Text(row[3]) == "t") col.notes.push_back("NOT NULL");
+    if (row[4] && !row[4]->empty()) col.notes.push_back("comment: " + *row[4]);
+    cards[it->second].columns.push_back(std::move(col));
+  }
+  auto keys = PgRows(conn, kKeysSql);
+  if (!keys) return std::unexpected(keys.error());
+  for (const auto& row : *keys) {
+    const auto it = index.find(static_cast<Oid>(Int(row[0])));
+    if (it == index.end()) continue;
+    TableCard& card = cards[it->second];
+    const std::string column = Text(row[2]);
+    if (Text(row[1]) == "p") {
+      for (ColumnCard& c : card.columns) {
+        if (c.name == column) c.notes.insert(c.notes.begin(), "primary key");
+      }
+      continue;
+    }
+    const auto ref = index.find(static_cast<Oid>(Int(row[3])));
+    // A key to a table the role cannot read is no use to a query.
+    if (ref == index.end()) continue;
+    card.foreign_keys.push_back({column, cards[ref->second].name, Text(row[4])});
+  }
+  if (profile) {
+    // Built in postgres_stats.cc: row counts and column statistics.
+    if (auto done = ProfilePgCards(engine, rels.size(), cards, [&](size_t i) {
+          const Relation& r = rels[i];
+          return PgRelationFacts{r.oid, QuoteIdent(r.schema) + "." + QuoteIdent(r.name), r.kind,
+                                 r.reltuples, r.relpages};
+        });
+        !done) {
+      return done;
+    }
+  }
+  for (TableCard& card : cards) {
+    engine.table_names_.push_back(card.name);
+    engine.cards_.push_back(std::move(card));
+  }
+  return {};
+}
+
+}  // namespace quarry::engine::internal
