@@ -248,6 +248,10 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
                       PQstatus(conn) == CONNECTION_OK; ++i) {
         PgResultPtr res(PQexec(conn, "ROLLBACK"));
       }
+      // What outlives a rollback: session-level advisory locks and prepared statements.
+      if (PQstatus(conn) == CONNECTION_OK) {
+        PgResultPtr res(PQexec(conn, "SELECT pg_catalog.pg_advisory_unlock_all(); DEALLOCATE ALL"));
+      }
     }
   } rollback{conn};
 
@@ -264,6 +268,7 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
   std::vector<int> typmods;
   PgResultPtr error;
   bool command = false;
+  bool copy = false;
   bool client_deadline = false;
   {
     CancelWatch watch(conn, timeout + 2000, limits.stop);
@@ -297,6 +302,14 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
         table.kinds.push_back(std::move(kinds));
       } else if (status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY) {
         command = true;
+      } else if (status == PGRES_COPY_OUT) {
+        // COPY ... TO STDOUT past the guard: drained and dropped (the timeout bounds it).
+        copy = true;
+        char* buf = nullptr;
+        while (PQgetCopyData(conn, &buf, 0) > 0) PQfreemem(buf);
+      } else if (status == PGRES_COPY_IN || status == PGRES_COPY_BOTH) {
+        copy = true;
+        PQputCopyEnd(conn, "quarry sends no data");
       } else if (!error) {
         error = std::move(res);
       }
@@ -304,6 +317,10 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
     client_deadline = watch.fired();
   }
   if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
+  if (copy) {
+    return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "file_write",
+                                        "guard: COPY is not allowed: only a single read-only query may run"});
+  }
   if (error || PQstatus(conn) != CONNECTION_OK) {
     return std::unexpected(ServerFailure(error.get(), sql, limits, client_deadline));
   }
