@@ -2,8 +2,6 @@
 // number of catalog queries whatever the number of tables (relations, columns, keys,
 // statistics), row counts from pg_class.reltuples, column statistics from pg_stats, and a
 // capped TABLESAMPLE only for small tables the statistics know nothing about.
-#include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <unordered_map>
@@ -24,7 +22,8 @@ WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p') AND NOT c.relispartition
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'
   AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
-ORDER BY 8 = 0, 8, n.nspname, c.relname)";
+ORDER BY coalesce(array_position(pg_catalog.current_schemas(false), n.nspname), 1000000),
+         n.nspname, c.relname)";
 
 // Every column of every such relation in one query, with NOT NULL and its comment.
 constexpr const char* kColumnsSql = R"(
@@ -48,19 +47,6 @@ LEFT JOIN pg_catalog.pg_attribute fa ON fa.attrelid = k.confrelid AND fa.attnum 
 WHERE k.contype IN ('p', 'f') AND pg_catalog.has_table_privilege(k.conrelid, 'SELECT')
 ORDER BY k.conrelid, k.conname, a.attnum)";
 
-// pg_stats shows only the columns the role may read; it is empty for a never-analyzed table.
-constexpr const char* kStatsSql = R"(
-SELECT c.oid, s.attname, s.null_frac, s.n_distinct, s.most_common_vals::text,
-       s.histogram_bounds::text
-FROM pg_catalog.pg_stats s
-JOIN pg_catalog.pg_namespace n ON n.nspname = s.schemaname
-JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
-WHERE NOT s.inherited OR c.relkind = 'p')";
-
-// Small enough to count exactly and sample when the statistics are missing (8 kB pages).
-constexpr int64_t kSmallPages = 1280;  // 10 MB
-constexpr int kSampleRows = 1000;
-
 struct Relation {
   Oid oid = 0;
   std::string schema;
@@ -75,41 +61,33 @@ struct Relation {
 std::string Text(const std::optional<std::string>& v) { return v.value_or(""); }
 int64_t Int(const std::optional<std::string>& v) { return v ? std::atoll(v->c_str()) : 0; }
 
-// The elements of an array's text form ({a,"b c",NULL}), unquoted; NULL elements skipped.
-std::vector<std::string> ArrayItems(std::string_view text) {
-  std::vector<std::string> out;
-  if (text.size() < 2 || text.front() != '{' || text.back() != '}') return out;
-  text = text.substr(1, text.size() - 2);
-  size_t i = 0;
-  while (i < text.size()) {
-    std::string item;
-    bool quoted = false;
-    if (text[i] == '"') {
-      quoted = true;
-      for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\' && i + 1 < text.size()) ++i;
-        item += text[i];
-      }
-      ++i;  // the closing quote
-    } else {
-      // An unquoted element may hold nested braces (an array of arrays): keep them whole.
-      int depth = 0;
-      for (; i < text.size() && (depth > 0 || text[i] != ','); ++i) {
-        depth += text[i] == '{' ? 1 : text[i] == '}' ? -1 : 0;
-        item += text[i];
-      }
-    }
-    if (quoted || item != "NULL") out.push_back(std::move(item));
-    while (i < text.size() && text[i] != ',') ++i;
-    ++i;  // the comma
+// The role can change data: superuser, or INSERT/UPDATE/DELETE/TRUNCATE on a table, or CREATE
+// in a schema, outside the system schemas. "" when it cannot.
+Result<std::string> WriteRoleNote(PGconn* conn) {
+  auto rows = PgRows(conn, R"(
+SELECT current_user, (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user),
+  (SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+     AND n.nspname NOT LIKE 'pg\_%'
+     AND pg_catalog.has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')),
+  (SELECT string_agg(n.nspname, ', ' ORDER BY n.nspname) FROM pg_catalog.pg_namespace n
+   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%'
+     AND pg_catalog.has_schema_privilege(n.oid, 'CREATE')))");
+  if (!rows) return std::unexpected(rows.error());
+  if (rows->empty() || (*rows)[0].size() < 4) return std::string();
+  const auto& r = (*rows)[0];
+  std::string what;
+  if (Text(r[1]) == "t") {
+    what = "is a superuser";
+  } else if (Int(r[2]) > 0) {
+    what = "can write to " + std::to_string(Int(r[2])) + " tables (INSERT, UPDATE, DELETE or TRUNCATE)";
+  } else if (r[3] && !r[3]->empty()) {
+    what = "can create tables in schema " + *r[3];
+  } else {
+    return std::string();
   }
-  return out;
-}
-
-bool Ordered(const std::string& type) {
-  static const std::set<std::string> kUnordered = {"json", "jsonb", "bytea", "xml", "boolean",
-                                                    "point", "box", "polygon", "tsvector"};
-  return !kUnordered.contains(type) && !type.ends_with("[]");
+  return "the role " + Text(r[0]) + " " + what +
+         "; quarry only reads, but use a role with only pg_read_all_data (README)";
 }
 
 }  // namespace
@@ -161,7 +139,8 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile) {
     ColumnCard col;
     col.name = Text(row[1]);
     col.type = Text(row[2]);
-    if (Text(row[3]) == "t") col.notes.push_back("NOT NULL");
+    // In the type, as SQL writes it, rather than as a note: the CLI prints every note.
+    if (Text(row[3]) == "t") col.type += " NOT NULL";
     if (row[4] && !row[4]->empty()) col.notes.push_back("comment: " + *row[4]);
     cards[it->second].columns.push_back(std::move(col));
   }
@@ -174,7 +153,9 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile) {
     const std::string column = Text(row[2]);
     if (Text(row[1]) == "p") {
       for (ColumnCard& c : card.columns) {
-        if (c.name == column) c.notes.insert(c.notes.begin(), "primary key");
+        if (c.name != column || c.type.ends_with(" PRIMARY KEY")) continue;
+        if (c.type.ends_with(" NOT NULL")) c.type.resize(c.type.size() - 9);
+        c.type += " PRIMARY KEY";
       }
       continue;
     }
@@ -193,6 +174,9 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile) {
         !done) {
       return done;
     }
+  }
+  if (auto note = WriteRoleNote(conn); note && !note->empty() && !cards.empty()) {
+    cards.front().notes.push_back(*note);
   }
   for (TableCard& card : cards) {
     engine.table_names_.push_back(card.name);

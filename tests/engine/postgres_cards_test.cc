@@ -1,0 +1,106 @@
+// PostgreSQL schema cards from the catalogs: tables and views the role reads, schema-qualified
+// outside the search path, types with NOT NULL and primary keys, foreign keys, comments, the
+// planner's row counts and pg_stats; names and types only without profiling; and the note when
+// the role can write.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "quarry/engine/engine.h"
+#include "support/pg_server.h"
+
+namespace quarry::engine {
+namespace {
+
+using quarry::test::SharedPgServer;
+
+const TableCard& Card(const Engine& engine, const std::string& name) {
+  const auto& cards = engine.describe();
+  const auto it = std::find_if(cards.begin(), cards.end(), [&](const TableCard& c) { return c.name == name; });
+  if (it == cards.end()) throw std::runtime_error("no card " + name);
+  return *it;
+}
+
+const ColumnCard& Column(const TableCard& card, const std::string& name) {
+  const auto it = std::find_if(card.columns.begin(), card.columns.end(),
+                               [&](const ColumnCard& c) { return c.name == name; });
+  if (it == card.columns.end()) throw std::runtime_error("no column " + name);
+  return *it;
+}
+
+bool HasNote(const std::vector<std::string>& notes, const std::string& part) {
+  return std::any_of(notes.begin(), notes.end(),
+                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
+}
+
+TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
+  const auto& pg = SharedPgServer();
+  pg.Exec("quarry_types", "ANALYZE");
+  auto opened = Open({pg.Url("quarry_types", "reader")});
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  const Engine& engine = **opened;
+  std::vector<std::string> names;
+  for (const auto& c : engine.describe()) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"measure_summary", "measures", "sales.Order Items",
+                                             "sales.customers", "sales.orders"}));
+  EXPECT_EQ(engine.sources()[0].tables, names);
+  const TableCard& measures = Card(engine, "measures");
+  EXPECT_EQ(measures.row_count, 3);
+  EXPECT_TRUE(HasNote(measures.notes, "comment: One measurement per row"));
+  EXPECT_EQ(Column(measures, "id").type, "integer PRIMARY KEY");
+  EXPECT_EQ(Column(measures, "label").type, "text NOT NULL");
+  const ColumnCard& amount = Column(measures, "amount");
+  EXPECT_EQ(amount.type, "numeric(20,6)");
+  EXPECT_EQ(amount.notes, std::vector<std::string>{"comment: Amount in euros, exact to the micro-euro."});
+  EXPECT_TRUE(amount.profiled);
+  EXPECT_EQ(amount.null_count, 1);
+  EXPECT_EQ(amount.distinct_count, 2);
+  EXPECT_EQ(amount.min, "0.000001");
+  EXPECT_EQ(amount.max, "12345678901234.123456");
+  EXPECT_TRUE(HasNote(Card(engine, "measure_summary").notes, "a view"));
+  const TableCard& orders = Card(engine, "sales.orders");
+  EXPECT_EQ(orders.row_count, 4);
+  ASSERT_EQ(orders.foreign_keys.size(), 1u);
+  EXPECT_EQ(orders.foreign_keys[0].column, "customer_id");
+  EXPECT_EQ(orders.foreign_keys[0].ref_table, "sales.customers");
+  EXPECT_EQ(orders.foreign_keys[0].ref_column, "customer_id");
+  const TableCard& items = Card(engine, "sales.Order Items");
+  EXPECT_EQ(items.row_count, 5);
+  EXPECT_EQ(Column(items, "Order Id").type, "integer PRIMARY KEY");
+  ASSERT_EQ(items.foreign_keys.size(), 1u);
+  EXPECT_EQ(items.foreign_keys[0].ref_table, "sales.orders");
+  const ColumnCard& country = Column(Card(engine, "sales.customers"), "country");
+  EXPECT_EQ(country.null_count, 1);
+  EXPECT_EQ(country.distinct_count, 2);
+  const std::string text = RenderCards(engine.describe());
+  EXPECT_NE(text.find("table sales.Order Items (5 rows)"), std::string::npos) << text;
+  EXPECT_NE(text.find("customer_id integer NOT NULL -> sales.customers.customer_id"), std::string::npos) << text;
+  // The role reads only: no write warning anywhere.
+  for (const auto& c : engine.describe()) EXPECT_FALSE(HasNote(c.notes, "can write")) << c.name;
+  for (const auto& c : engine.describe()) EXPECT_FALSE(HasNote(c.notes, "superuser")) << c.name;
+
+  // Without profiling: names and types, no counts.
+  OpenOptions quick;
+  quick.profile = false;
+  auto names_only = Open({pg.Url("chinook", "reader")}, quick);
+  ASSERT_TRUE(names_only.has_value()) << names_only.error().message;
+  const TableCard& track = Card(**names_only, "track");
+  EXPECT_EQ(track.row_count, 0);
+  EXPECT_FALSE(Column(track, "unit_price").profiled);
+  EXPECT_EQ(Column(track, "unit_price").type, "numeric(10,2) NOT NULL");
+  EXPECT_EQ(Column(track, "track_id").type, "integer PRIMARY KEY");
+  EXPECT_EQ(track.foreign_keys.size(), 3u);
+
+  // Roles that can write are named, with what they can do and what to use instead.
+  auto writer = Open({pg.Url("chinook", "writer")}, quick);
+  ASSERT_TRUE(writer.has_value()) << writer.error().message;
+  EXPECT_EQ((*writer)->describe().front().notes.back(),
+            "the role writer can write to 11 tables (INSERT, UPDATE, DELETE or TRUNCATE); quarry "
+            "only reads, but use a role with only pg_read_all_data (README)");
+  auto admin = Open({pg.Url("chinook", "quarry_admin")}, quick);
+  ASSERT_TRUE(admin.has_value()) << admin.error().message;
+  EXPECT_TRUE((*admin)->describe().front().notes.back().starts_with("the role quarry_admin is a superuser;"));
+}
+
+}  // namespace
+}  // namespace quarry::engine
