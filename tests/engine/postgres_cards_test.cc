@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "quarry/engine/engine.h"
 #include "support/pg_server.h"
+#include "support/test_support.h"
 
 namespace quarry::engine {
 namespace {
@@ -100,6 +103,55 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   auto admin = Open({pg.Url("chinook", "quarry_admin")}, quick);
   ASSERT_TRUE(admin.has_value()) << admin.error().message;
   EXPECT_TRUE((*admin)->describe().front().notes.back().starts_with("the role quarry_admin is a superuser;"));
+}
+
+// The sandbox's copy: a CSV per table, from a connection of the export's own, capped, with the
+// true count; values as the engine shows them, NULL as kExportNull.
+TEST(PostgresExport, CsvPerTableCappedWithTrueCounts) {
+  const auto& pg = SharedPgServer();
+  auto opened = Open({pg.Url("quarry_types", "reader")});
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  quarry::testing::TempDir tmp;
+  auto exported = ExportTables(**opened, tmp.path() / "export", 2);
+  ASSERT_TRUE(exported.has_value()) << exported.error().message;
+  ASSERT_EQ(exported->size(), 5u);
+  const TableExport& measures = (*exported)[1];
+  EXPECT_EQ(measures.table, "measures");
+  EXPECT_EQ(measures.path.filename(), "1_measures.csv");
+  EXPECT_EQ(measures.rows_written, 2);
+  EXPECT_EQ(measures.row_count, 3);
+  ASSERT_EQ(measures.columns.size(), 12u);
+  EXPECT_EQ(measures.columns[2], (std::pair<std::string, std::string>{"amount", "numeric(20,6)"}));
+  std::ifstream in(measures.path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(),
+            "\"id\",\"label\",\"amount\",\"taken_at\",\"readings\",\"tags\",\"doc\",\"docb\",\"uid\","
+            "\"span\",\"raw\",\"ok\"\n"
+            "1,\"exact\",12345678901234.123456,\"2024-03-01 12:34:56.789+00\",\"{1,2,3}\","
+            "\"{alpha,\"\"with space\"\"}\",\"{\"\"k\"\": [1, 2.5, \"\"x\"\"]}\",\"{\"\"a\"\": 1, \"\"b\"\": 2}\","
+            "\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\",\"1 day 02:03:04\",\"\\xDE\\xAD\\xBE\\xEF\",true\n"
+            "2,\"small\",0.000001,\"1999-12-31 18:59:59+00\",\"{}\",\"{}\",\"null\",\"[]\","
+            "\"00000000-0000-0000-0000-000000000000\",\"-3 mons\",\"\",false\n");
+  const TableExport& items = (*exported)[2];
+  EXPECT_EQ(items.table, "sales.Order Items");
+  EXPECT_EQ(items.path.filename(), "2_sales_Order_Items.csv");
+  EXPECT_EQ(items.rows_written, 2);
+  EXPECT_EQ(items.row_count, 5);
+  EXPECT_EQ(items.columns[0].first, "Order Id");
+  // Uncapped, NULLs are written as the marker.
+  auto all = ExportTables(**opened, tmp.path() / "all", 100);
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  std::ifstream again((*all)[1].path);
+  std::stringstream full;
+  full << again.rdbuf();
+  const std::string n(kExportNull);
+  EXPECT_NE(full.str().find("3,\"nulls\"," + n + "," + n + "," + n), std::string::npos) << full.str();
+  EXPECT_EQ((*all)[1].row_count, 3);
+  // The engine's own connection is untouched and still answers.
+  auto q = (*opened)->Query("SELECT count(*) FROM sales.orders", Limits{});
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->rows[0][0], "4");
 }
 
 }  // namespace

@@ -178,7 +178,9 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile) {
   if (auto note = WriteRoleNote(conn); note && !note->empty() && !cards.empty()) {
     cards.front().notes.push_back(*note);
   }
-  for (TableCard& card : cards) {
+  for (size_t i = 0; i < cards.size(); ++i) {
+    TableCard& card = cards[i];
+    engine.sql_names_.push_back(QuoteIdent(rels[i].schema) + "." + QuoteIdent(rels[i].name));
     engine.table_names_.push_back(card.name);
     engine.cards_.push_back(std::move(card));
   }
