@@ -163,6 +163,15 @@ TEST(PostgresGuard, TimeoutAndCancelLeaveTheEngineUsable) {
     ASSERT_TRUE(next.has_value()) << next.error().message;
     EXPECT_EQ(next->rows[0][0], "25");
   }
+  // The server ends the session (a restart, an administrator): the next query reconnects.
+  EXPECT_EQ(pg.Rows("chinook", "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+                               "pg_stat_activity WHERE application_name = 'quarry') t")[0][0], "1");
+  auto revived = engine.Query("SELECT count(*) FROM album", Limits{});
+  ASSERT_TRUE(revived.has_value()) << revived.error().message;
+  EXPECT_EQ(revived->rows[0][0], "347");
+  auto settings = engine.Query("SELECT current_setting('DateStyle')", Limits{});
+  ASSERT_TRUE(settings.has_value());
+  EXPECT_EQ(settings->rows[0][0], "ISO, YMD");
 }
 
 }  // namespace

@@ -178,6 +178,11 @@ TEST(PostgresQuery, ValuesTypesCapAndErrors) {
   EXPECT_EQ(syntax.error().failure_class, FailureClass::kSyntaxError);
   EXPECT_EQ(syntax.error().message,
             "postgresql: syntax error at or near \"track\" (at character 17: 'track')");
+  // The position counts characters: 'é' is one.
+  auto utf8 = chinook->Query("SELECT 'héllo' AS x FRM track", Limits{});
+  ASSERT_FALSE(utf8.has_value());
+  EXPECT_EQ(utf8.error().message,
+            "postgresql: syntax error at or near \"FRM\" (at character 21: 'FRM track')");
   auto column = chinook->Query("SELECT unitprice FROM track", Limits{});
   ASSERT_FALSE(column.has_value());
   EXPECT_EQ(column.error().failure_class, FailureClass::kRuntimeError);

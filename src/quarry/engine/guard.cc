@@ -181,6 +181,9 @@ constexpr std::array kPgFunctionRules = {
     FunctionRule{"PG_STAT_RESET*", "admin"}, FunctionRule{"PG_STAT_STATEMENTS_RESET", "admin"},
     FunctionRule{"PG_LOG_BACKEND_MEMORY_CONTEXTS", "admin"},
     FunctionRule{"PG_IMPORT_SYSTEM_COLLATIONS", "admin"}, FunctionRule{"PG_PREWARM", "admin"},
+    // Index maintenance that PostgreSQL allows inside a READ ONLY transaction.
+    FunctionRule{"GIN_CLEAN_PENDING_LIST", "admin"}, FunctionRule{"BRIN_SUMMARIZE_*", "admin"},
+    FunctionRule{"BRIN_DESUMMARIZE_RANGE", "admin"},
     FunctionRule{"PG_NOTIFY", "notify"}, FunctionRule{"PG_ADVISORY_*", "locking"},
     FunctionRule{"PG_TRY_ADVISORY_*", "locking"}, FunctionRule{"NEXTVAL", "read_only"},
     FunctionRule{"SETVAL", "read_only"}, FunctionRule{"TXID_CURRENT", "read_only"},

@@ -121,21 +121,24 @@ std::string Field(const PGresult* res, int field) {
 // The SQL around a 1-based character position (the server counts characters, not bytes).
 std::string Near(std::string_view sql, long position) {
   size_t byte = 0;
-  for (long chars = 1; byte < sql.size() && chars < position; ++byte) {
-    if ((static_cast<unsigned char>(sql[byte + 1 < sql.size() ? byte + 1 : byte]) & 0xC0) != 0x80) {
-      ++chars;
-    }
+  for (long chars = 1; byte < sql.size() && chars < position; ++chars) {
+    ++byte;
+    while (byte < sql.size() && (static_cast<unsigned char>(sql[byte]) & 0xC0) == 0x80) ++byte;
   }
   std::string out;
   for (size_t i = byte; i < sql.size() && out.size() < 40; ++i) {
     out += sql[i] == '\n' || sql[i] == '\r' || sql[i] == '\t' ? ' ' : sql[i];
   }
-  // Never end inside a UTF-8 sequence.
-  while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0x80) &&
-         (static_cast<unsigned char>(out.back()) & 0xC0) != 0xC0) {
-    out.pop_back();
+  // Never end inside a UTF-8 sequence: drop a trailing lead byte and its partial tail.
+  size_t keep = out.size();
+  size_t start = keep;
+  while (start > 0 && (static_cast<unsigned char>(out[start - 1]) & 0xC0) == 0x80) --start;
+  if (start > 0 && (static_cast<unsigned char>(out[start - 1]) & 0x80)) {
+    const auto lead = static_cast<unsigned char>(out[start - 1]);
+    const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    if (keep - (start - 1) < need) keep = start - 1;
   }
-  if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0xC0) out.pop_back();
+  out.resize(keep);
   return out;
 }
 
@@ -232,6 +235,19 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
                             std::to_string(timeout + 10000);
   {
     PgResultPtr res(PQexec(conn, begin.c_str()));
+    if (PQstatus(conn) != CONNECTION_OK) {
+      // The server ended an idle session (a restart, a pooler, a timeout): a query is safe to
+      // send again, on a new connection.
+      conn_.reset();
+      Revive();
+      if (!conn_) {
+        return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "",
+                                            "postgresql: the connection to " + spec_.shown +
+                                                " is lost and could not be opened again"});
+      }
+      conn = conn_.get();
+      res.reset(PQexec(conn, begin.c_str()));
+    }
     if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
       const std::string why = res ? Field(res.get(), PG_DIAG_MESSAGE_PRIMARY) : PQerrorMessage(conn);
       PgResultPtr rollback(PQexec(conn, "ROLLBACK"));
