@@ -82,6 +82,37 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   for (const auto& c : engine.describe()) EXPECT_FALSE(HasNote(c.notes, "can write")) << c.name;
   for (const auto& c : engine.describe()) EXPECT_FALSE(HasNote(c.notes, "superuser")) << c.name;
 
+  // Tables the planner knows nothing about (never analyzed): counted when small, and their
+  // statistics read from a capped sample (all of a small table; TABLESAMPLE of a larger one).
+  pg.Exec("postgres", "DROP DATABASE IF EXISTS pgengine_fresh");
+  pg.Exec("postgres", "CREATE DATABASE pgengine_fresh");
+  pg.Exec("pgengine_fresh",
+          "CREATE TABLE fresh (id int, kind text) WITH (autovacuum_enabled = off); "
+          "INSERT INTO fresh SELECT g, CASE g % 3 WHEN 0 THEN 'a' WHEN 1 THEN 'b' END "
+          "FROM generate_series(1, 300) g; "
+          "CREATE TABLE big (id int, kind text) WITH (autovacuum_enabled = off); "
+          "INSERT INTO big SELECT g, 'k' || (g % 7) FROM generate_series(1, 20000) g");
+  auto fresh = Open({pg.Url("pgengine_fresh", "reader")});
+  ASSERT_TRUE(fresh.has_value()) << fresh.error().message;
+  const TableCard& small = Card(**fresh, "fresh");
+  EXPECT_EQ(small.row_count, 300);
+  EXPECT_TRUE(small.profiled);
+  const ColumnCard& kind = Column(small, "kind");
+  EXPECT_EQ(kind.null_count, 100);
+  EXPECT_EQ(kind.distinct_count, 2);
+  EXPECT_FALSE(kind.distinct_approx);
+  EXPECT_EQ(kind.samples, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Column(small, "id").distinct_count, 300);
+  EXPECT_FALSE(HasNote(small.notes, "sample"));
+  const TableCard& big = Card(**fresh, "big");
+  EXPECT_EQ(big.row_count, 20000);
+  ASSERT_TRUE(HasNote(big.notes, "column statistics from a sample of ")) << big.notes.size();
+  const ColumnCard& big_kind = Column(big, "kind");
+  EXPECT_TRUE(big_kind.distinct_approx);
+  EXPECT_EQ(big_kind.distinct_count, 7);
+  EXPECT_EQ(big_kind.null_count, 0);
+  EXPECT_EQ(Column(big, "id").samples.size(), 3u);
+
   // Without profiling: names and types, no counts.
   OpenOptions quick;
   quick.profile = false;

@@ -14,7 +14,8 @@ namespace {
 // Relations the role may SELECT, outside the system schemas; partitions are read through their
 // parent. `in_path`: the schema is on the search path, so the bare name reaches it.
 constexpr const char* kRelationsSql = R"(
-SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples::bigint, c.relpages,
+SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples::bigint,
+       pg_catalog.pg_relation_size(c.oid) / 8192,
        pg_catalog.obj_description(c.oid, 'pg_class'),
        coalesce(array_position(pg_catalog.current_schemas(false), n.nspname), 0)
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -92,10 +93,14 @@ SELECT current_user, (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = c
 
 }  // namespace
 
-Result<void> BuildPgCards(PostgresEngine& engine, bool profile) {
+Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_ms) {
   PGconn* conn = engine.conn_.get();
   // One snapshot for every catalog read, read-only like everything else.
-  PgResultPtr begin(PQexec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+  // Catalog reads are quick; the statistics' count(*) and samples are bounded by size, and by
+  // this timeout (OpenOptions::timeout_ms, else 30 s) should the server be slow.
+  const std::string timeout = std::to_string(timeout_ms > 0 ? timeout_ms : 30000);
+  PgResultPtr begin(PQexec(conn, ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                                  "SET LOCAL statement_timeout = " + timeout).c_str()));
   struct Rollback {
     PGconn* conn;
     ~Rollback() { PgResultPtr r(PQexec(conn, "ROLLBACK")); }

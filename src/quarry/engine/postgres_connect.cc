@@ -190,6 +190,14 @@ Result<Rows> PgRows(PGconn* conn, const std::string& sql) {
   return rows;
 }
 
+Result<Rows> PgRowsSaved(PGconn* conn, const std::string& sql) {
+  PgResultPtr save(PQexec(conn, "SAVEPOINT quarry_card"));
+  auto rows = PgRows(conn, sql);
+  PgResultPtr end(PQexec(conn, rows ? "RELEASE SAVEPOINT quarry_card"
+                                    : "ROLLBACK TO SAVEPOINT quarry_card"));
+  return rows;
+}
+
 Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const OpenOptions& options) {
   auto parsed = ParsePgSpec(spec);
   if (!parsed) return std::unexpected(parsed.error());
@@ -198,7 +206,7 @@ Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const Open
   auto engine = std::make_unique<PostgresEngine>();
   engine->spec_ = std::move(*parsed);
   engine->conn_ = std::move(*conn);
-  if (auto built = BuildPgCards(*engine, options.profile); !built) {
+  if (auto built = BuildPgCards(*engine, options.profile, options.timeout_ms); !built) {
     return Fail(Error::Code::kData,
                 "cannot read " + engine->spec_.shown + ": " + built.error().message);
   }

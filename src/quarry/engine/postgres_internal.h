@@ -40,6 +40,8 @@ Result<PgConnPtr> ConnectPg(const PgSpec& spec);
 // Runs trusted, engine-internal SQL (catalog reads) and returns every row as text.
 // Errors: kData with the server's message.
 Result<Rows> PgRows(PGconn* conn, const std::string& sql);
+// The same inside a transaction, under a savepoint: a failure leaves the transaction usable.
+Result<Rows> PgRowsSaved(PGconn* conn, const std::string& sql);
 
 // The cell kind for a column of type `oid`, and the cell's text converted to quarry's
 // rendering (engine.h, CellKind): integers and numerics as the server writes them, floats as
@@ -75,9 +77,10 @@ class PostgresEngine final : public Engine {
 };
 
 // Schema cards from the catalogs (postgres_cards.cc). `profile` false: names and types only.
+// `timeout_ms` (0: 30 s) bounds each statement.
 // Appends to engine.cards_ and engine.table_names_; notes about the role (it can write) go to
 // the first card. Errors: kData when the catalogs cannot be read.
-Result<void> BuildPgCards(PostgresEngine& engine, bool profile);
+Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_ms);
 
 // What the statistics of one relation are read with (postgres_stats.cc).
 struct PgRelationFacts {
@@ -85,7 +88,7 @@ struct PgRelationFacts {
   std::string sql_name;  // "schema"."name", quoted
   char kind = 'r';       // pg_class.relkind
   int64_t reltuples = -1;  // -1: never vacuumed or analyzed
-  int64_t relpages = 0;
+  int64_t relpages = 0;   // from pg_relation_size: right even before the first VACUUM
 };
 // Row counts (estimated from reltuples, counted for small tables the planner knows nothing
 // about) and column statistics from pg_stats, sampled by TABLESAMPLE where pg_stats is empty.

@@ -1,6 +1,7 @@
 // PostgreSQL card statistics from the planner's own (pg_class.reltuples, pg_stats), so opening
 // a database with huge tables reads catalogs, not tables. A table the planner knows nothing
 // about (never analyzed) gets an exact count(*) when it is small, and a note otherwise.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -22,6 +23,8 @@ WHERE NOT s.inherited OR c.relkind = 'p')";
 
 // Small enough to count exactly when the planner has no estimate (8 kB pages: 10 MB).
 constexpr int64_t kSmallPages = 1280;
+// Rows read for the statistics of a table pg_stats knows nothing about.
+constexpr int kSampleRows = 1000;
 
 struct Stats {
   double null_frac = 0;
@@ -78,6 +81,60 @@ bool Ranged(const std::string& type) {
   return false;
 }
 
+// Statistics from a capped sample, for a table pg_stats knows nothing about (never analyzed):
+// null and distinct counts within the sample and its most frequent values. TABLESAMPLE reads
+// pages, not the whole table: BERNOULLI (every page, some rows) when it is small, SYSTEM (some
+// pages) when it is not.
+void SampleInto(PGconn* conn, const PgRelationFacts& f, int64_t rows_known, TableCard& card) {
+  if (card.columns.empty()) return;
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < card.columns.size(); ++i) {
+    sql += (i ? ", " : "") + std::string("CAST(") + QuoteIdent(card.columns[i].name) + " AS text)";
+  }
+  sql += " FROM " + f.sql_name;
+  if (f.kind == 'r' || f.kind == 'm' || f.kind == 'p') {
+    const bool small = rows_known >= 0 && rows_known <= kSampleRows;
+    if (!small) {
+      double percent = 100.0;
+      if (rows_known > 0) {
+        percent = 100.0 * 2 * kSampleRows / static_cast<double>(rows_known);
+        sql += " TABLESAMPLE BERNOULLI (" + std::to_string(std::min(percent, 100.0)) + ")";
+      } else {
+        // Unknown rows: about 20 pages' worth.
+        percent = f.relpages > 0 ? 100.0 * 20 / static_cast<double>(f.relpages) : 100.0;
+        sql += " TABLESAMPLE SYSTEM (" + std::to_string(std::min(percent, 100.0)) + ")";
+      }
+    }
+  }
+  sql += " LIMIT " + std::to_string(kSampleRows);
+  auto rows = PgRowsSaved(conn, sql);
+  if (!rows) return;
+  for (size_t c = 0; c < card.columns.size(); ++c) {
+    ColumnCard& col = card.columns[c];
+    std::map<std::string, int64_t> counts;
+    int64_t nulls = 0;
+    for (const auto& row : *rows) {
+      if (c >= row.size() || !row[c]) {
+        ++nulls;
+      } else {
+        ++counts[*row[c]];
+      }
+    }
+    col.profiled = true;
+    col.null_count = nulls;
+    col.distinct_count = static_cast<int64_t>(counts.size());
+    col.distinct_approx = static_cast<int64_t>(rows->size()) != rows_known;
+    std::vector<std::pair<int64_t, std::string>> top;
+    for (const auto& [value, n] : counts) top.emplace_back(-n, value);
+    std::sort(top.begin(), top.end());
+    for (size_t i = 0; i < top.size() && i < 3; ++i) col.samples.push_back(top[i].second);
+  }
+  if (static_cast<int64_t>(rows->size()) != rows_known) {
+    card.notes.push_back("column statistics from a sample of " + std::to_string(rows->size()) +
+                         " rows (the table was never analyzed)");
+  }
+}
+
 }  // namespace
 
 Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<TableCard>& cards,
@@ -105,22 +162,24 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
     int64_t rows_known = f.reltuples;
     if (rows_known < 0 && (f.kind == 'r' || f.kind == 'm') && f.relpages <= kSmallPages) {
       // Never analyzed, but small: counting it costs at most a 10 MB scan.
-      auto counted = PgRows(conn, "SELECT count(*) FROM " + f.sql_name);
+      auto counted = PgRowsSaved(conn, "SELECT count(*) FROM " + f.sql_name);
       if (counted && !counted->empty() && (*counted)[0][0]) {
         rows_known = std::atoll((*counted)[0][0]->c_str());
       }
     } else if (rows_known >= 0) {
       estimated = true;
     }
-    if (rows_known < 0) {
-      if (f.kind == 'r' || f.kind == 'm' || f.kind == 'p') {
-        card.notes.push_back("row count unknown: the table was never analyzed (ANALYZE " +
-                             f.sql_name + " gives the planner, and quarry, an estimate)");
-      }
-      continue;
+    const bool table = f.kind == 'r' || f.kind == 'm' || f.kind == 'p';
+    if (rows_known < 0 && table) {
+      card.notes.push_back("row count unknown: the table was never analyzed (ANALYZE " +
+                           f.sql_name + " gives the planner, and quarry, an estimate)");
     }
+    // A view is not read: it may be any query, at any cost.
+    if (!table) continue;
+    if (!analyzed.contains(f.oid)) SampleInto(conn, f, rows_known, card);
+    if (rows_known < 0) continue;
     card.row_count = rows_known;
-    card.profiled = analyzed.contains(f.oid);
+    card.profiled = true;
     for (ColumnCard& col : card.columns) {
       const auto it = stats.find({f.oid, col.name});
       if (it == stats.end()) continue;
