@@ -66,6 +66,16 @@ TEST(PostgresGuard, TextRules) {
     // The last two are the server's to judge (a syntax error, a trailing ';').
     EXPECT_EQ(CheckQueryText(ok, Dialect::kPostgreSQL, {}), std::nullopt) << ok;
   }
+  // PostgreSQL ends a -- comment at a carriage return too: the call after it is seen.
+  const auto cr = CheckQueryText("SELECT 1 --x\r, pg_read_file('/etc/passwd')", Dialect::kPostgreSQL, {});
+  ASSERT_TRUE(cr.has_value());
+  EXPECT_EQ(cr->rule, "file_access");
+  // What the guard cannot read is refused, not passed on to a lexer that may read it otherwise.
+  const auto open_string = CheckQueryText("SELECT 'abc", Dialect::kPostgreSQL, {});
+  ASSERT_TRUE(open_string.has_value());
+  EXPECT_EQ(open_string->failure_class, FailureClass::kSyntaxError);
+  EXPECT_EQ(CheckQueryText("SELECT $a1$'$a1$ AS quote, E'\\'' AS also", Dialect::kPostgreSQL, {}),
+            std::nullopt);
   // DuckDB's FROM-first and SHOW stay DuckDB's: PostgreSQL refuses them.
   EXPECT_EQ(CheckQueryText("FROM track", Dialect::kDuckDB, {}), std::nullopt);
   EXPECT_EQ(CheckQueryText("FROM track", Dialect::kPostgreSQL, {})->rule, "read_only");

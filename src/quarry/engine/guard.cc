@@ -25,15 +25,22 @@ std::string Upper(std::string_view s) {
 }
 
 // For a '$' at `i` that opens a dollar quote ($$ or $tag$), the index of the tag's closing '$'.
+// A tag is an identifier without '$': a letter, '_' or non-ASCII byte first, then digits too
+// ($q1$). A tag the guard missed would let a quote inside the string start one of its own.
 size_t DollarTagEnd(std::string_view sql, size_t i) {
   size_t j = i + 1;
-  while (j < sql.size() && (std::isalpha(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;
+  auto tag_char = [&](size_t k) {
+    const auto b = static_cast<unsigned char>(sql[k]);
+    return std::isalpha(b) || b == '_' || b >= 0x80 || (k > i + 1 && std::isdigit(b));
+  };
+  while (j < sql.size() && tag_char(j)) ++j;
   return j < sql.size() && sql[j] == '$' ? j : std::string_view::npos;
 }
 
 // Returns nullopt when a literal or comment never closes: the engine's parser reports that
 // as a syntax error with a better message than ours.
-std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
+// `postgres`: '[' and '`' are operators there (ARRAY[...]), not quoted names.
+std::optional<std::vector<Token>> Tokenize(std::string_view sql, bool postgres) {
   std::vector<Token> tokens;
   size_t i = 0;
   while (i < sql.size()) {
@@ -41,7 +48,9 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
     if (std::isspace(static_cast<unsigned char>(c))) {
       ++i;
     } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-      while (i < sql.size() && sql[i] != '\n') ++i;
+      // PostgreSQL also ends a comment at a carriage return; ending it there everywhere only
+      // shows the guard more text.
+      while (i < sql.size() && sql[i] != '\n' && sql[i] != '\r') ++i;
     } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
       size_t end = sql.find("*/", i + 2);
       if (end == std::string_view::npos) return std::nullopt;
@@ -54,12 +63,21 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
       if (close == std::string_view::npos) return std::nullopt;
       tokens.push_back({TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
       i = close + tag.size();
-    } else if (c == '\'' || c == '"' || c == '`' || c == '[') {
+    } else if (c == '\'' || c == '"' || (!postgres && (c == '`' || c == '['))) {
       char close = c == '[' ? ']' : c;
+      // E'...' (PostgreSQL, DuckDB): a backslash escapes the next character, \' included.
+      // Read as a plain string, E'\'', pg_read_file(...) --' would hide the call.
+      const bool escapes = c == '\'' && !tokens.empty() && tokens.back().kind == TokenKind::kWord &&
+                           tokens.back().text == "E" && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e');
       std::string text;
       size_t j = i + 1;
       for (;; ++j) {
         if (j >= sql.size()) return std::nullopt;
+        if (escapes && sql[j] == '\\') {
+          if (++j >= sql.size()) return std::nullopt;
+          text += sql[j];
+          continue;
+        }
         if (sql[j] == close) {
           if (close != ']' && j + 1 < sql.size() && sql[j + 1] == close) {
             text += close;  // doubled quote escapes itself
@@ -283,7 +301,13 @@ std::optional<QueryFailure> CheckPostgres(const std::vector<Token>& tokens) {
 
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
                                            const std::vector<std::string>& tables) {
-  auto tokens = Tokenize(sql);
+  auto tokens = Tokenize(sql, dialect == Dialect::kPostgreSQL);
+  if (!tokens && dialect == Dialect::kPostgreSQL) {
+    // What the guard cannot read is not sent: a lexer difference must not become a way past.
+    return QueryFailure{FailureClass::kSyntaxError, "",
+                        "the SQL has a string, quoted name or comment that never closes; close it "
+                        "and send one SELECT query"};
+  }
   if (!tokens) return std::nullopt;
   // Trailing semicolons are harmless; anything after one is a second statement.
   while (!tokens->empty() && tokens->back().text == ";" &&

@@ -156,6 +156,8 @@ Result<PgConnPtr> ConnectPg(const PgSpec& spec) {
   // setting a Postgres-wire engine lacks is skipped: the query path does not depend on it.
   for (const char* set : {"SET DateStyle = 'ISO, YMD'", "SET IntervalStyle = 'postgres'",
                           "SET bytea_output = 'hex'", "SET extra_float_digits = 3",
+                          // The guard reads '...' without backslash escapes, as this says.
+                          "SET standard_conforming_strings = on",
                           "SET default_transaction_read_only = on"}) {
     PgResultPtr res(PQexec(conn.get(), set));
     (void)res;
