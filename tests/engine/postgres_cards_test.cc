@@ -70,6 +70,9 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   const TableCard& items = Card(engine, "sales.Order Items");
   EXPECT_EQ(items.row_count, 5);
   EXPECT_EQ(Column(items, "Order Id").type, "integer PRIMARY KEY");
+  EXPECT_TRUE(HasNote(items.notes, "PostgreSQL needs these names in double quotes, as written here: "
+                                   "sales.\"Order Items\", \"Order Id\", \"Line No\", \"Product Name\""));
+  EXPECT_FALSE(HasNote(orders.notes, "double quotes"));
   ASSERT_EQ(items.foreign_keys.size(), 1u);
   EXPECT_EQ(items.foreign_keys[0].ref_table, "sales.orders");
   const ColumnCard& country = Column(Card(engine, "sales.customers"), "country");

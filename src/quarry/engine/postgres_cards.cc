@@ -17,7 +17,8 @@ constexpr const char* kRelationsSql = R"(
 SELECT c.oid, n.nspname, c.relname, c.relkind, c.reltuples::bigint,
        pg_catalog.pg_relation_size(c.oid) / 8192,
        pg_catalog.obj_description(c.oid, 'pg_class'),
-       coalesce(array_position(pg_catalog.current_schemas(false), n.nspname), 0)
+       coalesce(array_position(pg_catalog.current_schemas(false), n.nspname), 0),
+       pg_catalog.quote_ident(n.nspname), pg_catalog.quote_ident(c.relname)
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p') AND NOT c.relispartition
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
@@ -29,7 +30,7 @@ ORDER BY coalesce(array_position(pg_catalog.current_schemas(false), n.nspname), 
 // Every column of every such relation in one query, with NOT NULL and its comment.
 constexpr const char* kColumnsSql = R"(
 SELECT a.attrelid, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
-       pg_catalog.col_description(a.attrelid, a.attnum)
+       pg_catalog.col_description(a.attrelid, a.attnum), pg_catalog.quote_ident(a.attname)
 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
@@ -57,7 +58,22 @@ struct Relation {
   int64_t relpages = 0;
   std::string comment;
   bool in_path = false;
+  std::string quoted;  // as SQL must write it: quote_ident of the schema (off the path) and name
+  std::vector<std::string> quoted_columns;  // the column names that need double quotes, quoted
 };
+
+// PostgreSQL folds unquoted names to lower case, so `Order Items`, `AlbumId` or a column named
+// `user` (a keyword) must be written in double quotes: said once per table that has any.
+std::string QuotingNote(const std::string& card_name, const Relation& r) {
+  constexpr size_t kMaxListed = 12;
+  std::string list = r.quoted != card_name ? r.quoted : "";
+  for (size_t i = 0; i < r.quoted_columns.size() && i < kMaxListed; ++i) {
+    list += (list.empty() ? "" : ", ") + r.quoted_columns[i];
+  }
+  if (list.empty()) return "";
+  if (r.quoted_columns.size() > kMaxListed) list += ", …";
+  return "PostgreSQL needs these names in double quotes, as written here: " + list;
+}
 
 std::string Text(const std::optional<std::string>& v) { return v.value_or(""); }
 int64_t Int(const std::optional<std::string>& v) { return v ? std::atoll(v->c_str()) : 0; }
@@ -121,6 +137,7 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
     r.comment = Text(row[6]);
     // Only the first schema on the path that has the name is reached by the bare name.
     r.in_path = Int(row[7]) > 0 && bare_taken.insert(r.name).second;
+    r.quoted = r.in_path ? Text(row[9]) : Text(row[8]) + "." + Text(row[9]);
     index[r.oid] = rels.size();
     rels.push_back(std::move(r));
   }
@@ -147,7 +164,11 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
     // In the type, as SQL writes it, rather than as a note: the CLI prints every note.
     if (Text(row[3]) == "t") col.type += " NOT NULL";
     if (row[4] && !row[4]->empty()) col.notes.push_back("comment: " + *row[4]);
+    if (Text(row[5]) != col.name) rels[it->second].quoted_columns.push_back(Text(row[5]));
     cards[it->second].columns.push_back(std::move(col));
+  }
+  for (size_t i = 0; i < rels.size(); ++i) {
+    if (auto note = QuotingNote(cards[i].name, rels[i]); !note.empty()) cards[i].notes.push_back(note);
   }
   auto keys = PgRows(conn, kKeysSql);
   if (!keys) return std::unexpected(keys.error());
