@@ -133,6 +133,24 @@ TEST_F(GuardTest, SqliteRejectsEachForbiddenConstruct) {
   EXPECT_FALSE(std::filesystem::exists(other));
 }
 
+// SQLite has no dollar quotes and no E'' strings: $a$ is a parameter name there and E a
+// column, so reading either as a string would hide the call between them from the text guard.
+TEST_F(GuardTest, SqliteTextGuardDoesNotReadOtherDialectsStrings) {
+  for (const std::string sql : {"SELECT $a$, load_extension('/tmp/evil.so'), $a$",
+                                "SELECT E'\\', load_extension('/tmp/evil.so') --'"}) {
+    const auto sqlite = CheckQueryText(sql, Dialect::kSQLite, {});
+    ASSERT_TRUE(sqlite.has_value()) << sql;
+    EXPECT_EQ(sqlite->rule, "file_access") << sql;
+  }
+  // In DuckDB and PostgreSQL the same texts hold strings where the calls were: nothing is
+  // called. E'\'' is one quote there, so the call after it is seen.
+  EXPECT_FALSE(CheckQueryText("SELECT $a$, load_extension('x'), $a$", Dialect::kDuckDB, {}));
+  EXPECT_FALSE(CheckQueryText("SELECT E'\\', read_csv('x') --'", Dialect::kPostgreSQL, {}));
+  const auto duck = CheckQueryText("SELECT E'\\'', read_csv('x') --'", Dialect::kDuckDB, {});
+  ASSERT_TRUE(duck.has_value());
+  EXPECT_EQ(duck->rule, "file_access");
+}
+
 TEST_F(GuardTest, SqliteAuthorizerHoldsWhenTheTextLayerIsBypassed) {
   auto engine = Open({sqlite_});
   ASSERT_TRUE(engine.has_value());

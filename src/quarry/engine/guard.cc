@@ -39,8 +39,12 @@ size_t DollarTagEnd(std::string_view sql, size_t i) {
 
 // Returns nullopt when a literal or comment never closes: the engine's parser reports that
 // as a syntax error with a better message than ours.
-// `postgres`: '[' and '`' are operators there (ARRAY[...]), not quoted names.
-std::optional<std::vector<Token>> Tokenize(std::string_view sql, bool postgres) {
+// The dialect decides what hides text: '[' and '`' are operators in PostgreSQL (ARRAY[...]),
+// not quoted names; SQLite has neither dollar quotes nor E'' strings ($a$ is a parameter name
+// there, E a column), so reading them as strings would hide the code between them.
+std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect) {
+  const bool postgres = dialect == Dialect::kPostgreSQL;
+  const bool sqlite = dialect == Dialect::kSQLite;
   std::vector<Token> tokens;
   size_t i = 0;
   while (i < sql.size()) {
@@ -55,7 +59,7 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, bool postgres) 
       size_t end = sql.find("*/", i + 2);
       if (end == std::string_view::npos) return std::nullopt;
       i = end + 2;
-    } else if (c == '$' && DollarTagEnd(sql, i) != std::string_view::npos) {
+    } else if (!sqlite && c == '$' && DollarTagEnd(sql, i) != std::string_view::npos) {
       // $$...$$ or $tag$...$tag$: a string literal in DuckDB and PostgreSQL.
       const size_t tag_end = DollarTagEnd(sql, i);
       const std::string_view tag = sql.substr(i, tag_end - i + 1);
@@ -67,7 +71,7 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, bool postgres) 
       char close = c == '[' ? ']' : c;
       // E'...' (PostgreSQL, DuckDB): a backslash escapes the next character, \' included.
       // Read as a plain string, E'\'', pg_read_file(...) --' would hide the call.
-      const bool escapes = c == '\'' && !tokens.empty() && tokens.back().kind == TokenKind::kWord &&
+      const bool escapes = !sqlite && c == '\'' && !tokens.empty() && tokens.back().kind == TokenKind::kWord &&
                            tokens.back().text == "E" && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e');
       std::string text;
       size_t j = i + 1;
@@ -301,7 +305,7 @@ std::optional<QueryFailure> CheckPostgres(const std::vector<Token>& tokens) {
 
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
                                            const std::vector<std::string>& tables) {
-  auto tokens = Tokenize(sql, dialect == Dialect::kPostgreSQL);
+  auto tokens = Tokenize(sql, dialect);
   if (!tokens && dialect == Dialect::kPostgreSQL) {
     // What the guard cannot read is not sent: a lexer difference must not become a way past.
     return QueryFailure{FailureClass::kSyntaxError, "",
