@@ -74,8 +74,9 @@ class Session {
     std::vector<std::string> files;
     for (const auto& s : engine.sources()) {
       // A server's path is its redacted spec: a URL's last "/" part is no name.
-      files.push_back(engine::IsServerSpec(s.path) ? s.path
-                                                   : std::filesystem::path(s.path).filename());
+      files.push_back(engine::IsServerSpec(s.path)
+                          ? s.path
+                          : std::filesystem::path(s.path).filename().string());
     }
     MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
     const size_t stable = StablePrefixBytes(system);
