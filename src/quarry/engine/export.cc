@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "quarry/engine/engine_internal.h"
+#include "quarry/engine/postgres_internal.h"
 
 namespace quarry::engine {
 namespace {
@@ -383,6 +384,7 @@ Result<std::vector<TableExport>> ExportTables(const Engine& engine, const fs::pa
     return Fail(Error::Code::kInternal, "cannot create " + dir.string() + ": " + ec.message());
   const fs::path abs = fs::absolute(dir).lexically_normal();
   if (engine.sources().empty()) return std::vector<TableExport>{};
+  if (engine.dialect() == Dialect::kPostgreSQL) return internal::ExportPostgres(engine, abs, max_rows);
   return engine.dialect() == Dialect::kSQLite ? ExportSqlite(engine, abs, max_rows)
                                               : ExportDuckDb(engine, abs, max_rows);
 }

@@ -25,15 +25,22 @@ std::string Upper(std::string_view s) {
 }
 
 // For a '$' at `i` that opens a dollar quote ($$ or $tag$), the index of the tag's closing '$'.
+// A tag is an identifier without '$': a letter, '_' or non-ASCII byte first, then digits too
+// ($q1$). A tag the guard missed would let a quote inside the string start one of its own.
 size_t DollarTagEnd(std::string_view sql, size_t i) {
   size_t j = i + 1;
-  while (j < sql.size() && (std::isalpha(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;
+  auto tag_char = [&](size_t k) {
+    const auto b = static_cast<unsigned char>(sql[k]);
+    return std::isalpha(b) || b == '_' || b >= 0x80 || (k > i + 1 && std::isdigit(b));
+  };
+  while (j < sql.size() && tag_char(j)) ++j;
   return j < sql.size() && sql[j] == '$' ? j : std::string_view::npos;
 }
 
 // Returns nullopt when a literal or comment never closes: the engine's parser reports that
 // as a syntax error with a better message than ours.
-std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
+// `postgres`: '[' and '`' are operators there (ARRAY[...]), not quoted names.
+std::optional<std::vector<Token>> Tokenize(std::string_view sql, bool postgres) {
   std::vector<Token> tokens;
   size_t i = 0;
   while (i < sql.size()) {
@@ -41,7 +48,9 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
     if (std::isspace(static_cast<unsigned char>(c))) {
       ++i;
     } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-      while (i < sql.size() && sql[i] != '\n') ++i;
+      // PostgreSQL also ends a comment at a carriage return; ending it there everywhere only
+      // shows the guard more text.
+      while (i < sql.size() && sql[i] != '\n' && sql[i] != '\r') ++i;
     } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
       size_t end = sql.find("*/", i + 2);
       if (end == std::string_view::npos) return std::nullopt;
@@ -54,12 +63,21 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql) {
       if (close == std::string_view::npos) return std::nullopt;
       tokens.push_back({TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
       i = close + tag.size();
-    } else if (c == '\'' || c == '"' || c == '`' || c == '[') {
+    } else if (c == '\'' || c == '"' || (!postgres && (c == '`' || c == '['))) {
       char close = c == '[' ? ']' : c;
+      // E'...' (PostgreSQL, DuckDB): a backslash escapes the next character, \' included.
+      // Read as a plain string, E'\'', pg_read_file(...) --' would hide the call.
+      const bool escapes = c == '\'' && !tokens.empty() && tokens.back().kind == TokenKind::kWord &&
+                           tokens.back().text == "E" && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e');
       std::string text;
       size_t j = i + 1;
       for (;; ++j) {
         if (j >= sql.size()) return std::nullopt;
+        if (escapes && sql[j] == '\\') {
+          if (++j >= sql.size()) return std::nullopt;
+          text += sql[j];
+          continue;
+        }
         if (sql[j] == close) {
           if (close != ']' && j + 1 < sql.size() && sql[j + 1] == close) {
             text += close;  // doubled quote escapes itself
@@ -136,6 +154,76 @@ constexpr std::array kRemotePrefixes = {"http://", "https://", "s3://", "s3a://"
                                         "gcs://", "az://", "azure://", "abfss://", "hf://",
                                         "r2://", "ftp://", "file://"};
 
+// PostgreSQL: what may start a query (no DuckDB FROM-first, DESCRIBE, SHOW or PIVOT; no
+// EXPLAIN, whose ANALYZE form runs the statement).
+constexpr std::array kPgQueryStarts = {"SELECT", "WITH", "VALUES", "TABLE", "("};
+// Statements refused by first word, with a rule more telling than read_only.
+constexpr std::array kPgStatementRules = {
+    StatementRule{"DO", "read_only", "DO (it runs procedural code)"},
+    StatementRule{"LOCK", "locking", "LOCK"},
+    StatementRule{"LISTEN", "notify", "LISTEN"},
+    StatementRule{"NOTIFY", "notify", "NOTIFY"},
+    StatementRule{"UNLISTEN", "notify", "UNLISTEN"},
+    StatementRule{"DECLARE", "cursor", "DECLARE (cursors)"},
+    StatementRule{"FETCH", "cursor", "FETCH (cursors)"},
+    StatementRule{"MOVE", "cursor", "MOVE (cursors)"},
+    StatementRule{"CLOSE", "cursor", "CLOSE (cursors)"},
+    StatementRule{"DISCARD", "configuration", "DISCARD"},
+    StatementRule{"SHOW", "configuration", "SHOW"},
+};
+
+// PostgreSQL functions refused by name (schema-qualified or quoted alike), by rule. A name
+// ending in '*' is a prefix. These reach the server's files or the network, have side effects
+// beyond the query (signals, WAL, replication, locks, notifications, sequences), run SQL given
+// as text (which the guard cannot see), or only wait.
+struct FunctionRule {
+  const char* name;
+  const char* rule;
+};
+constexpr std::array kPgFunctionRules = {
+    FunctionRule{"PG_READ_FILE", "file_access"}, FunctionRule{"PG_READ_BINARY_FILE", "file_access"},
+    FunctionRule{"PG_LS_*", "file_access"}, FunctionRule{"PG_STAT_FILE", "file_access"},
+    FunctionRule{"PG_FILE_*", "file_access"}, FunctionRule{"PG_LOGDIR_LS", "file_access"},
+    FunctionRule{"PG_CURRENT_LOGFILE", "file_access"}, FunctionRule{"LO_*", "file_access"},
+    FunctionRule{"LOREAD", "file_access"}, FunctionRule{"LOWRITE", "file_access"},
+    FunctionRule{"DBLINK*", "network"}, FunctionRule{"POSTGRES_FDW*", "network"},
+    FunctionRule{"SET_CONFIG", "configuration"}, FunctionRule{"PG_RELOAD_CONF", "admin"},
+    FunctionRule{"PG_TERMINATE_BACKEND", "admin"}, FunctionRule{"PG_CANCEL_BACKEND", "admin"},
+    FunctionRule{"PG_SIGNAL_BACKEND", "admin"}, FunctionRule{"PG_ROTATE_LOGFILE*", "admin"},
+    FunctionRule{"PG_CREATE_*", "admin"}, FunctionRule{"PG_DROP_*", "admin"},
+    FunctionRule{"PG_SWITCH_WAL", "admin"}, FunctionRule{"PG_SWITCH_XLOG", "admin"},
+    FunctionRule{"PG_PROMOTE", "admin"}, FunctionRule{"PG_WAL_REPLAY_*", "admin"},
+    FunctionRule{"PG_BACKUP_*", "admin"}, FunctionRule{"PG_START_BACKUP", "admin"},
+    FunctionRule{"PG_STOP_BACKUP", "admin"}, FunctionRule{"PG_REPLICATION_*", "admin"},
+    FunctionRule{"PG_LOGICAL_*", "admin"}, FunctionRule{"PG_COPY_*", "admin"},
+    FunctionRule{"PG_STAT_RESET*", "admin"}, FunctionRule{"PG_STAT_STATEMENTS_RESET", "admin"},
+    FunctionRule{"PG_LOG_BACKEND_MEMORY_CONTEXTS", "admin"},
+    FunctionRule{"PG_IMPORT_SYSTEM_COLLATIONS", "admin"}, FunctionRule{"PG_PREWARM", "admin"},
+    // Index maintenance that PostgreSQL allows inside a READ ONLY transaction.
+    FunctionRule{"GIN_CLEAN_PENDING_LIST", "admin"}, FunctionRule{"BRIN_SUMMARIZE_*", "admin"},
+    FunctionRule{"BRIN_DESUMMARIZE_RANGE", "admin"},
+    FunctionRule{"PG_NOTIFY", "notify"}, FunctionRule{"PG_ADVISORY_*", "locking"},
+    FunctionRule{"PG_TRY_ADVISORY_*", "locking"}, FunctionRule{"NEXTVAL", "read_only"},
+    FunctionRule{"SETVAL", "read_only"}, FunctionRule{"TXID_CURRENT", "read_only"},
+    FunctionRule{"PG_CURRENT_XACT_ID", "read_only"}, FunctionRule{"QUERY_TO_XML*", "dynamic_sql"},
+    FunctionRule{"QUERY_TO_XMLSCHEMA", "dynamic_sql"}, FunctionRule{"CURSOR_TO_XML*", "dynamic_sql"},
+    FunctionRule{"TABLE_TO_XML*", "dynamic_sql"}, FunctionRule{"SCHEMA_TO_XML*", "dynamic_sql"},
+    FunctionRule{"DATABASE_TO_XML*", "dynamic_sql"}, FunctionRule{"TS_STAT", "dynamic_sql"},
+    FunctionRule{"PG_SLEEP", "sleep"}, FunctionRule{"PG_SLEEP_FOR", "sleep"},
+    FunctionRule{"PG_SLEEP_UNTIL", "sleep"},
+};
+
+const FunctionRule* PgFunctionRule(const std::string& name) {
+  for (const FunctionRule& r : kPgFunctionRules) {
+    const std::string_view rule(r.name);
+    if (rule.ends_with('*') ? std::string_view(name).starts_with(rule.substr(0, rule.size() - 1))
+                            : name == rule) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
 template <size_t N>
 bool Contains(const std::array<const char*, N>& set, const std::string& word) {
   return std::any_of(set.begin(), set.end(), [&](const char* k) { return word == k; });
@@ -151,11 +239,75 @@ QueryFailure Violation(std::string rule, std::string message) {
   return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
 }
 
+// The PostgreSQL rules on top of the shared ones. The server's layers (READ ONLY transaction,
+// the role's privileges, timeouts) stand behind these; the guard's job is a clear message.
+std::optional<QueryFailure> CheckPostgres(const std::vector<Token>& tokens) {
+  const Token& first = tokens.front();
+  if (!Contains(kPgQueryStarts, first.text) || first.kind == TokenKind::kString) {
+    for (const StatementRule& r : kPgStatementRules) {
+      if (first.text == r.keyword) {
+        return Violation(r.rule, std::string("guard: ") + r.what +
+                                     " is not allowed: only a single read-only query may run");
+      }
+    }
+    return Violation("read_only", "guard: only a read-only query is allowed (SELECT, WITH ... "
+                                  "SELECT, VALUES or TABLE); got a statement starting with " +
+                                      first.text);
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    auto next = [&](size_t k) -> std::string {
+      return i + k < tokens.size() && tokens[i + k].kind == TokenKind::kWord ? tokens[i + k].text : "";
+    };
+    // U&"\0070g_sleep" names pg_sleep in a form no list of names matches.
+    if (t.kind == TokenKind::kWord && t.text == "U" && i + 2 < tokens.size() &&
+        tokens[i + 1].text == "&" && tokens[i + 2].kind == TokenKind::kQuotedIdent) {
+      return Violation("unicode_escape", "guard: U&\"...\" identifiers are not allowed; write the "
+                                         "name plainly or in double quotes");
+    }
+    if (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdent) continue;
+    if (t.kind == TokenKind::kWord && t.text == "INTO") {
+      return Violation("read_only", "guard: SELECT ... INTO creates a table, which is not allowed: "
+                                    "drop the INTO clause");
+    }
+    // FOR UPDATE / FOR NO KEY UPDATE / FOR SHARE / FOR KEY SHARE take row locks.
+    if (t.kind == TokenKind::kWord && t.text == "FOR" &&
+        (next(1) == "UPDATE" || next(1) == "SHARE" || (next(1) == "NO" && next(2) == "KEY") ||
+         (next(1) == "KEY" && next(2) == "SHARE"))) {
+      return Violation("locking", "guard: FOR UPDATE/SHARE locks rows, which is not allowed: drop "
+                                  "the locking clause");
+    }
+    const bool call = i + 1 < tokens.size() && tokens[i + 1].text == "(" &&
+                      tokens[i + 1].kind == TokenKind::kSymbol;
+    if (!call) continue;
+    const std::string name = Upper(t.text);
+    if (const FunctionRule* r = PgFunctionRule(name)) {
+      const std::string rule = r->rule;
+      std::string why = rule == "file_access"   ? "reaches the server's files"
+                        : rule == "network"     ? "reaches other servers"
+                        : rule == "dynamic_sql" ? "runs SQL given as text"
+                        : rule == "sleep"       ? "only waits"
+                        : rule == "locking"     ? "takes locks"
+                        : rule == "notify"      ? "sends notifications"
+                                                : "changes the server's state";
+      return Violation(rule, "guard: " + name + "() " + why + ", which is not allowed: only a "
+                                                          "single read-only query may run");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
                                            const std::vector<std::string>& tables) {
-  auto tokens = Tokenize(sql);
+  auto tokens = Tokenize(sql, dialect == Dialect::kPostgreSQL);
+  if (!tokens && dialect == Dialect::kPostgreSQL) {
+    // What the guard cannot read is not sent: a lexer difference must not become a way past.
+    return QueryFailure{FailureClass::kSyntaxError, "",
+                        "the SQL has a string, quoted name or comment that never closes; close it "
+                        "and send one SELECT query"};
+  }
   if (!tokens) return std::nullopt;
   // Trailing semicolons are harmless; anything after one is a second statement.
   while (!tokens->empty() && tokens->back().text == ";" &&
@@ -185,6 +337,9 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
       return Violation("read_only", "guard: only a read-only query is allowed (SELECT or WITH ... "
                                     "SELECT); got a statement starting with " + first.text);
     }
+  }
+  if (dialect == Dialect::kPostgreSQL) {
+    if (auto v = CheckPostgres(*tokens)) return v;
   }
   const std::string tables_hint =
       "; query the registered tables by name instead: " + TableList(tables);
