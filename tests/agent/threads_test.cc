@@ -174,6 +174,49 @@ TEST(ThreadStoreTest, AChangedOrDifferentSetOfFilesIsNoted) {
             "about it before may no longer hold");
 }
 
+// A server is bound by its redacted spec as given and by its set of tables: new rows (another
+// size or hash from the engine) say nothing; a table added, or one renamed, says it changed.
+TEST(ThreadStoreTest, AServerIsBoundByItsSpecAndItsSetOfTables) {
+  TempDir dir;
+  ThreadStore store = OpenStore(dir.path() / "threads.sqlite3");
+  const std::string spec = "postgresql://reader@db.example:5432/shop";
+  const auto Server = [&](std::vector<std::string> tables, int64_t size) {
+    engine::Source s = Src(spec, size, "");
+    s.format = "postgresql";
+    s.tables = std::move(tables);
+    return std::vector<engine::Source>{s};
+  };
+  ASSERT_TRUE(store.StartTurn("t", "q1", "run-1", Server({"public.orders", "public.items"}, 1)));
+  ASSERT_TRUE(store.FinishTurn("t", 1, Answered("run-1", "a1")));
+  auto found = store.Find("t");
+  ASSERT_TRUE(found && *found);
+  const Thread& thread = **found;
+  ASSERT_EQ(thread.sources.size(), 1u);
+  EXPECT_EQ(thread.sources[0].path, spec);  // not made into a path under the working directory
+  EXPECT_EQ(thread.sources[0].size_bytes, 2);
+  EXPECT_EQ(thread.sources[0].sha256.size(), 64u);
+
+  auto same = store.StartTurn("t", "q2", "run-2", Server({"public.items", "public.orders"}, 9));
+  ASSERT_TRUE(same);
+  EXPECT_TRUE(same->data_notes.empty());
+  ASSERT_TRUE(store.FinishTurn("t", 2, Answered("run-2", "a2")));
+
+  auto grown = store.StartTurn(
+      "t", "q3", "run-3", Server({"public.items", "public.orders", "public.refunds"}, 9));
+  ASSERT_TRUE(grown);
+  ASSERT_EQ(grown->data_notes.size(), 1u);
+  EXPECT_EQ(grown->data_notes[0], spec + " changed since turn 2 (its tables: 2 -> 3): answers "
+                                         "about it before may no longer hold");
+  ASSERT_TRUE(store.FinishTurn("t", 3, Answered("run-3", "a3")));
+
+  auto renamed = store.StartTurn(
+      "t", "q4", "run-4", Server({"public.items", "public.orders", "public.returns"}, 9));
+  ASSERT_TRUE(renamed);
+  ASSERT_EQ(renamed->data_notes.size(), 1u);
+  EXPECT_EQ(renamed->data_notes[0], spec + " changed since turn 3 (its tables: 3 -> 3, other "
+                                           "names): answers about it before may no longer hold");
+}
+
 TEST(ThreadStoreTest, AReplyContinuesTheTurnThatWaitsOnAClarification) {
   TempDir dir;
   ThreadStore store = OpenStore(dir.path() / "threads.sqlite3");

@@ -114,5 +114,18 @@ TEST(ReplayClientTest, ReadsAFileAndRejectsBadOnes) {
   EXPECT_NE(empty.error().message.find("no model turns"), std::string::npos);
 }
 
+// A recording names a server by its database or service, so one fixture fits every host, port
+// and socket directory that serves it; files stay named by their base names.
+TEST(ReplayClientTest, DataNamesAServerByItsDatabase) {
+  EXPECT_EQ(DataFileNames({"postgresql://reader@/chinook?host=%2Ftmp%2Fpg-1&port=5432"}),
+            std::vector<std::string>{"postgresql:chinook"});
+  EXPECT_EQ(DataFileNames({"postgres://u@db.example:6432/chinook"}),
+            std::vector<std::string>{"postgresql:chinook"});
+  EXPECT_EQ(DataFileNames({"postgresql://u@db.example"}), std::vector<std::string>{"postgresql:"});
+  EXPECT_EQ(DataFileNames({"service=warehouse"}), std::vector<std::string>{"service=warehouse"});
+  EXPECT_EQ(DataFileNames({"/d/b.csv", "data/a.sqlite"}),
+            (std::vector<std::string>{"a.sqlite", "b.csv"}));
+}
+
 }  // namespace
 }  // namespace quarry::llm

@@ -72,7 +72,12 @@ class Session {
     SchemaView schema;
     std::string system = SystemPrompt(engine, input.question, config.schema, &schema);
     std::vector<std::string> files;
-    for (const auto& s : engine.sources()) files.push_back(std::filesystem::path(s.path).filename());
+    for (const auto& s : engine.sources()) {
+      // A server's path is its redacted spec: a URL's last "/" part is no name.
+      files.push_back(engine::IsServerSpec(s.path)
+                          ? s.path
+                          : std::filesystem::path(s.path).filename().string());
+    }
     MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
     const size_t stable = StablePrefixBytes(system);
     messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}, stable});

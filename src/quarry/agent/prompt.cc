@@ -23,12 +23,18 @@ std::string Prompt(const std::string& name,
 
 std::string SystemPrompt(const engine::Engine& engine, const std::string& question,
                          const SchemaOptions& options, SchemaView* view) {
-  const bool duckdb = engine.dialect() == engine::Dialect::kDuckDB;
+  const auto [dialect, cleaning] = [&]() -> std::pair<const char*, const char*> {
+    switch (engine.dialect()) {
+      case engine::Dialect::kDuckDB: return {"DuckDB", "cleaning_duckdb"};
+      case engine::Dialect::kSQLite: return {"SQLite", "cleaning_sqlite"};
+      case engine::Dialect::kPostgreSQL: return {"PostgreSQL", "cleaning_postgres"};
+    }
+    return {"SQLite", "cleaning_sqlite"};
+  }();
   SchemaView schema = ViewSchema(engine, question, options);
-  std::string text =
-      Prompt("system", {{"dialect", duckdb ? "DuckDB" : "SQLite"},
-                        {"cleaning", Prompt(duckdb ? "cleaning_duckdb" : "cleaning_sqlite", {})},
-                        {"schema_cards", schema.text}});
+  std::string text = Prompt("system", {{"dialect", dialect},
+                                       {"cleaning", Prompt(cleaning, {})},
+                                       {"schema_cards", schema.text}});
   if (view) *view = std::move(schema);
   return text;
 }

@@ -4,6 +4,7 @@
 #include "quarry/agent/threads.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "quarry/agent/agent_internal.h"
@@ -153,11 +155,35 @@ std::string Absolute(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
+std::string Sha256Hex(const std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) return "";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return hex;
+}
+
+// How a thread remembers a source (see ThreadSource): a file by its absolute path, size and
+// sha256; a server by its redacted spec and its set of tables.
+ThreadSource Bound(const engine::Source& s) {
+  if (!engine::IsServerSpec(s.path)) return {Absolute(s.path), s.size_bytes, s.sha256};
+  const std::set<std::string> tables(s.tables.begin(), s.tables.end());
+  std::string names;
+  for (const std::string& t : tables) names += t + "\n";
+  return {s.path, static_cast<int64_t>(tables.size()), Sha256Hex(names)};
+}
+
 // A file as the notes name it: by its base name, or by its whole path when another file of the
 // thread has the same base name ("sub/s2.csv" and "s2.csv" are two files); escaped to one line,
 // since a file name is data and these notes reach the model and the terminal.
 std::string NoteName(const std::string& path, const std::vector<ThreadSource>& before,
                      const std::vector<ThreadSource>& now) {
+  if (engine::IsServerSpec(path)) return engine::PromptText(path, 200);
   const fs::path base = fs::path(path).filename();
   bool shared = false;
   for (const auto* list : {&before, &now}) {
@@ -183,6 +209,14 @@ std::vector<std::string> DataNotes(const std::vector<ThreadSource>& before,
       continue;
     }
     const bool hashed = !b->sha256.empty() && !n.sha256.empty();
+    if (engine::IsServerSpec(n.path)) {
+      if (b->size_bytes == n.size_bytes && b->sha256 == n.sha256) continue;
+      notes.push_back(Name(n.path) + " changed " + since + " (its tables: " +
+                      std::to_string(b->size_bytes) + " -> " + std::to_string(n.size_bytes) +
+                      (b->size_bytes == n.size_bytes ? ", other names" : "") +
+                      "): answers about it before may no longer hold");
+      continue;
+    }
     if (b->size_bytes != n.size_bytes || (hashed && b->sha256 != n.sha256)) {
       std::string how = b->size_bytes != n.size_bytes ? std::to_string(b->size_bytes) + " -> " +
                                                             std::to_string(n.size_bytes) + " bytes"
@@ -429,7 +463,7 @@ Result<TurnStart> ThreadStore::StartTurn(std::string_view name, const std::strin
 
   std::vector<ThreadSource> now_sources;
   for (const engine::Source& s : sources) {
-    now_sources.push_back({Absolute(s.path), s.size_bytes, s.sha256});
+    now_sources.push_back(Bound(s));
   }
   if (!start.created && !turns->empty()) {
     start.data_notes = DataNotes(*before, now_sources, turns->back().number);

@@ -43,7 +43,11 @@ std::filesystem::path ThreadsPath(const std::filesystem::path& runs_dir);
 // (C0, DEL, C1) and no leading or trailing space; the message says what is allowed.
 Result<void> ValidateThreadName(std::string_view name);
 
-// A data file a thread is bound to. `path` is absolute.
+// A data file a thread is bound to. `path` is absolute. A database server (engine::IsServerSpec)
+// is bound by its redacted spec as given, and by the set of tables the role could read: then
+// `size_bytes` is the number of tables and `sha256` the hash of their sorted names, one per line,
+// so a table added, dropped or renamed between turns is "changed" and new rows are not (a
+// server's data moves all the time; its shape is what earlier answers relied on).
 struct ThreadSource {
   std::string path;
   int64_t size_bytes = 0;

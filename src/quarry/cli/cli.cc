@@ -107,7 +107,9 @@ CLI::Validator ThreadName() {
 // The flags `ask` and `chat` share: the data, the model, budgets, Python, the runs folder.
 // Returns --runs-dir, whose presence also moves the threads there.
 CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
-  cmd->add_option("-d,--data", o.data, "A data file (repeat for several)")->required();
+  cmd->add_option("-d,--data", o.data, "A data file (repeat for several), or one PostgreSQL server: "
+                  "postgresql://USER@HOST:PORT/DB or service=NAME (password from PGPASSWORD, "
+                  "~/.pgpass or a service file)")->required();
   cmd->add_flag("--offline", o.offline,
                 "Replay recorded model turns from fixtures/offline (tools still execute)");
   cmd->add_option("--fixtures", o.fixtures, "Where --offline looks for recorded turns");
@@ -171,7 +173,8 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
 }  // namespace
 
 int Main(int argc, char** argv) {
-  CLI::App app{"quarry: ask questions about CSV, TSV, Parquet, JSON, SQLite and DuckDB data. "
+  CLI::App app{"quarry: ask questions about CSV, TSV, Parquet, JSON, SQLite and DuckDB data, and "
+               "PostgreSQL servers. "
                "A model writes SQL; quarry runs it read-only, lets the model repair its errors, "
                "and refuses answers whose numbers never appeared in a real result."};
   app.require_subcommand(1);
@@ -215,7 +218,7 @@ int Main(int argc, char** argv) {
 
   DataOptions schema;
   CLI::App* schema_cmd = app.add_subcommand("schema", "Print the schema cards of data files");
-  schema_cmd->add_option("paths", schema.paths, "Data files")->required();
+  schema_cmd->add_option("paths", schema.paths, "Data files, or a PostgreSQL server URL")->required();
   schema_cmd->add_option("--format", schema.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
   schema_cmd->add_option("--timeout-ms", schema.timeout_ms, "Limit per loading statement")
@@ -231,7 +234,7 @@ int Main(int argc, char** argv) {
   DataOptions sql;
   CLI::App* sql_cmd = app.add_subcommand(
       "sql", "Run one read-only query: quarry sql PATH... \"SELECT ...\"");
-  sql_cmd->add_option("args", sql.paths, "Data files, then the SQL")->required()->expected(2, -1);
+  sql_cmd->add_option("args", sql.paths, "Data files (or a PostgreSQL server URL), then the SQL")->required()->expected(2, -1);
   sql_cmd->add_option("--format", sql.format_name,
                       "text (a table), json (typed cells, see README) or csv (RFC 4180)")
       ->check(CLI::IsMember({"text", "json", "csv"}))->default_val("text");
@@ -264,7 +267,7 @@ int Main(int argc, char** argv) {
   McpOptions mcp;
   CLI::App* mcp_cmd = app.add_subcommand(
       "mcp", "Serve quarry's tools over MCP (stdio) for Claude Code and other MCP clients");
-  mcp_cmd->add_option("paths", mcp.paths, "Data files")->required();
+  mcp_cmd->add_option("paths", mcp.paths, "Data files, or a PostgreSQL server URL")->required();
   mcp_cmd->add_flag("--allow-python", mcp.allow_python, "Offer run_python (sandboxed) to clients");
   mcp_cmd->add_option("--runs-dir", mcp.runs_dir,
                       "Where runs/<id>/ go (default runs); threads.sqlite3 too when given");
@@ -342,9 +345,10 @@ int Main(int argc, char** argv) {
     chat.runs_dir_given = chat_runs_dir->count() > 0;
     if (*ask_cmd) {
       // `--data a.csv "Which region?" --runs-dir x`: the last value of --data that is no file
-      // is the question.
+      // and no server is the question.
       std::error_code ec;
       if (question_opt->count() == 0 && ask.data.size() >= 2 &&
+          !engine::IsServerSpec(ask.data.back()) &&
           !std::filesystem::exists(ask.data.back(), ec)) {
         ask.question = ask.data.back();
         ask.data.pop_back();

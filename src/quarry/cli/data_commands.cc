@@ -121,7 +121,13 @@ int RunSchema(const DataOptions& o) {
     return kExitOk;
   }
   if (o.format_name == "json") {
+    // Source paths as the engine keeps them: a server's spec redacted, never a password.
+    json sources = json::array();
+    for (const auto& s : (*engine)->sources()) {
+      sources.push_back({{"path", s.path}, {"format", s.format}});
+    }
     std::cout << Dump({{"dialect", engine::DialectName((*engine)->dialect())},
+                       {"sources", sources},
                        {"tables", CardsJson((*engine)->describe(), schema->samples)}})
               << "\n";
   } else {

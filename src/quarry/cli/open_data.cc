@@ -111,6 +111,8 @@ void FillCache(const engine::Engine& engine, const std::vector<std::string>& spe
   if (flags.no_cache) return;
   const auto& sources = engine.sources();
   for (size_t i = 0; i < sources.size() && i < specs.size(); ++i) {
+    // A server has no parse cache: its data is queried where it lives.
+    if (engine::IsServerSpec(specs[i])) continue;
     if (sources[i].cache == "miss" && sources[i].size_bytes >= engine::kCacheMinBytes) {
       SpawnBuilder(specs[i], flags.cache_dir);
     }
@@ -125,6 +127,10 @@ int RunCache(const CacheOptions& o) {
   if (o.action == "build") {
     if (o.paths.empty()) return Report({Error::Code::kUsage, "quarry cache build FILE..."});
     for (const auto& p : o.paths) {
+      if (engine::IsServerSpec(p)) {  // not echoed: the spec is the user's, maybe with a secret
+        return Report({Error::Code::kUsage, "the parse cache holds CSV, TSV and JSON files; a "
+                                            "database server is queried where it lives"});
+      }
       auto entry = engine::BuildCacheEntry(p, options);
       if (!entry) return Report(entry.error());
       if (!o.quiet) std::cout << p << " -> " << entry->string() << "\n";

@@ -54,7 +54,8 @@ json TurnJson(const agent::ThreadTurn& turn) {
 std::string SourceNames(const std::vector<agent::ThreadSource>& sources) {
   std::string out;
   for (const auto& s : sources)
-    out += (out.empty() ? "" : ", ") + fs::path(s.path).filename().string();
+    out += (out.empty() ? "" : ", ") +
+           (engine::IsServerSpec(s.path) ? s.path : fs::path(s.path).filename().string());
   return out.empty() ? "-" : out;
 }
 
@@ -80,7 +81,10 @@ void PrintThread(const agent::Thread& t) {
             << (t.turn_count == 1 ? " turn" : " turns") << ", created " << t.created_at
             << ", updated " << t.updated_at << "\n";
   for (const auto& s : t.sources) {
-    std::cout << "data: " << TerminalText(s.path) << " (" << s.size_bytes << " bytes"
+    // A server is bound by its set of tables (agent::ThreadSource), not by bytes.
+    const bool server = engine::IsServerSpec(s.path);
+    std::cout << "data: " << TerminalText(s.path) << " (" << s.size_bytes
+              << (server ? " tables" : " bytes")
               << (s.sha256.empty() ? "" : ", sha256 " + s.sha256.substr(0, 12)) << ")\n";
   }
   for (const auto& turn : t.turns) {

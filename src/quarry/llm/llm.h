@@ -295,7 +295,8 @@ Result<void> WriteFixture(const std::filesystem::path& path, const nlohmann::ord
 
 // Recorded turns are found by question and data: questions agree when their keys are equal (case,
 // runs of whitespace and trailing spaces, '?' and '.' ignored), data when the sorted base names
-// of the files are (a recording names its data by file name).
+// of the files are (a recording names its data by file name; a PostgreSQL server by its
+// database, "postgresql:chinook", or its "service=NAME").
 std::string RecordingKey(std::string_view question);
 std::vector<std::string> DataFileNames(const std::vector<std::string>& paths);
 Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const nlohmann::ordered_json& doc,

@@ -224,9 +224,28 @@ std::string RecordingKey(std::string_view question) {
   return out;
 }
 
+namespace {
+
+// A server is named by its database ("postgresql:chinook") or service ("service=warehouse"):
+// the host, port, socket directory and options differ from machine to machine, and the last
+// "/" of a URL starts no file name.
+std::string DataName(const std::string& path) {
+  for (std::string_view scheme : {"postgresql://", "postgres://"}) {
+    if (!path.starts_with(scheme)) continue;
+    std::string_view rest = std::string_view(path).substr(scheme.size());
+    rest = rest.substr(0, rest.find_first_of("?#"));
+    const size_t slash = rest.find('/');
+    return "postgresql:" + std::string(slash == std::string_view::npos ? "" : rest.substr(slash + 1));
+  }
+  if (path.starts_with("service=")) return path.substr(0, path.find_first_of(" \t"));
+  return std::filesystem::path(path).filename().string();
+}
+
+}  // namespace
+
 std::vector<std::string> DataFileNames(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
-  for (const auto& p : paths) out.push_back(std::filesystem::path(p).filename().string());
+  for (const auto& p : paths) out.push_back(DataName(p));
   std::sort(out.begin(), out.end());
   return out;
 }

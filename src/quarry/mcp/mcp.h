@@ -37,7 +37,7 @@ struct ServerOptions {
 
 // Opens the data, then serves requests from `in` until EOF. Returns the process exit code:
 // 0 on a clean EOF (or when the client closes its end); data errors are reported on stderr
-// before serving (exit 3). When `out` is std::cout, fd 1 points at stderr while serving and the
+// before serving (exit 3; 2 for a usage error, such as a password in a server URL). When `out` is std::cout, fd 1 points at stderr while serving and the
 // protocol goes to a close-on-exec duplicate of the original stdout, so no other code in the
 // process and no child can write into the protocol stream; SIGPIPE is ignored meanwhile.
 // A reader thread answers ping, initialize and tools/list at once, and queues tools/call for

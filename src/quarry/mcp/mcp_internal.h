@@ -312,6 +312,8 @@ class Dispatcher {
 json ErrorResponse(const json& id, int code, const std::string& message);
 // The one compact line a message is written as (invalid UTF-8 replaced), without the newline.
 std::string DumpLine(const json& message);
+// The dialect as tool descriptions and instructions name it: "DuckDB", "SQLite", "PostgreSQL".
+std::string DialectTitle(engine::Dialect dialect);
 // One line on stderr, prefixed "quarry mcp: " (stdout belongs to the protocol).
 void Log(std::string_view message);
 

@@ -88,8 +88,14 @@ std::string Instructions(const engine::Engine& engine, const ServerOptions& opti
   const auto& cards = engine.describe();
   for (size_t i = 0; i < cards.size() && i < 20; ++i) tables += (i ? ", " : "") + cards[i].name;
   if (cards.size() > 20) tables += ", ... (" + std::to_string(cards.size()) + " tables)";
-  return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s) (" +
-         std::string(engine::DialectName(engine.dialect())) + " SQL): " + tables +
+  // A server is named (its spec as the engine keeps it: redacted, never a password), so a
+  // client that serves several can tell them apart; files are named in the cards.
+  std::string where;
+  if (engine.dialect() == engine::Dialect::kPostgreSQL && !engine.sources().empty()) {
+    where = " on the PostgreSQL server " + engine.sources().front().path;
+  }
+  return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s)" +
+         where + " (" + DialectTitle(engine.dialect()) + " SQL): " + tables +
          ". Call describe_schema before writing SQL. run_sql runs one read-only query and "
          "returns at most " + std::to_string(options.config.limits.max_rows) +
          " rows with the true row count; its errors name the problem so you can fix the query. "
@@ -110,7 +116,8 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
   }
   if (!engine) {
     std::cerr << "quarry: " << FirstLine(engine.error().message) << "\n";
-    return 3;
+    // The CLI's codes: 2 for what the user gave wrong (a password in a URL), 3 for the data.
+    return engine.error().code == Error::Code::kUsage ? 2 : 3;
   }
   if (options.on_open) options.on_open(**engine);
   ProtocolOut protocol(out);

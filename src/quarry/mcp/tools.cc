@@ -297,9 +297,18 @@ json SpecArguments(const agent::Tool* chart_tool) {
 
 }  // namespace
 
+std::string DialectTitle(engine::Dialect dialect) {
+  switch (dialect) {
+    case engine::Dialect::kDuckDB: return "DuckDB";
+    case engine::Dialect::kSQLite: return "SQLite";
+    case engine::Dialect::kPostgreSQL: return "PostgreSQL";
+  }
+  return std::string(engine::DialectName(dialect));
+}
+
 ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
     : options_(options), engine_(engine), agent_tools_(agent::DefaultTools(options.allow_python)) {
-  const std::string dialect(engine::DialectName(engine.dialect()));
+  const std::string dialect = DialectTitle(engine.dialect());
   const std::string max_rows = std::to_string(options.config.limits.max_rows);
   tools_.push_back({"describe_schema", "Describe the schema",
                     "The schema cards of the data quarry serves: tables, columns, types, null and "
@@ -323,7 +332,11 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
   tools_.push_back({"run_sql", "Run a read-only SQL query",
                     "Run one read-only query (SELECT or WITH ... SELECT) in the " + dialect +
                         " dialect. A guard refuses writes, DDL, PRAGMA/ATTACH and file access, "
-                        "naming the rule. Returns at most " + max_rows +
+                        "naming the rule" +
+                        std::string(engine.dialect() == engine::Dialect::kPostgreSQL
+                                        ? "; the server runs it in a read-only transaction"
+                                        : "") +
+                        ". Returns at most " + max_rows +
                         " rows and the true row count. Cells are typed: numbers as JSON "
                         "numbers (integers beyond 2^53 and DECIMALs beyond 15 digits as strings "
                         "of their exact digits), null for NULL, {\"base64\": ...} for a BLOB, "
