@@ -69,7 +69,15 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   EXPECT_EQ(orders.foreign_keys[0].ref_column, "customer_id");
   const TableCard& items = Card(engine, "sales.Order Items");
   EXPECT_EQ(items.row_count, 5);
-  EXPECT_EQ(Column(items, "Order Id").type, "integer PRIMARY KEY");
+  // A key of two columns: neither is unique alone, so neither says PRIMARY KEY.
+  EXPECT_EQ(Column(items, "Order Id").type, "integer NOT NULL");
+  EXPECT_EQ(Column(items, "Line No").type, "integer NOT NULL");
+  EXPECT_TRUE(HasNote(items.notes, "primary key (Order Id, Line No): unique as a combination"));
+  // Its range counts the most common value (10), which pg_stats keeps out of the histogram.
+  EXPECT_EQ(Column(items, "Order Id").min, "10");
+  EXPECT_EQ(Column(items, "Order Id").max, "13");
+  // pg_stats has no distinct estimate for json (no equality): none is shown, not "~0".
+  EXPECT_EQ(Column(measures, "doc").distinct_count, 0);
   EXPECT_TRUE(HasNote(items.notes, "PostgreSQL needs these names in double quotes, as written here: "
                                    "sales.\"Order Items\", \"Order Id\", \"Line No\", \"Product Name\""));
   EXPECT_FALSE(HasNote(orders.notes, "double quotes"));
@@ -80,6 +88,9 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   EXPECT_EQ(country.distinct_count, 2);
   const std::string text = RenderCards(engine.describe());
   EXPECT_NE(text.find("table sales.Order Items (5 rows)"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  doc json, 1 null\n"), std::string::npos) << text;
+  // The server is named whole (it is short and its database is at the end), not cut as a path.
+  EXPECT_TRUE(text.starts_with("data: " + engine.sources()[0].path + "\n")) << text;
   EXPECT_NE(text.find("customer_id integer NOT NULL -> sales.customers.customer_id"), std::string::npos) << text;
   // The role reads only: no write warning anywhere.
   for (const auto& c : engine.describe()) EXPECT_FALSE(HasNote(c.notes, "can write")) << c.name;

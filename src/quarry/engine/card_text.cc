@@ -179,6 +179,12 @@ std::string ShownType(const std::string& type) {
   return type.substr(0, open);
 }
 
+// A file is shortened to its end (its name says most); a server's redacted spec is shown whole,
+// since its database is at the end and its host at the start.
+std::string SourceText(const std::string& source) {
+  return IsServerSpec(source) ? PromptText(source, 160) : PromptPath(source);
+}
+
 // One column's line: name, type, foreign key, then what the statistics say.
 std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows,
                        const CardOptions& o) {
@@ -192,7 +198,8 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows,
   if (c.null_count > 0) out += ", " + std::to_string(c.null_count) + " null";
   // A column of one value gets no "1 distinct": the range or the sample says it.
   if (c.distinct_approx) {
-    out += ", ~" + std::to_string(c.distinct_count) + " distinct";
+    // An estimate of 0 is no estimate (PostgreSQL's n_distinct for json): nothing is said.
+    if (c.distinct_count > 0) out += ", ~" + std::to_string(c.distinct_count) + " distinct";
   } else if (c.distinct_count == 0) {
     out += ", all null";
   } else if (c.distinct_count > 1) {
@@ -307,7 +314,7 @@ std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& 
   const bool per_table = o.sources == CardOptions::Sources::kPerTable ||
                          (o.sources == CardOptions::Sources::kAuto && !one_source);
   if (o.sources == CardOptions::Sources::kAuto && one_source) {
-    out += "data: " + PromptPath(cards.front().source) + "\n";
+    out += "data: " + SourceText(cards.front().source) + "\n";
   }
   for (const TableCard& t : cards) {
     const bool wide = o.max_columns > 0 && t.columns.size() > o.max_columns && o.only.empty();
@@ -316,7 +323,7 @@ std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& 
       header = std::to_string(t.row_count) + (t.row_count == 1 ? " row" : " rows");
     }
     if (per_table) {
-      header += (header.empty() ? "from " : ", from ") + PromptPath(t.source);
+      header += (header.empty() ? "from " : ", from ") + SourceText(t.source);
     }
     out += "table " + Name(t.name) + (header.empty() ? "" : " (" + header + ")") + "\n";
     std::map<std::string, const ForeignKey*> fk_of;

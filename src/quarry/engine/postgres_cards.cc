@@ -172,12 +172,27 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
   }
   auto keys = PgRows(conn, kKeysSql);
   if (!keys) return std::unexpected(keys.error());
+  // A key of several columns is unique only as a whole: its columns keep NOT NULL, and the
+  // table gets a note naming the key.
+  std::unordered_map<size_t, std::vector<std::string>> primary;
+  for (const auto& row : *keys) {
+    const auto it = index.find(static_cast<Oid>(Int(row[0])));
+    if (it != index.end() && Text(row[1]) == "p") primary[it->second].push_back(Text(row[2]));
+  }
+  for (const auto& [table, key] : primary) {
+    if (key.size() < 2) continue;
+    std::string list;
+    for (const auto& c : key) list += (list.empty() ? "" : ", ") + c;
+    cards[table].notes.push_back("primary key (" + list + "): unique as a combination, not each "
+                                 "column alone");
+  }
   for (const auto& row : *keys) {
     const auto it = index.find(static_cast<Oid>(Int(row[0])));
     if (it == index.end()) continue;
     TableCard& card = cards[it->second];
     const std::string column = Text(row[2]);
     if (Text(row[1]) == "p") {
+      if (primary[it->second].size() > 1) continue;
       for (ColumnCard& c : card.columns) {
         if (c.name != column || c.type.ends_with(" PRIMARY KEY")) continue;
         if (c.type.ends_with(" NOT NULL")) c.type.resize(c.type.size() - 9);

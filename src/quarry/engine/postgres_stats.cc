@@ -81,6 +81,38 @@ bool Ranged(const std::string& type) {
   return false;
 }
 
+// The range of the values pg_stats saw: the histogram's bounds leave out the most common
+// values (a key whose lowest value is common would read from the wrong start), so both are
+// compared, as numbers or as ISO text (dates and times, which sort as written). An interval's
+// text does not sort, so with common values beside its histogram it gets no range.
+void RangeInto(ColumnCard& col, const std::vector<std::string>& bounds,
+               const std::vector<std::string>& common) {
+  const std::string type = BaseType(col.type);
+  const bool numeric = !type.starts_with("date") && !type.starts_with("time") &&
+                       !type.starts_with("interval");
+  if (type.starts_with("interval") && !common.empty() && !bounds.empty()) return;
+  std::optional<std::string> lo, hi;
+  auto less = [&](const std::string& a, const std::string& b) {
+    return numeric ? std::strtod(a.c_str(), nullptr) < std::strtod(b.c_str(), nullptr) : a < b;
+  };
+  auto see = [&](const std::string& v) {
+    if (numeric) {
+      char* end = nullptr;
+      std::strtod(v.c_str(), &end);
+      if (end == v.c_str()) return;  // money with a currency sign, NaN text: no range
+    }
+    if (!lo || less(v, *lo)) lo = v;
+    if (!hi || less(*hi, v)) hi = v;
+  };
+  if (!bounds.empty()) {
+    see(bounds.front());
+    see(bounds.back());
+  }
+  for (const auto& v : common) see(v);
+  col.min = lo;
+  col.max = hi;
+}
+
 // Statistics from a capped sample, for a table pg_stats knows nothing about (never analyzed):
 // null and distinct counts within the sample and its most frequent values. TABLESAMPLE reads
 // pages, not the whole table: BERNOULLI (every page, some rows) when it is small, SYSTEM (some
@@ -186,30 +218,24 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
       const Stats& s = it->second;
       col.profiled = true;
       col.null_count = std::llround(s.null_frac * static_cast<double>(rows_known));
-      // n_distinct < 0: minus a fraction of all the rows (it grows with the table).
+      // n_distinct < 0: minus a fraction of all the rows (it grows with the table); 0: unknown
+      // (a type without equality, such as json), left out of the card.
       col.distinct_count = s.n_distinct >= 0
                                ? std::llround(s.n_distinct)
                                : std::llround(-s.n_distinct * static_cast<double>(rows_known));
       col.distinct_approx = true;
-      if (s.common) {
-        for (auto& v : ArrayItems(*s.common)) {
-          if (col.samples.size() == 3) break;
-          col.samples.push_back(std::move(v));
-        }
-      }
-      if (s.histogram && Ranged(BaseType(col.type))) {
-        const auto bounds = ArrayItems(*s.histogram);
-        if (!bounds.empty()) {
-          col.min = bounds.front();
-          col.max = bounds.back();
-        }
+      const auto common = s.common ? ArrayItems(*s.common) : std::vector<std::string>{};
+      for (size_t k = 0; k < common.size() && k < 3; ++k) col.samples.push_back(common[k]);
+      if (Ranged(BaseType(col.type))) {
+        RangeInto(col, s.histogram ? ArrayItems(*s.histogram) : std::vector<std::string>{},
+                  common);
       }
     }
   }
   if (estimated && !cards.empty()) {
     cards.front().notes.push_back(
-        "row counts, null and distinct counts are the planner's estimates (pg_class, pg_stats), "
-        "not counts: count(*) when the exact number matters");
+        "row counts, null and distinct counts and ranges are the planner's estimates (pg_class, "
+        "pg_stats), not counts: count(*), min() or max() when the exact number matters");
   }
   return {};
 }
