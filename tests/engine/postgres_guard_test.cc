@@ -60,11 +60,20 @@ TEST(PostgresGuard, TextRules) {
   for (const char* ok : {"SELECT * FROM track", "select name from track where name like '%;%'",
                          "WITH t AS (SELECT 1 AS x) SELECT x FROM t", "VALUES (1), (2)",
                          "TABLE genre", "(SELECT 1) UNION (SELECT 2)",
-                         "SELECT 'pg_sleep(1)' AS s, $$for update$$ AS t",
+                         "SELECT 'pg_sleep' AS s, $$for update$$ AS t, 'f(x)' AS u",
                          "SELECT \"into\", updated_at FROM t", "SELECT current_setting('TimeZone')",
                          "SELECT name FROM sales.\"Order Items\" ORDER BY 1 FOR", "SELECT 1;"}) {
     // The last two are the server's to judge (a syntax error, a trailing ';').
     EXPECT_EQ(CheckQueryText(ok, Dialect::kPostgreSQL, {}), std::nullopt) << ok;
+  }
+  // A call in a string may run (ts_rewrite, a function with EXECUTE): refused, even in a string
+  // that is only shown. Strings in strings are read too.
+  for (const char* hidden : {"SELECT 'pg_sleep(1)'", "SELECT concat('SELECT ''x'', ''pg_sleep(2)''')",
+                             "SELECT E'pg_sleep(1)'"}) {
+    const auto v = CheckQueryText(hidden, Dialect::kPostgreSQL, {});
+    ASSERT_TRUE(v.has_value()) << hidden;
+    EXPECT_EQ(v->rule, "sleep") << hidden;
+    EXPECT_NE(v->message.find("a string holds a call to PG_SLEEP()"), std::string::npos) << v->message;
   }
   // PostgreSQL ends a -- comment at a carriage return too: the call after it is seen.
   const auto cr = CheckQueryText("SELECT 1 --x\r, pg_read_file('/etc/passwd')", Dialect::kPostgreSQL, {});

@@ -213,6 +213,7 @@ constexpr std::array kPgFunctionRules = {
     FunctionRule{"QUERY_TO_XMLSCHEMA", "dynamic_sql"}, FunctionRule{"CURSOR_TO_XML*", "dynamic_sql"},
     FunctionRule{"TABLE_TO_XML*", "dynamic_sql"}, FunctionRule{"SCHEMA_TO_XML*", "dynamic_sql"},
     FunctionRule{"DATABASE_TO_XML*", "dynamic_sql"}, FunctionRule{"TS_STAT", "dynamic_sql"},
+    FunctionRule{"TS_REWRITE", "dynamic_sql"},
     FunctionRule{"PG_SLEEP", "sleep"}, FunctionRule{"PG_SLEEP_FOR", "sleep"},
     FunctionRule{"PG_SLEEP_UNTIL", "sleep"},
 };
@@ -241,6 +242,68 @@ std::string TableList(const std::vector<std::string>& tables) {
 
 QueryFailure Violation(std::string rule, std::string message) {
   return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
+}
+
+std::optional<QueryFailure> FunctionViolation(const std::string& name, bool in_string) {
+  const FunctionRule* r = PgFunctionRule(name);
+  if (!r) return std::nullopt;
+  const std::string rule = r->rule;
+  std::string why = rule == "file_access"   ? "reaches the server's files"
+                    : rule == "network"     ? "reaches other servers"
+                    : rule == "dynamic_sql" ? "runs SQL given as text"
+                    : rule == "sleep"       ? "only waits"
+                    : rule == "locking"     ? "takes locks"
+                    : rule == "notify"      ? "sends notifications"
+                                            : "changes the server's state";
+  return Violation(rule, "guard: " + std::string(in_string ? "a string holds a call to " : "") +
+                             name + "() " + why + ", which is not allowed: only a single "
+                                                  "read-only query may run");
+}
+
+// A string that is no readable SQL on its own may still become SQL once concatenated with
+// another: every word followed by '(' (a closing '"' and spaces between allowed) is checked.
+std::optional<QueryFailure> CheckRawCalls(std::string_view text) {
+  auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+  };
+  for (size_t i = 0; i < text.size();) {
+    if (!word_char(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && word_char(text[j])) ++j;
+    size_t k = j < text.size() && text[j] == '"' ? j + 1 : j;
+    while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+    if (k < text.size() && text[k] == '(') {
+      if (auto v = FunctionViolation(Upper(text.substr(i, j - i)), true)) return v;
+    }
+    i = j;
+  }
+  return std::nullopt;
+}
+
+// Some functions run a string as SQL (ts_rewrite, ts_stat, query_to_xml, and any function
+// someone wrote with EXECUTE), so a call inside a string literal is as good as one outside it.
+// Strings are read as SQL too, nested strings included, and a call to a refused function in
+// any of them is refused. `SELECT 'pg_sleep(1)'` is refused with them: a rare price.
+std::optional<QueryFailure> CheckPgStrings(const std::vector<Token>& tokens, int depth) {
+  if (depth > 4) return std::nullopt;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (t.kind == TokenKind::kString) {
+      if (t.text.find('(') == std::string::npos) continue;
+      const auto inner = Tokenize(t.text, Dialect::kPostgreSQL);
+      if (auto v = inner ? CheckPgStrings(*inner, depth + 1) : CheckRawCalls(t.text)) return v;
+      continue;
+    }
+    if (depth == 0 || (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdent)) continue;
+    if (i + 1 < tokens.size() && tokens[i + 1].text == "(" &&
+        tokens[i + 1].kind == TokenKind::kSymbol) {
+      if (auto v = FunctionViolation(Upper(t.text), true)) return v;
+    }
+  }
+  return std::nullopt;
 }
 
 // The PostgreSQL rules on top of the shared ones. The server's layers (READ ONLY transaction,
@@ -284,21 +347,9 @@ std::optional<QueryFailure> CheckPostgres(const std::vector<Token>& tokens) {
     const bool call = i + 1 < tokens.size() && tokens[i + 1].text == "(" &&
                       tokens[i + 1].kind == TokenKind::kSymbol;
     if (!call) continue;
-    const std::string name = Upper(t.text);
-    if (const FunctionRule* r = PgFunctionRule(name)) {
-      const std::string rule = r->rule;
-      std::string why = rule == "file_access"   ? "reaches the server's files"
-                        : rule == "network"     ? "reaches other servers"
-                        : rule == "dynamic_sql" ? "runs SQL given as text"
-                        : rule == "sleep"       ? "only waits"
-                        : rule == "locking"     ? "takes locks"
-                        : rule == "notify"      ? "sends notifications"
-                                                : "changes the server's state";
-      return Violation(rule, "guard: " + name + "() " + why + ", which is not allowed: only a "
-                                                          "single read-only query may run");
-    }
+    if (auto v = FunctionViolation(Upper(t.text), false)) return v;
   }
-  return std::nullopt;
+  return CheckPgStrings(tokens, 0);
 }
 
 }  // namespace
