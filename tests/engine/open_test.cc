@@ -169,3 +169,23 @@ TEST_F(OpenTest, SqliteInWalModeGetsNoNewFiles) {
 
 }  // namespace
 }  // namespace quarry::engine
+
+namespace quarry::engine {
+namespace {
+
+// What --data takes for a server: both URL schemes in any case, and libpq's keyword/value form
+// when its first word is a libpq keyword (and no file has that name).
+TEST(IsServerSpecTest, UrlsAndLibpqKeywordStringsButNotFiles) {
+  for (const char* spec : {"postgresql://reader@db/shop", "postgres://db/shop", "POSTGRESQL://db/x",
+                           "Postgres://db/x", "service=warehouse", "host=/tmp user=reader",
+                           "  dbname = shop", "sslmode=require host=db"}) {
+    EXPECT_TRUE(IsServerSpec(spec)) << spec;
+  }
+  for (const char* spec : {"data.csv", "postgresql:/db", "http://db/x", "colour=red", "=x", "",
+                           "host", "Host=db", "data/host=1.csv"}) {
+    EXPECT_FALSE(IsServerSpec(spec)) << spec;
+  }
+}
+
+}  // namespace
+}  // namespace quarry::engine

@@ -45,7 +45,17 @@ class FakeClient {
     std::lock_guard lock(mu_);
     return written_;
   }
-  bool delivered() const { return delivered_; }
+  // Whether the responder's Deliver took the response. Elicit may return as soon as Deliver
+  // hands the response over, before the responder stores what Deliver returned: wait for it.
+  bool delivered() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(mu_);
+      threads.swap(threads_);
+    }
+    for (auto& t : threads) t.join();
+    return delivered_;
+  }
 
  private:
   std::function<std::optional<json>(const json&)> answer_;

@@ -44,7 +44,8 @@ json CardsJson(const std::vector<engine::TableCard>& cards, bool samples) {
       fks.push_back({{"column", fk.column}, {"ref_table", fk.ref_table}, {"ref_column", fk.ref_column}});
     }
     out.push_back({{"name", t.name}, {"source", t.source}, {"row_count", t.row_count},
-                   {"columns", cols}, {"foreign_keys", fks}, {"notes", t.notes}});
+                   {"estimated", t.estimated}, {"columns", cols}, {"foreign_keys", fks},
+                   {"notes", t.notes}});
   }
   return out;
 }
@@ -124,7 +125,7 @@ int RunSchema(const DataOptions& o) {
     // Source paths as the engine keeps them: a server's spec redacted, never a password.
     json sources = json::array();
     for (const auto& s : (*engine)->sources()) {
-      sources.push_back({{"path", s.path}, {"format", s.format}});
+      sources.push_back({{"path", s.path}, {"format", s.format}, {"notes", s.notes}});
     }
     std::cout << Dump({{"dialect", engine::DialectName((*engine)->dialect())},
                        {"sources", sources},

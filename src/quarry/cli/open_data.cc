@@ -84,6 +84,14 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
   auto engine = engine::Open(std::vector<std::filesystem::path>(specs.begin(), specs.end()),
                              ToOpenOptions(flags));
   if (!engine) return engine;
+  // About the source as a whole (a PostgreSQL role that can write): said by every command.
+  for (const auto& source : (*engine)->sources()) {
+    for (const auto& n : source.notes) {
+      std::cerr << Paint("quarry: warning: " + engine::PromptText(source.path, 400) + ": " + engine::PromptText(n, 2000),
+                         "33")
+                << "\n";
+    }
+  }
   if (flags.show_notes) PrintNotes(**engine);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start).count();
@@ -93,15 +101,19 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
   return engine;
 }
 
+// What the loader decided, for commands without cards on stdout. Names and notes come from the
+// data (a table comment may hold escapes), so they are shown escaped. A database's own
+// documentation (COMMENT ON, "comment: ...") is in the cards, not a decision: not repeated.
 void PrintNotes(const engine::Engine& engine) {
+  auto print = [](const std::string& where, const std::string& note) {
+    if (note.starts_with("comment: ")) return;
+    std::cerr << Paint("quarry: note: " + engine::PromptText(where, 400) + ": " + engine::PromptText(note, 2000), "2")
+              << "\n";
+  };
   for (const auto& card : engine.describe()) {
-    for (const auto& n : card.notes) {
-      std::cerr << Paint("quarry: note: " + card.name + ": " + n, "2") << "\n";
-    }
+    for (const auto& n : card.notes) print(card.name, n);
     for (const auto& c : card.columns) {
-      for (const auto& n : c.notes) {
-        std::cerr << Paint("quarry: note: " + card.name + "." + c.name + ": " + n, "2") << "\n";
-      }
+      for (const auto& n : c.notes) print(card.name + "." + c.name, n);
     }
   }
 }

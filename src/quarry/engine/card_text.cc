@@ -186,7 +186,7 @@ std::string SourceText(const std::string& source) {
 }
 
 // One column's line: name, type, foreign key, then what the statistics say.
-std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows,
+std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, bool estimated,
                        const CardOptions& o) {
   std::string out = "  " + Name(c.name) + " " + Name(ShownType(c.type));
   if (fk) out += " -> " + Name(fk->ref_table) + "." + Name(fk->ref_column);
@@ -195,7 +195,7 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows,
   const bool temporal = IsTemporalType(c.type);
   const bool unique =
       !c.distinct_approx && c.distinct_count > 1 && c.distinct_count == rows - c.null_count;
-  if (c.null_count > 0) out += ", " + std::to_string(c.null_count) + " null";
+  if (c.null_count > 0) out += (estimated ? ", ~" : ", ") + std::to_string(c.null_count) + " null";
   // A column of one value gets no "1 distinct": the range or the sample says it.
   if (c.distinct_approx) {
     // An estimate of 0 is no estimate (PostgreSQL's n_distinct for json): nothing is said.
@@ -320,7 +320,8 @@ std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& 
     const bool wide = o.max_columns > 0 && t.columns.size() > o.max_columns && o.only.empty();
     std::string header;
     if (t.profiled && o.statistics) {
-      header = std::to_string(t.row_count) + (t.row_count == 1 ? " row" : " rows");
+      header = (t.estimated ? "~" : "") + std::to_string(t.row_count) +
+               (t.row_count == 1 ? " row" : " rows");
     }
     if (per_table) {
       header += (header.empty() ? "from " : ", from ") + SourceText(t.source);
@@ -350,7 +351,7 @@ std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& 
         ++rest_count;
         continue;
       }
-      out += ColumnLine(c, fk == fk_of.end() ? nullptr : fk->second, t.row_count, o);
+      out += ColumnLine(c, fk == fk_of.end() ? nullptr : fk->second, t.row_count, t.estimated, o);
     }
     if (rest_count > 0) {
       out += "  ... " + std::to_string(rest_count) +

@@ -54,6 +54,9 @@ struct TableCard {
   std::string source;  // the file it comes from, as the user gave it
   int64_t row_count = 0;
   bool profiled = false;  // row_count and the column statistics were computed
+  // They are estimates (PostgreSQL's planner statistics, or a sample of a table never
+  // analyzed), not counts: the card shows them with "~".
+  bool estimated = false;
   std::vector<ColumnCard> columns;
   std::vector<ForeignKey> foreign_keys;  // SQLite and PostgreSQL
   // What the loader decided on its own, one sentence each (lines skipped, rows padded, a
@@ -79,6 +82,9 @@ struct Source {
   // The parse cache: "hit" (opened from an entry), "miss" (none yet; CacheWorthy says whether
   // building one pays), or "" (not cached: a database, Parquet, or the cache was off).
   std::string cache;
+  // What the engine found about the source as a whole, for the user rather than the model
+  // (a PostgreSQL role that can write), one sentence each.
+  std::vector<std::string> notes;
   // Files: the SELECT that defines the table over the file (the CSV loader's plan), so other
   // readers (the export for Python) read exactly what the engine reads; with a cache hit, the
   // entry it was read from instead (table `data`).

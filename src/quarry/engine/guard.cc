@@ -133,7 +133,7 @@ constexpr std::array kStatementRules = {
     StatementRule{"SET", "configuration", "changing settings"},
     StatementRule{"RESET", "configuration", "changing settings"},
     StatementRule{"USE", "configuration", "changing the default database"},
-    StatementRule{"CALL", "read_only", "CALL statements"},
+    StatementRule{"CALL", "read_only", "a CALL statement"},
 };
 
 // Table functions and scalar functions that reach the file system or the network.

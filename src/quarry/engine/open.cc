@@ -1,5 +1,7 @@
 // Open(): checks the paths the user gave, decides the format of each from its extension (and
 // for .db its header), and hands them to the DuckDB or SQLite engine.
+#include <libpq-fe.h>
+
 #include <cstring>
 #include <fstream>
 
@@ -54,8 +56,27 @@ std::string_view DialectName(Dialect dialect) {
 }
 
 bool IsServerSpec(std::string_view spec) {
-  return spec.starts_with("postgresql://") || spec.starts_with("postgres://") ||
-         spec.starts_with("service=");
+  const std::string head = Lower(std::string(spec.substr(0, 13)));
+  if (head.starts_with("postgresql://") || head.starts_with("postgres://")) return true;
+  // libpq's keyword/value form ("host=db user=reader dbname=shop", "service=warehouse"): its
+  // first word is one of libpq's keywords, unless a file of that name exists.
+  const size_t start = spec.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return false;
+  size_t end = start;
+  while (end < spec.size() && (std::islower(static_cast<unsigned char>(spec[end])) || spec[end] == '_')) {
+    ++end;
+  }
+  const size_t eq = spec.find_first_not_of(" \t", end);
+  if (end == start || eq == std::string_view::npos || spec[eq] != '=') return false;
+  std::error_code ec;
+  if (std::filesystem::exists(std::string(spec), ec)) return false;
+  const std::string keyword(spec.substr(start, end - start));
+  bool known = false;
+  if (PQconninfoOption* defaults = PQconndefaults()) {
+    for (PQconninfoOption* o = defaults; o->keyword; ++o) known = known || keyword == o->keyword;
+    PQconninfoFree(defaults);
+  }
+  return known;
 }
 
 Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& paths,

@@ -216,8 +216,8 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
       return done;
     }
   }
-  if (auto note = WriteRoleNote(conn); note && !note->empty() && !cards.empty()) {
-    cards.front().notes.push_back(*note);
+  if (auto note = WriteRoleNote(conn); note && !note->empty()) {
+    engine.source_notes_.push_back(*note);
   }
   for (size_t i = 0; i < cards.size(); ++i) {
     TableCard& card = cards[i];

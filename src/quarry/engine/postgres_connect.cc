@@ -12,15 +12,25 @@ namespace {
 constexpr const char* kSecretKeywords[] = {"password", "sslpassword"};
 
 // libpq quotes the offending piece of a malformed spec in its message, which may be part of a
-// password: quoted pieces are dropped.
+// password: quoted pieces are dropped, except the name of an unknown URL parameter (lower-case
+// letters and '_' only), which says what to fix.
 std::string Unquoted(std::string_view message) {
   std::string out;
   bool quoted = false;
+  std::string piece;
   for (char c : message) {
     if (c == '"') {
-      if (!quoted) out += "\"…\"";
+      if (quoted) {
+        const bool name = message.starts_with("invalid URI query parameter") &&
+                          !piece.empty() && piece.size() <= 40 &&
+                          piece.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+        out += "\"" + (name ? piece : "…") + "\"";
+        piece.clear();
+      }
       quoted = !quoted;
-    } else if (!quoted && c != '\n') {
+    } else if (quoted) {
+      piece += c;
+    } else if (c != '\n') {
       out += c;
     }
   }
@@ -47,10 +57,22 @@ struct Parsed {
   std::string error;
 };
 
-Parsed Parse(std::string_view spec) {
+// libpq reads only a lower-case scheme; POSTGRESQL:// means the same.
+std::string LowerScheme(std::string_view spec) {
+  std::string out(spec);
+  const size_t colon = out.find("://");
+  if (colon != std::string::npos && colon <= 10) {
+    for (size_t i = 0; i < colon; ++i) {
+      out[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(out[i])));
+    }
+  }
+  return out;
+}
+
+Parsed Parse(std::string_view given) {
   Parsed parsed;
   char* err = nullptr;
-  PQconninfoOption* options = PQconninfoParse(std::string(spec).c_str(), &err);
+  PQconninfoOption* options = PQconninfoParse(LowerScheme(given).c_str(), &err);
   if (!options) {
     parsed.error = err ? Unquoted(err) : "out of memory";
     PQfreemem(err);
@@ -68,8 +90,12 @@ std::string Shown(std::string_view spec, const std::map<std::string, std::string
     const auto it = values.find(key);
     return it == values.end() ? std::string() : it->second;
   };
-  if (!spec.starts_with("postgresql://") && !spec.starts_with("postgres://")) {
-    return get("service").empty() ? "service=" : "service=" + get("service");
+  // A bare service name stays one; everything else is shown as the URL it amounts to.
+  const std::string scheme = LowerScheme(spec.substr(0, 14));
+  const bool url = scheme.starts_with("postgresql://") || scheme.starts_with("postgres://");
+  if (!url && !get("service").empty() && get("host").empty() && get("user").empty() &&
+      get("dbname").empty() && get("port").empty()) {
+    return "service=" + get("service");
   }
   std::string out = "postgresql://";
   if (!get("user").empty()) out += PercentEncode(get("user")) + "@";
@@ -95,7 +121,8 @@ std::string Shown(std::string_view spec, const std::map<std::string, std::string
 std::string RedactServerSpec(std::string_view spec) {
   const Parsed parsed = Parse(spec);
   if (!parsed.error.empty()) {
-    return spec.starts_with("service=") ? "service=…" : "postgresql://…";
+    return LowerScheme(spec).find("://") == std::string::npos ? "(a libpq connection string)"
+                                                                : "postgresql://…";
   }
   return Shown(spec, parsed.values);
 }
@@ -219,6 +246,7 @@ Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const Open
   }
   Source source;
   source.path = engine->spec_.shown;
+  source.notes = engine->source_notes_;
   source.format = "postgresql";
   source.tables = engine->table_names_;
   engine->sources_.push_back(std::move(source));

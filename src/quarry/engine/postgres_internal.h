@@ -66,6 +66,7 @@ class PostgresEngine final : public Engine {
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
   std::vector<std::string> sql_names_;  // per card: "schema"."name", quoted
+  std::vector<std::string> source_notes_;  // Source::notes, set when the cards are built
   // format_type(oid, typmod) of result columns already seen.
   std::map<std::pair<Oid, int>, std::string> type_names_;
 

@@ -91,6 +91,8 @@ void RangeInto(ColumnCard& col, const std::vector<std::string>& bounds,
   const bool numeric = !type.starts_with("date") && !type.starts_with("time") &&
                        !type.starts_with("interval");
   if (type.starts_with("interval") && !common.empty() && !bounds.empty()) return;
+  // Without a histogram, the common values are the range only when they are every value.
+  if (bounds.empty() && static_cast<int64_t>(common.size()) < col.distinct_count) return;
   std::optional<std::string> lo, hi;
   auto less = [&](const std::string& a, const std::string& b) {
     return numeric ? std::strtod(a.c_str(), nullptr) < std::strtod(b.c_str(), nullptr) : a < b;
@@ -155,13 +157,25 @@ void SampleInto(PGconn* conn, const PgRelationFacts& f, int64_t rows_known, Tabl
     col.profiled = true;
     col.null_count = nulls;
     col.distinct_count = static_cast<int64_t>(counts.size());
-    col.distinct_approx = static_cast<int64_t>(rows->size()) != rows_known;
+    const auto sampled = static_cast<int64_t>(rows->size());
+    col.distinct_approx = sampled != rows_known;
+    if (sampled > 0 && rows_known > sampled) {
+      // A sample's counts, scaled to the table: nulls in proportion; a column whose sampled
+      // values were all different is taken as all different, others keep the sample's count
+      // (a floor; the card marks it "~").
+      const double scale = static_cast<double>(rows_known) / static_cast<double>(sampled);
+      col.null_count = std::llround(static_cast<double>(nulls) * scale);
+      if (col.distinct_count == sampled - nulls && col.distinct_count > 1) {
+        col.distinct_count = rows_known - col.null_count;
+      }
+    }
     std::vector<std::pair<int64_t, std::string>> top;
     for (const auto& [value, n] : counts) top.emplace_back(-n, value);
     std::sort(top.begin(), top.end());
     for (size_t i = 0; i < top.size() && i < 3; ++i) col.samples.push_back(top[i].second);
   }
   if (static_cast<int64_t>(rows->size()) != rows_known) {
+    card.estimated = true;
     card.notes.push_back("column statistics from a sample of " + std::to_string(rows->size()) +
                          " rows (the table was never analyzed)");
   }
@@ -187,7 +201,6 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
     stats[{oid, *r[1]}] = std::move(s);
     analyzed.insert(oid);
   }
-  bool estimated = false;
   for (size_t i = 0; i < count && i < cards.size(); ++i) {
     const PgRelationFacts f = facts(i);
     TableCard& card = cards[i];
@@ -199,7 +212,7 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
         rows_known = std::atoll((*counted)[0][0]->c_str());
       }
     } else if (rows_known >= 0) {
-      estimated = true;
+      card.estimated = true;
     }
     const bool table = f.kind == 'r' || f.kind == 'm' || f.kind == 'p';
     if (rows_known < 0 && table) {
@@ -231,11 +244,6 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
                   common);
       }
     }
-  }
-  if (estimated && !cards.empty()) {
-    cards.front().notes.push_back(
-        "row counts, null and distinct counts and ranges are the planner's estimates (pg_class, "
-        "pg_stats), not counts: count(*), min() or max() when the exact number matters");
   }
   return {};
 }
