@@ -37,6 +37,15 @@ inline QueryFailure CancelledFailure() {
                       Error::Code::kCancelled};
 }
 
+// A kReal cell: the shortest text that parses back to the same value (SQLite's own text keeps
+// 15 digits, so 0.1+0.2 would read "0.3"); a whole number keeps ".0" so it still reads as a
+// real; "nan", "inf", "-inf". The float overload keeps a float4's own shortest text ("0.1").
+std::string RealText(double value);
+std::string RealText(float value);
+// A kBlob cell in DuckDB's rendering (printable ASCII as is, other bytes and \ ' " as \xNN), so
+// engine::BlobBytes reverses it whichever engine produced it.
+std::string BlobText(std::string_view bytes);
+
 // "name" with embedded quotes doubled; valid in both dialects.
 std::string QuoteIdent(std::string_view name);
 // 'text' with embedded quotes doubled.

@@ -23,35 +23,6 @@ constexpr Oid kBool = 16, kBytea = 17, kInt8 = 20, kInt2 = 21, kInt4 = 23, kOid 
 // A message the model reads stays short; the server may quote long values in it.
 constexpr size_t kMessageBytes = 1200;
 
-// The same rendering as the other engines (engine.h, CellKind kReal).
-template <typename F>
-std::string RealText(F value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  std::string out(buf, ec == std::errc() ? end : buf);
-  if (out.find_first_of(".e") == std::string::npos) out += ".0";
-  return out;
-}
-
-// DuckDB's BLOB rendering (as sqlite_engine.cc), so engine::BlobBytes reverses it.
-std::string BlobText(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char ch : bytes) {
-    const auto b = static_cast<unsigned char>(ch);
-    if (b >= 32 && b <= 126 && ch != '\\' && ch != '\'' && ch != '"') {
-      out += ch;
-    } else {
-      out += "\\x";
-      out += kHex[b >> 4];
-      out += kHex[b & 15];
-    }
-  }
-  return out;
-}
-
 // Sends PQcancel when the stop is requested or the client-side deadline passes (the server's
 // statement_timeout normally ends the query first; this covers a server that ignores it). A
 // cancel that lands before the server began the query does nothing, so it is sent again every

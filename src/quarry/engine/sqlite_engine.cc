@@ -35,35 +35,6 @@ bool ForbiddenFunction(const char* name) {
   return false;
 }
 
-// The shortest text that parses back to the same double (SQLite's own text keeps 15 digits,
-// so 0.1+0.2 would read "0.3"); a whole number keeps ".0" so it still reads as a real.
-std::string RealText(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  std::string out(buf, ec == std::errc() ? end : buf);
-  if (out.find_first_of(".e") == std::string::npos) out += ".0";
-  return out;
-}
-
-// DuckDB's BLOB rendering, so both engines show bytes alike and engine::BlobBytes reverses it.
-std::string BlobText(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char ch : bytes) {
-    const auto b = static_cast<unsigned char>(ch);
-    if (b >= 32 && b <= 126 && ch != '\\' && ch != '\'' && ch != '"') {
-      out += ch;
-    } else {
-      out += "\\x";
-      out += kHex[b >> 4];
-      out += kHex[b & 15];
-    }
-  }
-  return out;
-}
-
 // `classes`: a bit per SQLite storage class seen (1 << SQLITE_INTEGER, ...), NULL excluded.
 std::string StorageName(unsigned classes) {
   switch (classes) {
