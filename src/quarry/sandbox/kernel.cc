@@ -15,6 +15,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -243,7 +244,7 @@ struct Kernel::State {
   }
 
   // How long one wait may block: with a stop that can come, short enough to see it soon.
-  int64_t SliceMs() const { return options.stop.stop_possible() ? 100 : 1000; }
+  int64_t SliceMs() const { return 100; }  // also the disk quota's accounting period
 
   // Writes all of `data` to the request socket by the deadline; never blocks past it and never
   // raises SIGPIPE. False when the kernel is gone or stuck.
@@ -269,6 +270,7 @@ struct Kernel::State {
   struct Wait {
     std::optional<json> frame;
     bool timed_out = false, flooded = false, ended = false, broken = false, cancelled = false;
+    bool over_quota = false;
     size_t out_total = 0, err_total = 0;
   };
 
@@ -282,6 +284,8 @@ struct Kernel::State {
     const size_t cap = options.output_cap_bytes;
     std::array<pollfd, 3> fds{
         {{out.get(), POLLIN, 0}, {err.get(), POLLIN, 0}, {results.get(), POLLIN, 0}}};
+    const int64_t quota_bytes = options.disk_quota_mb << 20;
+    auto next_quota_check = Clock::now();
     for (;;) {
       bool broken = false;
       if (auto f = TakeFrame(result_buffer, broken)) {
@@ -322,6 +326,13 @@ struct Kernel::State {
       if (r && w.out_total + w.err_total > 64 * cap) {
         w.flooded = true;
         return w;
+      }
+      if (r && options.disk_quota_mb > 0 && Clock::now() >= next_quota_check) {
+        next_quota_check = Clock::now() + std::chrono::milliseconds(100);
+        if (DirectoryBytes(options.workdir, quota_bytes) > quota_bytes) {
+          w.over_quota = true;
+          return w;
+        }
       }
     }
     // The result frame was written after the code's output: what is left in the pipes belongs
@@ -488,6 +499,7 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
   }
   const std::set<std::string> images_before = ImageFiles(s.options.workdir);
   const auto call_started = Clock::now();
+  const int64_t call_started_unix_s = static_cast<int64_t>(time(nullptr)) - 1;
   const auto deadline = call_started + std::chrono::milliseconds(s.options.timeout_ms);
   const bool sent = s.Send(Frame(request), deadline);
   Kernel::State::Wait w;
@@ -516,6 +528,15 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
       r.message = "timeout: the code was killed after " + std::to_string(s.options.timeout_ms) +
                   " ms" + reset + "; work on aggregates, avoid Python loops over rows";
       s.lost_reason = "the previous call timed out";
+    } else if (w.over_quota) {
+      const int removed = RemoveFilesWrittenSince(s.options.workdir, call_started_unix_s);
+      r.failure = FailureClass::kRuntimeError;
+      r.message = "runtime_error: the code wrote more than " +
+                  std::to_string(s.options.disk_quota_mb) +
+                  " MB to the work directory and was stopped; the " + std::to_string(removed) +
+                  " file(s) it wrote were removed" + reset +
+                  "; write summaries, not copies of the data";
+      s.lost_reason = "the previous call went past the work directory's disk quota";
     } else if (w.flooded) {
       r.failure = FailureClass::kRuntimeError;
       r.message = "runtime_error: the code printed more than " + std::to_string(64 * cap) +

@@ -394,6 +394,63 @@ void ScrubDirectory(int dir, dev_t device, int depth) {
 
 }  // namespace
 
+namespace {
+
+// Calls `visit(dir_fd, name, st)` for every regular file under `dir`, by descriptors and never
+// through a link or onto another file system (as the scrub walks); stops when it returns false.
+template <typename Visit>
+bool WalkFiles(int dir, dev_t device, int depth, Visit& visit) {
+  if (depth > 64) return true;
+  const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (listing < 0) return true;
+  std::unique_ptr<DIR, decltype(&closedir)> d(fdopendir(listing), closedir);
+  if (!d) {
+    close(listing);
+    return true;
+  }
+  while (const dirent* e = readdir(d.get())) {
+    const char* name = e->d_name;
+    if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+    struct stat st {};
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != device) continue;
+    if (S_ISDIR(st.st_mode)) {
+      Fd sub(openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub.get() >= 0 && !WalkFiles(sub.get(), device, depth + 1, visit)) return false;
+    } else if (S_ISREG(st.st_mode) && !visit(dir, name, st)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename Visit>
+void ForEachFile(const std::filesystem::path& dir, Visit visit) {
+  Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (root.get() < 0 || fstat(root.get(), &st) != 0) return;
+  WalkFiles(root.get(), st.st_dev, 0, visit);
+}
+
+}  // namespace
+
+int64_t DirectoryBytes(const std::filesystem::path& dir, int64_t stop_above) {
+  int64_t total = 0;
+  ForEachFile(dir, [&](int, const char*, const struct stat& st) {
+    total += static_cast<int64_t>(st.st_blocks) * 512;
+    return total <= stop_above;
+  });
+  return total;
+}
+
+int RemoveFilesWrittenSince(const std::filesystem::path& dir, int64_t since_unix_s) {
+  int removed = 0;
+  ForEachFile(dir, [&](int parent, const char* name, const struct stat& st) {
+    if (st.st_mtim.tv_sec >= since_unix_s && unlinkat(parent, name, 0) == 0) ++removed;
+    return true;
+  });
+  return removed;
+}
+
 void ScrubWorkdir(const std::filesystem::path& dir) {
   Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
