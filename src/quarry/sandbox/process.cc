@@ -346,6 +346,10 @@ Result<Fd> SeccompFilter() {
 
 namespace {
 
+struct DirCloser {
+  void operator()(DIR* d) const { closedir(d); }
+};
+
 // One directory, through its descriptor: names are looked up relative to `dir` without
 // following links, and every change acts on a descriptor of the object itself, so a rename or
 // symlink swapped in by the sandbox meanwhile can redirect nothing outside the work directory.
@@ -353,7 +357,7 @@ void ScrubDirectory(int dir, dev_t device, int depth) {
   if (depth > 64) return;
   const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
   if (listing < 0) return;
-  std::unique_ptr<DIR, decltype(&closedir)> d(fdopendir(listing), closedir);
+  std::unique_ptr<DIR, DirCloser> d(fdopendir(listing));
   if (!d) {
     close(listing);
     return;
@@ -403,7 +407,7 @@ bool WalkFiles(int dir, dev_t device, int depth, Visit& visit) {
   if (depth > 64) return true;
   const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
   if (listing < 0) return true;
-  std::unique_ptr<DIR, decltype(&closedir)> d(fdopendir(listing), closedir);
+  std::unique_ptr<DIR, DirCloser> d(fdopendir(listing));
   if (!d) {
     close(listing);
     return true;
