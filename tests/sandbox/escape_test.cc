@@ -291,6 +291,35 @@ print("plain chmod ok")
   }
 }
 
+// issue 22: openat2 carries its mode in struct open_how, which a filter cannot read; fchmodat2
+// is newer than libseccomp's table; mkdir takes a mode too; xattrs carry capabilities.
+TEST_P(EscapeTest, NoSetuidFileByAnySyscallThatTakesAMode) {
+  auto r = Run(R"(
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+class OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+how = OpenHow(os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o4777, 0)
+print("openat2", libc.syscall(437, -100, b"f2", ctypes.byref(how), ctypes.sizeof(how)), ctypes.get_errno())
+open("plain", "w").close()
+print("fchmodat2", libc.syscall(452, -100, b"plain", 0o4777, 0), ctypes.get_errno())
+print("mkdir", libc.mkdir(b"d", 0o2777), ctypes.get_errno())
+print("setxattr", libc.setxattr(b"plain", b"user.x", b"1", 1, 0), ctypes.get_errno())
+print("future", libc.syscall(470, 0, 0, 0), ctypes.get_errno())
+)");
+  EXPECT_NE(r.stdout_text.find("openat2 -1 38"), std::string::npos) << r.stdout_text << r.message;
+  EXPECT_NE(r.stdout_text.find("fchmodat2 -1 38"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("mkdir -1 1"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("setxattr -1 1"), std::string::npos);
+  EXPECT_NE(r.stdout_text.find("future -1 38"), std::string::npos);
+  EXPECT_FALSE(fs::exists(work_.path() / "workdir" / "f2"));
+  for (const auto& e : fs::recursive_directory_iterator(work_.path() / "workdir")) {
+    const auto perms = fs::symlink_status(e.path()).permissions();
+    EXPECT_EQ(perms & (fs::perms::set_uid | fs::perms::set_gid), fs::perms::none) << e.path();
+  }
+}
+
 TEST_P(EscapeTest, CorrectAnalysisRuns) {
   auto r = Run("print(round(df.groupby('region')['revenue'].sum().max(), 2))\n"
                "print(last is None)\n", true);

@@ -256,6 +256,80 @@ TEST_F(KernelTest, WithoutNamespacesItRefusesOrSaysSo) {
   EXPECT_EQ(r.isolation, Isolation::kRlimitsOnly);
 }
 
+// issue 22: a thread the code started outlived the call and raced quarry's scrub of the work
+// directory. A call that leaves a thread running ends the kernel, which is gone before the scrub.
+TEST_F(KernelTest, ACallThatLeavesAThreadRunningEndsTheKernel) {
+  options_.python_guard = false;  // the guard refuses `threading`; the kernel must hold alone
+  Kernel k(options_);
+  auto started = Call(k, "import threading, time\nx = 1\n"
+                         "def spin():\n    while True:\n        open('tick', 'w').close()\n"
+                         "        time.sleep(0.001)\n"
+                         "threading.Thread(target=spin, daemon=True).start()\nprint('started')");
+  EXPECT_EQ(started.failure, FailureClass::kNone) << started.message;
+  EXPECT_EQ(started.stdout_text, "started\n");
+  ASSERT_FALSE(started.notes.empty());
+  EXPECT_NE(started.notes.back().find("left 1 thread(s) running"), std::string::npos)
+      << started.notes.back();
+  EXPECT_FALSE(k.pid().has_value()) << "the kernel still runs";
+  const fs::path tick = options_.workdir / "tick";
+  fs::remove(tick);
+  usleep(50000);
+  EXPECT_FALSE(fs::exists(tick)) << "the thread still writes to the work directory";
+  auto next = Call(k, "print('x' in globals())");
+  EXPECT_TRUE(next.state_lost);
+  EXPECT_EQ(next.stdout_text, "False\n");
+  // An honest call (numpy, pandas, a figure) leaves no thread: the state stays.
+  auto honest = Call(k, "import numpy as np, matplotlib.pyplot as plt\ny = float(np.linalg.inv("
+                        "np.eye(3)).sum())\nplt.plot([1, 2]); plt.savefig('f.png')\nprint(y)");
+  auto after = Call(k, "print(y)");
+  EXPECT_FALSE(after.state_lost) << honest.message;
+  EXPECT_EQ(after.stdout_text, "3.0\n");
+}
+
+// issue 22: rebinding what the kernel's own code uses (json.loads read the guard off every later
+// request; collections.deque is what ast.walk walks with) must not switch the guard off.
+TEST_F(KernelTest, RebindingSharedModulesCannotTurnTheGuardOff) {
+  Kernel k(options_);
+  auto rebind = Call(k, "import json, collections\n"
+                        "real = json.loads\n"
+                        "json.loads = lambda s, *a, **k: dict(real(s), guard=False)\n"
+                        "class Empty:\n    def __init__(self, *a): pass\n"
+                        "    def __bool__(self): return False\n"
+                        "collections.deque = Empty\nprint('rebound')");
+  EXPECT_EQ(rebind.stdout_text, "rebound\n") << rebind.message;
+  auto attack = Call(k, "import os\nprint(os.getpid())");
+  EXPECT_EQ(attack.failure, FailureClass::kGuardViolation) << attack.stdout_text;
+  EXPECT_EQ(attack.rule, "import_allowlist");
+  auto still = Call(k, "print(real is not None)");
+  EXPECT_EQ(still.stdout_text, "True\n") << "the state was lost: " << still.message;
+}
+
+// issue 22: RLIMIT_FSIZE is per file; one call wrote 321 MB in many files. The work directory
+// has a quota over all its files, on both paths; the stopped call's files are removed.
+TEST_F(KernelTest, TheWorkDirectoryHasADiskQuotaOverAllItsFiles) {
+  options_.disk_quota_mb = 100;
+  options_.python_guard = false;  // raw writes, as a guard bypass would make them
+  const std::string code =
+      "import time\nfor i in range(8):\n    with open('big%d.bin' % i, 'wb') as f:\n"
+      "        f.write(b'1' * (40 << 20))\n    time.sleep(0.2)\nprint('wrote all')";
+  auto one_shot = RunPython(code, options_);
+  ASSERT_TRUE(one_shot.has_value()) << one_shot.error().message;
+  EXPECT_EQ(one_shot->failure, FailureClass::kRuntimeError) << one_shot->stdout_text;
+  EXPECT_NE(one_shot->message.find("more than 100 MB"), std::string::npos) << one_shot->message;
+  EXPECT_EQ(one_shot->stdout_text.find("wrote all"), std::string::npos);
+  Kernel k(options_);
+  auto r = Call(k, code);
+  EXPECT_EQ(r.failure, FailureClass::kRuntimeError);
+  EXPECT_NE(r.message.find("more than 100 MB"), std::string::npos) << r.message;
+  int64_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(options_.workdir)) {
+    if (e.is_regular_file()) total += static_cast<int64_t>(e.file_size());
+  }
+  EXPECT_LT(total, 100 << 20) << "the stopped call's files stayed";
+  auto after = Call(k, "print('still works')");
+  EXPECT_EQ(after.stdout_text, "still works\n") << after.message;
+}
+
 TEST_F(KernelTest, ShutdownLeavesNoProcess) {
   const std::set<pid_t> before = Children();
   {

@@ -123,8 +123,30 @@ GUARD_CASES = [
     ("apply_by_name_eval", "df.apply('eval', expr='a')", "query_eval_literal", 1, ["df.apply('sum')"]),
     ("from_pandas_import_eval", "from pandas import eval as pe", "query_eval_literal", 1, ["from pandas import concat"]),
     # pickle_load
-    ("read_pickle", "pd.read_pickle('x.pkl')", "pickle_load", 1, ["df.to_pickle('x.pkl')"]),
+    ("read_pickle", "pd.read_pickle('x.pkl')", "pickle_load", 1, ["df.to_csv('x.csv')"]),
     ("allow_pickle", "np.load('x.npy', allow_pickle=True)", "pickle_load", 1, ["np.load('x.npy', allow_pickle=False)"]),
+    # issue 22: allow_pickle is read_array's second positional argument
+    ("read_array_positional", "f = open('x.npy', 'rb')\nnp.lib.format.read_array(f, True)", "pickle_load", 2,
+     ["np.load('x.npy')"]),
+    ("read_array_imported", "from numpy.lib.format import read_array as r", "pickle_load", 1,
+     ["from numpy.lib.format import header_data_from_array_1_0"]),
+    ("npzfile", "np.lib.npyio.NpzFile(open('x.npz', 'rb'), False, True)", "pickle_load", 1, ["np.load('x.npz')"]),
+    ("read_hdf", "pd.read_hdf('x.h5')", "pickle_load", 1, ["pd.read_csv('x.csv')"]),
+    ("load_star_args", "a = ['x.npy', None, True]\nnp.load(*a)", "pickle_load", 2, ["np.load('x.npy', 'r')"]),
+    # file_write: library calls that open their own files
+    ("savetxt_latin1", "np.savetxt('x.npy', [1], fmt='%s', encoding='latin-1', newline='')", "file_write", 1,
+     ["print(np.array2string(np.arange(3)))"]),
+    ("savetxt_imported", "from numpy import savetxt as s", "file_write", 1, ["from numpy import arange"]),
+    ("tofile", "np.arange(3).tofile('x.bin')", "file_write", 1, ["np.arange(3).tolist()"]),
+    ("np_save", "np.save('x.npy', np.arange(3))", "file_write", 1, ["np.sum(np.arange(3))"]),
+    ("ndarray_dump", "np.arange(3).dump('x.pkl')", "file_write", 1, ["np.arange(3).copy()"]),
+    ("open_memmap", "np.lib.format.open_memmap('x.npy', mode='w+', dtype='u1', shape=(9,))", "file_write", 1,
+     ["np.zeros(9, dtype='u1')"]),
+    ("memmap", "np.memmap('x.bin', mode='w+', shape=(9,))", "file_write", 1, ["np.zeros(9)"]),
+    ("to_pickle", "df.to_pickle('x.pkl')", "file_write", 1, ["df.to_csv('x.csv')"]),
+    ("to_parquet", "df.to_parquet('x.parquet')", "file_write", 1, ["df.to_json()"]),
+    ("imsave", "plt.imsave('x.png', [[1]])", "file_write", 1, ["plt.savefig('x.png')"]),
+    ("get_handle", "pd.io.common.get_handle('x', 'w')", "file_write", 1, ["pd.io.json.read_json"]),
 ]
 
 
@@ -326,6 +348,57 @@ class RunTest(unittest.TestCase):
         result, out, err, _ = run_runner({"mode": "run", "code": code, "guard": False}, cwd=self.dir)
         self.assertEqual((result["status"], out), ("ok", "written\n"), result["message"] + err)
         self.assertTrue(os.path.exists(os.path.join(self.dir, "out.txt")))
+
+    def test_runtime_guard_refuses_unpickling_by_any_route(self):
+        # A pickle that would run print('PWNED') when loaded, reached past the AST guard through
+        # a positional argument handed over by pandas' apply (args=...).
+        import pickle
+        class Evil:
+            def __reduce__(self):
+                return (print, ("PWNED",))
+        with open(os.path.join(self.dir, "x.pkl"), "wb") as f:
+            pickle.dump(Evil(), f)
+        code = "s = pd.Series(['x.pkl'])\nprint(s.apply(np.load, args=(None, True)))"
+        result, out, err, _ = run_runner({"mode": "run", "code": code}, cwd=self.dir)
+        self.assertNotIn("PWNED", out)
+        self.assertEqual(result["status"], "runtime_error", result)
+        # numpy re-raises the hook's refusal as "Failed to interpret file 'x.pkl' as a pickle".
+        self.assertIn("pickle", result["message"])
+
+    def test_runtime_guard_keeps_writes_in_the_work_directory(self):
+        os.symlink("/tmp/quarry-runner-outside", os.path.join(self.dir, "link.csv"))
+        code = ("df = pd.DataFrame({'a': [1, 2]})\n"
+                "df.to_csv('out.csv', index=False)\n"
+                "plt.plot([1, 2]); plt.savefig('fig.png')\n"
+                "for target in ['/tmp/quarry-runner-outside.csv', 'link.csv', '../escape.csv']:\n"
+                "    try:\n"
+                "        df.to_csv(target)\n"
+                "        print('wrote', target)\n"
+                "    except PermissionError as e:\n"
+                "        print('refused', target, 'file_write' in str(e))\n")
+        result, out, err, _ = run_runner({"mode": "run", "code": code}, cwd=self.dir)
+        self.assertEqual(result["status"], "ok", result["message"] + err)
+        self.assertEqual(out.splitlines(), ["refused /tmp/quarry-runner-outside.csv True", "refused link.csv True",
+                                            "refused ../escape.csv True"])
+        with open(os.path.join(self.dir, "out.csv")) as f:
+            self.assertEqual(f.read(), "a\n1\n2\n")
+        self.assertTrue(os.path.getsize(os.path.join(self.dir, "fig.png")) > 1000)
+        self.assertFalse(os.path.exists("/tmp/quarry-runner-outside"))
+        self.assertFalse(os.path.exists("/tmp/quarry-runner-outside.csv"))
+
+    def test_the_request_cannot_turn_the_kernel_guard_off(self):
+        # The kernel reads its guard from QUARRY_GUARD at start; a request's "guard": false is ignored.
+        env = dict(os.environ, QUARRY_KERNEL="1")
+        frames = b""
+        for message in ({"kind": "load", "tables": []},
+                        {"kind": "run", "id": 1, "code": "import os", "guard": False}):
+            body = json.dumps(message).encode()
+            frames += str(len(body)).encode() + b"\n" + body
+        proc = subprocess.run([PYTHON, "-I", "-c", RUNNER_SOURCE], input=frames, cwd=self.dir, env=env,
+                              capture_output=True, timeout=60, pass_fds=())
+        # Without fd 3 the kernel writes frames to stderr's marker stream: find the result.
+        text = proc.stderr.decode("utf-8", "replace")
+        self.assertIn('"status": "guard_violation"', text, text[-2000:])
 
     def test_run_mode_stops_at_syntax_error(self):
         result, _, _, _ = run_runner({"mode": "run", "code": "print(1)\nif x\n"})

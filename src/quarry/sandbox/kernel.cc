@@ -15,6 +15,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -113,6 +114,9 @@ struct Kernel::State {
   std::optional<LastResult> last_sent;
   int64_t next_id = 1;
   std::string lost_reason;  // set when a call ended the kernel; told with the next call
+  // The sandbox's threads once the tables are loaded, before any user code: library pools
+  // (there are none with OPENBLAS_NUM_THREADS=1, but a library may start some) count here.
+  int64_t baseline_threads = 0;
 
   // The table copy: started once; its result reused by every restart.
   std::thread copier;
@@ -181,11 +185,12 @@ struct Kernel::State {
     limits.cpu_seconds = std::max<int64_t>(kKernelCpuSeconds, options.cpu_seconds);
     std::vector<std::string> argv, env;
     if (isolated) {
-      argv = BwrapArgs(FindBwrap(), limits, 4, {"QUARRY_KERNEL=1"});
+      argv = BwrapArgs(FindBwrap(), limits, 4, {"QUARRY_KERNEL=1", GuardEnv()});
     } else {
       argv = {kPython, "-I", "-u", "-c", EmbeddedRunner().at("runner")};
       env = Environment(fs::absolute(options.workdir).string());
       env.push_back("QUARRY_KERNEL=1");
+      env.push_back(GuardEnv());
     }
     ChildSpec spec{argv,
                    env,
@@ -206,10 +211,13 @@ struct Kernel::State {
     return {};
   }
 
+  // The guard is fixed for the kernel's life at its start, out of reach of any request.
+  std::string GuardEnv() const {
+    return std::string("QUARRY_GUARD=") + (options.python_guard ? "1" : "0");
+  }
+
   std::string LoadFrame() const {
-    return Frame({{"kind", "load"},
-                  {"guard", options.python_guard},
-                  {"tables", TablesJson(tables, options, isolated)}});
+    return Frame({{"kind", "load"}, {"tables", TablesJson(tables, options, isolated)}});
   }
 
   // Sends the table list unless the copier did (joins it first).
@@ -236,7 +244,7 @@ struct Kernel::State {
   }
 
   // How long one wait may block: with a stop that can come, short enough to see it soon.
-  int64_t SliceMs() const { return options.stop.stop_possible() ? 100 : 1000; }
+  int64_t SliceMs() const { return 100; }  // also the disk quota's accounting period
 
   // Writes all of `data` to the request socket by the deadline; never blocks past it and never
   // raises SIGPIPE. False when the kernel is gone or stuck.
@@ -262,6 +270,7 @@ struct Kernel::State {
   struct Wait {
     std::optional<json> frame;
     bool timed_out = false, flooded = false, ended = false, broken = false, cancelled = false;
+    bool over_quota = false;
     size_t out_total = 0, err_total = 0;
   };
 
@@ -275,6 +284,8 @@ struct Kernel::State {
     const size_t cap = options.output_cap_bytes;
     std::array<pollfd, 3> fds{
         {{out.get(), POLLIN, 0}, {err.get(), POLLIN, 0}, {results.get(), POLLIN, 0}}};
+    const int64_t quota_bytes = options.disk_quota_mb << 20;
+    auto next_quota_check = Clock::now();
     for (;;) {
       bool broken = false;
       if (auto f = TakeFrame(result_buffer, broken)) {
@@ -316,6 +327,13 @@ struct Kernel::State {
         w.flooded = true;
         return w;
       }
+      if (r && options.disk_quota_mb > 0 && Clock::now() >= next_quota_check) {
+        next_quota_check = Clock::now() + std::chrono::milliseconds(100);
+        if (DirectoryBytes(options.workdir, quota_bytes) > quota_bytes) {
+          w.over_quota = true;
+          return w;
+        }
+      }
     }
     // The result frame was written after the code's output: what is left in the pipes belongs
     // to this call. Take it, within the caps.
@@ -354,6 +372,7 @@ struct Kernel::State {
         return Fail(Error::Code::kInternal, "the sandboxed Python could not start: " + why);
       }
       loaded = true;
+      baseline_threads = ThreadCount(child->pid());
       tables_loaded = Strings(*w.frame, "tables_loaded");
       load_notes = copy_notes;
       for (auto& n : Strings(*w.frame, "notes")) load_notes.push_back(std::move(n));
@@ -447,11 +466,30 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
   for (auto& n : s.load_notes) r.notes.push_back(std::move(n));
   s.load_notes.clear();
 
+  // The guard's AST check runs in a fresh sandboxed Python, never in the kernel: earlier calls
+  // can rebind what a checker in the kernel would use (collections.deque under ast.walk, say).
+  // The kernel keeps only the guard's run-time half (safe_open and the audit hook).
+  if (s.options.python_guard) {
+    Options check = s.options;
+    check.tables.clear();
+    check.tables_dir.clear();
+    check.last.reset();
+    auto checked = CheckPython(code, check);
+    if (!checked) {
+      if (checked.error().code == Error::Code::kCancelled) return s.Cancelled();
+      return std::unexpected(checked.error());
+    }
+    if (checked->failure != FailureClass::kNone) {
+      r.failure = checked->failure;
+      r.rule = checked->rule;
+      r.message = checked->message;
+      return r;
+    }
+  }
   const int64_t id = s.next_id++;
   json request = {{"kind", "run"},
                   {"id", id},
                   {"code", code},
-                  {"guard", s.options.python_guard},
                   {"allowed_modules", AllowedModules()},
                   {"cpu_seconds", s.options.cpu_seconds}};
   if (last && !(s.last_sent && s.last_sent->columns == last->columns &&
@@ -461,6 +499,7 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
   }
   const std::set<std::string> images_before = ImageFiles(s.options.workdir);
   const auto call_started = Clock::now();
+  const int64_t call_started_unix_s = static_cast<int64_t>(time(nullptr)) - 1;
   const auto deadline = call_started + std::chrono::milliseconds(s.options.timeout_ms);
   const bool sent = s.Send(Frame(request), deadline);
   Kernel::State::Wait w;
@@ -489,6 +528,15 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
       r.message = "timeout: the code was killed after " + std::to_string(s.options.timeout_ms) +
                   " ms" + reset + "; work on aggregates, avoid Python loops over rows";
       s.lost_reason = "the previous call timed out";
+    } else if (w.over_quota) {
+      const int removed = RemoveFilesWrittenSince(s.options.workdir, call_started_unix_s);
+      r.failure = FailureClass::kRuntimeError;
+      r.message = "runtime_error: the code wrote more than " +
+                  std::to_string(s.options.disk_quota_mb) +
+                  " MB to the work directory and was stopped; the " + std::to_string(removed) +
+                  " file(s) it wrote were removed" + reset +
+                  "; write summaries, not copies of the data";
+      s.lost_reason = "the previous call went past the work directory's disk quota";
     } else if (w.flooded) {
       r.failure = FailureClass::kRuntimeError;
       r.message = "runtime_error: the code printed more than " + std::to_string(64 * cap) +
@@ -521,6 +569,20 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
       r.failure = FailureClass::kRuntimeError;
       r.message =
           "runtime_error: " + (r.message.empty() ? "the kernel refused the call" : r.message);
+    }
+  }
+  // Between calls nothing of the user's may run: a thread the code started would outlive the
+  // call and act on the work directory while quarry reads or scrubs it. A call that leaves one
+  // ends the kernel (killed and gone before the scrub); its own result still stands.
+  if (s.child) {
+    const int64_t threads = ThreadCount(s.child->pid());
+    if (threads > s.baseline_threads) {
+      s.EndProcess();
+      r.notes.push_back("the code left " + std::to_string(threads - s.baseline_threads) +
+                        " thread(s) running after it finished, so the Python session was ended "
+                        "(nothing may run between calls) and its variables are lost; let every "
+                        "thread finish within the call");
+      s.lost_reason = "the previous call left threads running";
     }
   }
   ScrubWorkdir(s.options.workdir);

@@ -1,6 +1,8 @@
 // Descriptors, pipes, the child process and the seccomp filter (see sandbox_internal.h).
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -14,6 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -135,11 +141,74 @@ Child::~Child() {
   }
 }
 
-void Child::Kill() {
-  if (pid_ > 0) {
-    kill(-pid_, SIGKILL);
-    kill(pid_, SIGKILL);
+namespace {
+
+// /proc/<pid>/stat's state and parent; false when the process is gone.
+bool ProcState(pid_t pid, char& state, pid_t& ppid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return false;
+  char buf[512];
+  const ssize_t n = read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* close_paren = std::strrchr(buf, ')');  // the name may hold spaces and parens
+  int parent = 0;
+  if (!close_paren || std::sscanf(close_paren + 1, " %c %d", &state, &parent) != 2) return false;
+  ppid = parent;
+  return true;
+}
+
+}  // namespace
+
+std::vector<pid_t> Descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> all;  // pid, parent
+  if (DIR* d = opendir("/proc")) {
+    while (const dirent* e = readdir(d)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      char state = 0;
+      pid_t ppid = 0;
+      if (*end == 0 && pid > 0 && ProcState(static_cast<pid_t>(pid), state, ppid)) {
+        all.emplace_back(static_cast<pid_t>(pid), ppid);
+      }
+    }
+    closedir(d);
   }
+  std::vector<pid_t> out = {root};
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (const auto& [pid, ppid] : all) {
+      if (ppid == out[i]) out.push_back(pid);
+    }
+  }
+  out.erase(out.begin());
+  return out;
+}
+
+int64_t ThreadCount(pid_t root) {
+  int64_t total = 0;
+  for (const pid_t pid : Descendants(root)) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/status";
+    Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    char buf[4096];
+    const ssize_t n = fd.get() >= 0 ? read(fd.get(), buf, sizeof buf - 1) : -1;
+    if (n <= 0) continue;
+    buf[n] = 0;
+    if (const char* t = std::strstr(buf, "\nThreads:")) total += std::strtol(t + 9, nullptr, 10);
+  }
+  return total;
+}
+
+void Child::Kill() {
+  if (pid_ <= 0) return;
+  // bubblewrap's inner processes run in a session of their own (--new-session), out of reach
+  // of the group kill: each is killed by pid too, and Wait() waits for them to be gone.
+  for (const pid_t pid : Descendants(pid_)) {
+    if (std::find(killed_.begin(), killed_.end(), pid) == killed_.end()) killed_.push_back(pid);
+    kill(pid, SIGKILL);
+  }
+  kill(-pid_, SIGKILL);
+  kill(pid_, SIGKILL);
 }
 
 int Child::Wait() {
@@ -148,7 +217,21 @@ int Child::Wait() {
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
+  WaitForKilled();
   return status;
+}
+
+void Child::WaitForKilled() {
+  // Reaped by the pid namespace's init or the host's, not by us: gone or a zombie is enough.
+  for (int waited_ms = 0; !killed_.empty() && waited_ms < 2000; waited_ms += 2) {
+    std::erase_if(killed_, [](pid_t pid) {
+      char state = 0;
+      pid_t ppid = 0;
+      return !ProcState(pid, state, ppid) || state == 'Z' || state == 'X';
+    });
+    if (!killed_.empty()) usleep(2000);
+  }
+  killed_.clear();
 }
 
 std::optional<int> Child::WaitFor(int64_t ms) {
@@ -158,6 +241,7 @@ std::optional<int> Child::WaitFor(int64_t ms) {
     const pid_t got = waitpid(pid_, &status, WNOHANG);
     if (got == pid_) {
       pid_ = -1;
+      WaitForKilled();
       return status;
     }
     if (got < 0 && errno != EINTR) return std::nullopt;
@@ -166,65 +250,216 @@ std::optional<int> Child::WaitFor(int64_t ms) {
   }
 }
 
-Result<Fd> SeccompFilter() {
+Result<std::vector<sock_filter>> SeccompProgram() {
   std::unique_ptr<void, decltype(&seccomp_release)> ctx(seccomp_init(SCMP_ACT_ALLOW),
                                                         seccomp_release);
   if (!ctx) return Fail(Error::Code::kInternal, "seccomp_init failed");
   const uint32_t deny = SCMP_ACT_ERRNO(EPERM);
+  // ENOSYS, as an older kernel would answer: libc and Python fall back to the older call.
+  const uint32_t absent = SCMP_ACT_ERRNO(ENOSYS);
   int rc = 0;
   for (const char* name :
        {"ptrace", "mount", "umount2", "pivot_root", "chroot", "keyctl", "add_key", "request_key",
         "bpf", "perf_event_open", "unshare", "setns", "kexec_load", "kexec_file_load",
         "init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff",
         "process_vm_readv", "process_vm_writev", "userfaultfd", "fork", "vfork",
-        "open_by_handle_at", "name_to_handle_at", "acct", "quotactl", "syslog", "io_uring_setup",
-        "io_uring_enter", "io_uring_register", "fsopen", "fsmount", "move_mount", "open_tree"}) {
+        "open_by_handle_at", "name_to_handle_at", "acct", "quotactl", "quotactl_fd", "syslog",
+        "io_uring_setup", "io_uring_enter", "io_uring_register", "fsopen", "fsmount", "fsconfig",
+        "fspick", "move_mount", "open_tree", "mount_setattr", "mknod", "mknodat",
+        // Extended attributes carry file capabilities and ACLs: nothing the analysis needs.
+        "setxattr", "lsetxattr", "fsetxattr", "settimeofday", "clock_settime", "adjtimex",
+        "clock_adjtime", "sethostname", "setdomainname", "iopl", "ioperm", "vhangup",
+        "lookup_dcookie", "uselib", "personality", "kcmp", "pidfd_getfd"}) {
     const int nr = seccomp_syscall_resolve_name(name);
-    if (nr != __NR_SCMP_ERROR) rc |= seccomp_rule_add(ctx.get(), deny, nr, 0);
+    if (nr == __NR_SCMP_ERROR) {
+      return Fail(Error::Code::kInternal, std::string("seccomp: unknown syscall ") + name);
+    }
+    rc |= seccomp_rule_add(ctx.get(), deny, nr, 0);
   }
+  // openat2 carries its mode inside struct open_how, which a filter cannot read: refused whole.
+  rc |= seccomp_rule_add(ctx.get(), absent, SCMP_SYS(openat2), 0);
   rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-  // No setuid/setgid files and no device nodes: the child's uid is quarry's on the host.
-  // (syscall, index of its mode argument): refused when the mode sets either bit.
-  const std::pair<int, unsigned> kModeArgs[] = {{SCMP_SYS(chmod), 1},  {SCMP_SYS(fchmod), 1},
-                                                {SCMP_SYS(fchmodat), 2}, {SCMP_SYS(open), 2},
-                                                {SCMP_SYS(openat), 3}, {SCMP_SYS(creat), 1}};
+  // No setuid/setgid files or directories: the child's uid is quarry's on the host.
+  // (syscall, index of its mode argument): refused when the mode sets either bit. Every
+  // syscall that takes a mode is here; those whose mode a filter cannot see are refused above,
+  // and the numbers above kHighestReviewedSyscall (fchmodat2 among them) by the prefix.
+  const std::pair<int, unsigned> kModeArgs[] = {
+      {SCMP_SYS(chmod), 1}, {SCMP_SYS(fchmod), 1}, {SCMP_SYS(fchmodat), 2},
+      {SCMP_SYS(open), 2},  {SCMP_SYS(openat), 3}, {SCMP_SYS(creat), 1},
+      {SCMP_SYS(mkdir), 1}, {SCMP_SYS(mkdirat), 2}};
   for (const auto& [nr, arg] : kModeArgs) {
     for (const scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
       const scmp_arg_cmp mode_sets_bit = {arg, SCMP_CMP_MASKED_EQ, bit, bit};
       rc |= seccomp_rule_add_array(ctx.get(), deny, nr, 1, &mode_sets_bit);
     }
   }
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(mknod), 0);
-  rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(mknodat), 0);
-  // fchmodat2 (Linux 6.6, number 452 on x86_64) is newer than this libseccomp's syscall table.
-#if defined(__x86_64__)
-  rc |= seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), 452, 0);
-#endif
   // New processes are refused, threads (CLONE_THREAD) allowed: numpy and pandas use threads.
   rc |= seccomp_rule_add(ctx.get(), deny, SCMP_SYS(clone), 1,
                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
-  rc |= seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+  rc |= seccomp_rule_add(ctx.get(), absent, SCMP_SYS(clone3), 0);
   if (rc != 0) return Fail(Error::Code::kInternal, "seccomp_rule_add failed");
-  const int fd = memfd_create("quarry-seccomp", 0);  // inherited by the child on purpose
+  const int fd = memfd_create("quarry-seccomp-build", MFD_CLOEXEC);
   if (fd < 0) return Fail(Error::Code::kInternal, "memfd_create failed");
-  Fd out(fd);
+  Fd tmp(fd);
   if (seccomp_export_bpf(ctx.get(), fd) != 0) {
     return Fail(Error::Code::kInternal, "seccomp_export_bpf failed");
   }
+  const off_t size = lseek(fd, 0, SEEK_END);
+  std::vector<sock_filter> generated(static_cast<size_t>(size) / sizeof(sock_filter));
+  if (size <= 0 || pread(fd, generated.data(), static_cast<size_t>(size), 0) != size) {
+    return Fail(Error::Code::kInternal, "cannot read the exported seccomp program");
+  }
+  std::vector<sock_filter> program;
+#if defined(__x86_64__)
+  // A prefix before libseccomp's program, which starts over by loading the architecture (BPF
+  // jumps are relative, so its own offsets still hold). On x86_64 it refuses the x32 numbers
+  // and every number above the reviewed table: a syscall newer than this review (openat2 was
+  // one, fchmodat2 another) is refused until someone reviews it, rather than allowed.
+  constexpr uint32_t kX32Bit = 0x40000000;
+  program = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 6),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, kHighestReviewedSyscall, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JA | BPF_K, 2, 0, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+  };
+#endif
+  program.insert(program.end(), generated.begin(), generated.end());
+  return program;
+}
+
+Result<Fd> SeccompFilter() {
+  auto program = SeccompProgram();
+  if (!program) return std::unexpected(program.error());
+  const int fd = memfd_create("quarry-seccomp", 0);  // inherited by the child on purpose
+  if (fd < 0) return Fail(Error::Code::kInternal, "memfd_create failed");
+  Fd out(fd);
+  const std::string_view bytes(reinterpret_cast<const char*>(program->data()),
+                               program->size() * sizeof(sock_filter));
+  WriteAll(fd, std::string(bytes));
   lseek(fd, 0, SEEK_SET);
   return out;
 }
 
-void ScrubWorkdir(const std::filesystem::path& dir) {
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+namespace {
+
+struct DirCloser {
+  void operator()(DIR* d) const { closedir(d); }
+};
+
+// One directory, through its descriptor: names are looked up relative to `dir` without
+// following links, and every change acts on a descriptor of the object itself, so a rename or
+// symlink swapped in by the sandbox meanwhile can redirect nothing outside the work directory.
+void ScrubDirectory(int dir, dev_t device, int depth) {
+  if (depth > 64) return;
+  const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (listing < 0) return;
+  std::unique_ptr<DIR, DirCloser> d(fdopendir(listing));
+  if (!d) {
+    close(listing);
+    return;
+  }
+  constexpr mode_t kSetId = S_ISUID | S_ISGID;
+  while (const dirent* e = readdir(d.get())) {
+    const char* name = e->d_name;
+    if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
     struct stat st {};
-    if (lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (st.st_mode & (S_ISUID | S_ISGID)) {
-      chmod(it->path().c_str(), st.st_mode & 0777 & ~static_cast<mode_t>(S_ISUID | S_ISGID));
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISLNK(st.st_mode)) continue;  // a link is left as it is and never followed
+    if (S_ISDIR(st.st_mode)) {
+      Fd sub(openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat now {};
+      // Another file system under the work directory is not ours to walk.
+      if (sub.get() < 0 || fstat(sub.get(), &now) != 0 || !S_ISDIR(now.st_mode) ||
+          now.st_dev != device) {
+        continue;
+      }
+      if (now.st_mode & kSetId) fchmod(sub.get(), now.st_mode & 0777);
+      ScrubDirectory(sub.get(), device, depth + 1);
+    } else if (S_ISREG(st.st_mode)) {
+      if (!(st.st_mode & kSetId)) continue;
+      // O_NONBLOCK: a FIFO swapped in under this name must not hang the open.
+      Fd f(openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+      struct stat now {};
+      if (f.get() >= 0 && fstat(f.get(), &now) == 0 && S_ISREG(now.st_mode) &&
+          now.st_dev == device) {
+        fchmod(f.get(), now.st_mode & 0777);
+      }
+    } else {
+      // A device node, FIFO or socket: nothing an analysis hands back, and a FIFO would hang
+      // whatever opens it later. unlinkat never follows a link: at worst a link goes.
+      unlinkat(dir, name, 0);
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Calls `visit(dir_fd, name, st)` for every regular file under `dir`, by descriptors and never
+// through a link or onto another file system (as the scrub walks); stops when it returns false.
+template <typename Visit>
+bool WalkFiles(int dir, dev_t device, int depth, Visit& visit) {
+  if (depth > 64) return true;
+  const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (listing < 0) return true;
+  std::unique_ptr<DIR, DirCloser> d(fdopendir(listing));
+  if (!d) {
+    close(listing);
+    return true;
+  }
+  while (const dirent* e = readdir(d.get())) {
+    const char* name = e->d_name;
+    if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+    struct stat st {};
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != device) continue;
+    if (S_ISDIR(st.st_mode)) {
+      Fd sub(openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub.get() >= 0 && !WalkFiles(sub.get(), device, depth + 1, visit)) return false;
+    } else if (S_ISREG(st.st_mode) && !visit(dir, name, st)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename Visit>
+void ForEachFile(const std::filesystem::path& dir, Visit visit) {
+  Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (root.get() < 0 || fstat(root.get(), &st) != 0) return;
+  WalkFiles(root.get(), st.st_dev, 0, visit);
+}
+
+}  // namespace
+
+int64_t DirectoryBytes(const std::filesystem::path& dir, int64_t stop_above) {
+  int64_t total = 0;
+  ForEachFile(dir, [&](int, const char*, const struct stat& st) {
+    total += static_cast<int64_t>(st.st_blocks) * 512;
+    return total <= stop_above;
+  });
+  return total;
+}
+
+int RemoveFilesWrittenSince(const std::filesystem::path& dir, int64_t since_unix_s) {
+  int removed = 0;
+  ForEachFile(dir, [&](int parent, const char* name, const struct stat& st) {
+    if (st.st_mtim.tv_sec >= since_unix_s && unlinkat(parent, name, 0) == 0) ++removed;
+    return true;
+  });
+  return removed;
+}
+
+void ScrubWorkdir(const std::filesystem::path& dir) {
+  Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (root.get() < 0 || fstat(root.get(), &st) != 0) return;
+  ScrubDirectory(root.get(), st.st_dev, 0);
 }
 
 }  // namespace quarry::sandbox::internal

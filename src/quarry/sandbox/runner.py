@@ -37,8 +37,21 @@ QUERY_KEYWORDS = {"local_dict", "global_dict", "resolvers", "engine"}
 # pandas methods that look a method up by its string name (df.agg("eval", ...)).
 BY_NAME_METHODS = {"apply", "agg", "aggregate", "transform", "pipe", "map", "applymap"}
 FORMAT_DUNDER = re.compile(r"\{[^{}]*(\.__|\.(?:%s)\b)" % "|".join(sorted(FRAME_ATTRS)))
+# Pickle's entry points (any call by any name) and calls that write files on their own, past
+# safe_open: what the model wants handed back goes through df.to_csv or plt.savefig, whose path
+# the runtime guard checks (inside the work directory, no link followed).
+PICKLE_NAMES = {"read_pickle", "read_array", "NpzFile", "read_hdf", "HDFStore", "Unpickler"}
+WRITER_NAMES = {"savetxt", "tofile", "save", "savez", "savez_compressed", "dump", "memmap",
+                "open_memmap", "write_array", "DataSource", "_datasource", "imsave", "to_pickle",
+                "to_parquet", "to_feather", "to_hdf", "to_stata", "to_excel", "ExcelWriter",
+                "to_orc", "to_clipboard", "to_sql", "get_handle", "to_filehandle", "open_file_cm",
+                "json_dump", "write_to_compressed", "ensure_clean"}
+# Everything the runner uses after user code may have run is taken now: user code can reach and
+# rebind shared modules' attributes (json.loads, re.split, collections.deque), never these names.
 _real_open = builtins.open
-_dumps = json.dumps  # taken now: user code may reassign json.dumps before the result is written
+_dumps = json.dumps
+_loads = json.loads
+_isinstance, _str, _int, _bytes = isinstance, str, int, bytes
 
 
 def is_dunder(name):
@@ -46,12 +59,13 @@ def is_dunder(name):
 
 
 def path_problem(path):
-    """Why open() may not take `path` (shared by the guard and the runtime wrapper)."""
+    """Why open() may not take `path` (shared by the guard and the runtime wrapper). Only str
+    methods: a module function could have been rebound by the code."""
     if not path or "\x00" in path:
         return "the path is empty or contains a NUL byte"
     if path.startswith(("/", "~", "\\")):
         return "the path is absolute or starts with '~'; use a path relative to the work directory"
-    if ".." in re.split(r"[\\/]", path):
+    if ".." in path.replace("\\", "/").split("/"):
         return "the path has a '..' component"
     return None
 
@@ -139,8 +153,11 @@ def run_guard(tree, allowed):
         if name in blocked:
             return "module_attribute", (f"'{name}' reaches a module outside the allowlist; allowed modules: "
                                         f"{allowed_text} (for a column named '{name}' use df['{name}'])")
-        if name == "read_pickle":
-            return "pickle_load", "read_pickle can run arbitrary code; read data with read_csv or read_json"
+        if name in PICKLE_NAMES:
+            return "pickle_load", f"{name} can unpickle, which runs arbitrary code; read data with read_csv or read_json"
+        if name in WRITER_NAMES:
+            return "file_write", (f"'{name}' writes files on its own; write a table with df.to_csv('name.csv') "
+                                  "or a figure with plt.savefig('name.png'), in the work directory")
         return None
 
     for node in ast.walk(tree):
@@ -206,8 +223,9 @@ def run_guard(tree, allowed):
                 if kw.arg == "allow_pickle" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
                     hit(node, "pickle_load", "allow_pickle can run arbitrary code; leave it False")
             # np.load(f, None, True): allow_pickle is also the third positional argument, and
-            # *args/**kwargs could carry it unseen.
-            if isinstance(func, ast.Attribute) and func.attr == "load" and (
+            # *args/**kwargs could carry it unseen. (Any unpickling is also refused at run time.)
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name == "load" and (
                     len(node.args) > 2 or any(isinstance(a, ast.Starred) for a in node.args)
                     or any(k.arg is None for k in node.keywords)):
                 hit(node, "pickle_load", ".load() takes at most (file, mmap_mode) here: allow_pickle stays False")
@@ -372,10 +390,68 @@ def load_last(pd, last, notes):
     return typed(pd, raw, kinds, "last", notes)
 
 
+# Audit events refused while the guard is on: what only a module outside the allowlist can do.
+REFUSED_EVENTS = ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+                  "subprocess.", "ctypes.dlopen", "ctypes.dlsym", "socket.", "os.chmod", "os.chown",
+                  "os.symlink", "os.link", "os.kill", "os.killpg", "sys.settrace", "sys.setprofile",
+                  "sys._current_frames", "sys.addaudithook")
+
+
+def install_runtime_guard():
+    """The guard at run time, as an audit hook (which no Python code can remove): every file
+    opened for writing, by any library and any route (numpy's savetxt opens its own file), must
+    lie inside the work directory and not be a symlink; no unpickling that needs a global (every
+    harmful pickle does), by np.load, read_array, read_pickle or any other route; no process,
+    socket, ctypes, chmod or link. Only names taken now are used: the code may rebind module
+    attributes before the hook runs."""
+    import posixpath
+    realpath, lexists, islink, fspath, getcwd = (posixpath.realpath, posixpath.lexists, posixpath.islink,
+                                                 os.fspath, os.getcwd)
+    root = realpath(getcwd())
+    writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    isinstance_, str_, int_, bytes_, any_ = isinstance, str, int, bytes, any
+
+    def refuse(rule, text):
+        raise PermissionError(f"{rule}: {text} (refused in the sandbox)")
+
+    def write_problem(path):
+        if isinstance_(path, int_) or not isinstance_(path, (str_, bytes_)):
+            return "only a named file in the work directory can be written"
+        text = path.decode("utf-8", "replace") if isinstance_(path, bytes_) else path
+        if "\x00" in text:
+            return "the path contains a NUL byte"
+        full = realpath(text)
+        if not (full + "/").startswith(root + "/") or full == root:
+            return "the file would lie outside the work directory"
+        if lexists(text) and islink(text):
+            return "the file is a symlink"
+        return None
+
+    def hook(event, args):
+        if event == "open":
+            path, mode, flags = args
+            writing = (isinstance_(mode, str_) and any_(c in mode for c in "wax+")) or (
+                isinstance_(flags, int_) and flags & writes)
+            if writing:
+                try:
+                    path = fspath(path) if not isinstance_(path, (str_, bytes_, int_)) else path
+                except TypeError:
+                    pass
+                problem = write_problem(path)
+                if problem:
+                    refuse("file_write", f"writing {path!r}: {problem}")
+        elif event == "pickle.find_class":
+            refuse("pickle_load", "unpickling can run arbitrary code; read data with read_csv or read_json")
+        elif event.startswith(REFUSED_EVENTS):
+            refuse("module_attribute", f"{event} is not available")
+
+    sys.addaudithook(hook)
+
+
 def safe_open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
     """The user's open() while the guard is on: the guard's rule again, at run time, in case a
     path or mode ever reaches open() by a route the AST check did not foresee."""
-    problem = path_problem(file) if isinstance(file, str) else "the path must be a string"
+    problem = path_problem(file) if _isinstance(file, _str) else "the path must be a string"
     if not problem and mode not in READ_MODES:
         problem = f"mode {mode!r} is not 'r', 'rb' or 'rt'; write files with pandas or matplotlib"
     if problem or not closefd or opener is not None:
@@ -399,9 +475,10 @@ def cut_front(text, keep=40):
     return "\n".join(lines)
 
 
-def check_code(request, result):
-    """Parses and guards the code. Returns the compiled code and its tree, or None with `result`
-    set to the syntax_error or guard_violation."""
+def check_code(request, result, guard):
+    """Parses and guards the code (when `guard`, which quarry set, never the request the code
+    could have shaped). Returns the compiled code and its tree, or None with `result` set to the
+    syntax_error or guard_violation."""
     code = request["code"]
     try:
         tree = ast.parse(code, "<analysis>")
@@ -413,7 +490,7 @@ def check_code(request, result):
     except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, absurd nesting
         result.update(status="syntax_error", message=f"syntax_error: {e}")
         return None
-    if request.get("guard", True):
+    if guard:
         violations = run_guard(tree, request.get("allowed_modules") or DEFAULT_ALLOWED)
         if violations:
             line, _, _, rule, text = violations[0]
@@ -453,9 +530,9 @@ def load_last_quietly(pd, last, notes):
         return load_last(pd, last, notes)
 
 
-def new_scope(request, pd, np, plt, tables, last):
+def new_scope(guard, pd, np, plt, tables, last):
     user_builtins = dict(vars(builtins))
-    if request.get("guard", True):  # guard off is the whole Python layer off: the OS must hold alone
+    if guard:  # guard off is the whole Python layer off: the OS must hold alone
         user_builtins["open"] = safe_open
     scope = {"__name__": "__main__", "__builtins__": user_builtins,
              "pd": pd, "np": np, "tables": tables, "last": last}
@@ -517,7 +594,8 @@ def main():
         result.update(status="internal_error", message=f"runner: bad request: {e}")
         finish(2)
 
-    checked = check_code(request, result)
+    guard = request.get("guard", True) is not False  # read before any user code runs
+    checked = check_code(request, result, guard)
     if checked is None or request.get("mode", "run") == "check":
         finish()
     compiled, tree = checked
@@ -533,7 +611,10 @@ def main():
         result.update(status="internal_error", message=f"runner: could not prepare Python: {type(e).__name__}: {e}")
         finish(2)
     result["tables_loaded"] = list(tables)
-    execute(compiled, code, new_scope(request, pd, np, plt, tables, last), result)
+    scope = new_scope(guard, pd, np, plt, tables, last)
+    if guard:
+        install_runtime_guard()
+    execute(compiled, code, scope, result)
     finish()
 
 
@@ -545,11 +626,12 @@ def read_frame(stream):
     header = stream.readline(24)
     if not header.endswith(b"\n") or not header[:-1].isdigit() or int(header) > MAX_FRAME:
         return None
-    body = stream.read(int(header))
+    body = stream.read(_int(header))
     try:
-        return json.loads(body)
+        message = _loads(body)
     except ValueError:
         return None
+    return message if _isinstance(message, dict) else None
 
 
 def kernel(out):
@@ -557,7 +639,39 @@ def kernel(out):
     descriptors. Requests arrive as frames on what was fd 0, results leave as frames on what was
     fd 3; both are moved to private numbers first, so the user's stdin is /dev/null and a stray
     write to fd 3 reaches nothing. Variables persist in one scope between calls."""
+    import gc
     import resource
+    import signal
+    # The guard is quarry's setting, fixed when the kernel starts; no request can turn it off.
+    guard = os.environ.get("QUARRY_GUARD", "1") != "0"
+    collect, setitimer, setsignal, settrace, setprofile = gc.collect, signal.setitimer, signal.signal, sys.settrace, sys.setprofile
+    timers = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+    handlers = {}
+    for number in signal.valid_signals():
+        handler = signal.getsignal(number)
+        if handler is not None and number not in (signal.SIGKILL, signal.SIGSTOP):
+            handlers[number] = handler
+    guard_installed = False
+
+    def quiesce():
+        """Ends what the call set up to run later in this thread: finalizers of its garbage run
+        now, within the call; its timers and signal handlers and tracers go. (Its threads are
+        the parent's check: a call that leaves one ends the kernel.)"""
+        try:
+            collect()
+        except BaseException:  # a finalizer's error is the user's, not the kernel's end
+            pass
+        for timer in timers:
+            setitimer(timer, 0)
+        for number, handler in handlers.items():
+            try:
+                setsignal(number, handler)
+            except (OSError, ValueError, TypeError):
+                pass
+        if not guard:  # with the guard on, the code cannot set these
+            settrace(None)
+            setprofile(None)
+
     requests = os.fdopen(os.dup(0), "rb")
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
@@ -587,12 +701,12 @@ def kernel(out):
         if kind == "load":
             notes = []
             tables = load_all(pd, request, notes)
-            scope = new_scope(request, pd, np, plt, tables, None)
+            scope = new_scope(guard, pd, np, plt, tables, None)
             send({"kind": "loaded", "status": "ok", "tables_loaded": list(tables), "notes": notes})
         elif kind == "run" and scope is not None:
             result = new_result()
             result.update(kind="result", id=request.get("id"))
-            checked = check_code(request, result) if isinstance(request.get("code"), str) else None
+            checked = check_code(request, result, guard) if _isinstance(request.get("code"), _str) else None
             if checked is not None and request.get("mode", "run") == "run":
                 if request.get("last"):
                     scope["last"] = load_last_quietly(pd, request["last"], result["notes"])
@@ -603,7 +717,11 @@ def kernel(out):
                 if hard != resource.RLIM_INFINITY:
                     want = min(want, hard)
                 resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+                if guard and not guard_installed:
+                    install_runtime_guard()
+                    guard_installed = True
                 execute(checked[0], request["code"], scope, result)
+                quiesce()
                 flush_streams()
             send(result)
         else:

@@ -19,6 +19,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -267,9 +268,12 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
                              {result.read.get(), POLLIN, 0}}};
   for (auto& f : fds) fcntl(f.fd, F_SETFL, O_NONBLOCK);
   const auto deadline = started + std::chrono::milliseconds(o.timeout_ms);
-  bool timed_out = false, flooded = false, cancelled = false;
-  // With a stop that can come, the wait is cut into 100 ms slices to look for it.
-  const int64_t slice_ms = o.stop.stop_possible() ? 100 : 1000;
+  bool timed_out = false, flooded = false, cancelled = false, over_quota = false;
+  // 100 ms slices: to see a stop request and to account the work directory's disk use.
+  const int64_t slice_ms = 100;
+  const int64_t quota_bytes = o.disk_quota_mb << 20;
+  const int64_t started_unix_s = static_cast<int64_t>(time(nullptr)) - 1;
+  auto next_quota_check = started;
   int open_fds = 3;
   while (open_fds > 0) {
     if (o.stop.stop_requested()) {
@@ -299,8 +303,18 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
       flooded = true;
       break;
     }
+    if (o.disk_quota_mb > 0 && Clock::now() >= next_quota_check) {
+      next_quota_check = Clock::now() + std::chrono::milliseconds(100);
+      if (DirectoryBytes(o.workdir, quota_bytes) > quota_bytes) {
+        over_quota = true;
+        break;
+      }
+    }
   }
-  if (timed_out || flooded || cancelled) child->Kill();
+  if (!over_quota && o.disk_quota_mb > 0 && DirectoryBytes(o.workdir, quota_bytes) > quota_bytes) {
+    over_quota = true;  // written in the last slice
+  }
+  if (timed_out || flooded || cancelled || over_quota) child->Kill();
   const int status = child->Wait();
   if (cancelled) {
     internal::ScrubWorkdir(o.workdir);
@@ -330,6 +344,12 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
     r.failure = FailureClass::kTimeout;
     r.message = "timeout: the code was killed after " + std::to_string(o.timeout_ms) +
                 " ms; work on aggregates, avoid Python loops over rows";
+  } else if (over_quota) {
+    const int removed = RemoveFilesWrittenSince(o.workdir, started_unix_s);
+    r.failure = FailureClass::kRuntimeError;
+    r.message = "runtime_error: the code wrote more than " + std::to_string(o.disk_quota_mb) +
+                " MB to the work directory and was stopped; the " + std::to_string(removed) +
+                " file(s) it wrote were removed; write summaries, not copies of the data";
   } else if (flooded) {
     r.failure = FailureClass::kRuntimeError;
     r.message = "runtime_error: the code printed more than " +

@@ -52,7 +52,10 @@ struct Options {
   int64_t timeout_ms = 30000;          // wall clock; then the process group is killed
   int64_t address_space_mb = 4096;     // RLIMIT_AS
   int64_t cpu_seconds = 60;            // RLIMIT_CPU
-  int64_t file_size_mb = 64;           // RLIMIT_FSIZE
+  int64_t file_size_mb = 64;           // RLIMIT_FSIZE (per file)
+  // The work directory's whole (every file, every call of a kernel): checked about every 100 ms
+  // while code runs; past it the code is killed and the files it wrote in that call removed.
+  int64_t disk_quota_mb = 512;
   int64_t max_processes = 256;         // RLIMIT_NPROC (threads count too)
   int64_t max_open_files = 256;        // RLIMIT_NOFILE
   size_t output_cap_bytes = 64 * 1024;  // per stream kept; a flood past 64x this is killed

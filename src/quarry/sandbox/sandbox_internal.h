@@ -2,9 +2,11 @@
 // process group and reaped when dropped, and the seccomp filter. Only sandbox/ includes this.
 #pragma once
 
+#include <linux/filter.h>
 #include <sys/types.h>
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -81,31 +83,63 @@ struct ChildSpec {
 class Child {
  public:
   static Result<Child> Start(const ChildSpec& spec);
-  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  Child(Child&& o) noexcept : pid_(o.pid_), killed_(std::move(o.killed_)) { o.pid_ = -1; }
   Child& operator=(Child&&) = delete;
   Child(const Child&) = delete;
   ~Child();
-  void Kill();  // SIGKILL to the whole process group
-  int Wait();   // the waitpid status; once
+  // SIGKILL to the whole process group and to every descendant (bubblewrap's inner processes
+  // are in a session of their own).
+  void Kill();
+  // The waitpid status; once. After a Kill it also waits (at most 2 s) until every process it
+  // killed is gone, so nothing of the sandbox still runs when it returns.
+  int Wait();
   // Waits at most `ms` for the child to end on its own: its waitpid status, or nullopt (alive).
   std::optional<int> WaitFor(int64_t ms);
   pid_t pid() const { return pid_; }
 
  private:
   explicit Child(pid_t pid) : pid_(pid) {}
+  void WaitForKilled();
   pid_t pid_ = -1;
+  std::vector<pid_t> killed_;
 };
 
-// The seccomp filter as a BPF program in a memfd (for bwrap --seccomp, or to load directly):
-// refuses socket families other than AF_UNIX, process creation (fork, vfork, clone without
-// CLONE_THREAD; clone3 answers ENOSYS so threads fall back to clone), ptrace, mount, keyctl,
-// bpf, perf_event_open, unshare, setns, module loading, kexec and friends, with EPERM.
+// Every process below `root` (children, theirs, ...), from /proc; not `root` itself.
+std::vector<pid_t> Descendants(pid_t root);
+// The threads of every process below `root`: the sandboxed Python's, for the kernel's check
+// that a call left no thread running.
+int64_t ThreadCount(pid_t root);
+
+// The seccomp filter. The default is allow, but every syscall of the x86_64 table up to
+// kHighestReviewedSyscall was reviewed (tests/sandbox/seccomp_test.cc lists the refused set), and
+// every number above it, and the x32 numbers, are refused: a syscall newer than the review is
+// never allowed by default. Refused with EPERM: socket families other than AF_UNIX, process
+// creation (fork, vfork, clone without CLONE_THREAD), ptrace, mount and the new mount API,
+// keyctl, bpf, perf_event_open, unshare, setns, module loading, kexec, device nodes (mknod),
+// extended attributes, a setuid/setgid bit in any mode argument (chmod, open, mkdir and their
+// relatives); with ENOSYS: clone3 (threads fall back to clone), openat2 (its mode sits in a
+// struct a filter cannot read) and every number above the review (fchmodat2 among them).
+// Other architectures' calls (int 0x80) kill the process.
+inline constexpr uint32_t kHighestReviewedSyscall = 450;  // set_mempolicy_home_node (Linux 6.1)
+Result<std::vector<sock_filter>> SeccompProgram();
+// The same program in a memfd (for bwrap --seccomp, or to load directly).
 Result<Fd> SeccompFilter();
 
-// After a run: clears setuid/setgid bits on every file in the work directory (links not
-// followed). The child's uid maps to quarry's, so when quarry runs as root a setuid file the
-// child made would be a setuid-root file on the host. The seccomp filter refuses to make one;
-// this is the second layer.
+// After a run: clears setuid/setgid bits on every file and directory under the work directory
+// and removes device nodes, FIFOs and sockets. The child's uid maps to quarry's, so when quarry
+// runs as root a setuid file the child made would be a setuid-root file on the host; the
+// seccomp filter refuses to make one, and this is the second layer. It walks by directory
+// descriptors (openat, fstatat with AT_SYMLINK_NOFOLLOW, O_NOFOLLOW) and changes a file only
+// through a descriptor of that file, never by path: it never follows a symlink, never leaves
+// the work directory's file system, and a sandbox that renames or swaps entries meanwhile
+// cannot point it at a host file. The directory itself must not be a symlink.
+// The disk space (allocated blocks) of the regular files under `dir`, walked as the scrub walks;
+// the walk stops once the total passes `stop_above`.
+int64_t DirectoryBytes(const std::filesystem::path& dir, int64_t stop_above);
+// Removes the regular files under `dir` last written at or after `since_unix_s` (a call stopped
+// for the disk quota leaves nothing it wrote). Returns how many.
+int RemoveFilesWrittenSince(const std::filesystem::path& dir, int64_t since_unix_s);
+
 void ScrubWorkdir(const std::filesystem::path& dir);
 
 }  // namespace quarry::sandbox::internal
