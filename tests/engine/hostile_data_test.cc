@@ -313,9 +313,9 @@ TEST_F(HostileDataTest, DuckDbRefusesValuesTooLargeToInterrupt) {
   const auto csv = tmp_.Write("t.csv", "a\n1\n2\n");
   auto engine = Open({csv});
   ASSERT_TRUE(engine) << engine.error().message;
-  for (const char* sql : {"SELECT repeat('x', 1e9)", "SELECT length(repeat('x', 1000000000))",
+  for (const char* sql : {"SELECT repeat('x', 1000000000)", "SELECT length(repeat('x', 1000000000))",
                           "SELECT repeat(repeat('x', 100000), 10000)",
-                          "SELECT lpad('x', 1000000000, 'y')", "SELECT rpad(a::VARCHAR, 1e9, 'y') FROM t",
+                          "SELECT lpad('x', 1000000000, 'y')", "SELECT rpad(a::VARCHAR, 1000000000, 'y') FROM t",
                           "SELECT repeat('x', (SELECT max(a) FROM t) * 1000000000)"}) {
     const auto start = Clock::now();
     auto r = (*engine)->Query(sql, Limits{10000, 200, {}});

@@ -426,7 +426,7 @@ class DuckDbEngine final : public Engine {
     auto refuse = [&](const std::string& what, const std::string& size) {
       return "CASE WHEN " + size + " > " + cap + " THEN error('" + what +
              "() would build a value of ' || (" + size + ") || ' bytes, more than " + cap +
-             ": build a smaller one')::BIGINT ELSE n::BIGINT END";
+             ": build a smaller one')::BIGINT ELSE n END";
     };
     const std::string macros[] = {
         "CREATE OR REPLACE TEMP MACRO repeat(s, n) AS system.main.repeat(s, " +
