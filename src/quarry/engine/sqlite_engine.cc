@@ -459,7 +459,11 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
       column.type = c.type;
       described.columns.push_back(std::move(column));
     }
-    described.notes.push_back("no statistics: " + card.error().message);
+    // A view stopped at the deadline can still be queried (with a filter, a LIMIT); one that
+    // fails cannot.
+    const bool slow = card.error().message.find("took longer than") != std::string::npos;
+    described.notes.push_back((slow ? "no statistics: " : "cannot be queried: ") +
+                              card.error().message);
     return described;
   }
   auto fks = engine.RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +
