@@ -423,18 +423,19 @@ class DuckDbEngine final : public Engine {
     // is built. Bounding every function that can grow a value this way is not done: see
     // README, "Limits".
     const std::string cap = std::to_string(kMaxBuiltValueBytes);
-    auto refuse = [&](const std::string& what, const std::string& size) {
+    // The count's own type in the error branch, so the function still binds as without us.
+    auto refuse = [&](const std::string& what, const std::string& size, const std::string& type) {
       return "CASE WHEN " + size + " > " + cap + " THEN error('" + what +
              "() would build a value of ' || (" + size + ") || ' bytes, more than " + cap +
-             ": build a smaller one')::BIGINT ELSE n END";
+             ": build a smaller one')::" + type + " ELSE n END";
     };
     const std::string macros[] = {
         "CREATE OR REPLACE TEMP MACRO repeat(s, n) AS system.main.repeat(s, " +
-            refuse("repeat", "n * strlen(s::VARCHAR)") + ")",
+            refuse("repeat", "n * strlen(s::VARCHAR)", "BIGINT") + ")",
         "CREATE OR REPLACE TEMP MACRO lpad(s, n, f) AS system.main.lpad(s, " +
-            refuse("lpad", "n") + ", f)",
+            refuse("lpad", "n", "INTEGER") + ", f)",
         "CREATE OR REPLACE TEMP MACRO rpad(s, n, f) AS system.main.rpad(s, " +
-            refuse("rpad", "n") + ", f)",
+            refuse("rpad", "n", "INTEGER") + ", f)",
     };
     for (const std::string& m : macros) {
       if (auto r = RunTrusted(m); !r) return std::unexpected(r.error());
