@@ -143,8 +143,13 @@ TEST_F(GuardTest, SqliteTextGuardDoesNotReadOtherDialectsStrings) {
     EXPECT_EQ(sqlite->rule, "file_access") << sql;
   }
   // In DuckDB and PostgreSQL the same texts hold strings where the calls were: nothing is
-  // called. E'\'' is one quote there, so the call after it is seen.
-  EXPECT_FALSE(CheckQueryText("SELECT $a$, load_extension('x'), $a$", Dialect::kDuckDB, {}));
+  // called. E'\'' is one quote there, so the call after it is seen. DuckDB still refuses the
+  // first (issue 22): a macro in a .duckdb file can run a string as SQL, so a refused call in
+  // any string is refused, as on PostgreSQL.
+  const auto in_string = CheckQueryText("SELECT $a$, load_extension('x'), $a$", Dialect::kDuckDB, {});
+  ASSERT_TRUE(in_string.has_value());
+  EXPECT_NE(in_string->message.find("a string holds a call to LOAD_EXTENSION()"), std::string::npos)
+      << in_string->message;
   EXPECT_FALSE(CheckQueryText("SELECT E'\\', read_csv('x') --'", Dialect::kPostgreSQL, {}));
   const auto duck = CheckQueryText("SELECT E'\\'', read_csv('x') --'", Dialect::kDuckDB, {});
   ASSERT_TRUE(duck.has_value());

@@ -16,6 +16,15 @@
 namespace quarry::engine::internal {
 namespace {
 
+// A DuckDB error for a card's note: its first line (the rest points at the SQL), at most 300
+// bytes.
+// The largest value repeat(), lpad() and rpad() may build (see Confine).
+constexpr int64_t kMaxBuiltValueBytes = 100000;
+
+std::string FirstLine(const std::string& message) {
+  return message.substr(0, std::min(message.find('\n'), size_t{300}));
+}
+
 class DuckDbEngine final : public Engine {
  public:
   Dialect dialect() const override { return Dialect::kDuckDB; }
@@ -40,8 +49,10 @@ class DuckDbEngine final : public Engine {
     return outcome;
   }
 
-  QueryOutcome QueryOnce(std::string_view sql, const Limits& limits) {
-    if (auto v = CheckQueryText(sql, Dialect::kDuckDB, table_names_)) return std::unexpected(*v);
+  QueryOutcome QueryOnce(std::string_view sql, const Limits& limits, bool text_guard = true) {
+    if (auto v = text_guard ? CheckQueryText(sql, Dialect::kDuckDB, table_names_) : std::nullopt) {
+      return std::unexpected(*v);
+    }
     if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
     const std::string text(sql);
     Extracted extracted;
@@ -176,7 +187,15 @@ class DuckDbEngine final : public Engine {
     if (cancelled) {
       state = DuckDBError;
     } else if (load_timeout_ms_ > 0 || progress_ || load_stop_.stop_possible()) {
-      Watchdog watchdog(conn_.get(), load_timeout_ms_, &progress_, stage_, load_stop_);
+      // A table's statements share one deadline (BuildCards): a view just under the limit
+      // must not cost it once per statement.
+      int64_t timeout_ms = load_timeout_ms_;
+      if (load_timeout_ms_ > 0 && table_deadline_) {
+        timeout_ms = std::max<int64_t>(
+            1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                   *table_deadline_ - std::chrono::steady_clock::now()).count());
+      }
+      Watchdog watchdog(conn_.get(), timeout_ms, &progress_, stage_, load_stop_);
       state = duckdb_query(conn_.get(), sql.c_str(), result.out());
       timed_out = watchdog.fired();
       cancelled = watchdog.cancelled();
@@ -186,9 +205,10 @@ class DuckDbEngine final : public Engine {
     if (state == DuckDBError) {
       if (cancelled) return Fail(Error::Code::kCancelled, "loading was interrupted: the caller asked it to stop");
       if (timed_out) {
-        return Fail(Error::Code::kData, "loading took longer than " +
+        return Fail(Error::Code::kData, (stage_.empty() ? std::string("loading") : stage_) +
+                                            " took longer than " +
                                             std::to_string(load_timeout_ms_) +
-                                            " ms; raise --timeout-ms");
+                                            " ms and was stopped; raise --timeout-ms");
       }
       return Fail(Error::Code::kData, result.error());
     }
@@ -239,15 +259,34 @@ class DuckDbEngine final : public Engine {
   }
 
   // Cards for every registered table: DESCRIBE gives names and types, the loader's notes are
-  // attached, and (when profiling) one scan per table fills in the statistics.
+  // attached, and (when profiling) one scan per table fills in the statistics. `database`: the
+  // tables are a .duckdb file's, whose views are SQL the data chose; one that fails or runs
+  // past the load timeout gets a card that says so (told to the user and the model), and the
+  // other tables are still served. A file's failure fails the open, naming the file.
   Result<void> BuildCards(const std::vector<std::pair<std::string, std::string>>& tables,
-                          bool profile, bool exact) {
+                          bool profile, bool exact, bool database = false) {
     for (const auto& [name, source] : tables) {
       const auto quoted = sql_names_.find(name);
       const std::string sql_name = quoted != sql_names_.end() ? quoted->second : QuoteIdent(name);
       // Every error names the file it came from: in a loop over files, "cannot load a.csv"
       // must not be said of b.csv.
+      stage_ = "describing " + name;
+      table_deadline_ = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(load_timeout_ms_);
+      const struct ClearDeadline {
+        std::optional<std::chrono::steady_clock::time_point>& deadline;
+        ~ClearDeadline() { deadline.reset(); }
+      } clear_deadline{table_deadline_};
       auto desc = RunTrusted("DESCRIBE " + sql_name);
+      if (!desc && database && desc.error().code != Error::Code::kCancelled) {
+        TableCard unreadable;
+        unreadable.name = name;
+        unreadable.source = source;
+        unreadable.notes.push_back("cannot be queried: " + FirstLine(desc.error().message));
+        cards_.push_back(std::move(unreadable));
+        table_names_.push_back(name);
+        continue;
+      }
       if (!desc) return std::unexpected(Context(desc.error(), "cannot load " + source));
       std::vector<ColumnInfo> columns;
       TableCard card;
@@ -269,9 +308,15 @@ class DuckDbEngine final : public Engine {
       columns = DescribeInto(card, *desc, file ? &file->plan : nullptr);
       if (profile) {
         stage_ = "profiling " + name;
+        TableCard described = card;
         auto r = ProfileDuckDb(card, sql_name, columns,
                                [this](const std::string& s) { return RunTrusted(s); }, exact);
-        if (!r) return std::unexpected(Context(r.error(), "cannot load " + source));
+        if (!r && database && r.error().code != Error::Code::kCancelled) {
+          card = std::move(described);
+          card.notes.push_back("no statistics: " + FirstLine(r.error().message));
+        } else if (!r) {
+          return std::unexpected(Context(r.error(), "cannot load " + source));
+        }
       }
       cards_.push_back(std::move(card));
       table_names_.push_back(name);
@@ -334,6 +379,9 @@ class DuckDbEngine final : public Engine {
     config.Set("autoload_known_extensions", "false");
     config.Set("allow_community_extensions", "false");
     config.Set("memory_limit", (std::to_string(options.memory_limit_mb) + "MB").c_str());
+    if (!spill_.path().empty()) config.Set("temp_directory", spill_.path().c_str());
+    config.Set("max_temp_directory_size",
+               (std::to_string(4 * options.memory_limit_mb) + "MB").c_str());
     // Progress is polled (duckdb_query_progress) only when someone shows it; DuckDB's own
     // printed bar never runs.
     if (options.progress) {
@@ -362,6 +410,39 @@ class DuckDbEngine final : public Engine {
     return {};
   }
 
+  // Before any SQL that data defines runs: see ConfineStatements. Spill files, up to a few
+  // times the memory limit, go to this engine's own directory.
+  Result<void> Confine(const std::vector<std::string>& allowed_paths) {
+    for (const std::string& s : ConfineStatements(spill_.path(), allowed_paths)) {
+      if (auto r = RunTrusted(s); !r) return std::unexpected(r.error());
+    }
+    // DuckDB checks for an interrupt only between chunks of rows: one call of repeat(), lpad()
+    // or rpad() building a 1 GB string ran 17-40 s and took 2 GB that memory_limit does not
+    // count, past every timeout and cancel. These macros, in the temp schema that name lookup
+    // searches first (a view stored in a .duckdb file included), refuse such a value before it
+    // is built. Bounding every function that can grow a value this way is not done: see
+    // README, "Limits".
+    const std::string cap = std::to_string(kMaxBuiltValueBytes);
+    // The count's own type in the error branch, so the function still binds as without us.
+    auto refuse = [&](const std::string& what, const std::string& size, const std::string& type) {
+      return "CASE WHEN " + size + " > " + cap + " THEN error('" + what +
+             "() would build a value of ' || (" + size + ") || ' bytes, more than " + cap +
+             ": build a smaller one')::" + type + " ELSE n END";
+    };
+    const std::string macros[] = {
+        "CREATE OR REPLACE TEMP MACRO repeat(s, n) AS system.main.repeat(s, " +
+            refuse("repeat", "n * strlen(s::VARCHAR)", "BIGINT") + ")",
+        "CREATE OR REPLACE TEMP MACRO lpad(s, n, f) AS system.main.lpad(s, " +
+            refuse("lpad", "n", "INTEGER") + ", f)",
+        "CREATE OR REPLACE TEMP MACRO rpad(s, n, f) AS system.main.rpad(s, " +
+            refuse("rpad", "n", "INTEGER") + ", f)",
+    };
+    for (const std::string& m : macros) {
+      if (auto r = RunTrusted(m); !r) return std::unexpected(r.error());
+    }
+    return {};
+  }
+
   Result<void> Lock() {
     for (const char* s : {"SET enable_external_access = false", "SET lock_configuration = true"}) {
       if (auto r = RunTrusted(s); !r) return std::unexpected(r.error());
@@ -369,10 +450,13 @@ class DuckDbEngine final : public Engine {
     return {};
   }
 
+  // Declared before the database, so it is removed only after DuckDB closed its files in it.
+  SpillDirectory spill_;
   Database db_;
   Connection conn_;
   std::vector<FileTable> files_;
   int64_t load_timeout_ms_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> table_deadline_;  // BuildCards
   StopToken load_stop_;  // OpenOptions::stop, while opening
   ProgressFn progress_;
   std::string stage_;  // what RunTrusted is doing, for progress: "loading data/x.csv"
@@ -392,6 +476,15 @@ std::string ReaderFor(const std::string& format, const std::string& path) {
 
 }  // namespace
 
+QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql,
+                                      const Limits& limits) {
+  auto* duck = dynamic_cast<DuckDbEngine*>(&engine);
+  if (!duck) {
+    return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", "not a DuckDB engine"});
+  }
+  return duck->QueryOnce(sql, limits, false);
+}
+
 // The file pipeline: register (paths, names, fingerprints), create views (the CSV loader's
 // plans), describe and profile; then lock.
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
@@ -401,7 +494,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
   auto engine = std::make_unique<DuckDbEngine>();
   if (auto r = engine->Connect(nullptr, false, options); !r) return std::unexpected(r.error());
   engine->load_stop_ = options.stop;  // from the first statement: hashing, sniffing, loading
-  std::string allowed;
+  std::vector<std::string> allowed;
   std::vector<std::pair<std::string, std::string>> tables;
   std::vector<std::string> taken, keywords;
   if (auto kw = engine->RunTrusted("SELECT lower(keyword_name) FROM duckdb_keywords() "
@@ -431,7 +524,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     total_bytes += source->size_bytes;
     f.name = TableNameFor(paths[i], taken, keywords);
     f.deep = f.cached || (f.csv && (options.profile || source->size_bytes <= options.deep_bytes));
-    allowed += (allowed.empty() ? "" : ", ") + QuoteLiteral(f.abs);
+    allowed.push_back(f.abs);
     if (f.cached) {
       // Read-only: nothing, the model least of all, can change an entry through this engine.
       const std::string schema = "quarry_cache_" + std::to_string(i);
@@ -452,13 +545,8 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     engine->files_.push_back(std::move(f));
   }
   // Views keep the data in the files; external access goes off before any view is read, and
-  // only these exact paths stay readable.
-  if (auto r = engine->RunTrusted("SET allowed_paths = [" + allowed + "]"); !r) {
-    return std::unexpected(r.error());
-  }
-  if (auto r = engine->RunTrusted("SET enable_external_access = false"); !r) {
-    return std::unexpected(r.error());
-  }
+  // only these exact paths stay readable (not DuckDB's default ./.tmp either).
+  if (auto r = engine->Confine(allowed); !r) return std::unexpected(r.error());
   engine->load_timeout_ms_ = options.timeout_ms;
   auto run = [&engine](const std::string& s) { return engine->RunTrusted(s); };
   for (size_t i = 0; i < engine->files_.size(); ++i) {
@@ -509,6 +597,12 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
   if (!source) return std::unexpected(source.error());
   const int64_t source_bytes = source->size_bytes;
   if (auto r = engine->Connect(path.c_str(), true, options); !r) return std::unexpected(r.error());
+  // A view stored in the file is SQL the data chose: it is described and profiled below, so
+  // nothing but the database itself may be readable from here on (a view over
+  // read_text('.env') must fail, not put the file into the card).
+  if (auto r = engine->Confine({}); !r) return std::unexpected(r.error());
+  engine->load_timeout_ms_ = options.timeout_ms;
+  engine->load_stop_ = options.stop;
   // Tables outside the main schema are named schema.table, as queries must name them.
   auto names = engine->RunTrusted(
       "SELECT CASE WHEN schema_name = 'main' THEN '\"' || replace(table_name, '\"', '\"\"') || '\"' "
@@ -525,10 +619,13 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
     engine->sql_names_[row[1].value_or("")] = row[0].value_or("");
   }
   engine->sources_.push_back(std::move(*source));
-  if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kExactBytes); !r) {
+  if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kExactBytes, true);
+      !r) {
     return std::unexpected(r.error());
   }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
+  engine->load_timeout_ms_ = 0;
+  engine->load_stop_ = {};
   return engine;
 }
 

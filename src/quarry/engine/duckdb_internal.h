@@ -12,10 +12,35 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine::internal {
+
+// A directory only this process uses, for DuckDB's spill files, removed with everything in it
+// when destroyed. DuckDB lets every query read its temp directory even with external access
+// off, and its default is ./.tmp, relative to wherever quarry runs, symlinks followed: a data
+// bundle that ships `.tmp -> /` would make every file readable. path() is empty when no
+// directory could be made; the engine then spills nowhere.
+class SpillDirectory {
+ public:
+  SpillDirectory();
+  ~SpillDirectory();
+  SpillDirectory(const SpillDirectory&) = delete;
+  SpillDirectory& operator=(const SpillDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The settings that confine a DuckDB connection, to run before it evaluates any SQL that data
+// defines (a view in a .duckdb file, a model's query): the private spill directory (or none),
+// no allowed directories, only `allowed_paths` readable, external access off. Configuration is
+// not locked yet: the engine still attaches and loads.
+std::vector<std::string> ConfineStatements(const std::string& spill_dir,
+                                           const std::vector<std::string>& allowed_paths);
 
 class Database {
  public:

@@ -2,10 +2,36 @@
 // deadline or on a stop request, and reports DuckDB's progress estimate after a second.
 #include "quarry/engine/duckdb_internal.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <system_error>
 
 namespace quarry::engine::internal {
+
+SpillDirectory::SpillDirectory() {
+  std::error_code ec;
+  std::string dir = (std::filesystem::temp_directory_path(ec) / "quarry-spill-XXXXXX").string();
+  if (ec) dir = "/tmp/quarry-spill-XXXXXX";
+  if (mkdtemp(dir.data())) path_ = dir;  // mode 0700
+}
+
+SpillDirectory::~SpillDirectory() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<std::string> ConfineStatements(const std::string& spill_dir,
+                                           const std::vector<std::string>& allowed_paths) {
+  std::string paths;
+  for (const auto& p : allowed_paths) paths += (paths.empty() ? "" : ", ") + QuoteLiteral(p);
+  return {"SET temp_directory = " + QuoteLiteral(spill_dir),
+          "SET allowed_directories = []",
+          "SET allowed_paths = [" + paths + "]",
+          "SET enable_external_access = false"};
+}
 
 Watchdog::Watchdog(duckdb_connection conn, int64_t timeout_ms, const ProgressFn* progress,
                  std::string what, StopToken stop)

@@ -174,6 +174,11 @@ std::string NoSuchTableHint(std::string_view missing, const std::vector<TableCar
 QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql,
                                       const Limits& limits);
 
+// Tests only: the same for a DuckDB engine (its statement-type check, DuckDB's own file
+// confinement), without the retry of a CSV planned on the sniffer's sample.
+QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql,
+                                      const Limits& limits);
+
 Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
                                            const OpenOptions& options);
 

@@ -169,6 +169,9 @@ int64_t ToInt(const std::string& text) {
 Result<void> Confine(Duck& duck, const std::string& readable, const fs::path& dir,
                      const fs::path& entry = {}) {
   std::string sets[] = {
+      // DuckDB lets every query read its temp directory, by default ./.tmp wherever quarry
+      // runs, symlinks followed; the export spills nowhere.
+      "SET temp_directory = ''",
       "SET allowed_directories = [" + QuoteLiteral(dir.string() + "/") + "]",
       "SET allowed_paths = [" + QuoteLiteral(readable) +
           (entry.empty() ? std::string() : ", " + QuoteLiteral(entry.string())) + "]",

@@ -145,6 +145,32 @@ constexpr std::array kFileFunctions = {
     "ICEBERG_SCAN", "DELTA_SCAN", "READ_XLSX", "LOAD_EXTENSION", "READFILE", "WRITEFILE", "EDIT",
     "FTS3_TOKENIZER", "CSV_SCAN", "JSON_SCAN", "READ_CSV_AUTO",
 };
+// DuckDB's functions that run SQL given as a string (which the guard cannot see), or take a
+// path, a pointer or a setting as one, beyond the readers above. Listed from duckdb_functions()
+// of the pinned DuckDB 1.4.4; tests/engine/duckdb_functions_test.cc fails when a new version
+// brings a table function, or a function whose name speaks of SQL, files or settings, that is
+// neither here nor reviewed as harmless.
+struct FunctionRule {
+  const char* name;
+  const char* rule;
+};
+constexpr std::array kDuckDbFunctionRules = {
+    FunctionRule{"QUERY", "dynamic_sql"}, FunctionRule{"QUERY_TABLE", "dynamic_sql"},
+    FunctionRule{"JSON_EXECUTE_SERIALIZED_SQL", "dynamic_sql"},
+    FunctionRule{"JSON_SERIALIZE_PLAN", "dynamic_sql"}, FunctionRule{"JSON_SERIALIZE_SQL", "dynamic_sql"},
+    FunctionRule{"JSON_DESERIALIZE_SQL", "dynamic_sql"}, FunctionRule{"SQL_AUTO_COMPLETE", "dynamic_sql"},
+    FunctionRule{"CHECK_PEG_PARSER", "dynamic_sql"},
+    // Table macros over query_table(source::VARCHAR): a string source is read as a table name,
+    // so a path.
+    FunctionRule{"HISTOGRAM", "dynamic_sql"}, FunctionRule{"HISTOGRAM_VALUES", "dynamic_sql"},
+    FunctionRule{"PARQUET_BLOOM_PROBE", "file_access"}, FunctionRule{"READ_JSON_OBJECTS_AUTO", "file_access"},
+    FunctionRule{"READ_NDJSON_OBJECTS_AUTO", "file_access"}, FunctionRule{"WHICH_SECRET", "file_access"},
+    FunctionRule{"ARROW_SCAN", "internal"}, FunctionRule{"ARROW_SCAN_DUMB", "internal"},
+    FunctionRule{"ENABLE_LOGGING", "configuration"}, FunctionRule{"DISABLE_LOGGING", "configuration"},
+    FunctionRule{"TRUNCATE_DUCKDB_LOGS", "configuration"}, FunctionRule{"WRITE_LOG", "configuration"},
+    FunctionRule{"CHECKPOINT", "read_only"}, FunctionRule{"FORCE_CHECKPOINT", "read_only"},
+};
+
 constexpr std::array kQueryStarts = {"SELECT", "WITH",      "VALUES", "FROM",    "TABLE", "(",
                                      "DESCRIBE", "SUMMARIZE", "SHOW", "PIVOT", "UNPIVOT"};
 // Statement keywords that are not queries. A first word that is neither these nor a query
@@ -180,10 +206,6 @@ constexpr std::array kPgStatementRules = {
 // ending in '*' is a prefix. These reach the server's files or the network, have side effects
 // beyond the query (signals, WAL, replication, locks, notifications, sequences), run SQL given
 // as text (which the guard cannot see), or only wait.
-struct FunctionRule {
-  const char* name;
-  const char* rule;
-};
 constexpr std::array kPgFunctionRules = {
     FunctionRule{"PG_READ_FILE", "file_access"}, FunctionRule{"PG_READ_BINARY_FILE", "file_access"},
     FunctionRule{"PG_LS_*", "file_access"}, FunctionRule{"PG_STAT_FILE", "file_access"},
@@ -244,6 +266,27 @@ QueryFailure Violation(std::string rule, std::string message) {
   return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
 }
 
+using FunctionCheck = std::optional<QueryFailure> (*)(const std::string& name, bool in_string);
+
+// DuckDB: the file readers and kDuckDbFunctionRules.
+std::optional<QueryFailure> DuckDbFunctionViolation(const std::string& name, bool in_string) {
+  std::string rule;
+  if (Contains(kFileFunctions, name)) rule = "file_access";
+  for (const FunctionRule& r : kDuckDbFunctionRules) {
+    if (name == r.name) rule = r.rule;
+  }
+  if (rule.empty()) return std::nullopt;
+  const std::string why = rule == "file_access"   ? "reads files or loads code"
+                          : rule == "dynamic_sql" ? "runs or reads SQL given as text"
+                          : rule == "internal"    ? "reads process memory by address"
+                          : rule == "read_only"   ? "writes to the database"
+                                                  : "changes settings";
+  return Violation(rule, "guard: " + std::string(in_string ? "a string holds a call to " : "") +
+                             name + "() " + why + ", which is not allowed: only a single "
+                                                  "read-only query over the registered tables "
+                                                  "may run");
+}
+
 std::optional<QueryFailure> FunctionViolation(const std::string& name, bool in_string) {
   const FunctionRule* r = PgFunctionRule(name);
   if (!r) return std::nullopt;
@@ -262,7 +305,8 @@ std::optional<QueryFailure> FunctionViolation(const std::string& name, bool in_s
 
 // A string that is no readable SQL on its own may still become SQL once concatenated with
 // another: every word followed by '(' (a closing '"' and spaces between allowed) is checked.
-std::optional<QueryFailure> CheckRawCalls(std::string_view text) {
+std::optional<QueryFailure> CheckRawCalls(std::string_view text,
+                                          FunctionCheck check = FunctionViolation) {
   auto word_char = [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
   };
@@ -276,7 +320,7 @@ std::optional<QueryFailure> CheckRawCalls(std::string_view text) {
     size_t k = j < text.size() && text[j] == '"' ? j + 1 : j;
     while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
     if (k < text.size() && text[k] == '(') {
-      if (auto v = FunctionViolation(Upper(text.substr(i, j - i)), true)) return v;
+      if (auto v = check(Upper(text.substr(i, j - i)), true)) return v;
     }
     i = j;
   }
@@ -352,6 +396,70 @@ std::optional<QueryFailure> CheckPostgres(const std::vector<Token>& tokens) {
   return CheckPgStrings(tokens, 0);
 }
 
+// DuckDB builds a function's result between two interrupt checks, so one call that makes a
+// 1 GB value runs on past every timeout and cancel. The engine's macros bound repeat(), lpad()
+// and rpad() (DuckDbEngine::Confine); naming DuckDB's own (system.main.repeat) would go around
+// them. printf() and format() take the width in the format string: a width of six digits or
+// more, or one taken from an argument ('*', a nested {}), is refused.
+std::optional<QueryFailure> DuckDbSizeViolation(const std::vector<Token>& tokens, size_t i) {
+  const std::string name = Upper(tokens[i].text);
+  if ((name == "REPEAT" || name == "LPAD" || name == "RPAD") && i > 0 &&
+      tokens[i - 1].kind == TokenKind::kSymbol && tokens[i - 1].text == ".") {
+    return Violation("resource", "guard: call " + name + "() by its plain name; the qualified "
+                                 "name skips the size limit on the value it builds");
+  }
+  if ((name != "PRINTF" && name != "FORMAT") || i + 2 >= tokens.size() ||
+      tokens[i + 2].kind != TokenKind::kString) {
+    return std::nullopt;
+  }
+  const std::string& f = tokens[i + 2].text;
+  size_t digits = 0;
+  bool wide = false, nested = false;
+  int depth = 0;
+  for (char c : f) {
+    digits = std::isdigit(static_cast<unsigned char>(c)) ? digits + 1 : 0;
+    wide = wide || digits >= 6 || c == '*';
+    if (c == '{') nested = nested || ++depth > 1;
+    if (c == '}' && depth > 0) --depth;
+  }
+  if (!wide && !nested) return std::nullopt;
+  return Violation("resource", "guard: " + name + "() with a width of six digits or more, or "
+                               "one taken from an argument, could build a value too large to "
+                               "stop; give a smaller, literal width");
+}
+
+// DuckDB's version of CheckPgStrings: query() and its kin are refused outright, but a macro
+// stored in a .duckdb file can pass its argument to them, so a refused call, or a file read
+// as a table (FROM 'x.csv'), inside any string is refused too. `SELECT 'glob(x)'` pays for it.
+std::optional<QueryFailure> CheckDuckDbStrings(const std::vector<Token>& tokens, int depth) {
+  if (depth > 4) return std::nullopt;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (t.kind == TokenKind::kString) {
+      if (depth > 0 && i > 0 && tokens[i - 1].kind == TokenKind::kWord &&
+          (tokens[i - 1].text == "FROM" || tokens[i - 1].text == "JOIN")) {
+        return Violation("file_access", "guard: a string holds a query that reads the file '" +
+                                            t.text + "' directly, which is not allowed");
+      }
+      if (t.text.find('(') == std::string::npos && t.text.find('\'') == std::string::npos) {
+        continue;
+      }
+      const auto inner = Tokenize(t.text, Dialect::kDuckDB);
+      if (auto v = inner ? CheckDuckDbStrings(*inner, depth + 1)
+                         : CheckRawCalls(t.text, DuckDbFunctionViolation)) {
+        return v;
+      }
+      continue;
+    }
+    if (depth == 0 || (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdent)) continue;
+    if (i + 1 < tokens.size() && tokens[i + 1].text == "(" &&
+        tokens[i + 1].kind == TokenKind::kSymbol) {
+      if (auto v = DuckDbFunctionViolation(Upper(t.text), true)) return v;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
@@ -413,6 +521,10 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
                                           "() reads files or loads code, which is not allowed" +
                                           tables_hint);
     }
+    if (named && call && dialect == Dialect::kDuckDB) {
+      if (auto v = DuckDbFunctionViolation(Upper(t.text), false)) return v;
+      if (auto v = DuckDbSizeViolation(*tokens, i)) return v;
+    }
     if (t.kind == TokenKind::kString) {
       std::string lower = t.text;
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -434,6 +546,7 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
       }
     }
   }
+  if (dialect == Dialect::kDuckDB) return CheckDuckDbStrings(*tokens, 0);
   return std::nullopt;
 }
 

@@ -93,6 +93,9 @@ std::vector<std::string> StorageNotes(const std::string& column, const std::stri
   return {note};
 }
 
+// The longest string or blob a SQLite value may be (SQLITE_LIMIT_LENGTH).
+constexpr int kMaxValueBytes = 128 << 20;
+
 class SqliteEngine final : public Engine {
  public:
   Dialect dialect() const override { return Dialect::kSQLite; }
@@ -320,7 +323,18 @@ class SqliteEngine final : public Engine {
                                                                                              : 0;
   }
 
+  // Opening: every card statement runs under the progress handler, against the deadline of the
+  // table being described (StartLoadDeadline) and the open's stop token.
+  void StartLoadDeadline() {
+    deadline_ = load_timeout_ms_ > 0
+                    ? std::chrono::steady_clock::now() + std::chrono::milliseconds(load_timeout_ms_)
+                    : std::chrono::steady_clock::time_point::max();
+  }
+
   Result<Rows> RunTrusted(const std::string& sql) {
+    if (stop_.stop_requested()) {
+      return Fail(Error::Code::kCancelled, "opening was interrupted: the caller asked it to stop");
+    }
     sqlite3_stmt* raw = nullptr;
     if (sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
       return Fail(Error::Code::kData, std::string("sqlite: ") + sqlite3_errmsg(db_.get()));
@@ -342,6 +356,14 @@ class SqliteEngine final : public Engine {
       }
       rows.push_back(std::move(row));
     }
+    if (rc == SQLITE_INTERRUPT && stop_.stop_requested()) {
+      return Fail(Error::Code::kCancelled, "opening was interrupted: the caller asked it to stop");
+    }
+    if (rc == SQLITE_INTERRUPT) {
+      return Fail(Error::Code::kData, "reading it took longer than " +
+                                          std::to_string(load_timeout_ms_) +
+                                          " ms and was stopped; raise --timeout-ms");
+    }
     if (rc != SQLITE_DONE) {
       return Fail(Error::Code::kData, std::string("sqlite: ") + sqlite3_errmsg(db_.get()));
     }
@@ -349,6 +371,7 @@ class SqliteEngine final : public Engine {
   }
 
   SqlitePtr db_;
+  int64_t load_timeout_ms_ = 0;  // OpenOptions::timeout_ms, while opening
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
@@ -386,7 +409,11 @@ bool HasSqliteMagic(const std::filesystem::path& path) {
 // One table's card. A table or view SQLite cannot read (a view over a missing table, a
 // virtual table whose module this build lacks) gets a card that says so instead of failing
 // the whole database: the other tables are still worth asking about.
-TableCard SqliteCard(SqliteEngine& engine, const std::string& table, const std::string& source) {
+// A view that runs past the load timeout keeps its columns, with a note instead of statistics.
+// Errors only for a stop request (kCancelled).
+Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
+                             const std::string& source) {
+  engine.StartLoadDeadline();
   auto unreadable = [&](const Error& e) {
     TableCard card;
     card.name = table;
@@ -396,6 +423,7 @@ TableCard SqliteCard(SqliteEngine& engine, const std::string& table, const std::
   };
   auto info = engine.RunTrusted("SELECT name, type FROM pragma_table_info(" +
                                 QuoteLiteral(table) + ")");
+  if (!info && info.error().code == Error::Code::kCancelled) return std::unexpected(info.error());
   if (!info) return unreadable(info.error());
   std::vector<ColumnInfo> columns;
   std::vector<ColumnExtra> extras;
@@ -420,7 +448,24 @@ TableCard SqliteCard(SqliteEngine& engine, const std::string& table, const std::
   if (columns.empty()) return unreadable({Error::Code::kData, "SQLite reports no columns"});
   auto card = BuildCard(table, QuoteIdent(table), source, columns,
                         [&](const std::string& s) { return engine.RunTrusted(s); }, extras);
-  if (!card) return unreadable(card.error());
+  if (!card && card.error().code == Error::Code::kCancelled) return std::unexpected(card.error());
+  if (!card) {
+    TableCard described;
+    described.name = table;
+    described.source = source;
+    for (const ColumnInfo& c : columns) {
+      ColumnCard column;
+      column.name = c.name;
+      column.type = c.type;
+      described.columns.push_back(std::move(column));
+    }
+    // A view stopped at the deadline can still be queried (with a filter, a LIMIT); one that
+    // fails cannot.
+    const bool slow = card.error().message.find("took longer than") != std::string::npos;
+    described.notes.push_back((slow ? "no statistics: " : "cannot be queried: ") +
+                              card.error().message);
+    return described;
+  }
   auto fks = engine.RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +
                                QuoteLiteral(table) + ")");
   if (fks) {
@@ -474,7 +519,20 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+  // A string or blob past kMaxValueBytes fails at once ("string or blob too big"): one
+  // operation building a 900 MB string ran for many seconds between two progress-handler
+  // checks. The heap limit is hard (the soft one only asks SQLite to free its caches): an
+  // allocation past it fails the statement with "out of memory". Both limits are the
+  // process's: every SQLite connection shares them.
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
+  sqlite3_hard_heap_limit64(options.memory_limit_mb * 1024 * 1024);
   sqlite3_soft_heap_limit64(options.memory_limit_mb * 1024 * 1024);
+  // Cards evaluate views, SQL the data chose: bounded from the first statement (per table,
+  // OpenOptions::timeout_ms) and stopped by OpenOptions::stop (Ctrl-C, SIGTERM).
+  engine->load_timeout_ms_ = options.timeout_ms;
+  engine->stop_ = options.stop;
+  engine->StartLoadDeadline();
+  sqlite3_progress_handler(db, 1000, &SqliteEngine::Progress, engine.get());
 
   // PRAGMA table_list (SQLite 3.37+) marks the shadow tables of virtual tables (FTS5's
   // docs_data, docs_idx, ...): storage the module manages, not tables of the user's. Older
@@ -488,6 +546,7 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
         "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND "
         "name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name");
   }
+  if (!names && names.error().code == Error::Code::kCancelled) return std::unexpected(names.error());
   if (!names) {
     return Fail(Error::Code::kData, "cannot read " + path.string() + " as SQLite: " +
                                         names.error().message);
@@ -499,7 +558,8 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
     const std::string table = row[0].value_or("");
     if (engine->shadow_tables_.contains(table)) continue;
     auto card = SqliteCard(*engine, table, path.string());
-    engine->cards_.push_back(std::move(card));
+    if (!card) return std::unexpected(card.error());
+    engine->cards_.push_back(std::move(*card));
     engine->table_names_.push_back(table);
     source->tables.push_back(table);
   }
@@ -507,9 +567,10 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
     return Fail(Error::Code::kData, path.string() + " has no tables: there is nothing to query");
   }
   engine->sources_.push_back(std::move(*source));
+  engine->load_timeout_ms_ = 0;
+  engine->stop_ = {};
   // From here on only model queries run, so the read-only authorizer goes in now.
   sqlite3_set_authorizer(db, &SqliteEngine::Authorize, engine.get());
-  sqlite3_progress_handler(db, 1000, &SqliteEngine::Progress, engine.get());
   return engine;
 }
 
