@@ -107,6 +107,9 @@ def attack_shared_cache_dir_is_refused(ctx):
         assert p.returncode != 0 and "refusing the parse cache directory" in p.stderr, p.stderr
         q = ctx.run("sql", sales, "--cache-dir", cache, "SELECT count(*) FROM sales")
         assert q.returncode != 0 and "--cache-dir" in q.stderr, q.stderr
+        for action in ("list", "clear"):
+            r = ctx.run("cache", action, "--cache-dir", cache)
+            assert r.returncode != 0 and "refusing the parse cache directory" in r.stderr, r.stderr
         assert list(cache.iterdir()) == []
 
 
