@@ -2,10 +2,12 @@
 // the file, per-file options that are wrong, the parse cache (hits, staleness, privacy, the
 // lock-down), wide files and the load timeout.
 #include <sys/stat.h>
+#include <unistd.h>
 #include <utime.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "quarry/engine/engine.h"
@@ -184,6 +186,129 @@ TEST_F(CacheTest, CorruptEntryIsSkipped) {
   std::string cache;
   EXPECT_EQ(Sum(file, Cached(), &cache), "3");
   EXPECT_EQ(cache, "miss");
+}
+
+TEST_F(CacheTest, ACacheDirOthersCanWriteIsRefusedWithWhatToDo) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  for (const unsigned mode : {0777u, 0770u, 01777u}) {
+    OpenOptions o = Cached();
+    o.cache_dir = tmp_.path() / ("shared-" + std::to_string(mode));
+    fs::create_directories(o.cache_dir);
+    ASSERT_EQ(::chmod(o.cache_dir.c_str(), mode), 0);
+    const std::string sum = Sum(file, o);
+    EXPECT_NE(sum.find("refusing the parse cache directory " + o.cache_dir.string()),
+              std::string::npos) << sum;
+    EXPECT_NE(sum.find("--cache-dir"), std::string::npos) << sum;
+    auto built = BuildCacheEntry(file, o);
+    ASSERT_FALSE(built);
+    EXPECT_EQ(built.error().code, Error::Code::kUsage);
+    EXPECT_TRUE(fs::is_empty(o.cache_dir));
+    // --no-cache, as the message says, still answers.
+    o.use_cache = false;
+    EXPECT_EQ(Sum(file, o), "3");
+  }
+}
+
+TEST_F(CacheTest, ACacheDirOfAnotherUidIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown to another uid";
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  OpenOptions o = Cached();
+  fs::create_directories(o.cache_dir);
+  ASSERT_EQ(::chown(o.cache_dir.c_str(), 65534, 65534), 0);
+  const std::string sum = Sum(file, o);
+  EXPECT_NE(sum.find("belongs to uid 65534"), std::string::npos) << sum;
+}
+
+// The red team's poisoning: an entry under the key anyone can compute from stat, holding other
+// rows and a made-up hash. Forged files of another uid, files others can write and links are
+// all a miss: the real file is read, and its real hash is what the trace gets.
+TEST_F(CacheTest, AForgedEntryIsNeverTrusted) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  const fs::path forged_src = tmp_.Write("forged.csv", "k,v\nNorth,1000000\n");
+  OpenOptions forge = Cached();
+  forge.cache_dir = tmp_.path() / "forge";
+  auto forged = BuildCacheEntry(forged_src, forge);
+  ASSERT_TRUE(forged) << forged.error().message;
+  auto entry = BuildCacheEntry(file, Cached());
+  ASSERT_TRUE(entry) << entry.error().message;
+  const fs::path meta = fs::path(*entry).replace_extension(".json");
+  // Both files of a fresh entry are the user's alone.
+  struct stat st {};
+  ASSERT_EQ(::stat(entry->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(meta.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::string real_meta = quarry::testing::ReadFile(meta);
+  const std::string real_sha = quarry::testing::Sha256File(file);
+  std::string fake_meta = real_meta;
+  fake_meta.replace(fake_meta.find(real_sha), real_sha.size(), std::string(64, 'f'));
+  auto plant = [&](bool with_link) {
+    fs::remove(*entry);
+    fs::remove(meta);
+    if (with_link) {
+      fs::create_symlink(*forged, *entry);
+    } else {
+      fs::copy_file(*forged, *entry);
+    }
+    std::ofstream(meta) << fake_meta;
+  };
+  auto expect_real = [&](const std::string& what) {
+    std::string cache;
+    EXPECT_EQ(Sum(file, Cached(), &cache), "3") << what;
+    EXPECT_EQ(cache, "miss") << what;
+    auto e = Open({file}, Cached());
+    ASSERT_TRUE(e) << what;
+    EXPECT_EQ((*e)->sources()[0].sha256, real_sha) << what;
+  };
+  if (::geteuid() == 0) {
+    plant(false);
+    ASSERT_EQ(::chown(entry->c_str(), 65534, 65534), 0);
+    ASSERT_EQ(::chown(meta.c_str(), 65534, 65534), 0);
+    expect_real("files of another uid");
+    plant(false);
+    ASSERT_EQ(::chown(meta.c_str(), 65534, 65534), 0);
+    expect_real("an index of another uid");
+  }
+  plant(false);
+  ASSERT_EQ(::chmod(entry->c_str(), 0666), 0);
+  expect_real("an entry others can write");
+  plant(false);
+  ASSERT_EQ(::chmod(meta.c_str(), 0620), 0);
+  expect_real("an index the group can write");
+  plant(true);
+  ASSERT_EQ(::chmod(meta.c_str(), 0600), 0);
+  expect_real("an entry that is a link");
+  // A rebuild replaces what was planted, and the entry is used again.
+  ASSERT_TRUE(BuildCacheEntry(file, Cached()));
+  std::string cache;
+  EXPECT_EQ(Sum(file, Cached(), &cache), "3");
+  EXPECT_EQ(cache, "hit");
+}
+
+TEST_F(CacheTest, TheDefaultCacheDirLeftOpenByAnOlderQuarryIsMadePrivate) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  const fs::path xdg = tmp_.path() / "xdg";
+  const fs::path dir = xdg / "quarry" / "parse";
+  fs::create_directories(dir);
+  ASSERT_EQ(::chmod(dir.c_str(), 0775), 0);
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old ? old : "";
+  ::setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
+  OpenOptions o;
+  auto built = BuildCacheEntry(file, o);
+  std::string cache;
+  const std::string sum = Sum(file, o, &cache);
+  if (old) {
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_CACHE_HOME");
+  }
+  ASSERT_TRUE(built) << built.error().message;
+  EXPECT_EQ(sum, "3");
+  EXPECT_EQ(cache, "hit");
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
 TEST_F(CacheTest, NoCacheLeavesNoTrace) {

@@ -2,6 +2,10 @@
 // latest run, and clear errors for traces this version cannot read.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
 #include <fstream>
 
 #include "quarry/trace/trace.h"
@@ -9,6 +13,8 @@
 
 namespace quarry::trace {
 namespace {
+
+namespace fs = std::filesystem;
 
 Trace Sample() {
   Trace t;
@@ -103,6 +109,224 @@ TEST(TraceTest, WriterIsAtomicAndAppendsEvents) {
   auto missing = FindTrace(runs.path(), "nope");
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message.find("no run nope"), std::string::npos);
+}
+
+// The file a victim cares about, which another account points links at.
+fs::path Victim(const quarry::testing::TempDir& tmp) {
+  return tmp.Write("bashrc", "export PATH=/usr/bin\n");
+}
+
+mode_t ModeOf(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+TEST(TraceTest, RunFilesArePrivateAndTheDefaultRunsDirIsCreatedPrivate) {
+  quarry::testing::TempDir tmp;
+  const fs::path runs = tmp.path() / "runs";  // absent: the first run creates it
+  auto w = Writer::Create(runs, "20261129-120000-abcdef");
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  w->AppendEvent({{"event", "start"}});
+  ASSERT_TRUE(w->WriteFinal(Sample()).has_value());
+  EXPECT_EQ(ModeOf(runs), 0700u);
+  EXPECT_EQ(ModeOf(w->dir()), 0700u);
+  EXPECT_EQ(ModeOf(w->dir() / "events.jsonl"), 0600u);
+  EXPECT_EQ(ModeOf(w->dir() / "trace.json"), 0600u);
+  // A runs folder of the user's own with the usual 0755 is accepted as it is.
+  const fs::path mine = tmp.path() / "mine";
+  fs::create_directory(mine);
+  fs::permissions(mine, fs::perms(0755));
+  EXPECT_TRUE(Writer::Create(mine, "20261129-120000-000001").has_value());
+  EXPECT_EQ(ModeOf(mine), 0755u);
+}
+
+TEST(TraceTest, ARunsDirOthersCanWriteIsRefusedWithWhatToDo) {
+  quarry::testing::TempDir tmp;
+  for (const unsigned mode : {0777u, 0770u, 0722u, 01777u}) {
+    const fs::path runs = tmp.path() / ("runs-" + std::to_string(mode));
+    fs::create_directory(runs);
+    ASSERT_EQ(::chmod(runs.c_str(), mode), 0);
+    auto w = Writer::Create(runs, "20261129-120000-abcdef");
+    ASSERT_FALSE(w.has_value()) << mode;
+    EXPECT_EQ(w.error().code, Error::Code::kUsage);
+    EXPECT_NE(w.error().message.find("refusing the runs directory " + runs.string()),
+              std::string::npos) << w.error().message;
+    EXPECT_NE(w.error().message.find("chmod 700"), std::string::npos);
+    EXPECT_NE(w.error().message.find("--runs-dir"), std::string::npos);
+    EXPECT_FALSE(fs::exists(runs / "20261129-120000-abcdef"));
+  }
+}
+
+TEST(TraceTest, ARunsDirOfAnotherUidIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown to another uid";
+  quarry::testing::TempDir tmp;
+  const fs::path runs = tmp.path() / "runs";
+  fs::create_directory(runs);
+  ASSERT_EQ(::chmod(runs.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(runs.c_str(), 65534, 65534), 0);
+  auto w = Writer::Create(runs, "20261129-120000-abcdef");
+  ASSERT_FALSE(w.has_value());
+  EXPECT_NE(w.error().message.find("belongs to uid 65534"), std::string::npos)
+      << w.error().message;
+}
+
+TEST(TraceTest, AnExistingRunDirIsNeverReusedNorALinkFollowed) {
+  quarry::testing::TempDir tmp;
+  const fs::path victim = Victim(tmp);
+  const fs::path runs = tmp.path() / "runs";
+  fs::create_directory(runs);
+  fs::create_directory(runs / "20261129-120000-aaaaaa");
+  EXPECT_FALSE(Writer::Create(runs, "20261129-120000-aaaaaa").has_value());
+  fs::create_directory_symlink(tmp.path(), runs / "20261129-120000-bbbbbb");
+  EXPECT_FALSE(Writer::Create(runs, "20261129-120000-bbbbbb").has_value());
+  EXPECT_FALSE(Writer::Create(runs, "../escape").has_value());
+  EXPECT_EQ(quarry::testing::ReadFile(victim), "export PATH=/usr/bin\n");
+}
+
+TEST(TraceTest, LinksPlantedInARunDirAreNeverWrittenThrough) {
+  quarry::testing::TempDir tmp;
+  const fs::path victim = Victim(tmp);
+  auto w = Writer::Create(tmp.path() / "runs", "20261129-120000-abcdef");
+  ASSERT_TRUE(w.has_value());
+  fs::create_symlink(victim, w->dir() / "events.jsonl");
+  fs::create_symlink(victim, w->dir() / "trace.json.tmp");
+  w->AppendEvent({{"event", "start"}});
+  auto path = w->WriteFinal(Sample());
+  ASSERT_TRUE(path.has_value()) << path.error().message;
+  EXPECT_EQ(quarry::testing::ReadFile(victim), "export PATH=/usr/bin\n");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(*path)));
+  EXPECT_TRUE(ReadTrace(*path).has_value());
+  // A link under the final name is replaced, not followed.
+  fs::remove(*path);
+  fs::create_symlink(victim, *path);
+  ASSERT_TRUE(w->WriteFinal(Sample()).has_value());
+  EXPECT_EQ(quarry::testing::ReadFile(victim), "export PATH=/usr/bin\n");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(*path)));
+  // The page `quarry view` writes beside a trace likewise.
+  fs::create_symlink(victim, w->dir() / "trace.html.tmp");
+  ASSERT_TRUE(WritePrivateFile(w->dir() / "trace.html", "<html></html>").has_value());
+  EXPECT_EQ(quarry::testing::ReadFile(victim), "export PATH=/usr/bin\n");
+  EXPECT_EQ(quarry::testing::ReadFile(w->dir() / "trace.html"), "<html></html>");
+  EXPECT_EQ(ModeOf(w->dir() / "trace.html"), 0600u);
+}
+
+// A trace someone sent names local images by absolute path, or the run folder holds links out
+// of it: only the run's own regular files are embedded.
+TEST(TraceTest, ViewEmbedsOnlyImagesOfTheRunsOwnDirectory) {
+  quarry::testing::TempDir tmp;
+  const fs::path run = tmp.path() / "runs" / "20261129-120000-abcdef";
+  fs::create_directories(run / "workdir");
+  const fs::path outside = tmp.path() / "private";
+  fs::create_directories(outside);
+  const std::string secret = "<svg xmlns='http://www.w3.org/2000/svg'><text>SECRET</text></svg>";
+  const fs::path secret_svg = outside / "secret.svg";
+  std::ofstream(secret_svg) << secret;
+  std::ofstream(outside / "steal.png") << "PNGSECRET";
+  std::ofstream(run / "chart-1.svg") << "<svg>chart</svg>";
+  std::ofstream(run / "workdir" / "fig.png") << "PNGFIG";
+  fs::create_symlink(secret_svg, run / "link.svg");
+  fs::create_symlink(secret_svg, run / "workdir" / "wlink.svg");
+  Trace t = Sample();
+  t.artifacts = {secret_svg.string(),
+                 (run / "link.svg").string(),
+                 (run / "workdir" / "wlink.svg").string(),
+                 "../private/secret.svg",
+                 "..",
+                 (tmp.path() / "elsewhere" / "chart-1.svg").string(),  // the run's own by name
+                 "runs/x/workdir/fig.png"};
+  const std::string html = RenderHtml(t, run);
+  EXPECT_EQ(html.find(Base64(secret)), std::string::npos);
+  EXPECT_NE(html.find(Base64("<svg>chart</svg>")), std::string::npos);
+  EXPECT_NE(html.find(Base64("PNGFIG")), std::string::npos);
+  // workdir/ itself a link out of the run: not followed.
+  fs::remove_all(run / "workdir");
+  fs::create_directory_symlink(outside, run / "workdir");
+  t.artifacts = {"steal.png", (outside / "steal.png").string()};
+  const std::string html2 = RenderHtml(t, run);
+  EXPECT_EQ(html2.find(Base64("PNGSECRET")), std::string::npos);
+  EXPECT_EQ(html2.find("<figure>"), std::string::npos);
+}
+
+// An old run as `quarry ask` leaves it: trace, chart, and a workdir with scratch files, a
+// nested folder, a figure and a link out of it that pruning must not follow.
+fs::path OldRun(const fs::path& runs, const std::string& id, const fs::path& victim_dir) {
+  const fs::path run = runs / id;
+  fs::create_directories(run / "workdir" / "sub" / "deeper");
+  std::ofstream(run / "trace.json") << "{}";
+  std::ofstream(run / "chart-1.png") << "chart";
+  std::ofstream(run / "workdir" / "fig.png") << "fig";
+  std::ofstream(run / "workdir" / "scratch.parquet") << std::string(4096, 'x');
+  std::ofstream(run / "workdir" / "sub" / "deeper" / "a.txt") << "a";
+  fs::create_directory_symlink(victim_dir, run / "workdir" / "out");
+  fs::create_symlink(victim_dir / "keep.svg", run / "workdir" / "link.svg");
+  return run;
+}
+
+TEST(TraceTest, OldWorkdirsArePrunedKeepingTracesAndFigures) {
+  quarry::testing::TempDir tmp;
+  const fs::path runs = tmp.path() / "runs";
+  const fs::path victim = tmp.path() / "victim";
+  fs::create_directories(victim);
+  std::ofstream(victim / "keep.svg") << "mine";
+  std::ofstream(victim / "notes.txt") << "mine";
+  std::vector<fs::path> old;
+  for (int i = 1; i <= 4; ++i) {
+    old.push_back(OldRun(runs, "2020010" + std::to_string(i) + "-120000-00000" + std::to_string(i),
+                         victim));
+  }
+  const fs::path fresh = OldRun(runs, NewRunId(), victim);
+  fs::create_directories(runs / "bench-x" / "workdir");  // not a run id: never touched
+  std::ofstream(runs / "bench-x" / "workdir" / "f") << "f";
+  // Keep the newest 2: the fresh run and 20200104; the three older ones are pruned.
+  EXPECT_EQ(PruneWorkdirs(runs, {.keep_runs = 2, .keep_days = 7}, std::time(nullptr)), 3);
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(old[i] / "workdir")) {
+      left.push_back(e.path().filename().string());
+    }
+    EXPECT_EQ(left, std::vector<std::string>{"fig.png"}) << old[i];
+    EXPECT_TRUE(fs::exists(old[i] / "trace.json"));
+    EXPECT_TRUE(fs::exists(old[i] / "chart-1.png"));
+  }
+  for (const auto& kept : {old[3], fresh}) {
+    EXPECT_TRUE(fs::exists(kept / "workdir" / "scratch.parquet")) << kept;
+    EXPECT_TRUE(fs::exists(kept / "workdir" / "sub" / "deeper" / "a.txt")) << kept;
+  }
+  EXPECT_TRUE(fs::exists(runs / "bench-x" / "workdir" / "f"));
+  EXPECT_EQ(quarry::testing::ReadFile(victim / "keep.svg"), "mine");
+  EXPECT_EQ(quarry::testing::ReadFile(victim / "notes.txt"), "mine");
+  // A run younger than keep_days keeps its workdir however many runs came after it.
+  EXPECT_EQ(PruneWorkdirs(runs, {.keep_runs = 0, .keep_days = 7}, std::time(nullptr)), 1);
+  EXPECT_FALSE(fs::exists(old[3] / "workdir" / "scratch.parquet"));
+  EXPECT_TRUE(fs::exists(fresh / "workdir" / "scratch.parquet"));
+  EXPECT_EQ(PruneWorkdirs(runs, {.keep_runs = 0, .keep_days = 7, .enabled = false},
+                          std::time(nullptr) + 30 * 86400),
+            0);
+  EXPECT_TRUE(fs::exists(fresh / "workdir" / "scratch.parquet"));
+}
+
+TEST(TraceTest, RetentionIsSetFromTheEnvironmentAndBadValuesAreNamed) {
+  quarry::testing::TempDir tmp;
+  const fs::path runs = tmp.path() / "runs";
+  const fs::path victim = tmp.path() / "victim";
+  fs::create_directories(victim);
+  const fs::path old = OldRun(runs, "20200101-120000-000001", victim);
+  ::setenv("QUARRY_KEEP_WORKDIRS", "all", 1);
+  EXPECT_TRUE(Writer::Create(runs, "20261129-120000-000001").has_value());
+  EXPECT_TRUE(fs::exists(old / "workdir" / "scratch.parquet"));
+  ::setenv("QUARRY_KEEP_WORKDIRS", "ten", 1);
+  auto bad = Writer::Create(runs, "20261129-120000-000002");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("QUARRY_KEEP_WORKDIRS=ten"), std::string::npos);
+  ::setenv("QUARRY_KEEP_WORKDIRS", "1", 1);
+  ::setenv("QUARRY_KEEP_WORKDIR_DAYS", "0", 1);
+  EXPECT_TRUE(Writer::Create(runs, "20261129-120000-000003").has_value());
+  ::unsetenv("QUARRY_KEEP_WORKDIRS");
+  ::unsetenv("QUARRY_KEEP_WORKDIR_DAYS");
+  EXPECT_FALSE(fs::exists(old / "workdir" / "scratch.parquet"));
+  EXPECT_TRUE(fs::exists(old / "workdir" / "fig.png"));
+  EXPECT_TRUE(fs::exists(old / "trace.json"));
 }
 
 TEST(TraceTest, SummaryAndTotalsLine) {

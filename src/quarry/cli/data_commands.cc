@@ -204,15 +204,10 @@ int RunView(const ViewOptions& o) {
   if (!t) return Report(t.error());
   const std::filesystem::path out =
       o.out.empty() ? path->parent_path() / "trace.html" : std::filesystem::path(o.out);
-  const std::string tmp = out.string() + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::trunc);
-    file << trace::RenderHtml(*t, path->parent_path());
-    if (!file) return Report({Error::Code::kUsage, "cannot write " + out.string()});
+  // Beside a trace that may sit in someone else's folder: never written through a link.
+  if (auto w = trace::WritePrivateFile(out, trace::RenderHtml(*t, path->parent_path())); !w) {
+    return Report(w.error());
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) return Report({Error::Code::kUsage, "cannot write " + out.string() + ": " + ec.message()});
   std::cout << out.string() << "\n";
   return kExitOk;
 }

@@ -14,6 +14,7 @@
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
+#include "quarry/common/private_dir.h"
 
 extern char** environ;
 
@@ -150,6 +151,11 @@ int RunCache(const CacheOptions& o) {
     return kExitOk;
   }
   std::error_code ec;
+  // list and clear read a --cache-dir like every other command: not one others can write.
+  if (!o.cache_dir.empty() && std::filesystem::exists(dir, ec)) {
+    auto fd = OpenPrivateDir(dir, "the parse cache directory", "--cache-dir");
+    if (!fd) return Report(fd.error());
+  }
   if (o.action == "clear") {
     int64_t removed = 0;
     if (std::filesystem::is_directory(dir, ec)) {

@@ -31,7 +31,10 @@ int RunPythonScript(const PythonOptions& o) {
 
   const std::string id = trace::NewRunId();
   sandbox::Options options;
-  options.workdir = std::filesystem::path(o.runs_dir) / id / "workdir";
+  // The run's directory is made like every run's (exclusively, 0700, in a private runs/).
+  auto writer = trace::Writer::Create(o.runs_dir, id);
+  if (!writer) return Report(writer.error());
+  options.workdir = writer->dir() / "workdir";
   options.allow_unisolated = o.allow_unisolated;
   options.timeout_ms = o.timeout_ms;
   options.stop = interrupt.token();

@@ -3,6 +3,11 @@
 // read-only in well under a second. Entries are keyed by the file's path, size, mtime, ctime,
 // inode and reading options (any write to the file changes its ctime), carry the content hash
 // computed once when built, and are rebuilt, never trusted, when any of those differ.
+// Anyone who can stat the file can compute its key, so the key proves nothing about who wrote
+// an entry: what does is where it lives. The directory must be private to the user (owned by
+// them, writable by neither group nor others: refused otherwise), and an entry is used only
+// when both of its files are regular files (no links) owned by the user and writable by no one
+// else. Then only the user (or root) can have written it.
 #include <duckdb.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,11 +15,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cerrno>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
+#include "quarry/common/private_dir.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine {
@@ -169,6 +176,34 @@ std::filesystem::path CacheDir(const OpenOptions& options) {
   return {};
 }
 
+namespace {
+
+// An entry file usable as the user's own: a regular file, not a link, that only they can have
+// written.
+bool OwnEntryFile(const std::filesystem::path& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && NotPrivateReason(st).empty();
+}
+
+// The cache directory checked (see the file comment). nullopt: it does not exist (nothing is
+// cached yet). The default directory is quarry's own: an older quarry may have left it with
+// the umask's mode, so it is made 0700 again instead of refused; each entry is still checked.
+Result<std::optional<UniqueFd>> CheckedCacheDir(const std::filesystem::path& dir,
+                                                const OpenOptions& open, bool create) {
+  std::error_code ec;
+  if (!create && !std::filesystem::exists(dir, ec)) return std::nullopt;
+  struct stat st {};
+  if (open.cache_dir.empty() && ::stat(dir.c_str(), &st) == 0 && st.st_uid == ::geteuid() &&
+      S_ISDIR(st.st_mode) && (st.st_mode & 077) != 0) {
+    ::chmod(dir.c_str(), 0700);
+  }
+  auto fd = OpenPrivateDir(dir, "the parse cache directory", "--cache-dir (or --no-cache)");
+  if (!fd) return std::unexpected(fd.error());
+  return std::optional<UniqueFd>(std::move(*fd));
+}
+
+}  // namespace
+
 std::optional<std::string> CacheKey(const std::filesystem::path& abs, const CsvOptions& options) {
   struct stat st {};
   if (::stat(abs.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
@@ -180,20 +215,29 @@ std::optional<std::string> CacheKey(const std::filesystem::path& abs, const CsvO
   return Sha256(identity).substr(0, 40);
 }
 
-std::optional<CacheHit> LookupCache(const std::filesystem::path& abs, const CsvOptions& options,
-                                    const OpenOptions& open) {
+Result<std::optional<CacheHit>> LookupCache(const std::filesystem::path& abs,
+                                            const CsvOptions& options, const OpenOptions& open) {
   const auto dir = CacheDir(open);
   if (dir.empty()) return std::nullopt;
+  auto checked = CheckedCacheDir(dir, open, false);
+  if (!checked) return std::unexpected(checked.error());
+  if (!*checked) return std::nullopt;
   const auto key = CacheKey(abs, options);
   if (!key) return std::nullopt;
   const auto entry = dir / (*key + ".duckdb");
   const auto meta = dir / (*key + ".json");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(entry, ec) || !std::filesystem::is_regular_file(meta, ec)) {
-    return std::nullopt;
+  if (!OwnEntryFile(entry) || !OwnEntryFile(meta)) return std::nullopt;
+  const UniqueFd meta_fd(::open(meta.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!meta_fd.valid()) return std::nullopt;
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(meta_fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
   }
-  std::ifstream in(meta);
-  const json m = json::parse(in, nullptr, false);
+  const json m = json::parse(text, nullptr, false);
   if (!m.is_object() || m.value("key", "") != *key || m.value("source", "") != abs.string()) {
     return std::nullopt;
   }
@@ -235,20 +279,14 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   if (!key || dir.empty()) {
     return Fail(Error::Code::kUsage, "no cache directory: set XDG_CACHE_HOME or HOME");
   }
-  const bool existed = std::filesystem::exists(dir, ec);
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Fail(Error::Code::kData, "cannot create " + dir.string() + ": " + ec.message());
-  // The cache holds the user's data: private to them. Only a directory quarry created (or its
-  // own default one) is made 0700; a --cache-dir that already existed keeps its mode, since it
-  // may hold other people's files.
-  if (!existed || options.cache_dir.empty()) {
-    std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::replace, ec);
-  }
+  // The cache holds the user's data: a directory quarry creates is 0700, and one that others
+  // can write is refused (a --cache-dir that exists keeps its mode: it is the user's).
+  auto dir_fd = CheckedCacheDir(dir, options, true);
+  if (!dir_fd) return std::unexpected(dir_fd.error());
   const auto entry = dir / (*key + ".duckdb");
   // One builder per entry: a second command that starts one while the first runs leaves.
   const auto lock_path = dir / (*key + ".lock");
-  const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (lock < 0) return Fail(Error::Code::kData, "cannot create " + lock_path.string());
   struct Unlock {
     int fd;
@@ -268,7 +306,9 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   if (auto r = b.Open(options.memory_limit_mb); !r) return std::unexpected(r.error());
   // An entry that exists and reads is kept (another command built it meanwhile); a damaged
   // one (truncated, overwritten) is built again rather than skipped forever.
-  if (LookupCache(abs, csv, options) &&
+  auto existing = LookupCache(abs, csv, options);
+  if (!existing) return std::unexpected(existing.error());
+  if (*existing &&
       b.Run("ATTACH " + QuoteLiteral(entry.string()) + " AS existing (READ_ONLY)") &&
       b.Run("SELECT count(*) FROM existing.data") && b.Run("DETACH existing")) {
     return entry;
@@ -299,6 +339,10 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     return fail(r.error());
   }
   if (auto r = run("DETACH entry"); !r) return fail(r.error());
+  // DuckDB creates the file with the umask's mode; an entry others could write is never used.
+  if (::chmod(tmp.c_str(), 0600) != 0) {
+    return fail(Error{Error::Code::kData, "cannot make " + tmp.string() + " private"});
+  }
   // The file must not have changed while it was read; otherwise the entry describes neither.
   if (CacheKey(abs, csv) != key) {
     return fail(Error{Error::Code::kData, "the file changed while it was being cached"});
@@ -310,9 +354,20 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
                      {"padded", plan.padded},    {"card", CardJson(card)}};
   const auto meta_tmp = dir / (*key + ".json.tmp-" + std::to_string(::getpid()));
   {
-    std::ofstream out(meta_tmp, std::ios::trunc);
-    out << meta.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (!out) return fail(Error{Error::Code::kData, "cannot write " + meta_tmp.string()});
+    std::filesystem::remove(meta_tmp, ec);
+    const UniqueFd out(::open(meta_tmp.c_str(),
+                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    const std::string meta_text = meta.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string_view bytes = meta_text;
+    while (out.valid() && !bytes.empty()) {
+      const ssize_t n = ::write(out.get(), bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    if (!out.valid() || !bytes.empty()) {
+      return fail(Error{Error::Code::kData, "cannot write " + meta_tmp.string()});
+    }
   }
   std::filesystem::rename(tmp, entry, ec);
   if (ec) return fail(Error{Error::Code::kData, "cannot write " + entry.string() + ": " + ec.message()});

@@ -510,7 +510,11 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     f.csv = formats[i] == "csv" || formats[i] == "tsv";
     f.options = i < csv_options.size() ? csv_options[i] : CsvOptions{};
     const bool cacheable = options.use_cache && (f.csv || f.format == "json");
-    if (cacheable) f.cached = LookupCache(f.abs, f.options, options);
+    if (cacheable) {
+      auto hit = LookupCache(f.abs, f.options, options);
+      if (!hit) return std::unexpected(hit.error());
+      f.cached = std::move(*hit);
+    }
     auto source = Fingerprint(paths[i], formats[i], options.fingerprint && !f.cached, options.stop);
     if (!source) return std::unexpected(source.error());
     if (cacheable) source->cache = f.cached ? "hit" : "miss";

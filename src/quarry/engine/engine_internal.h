@@ -140,9 +140,11 @@ struct CacheHit {
 std::filesystem::path CacheDir(const OpenOptions& options);
 // nullopt when the file cannot be stat'ed.
 std::optional<std::string> CacheKey(const std::filesystem::path& abs, const CsvOptions& options);
-// The entry for this file as it is now, or nullopt (none, stale, or unreadable).
-std::optional<CacheHit> LookupCache(const std::filesystem::path& abs, const CsvOptions& options,
-                                    const OpenOptions& open);
+// The entry for this file as it is now, or nullopt (none, stale, unreadable, a link, or a file
+// not owned by the user or writable by others). Errors: kUsage when the cache directory exists
+// but is not private to the user (cache.cc says why), naming it and what to do.
+Result<std::optional<CacheHit>> LookupCache(const std::filesystem::path& abs,
+                                            const CsvOptions& options, const OpenOptions& open);
 Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given,
                                               const OpenOptions& options);
 

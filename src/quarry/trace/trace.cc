@@ -2,8 +2,17 @@
 #include "quarry/trace/trace.h"
 #include "quarry/common/json.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <random>
@@ -148,37 +157,215 @@ std::string NewRunId() {
   return std::string(stamp) + "-" + suffix;
 }
 
+namespace {
+
+// "20261129-120000-abcdef" -> its UTC start; nullopt for a name that is not a run id.
+std::optional<std::time_t> RunIdTime(const std::string& name) {
+  if (name.size() < 16 || name[8] != '-' || name[15] != '-') return std::nullopt;
+  for (size_t i = 0; i < 15; ++i) {
+    if (i != 8 && (name[i] < '0' || name[i] > '9')) return std::nullopt;
+  }
+  std::tm tm{};
+  if (!strptime(name.substr(0, 15).c_str(), "%Y%m%d-%H%M%S", &tm)) return std::nullopt;
+  return timegm(&tm);
+}
+
+// The names in a directory fd (a dup is read, `dir_fd` stays open), without "." and "..".
+std::vector<std::string> NamesIn(int dir_fd) {
+  std::vector<std::string> names;
+  const int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return names;
+  DIR* d = ::fdopendir(dup);
+  if (!d) {
+    ::close(dup);
+    return names;
+  }
+  ::rewinddir(d);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  return names;
+}
+
+// Removes `name` in `dir_fd` and, for a directory, everything under it; never follows a link
+// (a link is removed itself). A directory the sandbox left unreadable is opened up first.
+void RemoveTreeAt(int dir_fd, const std::string& name, int depth) {
+  if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || depth > 256) return;
+  UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!sub.valid() && errno == EACCES && ::fchmodat(dir_fd, name.c_str(), 0700, 0) == 0) {
+    sub = UniqueFd(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  }
+  if (!sub.valid()) return;
+  for (const auto& n : NamesIn(sub.get())) RemoveTreeAt(sub.get(), n, depth + 1);
+  ::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR);
+}
+
+// A figure `quarry view` embeds from a pruned workdir: kept.
+bool IsKeptFigure(int dir_fd, const std::string& name) {
+  const std::string ext = fs::path(name).extension().string();
+  struct stat st {};
+  return (ext == ".png" || ext == ".svg") &&
+         ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+int PruneWorkdirsAt(int runs_fd, const Retention& keep, std::time_t now,
+                    const std::string& current) {
+  if (!keep.enabled) return 0;
+  std::vector<std::pair<std::string, std::time_t>> runs;
+  for (auto& n : NamesIn(runs_fd)) {
+    if (auto t = RunIdTime(n)) runs.emplace_back(std::move(n), *t);
+  }
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  int pruned = 0;
+  const std::time_t cutoff = now - static_cast<std::time_t>(keep.keep_days) * 86400;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& [name, started] = runs[i];
+    if (i < static_cast<size_t>(keep.keep_runs) || started >= cutoff || name == current) continue;
+    const UniqueFd run(::openat(runs_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!run.valid()) continue;
+    const UniqueFd work(::openat(run.get(), "workdir", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!work.valid()) continue;
+    bool removed = false;
+    for (const auto& n : NamesIn(work.get())) {
+      if (IsKeptFigure(work.get(), n)) continue;
+      RemoveTreeAt(work.get(), n, 0);
+      removed = true;
+    }
+    pruned += removed ? 1 : 0;
+  }
+  return pruned;
+}
+
+Result<int> EnvCount(const char* var, int fallback, bool* all) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return fallback;
+  const std::string text = v;
+  if (all && text == "all") {
+    *all = true;
+    return fallback;
+  }
+  if (text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos) {
+    return Fail(Error::Code::kUsage, std::string(var) + "=" + text + ": expected a whole number" +
+                                         (all ? " of runs, or all" : " of days"));
+  }
+  return std::stoi(text);
+}
+
+}  // namespace
+
+Result<Retention> RetentionFromEnv() {
+  Retention r;
+  bool all = false;
+  auto runs = EnvCount("QUARRY_KEEP_WORKDIRS", r.keep_runs, &all);
+  if (!runs) return std::unexpected(runs.error());
+  auto days = EnvCount("QUARRY_KEEP_WORKDIR_DAYS", r.keep_days, nullptr);
+  if (!days) return std::unexpected(days.error());
+  r.keep_runs = *runs;
+  r.keep_days = *days;
+  r.enabled = !all;
+  return r;
+}
+
+int PruneWorkdirs(const fs::path& runs_dir, const Retention& keep, std::time_t now) {
+  const UniqueFd fd(::open(runs_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return fd.valid() ? PruneWorkdirsAt(fd.get(), keep, now, "") : 0;
+}
+
 Result<Writer> Writer::Create(const fs::path& runs_dir, const std::string& id) {
+  if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos) {
+    return Fail(Error::Code::kInternal, "not a run id: " + id);
+  }
+  const auto retention = RetentionFromEnv();
+  if (!retention) return std::unexpected(retention.error());
+  auto runs = OpenPrivateDir(runs_dir, "the runs directory", "--runs-dir");
+  if (!runs) return std::unexpected(runs.error());
   Writer w;
   w.dir_ = runs_dir / id;
-  std::error_code ec;
-  fs::create_directories(w.dir_, ec);
-  if (ec) {
-    return Fail(Error::Code::kInternal,
-                "cannot create the run directory " + w.dir_.string() + ": " + ec.message());
+  // Exclusively: a directory that already exists (planted, or a clash of ids) is never reused,
+  // so every file of the run is created inside a directory this process made, mode 0700.
+  if (::mkdirat(runs->get(), id.c_str(), 0700) != 0) {
+    return Fail(Error::Code::kInternal, "cannot create the run directory " + w.dir_.string() +
+                                            ": " + std::strerror(errno));
   }
+  w.dir_fd_ = UniqueFd(::openat(runs->get(), id.c_str(),
+                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!w.dir_fd_.valid()) {
+    return Fail(Error::Code::kInternal, "cannot open the run directory " + w.dir_.string() +
+                                            ": " + std::strerror(errno));
+  }
+  // Each new run tidies the old ones' scratch space (Retention); their traces stay.
+  PruneWorkdirsAt(runs->get(), *retention, std::time(nullptr), id);
   return w;
 }
 
+namespace {
+
+bool WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Creates `name` in `dir_fd` for writing: never through a link, never an existing file.
+UniqueFd CreateExclusive(int dir_fd, const char* name) {
+  return UniqueFd(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           0600));
+}
+
+}  // namespace
+
 void Writer::AppendEvent(const json& event) {
-  std::ofstream out(dir_ / "events.jsonl", std::ios::app);
-  out << Dump(event) << '\n';
-  out.flush();
+  if (!events_fd_.valid()) {
+    events_fd_ = CreateExclusive(dir_fd_.get(), "events.jsonl");
+    if (!events_fd_.valid()) return;  // the trace.json written at the end is the record
+  }
+  WriteAll(events_fd_.get(), Dump(event) + "\n");
 }
 
 Result<fs::path> Writer::WriteFinal(const Trace& trace) {
   const fs::path final_path = dir_ / "trace.json";
   const fs::path tmp = dir_ / "trace.json.tmp";
+  ::unlinkat(dir_fd_.get(), "trace.json.tmp", 0);  // a leftover of an earlier WriteFinal
   {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << Dump(ToJson(trace), 2) << '\n';
-    out.flush();
-    if (!out) return Fail(Error::Code::kInternal, "cannot write " + tmp.string());
+    const UniqueFd out = CreateExclusive(dir_fd_.get(), "trace.json.tmp");
+    if (!out.valid() || !WriteAll(out.get(), Dump(ToJson(trace), 2) + "\n")) {
+      return Fail(Error::Code::kInternal, "cannot write " + tmp.string() + ": " + std::strerror(errno));
+    }
   }
-  std::error_code ec;
-  fs::rename(tmp, final_path, ec);
-  if (ec) return Fail(Error::Code::kInternal, "cannot write " + final_path.string() + ": " + ec.message());
+  if (::renameat(dir_fd_.get(), "trace.json.tmp", dir_fd_.get(), "trace.json") != 0) {
+    return Fail(Error::Code::kInternal,
+                "cannot write " + final_path.string() + ": " + std::strerror(errno));
+  }
   return final_path;
+}
+
+Result<void> WritePrivateFile(const fs::path& path, std::string_view bytes) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const std::string name = path.filename().string();
+  const std::string tmp = name + ".tmp";
+  const UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd.valid()) {
+    return Fail(Error::Code::kUsage, "cannot write " + path.string() + ": " + std::strerror(errno));
+  }
+  // unlinkat removes a planted link itself, never its target; O_EXCL refuses one planted again.
+  ::unlinkat(dir_fd.get(), tmp.c_str(), 0);
+  {
+    const UniqueFd out = CreateExclusive(dir_fd.get(), tmp.c_str());
+    if (!out.valid() || !WriteAll(out.get(), bytes)) {
+      return Fail(Error::Code::kUsage, "cannot write " + path.string() + ".tmp: " +
+                                           std::strerror(errno));
+    }
+  }
+  if (::renameat(dir_fd.get(), tmp.c_str(), dir_fd.get(), name.c_str()) != 0) {
+    return Fail(Error::Code::kUsage, "cannot write " + path.string() + ": " + std::strerror(errno));
+  }
+  return {};
 }
 
 namespace {

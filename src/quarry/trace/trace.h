@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "quarry/common/common.h"
+#include "quarry/common/private_dir.h"
 
 namespace quarry::trace {
 
@@ -183,20 +185,51 @@ std::string NewRunId();
 // Now as UTC ISO 8601 to the second ("2026-12-01T10:38:26Z"): every created_at and date.
 std::string UtcTimestamp();
 
-// Owns runs/<id>/ for one run. Not thread-safe.
+// How long old runs keep their workdir (runs/<id>/workdir: the sandbox's files). A workdir is
+// emptied only when its run is neither among the newest `keep_runs` runs nor younger than
+// `keep_days` days; even then the figures in it (.png, .svg: what `quarry view` embeds) are
+// kept, and so are the run's trace.json, events.jsonl and charts: every run stays viewable and
+// replayable. Set by QUARRY_KEEP_WORKDIRS (a number of runs, or "all": never prune; default
+// 20) and QUARRY_KEEP_WORKDIR_DAYS (default 7).
+struct Retention {
+  int keep_runs = 20;
+  int keep_days = 7;
+  bool enabled = true;
+};
+// Errors: kUsage naming the variable with a value that is not a number (or "all").
+Result<Retention> RetentionFromEnv();
+// Empties the workdirs of runs_dir's runs (directories named by a run id, dated by it) that
+// `keep` no longer keeps, as of `now`; never follows a link. Returns how many were emptied.
+// Writer::Create calls it for every new run.
+int PruneWorkdirs(const std::filesystem::path& runs_dir, const Retention& keep, std::time_t now);
+
+// Owns runs/<id>/ for one run. Not thread-safe; movable.
 class Writer {
  public:
-  // Creates runs_dir/<id>/. Errors: kInternal when the directory cannot be created.
+  // Creates runs_dir/<id>/ exclusively, mode 0700, creating runs_dir (0700) when missing,
+  // then prunes old runs' workdirs (Retention, from the environment).
+  // Errors: kUsage for a bad QUARRY_KEEP_WORKDIRS / QUARRY_KEEP_WORKDIR_DAYS, or when runs_dir is not private to the user (owned by another uid, or writable
+  // by group or others: another account could plant links there; the message says what to
+  // do); kInternal when the run directory exists already or cannot be created.
   static Result<Writer> Create(const std::filesystem::path& runs_dir, const std::string& id);
   const std::filesystem::path& dir() const { return dir_; }
-  // Appends one line to events.jsonl and flushes it.
+  // Appends one line to events.jsonl (created 0600 on the first event, never through a link
+  // or onto an existing file) and writes it at once.
   void AppendEvent(const nlohmann::ordered_json& event);
-  // Writes trace.json via a temporary file and rename, so readers never see half a file.
+  // Writes trace.json (0600) via trace.json.tmp and renameat in the run's directory fd, so
+  // readers never see half a file and no link planted under either name is followed.
   Result<std::filesystem::path> WriteFinal(const Trace& trace);
 
  private:
   std::filesystem::path dir_;
+  UniqueFd dir_fd_;     // runs_dir/<id>, as created: every write goes through it
+  UniqueFd events_fd_;  // events.jsonl once the first event is written
 };
+
+// Writes `bytes` to `path` (mode 0600) via path.tmp, created exclusively without following a
+// link (a planted link named path.tmp is removed, not written through), and a rename.
+// Errors: kUsage naming the file.
+Result<void> WritePrivateFile(const std::filesystem::path& path, std::string_view bytes);
 
 // "latest" or a run id (or a path to a trace.json or events.jsonl) -> the run's record: its
 // trace.json, or its events.jsonl when a killed run never wrote trace.json.
@@ -217,13 +250,18 @@ Result<Trace> RebuildFromEvents(const std::filesystem::path& events_path);
 // Python and the observation as the model saw it, result tables, charts, totals. No scripts
 // and no network: charts are inlined as data: images (an SVG in <img> never runs script), and
 // every string from the trace is HTML-escaped, so a data row holding markup shows as text.
-// Chart files named in artifacts are read from where the trace says or from `trace_dir`.
+// Images named in artifacts are embedded only from the run's own directory `trace_dir` (by
+// file name, in it or its workdir/, no link followed), never from the path the trace names:
+// a trace from someone else could name any local .png or .svg.
 std::string RenderHtml(const Trace& trace, const std::filesystem::path& trace_dir);
 std::string HtmlEscape(std::string_view text);
 // An artifact's bytes, for inlining. Only a regular file, opened without following links: a
 // sandboxed script could leave a symlink to any host file under an artifact's name.
 // Errors: kUsage when it is missing, a link, not a regular file, or larger than max_bytes.
 Result<std::string> ReadArtifact(const std::filesystem::path& path, size_t max_bytes);
+// The same, with `path` relative to the directory fd `dir_fd` (openat; AT_FDCWD allowed).
+Result<std::string> ReadArtifactAt(int dir_fd, const std::filesystem::path& path,
+                                   size_t max_bytes);
 // RFC 4648 base64 (OpenSSL's encoder), for data: URIs and MCP image blocks.
 std::string Base64(std::string_view bytes);
 

@@ -58,20 +58,33 @@ std::string ResultTableHtml(const json& detail) {
   return out + "</p>";
 }
 
-// An artifact as an <img>: SVG or PNG from the path the trace names, or beside the trace.
+// An artifact's bytes from the run's own directory: `name` (a plain file name) in `trace_dir`
+// or in its workdir/, where quarry writes charts and the sandbox leaves figures. Never the path
+// the trace names: a trace someone sent could name any local file. Opened under directory fds
+// with O_NOFOLLOW at every step, so a link (to a file or as workdir/) cannot lead out.
+std::optional<std::string> ReadRunArtifact(const fs::path& trace_dir, const std::string& name) {
+  constexpr size_t kMaxBytes = 16u << 20;
+  const UniqueFd dir(open(trace_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return std::nullopt;
+  if (auto bytes = ReadArtifactAt(dir.get(), name, kMaxBytes)) return std::move(*bytes);
+  const UniqueFd workdir(
+      openat(dir.get(), "workdir", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!workdir.valid()) return std::nullopt;
+  if (auto bytes = ReadArtifactAt(workdir.get(), name, kMaxBytes)) return std::move(*bytes);
+  return std::nullopt;
+}
+
+// An artifact as an <img>: an SVG or PNG of the run, found by its file name (ReadRunArtifact).
 std::string ImageHtml(const std::string& artifact, const fs::path& trace_dir) {
-  fs::path p = artifact;
-  std::error_code ec;
-  if (!fs::exists(p, ec)) p = trace_dir / fs::path(artifact).filename();
-  if (!fs::exists(p, ec)) p = trace_dir / "workdir" / fs::path(artifact).filename();
-  const std::string ext = p.extension().string();
+  const std::string name = fs::path(artifact).filename().string();
+  if (name.empty() || name == "." || name == "..") return "";
+  const std::string ext = fs::path(name).extension().string();
   const char* mime = ext == ".svg" ? "image/svg+xml" : ext == ".png" ? "image/png" : nullptr;
   if (!mime) return "";
-  auto bytes = ReadArtifact(p, 16u << 20);
+  auto bytes = ReadRunArtifact(trace_dir, name);
   if (!bytes) return "";
-  return "<figure><img alt=\"" + HtmlEscape(fs::path(artifact).filename().string()) +
-         "\" src=\"data:" + mime + ";base64," + Base64(*bytes) + "\"><figcaption>" +
-         HtmlEscape(fs::path(artifact).filename().string()) + "</figcaption></figure>";
+  return "<figure><img alt=\"" + HtmlEscape(name) + "\" src=\"data:" + mime + ";base64," +
+         Base64(*bytes) + "\"><figcaption>" + HtmlEscape(name) + "</figcaption></figure>";
 }
 
 bool IsExplanation(const Step& s) {
@@ -139,24 +152,29 @@ blockquote.reply{margin:8px 0;padding:8px 12px;border-left:3px solid #e0b000;bac
 }  // namespace
 
 Result<std::string> ReadArtifact(const fs::path& path, size_t max_bytes) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return Fail(Error::Code::kUsage, "cannot open " + path.string() + " (missing or a link)");
+  return ReadArtifactAt(AT_FDCWD, path, max_bytes);
+}
+
+Result<std::string> ReadArtifactAt(int dir_fd, const fs::path& path, size_t max_bytes) {
+  const UniqueFd fd(openat(dir_fd, path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) {
+    return Fail(Error::Code::kUsage, "cannot open " + path.string() + " (missing or a link)");
+  }
   struct stat st {};
   std::string bytes;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > max_bytes) {
-    close(fd);
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<size_t>(st.st_size) > max_bytes) {
     return Fail(Error::Code::kUsage, path.string() + " is not a regular file of at most " +
                                          std::to_string(max_bytes) + " bytes");
   }
   bytes.resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = read(fd.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
-  close(fd);
   bytes.resize(done);
   return bytes;
 }

@@ -1,0 +1,103 @@
+// Directories where quarry writes the user's data (runs/, the parse cache): opened as a
+// directory fd and refused when another account could plant files or links in them. Shared by
+// trace (run directories) and engine (the parse cache). Header-only; POSIX.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "quarry/common/common.h"
+
+namespace quarry {
+
+// A file descriptor owned from birth; closed on destruction. Move-only.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { Reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Why `st` (a directory's, or a file's in one) is not private to the effective user, or "".
+// Private: owned by the effective uid and writable by neither group nor others. A sticky bit
+// does not make a shared directory acceptable: others could still add entries that quarry would
+// list or read back (`quarry view latest`, a cache entry).
+inline std::string NotPrivateReason(const struct stat& st) {
+  if (st.st_uid != ::geteuid()) {
+    return "it belongs to uid " + std::to_string(st.st_uid) + ", not to you (uid " +
+           std::to_string(::geteuid()) + ")";
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("other users can write it (mode ") + mode + ")";
+  }
+  return "";
+}
+
+// Opens `dir` (creating it, and missing parents, with mode 0700 when absent) as a directory fd
+// and checks that it is private (NotPrivateReason). `what` names it in messages ("the runs
+// directory"); `elsewhere` is the flag that picks another one ("--runs-dir").
+// Errors: kUsage naming the directory, the reason and what to do; kInternal when it cannot be
+// created or opened.
+inline Result<UniqueFd> OpenPrivateDir(const std::filesystem::path& dir, std::string_view what,
+                                       std::string_view elsewhere) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    // Parents as the umask says; the directory itself private. EEXIST: a racing creator, whose
+    // result is checked below like any existing directory.
+    if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Fail(Error::Code::kInternal, "cannot create " + std::string(what) + " " +
+                                              dir.string() + ": " + std::strerror(errno));
+    }
+  }
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return Fail(Error::Code::kInternal, "cannot open " + std::string(what) + " " + dir.string() +
+                                            ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return Fail(Error::Code::kInternal, "cannot stat " + dir.string() + ": " + std::strerror(errno));
+  }
+  if (const std::string why = NotPrivateReason(st); !why.empty()) {
+    return Fail(Error::Code::kUsage,
+                "refusing " + std::string(what) + " " + dir.string() + ": " + why +
+                    ", so another account could plant files or links there that quarry would "
+                    "write through or read back; run `chmod 700 " + dir.string() +
+                    "` if it is yours, or pass " + std::string(elsewhere) +
+                    " with a directory only you can write");
+  }
+  return fd;
+}
+
+}  // namespace quarry
