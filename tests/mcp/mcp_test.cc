@@ -159,6 +159,29 @@ TEST_F(McpServerTest, DeeplyNestedJsonIsRefusedAndServingGoesOn) {
   EXPECT_EQ(s.responses[1]["result"], json::object());
 }
 
+TEST_F(McpServerTest, AnOversizedLineIsAnInvalidRequestAndServingGoesOn) {
+  // Issue 22: a line of any length was read whole (800 MB took the server to 3.2 GB). A valid
+  // ping padded past the 4 MiB limit is refused unread; the lines before and after are served.
+  const std::string big = R"({"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":")" +
+                          std::string(5 * 1024 * 1024, 'x') + "\"}}";
+  const Session s = Serve(std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + "\n" +
+                          big + "\r\n" + R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n" +
+                          big);  // and one cut off by EOF
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_EQ(s.responses.size(), 4u) << s.out.substr(0, 500);
+  EXPECT_EQ(s.responses[0]["id"], 1);
+  EXPECT_EQ(s.responses[0]["result"], json::object());
+  for (size_t i : {1u, 3u}) {
+    EXPECT_TRUE(s.responses[i]["id"].is_null()) << s.responses[i];
+    EXPECT_EQ(s.responses[i]["error"]["code"], -32600);
+    EXPECT_NE(s.responses[i]["error"]["message"].get<std::string>().find("4 MiB"),
+              std::string::npos);
+  }
+  EXPECT_EQ(s.responses[2]["id"], 3);
+  EXPECT_EQ(s.responses[2]["result"], json::object());
+  EXPECT_NE(s.err.find("skipped unread"), std::string::npos) << s.err;
+}
+
 TEST_F(McpServerTest, RequestsBeforeInitializeAreRefusedButPingIsAnswered) {
   const Session s = Serve(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})"
                           "\n"
