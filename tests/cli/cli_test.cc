@@ -330,6 +330,42 @@ TEST_F(CliTest, PythonScriptsRunInTheSandbox) {
   EXPECT_EQ(refused.out, "");
 }
 
+// Issue 22: names from data or a script reached the terminal raw. A figure saved as
+// '\x1b]0;PWNED\x07.png' set the terminal's title; a cached file's name likewise.
+TEST_F(CliTest, FigureAndCachedFileNamesReachTheTerminalEscaped) {
+  const std::string evil = "\x1b]0;PWNED\x07";
+  auto script = cwd_.Write("fig.py", "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+                                     "plt.savefig('\\x1b]0;PWNED\\x07.png')\nprint('ok')\n");
+  auto r = Quarry({"python", Data("sales.csv"), script.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\\x1b]0;PWNED\\x07.png"), std::string::npos) << r.err;
+
+  const fs::path data = cwd_.Write(evil + "\xc2\x9b" + ".csv", "a,b\n1,2\n");
+  const std::string cache = (cwd_.path() / "cache").string();
+  auto built = Quarry({"cache", "build", data.string(), "--cache-dir", cache});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  auto list = Quarry({"cache", "list", "--cache-dir", cache});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  for (const std::string& out : {built.out, list.out}) {
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << out;
+    EXPECT_NE(out.find("\\x1b]0;PWNED\\x07\\u009b.csv"), std::string::npos) << out;
+  }
+  // JSON: the same string back for a reader, escaped for a terminal (C1 as \u009b too).
+  auto j = Quarry({"cache", "list", "--cache-dir", cache, "--format", "json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(j.out.find('\x1b'), std::string::npos) << j.out;
+  EXPECT_EQ(j.out.find("\xc2\x9b"), std::string::npos) << j.out;
+  const json parsed = json::parse(j.out, nullptr, false);
+  ASSERT_TRUE(parsed.is_object()) << j.out;
+  EXPECT_EQ(parsed["entries"][0]["source"].get<std::string>().find(evil + "\xc2\x9b.csv") !=
+                std::string::npos,
+            true);
+}
+
 TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   auto r = Quarry({"ask", "--offline", "--data", Data("sales.csv"), "Plot monthly revenue for 2025"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
