@@ -366,6 +366,21 @@ TEST_F(CliTest, FigureAndCachedFileNamesReachTheTerminalEscaped) {
             true);
 }
 
+// Issue 22: a .env in the working directory (maybe one that came with the data) can name any
+// endpoint; where the schema and results would go is said on stderr.
+TEST_F(CliTest, AnEndpointFromDotEnvIsNamedOnStderr) {
+  cwd_.Write(".env", "QUARRY_BASE_URL=http://127.0.0.1:9/v1\nQUARRY_MODEL=m\n");
+  auto r = Quarry({"ask", "--no-python", "--data", Data("sales.csv"), "How many orders?"});
+  EXPECT_NE(r.err.find("the model endpoint http://127.0.0.1:9/v1 comes from ./.env "
+                       "(QUARRY_BASE_URL in .env)"),
+            std::string::npos)
+      << r.err;
+  // The environment's own setting is the user's: nothing to warn about.
+  auto env = Quarry({"ask", "--no-python", "--data", Data("sales.csv"), "How many orders?"},
+                    {"QUARRY_BASE_URL=http://127.0.0.1:9/v1", "QUARRY_MODEL=m"});
+  EXPECT_EQ(env.err.find("comes from ./.env"), std::string::npos) << env.err;
+}
+
 TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   auto r = Quarry({"ask", "--offline", "--data", Data("sales.csv"), "Plot monthly revenue for 2025"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
