@@ -182,6 +182,21 @@ TEST_F(McpServerTest, AnOversizedLineIsAnInvalidRequestAndServingGoesOn) {
   EXPECT_NE(s.err.find("skipped unread"), std::string::npos) << s.err;
 }
 
+TEST_F(McpServerTest, TheClientsTextIsLoggedEscaped) {
+  // A notification's method and a client's name are logged on stderr, which may be a terminal.
+  const json hello = {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                      {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
+                                  {"clientInfo", {{"name", "\x1b]0;PWNED\x07"}, {"version", "1"}}}}}};
+  const Session s = Initialized({R"({"jsonrpc":"2.0","method":"\u001b[2J\u009b31m"})"});
+  const Session named = Serve(hello.dump() + "\n");
+  for (const std::string& err : {s.err, named.err}) {
+    EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+    EXPECT_EQ(err.find('\x07'), std::string::npos) << err;
+    EXPECT_EQ(err.find("\xc2\x9b"), std::string::npos) << err;
+  }
+  EXPECT_NE(s.err.find("ignoring notification \\x1b[2J\\u009b31m"), std::string::npos) << s.err;
+}
+
 TEST_F(McpServerTest, RequestsBeforeInitializeAreRefusedButPingIsAnswered) {
   const Session s = Serve(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})"
                           "\n"
