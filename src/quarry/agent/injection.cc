@@ -189,9 +189,21 @@ Normalised Normalise(std::string_view s, bool format_as_space) {
   Normalised n;
   for (size_t i = 0; i < s.size();) {
     char32_t cp = 0;
-    const size_t len = DecodeAt(s, i, cp);
+    size_t len = DecodeAt(s, i, cp);
+    // Where the model reads data, PromptText has written these characters as escapes
+    // ("ig\u200bnore"): the escape of a format or C1 character is one too.
+    if (cp == '\\' && i + 6 <= s.size() && s[i + 1] == 'u') {
+      const std::string hex(s.substr(i + 2, 4));
+      if (hex.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos) {
+        const auto escaped = static_cast<char32_t>(std::stoul(hex, nullptr, 16));
+        if (FormatCharacter(escaped) || (escaped >= 0x80 && escaped <= 0x9F)) {
+          cp = escaped;
+          len = 6;
+        }
+      }
+    }
     if (cp >= 0xFF01 && cp <= 0xFF5E) cp -= 0xFEE0;  // fullwidth ASCII
-    if (FormatCharacter(cp)) {
+    if (FormatCharacter(cp) || (cp >= 0x80 && cp <= 0x9F)) {
       n.had_format = true;
       if (format_as_space) units.push_back({U' ', i, len});
     } else {
