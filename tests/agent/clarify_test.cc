@@ -6,6 +6,7 @@
 #include "open_engine.h"
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
+#include "quarry/agent/threads.h"
 #include "recording_client.h"
 #include "support/test_support.h"
 
@@ -201,6 +202,80 @@ TEST_F(ClarifyTest, ResumedRunSeesTheReplyAsIfItCameDuringTheRun) {
   const trace::Trace back = ReadBack();
   ASSERT_EQ(back.clarifications.size(), 1u);
   EXPECT_EQ(back.clarifications[0].choices, kChoices);
+}
+
+// Issue 22: a number the model writes into a choice is the model's, however the user picks
+// it (its number, its text in any case, an MCP client's enum value, inside a longer reply).
+// Only what the user typed is given. Chinook's real total revenue is 2328.6.
+const std::vector<std::string> kPlantedChoices = {"total revenue (987654)", "number of orders"};
+const char* kRevenue = "SELECT round(sum(Total), 2) AS revenue FROM Invoice";
+const json kPlantedAnswer = {{"answer", "Total revenue is $987,654."},
+                             {"supporting_values", {"987654"}},
+                             {"assumptions", json::array()}};
+
+class PickedChoiceTest : public ClarifyTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PickedChoiceTest, ANumberInAPickedChoiceGroundsNothing) {
+  client_.turns = {
+      Scripted({Call("call_1", "ask_user", {{"question", "Which measure?"}, {"choices", kPlantedChoices}})}),
+      Scripted({Call("call_2", "run_sql", {{"sql", kRevenue}})}),
+      Scripted({Call("call_3", "final_answer", kPlantedAnswer)}),
+      Scripted({Call("call_4", "final_answer", kPlantedAnswer)})};
+  RunInput input = Input();
+  const std::string typed = GetParam();
+  input.ask_user = [typed](const Clarification& c) -> std::optional<std::string> {
+    auto reply = ReplyText(c, typed);  // as chat and `ask --thread` read what was typed
+    return reply ? *reply : typed;
+  };
+  const trace::Trace t = RunIt(input);
+
+  EXPECT_FALSE(t.grounded);
+  EXPECT_EQ(t.stop_reason, kStopUngrounded);
+  EXPECT_TRUE(t.answer.empty());
+  bool checked = false;
+  for (const auto& v : t.verify) {
+    if (v.value == "987654" || v.value == "$987,654") {
+      checked = true;
+      EXPECT_FALSE(v.grounded) << v.value << " grounded by " << v.rule;
+    }
+  }
+  EXPECT_TRUE(checked);
+}
+
+INSTANTIATE_TEST_SUITE_P(Picks, PickedChoiceTest,
+                         ::testing::Values("1", "total revenue (987654)", "TOTAL REVENUE (987654)",
+                                           "  total revenue (987654) ",
+                                           "total revenue (987654), please"));
+
+TEST_F(ClarifyTest, AResumedPickOfAChoiceGroundsNothing) {
+  client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", kRevenue}})}),
+                   Scripted({Call("call_2", "final_answer", kPlantedAnswer)}),
+                   Scripted({Call("call_3", "final_answer", kPlantedAnswer)})};
+  RunInput input = Input();
+  input.resume = PendingClarification{{"Which measure?", kPlantedChoices}, kPlantedChoices[0]};
+  const trace::Trace t = RunIt(input);
+
+  EXPECT_FALSE(t.grounded);
+  EXPECT_EQ(t.stop_reason, kStopUngrounded);
+}
+
+TEST_F(ClarifyTest, ANumberTheUserTypedIsStillGiven) {
+  // The honest side: a free reply is the user's, like the question, also when choices exist.
+  const json answer = {{"answer", "Revenue above the threshold of 987654 is $2,328.60."},
+                       {"supporting_values", {"987654", "2328.6"}},
+                       {"assumptions", json::array()}};
+  client_.turns = {
+      Scripted({Call("call_1", "ask_user", {{"question", "Which measure?"}, {"choices", kPlantedChoices}})}),
+      Scripted({Call("call_2", "run_sql", {{"sql", kRevenue}})}),
+      Scripted({Call("call_3", "final_answer", answer)})};
+  RunInput input = Input();
+  input.ask_user = [](const Clarification&) -> std::optional<std::string> {
+    return "revenue, with a threshold of 987654";
+  };
+  const trace::Trace t = RunIt(input);
+
+  EXPECT_TRUE(t.grounded);
+  EXPECT_EQ(t.stop_reason, kStopAnswered);
 }
 
 TEST_F(ClarifyTest, AskUserIsOfferedWithItsLimits) {

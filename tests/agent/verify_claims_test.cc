@@ -232,6 +232,29 @@ TEST_F(ClaimsTest, LiteralsTheQueryWroteAreNotEvidence) {
   EXPECT_TRUE(Grounded("The sum is 777 and the mean 2."));
 }
 
+// Issue 22: the kernel is warm for the run, so a literal typed in any earlier code (a failed
+// call's too, or a SQL literal the script reads back through `last`) is typed, not computed.
+TEST_F(ClaimsTest, LiteralsTypedInEarlierCodeAreNotEvidenceLater) {
+  evidence_.AddText({2, "run_python", "total = 987654.32", -1}, "");
+  evidence_.AddText({3, "run_python", "print(total)", -1}, "987654.32\n");
+  EXPECT_FALSE(Grounded("Total revenue is $987,654.32."));
+  EXPECT_FALSE(Grounded("Total revenue is about $988K."));
+  EXPECT_NE(Reason("Total revenue is $987,654.32.").find("literal"), std::string::npos);
+  evidence_.AddResult({4, "run_sql", "SELECT 876543.21 AS total", 1}, {"total"}, {{"876543.21"}});
+  evidence_.AddText({5, "run_python", "print(last.total[0])", -1}, "876543.21\n");
+  EXPECT_FALSE(Grounded("Total revenue is $876,543.21."));
+  evidence_.AddCode({6, "run_python", "x = 765432.1\nraise SystemExit(1)", -1});
+  evidence_.AddText({7, "run_python", "print(x * 1)", -1}, "765432.1\n");
+  EXPECT_FALSE(Grounded("Total revenue is $765,432.10."));
+  // A later query reads only the data: a value it computes equal to an earlier threshold is
+  // still the data's; and a later script's own computed output is evidence.
+  evidence_.AddText({8, "run_python", "threshold = 149.99", -1}, "");
+  evidence_.AddResult({9, "run_sql", "SELECT max(price) AS top FROM t", 1}, {"top"}, {{"149.99"}});
+  EXPECT_TRUE(Grounded("The top price is $149.99."));
+  evidence_.AddText({10, "run_python", "print(round(df.amount.sum(), 2))", -1}, "504488.21\n");
+  EXPECT_TRUE(Grounded("Total revenue is $504,488.21."));
+}
+
 TEST_F(ClaimsTest, ReportNamesTheSourceOfEachValue) {
   Result({"region", "total"}, {{"North", "141794.14"}}, 3);
   Result({"region", "total"}, {{"East", "123825.24"}}, 5);

@@ -330,6 +330,57 @@ TEST_F(CliTest, PythonScriptsRunInTheSandbox) {
   EXPECT_EQ(refused.out, "");
 }
 
+// Issue 22: names from data or a script reached the terminal raw. A figure saved as
+// '\x1b]0;PWNED\x07.png' set the terminal's title; a cached file's name likewise.
+TEST_F(CliTest, FigureAndCachedFileNamesReachTheTerminalEscaped) {
+  const std::string evil = "\x1b]0;PWNED\x07";
+  auto script = cwd_.Write("fig.py", "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+                                     "plt.savefig('\\x1b]0;PWNED\\x07.png')\nprint('ok')\n");
+  auto r = Quarry({"python", Data("sales.csv"), script.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\\x1b]0;PWNED\\x07.png"), std::string::npos) << r.err;
+
+  const fs::path data = cwd_.Write(evil + "\xc2\x9b" + ".csv", "a,b\n1,2\n");
+  const std::string cache = (cwd_.path() / "cache").string();
+  auto built = Quarry({"cache", "build", data.string(), "--cache-dir", cache});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  auto list = Quarry({"cache", "list", "--cache-dir", cache});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  for (const std::string& out : {built.out, list.out}) {
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << out;
+    EXPECT_NE(out.find("\\x1b]0;PWNED\\x07\\u009b.csv"), std::string::npos) << out;
+  }
+  // JSON: the same string back for a reader, escaped for a terminal (C1 as \u009b too).
+  auto j = Quarry({"cache", "list", "--cache-dir", cache, "--format", "json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(j.out.find('\x1b'), std::string::npos) << j.out;
+  EXPECT_EQ(j.out.find("\xc2\x9b"), std::string::npos) << j.out;
+  const json parsed = json::parse(j.out, nullptr, false);
+  ASSERT_TRUE(parsed.is_object()) << j.out;
+  EXPECT_EQ(parsed["entries"][0]["source"].get<std::string>().find(evil + "\xc2\x9b.csv") !=
+                std::string::npos,
+            true);
+}
+
+// Issue 22: a .env in the working directory (maybe one that came with the data) can name any
+// endpoint; where the schema and results would go is said on stderr.
+TEST_F(CliTest, AnEndpointFromDotEnvIsNamedOnStderr) {
+  cwd_.Write(".env", "QUARRY_BASE_URL=http://127.0.0.1:9/v1\nQUARRY_MODEL=m\n");
+  auto r = Quarry({"ask", "--no-python", "--data", Data("sales.csv"), "How many orders?"});
+  EXPECT_NE(r.err.find("the model endpoint http://127.0.0.1:9/v1 comes from ./.env "
+                       "(QUARRY_BASE_URL in .env)"),
+            std::string::npos)
+      << r.err;
+  // The environment's own setting is the user's: nothing to warn about.
+  auto env = Quarry({"ask", "--no-python", "--data", Data("sales.csv"), "How many orders?"},
+                    {"QUARRY_BASE_URL=http://127.0.0.1:9/v1", "QUARRY_MODEL=m"});
+  EXPECT_EQ(env.err.find("comes from ./.env"), std::string::npos) << env.err;
+}
+
 TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   auto r = Quarry({"ask", "--offline", "--data", Data("sales.csv"), "Plot monthly revenue for 2025"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -159,6 +159,44 @@ TEST_F(McpServerTest, DeeplyNestedJsonIsRefusedAndServingGoesOn) {
   EXPECT_EQ(s.responses[1]["result"], json::object());
 }
 
+TEST_F(McpServerTest, AnOversizedLineIsAnInvalidRequestAndServingGoesOn) {
+  // Issue 22: a line of any length was read whole (800 MB took the server to 3.2 GB). A valid
+  // ping padded past the 4 MiB limit is refused unread; the lines before and after are served.
+  const std::string big = R"({"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":")" +
+                          std::string(5 * 1024 * 1024, 'x') + "\"}}";
+  const Session s = Serve(std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + "\n" +
+                          big + "\r\n" + R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n" +
+                          big);  // and one cut off by EOF
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_EQ(s.responses.size(), 4u) << s.out.substr(0, 500);
+  EXPECT_EQ(s.responses[0]["id"], 1);
+  EXPECT_EQ(s.responses[0]["result"], json::object());
+  for (size_t i : {1u, 3u}) {
+    EXPECT_TRUE(s.responses[i]["id"].is_null()) << s.responses[i];
+    EXPECT_EQ(s.responses[i]["error"]["code"], -32600);
+    EXPECT_NE(s.responses[i]["error"]["message"].get<std::string>().find("4 MiB"),
+              std::string::npos);
+  }
+  EXPECT_EQ(s.responses[2]["id"], 3);
+  EXPECT_EQ(s.responses[2]["result"], json::object());
+  EXPECT_NE(s.err.find("skipped unread"), std::string::npos) << s.err;
+}
+
+TEST_F(McpServerTest, TheClientsTextIsLoggedEscaped) {
+  // A notification's method and a client's name are logged on stderr, which may be a terminal.
+  const json hello = {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                      {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
+                                  {"clientInfo", {{"name", "\x1b]0;PWNED\x07"}, {"version", "1"}}}}}};
+  const Session s = Initialized({R"({"jsonrpc":"2.0","method":"\u001b[2J\u009b31m"})"});
+  const Session named = Serve(hello.dump() + "\n");
+  for (const std::string& err : {s.err, named.err}) {
+    EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+    EXPECT_EQ(err.find('\x07'), std::string::npos) << err;
+    EXPECT_EQ(err.find("\xc2\x9b"), std::string::npos) << err;
+  }
+  EXPECT_NE(s.err.find("ignoring notification \\x1b[2J\\u009b31m"), std::string::npos) << s.err;
+}
+
 TEST_F(McpServerTest, RequestsBeforeInitializeAreRefusedButPingIsAnswered) {
   const Session s = Serve(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})"
                           "\n"

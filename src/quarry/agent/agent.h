@@ -256,7 +256,8 @@ struct RunInput {
 // ask_user: a step of kind "clarification" (tool "ask_user"; detail.wait_ms: the time spent
 // waiting on RunInput::ask_user, also in its duration_ms, counted by no budget; detail.reply
 // when one came) and a trace.clarifications record. It counts as a tool call. The reply reaches the model as the tool result "the user
-// replied: ..."; its numbers count as given, like the question's. ask_user is no execution
+// replied: ..."; the numbers the user typed count as given, like the question's, but
+// not the text of a choice, however it was picked (the model wrote it; issue 22). ask_user is no execution
 // tool: it neither clears an outstanding failure nor grounds a value. Without a reply the step's
 // status is "waiting" and the run ends with kStopClarification, before any verify.
 //

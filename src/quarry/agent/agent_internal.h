@@ -65,6 +65,11 @@ Clarification ClarificationFrom(const nlohmann::ordered_json& args, std::string*
 // The tool result the model sees for a reply; and for a question the run ends on, the step's
 // observation, which names the question (progress lines show it).
 std::string ReplyObservation(const std::string& reply);
+// What of a reply the user typed, for the verify gate's "given" text: the reply with the text
+// of every choice (any case) cut out, since a choice is the model's words whichever way it was
+// picked (its number, its text, an MCP client's enum value). Each cut leaves a line break, so
+// the text on either side cannot join into a new number. Issue 22.
+std::string TypedPart(std::string_view reply, const std::vector<std::string>& choices);
 std::string WaitingObservation(const Clarification& c);
 // Calls `ask` (the caller's AskUserFn); an exception from it reads as no reply, with a note.
 std::optional<std::string> AskTheUser(const AskUserFn& ask, const Clarification& c,

@@ -2,6 +2,7 @@
 // (trace.clarifications) and either waits for the reply through RunInput::ask_user or ends the
 // run with clarification_needed; a later run resumes with the reply (RunInput::resume).
 #include <algorithm>
+#include <cctype>
 
 #include "quarry/agent/agent.h"
 #include "quarry/agent/agent_internal.h"
@@ -48,6 +49,29 @@ Clarification ClarificationFrom(const json& args, std::string* problem) {
 
 std::string ReplyObservation(const std::string& reply) {
   return "the user replied: " + reply;
+}
+
+std::string TypedPart(std::string_view reply, const std::vector<std::string>& choices) {
+  const auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  };
+  std::string typed(reply);
+  // Longest first, so a choice inside another ("10", "top 10") cannot leave a piece behind.
+  std::vector<std::string> cut;
+  for (const std::string& c : choices) {
+    if (c.find_first_not_of(" \t\r\n") != std::string::npos) cut.push_back(lower(c));
+  }
+  std::sort(cut.begin(), cut.end(), [](const std::string& a, const std::string& b) {
+    return a.size() > b.size();
+  });
+  for (const std::string& c : cut) {
+    for (size_t at = lower(typed).find(c); at != std::string::npos; at = lower(typed).find(c, at)) {
+      typed.replace(at, c.size(), "\n");
+    }
+  }
+  return typed;
 }
 
 std::string WaitingObservation(const Clarification& c) {

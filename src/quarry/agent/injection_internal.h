@@ -26,7 +26,12 @@ inline constexpr size_t kInjectionExcerptBytes = 120;
 
 // The kinds of instruction-like text in `text`, each at most once (its first occurrence), in
 // the order of the patterns. Matching ignores case (ASCII, Latin-1, Latin Extended-A, Greek,
-// Cyrillic) and treats any run of whitespace as one space. Patterns:
+// Cyrillic) and treats any run of whitespace as one space. Before that (issue 22) invisible
+// format characters (soft hyphen, zero-width space and joiners, bidirectional controls, BOM)
+// are dropped (and, in a second reading, read as spaces), fullwidth ASCII reads as ASCII, and
+// in a word mixing Latin, Cyrillic and Greek letters the look-alikes of Latin letters read as
+// those letters ("іgnоrе" with Cyrillic і, о, е); a word in one script reads as written, so
+// Russian and Greek text is not folded. Patterns:
 //   - "ignore previous instructions" and its kin ("disregard the above", "forget your
 //     instructions") in English, French, German, Spanish, Italian, Portuguese, Dutch, Russian,
 //     Chinese, Japanese and Korean;

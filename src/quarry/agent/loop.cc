@@ -94,7 +94,7 @@ class Session {
       for (llm::Message& m : ResumeMessages(*input.resume)) messages_.push_back(std::move(m));
       trace_.clarifications.push_back(
           {0, input.resume->asked.question, input.resume->asked.choices, input.resume->reply});
-      replies_ += "\n" + input.resume->reply;
+      replies_ += "\n" + TypedPart(input.resume->reply, input.resume->asked.choices);
     }
     RecordSchema(schema);
     load_ms_ = input.load_ms;
@@ -361,7 +361,8 @@ class Session {
       obs.text = "bad_arguments: " + problem;
       return false;
     }
-    // The user's replies to ask_user are theirs like the question: their numbers are given.
+    // What the user typed in reply to ask_user is theirs like the question: its numbers are
+    // given. A picked choice is not: the model wrote it (TypedPart).
     const VerifyReport report = Verify(answer, values, evidence_, trace_.question + replies_);
     const auto& sources = evidence_.sources();
     auto source = [&](int i) -> const EvidenceSource* {
@@ -441,7 +442,7 @@ class Session {
       return;
     }
     obs.text = ReplyObservation(*reply);
-    replies_ += "\n" + *reply;
+    replies_ += "\n" + TypedPart(*reply, asked.choices);
   }
 
   // A model step into the totals.
@@ -576,7 +577,7 @@ class Session {
   std::string stop_reason_;
   trace::AnswerQuery last_query_;  // the latest successful run_sql
   std::string text_reply_;  // the model's latest reply without a tool call, since its last call
-  std::string replies_;     // the user's replies to ask_user, each after a line break
+  std::string replies_;  // what the user typed in reply to ask_user (TypedPart), one per line
   RepeatLog repeats_;
   bool failure_outstanding_ = false;
   bool sent_back_ = false;

@@ -364,6 +364,9 @@ Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
   obs.detail["artifacts"] = obs.artifacts;
   if (obs.failure == FailureClass::kNone) {
     ctx.evidence.AddText({ctx.step, "run_python", code, -1}, result->stdout_text);
+  } else {
+    // It ran, at least in part, in the warm kernel: what it assigned outlives the failure.
+    ctx.evidence.AddCode({ctx.step, "run_python", code, -1});
   }
   return obs;
 }

@@ -41,6 +41,9 @@ class Evidence {
                  const std::vector<std::string>& keys = {});
   // Free text (a script's stdout): its numbers and words become evidence.
   void AddText(const EvidenceSource& source, std::string_view text);
+  // Code that ran but showed nothing that grounds (a run_python call that failed or timed
+  // out): the warm kernel keeps what it assigned, so its literals still count as typed.
+  void AddCode(const EvidenceSource& source);
   // Shorthands for tests and direct tool use: one cell (a measure), or free text, from a
   // run_sql / run_python source of step 0.
   void AddValue(std::string value);
@@ -60,12 +63,20 @@ class Evidence {
   const std::vector<EvidenceSource>& sources() const { return sources_; }
   const std::vector<Cell>& cells() const { return cells_; }
   const std::vector<Text>& texts() const { return texts_; }
+  // Every execution's code in the order it ran, each with its index in sources() (-1 for
+  // AddCode): the gate reads the literals of earlier code from it.
+  struct Ran {
+    EvidenceSource code;
+    int source = -1;
+  };
+  const std::vector<Ran>& ran() const { return ran_; }
 
  private:
   int Source(const EvidenceSource& source);
   std::vector<EvidenceSource> sources_;
   std::vector<Cell> cells_;
   std::vector<Text> texts_;
+  std::vector<Ran> ran_;
 };
 
 // How a column's name classifies it (see ColumnRole), and the direction its name states.

@@ -56,7 +56,7 @@ int RunBehaviourCommand(const BehaviourCommandOptions& o) {
   options.scripted = run.offline;
   options.only = o.only;
   options.config = *config;
-  std::cerr << Paint("quarry: behaviour suite on a copy of " + options.source.string() +
+  std::cerr << Paint("quarry: behaviour suite on a copy of " + TerminalText(options.source.string()) +
                          (run.offline ? " (scripted turns: a harness run)" : ""),
                      "2")
             << "\n";
@@ -65,12 +65,12 @@ int RunBehaviourCommand(const BehaviourCommandOptions& o) {
   for (const auto& c : report->cases) {
     const bool pass = c.status == bench::CaseStatus::kPass;
     std::cerr << "  " << Paint(std::string(bench::CaseStatusName(c.status)), pass ? "32" : "31")
-              << "  " << c.id << ": " << TerminalText(c.reason) << "\n";
+              << "  " << TerminalText(c.id) << ": " << TerminalText(c.reason) << "\n";
   }
   auto written = bench::WriteBehaviourResults(*report, o.out_dir);
   if (!written) return Report(written.error());
   std::cout << TerminalText(bench::BehaviourMarkdown(*report));
-  for (const auto& p : *written) std::cout << "wrote " << p.string() << "\n";
+  for (const auto& p : *written) std::cout << "wrote " << TerminalText(p.string()) << "\n";
   if (report->source_sha256_after != report->source_sha256_before) {
     return Report(Error{Error::Code::kInternal, "the source " + report->source +
                                                     " changed during the suite (sha256 " +

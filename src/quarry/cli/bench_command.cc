@@ -99,7 +99,7 @@ std::optional<json> ReadResults(const fs::path& path) {
   json doc = ParseJson(*text);
   if (doc.is_discarded() || !doc.is_object() ||
       JsonString(doc, "format") != "quarry-bench-results") {
-    std::cerr << "quarry: warning: " << path.string()
+    std::cerr << "quarry: warning: " << TerminalText(path.string())
               << " is not a bench results file; RESULTS.md leaves it out\n";
     return std::nullopt;
   }
@@ -114,7 +114,7 @@ std::string Fixed(const char* format, double v) {
 }
 
 void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
-  std::cout << "quarry bench (" << r.mode << ", model " << r.model;
+  std::cout << "quarry bench (" << r.mode << ", model " << TerminalText(r.model);
   if (r.on_postgres) {
     std::cout << ", on PostgreSQL: " << bench::kPostgresStandIn << " served by "
               << TerminalText(r.postgres.empty() ? "the --postgres server" : r.postgres);
@@ -139,8 +139,9 @@ void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
   }
   if (r.budget_stopped) std::cout << "  stopped at --max-cost; the rest were skipped\n";
   std::cout << "  total cost $" << Fixed("%.4f", r.total_cost_usd) << "; results in "
-            << (out / "bench_results.json").string() << " and " << (out / "RESULTS.md").string()
-            << "; traces under " << r.runs_dir.string() << "\n";
+            << TerminalText((out / "bench_results.json").string()) << " and "
+            << TerminalText((out / "RESULTS.md").string()) << "; traces under "
+            << TerminalText(r.runs_dir.string()) << "\n";
 }
 
 int RenderSite(const BenchCmdOptions& o) {
@@ -170,8 +171,8 @@ int RenderSite(const BenchCmdOptions& o) {
     return Report({replaced.error().code, site.string() + ": " + replaced.error().message});
   }
   if (auto w = bench::WriteFileAtomically(site, *replaced); !w) return Report(w.error());
-  std::cout << "quarry: wrote the bench tables of " << results_path.string() << " into "
-            << site.string() << "\n";
+  std::cout << "quarry: wrote the bench tables of " << TerminalText(results_path.string())
+            << " into " << TerminalText(site.string()) << "\n";
   return kExitOk;
 }
 

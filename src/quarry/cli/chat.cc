@@ -97,8 +97,9 @@ class Chat {
     if (auto store = threads_.Get(); !store) return Report(store.error());
     if (o_.thread.empty()) {
       thread_ = NewThreadName();
-      std::cout << "thread: " << thread_ << " (new; continue it later with quarry chat --thread "
-                << thread_ << ")\n";
+      std::cout << "thread: " << TerminalText(thread_)
+                << " (new; continue it later with quarry chat --thread " << TerminalText(thread_)
+                << ")\n";
     } else {
       thread_ = o_.thread;
       auto store = threads_.Get();
@@ -134,7 +135,7 @@ class Chat {
       std::cout << kHelp;
     } else if (name == "/new") {
       thread_ = NewThreadName();
-      std::cout << "thread: " << thread_ << " (new)\n";
+      std::cout << "thread: " << TerminalText(thread_) << " (new)\n";
     } else if (name == "/sql" || name == "/trace" || name == "/view") {
       if (!last_) {
         std::cout << "nothing asked yet in this chat\n";

@@ -28,14 +28,17 @@ std::string Paint(const std::string& text, const char* ansi) {
   return std::string("\033[") + ansi + "m" + text + "\033[0m";
 }
 
-std::string TerminalText(std::string_view text) {
+namespace {
+
+// TerminalText, or (json) the same characters as JSON \u escapes.
+std::string Escaped(std::string_view text, bool json) {
   std::string out;
   char buf[12];
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
     if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      std::snprintf(buf, sizeof buf, json ? "\\u%04x" : "\\x%02x", c);
       out += buf;
     } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // U+0080..U+009F
       std::snprintf(buf, sizeof buf, "\\u%04x", next);
@@ -55,6 +58,20 @@ std::string TerminalText(std::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string TerminalText(std::string_view text) { return Escaped(text, false); }
+
+std::string TerminalTextIfTty(int fd, std::string_view text) {
+  return isatty(fd) ? TerminalText(text) : std::string(text);
+}
+
+std::string JsonText(const nlohmann::ordered_json& j, int indent) {
+  // A dump holds no raw C0 control but the newlines of its indentation, which stay.
+  return Escaped(j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace),
+                 true);
 }
 
 int Report(const Error& error) {
@@ -377,7 +394,7 @@ int Main(int argc, char** argv) {
     if (*report_cmd) return RunReport(report);
     if (*doctor_cmd) return RunDoctor(doctor);
   } catch (const std::exception& e) {
-    std::cerr << "quarry: internal error: " << e.what() << "\n";
+    std::cerr << "quarry: internal error: " << TerminalText(e.what()) << "\n";
     return kExitInternal;
   }
   return kExitUsage;

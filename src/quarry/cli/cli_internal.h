@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "quarry/common/common.h"
 #include "quarry/engine/engine.h"
 
@@ -20,6 +22,13 @@ std::string Paint(const std::string& text, const char* ansi);
 // and C1 controls are shown as \xNN / \u00NN, so a cell cannot clear the screen, set the
 // title or move the cursor.
 std::string TerminalText(std::string_view text);
+// What goes to `fd` of data a consumer may want byte for byte (CSV cells, a script's output):
+// TerminalText when `fd` is a terminal, the text unchanged for a pipe or a file.
+std::string TerminalTextIfTty(int fd, std::string_view text);
+// JSON for stdout (--format json): invalid UTF-8 replaced, and the characters the encoder
+// leaves raw that a terminal acts on (DEL, C1 controls, bidirectional controls) written as
+// \u escapes, which any JSON reader decodes to the same string. C0 controls the encoder escapes.
+std::string JsonText(const nlohmann::ordered_json& j, int indent = 2);
 
 // Prints "quarry: <message>" on stderr and returns the exit code for the error's kind.
 int Report(const Error& error);

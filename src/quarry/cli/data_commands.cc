@@ -13,7 +13,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string Dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
+std::string Dump(const json& j) { return JsonText(j); }
 
 // With --no-samples, min and max stay only for numbers, dates and times (as in the cards).
 bool KeepsRange(const std::string& type) {
@@ -171,8 +171,10 @@ int RunSql(const DataOptions& o) {
                        {"row_count", result->row_count}, {"truncated", result->truncated()}})
               << "\n";
   } else if (o.format_name == "csv") {
-    std::cout << CsvRecord(result->columns);
-    for (const auto& row : result->rows) std::cout << CsvRecord(row);
+    // Exact bytes into a pipe or a file (CSV is data); a terminal gets the cells escaped, so
+    // a cell's ESC, BEL or C1 control cannot act on it.
+    std::cout << TerminalTextIfTty(1, CsvRecord(result->columns));
+    for (const auto& row : result->rows) std::cout << TerminalTextIfTty(1, CsvRecord(row));
     // stdout holds only the rows; a reader must still learn that some were left out.
     if (result->truncated()) {
       std::cerr << "quarry: " << result->row_count << " rows, first " << result->rows.size()
@@ -208,7 +210,7 @@ int RunView(const ViewOptions& o) {
   if (auto w = trace::WritePrivateFile(out, trace::RenderHtml(*t, path->parent_path())); !w) {
     return Report(w.error());
   }
-  std::cout << out.string() << "\n";
+  std::cout << TerminalText(out.string()) << "\n";
   return kExitOk;
 }
 

@@ -456,7 +456,7 @@ int Doctor::Finish() {
     }
     out["probe_max_cost_usd"] = probed_ && probe_cost_ ? json(*probe_cost_) : json(nullptr);
     out["checks"] = std::move(checks);
-    std::cout << out.dump(2) << "\n";
+    std::cout << JsonText(out) << "\n";
     return exit_;
   }
   if (exit_ == kExitOk) {

@@ -134,8 +134,10 @@ void PrintSummary(const json& s) {
     std::cout << "model: " << TerminalText(s["model"].get<std::string>()) << " via "
               << TerminalText(s["provider"].get<std::string>()) << "\n";
   }
-  std::cout << "results: " << s["questions_file"].get<std::string>() << "\n";
-  if (s["runs_dir"].is_string()) std::cout << "traces: " << s["runs_dir"].get<std::string>() << "\n";
+  std::cout << "results: " << TerminalText(s["questions_file"].get<std::string>()) << "\n";
+  if (s["runs_dir"].is_string()) {
+    std::cout << "traces: " << TerminalText(s["runs_dir"].get<std::string>()) << "\n";
+  }
 }
 
 void PrintProgress(const json& line, size_t done, size_t total) {
@@ -247,7 +249,7 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   options.stop = interrupt.token();
   size_t done = 0;
   options.on_question = [&](const json& line) { PrintProgress(line, ++done, picked.size()); };
-  std::cerr << Paint("quarry: eval " + o.benchmark + " " + o.split + ": " +
+  std::cerr << Paint("quarry: eval " + TerminalText(o.benchmark + " " + o.split) + ": " +
                          std::to_string(picked.size()) + " of " +
                          std::to_string(dataset->questions.size()) + " questions, " + rules +
                          " rules" + (o.gold ? ", gold SQL as the prediction" : ""),
@@ -256,7 +258,7 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   auto summary = bench::RunEval(*dataset, picked, options, clients);
   if (!summary) return Report(summary.error());
   if (o.format_name == "json") {
-    std::cout << summary->json.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    std::cout << JsonText(summary->json) << "\n";
   } else {
     PrintSummary(summary->json);
   }

@@ -146,8 +146,17 @@ llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
 }
 
 Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags, llm::SettingOrigins* origins) {
+  llm::SettingOrigins from;
+  if (!origins) origins = &from;
   auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"), origins);
   if (!config) return std::unexpected(config.error());
+  // A .env in the working directory may have come with the data (a bundle), and the endpoint
+  // gets the schema and results: where they go is said whenever a .env chose it.
+  if (origins->base_url.ends_with(" in .env")) {
+    std::cerr << "quarry: the model endpoint " << TerminalText(llm::RedactUrl(config->base_url))
+              << " comes from ./.env (" << TerminalText(origins->base_url)
+              << "); the schema and query results go there\n";
+  }
   // A local server without a configured model: the one it serves, when it serves one.
   if (config->model.empty()) {
     Result<std::string> model = llm::OnlyServedModel(*config);

@@ -146,7 +146,7 @@ int RunCache(const CacheOptions& o) {
       }
       auto entry = engine::BuildCacheEntry(p, options);
       if (!entry) return Report(entry.error());
-      if (!o.quiet) std::cout << p << " -> " << entry->string() << "\n";
+      if (!o.quiet) std::cout << TerminalText(p + " -> " + entry->string()) << "\n";
     }
     return kExitOk;
   }
@@ -167,7 +167,7 @@ int RunCache(const CacheOptions& o) {
         }
       }
     }
-    std::cout << "removed " << removed << " file(s) from " << dir.string() << "\n";
+    std::cout << "removed " << removed << " file(s) from " << TerminalText(dir.string()) << "\n";
     return kExitOk;
   }
   // list
@@ -186,11 +186,12 @@ int RunCache(const CacheOptions& o) {
     }
   }
   if (o.format_name == "json") {
-    std::cout << json({{"dir", dir.string()}, {"entries", entries}}).dump(2) << "\n";
+    std::cout << JsonText({{"dir", dir.string()}, {"entries", entries}}) << "\n";
   } else {
-    std::cout << "parse cache: " << dir.string() << "\n";
+    std::cout << "parse cache: " << TerminalText(dir.string()) << "\n";
     for (const auto& e : entries) {
-      std::cout << "  " << e["source"].get<std::string>() << " ("
+      // The source's path is whatever file was cached: its name may hold escapes.
+      std::cout << "  " << TerminalText(e["source"].get<std::string>()) << " ("
                 << e["source_bytes"].get<int64_t>() << " bytes) -> "
                 << e["entry_bytes"].get<int64_t>() << " bytes\n";
     }

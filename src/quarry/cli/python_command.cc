@@ -54,19 +54,26 @@ int RunPythonScript(const PythonOptions& o) {
   std::filesystem::remove_all(options.tables_dir, ec);  // copies of the user's data: not kept
   ScratchDirs::Forget(options.tables_dir);
   if (!result) return Report(result.error());
-  for (const auto& n : result->notes) std::cerr << Paint("quarry: note: " + n, "33") << "\n";
+  for (const auto& n : result->notes) {
+    std::cerr << Paint("quarry: note: " + TerminalText(n), "33") << "\n";  // a table's name
+  }
   if (result->isolation == sandbox::Isolation::kRlimitsOnly) {
     std::cerr << Paint("quarry: warning: not isolated (no user namespaces): rlimits, seccomp and "
                        "the Python guard only", "33")
               << "\n";
   }
-  std::cout << result->stdout_text;
+  // What the script printed is the user's output, byte for byte into a pipe or a file; on a
+  // terminal, printed data (a cell with escapes) must not drive it.
+  std::cout << TerminalTextIfTty(1, result->stdout_text);
   // On a runtime error the message carries the traceback already.
-  if (result->failure != FailureClass::kRuntimeError) std::cerr << result->stderr_text;
-  for (const auto& a : result->artifacts) std::cerr << "figure: " << a.string() << "\n";
+  if (result->failure != FailureClass::kRuntimeError) {
+    std::cerr << TerminalTextIfTty(2, result->stderr_text);
+  }
+  // A figure's name is the script's: '\x1b]0;...\x07.png' would set the terminal's title.
+  for (const auto& a : result->artifacts) std::cerr << "figure: " << TerminalText(a.string()) << "\n";
   if (result->failure != FailureClass::kNone && result->failure != FailureClass::kEmptyResult) {
     // The message already starts with its class (and rule), as the model reads it.
-    std::cerr << "quarry: " << result->message << "\n";
+    std::cerr << "quarry: " << TerminalText(result->message) << "\n";
     return kExitData;
   }
   return kExitOk;

@@ -49,9 +49,7 @@ int RunReport(const ReportOptions& o) {
   auto report = bench::BuildReport(o.path);
   if (!report) return Report(report.error());
   if (o.format_name == "json") {
-    std::cout << bench::ReportJson(*report).dump(2, ' ', false,
-                                                 nlohmann::ordered_json::error_handler_t::replace)
-              << "\n";
+    std::cout << JsonText(bench::ReportJson(*report)) << "\n";
   } else {
     std::cout << TerminalText(bench::ReportText(*report));
   }

@@ -188,7 +188,7 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
   config.artifacts_dir = writer->dir();
   std::string where = "run " + id;
   if (store) where += ", thread " + TerminalText(in.thread) + " turn " + std::to_string(run.turn);
-  std::cerr << Paint("quarry: " + client.model() + " via " + client.provider() + ", " +
+  std::cerr << Paint("quarry: " + TerminalText(client.model() + " via " + client.provider()) + ", " +
                          std::string(engine::DialectName(engine.dialect())) + ", " + where,
                      "2")
             << "\n";
@@ -234,7 +234,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
       for (const auto& a : t.assumptions) std::cout << "- " << TerminalText(a) << "\n";
     }
     if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << TerminalText(t.answer_sql) << "\n";
-    for (const auto& a : t.artifacts) std::cout << "figure: " << a << "\n";
+    for (const auto& a : t.artifacts) std::cout << "figure: " << TerminalText(a) << "\n";
   } else if (t.stop_reason == agent::kStopClarification) {
     if (const trace::ClarificationRecord* c = Waiting(t)) {
       std::cout << "\nquarry needs a clarification: " << TerminalText(c->question) << "\n";
@@ -251,7 +251,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
     } else if (in_chat) {
       std::cout << "type your reply" << pick << "\n";
     } else {
-      std::cout << "continue with: " << ContinueCommand(o, run.thread) << pick << "\n";
+      std::cout << "continue with: " << TerminalText(ContinueCommand(o, run.thread)) << pick << "\n";
     }
   } else {
     std::cout << "\nno answer: " << t.stop_reason << "\n";
@@ -274,7 +274,8 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
     }
     for (const auto& n : t.notes) std::cout << TerminalText(n) << "\n";
   }
-  std::cout << "\n" << trace::TotalsLine(t) << "\ntrace: " << run.trace_path.string() << "\n";
+  std::cout << "\n" << TerminalText(trace::TotalsLine(t)) << "\ntrace: "
+            << TerminalText(run.trace_path.string()) << "\n";
   if (!run.thread.empty() && !in_chat) {
     std::cout << "thread: " << TerminalText(run.thread) << " (turn " << run.turn << ")\n";
   }
@@ -308,7 +309,7 @@ void PrintRunJson(const QuestionRun& run) {
     out["turn"] = run.turn;
   }
   if (!run.record_error.empty()) out["thread_error"] = run.record_error;
-  std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  std::cout << JsonText(out) << "\n";
 }
 
 }  // namespace quarry::cli

@@ -88,7 +88,7 @@ void PrintThread(const agent::Thread& t) {
               << (s.sha256.empty() ? "" : ", sha256 " + s.sha256.substr(0, 12)) << ")\n";
   }
   for (const auto& turn : t.turns) {
-    std::cout << "\nturn " << turn.number << " · " << StatusText(turn) << " · run " << turn.run_id
+    std::cout << "\nturn " << turn.number << " · " << StatusText(turn) << " · run " << TerminalText(turn.run_id)
               << "\n";
     std::cout << "  question: " << TerminalText(turn.question) << "\n";
     for (const auto& c : turn.clarifications) {
@@ -130,9 +130,9 @@ int RunThreads(const ThreadsOptions& o) {
                                               path.string() + " yet"});
     }
     if (o.format_name == "json") {
-      std::cout << json({{"path", path.string()}, {"threads", json::array()}}).dump(2) << "\n";
+      std::cout << JsonText({{"path", path.string()}, {"threads", json::array()}}) << "\n";
     } else {
-      std::cout << "no threads yet (" << path.string() << ")\n";
+      std::cout << "no threads yet (" << TerminalText(path.string()) << ")\n";
     }
     return kExitOk;
   }
@@ -155,7 +155,7 @@ int RunThreads(const ThreadsOptions& o) {
       out["turns"] = json::array();
       for (const auto& turn : (*t)->turns) out["turns"].push_back(TurnJson(turn));
       out["turn_count"] = (*t)->turn_count;
-      std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+      std::cout << JsonText(out) << "\n";
     } else {
       PrintThread(**t);
     }
@@ -166,16 +166,14 @@ int RunThreads(const ThreadsOptions& o) {
   if (o.format_name == "json") {
     json threads = json::array();
     for (const auto& t : *list) threads.push_back(ThreadJson(t));
-    std::cout << json({{"path", path.string()}, {"threads", threads}})
-                     .dump(2, ' ', false, json::error_handler_t::replace)
-              << "\n";
+    std::cout << JsonText({{"path", path.string()}, {"threads", threads}}) << "\n";
     return kExitOk;
   }
   if (list->empty()) {
-    std::cout << "no threads yet (" << path.string() << ")\n";
+    std::cout << "no threads yet (" << TerminalText(path.string()) << ")\n";
     return kExitOk;
   }
-  std::cout << "threads in " << path.string() << "\n";
+  std::cout << "threads in " << TerminalText(path.string()) << "\n";
   for (const auto& t : *list) {
     char turns[32];
     std::snprintf(turns, sizeof turns, "%3d %s", t.turn_count,

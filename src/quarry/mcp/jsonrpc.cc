@@ -7,13 +7,16 @@
 
 #include "quarry/mcp/mcp_internal.h"
 #include "quarry/common/json.h"
+#include "quarry/engine/engine.h"
 
 namespace quarry::mcp {
 
 void Log(std::string_view message) {
   // One write per line, under a lock: workers log concurrently.
   static std::mutex mu;
-  const std::string line = "quarry mcp: " + std::string(message) + "\n";
+  // Method names, a client's name and errors are the client's or the data's text: escaped onto
+  // one line, so they cannot drive the terminal the server's stderr may be (issue 22).
+  const std::string line = "quarry mcp: " + engine::PromptText(message, 8000) + "\n";
   std::lock_guard lock(mu);
   std::cerr << line << std::flush;
 }

@@ -58,6 +58,10 @@ inline constexpr size_t kMaxQueuedCalls = 16;
 // text is cut). `truncated` (run_sql) is true whenever a row or a cell was cut. Images have
 // their own cap (8 MiB a figure) and are not counted.
 inline constexpr size_t kResponseBytes = 256 * 1024;
+// The longest input line (one JSON-RPC message) read: a longer one is skipped to its newline,
+// holding at most this much, and answered with kInvalidRequest (id null); serving goes on.
+// Issue 22: an 800 MB line took the server to 3.2 GB.
+inline constexpr size_t kMaxMessageBytes = 4 * 1024 * 1024;
 
 // What a tool handler gets besides its arguments: the call's stop request, and a progress
 // reporter that sends notifications/progress when the client gave a progressToken (a no-op

@@ -106,6 +106,40 @@ std::string Instructions(const engine::Engine& engine, const ServerOptions& opti
                                : "");
 }
 
+enum class LineRead { kLine, kTooLong, kEnd };
+
+// One line without its '\n' (and a '\r' before it) into `line`, keeping at most `max_bytes`:
+// a longer line is read on to its end and dropped (kTooLong). `complete`: the line ended with a
+// newline, not EOF. kEnd: EOF with nothing read.
+LineRead ReadLine(std::istream& in, size_t max_bytes, std::string& line, bool& complete) {
+  line.clear();
+  std::streambuf* buf = in.rdbuf();
+  bool any = false, too_long = false;
+  while (true) {
+    const int c = buf ? buf->sbumpc() : std::char_traits<char>::eof();
+    if (c == std::char_traits<char>::eof()) {
+      complete = false;
+      if (!any) return LineRead::kEnd;
+      break;
+    }
+    any = true;
+    if (c == '\n') {
+      complete = true;
+      break;
+    }
+    if (too_long) continue;
+    if (line.size() >= max_bytes) {
+      too_long = true;
+      std::string().swap(line);  // the memory back, not only the length
+      continue;
+    }
+    line.push_back(static_cast<char>(c));
+  }
+  if (too_long) return LineRead::kTooLong;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return LineRead::kLine;
+}
+
 }  // namespace
 
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
@@ -144,12 +178,22 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
 
   std::string line;
   bool client_gone = false;
-  while (std::getline(in, line)) {
-    // getline sets eof only when the last line had no newline: EOF cut it off.
-    const bool complete = !in.eof();
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    std::optional<json> response = dispatcher.Handle(line, complete);
+  bool complete = false;
+  for (LineRead read; (read = ReadLine(in, kMaxMessageBytes, line, complete)) != LineRead::kEnd;) {
+    std::optional<json> response;
+    if (read == LineRead::kTooLong) {
+      const std::string what = "a message longer than " +
+                               std::to_string(kMaxMessageBytes / (1024 * 1024)) +
+                               " MiB was skipped unread";
+      Log(what);
+      response = ErrorResponse(nullptr, kInvalidRequest,
+                               "Invalid Request: " + what +
+                                   " (the limit of one line); send smaller arguments");
+    } else if (line.find_first_not_of(" \t") == std::string::npos) {
+      continue;
+    } else {
+      response = dispatcher.Handle(line, complete);
+    }
     if (response && !protocol.WriteLine(DumpLine(*response))) {
       Log("the client closed the connection");
       client_gone = true;

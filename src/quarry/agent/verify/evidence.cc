@@ -53,8 +53,12 @@ int DirectionOfColumn(std::string_view name) {
 
 int Evidence::Source(const EvidenceSource& source) {
   sources_.push_back(source);
-  return static_cast<int>(sources_.size()) - 1;
+  const int id = static_cast<int>(sources_.size()) - 1;
+  ran_.push_back({source, id});
+  return id;
 }
+
+void Evidence::AddCode(const EvidenceSource& source) { ran_.push_back({source, -1}); }
 
 void Evidence::AddResult(const EvidenceSource& source, const std::vector<std::string>& columns,
                          const std::vector<std::vector<std::optional<std::string>>>& rows,

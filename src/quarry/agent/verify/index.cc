@@ -62,19 +62,33 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
   // with no FROM ("SELECT 999999"), and elsewhere literals of three or more significant
   // figures that are not years ("... UNION ALL SELECT 999999", "print(999999)"). Arithmetic
   // on literals is still a computed value.
+  // Python's kernel is warm for the whole run and sees the latest SQL result as `last`: what
+  // any earlier code typed (a failed call's too) may be printed by a later script, so a
+  // script's output echoes the literals of all code before it as well (issue 22: `total =
+  // 987654.32` in one call, `print(total)` in the next). A SQL query reads only the data.
   std::vector<std::vector<double>> literals(evidence.sources().size());
-  for (size_t k = 0; k < evidence.sources().size(); ++k) {
-    const EvidenceSource& src = evidence.sources()[k];
+  std::vector<double> typed;  // the typed figures of all code that ran so far
+  for (const Evidence::Ran& ran : evidence.ran()) {
+    const EvidenceSource& src = ran.code;
     const bool python = src.tool == "run_python";
     const bool table = !python && Contains(internal::NameWords(src.query), "from");
+    // Carried to later scripts: the figures that read as typed claims (three or more
+    // significant figures, not years), not a query's every small literal ("round(x, 2)").
+    std::vector<double> own, carried;
     for (const NumberToken& t : Scan(src.query, /*words=*/false)) {
       if (t.is_date || !std::isfinite(t.value)) continue;
       NumberToken figures = t;
       Unhedge(figures);  // "250" in "x > 250" is two figures: a threshold, not a claim
-      if ((!python && !table) || (figures.significant >= 3 && !YearLike(t.value))) {
-        literals[k].push_back(t.value);
-      }
+      const bool figure = figures.significant >= 3 && !YearLike(t.value);
+      if ((!python && !table) || figure) own.push_back(t.value);
+      if (figure) carried.push_back(t.value);
     }
+    if (ran.source >= 0) {
+      std::vector<double>& echo = literals[static_cast<size_t>(ran.source)];
+      echo = own;
+      if (python) echo.insert(echo.end(), typed.begin(), typed.end());
+    }
+    typed.insert(typed.end(), carried.begin(), carried.end());
   }
   auto add_tokens = [&ix, &literals](std::string_view raw, int source, const std::string& column,
                                      ColumnRole role, int direction) {

@@ -286,8 +286,9 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
   for (const EvidenceNumber& e : ix.echoes) {
     if (NumericEqual(std::fabs(t.value), std::fabs(e.value)) ||
         RoundsTo(t, std::fabs(t.value), std::fabs(e.value), 1)) {
-      none.reason = "it appears only as a literal that the query or script itself wrote (" +
-                    Where(e, ix) + "), not as a value computed from the data";
+      none.reason = "it appears only as a literal that the code of this run wrote (shown at " +
+                    Where(e, ix) + ": the query or script itself, or earlier code whose values "
+                    "a script kept), not as a value computed from the data";
       return none;
     }
   }
