@@ -255,6 +255,24 @@ TEST_F(ClaimsTest, LiteralsTypedInEarlierCodeAreNotEvidenceLater) {
   EXPECT_TRUE(Grounded("Total revenue is $504,488.21."));
 }
 
+// Issue 22, found again by the outside red team: a literal spelled with digit separators or in
+// another base is still a typed literal, in Python and in SQL alike.
+TEST_F(ClaimsTest, LiteralsWithSeparatorsOrInAnotherBaseAreStillTyped) {
+  evidence_.AddText({2, "run_python", "print(999_999)", -1}, "999999\n");
+  EXPECT_FALSE(Grounded("The total revenue is 999,999."));
+  evidence_.AddText({3, "run_python", "print(0xF423E)", -1}, "999998\n");
+  EXPECT_FALSE(Grounded("The total revenue is 999,998."));
+  evidence_.AddText({4, "run_python", "print(0o3641077)", -1}, "999999\n");
+  evidence_.AddText({5, "run_python", "print(0b11110100001000111101)", -1}, "999997\n");
+  EXPECT_FALSE(Grounded("The total revenue is 999,997."));
+  evidence_.AddResult({6, "run_sql", "SELECT 888_888 AS total FROM sales LIMIT 1", 1}, {"total"},
+                      {{"888888"}});
+  EXPECT_FALSE(Grounded("The total revenue is 888,888."));
+  // Identifiers with digits and underscores are not numbers, and a computed value still grounds.
+  evidence_.AddText({8, "run_python", "print(df.amount_2.sum())", -1}, "777777\n");
+  EXPECT_TRUE(Grounded("The total revenue is 777,777."));
+}
+
 TEST_F(ClaimsTest, ReportNamesTheSourceOfEachValue) {
   Result({"region", "total"}, {{"North", "141794.14"}}, 3);
   Result({"region", "total"}, {{"East", "123825.24"}}, 5);

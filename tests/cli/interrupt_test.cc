@@ -408,3 +408,32 @@ TEST(KilledRunTest, TraceAndViewRebuildAKilledRunFromEventsAndMarkItIncomplete) 
 
 }  // namespace
 }  // namespace quarry
+
+namespace quarry {
+namespace {
+
+// The outside red team: a DuckDB function busy on one row sees no interrupt, so SIGTERM took
+// 8 s and more (and the query ran 52 s against a 10 s timeout). Past a 3 s grace the process
+// quits as a second Ctrl-C would.
+TEST(InterruptOpenTest, WorkThatCannotSeeTheStopIsQuitAfterTheGrace) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  {
+    std::ofstream csv(cwd.path() / "sales.csv");
+    csv << "region,amount\n";
+    for (int i = 0; i < 12; ++i) csv << "r" << i << "," << i << "\n";
+  }
+  Quarry q(server, cwd.path(),
+           {"sql", "--no-cache", "--timeout-ms", "120000", (cwd.path() / "sales.csv").string(),
+            "SELECT levenshtein(repeat('a', 30000), repeat('b', 30000) || region) AS d "
+            "FROM (SELECT region FROM sales LIMIT 12)"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto sent = Clock::now();
+  q.Signal(SIGTERM);
+  EXPECT_EQ(q.Wait(std::chrono::seconds(30)), 6) << q.err();
+  EXPECT_LT(MsSince(sent), 5000) << q.err();
+  EXPECT_NE(q.err().find("quarry: stopping"), std::string::npos) << q.err();
+}
+
+}  // namespace
+}  // namespace quarry

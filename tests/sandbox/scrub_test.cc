@@ -99,3 +99,54 @@ TEST(ScrubTest, ARenameExchangeRaceCannotRedirectTheChmod) {
 
 }  // namespace
 }  // namespace quarry::sandbox::internal
+
+namespace quarry::sandbox::internal {
+namespace {
+
+// The outside red team nested 73 directories and wrote 601 MB below them: the walk stopped at
+// depth 64, so the quota never counted the files and nothing removed them. What lies deeper
+// than the walk now counts as past the quota, and the removal and the scrub reach it.
+TEST(ScrubTest, FilesNestedDeeperThanTheWalkAreCountedRemovedAndScrubbed) {
+  quarry::testing::TempDir dir;
+  const fs::path work = dir.path() / "work";
+  fs::path deep = work;
+  for (int i = 0; i < 150; ++i) deep /= "d";
+  fs::create_directories(deep);
+  {
+    const int fd = open((deep / "big.csv").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    const std::string block(1 << 20, 'x');
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(write(fd, block.data(), block.size()), 1 << 20);
+    close(fd);
+  }
+  MakeFile(deep / "suid", 04755);
+  MakeFile(work / "figure.png", 0644);
+
+  // Counted as past any quota, though the shallow part holds nothing.
+  EXPECT_GT(DirectoryBytes(work, 8 << 20), 8 << 20);
+  // A shallow tree of the same size is counted as it is.
+  quarry::testing::TempDir shallow;
+  fs::create_directories(shallow.path() / "a");
+  MakeFile(shallow.path() / "a" / "f", 0644);
+  EXPECT_LE(DirectoryBytes(shallow.path(), 8 << 20), 8 << 20);
+
+  ScrubWorkdir(work);
+  // Everything is still there, lifted within the work directory, and the setuid bit is gone.
+  int suid = 0, big = 0;
+  for (auto it = fs::recursive_directory_iterator(work); it != fs::recursive_directory_iterator();
+       ++it) {
+    if (it->path().filename() == "suid") {
+      ++suid;
+      EXPECT_EQ(ModeOf(it->path()), 0755) << it->path();
+    }
+    if (it->path().filename() == "big.csv") ++big;
+  }
+  EXPECT_EQ(suid, 1);
+  EXPECT_EQ(big, 1);
+
+  EXPECT_EQ(RemoveFilesWrittenSince(work, 0), 3);  // big.csv, suid, figure.png
+  EXPECT_LE(DirectoryBytes(work, 8 << 20), 64 << 10);
+}
+
+}  // namespace
+}  // namespace quarry::sandbox::internal

@@ -284,3 +284,31 @@ def attack_dotenv_endpoint_is_silent(ctx):
     p = ctx.run("ask", "--no-python", "--data", _sales(ctx), "What is the total revenue?")
     assert ".env" in p.stderr and "127.0.0.1" in p.stderr, \
         "the endpoint a .env chose was not named:\n" + p.stderr[-800:]
+
+
+# The outside red team's variants: one typed literal spelled with digit separators or in hex.
+def attack_literal_with_separators_in_python(ctx):
+    m = ctx.model([
+        {"tool": "run_python", "args": {"code": "print(999_999)"}},
+        _planted_answer("999,999"),
+    ])
+    p = ctx.run("ask", "--data", _sales(ctx), "What is the total revenue?", model=m)
+    _assert_ungrounded(p, "999,999")
+
+
+def attack_literal_in_hex_in_python(ctx):
+    m = ctx.model([
+        {"tool": "run_python", "args": {"code": "print(0xF423F)"}},
+        _planted_answer("999,999"),
+    ])
+    p = ctx.run("ask", "--data", _sales(ctx), "What is the total revenue?", model=m)
+    _assert_ungrounded(p, "999,999")
+
+
+def attack_literal_with_separators_in_sql(ctx):
+    m = ctx.model([
+        {"tool": "run_sql", "args": {"sql": "SELECT 999_999 AS total FROM sales LIMIT 1"}},
+        _planted_answer("999,999"),
+    ])
+    p = ctx.run("ask", "--data", _sales(ctx), "What is the total revenue?", model=m)
+    _assert_ungrounded(p, "999,999")

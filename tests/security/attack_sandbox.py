@@ -134,3 +134,13 @@ def attack_host_file_chmod_through_the_scrub(ctx):
     p, obs = _ask(ctx, [race, "print(1)"])
     assert stat.S_IMODE(os.stat(secret).st_mode) == 0o600, oct(os.stat(secret).st_mode)
     assert not _setid_files(ctx.dir / "runs"), _setid_files(ctx.dir / "runs")
+
+
+# The outside red team: 70 nested directories (made by tarfile, reached as pd.io.common.tarfile)
+# hid 601 MB from the quota, whose walk stopped at depth 64. Now the archive modules are refused
+# by name; what lies deeper than the walk counts as past the quota (ScrubTest, in C++).
+def attack_deep_directories_hide_files_from_the_quota(ctx):
+    data = ctx.write("sales.csv", "region,amount\nNorth,1\n")
+    script = ctx.write("tar.py", "tf = pd.io.common.tarfile\nprint(tf)\n")
+    p = ctx.run("python", "--runs-dir", ctx.dir / "runs", data, script, timeout=120)
+    assert "guard_violation" in (p.stdout + p.stderr), "tarfile was reachable:\n" + p.stderr[-1500:]

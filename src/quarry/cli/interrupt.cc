@@ -1,6 +1,7 @@
 #include "quarry/cli/interrupt.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,6 +18,7 @@ namespace {
 // the second it removes the copies of the user's data (ScratchDirs) and quits. A third signal
 // quits from the handler itself, should the watcher be stuck.
 int g_pipe[2] = {-1, -1};
+constexpr std::chrono::seconds kStopGrace{3};
 std::atomic<int> g_signal{0};
 std::atomic<int> g_count{0};
 struct sigaction g_old_int {}, g_old_term {};
@@ -42,7 +44,19 @@ InterruptScope::InterruptScope() {
   watcher_ = std::jthread([this](std::stop_token self) {
     pollfd fd{g_pipe[0], POLLIN, 0};
     int seen = 0;
+    std::chrono::steady_clock::time_point quit_at;
     while (!self.stop_requested()) {
+      // Some work cannot see a stop (a DuckDB function busy on one row, SQLite inside one step,
+      // DuckDB's CSV sniff): past the grace the process quits as a second Ctrl-C would, so a
+      // stop never waits on the engine (issue 22: SIGTERM took 8 s and more).
+      if (seen == 1 && std::chrono::steady_clock::now() >= quit_at) {
+        static const char kMessage[] =
+            "\nquarry: the work did not stop within 3 s: quit at once (a run's trace.json is not "
+            "written)\n";
+        [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+        ScratchDirs::RemoveAll();
+        _exit(kExitInterrupted);
+      }
       if (poll(&fd, 1, 100) <= 0) continue;
       char byte;
       if (read(g_pipe[0], &byte, 1) != 1) continue;
@@ -50,6 +64,7 @@ InterruptScope::InterruptScope() {
         static const char kMessage[] = "\nquarry: stopping (Ctrl-C again to quit at once)\n";
         [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
         source_.request_stop();
+        quit_at = std::chrono::steady_clock::now() + kStopGrace;
         continue;
       }
       // The user will not wait for a clean stop; the copies of their data still go.

@@ -533,7 +533,8 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
       r.failure = FailureClass::kRuntimeError;
       r.message = "runtime_error: the code wrote more than " +
                   std::to_string(s.options.disk_quota_mb) +
-                  " MB to the work directory and was stopped; the " + std::to_string(removed) +
+                  " MB to the work directory (or nested directories more than 64 deep) and was "
+                  "stopped; the " + std::to_string(removed) +
                   " file(s) it wrote were removed" + reset +
                   "; write summaries, not copies of the data";
       s.lost_reason = "the previous call went past the work directory's disk quota";

@@ -22,7 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "quarry/sandbox/sandbox_internal.h"
 
@@ -350,11 +352,68 @@ struct DirCloser {
   void operator()(DIR* d) const { closedir(d); }
 };
 
+// Deeper than this a walk does not descend (each level holds a descriptor): a directory found
+// there is lifted to the work directory's top level first (LiftDeepDirectories), so the quota,
+// the removal and the scrub still see everything below it, however deep the sandbox nested it.
+constexpr int kMaxWalkDepth = 64;
+
+// Moves every directory at depth kMaxWalkDepth + 1 under `dir` to the top level (`root`), under
+// a fresh name, by descriptors and never through a link. Returns how many it moved.
+int LiftOnce(int root, int dir, dev_t device, int depth, int& serial) {
+  const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (listing < 0) return 0;
+  std::unique_ptr<DIR, DirCloser> d(fdopendir(listing));
+  if (!d) {
+    close(listing);
+    return 0;
+  }
+  // A duplicate shares the directory's offset: a walk before this one left it at the end.
+  rewinddir(d.get());
+  std::vector<std::string> subdirs;
+  while (const dirent* e = readdir(d.get())) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    struct stat st {};
+    if (fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_dev == device) {
+      subdirs.emplace_back(e->d_name);
+    }
+  }
+  int moved = 0;
+  for (const std::string& name : subdirs) {
+    if (depth + 1 > kMaxWalkDepth) {
+      for (int tries = 0; tries < 1000; ++tries) {
+        const std::string to = ".quarry-deep-" + std::to_string(serial++);
+        if (renameat2(dir, name.c_str(), root, to.c_str(), RENAME_NOREPLACE) == 0) {
+          ++moved;
+          break;
+        }
+        if (errno != EEXIST) break;
+      }
+      continue;
+    }
+    Fd sub(openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat now {};
+    if (sub.get() >= 0 && fstat(sub.get(), &now) == 0 && now.st_dev == device) {
+      moved += LiftOnce(root, sub.get(), device, depth + 1, serial);
+    }
+  }
+  return moved;
+}
+
+// Repeats LiftOnce until nothing is deeper than kMaxWalkDepth (each pass lifts a whole band of
+// kMaxWalkDepth levels); bounded, so a tree built to defeat it still ends. Only called when the
+// sandbox is stopped or idle between calls.
+void LiftDeepDirectories(int root, dev_t device) {
+  int serial = 0;
+  for (int pass = 0; pass < 100000 && LiftOnce(root, root, device, 0, serial) > 0; ++pass) {
+  }
+}
+
 // One directory, through its descriptor: names are looked up relative to `dir` without
 // following links, and every change acts on a descriptor of the object itself, so a rename or
 // symlink swapped in by the sandbox meanwhile can redirect nothing outside the work directory.
 void ScrubDirectory(int dir, dev_t device, int depth) {
-  if (depth > 64) return;
+  if (depth > kMaxWalkDepth) return;
   const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
   if (listing < 0) return;
   std::unique_ptr<DIR, DirCloser> d(fdopendir(listing));
@@ -362,6 +421,8 @@ void ScrubDirectory(int dir, dev_t device, int depth) {
     close(listing);
     return;
   }
+  // A duplicate shares the directory's offset: a walk before this one left it at the end.
+  rewinddir(d.get());
   constexpr mode_t kSetId = S_ISUID | S_ISGID;
   while (const dirent* e = readdir(d.get())) {
     const char* name = e->d_name;
@@ -403,8 +464,11 @@ namespace {
 // Calls `visit(dir_fd, name, st)` for every regular file under `dir`, by descriptors and never
 // through a link or onto another file system (as the scrub walks); stops when it returns false.
 template <typename Visit>
-bool WalkFiles(int dir, dev_t device, int depth, Visit& visit) {
-  if (depth > 64) return true;
+bool WalkFiles(int dir, dev_t device, int depth, Visit& visit, bool& too_deep) {
+  if (depth > kMaxWalkDepth) {
+    too_deep = true;
+    return true;
+  }
   const int listing = fcntl(dir, F_DUPFD_CLOEXEC, 0);
   if (listing < 0) return true;
   std::unique_ptr<DIR, DirCloser> d(fdopendir(listing));
@@ -412,6 +476,8 @@ bool WalkFiles(int dir, dev_t device, int depth, Visit& visit) {
     close(listing);
     return true;
   }
+  // A duplicate shares the directory's offset: a walk before this one left it at the end.
+  rewinddir(d.get());
   while (const dirent* e = readdir(d.get())) {
     const char* name = e->d_name;
     if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
@@ -419,7 +485,9 @@ bool WalkFiles(int dir, dev_t device, int depth, Visit& visit) {
     if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != device) continue;
     if (S_ISDIR(st.st_mode)) {
       Fd sub(openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (sub.get() >= 0 && !WalkFiles(sub.get(), device, depth + 1, visit)) return false;
+      if (sub.get() >= 0 && !WalkFiles(sub.get(), device, depth + 1, visit, too_deep)) {
+        return false;
+      }
     } else if (S_ISREG(st.st_mode) && !visit(dir, name, st)) {
       return false;
     }
@@ -427,28 +495,34 @@ bool WalkFiles(int dir, dev_t device, int depth, Visit& visit) {
   return true;
 }
 
+// Returns false when part of the tree lay deeper than kMaxWalkDepth and was not visited.
+// `lift`: first lift such directories to the top (the sandbox must be stopped or idle).
 template <typename Visit>
-void ForEachFile(const std::filesystem::path& dir, Visit visit) {
+bool ForEachFile(const std::filesystem::path& dir, bool lift, Visit visit) {
   Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
-  if (root.get() < 0 || fstat(root.get(), &st) != 0) return;
-  WalkFiles(root.get(), st.st_dev, 0, visit);
+  if (root.get() < 0 || fstat(root.get(), &st) != 0) return true;
+  if (lift) LiftDeepDirectories(root.get(), st.st_dev);
+  bool too_deep = false;
+  WalkFiles(root.get(), st.st_dev, 0, visit, too_deep);
+  return !too_deep;
 }
 
 }  // namespace
 
 int64_t DirectoryBytes(const std::filesystem::path& dir, int64_t stop_above) {
   int64_t total = 0;
-  ForEachFile(dir, [&](int, const char*, const struct stat& st) {
+  const bool whole = ForEachFile(dir, /*lift=*/false, [&](int, const char*, const struct stat& st) {
     total += static_cast<int64_t>(st.st_blocks) * 512;
     return total <= stop_above;
   });
-  return total;
+  // What lies deeper than the walk goes cannot be counted, so it counts as past the quota.
+  return whole ? total : std::max(total, stop_above + 1);
 }
 
 int RemoveFilesWrittenSince(const std::filesystem::path& dir, int64_t since_unix_s) {
   int removed = 0;
-  ForEachFile(dir, [&](int parent, const char* name, const struct stat& st) {
+  ForEachFile(dir, /*lift=*/true, [&](int parent, const char* name, const struct stat& st) {
     if (st.st_mtim.tv_sec >= since_unix_s && unlinkat(parent, name, 0) == 0) ++removed;
     return true;
   });
@@ -459,6 +533,7 @@ void ScrubWorkdir(const std::filesystem::path& dir) {
   Fd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
   if (root.get() < 0 || fstat(root.get(), &st) != 0) return;
+  LiftDeepDirectories(root.get(), st.st_dev);
   ScrubDirectory(root.get(), st.st_dev, 0);
 }
 

@@ -26,6 +26,8 @@ BLOCKED_ATTRS = {
     "_io", "distutils", "f2py", "asyncio", "_posixsubprocess", "mmap", "fcntl", "select",
     "selectors", "zipimport", "webbrowser", "shelve", "dbm", "pkgutil", "operator", "_operator",
     "typing", "dataclasses", "logging", "sqlite3", "pickle_compat",
+    # Archive modules pandas imports: extractall makes links, devices and trees of any depth.
+    "tarfile", "zipfile", "shutil_unpack",
     "runstring", "_create_fn", "get_type_hints", "ForwardRef", "_get_command_stdout",
     "attrgetter", "methodcaller", "get_field", "load_extension", "enable_load_extension"}
 # Frame and code attributes reach the runner's globals without a single dunder.

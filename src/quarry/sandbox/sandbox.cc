@@ -348,7 +348,8 @@ Result<PythonResult> Execute(const std::string& code, const Options& o, bool che
     const int removed = RemoveFilesWrittenSince(o.workdir, started_unix_s);
     r.failure = FailureClass::kRuntimeError;
     r.message = "runtime_error: the code wrote more than " + std::to_string(o.disk_quota_mb) +
-                " MB to the work directory and was stopped; the " + std::to_string(removed) +
+                " MB to the work directory (or nested directories more than 64 deep) and was "
+                  "stopped; the " + std::to_string(removed) +
                 " file(s) it wrote were removed; write summaries, not copies of the data";
   } else if (flooded) {
     r.failure = FailureClass::kRuntimeError;

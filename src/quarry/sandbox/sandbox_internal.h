@@ -134,10 +134,12 @@ Result<Fd> SeccompFilter();
 // the work directory's file system, and a sandbox that renames or swaps entries meanwhile
 // cannot point it at a host file. The directory itself must not be a symlink.
 // The disk space (allocated blocks) of the regular files under `dir`, walked as the scrub walks;
-// the walk stops once the total passes `stop_above`.
+// the walk stops once the total passes `stop_above`. Directories nested deeper than the walk
+// goes (64 levels) count as past `stop_above`: what cannot be counted is not allowed.
 int64_t DirectoryBytes(const std::filesystem::path& dir, int64_t stop_above);
 // Removes the regular files under `dir` last written at or after `since_unix_s` (a call stopped
-// for the disk quota leaves nothing it wrote). Returns how many.
+// for the disk quota leaves nothing it wrote), at any depth (directories deeper than 64 levels
+// are lifted to the top first; the sandbox must be stopped). Returns how many.
 int RemoveFilesWrittenSince(const std::filesystem::path& dir, int64_t since_unix_s);
 
 void ScrubWorkdir(const std::filesystem::path& dir);

@@ -3,7 +3,9 @@
 #include "quarry/agent/verify/index.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <string>
 
 namespace quarry::agent::internal {
 namespace {
@@ -43,6 +45,64 @@ bool ValueCell(std::string_view cell) {
 // Whether `year` reads as a calendar year, which a query filters on and returns unchanged.
 bool YearLike(double v) { return v >= 1900 && v <= 2100 && std::floor(v) == v; }
 
+bool IdentifierChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
+
+// Code spells numbers in ways prose never does: Python and DuckDB take digit separators
+// (999_999), Python hex, octal and binary (0xF423F). Rewritten to plain decimals so that the
+// literal scan reads each as the one number it is (issue 22: both grounded 999999).
+std::string PlainNumerals(std::string_view code) {
+  std::string out;
+  out.reserve(code.size());
+  for (size_t i = 0; i < code.size();) {
+    const char c = code[i];
+    const bool starts = std::isdigit(static_cast<unsigned char>(c)) &&
+                        (i == 0 || !IdentifierChar(code[i - 1]));
+    if (!starts) {
+      out += c;
+      ++i;
+      continue;
+    }
+    const char base = i + 1 < code.size() ? static_cast<char>(std::tolower(code[i + 1])) : 0;
+    if (c == '0' && (base == 'x' || base == 'o' || base == 'b')) {
+      const int radix = base == 'x' ? 16 : base == 'o' ? 8 : 2;
+      size_t j = i + 2;
+      unsigned long long value = 0;
+      bool any = false, overflow = false;
+      for (; j < code.size(); ++j) {
+        const char d = static_cast<char>(std::tolower(code[j]));
+        if (d == '_') continue;
+        const int digit = std::isdigit(static_cast<unsigned char>(d)) ? d - '0'
+                          : (d >= 'a' && d <= 'f')                    ? d - 'a' + 10
+                                                                      : 99;
+        if (digit >= radix) break;
+        overflow |= value > (~0ULL - static_cast<unsigned>(digit)) / static_cast<unsigned>(radix);
+        value = value * static_cast<unsigned>(radix) + static_cast<unsigned>(digit);
+        any = true;
+      }
+      if (any && !overflow) {
+        out += std::to_string(value);
+        i = j;
+        continue;
+      }
+    }
+    // A run of digits, and the digits of its fraction and exponent, without separators.
+    size_t j = i;
+    for (; j < code.size(); ++j) {
+      const char d = code[j];
+      const bool separator = d == '_' && j > i && j + 1 < code.size() &&
+                             std::isdigit(static_cast<unsigned char>(code[j - 1])) &&
+                             std::isdigit(static_cast<unsigned char>(code[j + 1]));
+      if (separator) continue;
+      if (!std::isdigit(static_cast<unsigned char>(d))) break;
+      out += d;
+    }
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 void Unhedge(NumberToken& t) {
@@ -75,7 +135,7 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
     // Carried to later scripts: the figures that read as typed claims (three or more
     // significant figures, not years), not a query's every small literal ("round(x, 2)").
     std::vector<double> own, carried;
-    for (const NumberToken& t : Scan(src.query, /*words=*/false)) {
+    for (const NumberToken& t : Scan(PlainNumerals(src.query), /*words=*/false)) {
       if (t.is_date || !std::isfinite(t.value)) continue;
       NumberToken figures = t;
       Unhedge(figures);  // "250" in "x > 250" is two figures: a threshold, not a claim
