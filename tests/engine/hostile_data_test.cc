@@ -298,12 +298,14 @@ TEST_F(HostileDataTest, SqliteRefusesHugeStringsQuickly) {
     const int64_t ms = MsSince(start);
     ASSERT_FALSE(r) << sql;
     EXPECT_NE(r.error().message.find("too big"), std::string::npos) << r.error().message;
-    EXPECT_LT(ms, 10000) << sql << ": past the timeout";
+    // Unfixed, the first ran 80 s; the doubling one takes about 4 s here, and the sanitizer
+    // build copies strings two to three times slower, hence the margin over the 10 s timeout.
+    EXPECT_LT(ms, 30000) << sql << ": far past the timeout";
   }
   // SQLite's printf() stops at the same length limit on its own: bounded, whatever it returns.
   const auto start = Clock::now();
   (void)(*engine)->Query("SELECT length(printf('%.*c', 900000000, 'x'))", Limits{10000, 200, {}});
-  EXPECT_LT(MsSince(start), 10000);
+  EXPECT_LT(MsSince(start), 30000);
   auto ok = (*engine)->Query("SELECT length(hex(zeroblob(1000000))) AS n", Limits{});
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->rows.at(0).at(0), "2000000");
