@@ -45,6 +45,8 @@ bool ValueCell(std::string_view cell) {
 // Whether `year` reads as a calendar year, which a query filters on and returns unchanged.
 bool YearLike(double v) { return v >= 1900 && v <= 2100 && std::floor(v) == v; }
 
+char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
 bool IdentifierChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
 }
@@ -64,14 +66,14 @@ std::string PlainNumerals(std::string_view code) {
       ++i;
       continue;
     }
-    const char base = i + 1 < code.size() ? static_cast<char>(std::tolower(code[i + 1])) : 0;
+    const char base = i + 1 < code.size() ? Lower(code[i + 1]) : 0;
     if (c == '0' && (base == 'x' || base == 'o' || base == 'b')) {
       const int radix = base == 'x' ? 16 : base == 'o' ? 8 : 2;
       size_t j = i + 2;
       unsigned long long value = 0;
       bool any = false, overflow = false;
       for (; j < code.size(); ++j) {
-        const char d = static_cast<char>(std::tolower(code[j]));
+        const char d = Lower(code[j]);
         if (d == '_') continue;
         const int digit = std::isdigit(static_cast<unsigned char>(d)) ? d - '0'
                           : (d >= 'a' && d <= 'f')                    ? d - 'a' + 10
