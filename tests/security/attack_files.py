@@ -36,6 +36,8 @@ def attack_shared_runs_dir_is_refused(ctx):
         shutil.rmtree(runs, ignore_errors=True)
         runs.mkdir()
         os.chmod(runs, mode)
+        if mode == 0o770:  # a group others share (the user's own private group is theirs)
+            os.chown(runs, -1, 65534)
         # The attacker's preparation: links under every name a run writes, in a planted folder.
         planted = runs / "planted"
         planted.mkdir()
@@ -103,6 +105,8 @@ def attack_shared_cache_dir_is_refused(ctx):
         cache = ctx.dir / f"cache-{mode:o}"
         cache.mkdir()
         os.chmod(cache, mode)
+        if mode == 0o770:
+            os.chown(cache, -1, 65534)
         p = ctx.run("cache", "build", sales, "--cache-dir", cache)
         assert p.returncode != 0 and "refusing the parse cache directory" in p.stderr, p.stderr
         q = ctx.run("sql", sales, "--cache-dir", cache, "SELECT count(*) FROM sales")

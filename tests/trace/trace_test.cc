@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "quarry/common/private_dir.h"
 #include "quarry/trace/trace.h"
 #include "support/test_support.h"
 
@@ -147,6 +148,11 @@ TEST(TraceTest, ARunsDirOthersCanWriteIsRefusedWithWhatToDo) {
     const fs::path runs = tmp.path() / ("runs-" + std::to_string(mode));
     fs::create_directory(runs);
     ASSERT_EQ(::chmod(runs.c_str(), mode), 0);
+    // A group others share (the user's own private group is accepted: the next test).
+    if ((mode & 0020u) && !(mode & 0002u)) {
+      if (::geteuid() != 0) continue;
+      ASSERT_EQ(::chown(runs.c_str(), static_cast<uid_t>(-1), 65534), 0);
+    }
     auto w = Writer::Create(runs, "20261129-120000-abcdef");
     ASSERT_FALSE(w.has_value()) << mode;
     EXPECT_EQ(w.error().code, Error::Code::kUsage);
@@ -156,6 +162,18 @@ TEST(TraceTest, ARunsDirOthersCanWriteIsRefusedWithWhatToDo) {
     EXPECT_NE(w.error().message.find("--runs-dir"), std::string::npos);
     EXPECT_FALSE(fs::exists(runs / "20261129-120000-abcdef"));
   }
+}
+
+// Debian's default for users (a private group and umask 002) makes a fresh clone's runs/ 0775:
+// writable by a group only the user is in, so it is the user's own.
+TEST(TraceTest, ARunsDirWritableOnlyByYourOwnPrivateGroupIsAccepted) {
+  if (!OwnPrivateGroup(::getegid())) GTEST_SKIP() << "the primary group is not a private one";
+  quarry::testing::TempDir tmp;
+  const fs::path runs = tmp.path() / "runs";
+  fs::create_directory(runs);
+  ASSERT_EQ(::chmod(runs.c_str(), 0775), 0);
+  ASSERT_EQ(::chown(runs.c_str(), static_cast<uid_t>(-1), ::getegid()), 0);
+  EXPECT_TRUE(Writer::Create(runs, "20261129-120000-abcdef").has_value());
 }
 
 TEST(TraceTest, ARunsDirOfAnotherUidIsRefused) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "quarry/common/common.h"
 
@@ -46,8 +49,31 @@ class UniqueFd {
   int fd_ = -1;
 };
 
+// Whether `gid` is the effective user's own private group: the primary group, named as the user,
+// with no other listed members. Debian gives each user one (USERGROUPS_ENAB) and then a umask of
+// 002, so a fresh clone's runs/ is group-writable by that group, which only the user is in.
+inline bool OwnPrivateGroup(gid_t gid) {
+  if (gid != ::getegid()) return false;
+  std::vector<char> user_buf(16384), group_buf(16384);
+  passwd pw{};
+  passwd* user = nullptr;
+  group gr{};
+  group* grp = nullptr;
+  if (::getpwuid_r(::geteuid(), &pw, user_buf.data(), user_buf.size(), &user) != 0 || !user ||
+      ::getgrgid_r(gid, &gr, group_buf.data(), group_buf.size(), &grp) != 0 || !grp) {
+    return false;
+  }
+  const std::string_view name = user->pw_name;
+  if (name != grp->gr_name) return false;
+  for (char** member = grp->gr_mem; member && *member; ++member) {
+    if (name != *member) return false;
+  }
+  return true;
+}
+
 // Why `st` (a directory's, or a file's in one) is not private to the effective user, or "".
-// Private: owned by the effective uid and writable by neither group nor others. A sticky bit
+// Private: owned by the effective uid and writable by neither others nor a group (other than
+// the user's own private group, OwnPrivateGroup). A sticky bit
 // does not make a shared directory acceptable: others could still add entries that quarry would
 // list or read back (`quarry view latest`, a cache entry).
 inline std::string NotPrivateReason(const struct stat& st) {
@@ -55,7 +81,8 @@ inline std::string NotPrivateReason(const struct stat& st) {
     return "it belongs to uid " + std::to_string(st.st_uid) + ", not to you (uid " +
            std::to_string(::geteuid()) + ")";
   }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+  if ((st.st_mode & S_IWOTH) != 0 ||
+      ((st.st_mode & S_IWGRP) != 0 && !OwnPrivateGroup(st.st_gid))) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return std::string("other users can write it (mode ") + mode + ")";
