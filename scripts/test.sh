@@ -12,13 +12,16 @@ stage setup
 cmake -S . -B build -G Ninja
 cmake --build build
 stage build
-ctest --test-dir build --output-on-failure -j2
+# A failure is run once more at the end, alone and with its output, so the log's tail shows it
+# (and says whether it fails again unloaded); the suite still fails.
+rerun() { ctest --test-dir "$1" --rerun-failed --output-on-failure; exit 1; }
+ctest --test-dir build --output-on-failure -j2 || rerun build
 stage tests
 if [ "${QUARRY_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake -S . -B build-asan -G Ninja -DQUARRY_SANITIZE=ON
   cmake --build build-asan
   stage "sanitizer build"
-  ctest --test-dir build-asan --output-on-failure -j2
+  ctest --test-dir build-asan --output-on-failure -j2 || rerun build-asan
   stage "sanitizer tests"
 fi
 if [ "${QUARRY_FUZZ_SECONDS:-60}" != 0 ]; then

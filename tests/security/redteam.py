@@ -154,6 +154,7 @@ def main():
     if not quarry.exists():
         sys.exit(f"redteam: {quarry} does not exist: build it first (cmake --build build --target quarry)")
     passed = failed = 0
+    broken = []
     for stem, name, fn in load_attacks(a.only):
         if a.k and a.k not in name:
             continue
@@ -168,9 +169,13 @@ def main():
         except Exception:  # an AssertionError is a working attack; anything else is a broken test
             failed += 1
             print(f"BROKEN   {stem}.{name}\n" + traceback.format_exc(), flush=True)
+            broken.append(f"{stem}.{name}: " + traceback.format_exc().strip().splitlines()[-1][:300])
         finally:
             ctx.close()
             shutil.rmtree(tmp, ignore_errors=True)
+    # Again at the end, where a CI log's tail shows it.
+    for line in broken:
+        print("BROKEN   " + line)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

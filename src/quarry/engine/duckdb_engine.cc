@@ -2,6 +2,7 @@
 // a .duckdb database opened read-only; then external access off (only the registered files
 // stay readable), extension auto-loading off, a memory limit, and the configuration locked.
 #include <duckdb.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cctype>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "quarry/engine/duckdb_internal.h"
+#include "quarry/engine/isolated_query.h"
 
 namespace quarry::engine::internal {
 namespace {
@@ -49,11 +51,29 @@ class DuckDbEngine final : public Engine {
     return outcome;
   }
 
+  // The text guard here; everything else in a child process (isolated_query.h), which alone
+  // takes the configured threads and then locks the configuration.
   QueryOutcome QueryOnce(std::string_view sql, const Limits& limits, bool text_guard = true) {
     if (auto v = text_guard ? CheckQueryText(sql, Dialect::kDuckDB, table_names_) : std::nullopt) {
       return std::unexpected(*v);
     }
     if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
+    return RunIsolated(
+        limits, progress_,
+        [this] {
+          for (const std::string& s : {"SET threads = " + std::to_string(threads_),
+                                       std::string("SET lock_configuration = true")}) {
+            if (auto r = RunTrusted(s); !r) _exit(3);  // never a query on an unlocked engine
+          }
+        },
+        [&](const ProgressFn& report) {
+          if (progress_) progress_ = report;
+          return Execute(sql, limits);
+        });
+  }
+
+  // In the child: prepare, check, run, and fetch at most max_rows rows.
+  QueryOutcome Execute(std::string_view sql, const Limits& limits) {
     const std::string text(sql);
     Extracted extracted;
     idx_t count = duckdb_extract_statements(conn_.get(), text.c_str(), extracted.out());
@@ -142,12 +162,7 @@ class DuckDbEngine final : public Engine {
     }
     if (state == DuckDBError) {
       if (cancelled) return std::unexpected(CancelledFailure());
-      if (timed_out) {
-        return std::unexpected(QueryFailure{
-            FailureClass::kTimeout, "",
-            "the query was interrupted after " + std::to_string(limits.timeout_ms) +
-                " ms: simplify it, filter earlier, or aggregate before joining"});
-      }
+      if (timed_out) return std::unexpected(TimeoutFailure(limits.timeout_ms));
       std::string e = result.error();
       return std::unexpected(QueryFailure{ClassifyDuckDbError(e),
                                           e.starts_with("Permission") ? "file_access" : "", e});
@@ -327,6 +342,13 @@ class DuckDbEngine final : public Engine {
   // Plans every file read only on the sniffer's sample again, against all its rows, and
   // redefines its view; the notes reach the cards.
   Result<void> Deepen() {
+    if (auto r = RunTrusted("SET threads = " + std::to_string(threads_)); !r) {
+      return std::unexpected(r.error());
+    }
+    const struct OneThread {
+      DuckDbEngine* engine;
+      ~OneThread() { (void)engine->RunTrusted("SET threads = 1"); }
+    } one_thread{this};
     for (auto& f : files_) {
       if (!f.csv || f.deep) continue;
       auto plan = PlanCsv([this](const std::string& s) { return RunTrusted(s); }, f.abs,
@@ -443,8 +465,15 @@ class DuckDbEngine final : public Engine {
     return {};
   }
 
+  // External access goes off for good. The configuration is locked in each query's child
+  // (QueryOnce), after it takes back the threads: a child forked while DuckDB's worker threads
+  // exist would inherit a scheduler whose threads are gone, so the parent keeps one thread
+  // (none of its own workers) between queries.
   Result<void> Lock() {
-    for (const char* s : {"SET enable_external_access = false", "SET lock_configuration = true"}) {
+    if (auto n = RunTrusted("SELECT current_setting('threads')::VARCHAR"); n && !n->empty()) {
+      threads_ = std::max<int64_t>(1, std::atoll((*n)[0][0].value_or("1").c_str()));
+    }
+    for (const char* s : {"SET enable_external_access = false", "SET threads = 1"}) {
       if (auto r = RunTrusted(s); !r) return std::unexpected(r.error());
     }
     return {};
@@ -455,6 +484,7 @@ class DuckDbEngine final : public Engine {
   Database db_;
   Connection conn_;
   std::vector<FileTable> files_;
+  int64_t threads_ = 1;  // DuckDB's own choice (the cores), which each query's child takes
   int64_t load_timeout_ms_ = 0;
   std::optional<std::chrono::steady_clock::time_point> table_deadline_;  // BuildCards
   StopToken load_stop_;  // OpenOptions::stop, while opening

@@ -37,6 +37,13 @@ inline QueryFailure CancelledFailure() {
                       Error::Code::kCancelled};
 }
 
+// A query ran past Limits::timeout_ms (every engine says it the same way).
+inline QueryFailure TimeoutFailure(int64_t timeout_ms) {
+  return QueryFailure{FailureClass::kTimeout, "",
+                      "the query was interrupted after " + std::to_string(timeout_ms) +
+                          " ms: simplify it, filter earlier, or aggregate before joining"};
+}
+
 // A kReal cell: the shortest text that parses back to the same value (SQLite's own text keeps
 // 15 digits, so 0.1+0.2 would read "0.3"); a whole number keeps ".0" so it still reads as a
 // real; "nan", "inf", "-inf". The float overload keeps a float4's own shortest text ("0.1").

@@ -8,8 +8,10 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <shared_mutex>
 
 #include "quarry/engine/engine_internal.h"
+#include "quarry/engine/isolated_query.h"
 #include "quarry/engine/postgres_internal.h"
 
 namespace quarry::engine {
@@ -19,11 +21,13 @@ namespace fs = std::filesystem;
 using internal::QuoteIdent;
 using internal::QuoteLiteral;
 
-// A trusted DuckDB for one export: its handles closed on every path out.
+// A trusted DuckDB for one export: its handles closed on every path out. Each call into DuckDB
+// holds the fork gate shared (isolated_query.h): it runs beside the model's queries.
 class Duck {
  public:
   Duck() = default;
   ~Duck() {
+    std::shared_lock gate(internal::ForkGate());
     if (conn_) duckdb_disconnect(&conn_);
     if (db_) duckdb_close(&db_);
   }
@@ -32,6 +36,7 @@ class Duck {
 
   // path: nullptr for in-memory; otherwise that database, read-only.
   Result<void> Open(const char* path) {
+    std::shared_lock gate(internal::ForkGate());
     duckdb_config config = nullptr;
     duckdb_create_config(&config);
     // Extensions are never fetched; one thread is enough and leaves the other core to the run.
@@ -60,6 +65,7 @@ class Duck {
 
   // Runs trusted SQL; returns the rows as text.
   Result<std::vector<std::vector<std::string>>> Run(const std::string& sql) {
+    std::shared_lock gate(internal::ForkGate());
     duckdb_result r{};
     const bool failed = duckdb_query(conn_, sql.c_str(), &r) == DuckDBError;
     std::vector<std::vector<std::string>> rows;

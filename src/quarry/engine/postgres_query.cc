@@ -350,8 +350,7 @@ QueryFailure PostgresEngine::ServerFailure(const PGresult* res, std::string_view
                                            const Limits& limits, bool client_deadline) {
   const std::string state = Field(res, PG_DIAG_SQLSTATE);
   std::string primary = Field(res, PG_DIAG_MESSAGE_PRIMARY);
-  const std::string timed_out = "the query was interrupted after " + std::to_string(limits.timeout_ms) +
-                                " ms: simplify it, filter earlier, or aggregate before joining";
+  const std::string timed_out = TimeoutFailure(limits.timeout_ms).message;
   if (client_deadline) return QueryFailure{FailureClass::kTimeout, "", timed_out};
   if (primary.empty()) {
     std::string why = PQerrorMessage(conn_.get());

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "quarry/engine/engine_internal.h"
+#include "quarry/engine/isolated_query.h"
 
 namespace quarry::engine::internal {
 namespace {
@@ -108,8 +109,14 @@ class SqliteEngine final : public Engine {
     return QueryPastTextGuard(sql, limits);
   }
 
-  // Everything but the text guard: the authorizer, the read-only check, the timeout, the cap.
+  // Everything but the text guard, in a child process (isolated_query.h): a scalar call
+  // (replace() over an 8 MB blob) is never interrupted by the progress handler.
   QueryOutcome QueryPastTextGuard(std::string_view sql, const Limits& limits) {
+    return RunIsolated(limits, {}, {}, [&](const ProgressFn&) { return Execute(sql, limits); });
+  }
+
+  // In the child: the authorizer, the read-only check, the timeout, the cap.
+  QueryOutcome Execute(std::string_view sql, const Limits& limits) {
     denied_.clear();
     first_action_ = true;
     query_statement_ = false;
@@ -189,12 +196,7 @@ class SqliteEngine final : public Engine {
     if (step == SQLITE_INTERRUPT && limits.stop.stop_requested()) {
       return std::unexpected(CancelledFailure());
     }
-    if (step == SQLITE_INTERRUPT) {
-      return std::unexpected(QueryFailure{
-          FailureClass::kTimeout, "",
-          "the query was interrupted after " + std::to_string(limits.timeout_ms) +
-              " ms: simplify it, filter earlier, or aggregate before joining"});
-    }
+    if (step == SQLITE_INTERRUPT) return std::unexpected(TimeoutFailure(limits.timeout_ms));
     // A denial inside a statement a virtual table prepares while running surfaces as its error.
     if ((step & 0xff) == SQLITE_AUTH || !denied_.empty()) {
       return std::unexpected(PrepareFailure(step));

@@ -1,0 +1,379 @@
+// The child process of isolated_query.h. The outcome comes back over a pipe as frames: a byte
+// for the kind ('P' progress, 'R' result), a 4-byte length, the payload. Integers are written in
+// host order: both ends are the same binary.
+#include "quarry/engine/isolated_query.h"
+
+#include <dirent.h>
+#include <sqlite3.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <vector>
+
+#include "quarry/engine/engine_internal.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+class Writer {
+ public:
+  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void I64(int64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void F64(double v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void Str(std::string_view s) {
+    I64(static_cast<int64_t>(s.size()));
+    out_.append(s);
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// Reads what Writer wrote; any short or malformed field makes ok() false.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool ok() const { return ok_; }
+  uint8_t U8() {
+    if (!Need(1)) return 0;
+    return static_cast<uint8_t>(in_[pos_++]);
+  }
+  int64_t I64() {
+    int64_t v = 0;
+    if (!Need(sizeof v)) return 0;
+    std::memcpy(&v, in_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  double F64() {
+    double v = 0;
+    if (!Need(sizeof v)) return 0;
+    std::memcpy(&v, in_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  std::string Str() {
+    const int64_t n = I64();
+    if (n < 0 || !Need(static_cast<size_t>(n))) return {};
+    std::string s(in_.substr(pos_, static_cast<size_t>(n)));
+    pos_ += static_cast<size_t>(n);
+    return s;
+  }
+  // A count of items that each take at least one byte: never more than what is left.
+  size_t Count() {
+    const int64_t n = I64();
+    if (n < 0 || static_cast<size_t>(n) > in_.size() - pos_) {
+      ok_ = false;
+      return 0;
+    }
+    return static_cast<size_t>(n);
+  }
+
+ private:
+  bool Need(size_t n) {
+    if (!ok_ || in_.size() - pos_ < n) ok_ = false;
+    return ok_;
+  }
+  std::string_view in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+std::string EncodeOutcome(const QueryOutcome& outcome) {
+  Writer w;
+  if (!outcome) {
+    const QueryFailure& f = outcome.error();
+    w.U8(0);
+    w.U8(static_cast<uint8_t>(f.failure_class));
+    w.Str(f.rule);
+    w.Str(f.message);
+    w.U8(static_cast<uint8_t>(f.code));
+    return std::move(w.bytes());
+  }
+  const ResultTable& t = *outcome;
+  w.U8(1);
+  w.I64(static_cast<int64_t>(t.columns.size()));
+  for (const auto& c : t.columns) w.Str(c);
+  w.I64(static_cast<int64_t>(t.types.size()));
+  for (const auto& c : t.types) w.Str(c);
+  w.I64(static_cast<int64_t>(t.rows.size()));
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    w.I64(static_cast<int64_t>(t.rows[r].size()));
+    for (size_t c = 0; c < t.rows[r].size(); ++c) {
+      const auto& cell = t.rows[r][c];
+      const CellKind kind = r < t.kinds.size() && c < t.kinds[r].size() ? t.kinds[r][c]
+                                                                         : CellKind::kText;
+      w.U8(static_cast<uint8_t>(kind));
+      w.U8(cell ? 1 : 0);
+      if (cell) w.Str(*cell);
+    }
+  }
+  w.I64(t.row_count);
+  return std::move(w.bytes());
+}
+
+std::optional<QueryOutcome> DecodeOutcome(std::string_view bytes) {
+  Reader r(bytes);
+  const uint8_t ok = r.U8();
+  if (ok == 0) {
+    QueryFailure f;
+    const uint8_t cls = r.U8();
+    if (cls > static_cast<uint8_t>(FailureClass::kBadArguments)) return std::nullopt;
+    f.failure_class = static_cast<FailureClass>(cls);
+    f.rule = r.Str();
+    f.message = r.Str();
+    const uint8_t code = r.U8();
+    if (code > static_cast<uint8_t>(Error::Code::kCancelled)) return std::nullopt;
+    f.code = static_cast<Error::Code>(code);
+    if (!r.ok()) return std::nullopt;
+    return QueryOutcome(std::unexpected(std::move(f)));
+  }
+  if (ok != 1) return std::nullopt;
+  ResultTable t;
+  for (size_t n = r.Count(); n > 0 && r.ok(); --n) t.columns.push_back(r.Str());
+  for (size_t n = r.Count(); n > 0 && r.ok(); --n) t.types.push_back(r.Str());
+  for (size_t rows = r.Count(); rows > 0 && r.ok(); --rows) {
+    std::vector<std::optional<std::string>> row;
+    std::vector<CellKind> kinds;
+    for (size_t cols = r.Count(); cols > 0 && r.ok(); --cols) {
+      const uint8_t kind = r.U8();
+      if (kind > static_cast<uint8_t>(CellKind::kBlob)) return std::nullopt;
+      kinds.push_back(static_cast<CellKind>(kind));
+      if (r.U8()) {
+        row.emplace_back(r.Str());
+      } else {
+        row.emplace_back(std::nullopt);
+      }
+    }
+    t.rows.push_back(std::move(row));
+    t.kinds.push_back(std::move(kinds));
+  }
+  t.row_count = r.I64();
+  if (!r.ok()) return std::nullopt;
+  return QueryOutcome(std::move(t));
+}
+
+bool WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool WriteFrame(int fd, char kind, std::string_view payload) {
+  std::string frame(1, kind);
+  const auto size = static_cast<uint32_t>(payload.size());
+  frame.append(reinterpret_cast<const char*>(&size), sizeof size);
+  frame.append(payload);
+  return WriteAll(fd, frame);
+}
+
+// The child keeps no pipe or socket but its own: a copy of the MCP client's stdout pipe or a
+// sandbox kernel's pipe would keep the other end from seeing EOF while the query runs.
+// Regular files stay open: they are the engine's (a .duckdb file, spill files).
+void CloseForeignChannels(int keep) {
+  const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0) {
+    dup2(null_fd, STDIN_FILENO);
+    dup2(null_fd, STDOUT_FILENO);
+    if (null_fd > STDERR_FILENO) close(null_fd);
+  }
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  std::vector<int> close_fds;
+  const int dir_fd = dirfd(dir);
+  while (dirent* e = readdir(dir)) {
+    const int fd = atoi(e->d_name);
+    if (e->d_name[0] == '.' || fd == dir_fd || fd == keep || fd <= STDERR_FILENO) continue;
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) close_fds.push_back(fd);
+  }
+  closedir(dir);
+  for (int fd : close_fds) close(fd);
+}
+
+[[noreturn]] void RunChild(int out_fd, pid_t parent, const std::function<void()>& setup,
+                           const std::function<QueryOutcome(const ProgressFn&)>& body) {
+  // The parent (its Ctrl-C handler) decides; the child is only ever killed.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);
+  CloseForeignChannels(out_fd);
+  if (setup) setup();
+  const ProgressFn report = [out_fd](const std::string& what, double percent) {
+    Writer w;
+    w.F64(percent);
+    w.Str(what);
+    WriteFrame(out_fd, 'P', w.bytes());
+  };
+  QueryOutcome outcome = std::unexpected(QueryFailure{});
+  try {
+    outcome = body(report);
+  } catch (const std::exception& e) {
+    outcome = std::unexpected(
+        QueryFailure{FailureClass::kRuntimeError, "", std::string("the engine failed: ") + e.what()});
+  }
+  _exit(WriteFrame(out_fd, 'R', EncodeOutcome(outcome)) ? 0 : 1);
+}
+
+// SQLite's process-wide locks that a child's query takes: the allocator's (every malloc, since
+// the hard heap limit needs memory statistics), the unix VFS's (file locks, temporary files) and
+// the random generator's. Another thread (the thread store, RankTables, the copy for Python)
+// holding one at fork() would leave it held forever in the child, which then hung until it was
+// killed (a live run's first query timed out so). Taken in SQLite's own nesting order (the VFS
+// lock is never taken under the other two), released on both sides of fork().
+class SqliteQuiet {
+ public:
+  SqliteQuiet() {
+    sqlite3_initialize();
+    for (int id : {SQLITE_MUTEX_STATIC_VFS1, SQLITE_MUTEX_STATIC_MEM, SQLITE_MUTEX_STATIC_PRNG}) {
+      if (sqlite3_mutex* m = sqlite3_mutex_alloc(id)) {
+        sqlite3_mutex_enter(m);
+        held_.push_back(m);
+      }
+    }
+  }
+  void Release() {
+    for (auto it = held_.rbegin(); it != held_.rend(); ++it) sqlite3_mutex_leave(*it);
+    held_.clear();
+  }
+  ~SqliteQuiet() { Release(); }
+
+ private:
+  std::vector<sqlite3_mutex*> held_;
+};
+
+QueryFailure ChildFailure(const std::string& what) {
+  return QueryFailure{FailureClass::kRuntimeError, "", "the query stopped without a result: " + what};
+}
+
+}  // namespace
+
+std::shared_mutex& ForkGate() {
+  static std::shared_mutex gate;
+  return gate;
+}
+
+QueryOutcome RunIsolated(const Limits& limits, const ProgressFn& progress,
+                         const std::function<void()>& setup,
+                         const std::function<QueryOutcome(const ProgressFn&)>& body) {
+  if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return std::unexpected(ChildFailure(std::string("no pipe for its process: ") + strerror(errno)));
+  }
+  // Signals stay blocked across fork, so none reaches the child before it ignores them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  const pid_t parent = getpid();
+  pid_t pid;
+  int fork_errno;
+  {
+    // No other thread may be inside an engine library at fork(): see ForkGate and SqliteQuiet.
+    std::unique_lock gate(ForkGate());
+    SqliteQuiet quiet;
+    pid = fork();
+    fork_errno = errno;
+    quiet.Release();
+    if (pid == 0) {
+      close(fds[0]);
+      gate.release();  // its owner is not in this process; nobody else will take it here
+      RunChild(fds[1], parent, setup, body);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return std::unexpected(ChildFailure(std::string("cannot start its process: ") +
+                                        strerror(fork_errno) +
+                                        " (the system is out of processes or memory)"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (limits.timeout_ms > 0) {
+    deadline = start + std::chrono::milliseconds(limits.timeout_ms + kIsolatedGraceMs);
+  }
+  std::string buffer;
+  std::optional<QueryOutcome> outcome;
+  std::optional<QueryFailure> ended;  // the parent ended it
+  std::string reported;  // what the last progress report was about, until it ended
+  char chunk[65536];
+  while (true) {
+    if (limits.stop.stop_requested()) {
+      ended = CancelledFailure();
+      break;
+    }
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+      ended = TimeoutFailure(limits.timeout_ms);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, 50);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // EOF: the child exited
+    buffer.append(chunk, static_cast<size_t>(n));
+    // Whole frames: progress is passed on as it comes, the result is kept.
+    while (buffer.size() >= 5) {
+      uint32_t size = 0;
+      std::memcpy(&size, buffer.data() + 1, sizeof size);
+      if (buffer.size() < 5 + static_cast<size_t>(size)) break;
+      const char kind = buffer[0];
+      const std::string_view payload(buffer.data() + 5, size);
+      if (kind == 'P' && progress) {
+        Reader r(payload);
+        const double percent = r.F64();
+        const std::string what = r.Str();
+        if (r.ok()) {
+          progress(what, percent);
+          reported = percent >= 0 ? what : "";
+        }
+      } else if (kind == 'R') {
+        outcome = DecodeOutcome(payload);
+      }
+      buffer.erase(0, 5 + static_cast<size_t>(size));
+    }
+  }
+  close(fds[0]);
+  if (ended) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!reported.empty()) progress(reported, -1.0);
+  if (ended) return std::unexpected(*ended);
+  if (outcome) return *outcome;
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return std::unexpected(ChildFailure(
+        "its process was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")" +
+        (sig == SIGKILL ? ", often the system running out of memory: simplify it or aggregate "
+                          "earlier"
+                        : "")));
+  }
+  return std::unexpected(ChildFailure("its process exited with status " +
+                                      std::to_string(WEXITSTATUS(status)) + " before answering"));
+}
+
+}  // namespace quarry::engine::internal

@@ -1,0 +1,240 @@
+// Queries run in a child process the engine can kill (isolated_query.h). One scalar call that
+// the engine never interrupts (DuckDB's levenshtein over two 30,000-character strings, SQLite's
+// instr() of a 30,000-byte needle in a 16 MB haystack) ran 17 to 57 s past a 10 s timeout and
+// ignored a stop request before; now the timeout and the stop end it, and the engine serves
+// the next query.
+#include "quarry/engine/isolated_query.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+
+#include "quarry/engine/engine.h"
+#include "support/test_support.h"
+
+namespace quarry::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using quarry::testing::SourceDir;
+using quarry::testing::TempDir;
+
+int64_t MsSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+// About 4 s per row on this machine, between two interrupt checks.
+constexpr const char* kDuckDbScalar =
+    "SELECT levenshtein(repeat('a', 30000), repeat('b', 30000) || region) AS d "
+    "FROM (SELECT region FROM sales LIMIT 12)";
+// About 8 s in one call of instr().
+constexpr const char* kSqliteScalar =
+    "SELECT instr(replace(hex(zeroblob(8000000)), '00', 'a'), printf('%.*c', 30000, 'a') || 'b')";
+
+class IsolatedQueryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    csv_ = tmp_.Write("sales.csv", "region,revenue\nNorth,10.5\nSouth,20\nNorth,4\n");
+    sqlite_ = SourceDir() / "data" / "chinook.sqlite";
+  }
+  TempDir tmp_;
+  std::filesystem::path csv_, sqlite_;
+};
+
+// Unfixed, the DuckDB query ran about 50 s against the 1.5 s timeout, the SQLite one about 8 s.
+TEST_F(IsolatedQueryTest, AnUninterruptibleScalarEndsAtItsTimeout) {
+  for (const auto& [path, sql, check] :
+       {std::tuple{csv_, kDuckDbScalar, "SELECT region, sum(revenue) AS r FROM sales GROUP BY 1 ORDER BY 1"},
+        std::tuple{sqlite_, kSqliteScalar, "SELECT count(*) FROM Track"}}) {
+    auto engine = Open({path});
+    ASSERT_TRUE(engine) << engine.error().message;
+    const auto start = Clock::now();
+    auto r = (*engine)->Query(sql, Limits{1500, 200, {}});
+    const int64_t ms = MsSince(start);
+    ASSERT_FALSE(r) << path;
+    EXPECT_EQ(r.error().failure_class, FailureClass::kTimeout) << r.error().message;
+    EXPECT_NE(r.error().message.find("interrupted after 1500 ms"), std::string::npos)
+        << r.error().message;
+    EXPECT_GE(ms, 1400) << "stopped before its timeout";
+    EXPECT_LT(ms, 1500 + internal::kIsolatedGraceMs + 2500) << path << ": ran past its timeout";
+    // The engine is untouched by the killed query.
+    auto next = (*engine)->Query(check, Limits{});
+    ASSERT_TRUE(next) << next.error().message;
+    if (path == csv_) {
+      ASSERT_EQ(next->rows.size(), 2u);
+      EXPECT_EQ(next->rows[0][0], "North");
+      EXPECT_EQ(next->rows[0][1], "14.5");
+    } else {
+      EXPECT_EQ(next->rows.at(0).at(0), "3503");
+    }
+  }
+}
+
+TEST_F(IsolatedQueryTest, AStopRequestEndsAnUninterruptibleScalar) {
+  for (const auto& [path, sql] : {std::pair{csv_, kDuckDbScalar}, std::pair{sqlite_, kSqliteScalar}}) {
+    auto engine = Open({path});
+    ASSERT_TRUE(engine) << engine.error().message;
+    std::stop_source source;
+    std::jthread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      source.request_stop();
+    });
+    const auto start = Clock::now();
+    auto r = (*engine)->Query(sql, Limits{60000, 200, source.get_token()});
+    const int64_t ms = MsSince(start);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Error::Code::kCancelled) << r.error().message;
+    EXPECT_LT(ms, 2500) << path << ": the stop waited for the call to end";
+  }
+}
+
+// The child keeps no copy of the parent's pipes: a client waiting for EOF on quarry's stdout
+// (MCP) or a sandbox's pipe must see it while a query runs.
+TEST_F(IsolatedQueryTest, TheChildHoldsNoPipeOfTheParent) {
+  auto engine = Open({csv_});
+  ASSERT_TRUE(engine) << engine.error().message;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::jthread query([&] { (void)(*engine)->Query(kDuckDbScalar, Limits{1500, 200, {}}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // the child is running
+  close(fds[1]);
+  pollfd p{fds[0], POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 1000), 1);
+  EXPECT_TRUE(p.revents & POLLHUP) << "a child still holds the pipe's write end";
+  char c;
+  EXPECT_EQ(read(fds[0], &c, 1), 0);
+  close(fds[0]);
+}
+
+// Results cross the process boundary cell for cell: NULL, '', 'NULL', blobs, kinds, types and
+// the true row count past the cap.
+TEST_F(IsolatedQueryTest, ResultsKeepEveryCellAndKind) {
+  auto engine = Open({csv_});
+  ASSERT_TRUE(engine) << engine.error().message;
+  auto r = (*engine)->Query(
+      "SELECT * FROM (VALUES (NULL, '', 'NULL', '\\x00a'::BLOB, 1.10::DECIMAL(5,2), 0.1::DOUBLE + 0.2::DOUBLE, "
+      "true)) t(n, e, s, b, d, f, x), range(300)",
+      Limits{10000, 2, {}});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->row_count, 300);
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_EQ(r->columns.at(0), "n");
+  EXPECT_EQ(r->types.at(4), "DECIMAL(5,2)");
+  const auto& row = r->rows[0];
+  EXPECT_FALSE(row[0].has_value());
+  EXPECT_EQ(row[1], "");
+  EXPECT_EQ(row[2], "NULL");
+  EXPECT_EQ(BlobBytes(*row[3]), std::string("\0a", 2));
+  EXPECT_EQ(row[4], "1.10");
+  EXPECT_EQ(row[5], "0.30000000000000004");
+  const auto& kinds = r->kinds[0];
+  EXPECT_EQ(kinds[0], CellKind::kNull);
+  EXPECT_EQ(kinds[1], CellKind::kText);
+  EXPECT_EQ(kinds[3], CellKind::kBlob);
+  EXPECT_EQ(kinds[4], CellKind::kDecimal);
+  EXPECT_EQ(kinds[5], CellKind::kReal);
+  EXPECT_EQ(kinds[6], CellKind::kBoolean);
+}
+
+// Progress reported in the child reaches the caller's function in order; when the child is
+// killed mid-report, the caller still gets the closing -1.
+TEST(RunIsolatedTest, ProgressComesBackFromTheChild) {
+  std::vector<std::pair<std::string, double>> seen;
+  const ProgressFn progress = [&](const std::string& what, double percent) {
+    seen.emplace_back(what, percent);
+  };
+  auto r = internal::RunIsolated(Limits{}, progress, {}, [](const ProgressFn& report) -> QueryOutcome {
+    report("query", 10.0);
+    report("query", 55.5);
+    report("query", -1.0);
+    ResultTable t;
+    t.columns = {"n"};
+    t.row_count = 0;
+    return t;
+  });
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->columns, std::vector<std::string>{"n"});
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0], (std::pair<std::string, double>{"query", 10.0}));
+  EXPECT_EQ(seen[1].second, 55.5);
+  EXPECT_EQ(seen[2].second, -1.0);
+  seen.clear();
+  auto killed = internal::RunIsolated(Limits{200, 200, {}}, progress, {},
+                                      [](const ProgressFn& report) -> QueryOutcome {
+                                        report("query", 30.0);
+                                        for (;;) pause();
+                                      });
+  ASSERT_FALSE(killed);
+  EXPECT_EQ(killed.error().failure_class, FailureClass::kTimeout);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].second, 30.0);
+  EXPECT_EQ(seen[1], (std::pair<std::string, double>{"query", -1.0}));
+}
+
+// Other threads work in SQLite and DuckDB while queries fork: the thread store, RankTables and
+// the copy for Python do. A lock one of them held at fork() stayed held in the child, which hung
+// until it was killed (a live run's first query timed out after 11 s). Every query must answer.
+TEST_F(IsolatedQueryTest, QueriesForkSafelyWhileOtherThreadsUseTheEngines) {
+  for (const auto& path : {sqlite_, csv_}) {
+    auto engine = Open({path});
+    ASSERT_TRUE(engine) << engine.error().message;
+    std::atomic<bool> done{false};
+    std::jthread sqlite_user([&] {
+      while (!done) {
+        sqlite3* db = nullptr;
+        sqlite3_open(":memory:", &db);
+        sqlite3_exec(db, "CREATE TABLE t(x); WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT "
+                         "i + 1 FROM r WHERE i < 2000) INSERT INTO t SELECT randomblob(64) FROM r",
+                     nullptr, nullptr, nullptr);
+        sqlite3_close(db);
+      }
+    });
+    std::jthread exporter([&] {
+      int n = 0;
+      while (!done) (void)ExportTables(**engine, tmp_.path() / ("export" + std::to_string(n++ % 2)), 500);
+    });
+    const struct Done {
+      std::atomic<bool>& done;
+      ~Done() { done = true; }  // destroyed before the threads, so they end, on every way out
+    } stop_users{done};
+    const std::string sql = path == csv_ ? "SELECT count(*) FROM sales" : "SELECT count(*) FROM Track";
+    int answered = 0;
+    for (int i = 0; i < 40; ++i) {
+      auto r = (*engine)->Query(sql, Limits{3000, 200, {}});
+      ASSERT_TRUE(r) << path << ", query " << i << ": " << r.error().message;
+      answered += r->rows.at(0).at(0) == (path == csv_ ? "3" : "3503");
+    }
+    done = true;
+    EXPECT_EQ(answered, 40);
+  }
+}
+
+// A child that dies without an outcome (a crash, the out-of-memory killer) gives a failure that
+// says so; the caller's process lives on.
+TEST(RunIsolatedTest, AChildKilledBySignalIsAFailureNotACrash) {
+  auto r = internal::RunIsolated(Limits{}, {}, {}, [](const ProgressFn&) -> QueryOutcome {
+    kill(getpid(), SIGKILL);  // what the out-of-memory killer sends; no handler can take it
+    return ResultTable{};
+  });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().failure_class, FailureClass::kRuntimeError);
+  EXPECT_NE(r.error().message.find("killed by signal 9"), std::string::npos) << r.error().message;
+  auto exited = internal::RunIsolated(Limits{}, {}, {}, [](const ProgressFn&) -> QueryOutcome {
+    _exit(4);
+  });
+  ASSERT_FALSE(exited);
+  EXPECT_NE(exited.error().message.find("exited with status 4"), std::string::npos)
+      << exited.error().message;
+}
+
+}  // namespace
+}  // namespace quarry::engine
