@@ -6,6 +6,7 @@
 #include "quarry/engine/isolated_query.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -147,20 +148,24 @@ TEST_F(IsolatedQueryTest, ResultsKeepEveryCellAndKind) {
 
 // Progress reported in the child reaches the caller's function in order; when the child is
 // killed mid-report, the caller still gets the closing -1.
-TEST(RunIsolatedTest, ProgressComesBackFromTheChild) {
+TEST(QueryProcessTest, ProgressComesBackFromTheChild) {
   std::vector<std::pair<std::string, double>> seen;
   const ProgressFn progress = [&](const std::string& what, double percent) {
     seen.emplace_back(what, percent);
   };
-  auto r = internal::RunIsolated(Limits{}, progress, {}, [](const ProgressFn& report) -> QueryOutcome {
+  internal::QueryProcess process({}, [](const internal::IsolatedQuery& q,
+                                        const ProgressFn& report) -> QueryOutcome {
     report("query", 10.0);
+    if (q.sql == "hang") {
+      for (;;) pause();
+    }
     report("query", 55.5);
     report("query", -1.0);
     ResultTable t;
-    t.columns = {"n"};
-    t.row_count = 0;
+    t.columns = {q.sql};
     return t;
   });
+  auto r = process.Run("n", Limits{}, progress);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->columns, std::vector<std::string>{"n"});
   ASSERT_EQ(seen.size(), 3u);
@@ -168,69 +173,112 @@ TEST(RunIsolatedTest, ProgressComesBackFromTheChild) {
   EXPECT_EQ(seen[1].second, 55.5);
   EXPECT_EQ(seen[2].second, -1.0);
   seen.clear();
-  auto killed = internal::RunIsolated(Limits{200, 200, {}}, progress, {},
-                                      [](const ProgressFn& report) -> QueryOutcome {
-                                        report("query", 30.0);
-                                        for (;;) pause();
-                                      });
+  const pid_t first = process.pid();
+  auto killed = process.Run("hang", Limits{200, 200, {}}, progress);
   ASSERT_FALSE(killed);
   EXPECT_EQ(killed.error().failure_class, FailureClass::kTimeout);
   ASSERT_EQ(seen.size(), 2u);
-  EXPECT_EQ(seen[0].second, 30.0);
   EXPECT_EQ(seen[1], (std::pair<std::string, double>{"query", -1.0}));
+  EXPECT_EQ(process.pid(), 0) << "a killed child stays the query process";
+  EXPECT_EQ(waitpid(first, nullptr, WNOHANG), -1) << "the killed child was not reaped";
+  // The next query gets a new child.
+  auto again = process.Run("m", Limits{}, {});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->columns, std::vector<std::string>{"m"});
+  EXPECT_NE(process.pid(), first);
 }
 
-// Other threads work in SQLite and DuckDB while queries fork: the thread store, RankTables and
-// the copy for Python do. A lock one of them held at fork() stayed held in the child, which hung
-// until it was killed (a live run's first query timed out after 11 s). Every query must answer.
-TEST_F(IsolatedQueryTest, QueriesForkSafelyWhileOtherThreadsUseTheEngines) {
-  for (const auto& path : {sqlite_, csv_}) {
-    auto engine = Open({path});
-    ASSERT_TRUE(engine) << engine.error().message;
-    std::atomic<bool> done{false};
-    std::jthread sqlite_user([&] {
-      while (!done) {
-        sqlite3* db = nullptr;
-        sqlite3_open(":memory:", &db);
-        sqlite3_exec(db, "CREATE TABLE t(x); WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT "
-                         "i + 1 FROM r WHERE i < 2000) INSERT INTO t SELECT randomblob(64) FROM r",
-                     nullptr, nullptr, nullptr);
-        sqlite3_close(db);
-      }
-    });
-    std::jthread exporter([&] {
-      int n = 0;
-      while (!done) (void)ExportTables(**engine, tmp_.path() / ("export" + std::to_string(n++ % 2)), 500);
-    });
-    const struct Done {
-      std::atomic<bool>& done;
-      ~Done() { done = true; }  // destroyed before the threads, so they end, on every way out
-    } stop_users{done};
-    const std::string sql = path == csv_ ? "SELECT count(*) FROM sales" : "SELECT count(*) FROM Track";
-    int answered = 0;
-    for (int i = 0; i < 40; ++i) {
-      auto r = (*engine)->Query(sql, Limits{3000, 200, {}});
-      ASSERT_TRUE(r) << path << ", query " << i << ": " << r.error().message;
-      answered += r->rows.at(0).at(0) == (path == csv_ ? "3" : "3503");
-    }
-    done = true;
-    EXPECT_EQ(answered, 40);
+// One child serves query after query (a fresh one per query paid its page faults each time),
+// and one whose forking thread ended is replaced without a failed query.
+TEST(QueryProcessTest, OneChildServesManyQueriesAndALostOneIsReplaced) {
+  internal::QueryProcess process({}, [](const internal::IsolatedQuery& q,
+                                        const ProgressFn&) -> QueryOutcome {
+    ResultTable t;
+    t.columns = {std::to_string(getpid())};
+    t.row_count = q.max_rows;
+    return t;
+  });
+  std::string pid;
+  for (int i = 0; i < 5; ++i) {
+    auto r = process.Run("x", Limits{1000, i, {}}, {});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->row_count, i);
+    if (i == 0) pid = r->columns.at(0);
+    EXPECT_EQ(r->columns.at(0), pid) << "query " << i << " ran in another child";
   }
+  kill(process.pid(), SIGKILL);  // as PR_SET_PDEATHSIG does when the forking thread ends
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto r = process.Run("x", Limits{1000, 7, {}}, {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->row_count, 7);
+  EXPECT_NE(r->columns.at(0), pid);
+}
+
+// Other threads work in SQLite and DuckDB while query processes fork: the thread store,
+// RankTables and the copy for Python do. A lock one of them held at fork() stayed held in the
+// child, which hung until it was killed (a live run's first query timed out after 11 s). Each
+// of 40 fresh children must answer, through both libraries.
+TEST_F(IsolatedQueryTest, ChildrenForkSafelyWhileOtherThreadsUseTheEngines) {
+  auto engine = Open({csv_});
+  ASSERT_TRUE(engine) << engine.error().message;
+  std::atomic<bool> done{false};
+  std::jthread sqlite_user([&] {
+    while (!done) {
+      sqlite3* db = nullptr;
+      sqlite3_open(":memory:", &db);
+      sqlite3_exec(db, "CREATE TABLE t(x); WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT "
+                       "i + 1 FROM r WHERE i < 2000) INSERT INTO t SELECT randomblob(64) FROM r",
+                   nullptr, nullptr, nullptr);
+      sqlite3_close(db);
+    }
+  });
+  std::jthread exporter([&] {
+    int n = 0;
+    while (!done) (void)ExportTables(**engine, tmp_.path() / ("export" + std::to_string(n++ % 2)), 500);
+  });
+  const struct Done {
+    std::atomic<bool>& done;
+    ~Done() { done = true; }  // destroyed before the threads, so they end, on every way out
+  } stop_users{done};
+  const auto sqlite = sqlite_;
+  internal::QueryProcess process({}, [&](const internal::IsolatedQuery&, const ProgressFn&)
+                                          -> QueryOutcome {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(sqlite.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT count(*), hex(randomblob(8)) FROM Track", -1, &st, nullptr);
+    ResultTable t;
+    if (sqlite3_step(st) == SQLITE_ROW) t.row_count = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return t;
+  });
+  int answered = 0;
+  for (int i = 0; i < 40; ++i) {
+    process.Reset();  // a fresh fork each time
+    auto r = process.Run("", Limits{3000, 200, {}}, {});
+    ASSERT_TRUE(r) << "child " << i << ": " << r.error().message;
+    answered += r->row_count == 3503;
+    auto q = (*engine)->Query("SELECT count(*) FROM sales", Limits{3000, 200, {}});
+    ASSERT_TRUE(q) << "DuckDB query " << i << ": " << q.error().message;
+    EXPECT_EQ(q->rows.at(0).at(0), "3");
+  }
+  EXPECT_EQ(answered, 40);
 }
 
 // A child that dies without an outcome (a crash, the out-of-memory killer) gives a failure that
 // says so; the caller's process lives on.
-TEST(RunIsolatedTest, AChildKilledBySignalIsAFailureNotACrash) {
-  auto r = internal::RunIsolated(Limits{}, {}, {}, [](const ProgressFn&) -> QueryOutcome {
-    kill(getpid(), SIGKILL);  // what the out-of-memory killer sends; no handler can take it
-    return ResultTable{};
+TEST(QueryProcessTest, AChildKilledBySignalIsAFailureNotACrash) {
+  internal::QueryProcess process({}, [](const internal::IsolatedQuery& q,
+                                        const ProgressFn&) -> QueryOutcome {
+    if (q.sql == "kill") kill(getpid(), SIGKILL);  // as the out-of-memory killer; no handler takes it
+    _exit(4);
   });
+  auto r = process.Run("kill", Limits{}, {});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().failure_class, FailureClass::kRuntimeError);
   EXPECT_NE(r.error().message.find("killed by signal 9"), std::string::npos) << r.error().message;
-  auto exited = internal::RunIsolated(Limits{}, {}, {}, [](const ProgressFn&) -> QueryOutcome {
-    _exit(4);
-  });
+  auto exited = process.Run("exit", Limits{}, {});
   ASSERT_FALSE(exited);
   EXPECT_NE(exited.error().message.find("exited with status 4"), std::string::npos)
       << exited.error().message;

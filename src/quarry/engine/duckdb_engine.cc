@@ -51,25 +51,14 @@ class DuckDbEngine final : public Engine {
     return outcome;
   }
 
-  // The text guard here; everything else in a child process (isolated_query.h), which alone
+  // The text guard here; everything else in the query process (isolated_query.h), which alone
   // takes the configured threads and then locks the configuration.
   QueryOutcome QueryOnce(std::string_view sql, const Limits& limits, bool text_guard = true) {
     if (auto v = text_guard ? CheckQueryText(sql, Dialect::kDuckDB, table_names_) : std::nullopt) {
       return std::unexpected(*v);
     }
     if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
-    return RunIsolated(
-        limits, progress_,
-        [this] {
-          for (const std::string& s : {"SET threads = " + std::to_string(threads_),
-                                       std::string("SET lock_configuration = true")}) {
-            if (auto r = RunTrusted(s); !r) _exit(3);  // never a query on an unlocked engine
-          }
-        },
-        [&](const ProgressFn& report) {
-          if (progress_) progress_ = report;
-          return Execute(sql, limits);
-        });
+    return process_.Run(sql, limits, progress_);
   }
 
   // In the child: prepare, check, run, and fetch at most max_rows rows.
@@ -349,6 +338,7 @@ class DuckDbEngine final : public Engine {
       DuckDbEngine* engine;
       ~OneThread() { (void)engine->RunTrusted("SET threads = 1"); }
     } one_thread{this};
+    process_.Reset();  // its copy of the views is the old one
     for (auto& f : files_) {
       if (!f.csv || f.deep) continue;
       auto plan = PlanCsv([this](const std::string& s) { return RunTrusted(s); }, f.abs,
@@ -495,6 +485,18 @@ class DuckDbEngine final : public Engine {
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
   std::map<std::string, std::string> sql_names_;  // display name -> quoted SQL name, if not simple
+  // Last, so it is ended before the database closes.
+  QueryProcess process_{
+      [this] {
+        for (const std::string& s : {"SET threads = " + std::to_string(threads_),
+                                     std::string("SET lock_configuration = true")}) {
+          if (auto r = RunTrusted(s); !r) _exit(3);  // never a query on an unlocked engine
+        }
+      },
+      [this](const IsolatedQuery& q, const ProgressFn& report) {
+        if (progress_) progress_ = report;
+        return Execute(q.sql, Limits{q.timeout_ms, q.max_rows, {}});
+      }};
 };
 
 std::string ReaderFor(const std::string& format, const std::string& path) {

@@ -1,6 +1,7 @@
-// The child process of isolated_query.h. The outcome comes back over a pipe as frames: a byte
-// for the kind ('P' progress, 'R' result), a 4-byte length, the payload. Integers are written in
-// host order: both ends are the same binary.
+// The query process of isolated_query.h. Parent and child talk over a socket pair (send() with
+// MSG_NOSIGNAL: a dead child is an error, not a SIGPIPE) in frames: a byte for the kind ('Q'
+// query, 'P' progress, 'R' result), a 4-byte length, the payload. Integers are written in host
+// order: both ends are the same binary.
 #include "quarry/engine/isolated_query.h"
 
 #include <dirent.h>
@@ -9,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,9 +167,9 @@ std::optional<QueryOutcome> DecodeOutcome(std::string_view bytes) {
   return QueryOutcome(std::move(t));
 }
 
-bool WriteAll(int fd, std::string_view bytes) {
+bool SendAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
-    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     bytes.remove_prefix(static_cast<size_t>(n));
@@ -175,12 +177,23 @@ bool WriteAll(int fd, std::string_view bytes) {
   return true;
 }
 
-bool WriteFrame(int fd, char kind, std::string_view payload) {
+bool SendFrame(int fd, char kind, std::string_view payload) {
   std::string frame(1, kind);
   const auto size = static_cast<uint32_t>(payload.size());
   frame.append(reinterpret_cast<const char*>(&size), sizeof size);
   frame.append(payload);
-  return WriteAll(fd, frame);
+  return SendAll(fd, frame);
+}
+
+// Takes one whole frame off the front of `buffer`, if there is one.
+std::optional<std::pair<char, std::string>> TakeFrame(std::string& buffer) {
+  if (buffer.size() < 5) return std::nullopt;
+  uint32_t size = 0;
+  std::memcpy(&size, buffer.data() + 1, sizeof size);
+  if (buffer.size() < 5 + static_cast<size_t>(size)) return std::nullopt;
+  std::pair<char, std::string> frame{buffer[0], buffer.substr(5, size)};
+  buffer.erase(0, 5 + static_cast<size_t>(size));
+  return frame;
 }
 
 // The child keeps no pipe or socket but its own: a copy of the MCP client's stdout pipe or a
@@ -207,8 +220,9 @@ void CloseForeignChannels(int keep) {
   for (int fd : close_fds) close(fd);
 }
 
-[[noreturn]] void RunChild(int out_fd, pid_t parent, const std::function<void()>& setup,
-                           const std::function<QueryOutcome(const ProgressFn&)>& body) {
+// The child: queries in, outcomes out, until the parent closes its end.
+[[noreturn]] void ServeQueries(int fd, pid_t parent, const std::function<void()>& setup,
+                               const QueryProcess::Serve& serve) {
   // The parent (its Ctrl-C handler) decides; the child is only ever killed.
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_IGN);
   sigset_t none;
@@ -216,22 +230,40 @@ void CloseForeignChannels(int keep) {
   pthread_sigmask(SIG_SETMASK, &none, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
-  CloseForeignChannels(out_fd);
+  CloseForeignChannels(fd);
   if (setup) setup();
-  const ProgressFn report = [out_fd](const std::string& what, double percent) {
+  const ProgressFn report = [fd](const std::string& what, double percent) {
     Writer w;
     w.F64(percent);
     w.Str(what);
-    WriteFrame(out_fd, 'P', w.bytes());
+    SendFrame(fd, 'P', w.bytes());
   };
-  QueryOutcome outcome = std::unexpected(QueryFailure{});
-  try {
-    outcome = body(report);
-  } catch (const std::exception& e) {
-    outcome = std::unexpected(
-        QueryFailure{FailureClass::kRuntimeError, "", std::string("the engine failed: ") + e.what()});
+  std::string buffer;
+  char chunk[65536];
+  while (true) {
+    auto frame = TakeFrame(buffer);
+    if (!frame) {
+      const ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) _exit(0);
+      buffer.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    Reader r(frame->second);
+    IsolatedQuery query;
+    query.sql = r.Str();
+    query.timeout_ms = r.I64();
+    query.max_rows = static_cast<int>(r.I64());
+    if (frame->first != 'Q' || !r.ok()) _exit(2);
+    QueryOutcome outcome = std::unexpected(QueryFailure{});
+    try {
+      outcome = serve(query, report);
+    } catch (const std::exception& e) {
+      outcome = std::unexpected(QueryFailure{FailureClass::kRuntimeError, "",
+                                             std::string("the engine failed: ") + e.what()});
+    }
+    if (!SendFrame(fd, 'R', EncodeOutcome(outcome))) _exit(0);
   }
-  _exit(WriteFrame(out_fd, 'R', EncodeOutcome(outcome)) ? 0 : 1);
 }
 
 // SQLite's process-wide locks that a child's query takes: the allocator's (every malloc, since
@@ -272,13 +304,26 @@ std::shared_mutex& ForkGate() {
   return gate;
 }
 
-QueryOutcome RunIsolated(const Limits& limits, const ProgressFn& progress,
-                         const std::function<void()>& setup,
-                         const std::function<QueryOutcome(const ProgressFn&)>& body) {
-  if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
+QueryProcess::QueryProcess(std::function<void()> setup, Serve serve)
+    : setup_(std::move(setup)), serve_(std::move(serve)) {}
+
+QueryProcess::~QueryProcess() { Reset(); }
+
+void QueryProcess::Reset() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = 0;
+}
+
+std::optional<QueryFailure> QueryProcess::Spawn() {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    return std::unexpected(ChildFailure(std::string("no pipe for its process: ") + strerror(errno)));
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return ChildFailure(std::string("no socket for its process: ") + strerror(errno));
   }
   // Signals stay blocked across fork, so none reaches the child before it ignores them.
   sigset_t all, old;
@@ -296,18 +341,39 @@ QueryOutcome RunIsolated(const Limits& limits, const ProgressFn& progress,
     quiet.Release();
     if (pid == 0) {
       close(fds[0]);
-      gate.release();  // its owner is not in this process; nobody else will take it here
-      RunChild(fds[1], parent, setup, body);
+      gate.release();  // its owner is not in this process; nobody here takes it again
+      ServeQueries(fds[1], parent, setup_, serve_);
     }
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
-    return std::unexpected(ChildFailure(std::string("cannot start its process: ") +
-                                        strerror(fork_errno) +
-                                        " (the system is out of processes or memory)"));
+    return ChildFailure(std::string("cannot start its process: ") + strerror(fork_errno) +
+                        " (the system is out of processes or memory)");
   }
+  pid_ = pid;
+  fd_ = fds[0];
+  return std::nullopt;
+}
+
+QueryOutcome QueryProcess::Run(std::string_view sql, const Limits& limits,
+                               const ProgressFn& progress) {
+  if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
+  Writer request;
+  request.Str(sql);
+  request.I64(limits.timeout_ms);
+  request.I64(limits.max_rows);
+  // A child that died while idle (its forking thread ended) is replaced once.
+  bool sent = false;
+  for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
+    if (pid_ == 0) {
+      if (auto failed = Spawn()) return std::unexpected(*failed);
+    }
+    sent = SendFrame(fd_, 'Q', request.bytes());
+    if (!sent) Reset();
+  }
+  if (!sent) return std::unexpected(ChildFailure("its process did not take the query"));
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (limits.timeout_ms > 0) {
@@ -318,7 +384,7 @@ QueryOutcome RunIsolated(const Limits& limits, const ProgressFn& progress,
   std::optional<QueryFailure> ended;  // the parent ended it
   std::string reported;  // what the last progress report was about, until it ended
   char chunk[65536];
-  while (true) {
+  while (!outcome) {
     if (limits.stop.stop_requested()) {
       ended = CancelledFailure();
       break;
@@ -327,41 +393,40 @@ QueryOutcome RunIsolated(const Limits& limits, const ProgressFn& progress,
       ended = TimeoutFailure(limits.timeout_ms);
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{fd_, POLLIN, 0};
     const int ready = poll(&p, 1, 50);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    const ssize_t n = read(fds[0], chunk, sizeof chunk);
+    const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;  // EOF: the child exited
+    if (n <= 0) break;  // the child died
     buffer.append(chunk, static_cast<size_t>(n));
-    // Whole frames: progress is passed on as it comes, the result is kept.
-    while (buffer.size() >= 5) {
-      uint32_t size = 0;
-      std::memcpy(&size, buffer.data() + 1, sizeof size);
-      if (buffer.size() < 5 + static_cast<size_t>(size)) break;
-      const char kind = buffer[0];
-      const std::string_view payload(buffer.data() + 5, size);
-      if (kind == 'P' && progress) {
-        Reader r(payload);
+    while (auto frame = TakeFrame(buffer)) {
+      if (frame->first == 'P' && progress) {
+        Reader r(frame->second);
         const double percent = r.F64();
         const std::string what = r.Str();
         if (r.ok()) {
           progress(what, percent);
           reported = percent >= 0 ? what : "";
         }
-      } else if (kind == 'R') {
-        outcome = DecodeOutcome(payload);
+      } else if (frame->first == 'R') {
+        outcome = DecodeOutcome(frame->second);
+        if (!outcome) outcome = std::unexpected(ChildFailure("its answer could not be read"));
+        break;
       }
-      buffer.erase(0, 5 + static_cast<size_t>(size));
     }
   }
-  close(fds[0]);
-  if (ended) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
   if (!reported.empty()) progress(reported, -1.0);
+  if (outcome && buffer.empty()) return *outcome;
+  // Killed by us, dead, or out of step: this child serves no more queries.
+  int status = 0;
+  if (ended) kill(pid_, SIGKILL);
+  close(fd_);
+  fd_ = -1;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = 0;
   if (ended) return std::unexpected(*ended);
   if (outcome) return *outcome;
   if (WIFSIGNALED(status)) {

@@ -109,10 +109,10 @@ class SqliteEngine final : public Engine {
     return QueryPastTextGuard(sql, limits);
   }
 
-  // Everything but the text guard, in a child process (isolated_query.h): a scalar call
+  // Everything but the text guard, in the query process (isolated_query.h): a scalar call
   // (replace() over an 8 MB blob) is never interrupted by the progress handler.
   QueryOutcome QueryPastTextGuard(std::string_view sql, const Limits& limits) {
-    return RunIsolated(limits, {}, {}, [&](const ProgressFn&) { return Execute(sql, limits); });
+    return process_.Run(sql, limits, {});
   }
 
   // In the child: the authorizer, the read-only check, the timeout, the cap.
@@ -384,6 +384,10 @@ class SqliteEngine final : public Engine {
   bool query_statement_ = false;  // the user's statement began as a SELECT
   std::chrono::steady_clock::time_point deadline_{};
   StopToken stop_;  // the running query's Limits::stop
+  // Last, so it is ended before the connection closes.
+  QueryProcess process_{{}, [this](const IsolatedQuery& q, const ProgressFn&) {
+                          return Execute(q.sql, Limits{q.timeout_ms, q.max_rows, {}});
+                        }};
 };
 
 // Percent-encodes what a file: URI cannot hold literally (RFC 3986, as sqlite3 reads it).
