@@ -1,6 +1,8 @@
 """Issue 22, engines: data that attacks while it is opened, SQL hidden in strings, DuckDB's
 ./.tmp, and work that no timeout could stop. Each attack raises AssertionError when it works."""
+import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -93,3 +95,34 @@ def attack_query_in_a_string_reads_through_dot_tmp(ctx):
         p = ctx.run("sql", csv, sql)
         assert "TOP-SECRET-NOTE" not in p.stdout + p.stderr, f"{sql} read the note"
         assert p.returncode != 0, f"{sql} succeeded"
+
+
+def attack_mcp_endless_view_never_initializes(ctx):
+    """`quarry mcp FILE` opened such a file with no bound at all: initialize was never answered
+    (10 minutes here, then killed). Each table's opening is bounded by the per-query timeout
+    (10 s), and the view's card says why it has no statistics."""
+    db = _sqlite(ctx, "endless.sqlite", ENDLESS.replace("SELECT i FROM r", "SELECT count(*) AS n FROM r"))
+    proc = subprocess.Popen([str(ctx.quarry), "mcp", str(db)], cwd=str(ctx.dir), env=ctx.env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        started = time.monotonic()
+        send = lambda msg: (proc.stdin.write((json.dumps(msg) + "\n").encode()), proc.stdin.flush())
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "redteam", "version": "1"}}})
+        ready, _, _ = select.select([proc.stdout], [], [], 45)
+        assert ready, "initialize not answered within 45 s"
+        first = json.loads(proc.stdout.readline())
+        took = time.monotonic() - started
+        assert first.get("id") == 0 and "result" in first, first
+        assert took < 30, f"initialize took {took:.1f} s"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+              "params": {"name": "describe_schema", "arguments": {}}})
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, "describe_schema not answered"
+        text = json.dumps(json.loads(proc.stdout.readline()))
+        assert "endless" in text and "took longer than" in text, text[:1500]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -21,7 +21,11 @@ int RunMcp(const McpOptions& o) {
   auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples);
   if (!schema) return Report(schema.error());
   options.config.schema = std::move(*schema);
-  options.open = ToOpenOptions(o.load);
+  // Opening evaluates SQL the data chose (a SQLite view over an endless recursive CTE): each
+  // table is bounded by the per-query timeout, as in ask, or initialize was never answered.
+  LoadFlags load = o.load;
+  if (load.timeout_ms <= 0) load.timeout_ms = options.config.limits.timeout_ms;
+  options.open = ToOpenOptions(load);
   options.on_open = [&o](const engine::Engine& e) { FillCache(e, o.paths, o.load); };
   llm::Settings flags;
   if (!o.model.empty()) flags.model = o.model;
