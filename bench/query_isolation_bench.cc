@@ -1,9 +1,9 @@
 // Benchmark: what running queries in a child process costs (engine/isolated_query.h). From one
-// run, the median wall time of Engine::Query (the query process already forked by a first query;
-// the SQL and the result over a socket) against the same SQL run by DuckDB alone, in process, over the same CSV read by the
-// same SELECT; printed as
-// the ratio and the added milliseconds, for a small and a large file. Not a test: machines here
-// are noisy. Usage: build/bench/query_isolation_bench [runs]
+// run, the median wall time of Engine::Query (the query process already forked by a first
+// query; the SQL and the result over a socket) against the same SQL run by DuckDB alone, in
+// process, over the same CSV read by the same SELECT; printed as the ratio and the added
+// milliseconds, for a small and a large file. Not a test: machines here are noisy.
+// Usage: build/bench/query_isolation_bench [runs]
 #include <duckdb.h>
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(
-  ca-certificates cmake ninja-build g++ pkg-config openssl
+  ca-certificates cmake ninja-build g++ pkg-config openssl ccache
   libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev
   libedit-dev  # line editing in quarry chat
   libpq-dev postgresql  # PostgreSQL's client; the server runs in the tests
