@@ -41,6 +41,21 @@ TEST_F(TrialTest, ZeroIsGroundedOnlyByAZero) {
   EXPECT_TRUE(Grounded("Zero accounts churned."));
 }
 
+// Issue 23: "its revenue doubled" after a query that only counted orders was accepted. A
+// multiplier states a ratio, as "twice" does: a result must hold it.
+TEST_F(TrialTest, MultiplierClaimsNeedARatioInAResult) {
+  Result({"region", "orders"}, {{"West", "412"}});
+  EXPECT_FALSE(Grounded("The West has 412 orders, and its revenue doubled from 2024 to 2025."));
+  for (const char* claim : {"Its revenue tripled.", "Its revenue quadrupled.", "Its revenue halved.",
+                            "Revenue grew 3x.", "Revenue grew 3 times over.", "Revenue grew 2.5-fold.",
+                            "Revenue grew threefold.", "Revenue was \u00d7" "2 higher."}) {
+    EXPECT_FALSE(Grounded(claim)) << claim;
+  }
+  EXPECT_TRUE(Grounded("The West has 412 orders."));
+  // Adjectives are not multiples.
+  EXPECT_EQ(ExtractNumbers("double quotes, a triple join, double-check"), Strings{});
+}
+
 TEST_F(TrialTest, RowCountsGroundOnlyPlainWholeNumbers) {
   Result({"max_revenue"}, {{"2226550.25"}});  // 1 row
   EXPECT_FALSE(Grounded("Half of the accounts churned."));

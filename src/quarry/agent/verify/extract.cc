@@ -232,6 +232,7 @@ ScanResult ParseAt(std::string_view s, size_t i) {
       }
       scale = 1;
       if (word == "pct") t.percent = true;
+      if (word == "x" || word == "fold") t.ratio = true;  // "3x", "3fold"
     }
     q = r;
   } else if (at(q) == ' ' && IsAlpha(at(q + 1))) {
@@ -252,6 +253,15 @@ ScanResult ParseAt(std::string_view s, size_t i) {
     if (at(q) == 's') ++q;
   } else if (space && LowerAscii(s.substr(q + 1, 2)) == "pp" && !IsAlpha(at(q + 3))) {
     t.percent = true, q += 3;
+  }
+  // A multiple: "3 times", "2.5-fold", "3×" (U+00D7) state a ratio a result must hold.
+  if (!t.percent && !t.ratio) {
+    if ((space && LowerAscii(s.substr(q + 1, 5)) == "times" && !IsAlpha(at(q + 6))) ||
+        (at(q) == '-' && LowerAscii(s.substr(q + 1, 4)) == "fold" && !IsAlpha(at(q + 5)))) {
+      t.ratio = true;
+    } else if (s.substr(q, 2) == "\xc3\x97") {
+      t.ratio = true, q += 2;
+    }
   }
   if (IsWordChar(at(q))) return {std::nullopt, SkipWord(s, begin)};
 
@@ -319,9 +329,24 @@ int Fraction(std::string_view w) {
   return (w == "quarter" || w == "quarters") ? 4 : 0;
 }
 
+// The ratio a multiplier word states ("twice" and "doubled" 2, "tripled" 3, "halved" 0.5), 0
+// if none. Adjectives ("double quotes", "a triple join") are not among them.
+double Multiple(std::string_view w) {
+  for (std::string_view m : {"twice", "doubled", "doubling", "twofold"}) {
+    if (w == m) return 2;
+  }
+  for (std::string_view m : {"thrice", "tripled", "tripling", "threefold"}) {
+    if (w == m) return 3;
+  }
+  for (std::string_view m : {"quadrupled", "quadrupling", "fourfold"}) {
+    if (w == m) return 4;
+  }
+  return w == "halved" || w == "halving" ? 0.5 : 0;
+}
+
 bool NumberWord(std::string_view w) {
   return SmallNumber(w) >= 0 || Tens(w) >= 0 || w == "hundred" || ScaleWord(w) > 0 ||
-         w == "dozen" || Fraction(w) > 0 || w == "twice";
+         w == "dozen" || Fraction(w) > 0 || Multiple(w) > 0;
 }
 
 // The word before s[p] (skipping spaces), lower-cased.
@@ -354,7 +379,7 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
   if (!article && !NumberWord(w)) return std::nullopt;
 
   double total = 0, current = 0;
-  bool any = false, fraction = false;
+  bool any = false, fraction = false, multiple = false;
   int words = 0;
   size_t last_end = i, p = i;
   // Reads the next word after a space or a hyphen; false when there is none.
@@ -392,8 +417,9 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
       if (period || (d != 2 && (first || current == 0))) return std::nullopt;
       current = std::max(current, 1.0) / d;
       fraction = true;
-    } else if (w == "twice" && first) {
-      current = 2;
+    } else if (const double m = Multiple(w); m > 0 && first) {
+      current = m;
+      multiple = true;
     } else if (w == "and" && any) {
       // "two hundred and five": only when a number word follows.
       size_t save_p = p, save_end = end;
@@ -421,7 +447,7 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
       }
       break;
     }
-    if (first && w == "twice") break;
+    if (multiple) break;
     more = next(end) && (NumberWord(w) || w == "and");
   }
   if (!any) return std::nullopt;
@@ -430,10 +456,10 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
   NumberToken t;
   t.value = total + current;
   t.words = true;
-  t.ratio = fraction || LowerAscii(text) == "twice";
+  t.ratio = fraction || multiple;
   t.begin = i;
   t.end = last_end;
-  if (fraction || LowerAscii(text) == "twice") {
+  if (fraction || multiple) {
     t.significant = 1;
     t.step = std::pow(10.0, std::floor(std::log10(t.value)));
   } else {

@@ -36,7 +36,7 @@ struct NumberToken {
   bool percent = false;
   bool explicit_sign = false;
   bool words = false;      // written in words ("two thousand", "a dozen", "half")
-  bool ratio = false;      // a fraction or a multiple in words ("half", "two thirds", "twice")
+  bool ratio = false;      // a fraction or a multiple ("half", "two thirds", "twice", "doubled", "3x", "3 times")
   bool currency = false;   // written with a currency symbol ("$17")
   bool year_like = false;  // a bare four-digit integer, which a date may ground
   bool is_date = false;    // then only `key` is meaningful
