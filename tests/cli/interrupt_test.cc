@@ -112,6 +112,22 @@ std::vector<std::string> AskArgs(const fs::path& runs) {
           "How many sales rows are there?"};
 }
 
+// Waits until `pid` holds `file` open (it is loading it, so its Ctrl-C handler is in place: a
+// sanitized quarry takes 0.4 s to reach main, and a fixed sleep raced it under load).
+bool WaitUntilOpen(pid_t pid, const fs::path& file, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  const fs::path fds = "/proc/" + std::to_string(pid) + "/fd";
+  while (Clock::now() < deadline) {
+    std::error_code ec;
+    for (fs::directory_iterator it(fds, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code link_ec;
+      if (fs::read_symlink(it->path(), link_ec) == file) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // Waits until the server has received `n` requests (the run reached that model call).
 bool WaitForRequests(const ProviderServer& server, size_t n, std::chrono::milliseconds limit) {
   const auto deadline = Clock::now() + limit;
@@ -268,7 +284,7 @@ TEST(InterruptOpenTest, CtrlCWhileProfilingALargeFileStopsTheLoad) {
   Quarry q(server, cwd.path(),
            {"ask", "--no-cache", "--timeout-ms", "120000", "--runs-dir", runs.string(), "--data",
             big.string(), "How many rows?"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(WaitUntilOpen(q.pid(), big, std::chrono::seconds(20))) << q.err();
   const auto sent = Clock::now();
   q.Signal(SIGINT);
   EXPECT_EQ(q.Wait(std::chrono::seconds(30)), 6) << q.err();
