@@ -52,20 +52,24 @@ class EvalRunTest : public ::testing::Test {
   EvalOptions options_;
 };
 
-TEST_F(EvalRunTest, ThePredictionIsTheQueryTheAnswerCitesNotTheLastOneRun) {
+// Issue 23: the prediction is the model's final answering query (the last run_sql before its
+// final_answer), not an earlier exploratory one that also holds the cited value; an answer the
+// gate refused still has one, and is counted apart.
+TEST_F(EvalRunTest, ThePredictionIsTheFinalQueryBeforeTheAnswer) {
   auto data = LoadSpider(tmp_.path() / "spider", "dev");
   ASSERT_TRUE(data) << data.error().message;
   std::map<std::string, json> turns;
-  // Question 0: counts first, then lists names, and answers with the count (7).
+  // Question 0: explores (a query that holds 7 too), then answers with the gold query.
   turns["How many singers do we have?"] = {
-      Call("run_sql", {{"sql", "SELECT count(*) AS n FROM singer"}}),
-      Call("run_sql", {{"sql", "SELECT name FROM singer"}}),
+      Call("run_sql", {{"sql", "SELECT count(*) AS n, avg(age) AS mean_age FROM singer"}}),
+      Call("run_sql", {{"sql", "SELECT count(*) FROM singer"}}),
       Call("final_answer", {{"answer", "There are 7 singers."}, {"supporting_values", {"7"}}})};
   // Question 7: the answer cites nothing; its only query returned no rows.
   turns["Which singers are from Atlantis?"] = {
       Call("run_sql", {{"sql", "SELECT name FROM singer WHERE country = 'Atlantis'"}}),
       Call("final_answer", {{"answer", "No singer is from Atlantis."}, {"supporting_values", json::array()}})};
-  // Question 3: a value the results do not hold twice: the gate refuses, no prediction.
+  // Question 3: the right query, then a value the results do not hold, twice: the gate
+  // refuses, and the query is still the prediction.
   turns["How many singers are from each country?"] = {
       Call("run_sql", {{"sql", "SELECT country, count(*) FROM singer GROUP BY country"}}),
       Call("final_answer", {{"answer", "France has 12."}, {"supporting_values", {"12"}}}),
@@ -74,16 +78,22 @@ TEST_F(EvalRunTest, ThePredictionIsTheQueryTheAnswerCitesNotTheLastOneRun) {
   ASSERT_TRUE(summary) << summary.error().message;
   const auto lines = Lines(options_.out_dir / "questions.jsonl");
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0]["predicted_sql"], "SELECT count(*) AS n FROM singer");
+  EXPECT_EQ(lines[0]["predicted_sql"], "SELECT count(*) FROM singer");
   EXPECT_EQ(lines[0]["outcome"], "match");
-  EXPECT_EQ(lines[1]["outcome"], "no_prediction");
+  EXPECT_EQ(lines[0]["grounded"], true);
   EXPECT_EQ(lines[1]["stop_reason"], "final_answer_ungrounded");
-  EXPECT_EQ(lines[1]["last_sql"], "SELECT country, count(*) FROM singer GROUP BY country");
+  EXPECT_EQ(lines[1]["grounded"], false);
+  EXPECT_EQ(lines[1]["predicted_sql"], "SELECT country, count(*) FROM singer GROUP BY country");
+  EXPECT_EQ(lines[1]["outcome"], "match");
   EXPECT_EQ(lines[2]["predicted_sql"], "SELECT name FROM singer WHERE country = 'Atlantis'");
   EXPECT_EQ(lines[2]["outcome"], "match");
-  EXPECT_EQ(summary->matched, 2);
+  EXPECT_EQ(summary->matched, 3);
   EXPECT_EQ(summary->scored, 3);
-  EXPECT_EQ(summary->no_prediction, 1);
+  EXPECT_EQ(summary->no_prediction, 0);
+  EXPECT_EQ(summary->json["grounded_answers"]["scored"], 2);
+  EXPECT_EQ(summary->json["grounded_answers"]["matched"], 2);
+  EXPECT_EQ(summary->json["matched_but_refused"], 1);
+  EXPECT_EQ(summary->json["refused_with_prediction"], 1);
   // 3 + 3 + 2 model turns.
   EXPECT_NEAR(summary->json["mean_model_calls"].get<double>(), 8.0 / 3.0, 1e-12);
 }

@@ -30,19 +30,27 @@ std::string LastExecutedSql(const trace::Trace& t, bool empty_counts) {
   return "";
 }
 
-// The prediction of a run: none unless it ended with a grounded answer. Then the last run_sql
-// (in step order) whose result grounds a value of the answer; when no value cites a query
-// ("no singer is from there"), the last run_sql that executed, an empty result included.
+// The prediction of a run: the model's final answering query, the last run_sql that executed
+// (an empty result included) before its last final_answer call, whether the gate accepted the
+// answer or not. Not the last query whose result grounds a cited value: models explore first,
+// and live Spider runs were scored on an exploratory query that way (2 of 30). A run with no
+// final_answer (a clarification, a budget stop) has none.
 std::string PredictionOf(const trace::Trace& t) {
-  if (t.stop_reason != agent::kStopAnswered || !t.grounded) return "";
-  std::set<int> cited;
-  for (const trace::VerifyCheck& c : t.verify) {
-    if (c.grounded && c.step > 0 && c.tool == "run_sql") cited.insert(c.step);
+  auto last_answer = t.steps.rend();
+  for (auto s = t.steps.rbegin(); s != t.steps.rend(); ++s) {
+    if (s->kind == "tool" && s->tool == "final_answer") {
+      last_answer = s;
+      break;
+    }
   }
-  for (auto q = t.answer_queries.rbegin(); q != t.answer_queries.rend(); ++q) {
-    if (q->tool == "run_sql" && !q->query.empty() && cited.count(q->step)) return q->query;
+  if (last_answer == t.steps.rend()) return "";
+  for (auto s = last_answer; s != t.steps.rend(); ++s) {
+    if (s->kind != "tool" || s->tool != "run_sql" || !s->detail.is_object()) continue;
+    if (s->status != "ok" && s->failure_class != "empty_result") continue;
+    const auto it = s->detail.find("sql");
+    if (it != s->detail.end() && it->is_string()) return it->get<std::string>();
   }
-  return LastExecutedSql(t, true);
+  return "";
 }
 
 // Engines by database path: the agent's (profiled, for its schema cards) also serves the
@@ -79,6 +87,8 @@ struct Tally {
   double cost_usd = 0.0;
   std::map<std::string, std::pair<int, int>> by_difficulty;  // scored, matched
   std::string model, provider;
+  // Scored questions whose answer the gate accepted, and those it refused.
+  int grounded_scored = 0, grounded_matched = 0, refused_scored = 0, refused_matched = 0;
 };
 
 json Fraction(int matched, int scored) {
@@ -203,6 +213,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
         run = std::move(*r);
         pred_sql = PredictionOf(run->trace);
         line["prediction_source"] = pred_sql.empty() ? "none" : "answer";
+        line["grounded"] = run->trace.stop_reason == agent::kStopAnswered && run->trace.grounded;
         if (run->trace.stop_reason == agent::kStopInterrupted) {
           outcome = "skipped";
           error = "interrupted";
@@ -250,6 +261,13 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       line["run_id"] = nullptr;
     }
     ++tally.outcomes[outcome];
+    // Execution accuracy over the gate's accepted answers apart, and the matches it refused.
+    if (line.contains("grounded") && (outcome == "match" || outcome == "mismatch" ||
+                                      outcome == "prediction_error")) {
+      const bool grounded = line["grounded"].get<bool>();
+      ++(grounded ? tally.grounded_scored : tally.refused_scored);
+      if (outcome == "match") ++(grounded ? tally.grounded_matched : tally.refused_matched);
+    }
     if (outcome != "harness_error" && outcome != "skipped" && !q.difficulty.empty()) {
       auto& d = tally.by_difficulty[q.difficulty];
       ++d.first;
@@ -295,6 +313,11 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
                    {"no_prediction", summary.no_prediction},
                    {"harness_error", summary.harness_errors},
                    {"skipped", summary.skipped}};
+  if (!o.gold_as_prediction) {
+    s["grounded_answers"] = Fraction(tally.grounded_matched, tally.grounded_scored);
+    s["matched_but_refused"] = tally.refused_matched;
+    s["refused_with_prediction"] = tally.refused_scored;
+  }
   s["runs"] = tally.model_calls.size();
   s["mean_model_calls"] = MeanOrNull(tally.model_calls);
   s["prompt_tokens_per_question"] = MeanOrNull(tally.prompt_tokens);

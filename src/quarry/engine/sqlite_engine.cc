@@ -327,10 +327,17 @@ class SqliteEngine final : public Engine {
 
   // Opening: every card statement runs under the progress handler, against the deadline of the
   // table being described (StartLoadDeadline) and the open's stop token.
-  void StartLoadDeadline() {
+  // `cap`: a view's card also ends at the views' shared deadline. Returns whether earlier views
+  // used part of it, so that the cap, not this view's own limit, is what bounds it.
+  bool StartLoadDeadline(std::optional<std::chrono::steady_clock::time_point> cap = {}) {
     deadline_ = load_timeout_ms_ > 0
                     ? std::chrono::steady_clock::now() + std::chrono::milliseconds(load_timeout_ms_)
                     : std::chrono::steady_clock::time_point::max();
+    if (!cap || *cap >= deadline_) return false;
+    // The first view is bounded as any table is; the cap binds once earlier views used it.
+    const bool binds = *cap + std::chrono::milliseconds(50) < deadline_;
+    deadline_ = *cap;
+    return binds;
   }
 
   Result<Rows> RunTrusted(const std::string& sql) {
@@ -418,8 +425,9 @@ bool HasSqliteMagic(const std::filesystem::path& path) {
 // A view that runs past the load timeout keeps its columns, with a note instead of statistics.
 // Errors only for a stop request (kCancelled).
 Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
-                             const std::string& source) {
-  engine.StartLoadDeadline();
+                             const std::string& source,
+                             std::optional<std::chrono::steady_clock::time_point> cap = {}) {
+  const bool capped = engine.StartLoadDeadline(cap);
   auto unreadable = [&](const Error& e) {
     TableCard card;
     card.name = table;
@@ -468,8 +476,11 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
     // A view stopped at the deadline can still be queried (with a filter, a LIMIT); one that
     // fails cannot.
     const bool slow = card.error().message.find("took longer than") != std::string::npos;
-    described.notes.push_back((slow ? "no statistics: " : "cannot be queried: ") +
-                              card.error().message);
+    described.notes.push_back(
+        slow && capped ? "no statistics: the views share one opening budget of " +
+                             std::to_string(engine.load_timeout_ms_) +
+                             " ms and it ran out; raise --timeout-ms"
+                       : (slow ? "no statistics: " : "cannot be queried: ") + card.error().message);
     return described;
   }
   auto fks = engine.RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +
@@ -560,10 +571,17 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   for (const auto& row : *names) {
     if (row[1].value_or("") == "shadow") engine->shadow_tables_.insert(row[0].value_or(""));
   }
+  // Views are SQL the data chose: together they get one timeout's worth of opening, so six
+  // endless views cost one timeout, not six (a client's initialize waited a minute).
+  std::optional<std::chrono::steady_clock::time_point> views_deadline;
+  if (engine->load_timeout_ms_ > 0) {
+    views_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(engine->load_timeout_ms_);
+  }
   for (const auto& row : *names) {
     const std::string table = row[0].value_or("");
     if (engine->shadow_tables_.contains(table)) continue;
-    auto card = SqliteCard(*engine, table, path.string());
+    const bool view = row[1].value_or("") == "view";
+    auto card = SqliteCard(*engine, table, path.string(), view ? views_deadline : std::nullopt);
     if (!card) return std::unexpected(card.error());
     engine->cards_.push_back(std::move(*card));
     engine->table_names_.push_back(table);
