@@ -388,6 +388,13 @@ TEST(ChatPipeTest, QuestionsPipedInContinueAThreadThatAskStarted) {
   EXPECT_NE(r.out.find("unknown command /bogus: /help lists them"), std::string::npos);
   // Steps went to stderr as they happened.
   EXPECT_NE(r.err.find("run_sql"), std::string::npos) << r.err;
+  // The stand-in model has no price: said once in the session, not after each of its 2 turns.
+  size_t priceless = 0;
+  for (size_t at = r.err.find("no cost for model"); at != std::string::npos;
+       at = r.err.find("no cost for model", at + 1)) {
+    ++priceless;
+  }
+  EXPECT_EQ(priceless, 1u) << r.err;
 
   // The chat's first question saw ask's turn; its second saw both.
   const auto requests = server.requests();

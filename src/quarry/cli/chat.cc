@@ -218,7 +218,7 @@ class Chat {
       Report(run.error());
       return;
     }
-    PrintRun(*run, o_, /*in_chat=*/true);
+    PrintRun(*run, o_, /*in_chat=*/true, &said_);
     std::cout << std::flush;
     if (recorder && !recorder->turns().empty()) {
       ++recorded_;
@@ -236,6 +236,7 @@ class Chat {
   LineReader reader_;
   std::string thread_;
   std::optional<QuestionRun> last_;
+  std::set<std::string> said_;  // notes printed this session (PrintRun)
   bool quit_ = false;  // /quit at a reply prompt: leave once the run has ended
   int recorded_ = 0;   // questions saved by --record so far
 };

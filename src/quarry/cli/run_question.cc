@@ -225,7 +225,13 @@ std::string ContinueCommand(const AskOptions& o, const std::string& thread) {
   return cmd + " \"<your reply>\"";
 }
 
-void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
+void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
+              std::set<std::string>* said) {
+  // The run's notes less those this session already printed.
+  std::vector<std::string> notes;
+  for (const auto& n : run.trace.notes) {
+    if (!said || said->insert(n).second) notes.push_back(n);
+  }
   const trace::Trace& t = run.trace;
   if (t.stop_reason == agent::kStopAnswered) {
     std::cout << "\n" << TerminalText(t.answer) << "\n";
@@ -272,7 +278,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
                   << (c.reason.empty() ? "" : ": " + TerminalText(c.reason)) << "\n";
       }
     }
-    for (const auto& n : t.notes) std::cout << TerminalText(n) << "\n";
+    for (const auto& n : notes) std::cout << TerminalText(n) << "\n";
   }
   std::cout << "\n" << TerminalText(trace::TotalsLine(t)) << "\ntrace: "
             << TerminalText(run.trace_path.string()) << "\n";
@@ -280,7 +286,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat) {
     std::cout << "thread: " << TerminalText(run.thread) << " (turn " << run.turn << ")\n";
   }
   if (t.stop_reason == agent::kStopAnswered) {
-    for (const auto& n : t.notes) std::cerr << Paint("note: " + TerminalText(n), "2") << "\n";
+    for (const auto& n : notes) std::cerr << Paint("note: " + TerminalText(n), "2") << "\n";
   }
 }
 

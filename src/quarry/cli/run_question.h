@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,7 +102,10 @@ std::string ContinueCommand(const AskOptions& o, const std::string& thread);
 // The result on stdout as text: the answer with its assumptions, SQL and figures, or why there
 // is none, or the clarification asked with its numbered choices and how to reply (`in_chat`:
 // type the reply; else the command that continues). Then the totals and the trace's path.
-void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat);
+// `said`: notes already printed in this chat session, skipped and added to (a note such as "no
+// cost for model" is said once per session, not after every turn); nullptr prints them all.
+void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
+              std::set<std::string>* said = nullptr);
 // The same as one JSON object (ask --format json).
 void PrintRunJson(const QuestionRun& run);
 
