@@ -104,6 +104,40 @@ TEST_F(TrialTest, LiteralsAreEchoesWhereverTheQueryWritesThem) {
   EXPECT_TRUE(Grounded("In 2025 there were 1000 large orders."));  // years and round thresholds
 }
 
+// Issue 23, the live sensors run: -999 is a value the query compares with (a sentinel in an
+// IN list), and avg() over those rows returned -999.0 from the data; a literal the query
+// produces stays an echo whatever else it compares.
+TEST_F(TrialTest, ALiteralTheQueryComparesWithIsNotAnEcho) {
+  Result({"avg_try_cast_only", "n_sentinel"}, {{"-999.0", "33"}},
+         "WITH t AS (SELECT trim(temperature) IN ('N/A', '-999', '') AS is_missing, temperature "
+         "FROM sensors) SELECT round(avg(TRY_CAST(temperature AS DOUBLE)), 2) AS avg_try_cast_only, "
+         "count(*) FILTER (WHERE trim(temperature) = '-999') AS n_sentinel FROM t");
+  EXPECT_TRUE(Grounded("A plain cast parses only the 33 sentinel rows, giving an average of -999.0."));
+  Result({"n"}, {{"412"}}, "SELECT count(*) AS n FROM orders WHERE amount BETWEEN 250 AND 999999");
+  EXPECT_TRUE(Grounded("412 orders."));
+  // Compared and produced: still the query's own number.
+  Result({"total"}, {{"777777"}}, "SELECT 777777 AS total FROM sales WHERE revenue > 777777");
+  EXPECT_FALSE(Grounded("Total revenue is $777,777."));
+  Result({"total"}, {{"666666"}}, "SELECT coalesce(max(revenue), 666666) AS total FROM sales "
+                                  "WHERE region IN ('North')");
+  EXPECT_FALSE(Grounded("Total revenue is $666,666."));
+}
+
+// Issue 23: "(F - 32) * 5 / 9" is the conversion the answer explains, not three results; a
+// constant the code used grounds as the answer's definition. A figure no code wrote does not,
+// and neither does a formula's result stated as a claim.
+TEST_F(TrialTest, AFormulasConstantsAreTheAnswersDefinition) {
+  Result({"clean_avg_c"}, {{"21.13"}},
+         "SELECT round(avg(CASE WHEN is_f THEN (v - 32) * 5 / 9 ELSE v END), 2) AS clean_avg_c "
+         "FROM t");
+  EXPECT_TRUE(Grounded("Converted with (F - 32) * 5 / 9, the average is 21.13 °C."));
+  EXPECT_TRUE(Grounded("Converted with (F - 32) × 5 ÷ 9, the average is 21.13 °C."));
+  EXPECT_FALSE(Grounded("Converted with (F - 40) * 5 / 9, the average is 21.13 °C."));
+  EXPECT_FALSE(Grounded("The average is 32 °C."));  // 32 stated as a result, not an operand
+  Result({"ms"}, {{"5"}}, "SELECT count(*) AS ms FROM track WHERE ms / 1000 > 300");
+  EXPECT_TRUE(Grounded("Durations are ms / 1000 seconds; 5 tracks run longer."));
+}
+
 TEST_F(TrialTest, DecreaseWordsNeedANegativeValue) {
   Result({"birch_change"}, {{"8.4"}});
   for (const char* answer : {"Birch contracted 8.4%.", "Birch tumbled 8.4%.", "Birch dipped 8.4%.",

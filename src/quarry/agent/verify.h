@@ -93,6 +93,8 @@ enum class MatchRule {
                // ("0.45" for 0.4471, "$504K" or "0.5 million" for 504,488.21; not "$1 million")
   kPercent,    // percent <-> proportion (44.71% for 0.4471, or 0.4471 for 44.71)
   kQuestion,   // the value appears in the question itself
+  kDefinition, // a constant of a formula the answer writes out ("(F - 32) * 5 / 9") that the
+               // code which ran used too: the answer's definition, not a result it claims
 };
 std::string_view MatchRuleName(MatchRule rule);
 

@@ -151,6 +151,93 @@ int BoundAt(std::string_view text, const NumberToken& token) {
   return 0;
 }
 
+namespace {
+
+bool OperandChar(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ')' || c == '(';
+}
+
+// The operator at text[p] (a byte, or × ÷ in UTF-8): its length, 0 when there is none.
+size_t OperatorAt(std::string_view text, size_t p, bool* multiplicative) {
+  if (p >= text.size()) return 0;
+  if (text[p] == '*' || text[p] == '/') return *multiplicative = true, 1;
+  if (text[p] == '+' || text[p] == '-') return *multiplicative = false, 1;
+  if (text.substr(p, 2) == "\xc3\x97" || text.substr(p, 2) == "\xc3\xb7") return *multiplicative = true, 2;
+  return 0;
+}
+
+}  // namespace
+
+bool InFormula(std::string_view text, const NumberToken& token) {
+  // Before: "<operand> <op> N".
+  size_t p = token.begin;
+  while (p > 0 && text[p - 1] == ' ') --p;
+  for (size_t len : {size_t{1}, size_t{2}}) {
+    if (p < len) continue;
+    bool mult = false;
+    if (OperatorAt(text, p - len, &mult) != len) continue;
+    if (mult) return true;
+    size_t q = p - len;
+    while (q > 0 && text[q - 1] == ' ') --q;
+    // "F - 32" is a formula; "10 - 15" and "from 3 - 4" are ranges.
+    if (q > 0 && OperandChar(text[q - 1]) && text[q - 1] != '(') return true;
+  }
+  // After: "N <op> <operand>".
+  size_t e = token.end;
+  while (e < text.size() && text[e] == ' ') ++e;
+  bool mult = false;
+  if (const size_t len = OperatorAt(text, e, &mult); len > 0 && e > token.end) {
+    size_t q = e + len;
+    while (q < text.size() && text[q] == ' ') ++q;
+    if (mult && q < text.size() && (OperandChar(text[q]) || std::isdigit(static_cast<unsigned char>(text[q])))) return true;
+    if (!mult && q < text.size() && OperandChar(text[q]) && text[q] != ')') return true;
+  }
+  return false;
+}
+
+bool InSqlComparison(std::string_view sql, size_t begin) {
+  size_t p = begin;
+  while (p > 0 && sql[p - 1] == ' ') --p;
+  if (p > 0 && (sql[p - 1] == '\'' || sql[p - 1] == '"')) --p;
+  while (p > 0 && (sql[p - 1] == ' ' || sql[p - 1] == '\n' || sql[p - 1] == '\t')) --p;
+  if (p == 0) return false;
+  const char c = sql[p - 1];
+  if (c == '=' || c == '<' || c == '>') return true;
+  auto word_before = [&](size_t at) {
+    while (at > 0 && (sql[at - 1] == ' ' || sql[at - 1] == '\n' || sql[at - 1] == '\t')) --at;
+    size_t b = at;
+    while (b > 0 && std::isalpha(static_cast<unsigned char>(sql[b - 1]))) --b;
+    return LowerAscii(sql.substr(b, at - b));
+  };
+  const std::string w = word_before(p);
+  if (w == "like" || w == "ilike" || w == "between" || w == "glob") return true;
+  if (w == "and") {
+    // BETWEEN x AND y: the word two back is BETWEEN.
+    size_t b = p;
+    while (b > 0 && std::isalpha(static_cast<unsigned char>(sql[b - 1]))) --b;
+    size_t v = b;
+    while (v > 0 && sql[v - 1] == ' ') --v;
+    size_t vb = v;
+    while (vb > 0 && sql[vb - 1] != ' ' && sql[vb - 1] != '(') --vb;
+    return word_before(vb) == "between";
+  }
+  if (c != ',' && c != '(') return false;
+  // Inside a parenthesised list: the word before its opening parenthesis is IN.
+  int depth = 0;
+  bool quoted = false;
+  for (size_t q = p; q > 0; --q) {
+    const char d = sql[q - 1];
+    if (d == '\'') quoted = !quoted;
+    if (quoted) continue;
+    if (d == ')') ++depth;
+    if (d == '(') {
+      if (depth == 0) return word_before(q - 1) == "in";
+      --depth;
+    }
+  }
+  return false;
+}
+
 bool Hedged(std::string_view text, const NumberToken& token) {
   size_t p = token.begin;
   while (p > 0 && text[p - 1] == ' ') --p;

@@ -51,6 +51,8 @@ bool IdentifierChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
 }
 
+}  // namespace
+
 // Code spells numbers in ways prose never does: Python and DuckDB take digit separators
 // (999_999), Python hex, octal and binary (0xF423F). Rewritten to plain decimals so that the
 // literal scan reads each as the one number it is (issue 22: both grounded 999999).
@@ -105,7 +107,6 @@ std::string PlainNumerals(std::string_view code) {
   return out;
 }
 
-}  // namespace
 
 void Unhedge(NumberToken& t) {
   if (t.step < 1 || t.significant <= 1) return;
@@ -137,8 +138,12 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
     // Carried to later scripts: the figures that read as typed claims (three or more
     // significant figures, not years), not a query's every small literal ("round(x, 2)").
     std::vector<double> own, carried;
-    for (const NumberToken& t : Scan(PlainNumerals(src.query), /*words=*/false)) {
+    const std::string plain = PlainNumerals(src.query);
+    for (const NumberToken& t : Scan(plain, /*words=*/false)) {
       if (t.is_date || !std::isfinite(t.value)) continue;
+      // A value the query compares with ("WHERE x IN ('N/A', '-999')") is not one it produces:
+      // avg() over such rows that comes out -999.0 is the data's (a live run's honest answer).
+      if (table && internal::InSqlComparison(plain, t.begin)) continue;
       NumberToken figures = t;
       Unhedge(figures);  // "250" in "x > 250" is two figures: a threshold, not a claim
       const bool figure = figures.significant >= 3 && !YearLike(t.value);

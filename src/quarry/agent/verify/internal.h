@@ -69,6 +69,20 @@ int BoundAt(std::string_view text, const NumberToken& token);
 // trailing zeros are then not significant.
 bool Hedged(std::string_view text, const NumberToken& token);
 
+// Code's numerals as plain decimals: digit separators dropped (999_999), hex, octal and binary
+// converted (0xF423F), so a literal scan reads each as the one number it is.
+std::string PlainNumerals(std::string_view code);
+
+// True when a number is an operand of a formula the text writes out: an arithmetic operator
+// (* / × ÷) next to it, or + or - between it and a name or a parenthesis ("(F - 32) * 5 / 9",
+// "x / 1000"). Such a number is the answer's definition, not a result it claims.
+bool InFormula(std::string_view text, const NumberToken& token);
+
+// True when the number at `begin` in SQL text is compared with, not produced: right after a
+// comparison operator (= <> != < > <= >=, LIKE, BETWEEN, its AND), or inside an IN (...) list,
+// a quote before it skipped ("x IN ('N/A', '-999')", "t > 300000").
+bool InSqlComparison(std::string_view sql, size_t begin);
+
 // True when a number is written as a count of things: a plain whole number (no currency,
 // sign, percent or decimals) followed by a plural noun or "of" ("17 orders", "4 of them",
 // "two thousand orders"). A count is grounded only by a whole number.

@@ -403,8 +403,8 @@ bool ListBetween(std::string_view between) {
 }  // namespace
 
 std::string_view MatchRuleName(MatchRule rule) {
-  static constexpr std::string_view kNames[] = {"none",     "verbatim", "numeric",
-                                                "rounding", "percent",  "question"};
+  static constexpr std::string_view kNames[] = {"none",    "verbatim", "numeric",   "rounding",
+                                                "percent", "question", "definition"};
   const auto index = static_cast<size_t>(rule);
   return index < std::size(kNames) ? kNames[index] : "none";
 }
@@ -454,6 +454,13 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
     report.checks.push_back({value, "supporting_values", m.rule, std::move(m.matched), m.source,
                              std::move(m.column), std::move(m.reason)});
   }
+  // Every number the code that ran wrote, for the constants of a formula the answer states.
+  std::vector<std::pair<double, int>> code_literals;  // value, source (-1: code that failed)
+  for (const Evidence::Ran& ran : evidence.ran()) {
+    for (const NumberToken& t : Scan(internal::PlainNumerals(ran.code.query), /*words=*/false)) {
+      if (!t.is_date && std::isfinite(t.value)) code_literals.emplace_back(t.value, ran.source);
+    }
+  }
   std::optional<NumberToken> previous;
   Claim previous_claim;
   for (NumberToken t : Scan(answer, /*words=*/true)) {
@@ -473,6 +480,14 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
       if (internal::Hedged(answer, t)) Unhedge(t);
     }
     Match m = CheckNumber(t, claim, ix);
+    if (m.rule == MatchRule::kNone && !t.is_date && !t.percent && !t.currency &&
+        internal::InFormula(answer, t)) {
+      for (const auto& [value, source] : code_literals) {
+        if (std::fabs(std::fabs(value) - std::fabs(t.value)) > 1e-9 * std::max(1.0, std::fabs(value))) continue;
+        m = {MatchRule::kDefinition, t.text, source, "", ""};
+        break;
+      }
+    }
     if (m.rule == MatchRule::kNone && m.reason.empty()) m.reason = kNotFound;
     report.checks.push_back({t.text, "answer_text", m.rule, std::move(m.matched), m.source,
                              std::move(m.column), std::move(m.reason)});
