@@ -217,7 +217,9 @@ TEST_F(KernelTest, EscapeCorpusHoldsAgainstTheKernel) {
   auto stdin_read = Call(k, "import sys\nprint(repr(sys.stdin.read()))");
   EXPECT_EQ(stdin_read.stdout_text, "''\n");
 
-  auto memory = Call(k, "blocks = []\nwhile True:\n    blocks.append(bytearray(256 << 20))\n");
+  // bytes(n) is calloc'd and never touched, so the address-space limit is met in well under a
+  // second; bytearray(n) zero-fills 4 GB first (16 s idle, past the 20 s limit under CI's load).
+  auto memory = Call(k, "blocks = []\nwhile True:\n    blocks.append(bytes(256 << 20))\n");
   EXPECT_EQ(memory.failure, FailureClass::kRuntimeError);
   EXPECT_NE(memory.message.find("MemoryError"), std::string::npos) << memory.message;
   EXPECT_FALSE(fs::exists(marker));
