@@ -176,6 +176,31 @@ TEST_F(TrialTest, AReferenceIsGroundedByAnIdentifier) {
   EXPECT_TRUE(Grounded("Customer IDs: 4."));
 }
 
+// Issue 23, a live Spider run: "What are the id and names of the countries ...?" answered "1 usa,
+// 2 germany, 4 japan and 5 italy" from exactly those rows was refused twice. An id is grounded
+// as what it is where the question asks for ids or where it stands beside the entity it names;
+// an id stated as a count or an amount stays refused.
+TEST_F(TrialTest, AnIdIsGroundedWhereAskedForOrBesideItsEntity) {
+  Result({"CountryId", "CountryName"}, {{"1", "usa"}, {"2", "germany"}, {"4", "japan"}, {"5", "italy"}});
+  const char* question = "What are the id and names of the countries which have more than 3 car "
+                         "makers or produce the 'fiat' model?";
+  EXPECT_TRUE(Grounded("Four countries qualify: 1 usa, 2 germany, 4 japan and 5 italy.", question));
+  // Beside the name, whatever the question: "CountryId 1 = usa", "usa (1)".
+  EXPECT_TRUE(Grounded("Four countries qualify: 1 usa, 2 germany, 4 japan and 5 italy."));
+  EXPECT_TRUE(Grounded("CountryId 1 = usa and CountryId 5 = italy."));
+  EXPECT_TRUE(Grounded("They are usa (1) and japan (4)."));
+  // An id as a count or an amount, asked for or not.
+  EXPECT_FALSE(Grounded("There are 5 countries.", question));
+  EXPECT_FALSE(Grounded("Italy sold $5 of cars.", question));
+  EXPECT_FALSE(Grounded("5 makers qualify."));
+  // Not beside a name of the same result.
+  EXPECT_FALSE(Grounded("The answer is 2."));  // (4 is the row count)
+  Result({"area_code"}, {{"212"}, {"718"}});
+  EXPECT_TRUE(Grounded("Voters voted in area codes 212 and 718.",
+                       "List the area codes in which voters voted."));
+  EXPECT_FALSE(Grounded("212 voters voted.", "List the area codes in which voters voted."));
+}
+
 TEST_F(TrialTest, MonthNamesAreDates) {
   Result({"month", "total"}, {{"2025-12-01", "10"}});
   EXPECT_FALSE(Grounded("March 2025 was the best month."));

@@ -215,6 +215,11 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
   }
   ix.question = Normalise(question);
   ix.question_tokens = Scan(question, /*words=*/true);
+  for (const std::string& w : internal::NameWords(question)) {
+    if (Contains({"id", "ids", "identifier", "identifiers", "code", "codes", "key", "keys"}, w)) {
+      ix.question_asks_ids = true;
+    }
+  }
   return ix;
 }
 

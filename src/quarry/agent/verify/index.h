@@ -52,6 +52,9 @@ struct Index {
   std::vector<std::string> id_words;  // the words naming identifier columns ("customer")
   std::string question;  // normalised
   std::vector<NumberToken> question_tokens;
+  // The question asks for ids or codes ("What are the id and names of ...", "List the area
+  // codes ..."): an identifier cell then grounds the number as what it is.
+  bool question_asks_ids = false;
   const Evidence* evidence = nullptr;
 };
 

@@ -4,6 +4,7 @@
 #include "quarry/agent/verify.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -87,7 +88,39 @@ struct Claim {
   bool any_kind = false;      // a supporting value: any cell it equals grounds it
   bool count = false;         // "17 orders": only a whole number grounds it
   int bound = 0;              // +1 "over 2,000": the value is at least it; -1 "under $500K"
+  // The few words right after and before it, normalised ("usa" in "1 usa, 2 germany", in
+  // "CountryId 1 = usa", in "usa (1)"): an id that stands beside the entity it names.
+  std::vector<std::string> beside;
 };
+
+// Up to three words on each side of the number, each span normalised, skipping what joins an
+// id to its name ("=", ":", "(", "-", "#").
+std::vector<std::string> BesideWords(std::string_view text, const NumberToken& t) {
+  auto joiner = [](char c) { return c == ' ' || c == '=' || c == ':' || c == '(' || c == ')' || c == '-' || c == '#'; };
+  auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || (static_cast<unsigned char>(c) & 0x80) || c == '_' || c == '\'';
+  };
+  std::vector<std::string> out;
+  size_t p = t.end;
+  while (p < text.size() && joiner(text[p])) ++p;
+  size_t e = p;
+  for (int w = 0; w < 3 && e < text.size(); ++w) {
+    while (e < text.size() && word_char(text[e])) ++e;
+    if (e > p) out.push_back(Normalise(text.substr(p, e - p)));
+    if (e >= text.size() || text[e] != ' ') break;
+    ++e;
+  }
+  size_t b = t.begin;
+  while (b > 0 && joiner(text[b - 1])) --b;
+  size_t s = b;
+  for (int w = 0; w < 3 && s > 0; ++w) {
+    while (s > 0 && word_char(text[s - 1])) --s;
+    if (s < b) out.push_back(Normalise(text.substr(s, b - s)));
+    if (s == 0 || text[s - 1] != ' ') break;
+    --s;
+  }
+  return out;
+}
 
 struct Match {
   MatchRule rule = MatchRule::kNone;
@@ -142,7 +175,17 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
       }
       return false;
     }
-    if (e.role == ColumnRole::kIdentifier && !claim.any_kind && !claim.marked && !names_it) {
+    // An id is grounded as what it is where the question asks for ids, or where it stands
+    // beside the entity it names in the same result; stated as a count it never is.
+    const bool plain = !t.percent && !t.currency && !t.ratio && std::floor(t.value) == t.value;
+    const bool asked = ix.question_asks_ids && plain && !claim.count;
+    const bool beside = plain && !claim.count &&
+                        std::any_of(ix.values.begin(), ix.values.end(), [&](const EvidenceValue& v) {
+                          return v.source == e.source && v.column != e.column && !v.normalised.empty() &&
+                                 Contains(claim.beside, v.normalised);
+                        });
+    if (e.role == ColumnRole::kIdentifier && !claim.any_kind && !claim.marked && !names_it &&
+        !asked && !beside) {
       if (identifier_reason.empty()) {
         identifier_reason = "appears only as an identifier (" + Where(e, ix) +
                             "); an id is not a count or an amount: compute the figure with a "
@@ -471,6 +514,7 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
       claim.entity = Contains(kEntities, claim.reference) || Contains(ix.id_words, claim.reference);
       claim.count = internal::IsCount(answer, t);
       claim.bound = internal::BoundAt(answer, t);
+      claim.beside = BesideWords(answer, t);
       // "by 8.4% and 25%", "fell 3, 4 and 5 points": a list shares its direction.
       if (claim.direction == 0 && previous && !previous->is_date &&
           ListBetween(answer.substr(previous->end, t.begin - previous->end))) {
