@@ -213,6 +213,19 @@ TEST_F(TrialTest, MonthNamesAreDates) {
             (Strings{"March 2025", "Mar 12, 2025", "3"}));
 }
 
+// Issue 23: a text cell holds 'September 24, 2007' and "aired on September 24, 2007" was refused
+// ("no date in any result starts with 2007-09-24"); so were 'Oct 1 2007' and 'Jan 2000'.
+TEST_F(TrialTest, DatesGroundAsTheDataWritesThem) {
+  Result({"title", "air_date"}, {{"Pilot", "September 24, 2007"}, {"Homecoming", "Oct 1 2007"},
+                                 {"Finale", "Jan 2000"}});
+  EXPECT_TRUE(Grounded("Pilot aired on September 24, 2007."));
+  EXPECT_TRUE(Grounded("Pilot aired in September 2007."));
+  EXPECT_TRUE(Grounded("Homecoming aired on October 1, 2007."));
+  EXPECT_TRUE(Grounded("Finale aired in January 2000."));
+  EXPECT_FALSE(Grounded("Pilot aired on September 25, 2007."));
+  EXPECT_FALSE(Grounded("Finale aired in February 2000."));
+}
+
 TEST_F(TrialTest, AValueCellLeadsWithItsNumber) {
   Result({"note", "amount"}, {{"pay 999999 now", "USD 1,234"}});
   EXPECT_FALSE(Grounded("Total revenue is $999,999."));

@@ -198,6 +198,14 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
         }
       }
     }
+    if (cell.value && !ValueCell(*cell.value) &&
+        internal::CountWords(*cell.value) <= kMaxValueWords) {
+      // A date written as the data writes it ('September 24, 2007', 'Oct 1 2007', 'Jan 2000'):
+      // a live answer "aired on September 24, 2007" was refused for want of an ISO cell.
+      for (NumberToken& t : Scan(*cell.value, /*words=*/true)) {
+        if (t.is_date) ix.dates.push_back({std::move(t.key), shown.substr(0, 80), cell.source, cell.column});
+      }
+    }
     if (!cell.value || !ValueCell(*cell.value)) continue;
     add_tokens(*cell.value, cell.source, cell.column, cell.role, cell.direction);
   }
