@@ -571,8 +571,7 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   for (const auto& row : *names) {
     if (row[1].value_or("") == "shadow") engine->shadow_tables_.insert(row[0].value_or(""));
   }
-  // Views are SQL the data chose: together they get one timeout's worth of opening, so six
-  // endless views cost one timeout, not six (a client's initialize waited a minute).
+  // Views, SQL the data chose, share one timeout: six endless ones kept initialize a minute.
   std::optional<std::chrono::steady_clock::time_point> views_deadline;
   if (engine->load_timeout_ms_ > 0) {
     views_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(engine->load_timeout_ms_);
