@@ -97,6 +97,9 @@ class Session {
       replies_ += "\n" + TypedPart(input.resume->reply, input.resume->asked.choices);
     }
     RecordSchema(schema);
+    // The cards the model read are evidence too, cited as the card (issue 23: a date range and
+    // a count from a note were refused as "not in any result you were shown").
+    evidence_.AddCard(schema.text);
     load_ms_ = input.load_ms;
     StartKernel();
   }
@@ -376,6 +379,7 @@ class Session {
       trace_.answer_queries.clear();
       for (int i : report.sources()) {
         const EvidenceSource* s = source(i);
+        if (s->tool == kSchemaCardTool) continue;  // the cards are no query of the answer
         trace_.answer_queries.push_back({s->step, s->tool, s->query});
       }
       if (trace_.answer_queries.empty() && !last_query_.query.empty()) {

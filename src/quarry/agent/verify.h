@@ -20,6 +20,11 @@ enum class ColumnRole {
                 // ("order 17", "customer #4", "id 17"), never a count or an amount
 };
 
+// The tool name of the schema cards as evidence: what the system prompt showed the model (a
+// date range, a count in a note, a sentinel) grounds as the card. It is no execution: an answer
+// still needs one.
+inline constexpr std::string_view kSchemaCardTool = "schema_card";
+
 // One successful execution the model saw: a run_sql result (an empty one too) or a run_python
 // run's stdout. `step` is the trace step index of the tool call.
 struct EvidenceSource {
@@ -27,6 +32,9 @@ struct EvidenceSource {
   std::string tool;   // "run_sql", "run_python"
   std::string query;  // the SQL or the Python code
   int64_t row_count = -1;  // run_sql: the true row count; -1 for free text
+  // > 0: a result an earlier turn of the thread kept and showed again (its preview), cited as
+  // "turn N"; 0 for this run's own executions and the cards.
+  int turn = 0;
 };
 
 // Everything the model was shown by successful executions, with where each value came from.
@@ -41,6 +49,11 @@ class Evidence {
                  const std::vector<std::string>& keys = {});
   // Free text (a script's stdout): its numbers and words become evidence.
   void AddText(const EvidenceSource& source, std::string_view text);
+  // The schema cards the model was shown, as source kSchemaCardTool (step 0): row and null
+  // counts, ranges, samples, sentinels and the numbers in notes ground as the card. Distinct
+  // counts ("17 distinct") do not: they are no figure an answer states, and small ones would
+  // ground any small count ("17 orders").
+  void AddCard(std::string_view card);
   // Code that ran but showed nothing that grounds (a run_python call that failed or timed
   // out): the warm kernel keeps what it assigned, so its literals still count as typed.
   void AddCode(const EvidenceSource& source);
@@ -134,6 +147,12 @@ struct VerifyReport {
 // value mixing text and numbers is judged by its numbers only. Empty values are not checked.
 VerifyReport Verify(std::string_view answer, const std::vector<std::string>& supporting_values,
                     const Evidence& evidence, std::string_view question);
+
+// A reply that declines or says it cannot answer (final_answer with outcome "declined": a
+// write on a read-only connection, a question the data cannot answer). It needs no execution,
+// but every figure it states about the data is checked as Verify checks an answer's.
+VerifyReport VerifyDeclined(std::string_view reply, const Evidence& evidence,
+                            std::string_view question);
 
 // The numeric claims in a text, as written: "$1,234.50", "-3.5%", "0.4471", "1.2M",
 // "1.2 million", "two thousand", ISO dates kept whole. Skips numbers glued to letters and list

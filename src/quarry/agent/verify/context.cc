@@ -151,6 +151,18 @@ int BoundAt(std::string_view text, const NumberToken& token) {
   return 0;
 }
 
+bool ThresholdAt(std::string_view text, const NumberToken& token) {
+  if (BoundAt(text, token) != 0) return true;
+  size_t p = token.begin;
+  while (p > 0 && text[p - 1] == ' ') --p;
+  if (p > 0 && (text[p - 1] == '>' || text[p - 1] == '<' || text[p - 1] == '=')) return true;
+  for (std::string_view sign : {"\xe2\x89\xa5", "\xe2\x89\xa4"}) {  // ≥ ≤
+    if (p >= sign.size() && text.substr(p - sign.size(), sign.size()) == sign) return true;
+  }
+  const std::vector<std::string> before = WordsBefore(text, token.begin, 1);
+  return !before.empty() && before[0] == "than";
+}
+
 namespace {
 
 bool OperandChar(char c) {

@@ -1,6 +1,7 @@
 // The verify gate's evidence: what successful executions showed the model, with where each
 // value came from, and how a column's name classifies what it holds (identifiers, decreases).
 #include <algorithm>
+#include <cctype>
 
 #include "quarry/agent/verify.h"
 #include "quarry/agent/verify/internal.h"
@@ -79,6 +80,27 @@ void Evidence::AddResult(const EvidenceSource& source, const std::vector<std::st
 
 void Evidence::AddText(const EvidenceSource& source, std::string_view text) {
   texts_.push_back({std::string(text), Source(source)});
+}
+
+void Evidence::AddCard(std::string_view card) {
+  std::string facts;
+  facts.reserve(card.size());
+  size_t at = 0;
+  for (size_t d = card.find(" distinct"); d != std::string_view::npos;
+       d = card.find(" distinct", d + 1)) {
+    size_t begin = d;
+    while (begin > at && std::isdigit(static_cast<unsigned char>(card[begin - 1]))) --begin;
+    if (begin > at && card[begin - 1] == '~') --begin;  // "~977 distinct": an estimate
+    if (begin == d) continue;
+    facts.append(card.substr(at, begin - at));
+    at = d + std::string_view(" distinct").size();
+  }
+  facts.append(card.substr(at));
+  // "2012-01-01..2015-12-31": both ends are dates the scan must see apart.
+  for (size_t r = facts.find(".."); r != std::string::npos; r = facts.find("..", r + 4)) {
+    facts.replace(r, 2, " .. ");
+  }
+  AddText({0, std::string(kSchemaCardTool), "", -1}, facts);
 }
 
 void Evidence::AddValue(std::string value) {

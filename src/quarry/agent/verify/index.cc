@@ -203,7 +203,9 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
       // A date written as the data writes it ('September 24, 2007', 'Oct 1 2007', 'Jan 2000'):
       // a live answer "aired on September 24, 2007" was refused for want of an ISO cell.
       for (NumberToken& t : Scan(*cell.value, /*words=*/true)) {
-        if (t.is_date) ix.dates.push_back({std::move(t.key), shown.substr(0, 80), cell.source, cell.column});
+        if (!t.is_date) continue;
+        if (!t.alt_key.empty()) ix.dates.push_back({t.alt_key, shown.substr(0, 80), cell.source, cell.column});
+        ix.dates.push_back({std::move(t.key), shown.substr(0, 80), cell.source, cell.column});
       }
     }
     if (!cell.value || !ValueCell(*cell.value)) continue;
@@ -219,7 +221,11 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
   }
   for (const Evidence::Text& text : evidence.texts()) {
     ix.texts.push_back({Normalise(text.text), text.text, text.source, ""});
+    const size_t before = ix.numbers.size();
     add_tokens(text.text, text.source, "", ColumnRole::kMeasure, 1);
+    if (evidence.sources()[static_cast<size_t>(text.source)].tool == kSchemaCardTool) {
+      for (size_t n = before; n < ix.numbers.size(); ++n) ix.numbers[n].exact = true;
+    }
   }
   ix.question = Normalise(question);
   ix.question_tokens = Scan(question, /*words=*/true);

@@ -26,6 +26,9 @@ struct EvidenceNumber {
   int direction;
   Scale scale = Scale::kUnknown;
   bool row_count = false;  // a result's true row count: grounds only plain whole numbers
+  // A schema card's figure: grounds only the number as the card writes it (kNumeric), never a
+  // rounding or a percent ("about three thousand orders" is no card's 3143.0 rounded).
+  bool exact = false;
 };
 
 struct EvidenceValue {

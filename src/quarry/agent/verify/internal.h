@@ -41,6 +41,8 @@ struct NumberToken {
   bool year_like = false;  // a bare four-digit integer, which a date may ground
   bool is_date = false;    // then only `key` is meaningful
   std::string key;         // canonical ISO date: "2025-03-01" or "2025-03-01 12:30:00"
+  double scale = 1;        // the magnitude a word or suffix applied: 1e3 for "143 thousand", "5K"
+  std::string alt_key;     // the other reading of a day and month that both fit ("3/4/2025")
 };
 
 // Every numeric claim in `s`, digits and (when `words` is on) numbers written in words.
@@ -64,6 +66,11 @@ std::string ReferenceWord(std::string_view text, const NumberToken& token, bool*
 // than 500", "at least 3"), -1 when at most it ("under $500K", "less than", "nearly half"), 0
 // when none is.
 int BoundAt(std::string_view text, const NumberToken& token);
+
+// True when a number is written as a condition's threshold: a bound word ("more than 0 mm",
+// "over 40"), any comparative with "than" ("longer than 300000 ms"), or a comparison sign
+// right before it ("> 40", "≥ 40").
+bool ThresholdAt(std::string_view text, const NumberToken& token);
 
 // True when a hedge stands right before a number ("about 400", "roughly 30%", "~2,000"): its
 // trailing zeros are then not significant.

@@ -132,10 +132,13 @@ struct Match {
 
 std::string Where(const EvidenceNumber& e, const Index& ix) {
   std::string out = e.column.empty() ? "" : "column " + e.column + ", ";
-  const int step = e.source >= 0 && e.source < static_cast<int>(ix.evidence->sources().size())
-                       ? ix.evidence->sources()[static_cast<size_t>(e.source)].step
-                       : 0;
-  return out + "step " + std::to_string(step);
+  if (e.source < 0 || e.source >= static_cast<int>(ix.evidence->sources().size())) {
+    return out + "step 0";
+  }
+  const EvidenceSource& s = ix.evidence->sources()[static_cast<size_t>(e.source)];
+  if (s.tool == kSchemaCardTool) return out + "the schema card";
+  if (s.turn > 0) return out + "turn " + std::to_string(s.turn) + "'s kept result";
+  return out + "step " + std::to_string(s.step);
 }
 
 std::string Format(double v) {
@@ -146,11 +149,16 @@ std::string Format(double v) {
 
 Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
   if (t.is_date) {  // verbatim only; "2025-03-01" is grounded by "2025-03-01 00:00:00"
-    for (const EvidenceDate& d : ix.dates) {
-      if (d.key.starts_with(t.key)) return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
-    }
-    for (const NumberToken& q : ix.question_tokens) {
-      if (q.is_date && q.key.starts_with(t.key)) return {MatchRule::kQuestion, q.text, -1, "", ""};
+    for (const std::string* key : {&t.key, &t.alt_key}) {
+      if (key->empty()) continue;
+      for (const EvidenceDate& d : ix.dates) {
+        if (d.key.starts_with(*key)) return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
+      }
+      for (const NumberToken& q : ix.question_tokens) {
+        if (q.is_date && (q.key.starts_with(*key) || (!q.alt_key.empty() && q.alt_key.starts_with(*key)))) {
+          return {MatchRule::kQuestion, q.text, -1, "", ""};
+        }
+      }
     }
     Match none;
     none.reason = "no date in any result starts with " + t.key;
@@ -280,6 +288,7 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
   for (MatchRule rule : {MatchRule::kNumeric, MatchRule::kRounding, MatchRule::kPercent}) {
     if (exact_only) break;
     for (const EvidenceNumber& e : ix.numbers) {
+      if (e.exact && rule != MatchRule::kNumeric) continue;
       // Magnitudes first, so only evidence that would match explains a refusal.
       if (!close(rule, std::fabs(t.value), e, std::fabs(e.value)) || !usable(e, &c)) continue;
       if (close(rule, t.explicit_sign ? t.value : std::fabs(t.value), e, c)) {
@@ -306,7 +315,7 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
           continue;
         }
         const double w = std::fabs(t.value) * scale, unit = t.step * scale;
-        if (!usable(e, &c)) continue;
+        if (e.exact || !usable(e, &c)) continue;
         const double v = std::fabs(c);
         const bool holds = claim.bound > 0 ? v >= w : v <= w;
         // One figure ("almost $600K") is tight to half its unit, more figures to one unit.
@@ -477,11 +486,46 @@ std::vector<int> VerifyReport::sources() const {
   return out;
 }
 
-VerifyReport Verify(std::string_view answer, const std::vector<std::string>& supporting_values,
-                    const Evidence& evidence, std::string_view question) {
+namespace {
+
+// The words that name a unit of `scale` in a question or a column's name.
+std::vector<std::string> UnitWords(double scale) {
+  if (scale == 1e3) return {"thousand", "thousands", "k", "000s", "kusd", "keur"};
+  if (scale == 1e6) return {"million", "millions", "m", "mn", "mln", "mil", "musd", "meur"};
+  if (scale == 1e9) return {"billion", "billions", "bn", "b", "busd"};
+  return {};
+}
+
+// A magnitude word that only restates the unit of the data ("143,093 thousand" when the
+// question says "(thousands)" or the column is population_thousands) grounds the number as
+// written, unscaled. One that scales the number ("$1 million" for 504,488) is no restatement.
+Match UnitRestated(const NumberToken& t, const Claim& claim, const Index& ix,
+                   std::string_view question) {
+  const std::vector<std::string> units = UnitWords(t.scale);
+  if (units.empty()) return {};
+  NumberToken plain = t;
+  plain.value = t.value / t.scale;
+  plain.step = t.step / t.scale;
+  plain.scale = 1;
+  Match m = CheckNumber(plain, claim, ix);
+  if (m.rule == MatchRule::kNone) return {};
+  bool restated = false;
+  for (const std::string& w : internal::NameWords(question)) restated |= internal::Contains(units, w);
+  if (!restated && !m.column.empty()) {
+    const std::string lower = internal::LowerAscii(m.column);
+    for (const std::string& w : internal::NameWords(m.column)) restated |= internal::Contains(units, w);
+    restated |= lower.find(units[0]) != std::string::npos;  // "popthousands", "revenue_millions"
+  }
+  return restated ? m : Match{};
+}
+
+VerifyReport Check(std::string_view answer, const std::vector<std::string>& supporting_values,
+                   const Evidence& evidence, std::string_view question, bool needs_execution) {
   const Index ix = BuildIndex(evidence, question);
   VerifyReport report;
-  if (evidence.sources().empty()) {
+  const bool executed = std::any_of(evidence.sources().begin(), evidence.sources().end(),
+                                    [](const EvidenceSource& s) { return s.tool != kSchemaCardTool; });
+  if (needs_execution && !executed) {
     ValueCheck none;
     none.value = "(no query)";
     none.origin = "run";
@@ -504,6 +548,21 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
       if (!t.is_date && std::isfinite(t.value)) code_literals.emplace_back(t.value, ran.source);
     }
   }
+  // The literals a query compared with ("WHERE Milliseconds > 300000"): the thresholds an
+  // answer may write as its condition ("longer than 300000 ms").
+  std::vector<std::pair<double, int>> thresholds;  // value, source
+  for (const Evidence::Ran& ran : evidence.ran()) {
+    if (ran.source < 0 || ran.code.tool != "run_sql") continue;
+    const std::string plain = internal::PlainNumerals(ran.code.query);
+    for (const NumberToken& t : Scan(plain, /*words=*/false)) {
+      if (!t.is_date && std::isfinite(t.value) && internal::InSqlComparison(plain, t.begin)) {
+        thresholds.emplace_back(t.value, ran.source);
+      }
+    }
+  }
+  const auto same = [](double a, double b) {
+    return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(a));
+  };
   std::optional<NumberToken> previous;
   Claim previous_claim;
   for (NumberToken t : Scan(answer, /*words=*/true)) {
@@ -527,10 +586,20 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
     if (m.rule == MatchRule::kNone && !t.is_date && !t.percent && !t.currency &&
         internal::InFormula(answer, t)) {
       for (const auto& [value, source] : code_literals) {
-        if (std::fabs(std::fabs(value) - std::fabs(t.value)) > 1e-9 * std::max(1.0, std::fabs(value))) continue;
+        if (!same(std::fabs(value), std::fabs(t.value))) continue;
         m = {MatchRule::kDefinition, t.text, source, "", ""};
         break;
       }
+    }
+    if (m.rule == MatchRule::kNone && !t.is_date && internal::ThresholdAt(answer, t)) {
+      for (const auto& [value, source] : thresholds) {
+        if (!same(value, t.value)) continue;
+        m = {MatchRule::kDefinition, t.text, source, "", ""};
+        break;
+      }
+    }
+    if (m.rule == MatchRule::kNone && !t.is_date && t.scale > 1) {
+      if (Match u = UnitRestated(t, claim, ix, question); u.rule != MatchRule::kNone) m = u;
     }
     if (m.rule == MatchRule::kNone && m.reason.empty()) m.reason = kNotFound;
     report.checks.push_back({t.text, "answer_text", m.rule, std::move(m.matched), m.source,
@@ -539,6 +608,18 @@ VerifyReport Verify(std::string_view answer, const std::vector<std::string>& sup
     previous_claim = claim;
   }
   return report;
+}
+
+}  // namespace
+
+VerifyReport Verify(std::string_view answer, const std::vector<std::string>& supporting_values,
+                    const Evidence& evidence, std::string_view question) {
+  return Check(answer, supporting_values, evidence, question, /*needs_execution=*/true);
+}
+
+VerifyReport VerifyDeclined(std::string_view reply, const Evidence& evidence,
+                            std::string_view question) {
+  return Check(reply, {}, evidence, question, /*needs_execution=*/false);
 }
 
 std::vector<std::string> ExtractNumbers(std::string_view text) {
