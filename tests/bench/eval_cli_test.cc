@@ -266,24 +266,30 @@ TEST(EvalCliTest, OfflineRecordedTurnsScoreAndQuestionsWithoutOneAreSkipped) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
   fs::create_directories(tmp.path() / "fixtures");
-  auto fixture = [&](const std::string& name, const std::string& question, const std::string& sql) {
+  auto answer = [](const std::string& text, const json& values) {
+    return json{{"content", ""},
+                {"tool_calls",
+                 {{{"name", "final_answer"},
+                   {"arguments", {{"answer", text}, {"supporting_values", values}}}}}}};
+  };
+  auto fixture = [&](const std::string& name, const std::string& question, const std::string& sql,
+                     bool sent_back) {
+    json turns = {{{"content", ""},
+                   {"tool_calls", {{{"name", "run_sql"}, {"arguments", {{"sql", sql}}}}}}}};
+    // A count no result showed: the gate sends the answer back once.
+    if (sent_back) turns.push_back(answer("We have 9 singers.", {"9"}));
+    turns.push_back(answer("From the query.", json::array()));
     const json doc = {
         {"source", "scripted"},
         {"note", "written by hand for the eval test; not a measure of any model"},
         {"question", question},
         {"data", {"singers.sqlite"}},
-        {"turns",
-         {{{"content", ""},
-           {"tool_calls", {{{"name", "run_sql"}, {"arguments", {{"sql", sql}}}}}}},
-          {{"content", ""},
-           {"tool_calls",
-            {{{"name", "final_answer"},
-              {"arguments", {{"answer", "From the query."}, {"supporting_values", json::array()}}}}}}}}}};
+        {"turns", turns}};
     tmp.Write("fixtures/" + name + ".json", doc.dump(1));
   };
-  fixture("count", "How many singers do we have?", "SELECT count(*) FROM singer");
+  fixture("count", "How many singers do we have?", "SELECT count(*) FROM singer", true);
   fixture("ages", "List the names of singers from the oldest to the youngest.",
-          "SELECT name FROM singer ORDER BY name");
+          "SELECT name FROM singer ORDER BY name", false);
   auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--offline",
                       "--fixtures", (tmp.path() / "fixtures").string(), "--tag", "rec"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -292,6 +298,11 @@ TEST(EvalCliTest, OfflineRecordedTurnsScoreAndQuestionsWithoutOneAreSkipped) {
   EXPECT_EQ(s["scored"], 2);
   EXPECT_EQ(s["matched"], 1);
   EXPECT_EQ(s["outcomes"]["skipped"], 11);
+  EXPECT_EQ(s["send_backs"], 1);
+  EXPECT_EQ(s["runs_with_send_backs"], 1);
+  EXPECT_NE(r.out.find("repairs 0/0 (succeeded/attempted), send-backs 1 (in 1 of 2 runs)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(s["note"].get<std::string>().find("not a measure of any model"), std::string::npos);
 }
 

@@ -416,12 +416,14 @@ class Session {
       list += "- " + c.value + ": " + (c.reason.empty() ? "not in any result you were shown, nor in the question" : c.reason) + "\n";
     }
     step.status = "rejected";
+    obs.detail["sent_back"] = !sent_back_;  // the mark trace::IsSendBack reads
     if (sent_back_) {
       obs.text = "verify: not grounded again:\n" + list;
       stop_reason_ = kStopUngrounded;
       return true;
     }
     sent_back_ = true;
+    ++trace_.totals.send_backs;
     obs.text = Prompt("verify_sendback", {{"unsupported", list}});
     return false;
   }

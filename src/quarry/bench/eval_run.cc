@@ -85,6 +85,7 @@ struct Tally {
   std::map<std::string, int> outcomes;
   std::vector<double> model_calls, prompt_tokens, completion_tokens, latency_ms;
   double cost_usd = 0.0;
+  int repair_attempts = 0, repair_successes = 0, send_backs = 0, runs_with_send_backs = 0;
   std::map<std::string, std::pair<int, int>> by_difficulty;  // scored, matched
   std::string model, provider;
   // Scored questions whose answer the gate accepted, and those it refused.
@@ -247,6 +248,9 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       if (pred_sql.empty()) line["last_sql"] = LastExecutedSql(t, true);
       line["model_calls"] = m.model_calls;
       line["tool_calls"] = m.tool_calls;
+      line["repair_attempts"] = m.repair_attempts;
+      line["repair_successes"] = m.repair_successes;
+      line["send_backs"] = m.send_backs;
       line["prompt_tokens"] = m.prompt_tokens;
       line["completion_tokens"] = m.completion_tokens;
       line["cost_usd"] = m.cost_usd;
@@ -256,6 +260,10 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       tally.completion_tokens.push_back(static_cast<double>(m.completion_tokens));
       tally.latency_ms.push_back(static_cast<double>(m.wall_ms));
       tally.cost_usd += m.cost_usd;
+      tally.repair_attempts += m.repair_attempts;
+      tally.repair_successes += m.repair_successes;
+      tally.send_backs += m.send_backs;
+      tally.runs_with_send_backs += m.send_backs > 0 ? 1 : 0;
       if (tally.model.empty()) tally.model = t.model, tally.provider = t.provider;
     } else {
       line["run_id"] = nullptr;
@@ -323,6 +331,10 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
   s["prompt_tokens_per_question"] = MeanOrNull(tally.prompt_tokens);
   s["completion_tokens_per_question"] = MeanOrNull(tally.completion_tokens);
   s["cost_usd_total"] = tally.cost_usd;
+  s["repair_attempts"] = tally.repair_attempts;
+  s["repair_successes"] = tally.repair_successes;
+  s["send_backs"] = tally.send_backs;
+  s["runs_with_send_backs"] = tally.runs_with_send_backs;
   const double p50 = Percentile(tally.latency_ms, 50), p95 = Percentile(tally.latency_ms, 95);
   s["latency_ms"] = {{"p50", std::isnan(p50) ? json(nullptr) : json(p50)},
                      {"p95", std::isnan(p95) ? json(nullptr) : json(p95)}};

@@ -223,6 +223,9 @@ struct ArmSummary {
   double repair_success_rate = 0.0;  // repair successes / repair attempts (NaN: none)
   int64_t repair_attempts = 0;
   int64_t repair_successes = 0;
+  // Answers the verify gate returned to the model, summed over runs, and the runs with one.
+  int64_t send_backs = 0;
+  int64_t runs_with_send_backs = 0;
   double grounded_rate = 0.0;        // grounded answers / runs
   double mean_cost_usd = 0.0;        // per task run, judge calls included
   double total_cost_usd = 0.0;

@@ -131,6 +131,9 @@ void PrintSummary(const json& s) {
               << " completion tokens (means); latency p50 " << Number(s["latency_ms"]["p50"], "%.0f")
               << " ms, p95 " << Number(s["latency_ms"]["p95"], "%.0f") << " ms; total cost $"
               << Number(s["cost_usd_total"], "%.4f") << "\n";
+    std::cout << "repairs " << s["repair_successes"] << "/" << s["repair_attempts"]
+              << " (succeeded/attempted), send-backs " << s["send_backs"] << " (in "
+              << s["runs_with_send_backs"] << " of " << s["runs"] << " runs)\n";
     std::cout << "model: " << TerminalText(s["model"].get<std::string>()) << " via "
               << TerminalText(s["provider"].get<std::string>()) << "\n";
   }
