@@ -342,6 +342,58 @@ TEST(EvalCliTest, BadLayoutsGiveClearErrorsAndNoCrash) {
   EXPECT_FALSE(fs::exists(tmp.path() / "results"));
 }
 
+// Issue 23: eval's system prompt has one more line than ask's, prompts/eval.md (the last query
+// is compared with a reference), and nothing else differs; ask's never has it.
+TEST(EvalCliTest, OnlyEvalsPromptSaysTheLastQueryIsComparedWithAReference) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  const std::string line = quarry::testing::ReadFile(quarry::testing::SourceDir() / "prompts" /
+                                                     "eval.md");
+  ASSERT_NE(line.find("compared with a reference"), std::string::npos) << line;
+  ASSERT_EQ(line.find('\n'), std::string::npos) << "one line";
+  const std::vector<std::string> env = {"QUARRY_BASE_URL=", "QUARRY_MODEL=stand-in-model",
+                                        "QUARRY_API_KEY=sk-test-eval"};
+  auto system_of = [](const quarry::testing::RecordedRequest& r) {
+    const json body = r.Json();
+    return body["messages"][0]["role"] == "system"
+               ? body["messages"][0]["content"].get<std::string>()
+               : std::string();
+  };
+
+  ProviderServer eval_server;
+  eval_server.Enqueue({200, {}, Sql("SELECT count(*) FROM singer")});
+  eval_server.Enqueue({200, {}, Answer()});
+  auto e = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--n", "1", "--tag",
+                      "prompt"},
+                {"QUARRY_BASE_URL=" + eval_server.base_url(), env[1], env[2]});
+  ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
+  const auto eval_requests = eval_server.requests();
+  ASSERT_EQ(eval_requests.size(), 2u);
+  const std::string eval_system = system_of(eval_requests[0]);
+  ASSERT_NE(eval_system.find("\n- " + line + "\n"), std::string::npos) << eval_system;
+  EXPECT_NE(system_of(eval_requests[1]).find(line), std::string::npos);
+
+  // The same question on the same database through `quarry ask`.
+  ProviderServer ask_server;
+  ask_server.Enqueue({200, {}, Sql("SELECT count(*) FROM singer")});
+  ask_server.Enqueue({200, {}, Answer()});
+  const fs::path db = tmp.path() / "spider" / "database" / "singers" / "singers.sqlite";
+  auto a = RunProcess({quarry::testing::QuarryBinary().string(), "ask", "--no-python", "--data",
+                       db.string(), "How many singers do we have?"},
+                      tmp.path(), {"QUARRY_BASE_URL=" + ask_server.base_url(), env[1], env[2]},
+                      {"OPENROUTER_API_KEY", "QUARRY_PRICES", "QUARRY_FIXTURES",
+                       "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"});
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  const auto ask_requests = ask_server.requests();
+  ASSERT_EQ(ask_requests.size(), 2u);
+  const std::string ask_system = system_of(ask_requests[0]);
+  EXPECT_EQ(ask_system.find(line), std::string::npos) << ask_system;
+  EXPECT_EQ(ask_system.find("compared with a reference"), std::string::npos);
+  std::string without = eval_system;
+  without.erase(without.find("\n- " + line), line.size() + 3);
+  EXPECT_EQ(without, ask_system);
+}
+
 TEST(EvalCliTest, TagAndSplitAreNamesNotPaths) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));

@@ -62,6 +62,7 @@ class Session {
                      {"timeout_ms", config.limits.timeout_ms},
                      {"max_rows", config.limits.max_rows},
                      {"preview_rows", config.preview_rows}};
+    if (config.prompt == PromptMode::kEval) trace_.config["prompt"] = "eval";
     for (const Tool& t : tools_) schemas_.push_back(t.schema);
     if (config.python && config.sandbox.allow_unisolated) {
       if (auto why = sandbox::NamespaceUnavailableReason()) {
@@ -70,7 +71,8 @@ class Session {
       }
     }
     SchemaView schema;
-    std::string system = SystemPrompt(engine, input.question, config.schema, &schema);
+    std::string system =
+        SystemPrompt(engine, input.question, config.schema, &schema, config.prompt);
     std::vector<std::string> files;
     for (const auto& s : engine.sources()) {
       // A server's path is its redacted spec: a URL's last "/" part is no name.

@@ -164,7 +164,7 @@ struct EvalOptions {
   bool keep_distinct = false;      // test-suite rule: else DISTINCT is removed from both
   ExecLimits exec;
   Tolerance tolerance;
-  agent::Config config;            // for the agent's runs
+  agent::Config config;            // for the agent's runs (its prompt set to PromptMode::kEval)
   engine::OpenOptions open;        // how the agent's database is opened
   // "live", "recorded" (fixtures) or "none" (--gold): what the model turns were, in the summary.
   std::string turns = "live";

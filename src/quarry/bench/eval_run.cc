@@ -147,6 +147,9 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
   if (!lines) return Fail(Error::Code::kInternal, "cannot write " + lines_path.string());
 
   Engines engines(o.open);
+  // Every eval run is told its last query is compared with a reference (prompts/eval.md).
+  agent::Config config = o.config;
+  config.prompt = agent::PromptMode::kEval;
   Tally tally;
   EvalSummary summary;
   for (size_t pick : picked) {
@@ -209,7 +212,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
         agent::RunInput input;
         input.question = PromptQuestion(q);
         input.stop = o.stop;
-        auto r = RunAgent(std::move(input), *dbs[0], **client, o.config, o.runs_dir);
+        auto r = RunAgent(std::move(input), *dbs[0], **client, config, o.runs_dir);
         if (!r) return std::unexpected(r.error());
         run = std::move(*r);
         pred_sql = PredictionOf(run->trace);
