@@ -315,11 +315,16 @@ TEST(EvalCliTest, BadLayoutsGiveClearErrorsAndNoCrash) {
     EXPECT_LT(r.exit_code, 128) << r.err;  // never a signal
     return r;
   };
+  // One missing database skips its questions (AMissingDatabaseSkipsItsQuestions...); with
+  // every one missing the folder is not the benchmark's.
   fs::remove_all(tmp.path() / "spider" / "database" / "singers");
+  fs::remove_all(tmp.path() / "spider" / "database" / "shop");
   auto missing_db = run({"spider", "--dir", dir, "--gold"});
   EXPECT_EQ(missing_db.exit_code, 3);
-  EXPECT_NE(missing_db.err.find("database singers (question 0) is missing"), std::string::npos)
+  EXPECT_NE(missing_db.err.find("none of the 13 sampled questions has its database"),
+            std::string::npos)
       << missing_db.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "results"));
   tmp.Write("spider/dev.json", "[{\"db_id\": ");
   auto malformed = run({"spider", "--dir", dir, "--gold"});
   EXPECT_EQ(malformed.exit_code, 3);
@@ -340,6 +345,60 @@ TEST(EvalCliTest, BadLayoutsGiveClearErrorsAndNoCrash) {
   auto no_model = run({"spider", "--dir", (tmp.path() / "s2").string()});
   EXPECT_EQ(no_model.exit_code, 2) << no_model.err;
   EXPECT_FALSE(fs::exists(tmp.path() / "results"));
+}
+
+// Issue 23: a sampled question whose database file is missing is skipped and counted, with a
+// note on stderr and in the summary, instead of refusing the whole eval. The shop database
+// (questions 9 to 12) is removed; the singers questions run, with --gold and with a model.
+TEST(EvalCliTest, AMissingDatabaseSkipsItsQuestionsAndCountsThem) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  const fs::path shop = tmp.path() / "spider" / "database" / "shop" / "shop.sqlite";
+  fs::remove(shop);
+  const std::string dir = (tmp.path() / "spider").string();
+  auto gold = Eval(tmp, {"spider", "--dir", dir, "--gold", "--tag", "gold"});
+  ASSERT_EQ(gold.exit_code, 0) << gold.out << gold.err;
+  EXPECT_NE(gold.err.find("database shop is missing (expected " + shop.string() +
+                          "): its 4 sampled question(s) are skipped"),
+            std::string::npos)
+      << gold.err;
+  EXPECT_NE(gold.out.find("9/9 = 100.0%"), std::string::npos) << gold.out;
+  EXPECT_NE(gold.out.find("4 skipped (of 13 questions; 4 skipped for a missing database)"),
+            std::string::npos)
+      << gold.out;
+  const fs::path out = tmp.path() / "results" / "eval" / "spider-dev-gold";
+  const json s = ReadJson(out / "summary.json");
+  EXPECT_EQ(s["questions"], 13);
+  EXPECT_EQ(s["scored"], 9);
+  EXPECT_EQ(s["matched"], 9);
+  EXPECT_EQ(s["outcomes"]["skipped"], 4);
+  EXPECT_EQ(s["skipped_missing_db"], 4);
+  EXPECT_EQ(s["missing_databases"], json::array({"shop"}));
+  const auto lines = ReadLines(out / "questions.jsonl");
+  ASSERT_EQ(lines.size(), 13u);
+  for (size_t i = 9; i < 13; ++i) {
+    EXPECT_EQ(lines[i]["outcome"], "skipped") << i;
+    EXPECT_EQ(lines[i]["error"], "database shop is missing: expected " + shop.string()) << i;
+  }
+  EXPECT_EQ(lines[8]["outcome"], "match");
+
+  // With a model: only the singers questions ask it anything.
+  ProviderServer server;
+  for (size_t i = 0; i < 9; ++i) {
+    server.Enqueue({200, {}, Sql(kSpiderScript[i].sql)});
+    server.Enqueue({200, {}, Answer()});
+  }
+  auto live = Eval(tmp, {"spider", "--dir", dir, "--tag", "live", "--format", "json"},
+                   {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+                    "QUARRY_API_KEY=sk-test-eval"});
+  ASSERT_EQ(live.exit_code, 0) << live.out << live.err;
+  EXPECT_EQ(server.requests().size(), 18u);
+  EXPECT_EQ(server.pending(), 0u);
+  const json l = json::parse(live.out);
+  EXPECT_EQ(l["skipped_missing_db"], 4);
+  EXPECT_EQ(l["scored"], 9);
+  EXPECT_EQ(l["matched"], 7);  // kSpiderScript's first nine: two mismatches
+  EXPECT_EQ(l["runs"], 9);
 }
 
 // Issue 23: eval's system prompt has one more line than ask's, prompts/eval.md (the last query

@@ -152,6 +152,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
   config.prompt = agent::PromptMode::kEval;
   Tally tally;
   EvalSummary summary;
+  std::set<std::string> missing_dbs;
   for (size_t pick : picked) {
     if (pick >= dataset.questions.size()) continue;
     if (o.stop.stop_requested()) {
@@ -175,6 +176,12 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     co.order_matters = o.rule == MatchRule::kTestSuite && HasTopLevelOrderBy(gold_sql);
     co.tolerance = o.tolerance;
     line["order_matters"] = co.order_matters;
+    if (q.db_missing) {
+      outcome = "skipped";
+      error = "database " + q.db_id + " is missing: expected " + q.db_path.string();
+      ++summary.skipped_missing_db;
+      missing_dbs.insert(q.db_id);
+    }
 
     // The databases compared on: every test-suite file with the test-suite rule, else the one.
     std::vector<fs::path> paths = o.rule == MatchRule::kTestSuite ? q.suite_paths
@@ -182,7 +189,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     if (paths.empty()) paths = {q.db_path};
     std::vector<engine::Engine*> dbs;
     std::vector<Denotation> gold;
-    for (size_t d = 0; d < paths.size() && error.empty(); ++d) {
+    for (size_t d = 0; d < paths.size() && outcome.empty() && error.empty(); ++d) {
       auto e = engines.Get(paths[d], d == 0);
       if (!e) {
         error = "cannot open " + paths[d].string() + ": " + e.error().message;
@@ -197,7 +204,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       if (d == 0) line["gold_rows"] = g->rows.size();
       gold.push_back(std::move(*g));
     }
-    if (!error.empty()) outcome = "harness_error";
+    if (!error.empty() && outcome.empty()) outcome = "harness_error";
 
     std::optional<RunRecord> run;
     if (outcome.empty() && o.gold_as_prediction) {
@@ -324,6 +331,8 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
                    {"no_prediction", summary.no_prediction},
                    {"harness_error", summary.harness_errors},
                    {"skipped", summary.skipped}};
+  s["skipped_missing_db"] = summary.skipped_missing_db;
+  s["missing_databases"] = missing_dbs;
   if (!o.gold_as_prediction) {
     s["grounded_answers"] = Fraction(tally.grounded_matched, tally.grounded_scored);
     s["matched_but_refused"] = tally.refused_matched;
