@@ -123,6 +123,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   if (expect.contains("repair_successes")) {
     EXPECT_EQ(t.totals.repair_successes, expect["repair_successes"].get<int>());
   }
+  // A send-back is no repair, and a scenario that does not say has none.
+  EXPECT_EQ(t.totals.send_backs, expect.value("send_backs", 0)) << "totals.send_backs";
   if (expect.contains("model_turns")) {
     EXPECT_EQ(t.totals.model_turns, expect["model_turns"].get<int>());
   }
@@ -205,6 +207,11 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   EXPECT_EQ(on_disk->stop_reason, t.stop_reason);
   EXPECT_EQ(on_disk->steps.size(), t.steps.size());
   EXPECT_EQ(on_disk->totals.repair_attempts, t.totals.repair_attempts);
+  EXPECT_EQ(on_disk->totals.send_backs, t.totals.send_backs);
+  // A killed run's record counts its send-backs from the steps as the loop did.
+  auto rebuilt = trace::RebuildFromEvents(runs.path() / "run1" / "events.jsonl");
+  ASSERT_TRUE(rebuilt.has_value()) << rebuilt.error().message;
+  EXPECT_EQ(rebuilt->totals.send_backs, t.totals.send_backs);
   std::ifstream events(runs.path() / "run1" / "events.jsonl");
   size_t lines = 0;
   for (std::string line; std::getline(events, line);) {

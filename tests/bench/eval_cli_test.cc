@@ -266,24 +266,30 @@ TEST(EvalCliTest, OfflineRecordedTurnsScoreAndQuestionsWithoutOneAreSkipped) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
   fs::create_directories(tmp.path() / "fixtures");
-  auto fixture = [&](const std::string& name, const std::string& question, const std::string& sql) {
+  auto answer = [](const std::string& text, const json& values) {
+    return json{{"content", ""},
+                {"tool_calls",
+                 {{{"name", "final_answer"},
+                   {"arguments", {{"answer", text}, {"supporting_values", values}}}}}}};
+  };
+  auto fixture = [&](const std::string& name, const std::string& question, const std::string& sql,
+                     bool sent_back) {
+    json turns = {{{"content", ""},
+                   {"tool_calls", {{{"name", "run_sql"}, {"arguments", {{"sql", sql}}}}}}}};
+    // A count no result showed: the gate sends the answer back once.
+    if (sent_back) turns.push_back(answer("We have 9 singers.", {"9"}));
+    turns.push_back(answer("From the query.", json::array()));
     const json doc = {
         {"source", "scripted"},
         {"note", "written by hand for the eval test; not a measure of any model"},
         {"question", question},
         {"data", {"singers.sqlite"}},
-        {"turns",
-         {{{"content", ""},
-           {"tool_calls", {{{"name", "run_sql"}, {"arguments", {{"sql", sql}}}}}}},
-          {{"content", ""},
-           {"tool_calls",
-            {{{"name", "final_answer"},
-              {"arguments", {{"answer", "From the query."}, {"supporting_values", json::array()}}}}}}}}}};
+        {"turns", turns}};
     tmp.Write("fixtures/" + name + ".json", doc.dump(1));
   };
-  fixture("count", "How many singers do we have?", "SELECT count(*) FROM singer");
+  fixture("count", "How many singers do we have?", "SELECT count(*) FROM singer", true);
   fixture("ages", "List the names of singers from the oldest to the youngest.",
-          "SELECT name FROM singer ORDER BY name");
+          "SELECT name FROM singer ORDER BY name", false);
   auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--offline",
                       "--fixtures", (tmp.path() / "fixtures").string(), "--tag", "rec"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -292,6 +298,11 @@ TEST(EvalCliTest, OfflineRecordedTurnsScoreAndQuestionsWithoutOneAreSkipped) {
   EXPECT_EQ(s["scored"], 2);
   EXPECT_EQ(s["matched"], 1);
   EXPECT_EQ(s["outcomes"]["skipped"], 11);
+  EXPECT_EQ(s["send_backs"], 1);
+  EXPECT_EQ(s["runs_with_send_backs"], 1);
+  EXPECT_NE(r.out.find("repairs 0/0 (succeeded/attempted), send-backs 1 (in 1 of 2 runs)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(s["note"].get<std::string>().find("not a measure of any model"), std::string::npos);
 }
 
@@ -304,11 +315,16 @@ TEST(EvalCliTest, BadLayoutsGiveClearErrorsAndNoCrash) {
     EXPECT_LT(r.exit_code, 128) << r.err;  // never a signal
     return r;
   };
+  // One missing database skips its questions (AMissingDatabaseSkipsItsQuestions...); with
+  // every one missing the folder is not the benchmark's.
   fs::remove_all(tmp.path() / "spider" / "database" / "singers");
+  fs::remove_all(tmp.path() / "spider" / "database" / "shop");
   auto missing_db = run({"spider", "--dir", dir, "--gold"});
   EXPECT_EQ(missing_db.exit_code, 3);
-  EXPECT_NE(missing_db.err.find("database singers (question 0) is missing"), std::string::npos)
+  EXPECT_NE(missing_db.err.find("none of the 13 sampled questions has its database"),
+            std::string::npos)
       << missing_db.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "results"));
   tmp.Write("spider/dev.json", "[{\"db_id\": ");
   auto malformed = run({"spider", "--dir", dir, "--gold"});
   EXPECT_EQ(malformed.exit_code, 3);
@@ -329,6 +345,112 @@ TEST(EvalCliTest, BadLayoutsGiveClearErrorsAndNoCrash) {
   auto no_model = run({"spider", "--dir", (tmp.path() / "s2").string()});
   EXPECT_EQ(no_model.exit_code, 2) << no_model.err;
   EXPECT_FALSE(fs::exists(tmp.path() / "results"));
+}
+
+// Issue 23: a sampled question whose database file is missing is skipped and counted, with a
+// note on stderr and in the summary, instead of refusing the whole eval. The shop database
+// (questions 9 to 12) is removed; the singers questions run, with --gold and with a model.
+TEST(EvalCliTest, AMissingDatabaseSkipsItsQuestionsAndCountsThem) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  const fs::path shop = tmp.path() / "spider" / "database" / "shop" / "shop.sqlite";
+  fs::remove(shop);
+  const std::string dir = (tmp.path() / "spider").string();
+  auto gold = Eval(tmp, {"spider", "--dir", dir, "--gold", "--tag", "gold"});
+  ASSERT_EQ(gold.exit_code, 0) << gold.out << gold.err;
+  EXPECT_NE(gold.err.find("database shop is missing (expected " + shop.string() +
+                          "): its 4 sampled question(s) are skipped"),
+            std::string::npos)
+      << gold.err;
+  EXPECT_NE(gold.out.find("9/9 = 100.0%"), std::string::npos) << gold.out;
+  EXPECT_NE(gold.out.find("4 skipped (of 13 questions; 4 skipped for a missing database)"),
+            std::string::npos)
+      << gold.out;
+  const fs::path out = tmp.path() / "results" / "eval" / "spider-dev-gold";
+  const json s = ReadJson(out / "summary.json");
+  EXPECT_EQ(s["questions"], 13);
+  EXPECT_EQ(s["scored"], 9);
+  EXPECT_EQ(s["matched"], 9);
+  EXPECT_EQ(s["outcomes"]["skipped"], 4);
+  EXPECT_EQ(s["skipped_missing_db"], 4);
+  EXPECT_EQ(s["missing_databases"], json::array({"shop"}));
+  const auto lines = ReadLines(out / "questions.jsonl");
+  ASSERT_EQ(lines.size(), 13u);
+  for (size_t i = 9; i < 13; ++i) {
+    EXPECT_EQ(lines[i]["outcome"], "skipped") << i;
+    EXPECT_EQ(lines[i]["error"], "database shop is missing: expected " + shop.string()) << i;
+  }
+  EXPECT_EQ(lines[8]["outcome"], "match");
+
+  // With a model: only the singers questions ask it anything.
+  ProviderServer server;
+  for (size_t i = 0; i < 9; ++i) {
+    server.Enqueue({200, {}, Sql(kSpiderScript[i].sql)});
+    server.Enqueue({200, {}, Answer()});
+  }
+  auto live = Eval(tmp, {"spider", "--dir", dir, "--tag", "live", "--format", "json"},
+                   {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+                    "QUARRY_API_KEY=sk-test-eval"});
+  ASSERT_EQ(live.exit_code, 0) << live.out << live.err;
+  EXPECT_EQ(server.requests().size(), 18u);
+  EXPECT_EQ(server.pending(), 0u);
+  const json l = json::parse(live.out);
+  EXPECT_EQ(l["skipped_missing_db"], 4);
+  EXPECT_EQ(l["scored"], 9);
+  EXPECT_EQ(l["matched"], 7);  // kSpiderScript's first nine: two mismatches
+  EXPECT_EQ(l["runs"], 9);
+}
+
+// Issue 23: eval's system prompt has one more line than ask's, prompts/eval.md (the last query
+// is compared with a reference), and nothing else differs; ask's never has it.
+TEST(EvalCliTest, OnlyEvalsPromptSaysTheLastQueryIsComparedWithAReference) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
+  const std::string line = quarry::testing::ReadFile(quarry::testing::SourceDir() / "prompts" /
+                                                     "eval.md");
+  ASSERT_NE(line.find("compared with a reference"), std::string::npos) << line;
+  ASSERT_EQ(line.find('\n'), std::string::npos) << "one line";
+  const std::vector<std::string> env = {"QUARRY_BASE_URL=", "QUARRY_MODEL=stand-in-model",
+                                        "QUARRY_API_KEY=sk-test-eval"};
+  auto system_of = [](const quarry::testing::RecordedRequest& r) {
+    const json body = r.Json();
+    return body["messages"][0]["role"] == "system"
+               ? body["messages"][0]["content"].get<std::string>()
+               : std::string();
+  };
+
+  ProviderServer eval_server;
+  eval_server.Enqueue({200, {}, Sql("SELECT count(*) FROM singer")});
+  eval_server.Enqueue({200, {}, Answer()});
+  auto e = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--n", "1", "--tag",
+                      "prompt"},
+                {"QUARRY_BASE_URL=" + eval_server.base_url(), env[1], env[2]});
+  ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
+  const auto eval_requests = eval_server.requests();
+  ASSERT_EQ(eval_requests.size(), 2u);
+  const std::string eval_system = system_of(eval_requests[0]);
+  ASSERT_NE(eval_system.find("\n- " + line + "\n"), std::string::npos) << eval_system;
+  EXPECT_NE(system_of(eval_requests[1]).find(line), std::string::npos);
+
+  // The same question on the same database through `quarry ask`.
+  ProviderServer ask_server;
+  ask_server.Enqueue({200, {}, Sql("SELECT count(*) FROM singer")});
+  ask_server.Enqueue({200, {}, Answer()});
+  const fs::path db = tmp.path() / "spider" / "database" / "singers" / "singers.sqlite";
+  auto a = RunProcess({quarry::testing::QuarryBinary().string(), "ask", "--no-python", "--data",
+                       db.string(), "How many singers do we have?"},
+                      tmp.path(), {"QUARRY_BASE_URL=" + ask_server.base_url(), env[1], env[2]},
+                      {"OPENROUTER_API_KEY", "QUARRY_PRICES", "QUARRY_FIXTURES",
+                       "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"});
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  const auto ask_requests = ask_server.requests();
+  ASSERT_EQ(ask_requests.size(), 2u);
+  const std::string ask_system = system_of(ask_requests[0]);
+  EXPECT_EQ(ask_system.find(line), std::string::npos) << ask_system;
+  EXPECT_EQ(ask_system.find("compared with a reference"), std::string::npos);
+  std::string without = eval_system;
+  without.erase(without.find("\n- " + line), line.size() + 3);
+  EXPECT_EQ(without, ask_system);
 }
 
 TEST(EvalCliTest, TagAndSplitAreNamesNotPaths) {

@@ -85,6 +85,10 @@ TEST_F(EvalRunTest, ThePredictionIsTheFinalQueryBeforeTheAnswer) {
   EXPECT_EQ(lines[1]["grounded"], false);
   EXPECT_EQ(lines[1]["predicted_sql"], "SELECT country, count(*) FROM singer GROUP BY country");
   EXPECT_EQ(lines[1]["outcome"], "match");
+  // Its first refusal was a send-back (the second ended the run); neither is a repair.
+  EXPECT_EQ(lines[1]["send_backs"], 1);
+  EXPECT_EQ(lines[1]["repair_attempts"], 0);
+  EXPECT_EQ(lines[0]["send_backs"], 0);
   EXPECT_EQ(lines[2]["predicted_sql"], "SELECT name FROM singer WHERE country = 'Atlantis'");
   EXPECT_EQ(lines[2]["outcome"], "match");
   EXPECT_EQ(summary->matched, 3);
@@ -94,6 +98,10 @@ TEST_F(EvalRunTest, ThePredictionIsTheFinalQueryBeforeTheAnswer) {
   EXPECT_EQ(summary->json["grounded_answers"]["matched"], 2);
   EXPECT_EQ(summary->json["matched_but_refused"], 1);
   EXPECT_EQ(summary->json["refused_with_prediction"], 1);
+  EXPECT_EQ(summary->json["send_backs"], 1);
+  EXPECT_EQ(summary->json["runs_with_send_backs"], 1);
+  // Question 7's empty result is a failure; its final_answer is the one repair attempt.
+  EXPECT_EQ(summary->json["repair_attempts"], 1);
   // 3 + 3 + 2 model turns.
   EXPECT_NEAR(summary->json["mean_model_calls"].get<double>(), 8.0 / 3.0, 1e-12);
 }

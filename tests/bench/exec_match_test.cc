@@ -300,8 +300,14 @@ TEST(EvalLoadTest, BadLayoutsNameTheProblem) {
   tmp.Write("dev_gold.sql", "SELECT 1\tshop\n");
   expect_error("has 1 queries for 13 questions");
   tmp.Write("dev_gold.sql", gold);
+  // A missing database is no load error: its questions are marked, and RunEval skips them.
   fs::remove_all(tmp.path() / "database" / "shop");
-  expect_error("database shop (question 9) is missing");
+  auto partial = LoadSpider(tmp.path(), "dev");
+  ASSERT_TRUE(partial) << partial.error().message;
+  EXPECT_FALSE(partial->questions[8].db_missing);
+  EXPECT_TRUE(partial->questions[9].db_missing);
+  EXPECT_EQ(partial->questions[9].db_path, tmp.path() / "database" / "shop" / "shop.sqlite");
+  EXPECT_TRUE(partial->questions[9].suite_paths.empty());
   fs::remove_all(tmp.path() / "database");
   expect_error("the database folder");
   tmp.Write("dev.json", "[{\"db_id\": \"../x\", \"question\": \"q\", \"query\": \"SELECT 1\"}]");

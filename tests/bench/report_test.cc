@@ -140,6 +140,50 @@ TEST_F(ReportTest, FiguresOverAKnownSetOfRunsAreExact) {
       << text;
 }
 
+// Issue 23: repairs and send-backs are counted apart, and both show in text, JSON and HTML.
+// The second of ThreeRuns repairs a failed query (1 attempt, 1 success); a fourth run's first
+// answer states a count its query did not show, the gate sends it back, and the second passes.
+TEST_F(ReportTest, RepairsAndSendBacksAreCountedApart) {
+  const fs::path runs_dir = dir_.path() / "runs";
+  ThreeRuns(runs_dir);
+  const RunRecord sent = Run("How many orders are there, once more?",
+                             {Sql("SELECT count(*) AS orders FROM sales", 1000, 20, 0.001),
+                              Answer("There are 2000 orders.", "2000", 900, 10, 0.001),
+                              Answer("There are 2065 orders.", "2065", 1100, 15, 0.001)},
+                             runs_dir);
+  ASSERT_EQ(sent.trace.stop_reason, "answered");
+  ASSERT_EQ(sent.trace.totals.send_backs, 1);
+  auto report = BuildReport(runs_dir);
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->groups.size(), 1u);
+  const GroupFigures& g = report->groups[0];
+  EXPECT_EQ(g.runs, 4);
+  EXPECT_EQ(g.repair_attempts, 1);
+  EXPECT_EQ(g.repair_successes, 1);
+  EXPECT_EQ(g.send_backs, 1);
+  EXPECT_EQ(g.runs_with_send_backs, 1);
+  const std::string text = ReportText(*report);
+  EXPECT_NE(text.find("repairs 1/1 (succeeded/attempted), send-backs 1 (in 1 of 4 runs)\n"),
+            std::string::npos)
+      << text;
+  const json j = ReportJson(*report);
+  EXPECT_EQ(j["groups"][0]["send_backs"], 1);
+  EXPECT_EQ(j["groups"][0]["repair_attempts"], 1);
+  int listed = 0;
+  for (const json& run : j["run_list"]) {
+    if (run["run_id"] == sent.trace.id) {
+      EXPECT_EQ(run["send_backs"], 1);
+      EXPECT_EQ(run["repair_attempts"], 0);
+      ++listed;
+    }
+  }
+  EXPECT_EQ(listed, 1);
+  auto html = ReportHtml(*report);
+  ASSERT_TRUE(html) << html.error().message;
+  EXPECT_NE(html->find("<th>send-backs (answers the verify gate returned)</th><td>1</td>"),
+            std::string::npos);
+}
+
 TEST_F(ReportTest, AKilledRunIsCountedFromItsEventsAndMarkedIncomplete) {
   const fs::path runs_dir = dir_.path() / "runs";
   const std::vector<RunRecord> runs = ThreeRuns(runs_dir);

@@ -111,10 +111,14 @@ class BenchCliTest : public ::testing::Test {
                      Sql("SELECT round(sum(revenue), 2) AS revenue_2025 FROM sales "
                          "WHERE year(order_date) = 2025"),
                      Answer("Revenue in 2025 was $271,830.53.", {"271830.53"})}));
+    // A figure no result showed: the gate sends the first answer back (no repair: nothing
+    // failed), and the second passes in both arms.
     fixture("top_region",
             Fixture("Which region has the highest total revenue?",
                     {Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales "
                          "GROUP BY region ORDER BY revenue DESC LIMIT 1"),
+                     Answer("North has the highest total revenue ($150,000).",
+                            {"North", "150000"}),
                      Answer("North has the highest total revenue ($141,794.14).",
                             {"North", "141794.14"})}));
     fixture("orders_2025", Fixture("How many orders were placed in 2025?",
@@ -202,7 +206,12 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
   EXPECT_EQ(off["reason"], "no answer: the run ended execution_failed");
 
   EXPECT_EQ(Run(r, "revenue_total", "off")["status"], "pass");
-  EXPECT_EQ(Run(r, "top_region", "on")["status"], "pass");
+  const json& sent_back = Run(r, "top_region", "on");
+  EXPECT_EQ(sent_back["status"], "pass");
+  EXPECT_EQ(sent_back["metrics"]["send_backs"], 1);
+  EXPECT_EQ(sent_back["metrics"]["repair_attempts"], 0);
+  EXPECT_EQ(Run(r, "top_region", "off")["metrics"]["send_backs"], 1);
+  EXPECT_EQ(on["metrics"]["send_backs"], 0);
   const json& wrong = Run(r, "orders_2025", "on");
   EXPECT_EQ(wrong["status"], "fail");
   EXPECT_TRUE(wrong["metrics"]["grounded"].get<bool>());
@@ -245,8 +254,11 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
   EXPECT_DOUBLE_EQ(a_on["repair_rate"].get<double>(), 1.0 / 6);
   EXPECT_DOUBLE_EQ(a_on["repair_success_rate"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(a_on["grounded_rate"].get<double>(), 1.0);
-  EXPECT_NEAR(a_on["total_cost_usd"].get<double>(), 0.0145, 1e-9);
-  EXPECT_NEAR(a_on["mean_cost_usd"].get<double>(), 0.0145 / 6, 1e-9);
+  EXPECT_EQ(a_on["send_backs"], 1);
+  EXPECT_EQ(a_on["runs_with_send_backs"], 1);
+  EXPECT_EQ(a_off["send_backs"], 1);
+  EXPECT_NEAR(a_on["total_cost_usd"].get<double>(), 0.0155, 1e-9);
+  EXPECT_NEAR(a_on["mean_cost_usd"].get<double>(), 0.0155 / 6, 1e-9);
   EXPECT_EQ(a_on["guard_violations"], 0);
   EXPECT_EQ(a_on["judge"]["answers_judged"], 2);
   EXPECT_EQ(a_on["judge"]["calls"], 6);
@@ -257,7 +269,7 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
   EXPECT_DOUBLE_EQ(a_off["repair_rate"].get<double>(), 0.0);
   EXPECT_TRUE(a_off["repair_success_rate"].is_null());  // no repair was attempted
   EXPECT_DOUBLE_EQ(a_off["grounded_rate"].get<double>(), 5.0 / 6);
-  EXPECT_NEAR(r["total_cost_usd"].get<double>(), 0.027, 1e-9);
+  EXPECT_NEAR(r["total_cost_usd"].get<double>(), 0.029, 1e-9);
 
   EXPECT_EQ(r["mcnemar"]["pairs"], 5);
   EXPECT_EQ(r["mcnemar"]["b_on_only"], 1);
@@ -280,13 +292,21 @@ TEST_F(BenchCliTest, OfflineRunGradesBothArmsAndWritesBothResultFiles) {
       << md;
   EXPECT_NE(md.find("| task success (95% Wilson CI) | pending | pending |"), std::string::npos);
   EXPECT_NE(md.find("b = 1, only with it off c = 0"), std::string::npos);
-  EXPECT_NE(md.find("total cost: $0.0270"), std::string::npos);
+  EXPECT_NE(md.find("total cost: $0.0290"), std::string::npos);
+  EXPECT_NE(md.find("| send-backs (answers the verify gate returned) | 1 (in 1 of 6 runs) | "
+                    "1 (in 1 of 6 runs) |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| task runs not graded (error) | 1 | 1 |"), std::string::npos);
   EXPECT_NE(md.find("needs a live judge: 1"), std::string::npos);
   EXPECT_NE(md.find("| revenue_2025 | numeric | off | 1 | fail |"), std::string::npos);
 
   // Summary on stdout.
   EXPECT_NE(p.out.find("self-correction on   success 4/5"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("repairs 1/1  send-backs 1  median steps"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("[on ] top_region #1 pass    steps 6  repairs 0/0  send-backs 1"),
+            std::string::npos)
+      << p.err;
 
   // The site page gets the tables between its markers.
   dir_.Write("index.html", "<main>\n<!-- bench:begin -->\n<!-- bench:end -->\n</main>\n");

@@ -66,6 +66,52 @@ TEST(JudgeTest, MajorityOfThreeCallsDecidesAndDisagreementIsRecorded) {
   }
 }
 
+// Issue 23: three identical calls at temperature 0 agree by construction, which made "3/3
+// agreed" meaningless. Each call is sampled at kJudgeTemperature and lists the facts in its
+// own order (suite.h, JudgeFactOrder): as written, reversed, rotated by one.
+TEST(JudgeTest, TheThreeCallsAreSampledWithTheFactsInADifferentOrderEach) {
+  testing::ProviderServer server;
+  for (int i = 0; i < 3; ++i) {
+    server.Enqueue({200, {}, testing::TextReply(R"({"verdict": "pass", "reason": "r"})")});
+  }
+  Task task = JudgeTask();
+  task.facts = {"North 141794.14", "East 123825.24", "Central 58576.15"};
+  auto client = ClientFor(server);  // its own temperature is 0, the default
+  const JudgeResult r = JudgeAnswer(*client, task, "North leads; Central is smallest.");
+  EXPECT_EQ(r.pass_votes, 3);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  const std::string n = "- North 141794.14\n";
+  const std::string e = "- East 123825.24\n";
+  const std::string c = "- Central 58576.15\n";
+  const std::string orders[] = {n + e + c, c + e + n, e + c + n};
+  std::vector<std::string> prompts;
+  for (size_t i = 0; i < 3; ++i) {
+    const json body = requests[i].Json();
+    EXPECT_DOUBLE_EQ(body["temperature"].get<double>(), kJudgeTemperature) << i;
+    EXPECT_DOUBLE_EQ(body["temperature"].get<double>(), 0.7) << i;
+    const std::string prompt = body["messages"].back()["content"].get<std::string>();
+    EXPECT_NE(prompt.find("<computed_facts>\n" + orders[i] + "</computed_facts>"),
+              std::string::npos)
+        << i << ": " << prompt;
+    EXPECT_EQ(prompt, JudgePrompt(task, "North leads; Central is smallest.", static_cast<int>(i)));
+    prompts.push_back(prompt);
+  }
+  EXPECT_NE(prompts[0], prompts[1]);
+  EXPECT_NE(prompts[1], prompts[2]);
+  EXPECT_NE(prompts[0], prompts[2]);
+  // Only the facts' order differs: the question, rubric and answer are the same in each.
+  for (size_t i = 1; i < 3; ++i) {
+    std::string same = prompts[i];
+    same.replace(same.find(orders[i]), orders[i].size(), orders[0]);
+    EXPECT_EQ(same, prompts[0]) << i;
+  }
+  EXPECT_EQ(JudgeFactOrder(2, 1), (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(JudgeFactOrder(2, 2), (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(JudgeFactOrder(1, 2), (std::vector<size_t>{0}));
+  EXPECT_TRUE(JudgeFactOrder(0, 1).empty());
+}
+
 TEST(JudgeTest, UnparseableReplyIsNoVoteAndReported) {
   testing::ProviderServer server;
   server.Enqueue({200, {}, testing::TextReply("I think it passes.")});

@@ -108,6 +108,40 @@ TEST_F(CliTest, OfflineSalesAskIsGroundedAndRight) {
   EXPECT_NE(summary.out.find("stop:     answered"), std::string::npos) << summary.out;
 }
 
+// Issue 23: the gate's send-back is no repair, and a run with one printed "repairs 0/0" as if
+// nothing had happened. The scenario sent_back_then_grounded replayed: its first answer holds
+// a figure no result showed, the gate returns it, the model computes it and the answer passes.
+TEST_F(CliTest, AskCountsASendBackBesideRepairs) {
+  fs::create_directories(cwd_.path() / "fx");
+  fs::copy_file(SourceDir() / "tests" / "agent" / "scenarios" / "sent_back_then_grounded" /
+                    "scenario.json",
+                cwd_.path() / "fx" / "sent_back.json");
+  const std::string question = "Which region has the highest total revenue?";
+  auto r = Quarry({"ask", "--offline", "--fixtures", "fx", "--data", Data("sales.csv"), question});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("repairs 0/0 · send-backs 1 · grounded yes"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("rejected"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("send-back"), std::string::npos) << r.err;
+
+  auto j = Quarry({"ask", "--offline", "--fixtures", "fx", "--format", "json", "--data",
+                   Data("sales.csv"), question});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json out = json::parse(j.out);
+  EXPECT_EQ(out["totals"]["send_backs"], 1);
+  EXPECT_EQ(out["totals"]["repair_attempts"], 0);
+
+  auto summary = Quarry({"trace", "latest"});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_NE(summary.out.find("(send-back)"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("send-backs 1"), std::string::npos) << summary.out;
+
+  auto report = Quarry({"report", "runs"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("repairs 0/0 (succeeded/attempted), send-backs 2 (in 2 of 2 runs)"),
+            std::string::npos)
+      << report.out;
+}
+
 TEST_F(CliTest, OfflineChinookAndSensors) {
   auto chinook = Quarry({"ask", "--offline", "--format", "json", "--data", Data("chinook.sqlite"),
                          "Which 3 genres have the most tracks?"});

@@ -16,6 +16,7 @@ namespace quarry::trace {
 namespace {
 
 namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
 
 Trace Sample() {
   Trace t;
@@ -347,11 +348,71 @@ TEST(TraceTest, RetentionIsSetFromTheEnvironmentAndBadValuesAreNamed) {
   EXPECT_TRUE(fs::exists(old / "trace.json"));
 }
 
+// Issue 23: a send-back is no repair (no failure is outstanding), so a run whose answer the
+// gate returned once showed "repairs 0/0" and nothing else. Its count is in every figure.
+TEST(TraceTest, SendBacksAreCountedBesideRepairsAndReadBack) {
+  Trace t = Sample();
+  Step sent = t.steps[1];
+  sent.index = 3;
+  sent.tool = "final_answer";
+  sent.status = "rejected";
+  sent.failure_class = "none";
+  sent.rule.clear();
+  sent.repair = false;
+  sent.observation = "verify: the answer was not accepted. ...";
+  sent.detail = {{"grounded", false}, {"sent_back", true}};
+  Step refused = sent;
+  refused.index = 4;
+  refused.observation = "verify: not grounded again:\n- 18000: ...";
+  refused.detail = {{"grounded", false}, {"sent_back", false}};
+  t.steps.push_back(sent);
+  t.steps.push_back(refused);
+  t.totals.send_backs = 1;
+  EXPECT_TRUE(IsSendBack(sent));
+  EXPECT_FALSE(IsSendBack(refused));
+  EXPECT_FALSE(IsSendBack(t.steps[1]));
+  EXPECT_NE(TotalsLine(t).find("repairs 0/1 · send-backs 1 · grounded"), std::string::npos)
+      << TotalsLine(t);
+  const std::string summary = Summary(t);
+  // The step line of the send-back says so; the second, run-ending refusal's does not.
+  const size_t mark = summary.find("(send-back)\n");
+  ASSERT_NE(mark, std::string::npos) << summary;
+  EXPECT_EQ(summary.rfind("  [ 3] final_answer", mark), summary.rfind("\n", mark) + 1) << summary;
+  EXPECT_EQ(summary.find("(send-back)", mark + 1), std::string::npos) << summary;
+  EXPECT_NE(RenderHtml(t, {}).find("returned to ground)</td><td>1</td>"), std::string::npos);
+  json doc = ToJson(t);
+  EXPECT_EQ(doc["totals"]["send_backs"], 1);
+  auto back = FromJson(doc);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->totals.send_backs, 1);
+
+  // A trace written before the count (no total, no mark on the steps) counts it from them.
+  doc["totals"].erase("send_backs");
+  doc["steps"][2]["detail"].erase("sent_back");
+  doc["steps"][3]["detail"].erase("sent_back");
+  auto old = FromJson(doc);
+  ASSERT_TRUE(old.has_value()) << old.error().message;
+  EXPECT_EQ(old->totals.send_backs, 1);
+
+  // A killed run's events give the same count.
+  quarry::testing::TempDir dir;
+  std::string events = R"({"event":"start","id":"r3","question":"q","sources":[]})" "\n";
+  for (const Step& s : t.steps) {
+    json e = ToJson(s);
+    e["event"] = "step";
+    events += e.dump() + "\n";
+  }
+  auto rebuilt = ReadTrace(dir.Write("events.jsonl", events));
+  ASSERT_TRUE(rebuilt.has_value()) << rebuilt.error().message;
+  EXPECT_EQ(rebuilt->totals.send_backs, 1);
+  EXPECT_EQ(rebuilt->totals.repair_attempts, 1);
+}
+
 TEST(TraceTest, SummaryAndTotalsLine) {
   const Trace t = Sample();
   EXPECT_EQ(TotalsLine(t),
-            "steps 1 · tool calls 1 · repairs 0/1 · grounded yes · tokens 1200+40 · cached 1,000 "
-            "of 1,200 prompt tokens · cost $0.0004 · 950 ms");
+            "steps 1 · tool calls 1 · repairs 0/1 · send-backs 0 · grounded yes · tokens 1200+40 · "
+            "cached 1,000 of 1,200 prompt tokens · cost $0.0004 · 950 ms");
   const std::string s = Summary(t);
   EXPECT_NE(s.find("run_sql"), std::string::npos);
   EXPECT_NE(s.find("guard_violation"), std::string::npos);
@@ -619,8 +680,9 @@ TEST(TraceTest, CacheAccountingIsWrittenReadAndShown) {
   EXPECT_EQ(back->turns_source, "recorded");
 
   EXPECT_EQ(TotalsLine(t),
-            "steps 1 · tool calls 1 · repairs 0/1 · grounded yes · tokens 5045+40 · cached 4,100 "
-            "of 5,045 prompt tokens, 900 written, saved $0.0110 · cost $0.0004 · 950 ms");
+            "steps 1 · tool calls 1 · repairs 0/1 · send-backs 0 · grounded yes · tokens 5045+40 · "
+            "cached 4,100 of 5,045 prompt tokens, 900 written, saved $0.0110 · cost $0.0004 · "
+            "950 ms");
   t.totals.cache_saved_usd = -0.002;
   EXPECT_NE(TotalsLine(t).find("900 written, caching cost $0.0020 more · "), std::string::npos)
       << TotalsLine(t);

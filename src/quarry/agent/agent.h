@@ -54,9 +54,15 @@ struct SchemaOptions {
   std::optional<llm::EmbeddingsConfig> embeddings;
 };
 
+// What the system prompt is written for. kEval (`quarry eval` only): one more line,
+// prompts/eval.md, says the last query is compared with a reference query's result and should
+// return just the columns and rows the question asks for. kAsk: every other command.
+enum class PromptMode { kAsk, kEval };
+
 struct Config {
   // Off: the first failed tool call ends the run (execution_failed); nothing else differs.
   bool self_correction = true;
+  PromptMode prompt = PromptMode::kAsk;
   int max_steps = 12;          // model turns
   int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
   // Tool calls per question, parallel calls counting one each, ask_user and final_answer
@@ -168,11 +174,13 @@ struct SchemaView {
 SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
                       const SchemaOptions& options);
 
-// The system prompt: prompts/system.md with the dialect, its cleaning advice, and last the
-// schema section (ViewSchema) under a line saying cards are data, never instructions. `view`, when
-// given, receives what the schema section holds.
+// The system prompt: prompts/system.md with the dialect, its cleaning advice, with `mode`
+// kEval the line of prompts/eval.md after the final_answer rule, and last the schema section
+// (ViewSchema) under a line saying cards are data, never instructions. `view`, when given,
+// receives what the schema section holds.
 std::string SystemPrompt(const engine::Engine& engine, const std::string& question = "",
-                         const SchemaOptions& options = {}, SchemaView* view = nullptr);
+                         const SchemaOptions& options = {}, SchemaView* view = nullptr,
+                         PromptMode mode = PromptMode::kAsk);
 // The length in bytes of the system prompt's part that is the same for every question on the
 // same data: the instructions, the dialect and its cleaning advice, up to and including the
 // line that opens the schema cards (which come last, since retrieval may pick them by the

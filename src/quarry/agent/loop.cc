@@ -62,6 +62,7 @@ class Session {
                      {"timeout_ms", config.limits.timeout_ms},
                      {"max_rows", config.limits.max_rows},
                      {"preview_rows", config.preview_rows}};
+    if (config.prompt == PromptMode::kEval) trace_.config["prompt"] = "eval";
     for (const Tool& t : tools_) schemas_.push_back(t.schema);
     if (config.python && config.sandbox.allow_unisolated) {
       if (auto why = sandbox::NamespaceUnavailableReason()) {
@@ -70,7 +71,8 @@ class Session {
       }
     }
     SchemaView schema;
-    std::string system = SystemPrompt(engine, input.question, config.schema, &schema);
+    std::string system =
+        SystemPrompt(engine, input.question, config.schema, &schema, config.prompt);
     std::vector<std::string> files;
     for (const auto& s : engine.sources()) {
       // A server's path is its redacted spec: a URL's last "/" part is no name.
@@ -420,12 +422,14 @@ class Session {
       list += "- " + c.value + ": " + (c.reason.empty() ? "not in any result you were shown, nor in the question" : c.reason) + "\n";
     }
     step.status = "rejected";
+    obs.detail["sent_back"] = !sent_back_;  // the mark trace::IsSendBack reads
     if (sent_back_) {
       obs.text = "verify: not grounded again:\n" + list;
       stop_reason_ = kStopUngrounded;
       return true;
     }
     sent_back_ = true;
+    ++trace_.totals.send_backs;
     obs.text = Prompt("verify_sendback", {{"unsupported", list}});
     return false;
   }

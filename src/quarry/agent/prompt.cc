@@ -22,7 +22,7 @@ std::string Prompt(const std::string& name,
 }
 
 std::string SystemPrompt(const engine::Engine& engine, const std::string& question,
-                         const SchemaOptions& options, SchemaView* view) {
+                         const SchemaOptions& options, SchemaView* view, PromptMode mode) {
   const auto [dialect, cleaning] = [&]() -> std::pair<const char*, const char*> {
     switch (engine.dialect()) {
       case engine::Dialect::kDuckDB: return {"DuckDB", "cleaning_duckdb"};
@@ -32,8 +32,11 @@ std::string SystemPrompt(const engine::Engine& engine, const std::string& questi
     return {"SQLite", "cleaning_sqlite"};
   }();
   SchemaView schema = ViewSchema(engine, question, options);
+  // The eval line is a bullet of its own; without it the prompt is byte for byte ask's.
+  const std::string eval = mode == PromptMode::kEval ? "\n- " + Prompt("eval", {}) : "";
   std::string text = Prompt("system", {{"dialect", dialect},
                                        {"cleaning", Prompt(cleaning, {})},
+                                       {"eval", eval},
                                        {"schema_cards", schema.text}});
   if (view) *view = std::move(schema);
   return text;

@@ -84,6 +84,7 @@ struct RunMetrics {
   int steps = 0;             // trace steps other than open_data
   int repair_attempts = 0;   // tool calls made while a failure was outstanding
   int repair_successes = 0;  // repairs whose execution succeeded
+  int send_backs = 0;        // answers the verify gate returned to the model (not repairs)
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;       // of prompt_tokens, read from the provider's cache

@@ -121,6 +121,8 @@ struct EvalQuestion {
   std::string difficulty;  // BIRD only: simple, moderate, challenging
   std::string gold_sql;
   std::filesystem::path db_path;  // <databases>/<db_id>/<db_id>.sqlite
+  // That file is absent: the question is skipped and counted (skipped_missing_db), not run.
+  bool db_missing = false;
   // Every *.sqlite file in the database's folder, db_path first: the test-suite evaluation
   // compares on all of them (its distilled test suites are extra files there).
   std::vector<std::filesystem::path> suite_paths;
@@ -137,8 +139,9 @@ struct EvalDataset {
 // present: one "SQL<TAB>db_id" line per question, the gold taken from it), databases under
 // <split>_database/ when it exists (Spider's test split) else database/, each at
 // <db_id>/<db_id>.sqlite. tables.json is not read: the agent reads the schema from the
-// database file. Errors: kData naming the file and the problem (missing, not JSON, an entry
-// without a field, a gold file whose line count or db_id disagrees, a missing database).
+// database file. A question whose database file is absent is kept, marked db_missing. Errors:
+// kData naming the file and the problem (missing, not JSON, an entry without a field, a gold
+// file whose line count or db_id disagrees, no database folder, a db_id that is no folder name).
 Result<EvalDataset> LoadSpider(const std::filesystem::path& dir, const std::string& split);
 // BIRD's layout in `dir`: <split>.json ([{question_id, db_id, question, evidence, SQL,
 // difficulty}]), databases at <split>_databases/<db_id>/<db_id>.sqlite. Errors as LoadSpider.
@@ -164,7 +167,7 @@ struct EvalOptions {
   bool keep_distinct = false;      // test-suite rule: else DISTINCT is removed from both
   ExecLimits exec;
   Tolerance tolerance;
-  agent::Config config;            // for the agent's runs
+  agent::Config config;            // for the agent's runs (its prompt set to PromptMode::kEval)
   engine::OpenOptions open;        // how the agent's database is opened
   // "live", "recorded" (fixtures) or "none" (--gold): what the model turns were, in the summary.
   std::string turns = "live";
@@ -185,7 +188,9 @@ struct EvalSummary {
   int prediction_errors = 0; // the predicted SQL failed, timed out or was over the row cap
   int no_prediction = 0;     // the run gave no SQL answer (no answer, a clarification, Python)
   int harness_errors = 0;    // the gold SQL failed or was over the row cap: not the model's miss
-  int skipped = 0;           // no model client for it (--offline without a recording)
+  // No model client for it (--offline without a recording), or its database is missing.
+  int skipped = 0;
+  int skipped_missing_db = 0;  // of skipped: the question's database file is absent
   bool interrupted = false;
   nlohmann::ordered_json json;  // the whole summary as written
 };

@@ -63,6 +63,7 @@ Result<void> FindDatabases(const fs::path& databases, const std::string& layout,
     return Fail(Error::Code::kData,
                 "the database folder " + databases.string() + " is missing: " + layout);
   }
+  // db_id -> its files, main first; empty when the main file is missing.
   std::map<std::string, std::vector<fs::path>> found;
   for (EvalQuestion& q : questions) {
     auto it = found.find(q.db_id);
@@ -75,23 +76,25 @@ Result<void> FindDatabases(const fs::path& databases, const std::string& layout,
       }
       const fs::path folder = databases / q.db_id;
       const fs::path main = folder / (q.db_id + ".sqlite");
-      if (!fs::is_regular_file(main, ec)) {
-        return Fail(Error::Code::kData, "database " + q.db_id + " (question " + q.question_id +
-                                            ") is missing: expected " + main.string());
-      }
-      std::vector<fs::path> suite{main};
-      std::vector<fs::path> extra;
-      for (const auto& e : fs::directory_iterator(folder, ec)) {
-        if (e.path().extension() == ".sqlite" && e.path() != main &&
-            fs::is_regular_file(e.path(), ec)) {
-          extra.push_back(e.path());
+      std::vector<fs::path> suite;
+      // A missing database costs its questions, not the whole run: RunEval skips and counts
+      // them.
+      if (fs::is_regular_file(main, ec)) {
+        suite.push_back(main);
+        std::vector<fs::path> extra;
+        for (const auto& e : fs::directory_iterator(folder, ec)) {
+          if (e.path().extension() == ".sqlite" && e.path() != main &&
+              fs::is_regular_file(e.path(), ec)) {
+            extra.push_back(e.path());
+          }
         }
+        std::sort(extra.begin(), extra.end());
+        suite.insert(suite.end(), extra.begin(), extra.end());
       }
-      std::sort(extra.begin(), extra.end());
-      suite.insert(suite.end(), extra.begin(), extra.end());
       it = found.emplace(q.db_id, std::move(suite)).first;
     }
-    q.db_path = it->second.front();
+    q.db_missing = it->second.empty();
+    q.db_path = q.db_missing ? databases / q.db_id / (q.db_id + ".sqlite") : it->second.front();
     q.suite_paths = it->second;
   }
   return {};

@@ -20,8 +20,9 @@ Result<nlohmann::ordered_json> ReadQuestionFile(const std::filesystem::path& pat
 Result<std::string> StringField(const nlohmann::ordered_json& entry, const char* key,
                                 const std::filesystem::path& file, size_t index);
 
-// Fills db_path and suite_paths of every question from `databases`/<db_id>/<db_id>.sqlite.
-// Errors (kData): the folder or a database file missing, naming it and the db_id.
+// Fills db_path and suite_paths of every question from `databases`/<db_id>/<db_id>.sqlite; a
+// question whose file is absent gets db_missing (db_path the expected file, no suite_paths).
+// Errors (kData): the folder missing, or a db_id that is not a folder name.
 Result<void> FindDatabases(const std::filesystem::path& databases, const std::string& layout,
                            std::vector<EvalQuestion>& questions);
 

@@ -85,6 +85,7 @@ struct Tally {
   std::map<std::string, int> outcomes;
   std::vector<double> model_calls, prompt_tokens, completion_tokens, latency_ms;
   double cost_usd = 0.0;
+  int repair_attempts = 0, repair_successes = 0, send_backs = 0, runs_with_send_backs = 0;
   std::map<std::string, std::pair<int, int>> by_difficulty;  // scored, matched
   std::string model, provider;
   // Scored questions whose answer the gate accepted, and those it refused.
@@ -146,8 +147,12 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
   if (!lines) return Fail(Error::Code::kInternal, "cannot write " + lines_path.string());
 
   Engines engines(o.open);
+  // Every eval run is told its last query is compared with a reference (prompts/eval.md).
+  agent::Config config = o.config;
+  config.prompt = agent::PromptMode::kEval;
   Tally tally;
   EvalSummary summary;
+  std::set<std::string> missing_dbs;
   for (size_t pick : picked) {
     if (pick >= dataset.questions.size()) continue;
     if (o.stop.stop_requested()) {
@@ -171,6 +176,12 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     co.order_matters = o.rule == MatchRule::kTestSuite && HasTopLevelOrderBy(gold_sql);
     co.tolerance = o.tolerance;
     line["order_matters"] = co.order_matters;
+    if (q.db_missing) {
+      outcome = "skipped";
+      error = "database " + q.db_id + " is missing: expected " + q.db_path.string();
+      ++summary.skipped_missing_db;
+      missing_dbs.insert(q.db_id);
+    }
 
     // The databases compared on: every test-suite file with the test-suite rule, else the one.
     std::vector<fs::path> paths = o.rule == MatchRule::kTestSuite ? q.suite_paths
@@ -178,7 +189,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     if (paths.empty()) paths = {q.db_path};
     std::vector<engine::Engine*> dbs;
     std::vector<Denotation> gold;
-    for (size_t d = 0; d < paths.size() && error.empty(); ++d) {
+    for (size_t d = 0; d < paths.size() && outcome.empty() && error.empty(); ++d) {
       auto e = engines.Get(paths[d], d == 0);
       if (!e) {
         error = "cannot open " + paths[d].string() + ": " + e.error().message;
@@ -193,7 +204,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       if (d == 0) line["gold_rows"] = g->rows.size();
       gold.push_back(std::move(*g));
     }
-    if (!error.empty()) outcome = "harness_error";
+    if (!error.empty() && outcome.empty()) outcome = "harness_error";
 
     std::optional<RunRecord> run;
     if (outcome.empty() && o.gold_as_prediction) {
@@ -208,7 +219,7 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
         agent::RunInput input;
         input.question = PromptQuestion(q);
         input.stop = o.stop;
-        auto r = RunAgent(std::move(input), *dbs[0], **client, o.config, o.runs_dir);
+        auto r = RunAgent(std::move(input), *dbs[0], **client, config, o.runs_dir);
         if (!r) return std::unexpected(r.error());
         run = std::move(*r);
         pred_sql = PredictionOf(run->trace);
@@ -247,6 +258,9 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       if (pred_sql.empty()) line["last_sql"] = LastExecutedSql(t, true);
       line["model_calls"] = m.model_calls;
       line["tool_calls"] = m.tool_calls;
+      line["repair_attempts"] = m.repair_attempts;
+      line["repair_successes"] = m.repair_successes;
+      line["send_backs"] = m.send_backs;
       line["prompt_tokens"] = m.prompt_tokens;
       line["completion_tokens"] = m.completion_tokens;
       line["cost_usd"] = m.cost_usd;
@@ -256,6 +270,10 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       tally.completion_tokens.push_back(static_cast<double>(m.completion_tokens));
       tally.latency_ms.push_back(static_cast<double>(m.wall_ms));
       tally.cost_usd += m.cost_usd;
+      tally.repair_attempts += m.repair_attempts;
+      tally.repair_successes += m.repair_successes;
+      tally.send_backs += m.send_backs;
+      tally.runs_with_send_backs += m.send_backs > 0 ? 1 : 0;
       if (tally.model.empty()) tally.model = t.model, tally.provider = t.provider;
     } else {
       line["run_id"] = nullptr;
@@ -313,6 +331,8 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
                    {"no_prediction", summary.no_prediction},
                    {"harness_error", summary.harness_errors},
                    {"skipped", summary.skipped}};
+  s["skipped_missing_db"] = summary.skipped_missing_db;
+  s["missing_databases"] = missing_dbs;
   if (!o.gold_as_prediction) {
     s["grounded_answers"] = Fraction(tally.grounded_matched, tally.grounded_scored);
     s["matched_but_refused"] = tally.refused_matched;
@@ -323,6 +343,10 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
   s["prompt_tokens_per_question"] = MeanOrNull(tally.prompt_tokens);
   s["completion_tokens_per_question"] = MeanOrNull(tally.completion_tokens);
   s["cost_usd_total"] = tally.cost_usd;
+  s["repair_attempts"] = tally.repair_attempts;
+  s["repair_successes"] = tally.repair_successes;
+  s["send_backs"] = tally.send_backs;
+  s["runs_with_send_backs"] = tally.runs_with_send_backs;
   const double p50 = Percentile(tally.latency_ms, 50), p95 = Percentile(tally.latency_ms, 95);
   s["latency_ms"] = {{"p50", std::isnan(p50) ? json(nullptr) : json(p50)},
                      {"p95", std::isnan(p95) ? json(nullptr) : json(p95)}};

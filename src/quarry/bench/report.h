@@ -61,6 +61,12 @@ struct GroupFigures {
   int incomplete = 0;
   int answered = 0;  // stop_reason "answered"
   int grounded = 0;  // answered, and every value passed the verify gate
+  // Summed over the runs: repairs (tool calls made while a failure was outstanding, and those
+  // whose execution succeeded) and send-backs (answers the verify gate returned to the model).
+  int repair_attempts = 0;
+  int repair_successes = 0;
+  int send_backs = 0;
+  int runs_with_send_backs = 0;
   std::map<std::string, int> stop_reasons;
   Figure model_calls, tool_calls, prompt_tokens, completion_tokens;
   Figure wall_seconds;  // the trace's totals.wall_ms / 1000: the whole run, opening data included
@@ -95,8 +101,9 @@ GroupFigures FiguresOf(const std::vector<const ReportRun*>& runs, const std::str
 // does that). Figures are "n/a" for an empty group.
 std::string ReportText(const Report& report);
 // {"source", "kind", "runs", "incomplete", "replayed", "not_run", "skipped": [{path, reason}],
-//  "groups": [{group, runs, incomplete, answered, grounded, stop_reasons, figures: {name:
-//  {mean, median, max}}}], "run_list": [...]}; NaN figures are null.
+//  "groups": [{group, runs, incomplete, answered, grounded, repair_attempts, repair_successes,
+//  send_backs, runs_with_send_backs, stop_reasons, figures: {name: {mean, median, max}}}],
+//  "run_list": [...]}; NaN figures are null.
 nlohmann::ordered_json ReportJson(const Report& report);
 // One self-contained page (no script, no network, every string escaped): the tables, the run
 // list, the skipped traces, and a latency histogram rendered by the chart module as inline

@@ -160,6 +160,10 @@ std::string CountsTableHtml(const GroupFigures& g) {
   line("incomplete (killed)", g.incomplete);
   line("answered", g.answered);
   line("grounded", g.grounded);
+  line("repair attempts", g.repair_attempts);
+  line("repair successes", g.repair_successes);
+  line("send-backs (answers the verify gate returned)", g.send_backs);
+  line("runs with a send-back", g.runs_with_send_backs);
   for (const auto& [reason, n] : g.stop_reasons) line("stop: " + reason, n);
   return h + "</tbody></table>";
 }
@@ -167,6 +171,7 @@ std::string CountsTableHtml(const GroupFigures& g) {
 std::string RunListHtml(const Report& r) {
   std::string h = "<table class=\"runs\"><thead><tr><th>run</th><th>arm</th><th>task</th>"
                   "<th>question</th><th>stop</th><th>model calls</th><th>tool calls</th>"
+                  "<th>repairs</th><th>send-backs</th>"
                   "<th>prompt tokens</th><th>completion tokens</th><th>wall s</th>"
                   "<th>cost (USD)</th></tr></thead><tbody>";
   for (const ReportRun& run : r.runs) {
@@ -176,6 +181,8 @@ std::string RunListHtml(const Report& r) {
          H(run.stop_reason) +
          (run.incomplete ? " <span class=\"badge\">incomplete</span>" : "") + "</td><td>" +
          std::to_string(m.model_calls) + "</td><td>" + std::to_string(m.tool_calls) +
+         "</td><td>" + std::to_string(m.repair_successes) + "/" +
+         std::to_string(m.repair_attempts) + "</td><td>" + std::to_string(m.send_backs) +
          "</td><td>" + std::to_string(m.prompt_tokens) + "</td><td>" +
          std::to_string(m.completion_tokens) + "</td><td>" +
          Fixed(static_cast<double>(m.wall_ms) / 1000.0, 3) + "</td><td>" +
@@ -205,6 +212,10 @@ GroupFigures FiguresOf(const std::vector<const ReportRun*>& runs, const std::str
     g.incomplete += run->incomplete ? 1 : 0;
     g.answered += m.answered ? 1 : 0;
     g.grounded += m.grounded ? 1 : 0;
+    g.repair_attempts += m.repair_attempts;
+    g.repair_successes += m.repair_successes;
+    g.send_backs += m.send_backs;
+    g.runs_with_send_backs += m.send_backs > 0 ? 1 : 0;
     ++g.stop_reasons[run->stop_reason.empty() ? "(none)" : run->stop_reason];
     model.push_back(m.model_calls);
     tool.push_back(m.tool_calls);
@@ -238,6 +249,10 @@ std::string ReportText(const Report& r) {
     }
     out += "answered " + std::to_string(g.answered) + " of " + std::to_string(g.runs) +
            ", grounded " + std::to_string(g.grounded) + " of " + std::to_string(g.runs) + "\n";
+    out += "repairs " + std::to_string(g.repair_successes) + "/" +
+           std::to_string(g.repair_attempts) + " (succeeded/attempted), send-backs " +
+           std::to_string(g.send_backs) + " (in " + std::to_string(g.runs_with_send_backs) +
+           " of " + std::to_string(g.runs) + " runs)\n";
     out += "stop reasons: " + StopReasonsText(g) + "\n";
   }
   bool header = false;
@@ -274,6 +289,10 @@ json ReportJson(const Report& r) {
                       {"incomplete", g.incomplete},
                       {"answered", g.answered},
                       {"grounded", g.grounded},
+                      {"repair_attempts", g.repair_attempts},
+                      {"repair_successes", g.repair_successes},
+                      {"send_backs", g.send_backs},
+                      {"runs_with_send_backs", g.runs_with_send_backs},
                       {"stop_reasons", stops},
                       {"figures", figures}});
   }
@@ -290,6 +309,9 @@ json ReportJson(const Report& r) {
                     {"incomplete", run.incomplete},
                     {"model_calls", m.model_calls},
                     {"tool_calls", m.tool_calls},
+                    {"repair_attempts", m.repair_attempts},
+                    {"repair_successes", m.repair_successes},
+                    {"send_backs", m.send_backs},
                     {"prompt_tokens", m.prompt_tokens},
                     {"completion_tokens", m.completion_tokens},
                     {"wall_seconds", static_cast<double>(m.wall_ms) / 1000.0},

@@ -28,6 +28,7 @@ RunMetrics MetricsOf(const trace::Trace& t) {
   m.tool_calls = t.totals.tool_calls;
   m.repair_attempts = t.totals.repair_attempts;
   m.repair_successes = t.totals.repair_successes;
+  m.send_backs = t.totals.send_backs;
   m.prompt_tokens = t.totals.input_tokens;
   m.completion_tokens = t.totals.output_tokens;
   m.cached_tokens = t.totals.cached_tokens;

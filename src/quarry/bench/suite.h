@@ -37,6 +37,11 @@ using Alternatives = std::vector<std::string>;
 
 // Judge calls per answer (the majority of three decides).
 inline constexpr int kJudgeCalls = 3;
+// Every judge call is sampled at this temperature, whatever the judge client's own setting, so
+// three calls can disagree and "all three agreed" means something (three identical calls at
+// temperature 0 agree by construction). An endpoint that rejects a temperature gets the call
+// again without one (llm.h), at its own default.
+inline constexpr double kJudgeTemperature = 0.7;
 
 struct Task {
   std::string id;
@@ -136,13 +141,20 @@ struct JudgeResult {
   double cost_usd = 0.0;
 };
 
-// The judge's prompt (prompts/judge.md) for one answer.
-std::string JudgePrompt(const Task& task, std::string_view answer);
+// The order in which judge call `vote` (0, 1 or 2) lists `n` computed facts, as indices into
+// Task::facts: vote 0 as written, vote 1 reversed, vote 2 rotated by one (the second fact
+// first, the first last). With fewer than three facts two votes share an order; the
+// temperature still samples them apart. Any other vote is as written.
+std::vector<size_t> JudgeFactOrder(size_t n, int vote);
+// The judge's prompt (prompts/judge.md) for one answer, the facts in vote `vote`'s order
+// (JudgeFactOrder); the question, rubric and answer are the same in every vote.
+std::string JudgePrompt(const Task& task, std::string_view answer, int vote = 0);
 // Reads a judge reply: one JSON object {"verdict": "pass"|"fail", "reason": "..."}, bare or in
 // one code fence; a reply with other text beside the object is no vote (the text could say the
 // opposite). Never throws; an unreadable reply is no vote.
 JudgeVote ParseJudgeReply(std::string_view reply);
-// Asks `client` kJudgeCalls times (no tools) and tallies the votes; a failed call is no vote.
+// Asks `client` kJudgeCalls times (no tools), call i with JudgePrompt(task, answer, i) at
+// kJudgeTemperature, and tallies the votes; a failed call is no vote.
 JudgeResult JudgeAnswer(llm::Client& client, const Task& task, std::string_view answer);
 
 // ---- Running the suite ------------------------------------------------------------------
@@ -223,6 +235,9 @@ struct ArmSummary {
   double repair_success_rate = 0.0;  // repair successes / repair attempts (NaN: none)
   int64_t repair_attempts = 0;
   int64_t repair_successes = 0;
+  // Answers the verify gate returned to the model, summed over runs, and the runs with one.
+  int64_t send_backs = 0;
+  int64_t runs_with_send_backs = 0;
   double grounded_rate = 0.0;        // grounded answers / runs
   double mean_cost_usd = 0.0;        // per task run, judge calls included
   double total_cost_usd = 0.0;

@@ -1,6 +1,8 @@
 // The LLM judge (suite.h): prompts/judge.md filled with the question, the rubric, the computed
-// facts and the answer; three calls, each reply read as {"verdict", "reason"}; the majority
-// decides, and a reply that cannot be read is no vote (reported, never guessed).
+// facts and the answer; three calls, sampled (the facts in a different order per call, at a
+// nonzero temperature), each reply read as {"verdict", "reason"}; the majority decides, and a
+// reply that cannot be read is no vote (reported, never guessed).
+#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -33,10 +35,20 @@ std::string Defang(std::string text) {
 
 }  // namespace
 
-std::string JudgePrompt(const Task& task, std::string_view answer) {
+std::vector<size_t> JudgeFactOrder(size_t n, int vote) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  if (vote == 1) std::reverse(order.begin(), order.end());
+  if (vote == 2 && n > 1) std::rotate(order.begin(), order.begin() + 1, order.end());
+  return order;
+}
+
+std::string JudgePrompt(const Task& task, std::string_view answer, int vote) {
   std::string text = JudgePrompts().at("judge");
   std::string facts;
-  for (const std::string& f : task.facts) facts += "- " + Defang(f) + "\n";
+  for (size_t i : JudgeFactOrder(task.facts.size(), vote)) {
+    facts += "- " + Defang(task.facts[i]) + "\n";
+  }
   if (!facts.empty()) facts.pop_back();
   // The answer last: what it holds can never be taken for a later placeholder.
   ReplaceAll(text, "{{question}}", Defang(task.question));
@@ -85,9 +97,10 @@ JudgeVote ParseJudgeReply(std::string_view reply) {
 
 JudgeResult JudgeAnswer(llm::Client& client, const Task& task, std::string_view answer) {
   JudgeResult result;
-  llm::Request request;
-  request.messages.push_back({llm::Role::kUser, JudgePrompt(task, answer), {}, {}});
   for (int i = 0; i < kJudgeCalls; ++i) {
+    llm::Request request;
+    request.messages.push_back({llm::Role::kUser, JudgePrompt(task, answer, i), {}, {}});
+    request.temperature = kJudgeTemperature;
     auto turn = client.Complete(request);
     JudgeVote vote;
     if (!turn) {

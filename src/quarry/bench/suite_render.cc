@@ -59,6 +59,7 @@ std::vector<Row> Rows(const json& results) {
       {"tasks graded", {}},                 {"task runs skipped", {}},
       {"task runs not graded (error)", {}}, {"median steps", {}},
       {"repair rate", {}},                  {"repair success rate", {}},
+      {"send-backs (answers the verify gate returned)", {}},
       {"grounded-answer rate", {}},         {"mean cost per task run", {}},
       {"p50 / p95 latency", {}},            {"sandbox and guard violations", {}},
       {"judge: answers judged, calls, all-three agreement", {}}};
@@ -98,6 +99,13 @@ std::vector<Row> Rows(const json& results) {
     const std::string repair_success = Percent(NumberAt(a, "repair_success_rate")) + " (" +
                                        Count(NumberAt(a, "repair_successes")) + "/" +
                                        Count(NumberAt(a, "repair_attempts")) + ")";
+    // Results files written before send-backs were counted have no figure: n/a, not 0.
+    const std::string send_backs =
+        Field(a, "send_backs").is_number()
+            ? Count(NumberAt(a, "send_backs")) + " (in " +
+                  Count(NumberAt(a, "runs_with_send_backs")) + " of " +
+                  Count(NumberAt(a, "runs")) + " runs)"
+            : std::string("n/a");
     const std::string cells[] = {
         success,
         Count(graded),
@@ -107,6 +115,7 @@ std::vector<Row> Rows(const json& results) {
         Fmt("%.1f", NumberAt(a, "median_steps")),
         repair_rate,
         repair_success,
+        send_backs,
         Percent(NumberAt(a, "grounded_rate")),
         Fmt("$%.4f", NumberAt(a, "mean_cost_usd")),
         Fmt("%.0f ms", NumberAt(a, "p50_latency_ms")) + " / " +

@@ -25,6 +25,7 @@ json ToJson(const RunMetrics& m) {
           {"steps", m.steps},
           {"repair_attempts", m.repair_attempts},
           {"repair_successes", m.repair_successes},
+          {"send_backs", m.send_backs},
           {"prompt_tokens", m.prompt_tokens},
           {"completion_tokens", m.completion_tokens},
           {"cached_tokens", m.cached_tokens},
@@ -97,6 +98,8 @@ json ToJson(const ArmSummary& s) {
           {"repair_attempts", s.repair_attempts},
           {"repair_successes", s.repair_successes},
           {"repair_success_rate", Num(s.repair_success_rate)},
+          {"send_backs", s.send_backs},
+          {"runs_with_send_backs", s.runs_with_send_backs},
           {"grounded_rate", Num(s.grounded_rate)},
           {"mean_cost_usd", Num(s.mean_cost_usd)},
           {"total_cost_usd", s.total_cost_usd},
@@ -148,6 +151,8 @@ ArmSummary Summarise(const std::vector<TaskRun>& runs, bool self_correction) {
     repaired_runs += r.metrics.repair_attempts > 0 ? 1 : 0;
     s.repair_attempts += r.metrics.repair_attempts;
     s.repair_successes += r.metrics.repair_successes;
+    s.send_backs += r.metrics.send_backs;
+    s.runs_with_send_backs += r.metrics.send_backs > 0 ? 1 : 0;
     grounded += r.metrics.grounded ? 1 : 0;
     s.guard_violations += r.metrics.guard_violations;
     s.runs_with_guard_violations += r.metrics.guard_violations > 0 ? 1 : 0;

@@ -115,12 +115,14 @@ class Runner {
   }
 
   static std::string Line(const TaskRun& r) {
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof buf,
-                  "[%-3s] %s #%d %-7s steps %d  repairs %d/%d  $%.4f  %lld ms  on %s",
+                  "[%-3s] %s #%d %-7s steps %d  repairs %d/%d  send-backs %d  $%.4f  %lld ms  "
+                  "on %s",
                   r.self_correction ? "on" : "off", r.task.c_str(), r.sample,
                   std::string(RunStatusName(r.status)).c_str(), r.metrics.steps,
-                  r.metrics.repair_successes, r.metrics.repair_attempts, r.cost_usd,
+                  r.metrics.repair_successes, r.metrics.repair_attempts, r.metrics.send_backs,
+                  r.cost_usd,
                   static_cast<long long>(r.metrics.wall_ms),
                   r.engine.empty() ? "no engine" : r.engine.c_str());
     return std::string(buf) + (r.reason.empty() ? "" : "  " + r.reason);

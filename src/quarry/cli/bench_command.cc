@@ -129,7 +129,8 @@ void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
               << Fixed("%.1f", a.success_ci.low * 100) << "-"
               << Fixed("%.1f%%", a.success_ci.high * 100) << ")  skipped " << a.skipped
               << "  errors " << a.errors << "  repairs " << a.repair_successes << "/"
-              << a.repair_attempts << "  median steps " << Fixed("%.1f", a.median_steps)
+              << a.repair_attempts << "  send-backs " << a.send_backs << "  median steps "
+              << Fixed("%.1f", a.median_steps)
               << "  cost $" << Fixed("%.4f", a.total_cost_usd) << "\n";
   }
   if (r.paired) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <map>
 
 #include "quarry/bench/eval.h"
 #include "quarry/cli/cli.h"
@@ -117,7 +118,11 @@ void PrintSummary(const json& s) {
   std::cout << "outcomes: " << out["match"] << " match, " << out["mismatch"] << " mismatch, "
             << out["prediction_error"] << " prediction error, " << out["no_prediction"]
             << " no prediction, " << out["harness_error"] << " harness error, "
-            << out["skipped"] << " skipped (of " << s["questions"] << " questions)\n";
+            << out["skipped"] << " skipped (of " << s["questions"] << " questions";
+  if (s["skipped_missing_db"].get<int>() > 0) {
+    std::cout << "; " << s["skipped_missing_db"] << " skipped for a missing database";
+  }
+  std::cout << ")\n";
   if (s.contains("by_difficulty")) {
     for (const auto& [level, f] : s["by_difficulty"].items()) {
       std::cout << "  " << level << ": " << f["matched"] << "/" << f["scored"] << " = "
@@ -131,6 +136,9 @@ void PrintSummary(const json& s) {
               << " completion tokens (means); latency p50 " << Number(s["latency_ms"]["p50"], "%.0f")
               << " ms, p95 " << Number(s["latency_ms"]["p95"], "%.0f") << " ms; total cost $"
               << Number(s["cost_usd_total"], "%.4f") << "\n";
+    std::cout << "repairs " << s["repair_successes"] << "/" << s["repair_attempts"]
+              << " (succeeded/attempted), send-backs " << s["send_backs"] << " (in "
+              << s["runs_with_send_backs"] << " of " << s["runs"] << " runs)\n";
     std::cout << "model: " << TerminalText(s["model"].get<std::string>()) << " via "
               << TerminalText(s["provider"].get<std::string>()) << "\n";
   }
@@ -245,6 +253,32 @@ int RunEvalCommand(const EvalCommandOptions& o) {
 
   const std::vector<size_t> picked =
       bench::SampleIndices(dataset->questions.size(), o.n, o.seed);
+  // A sampled question whose database file is absent is skipped and counted; when every one
+  // is, the folder is not the benchmark's and nothing runs.
+  std::map<std::string, std::pair<std::string, int>> missing;  // db_id -> expected file, questions
+  for (size_t i : picked) {
+    const bench::EvalQuestion& q = dataset->questions[i];
+    if (!q.db_missing) continue;
+    auto& m = missing[q.db_id];
+    m.first = q.db_path.string();
+    ++m.second;
+  }
+  int skipped = 0;
+  for (const auto& [db, m] : missing) skipped += m.second;
+  if (!picked.empty() && skipped == static_cast<int>(picked.size())) {
+    return Report({Error::Code::kData,
+                   "none of the " + std::to_string(picked.size()) +
+                       " sampled questions has its database (" + missing.begin()->first +
+                       ": expected " + missing.begin()->second.first +
+                       "): --dir must hold the benchmark's databases"});
+  }
+  for (const auto& [db, m] : missing) {
+    std::cerr << Paint("quarry: eval: database " + TerminalText(db) + " is missing (expected " +
+                           TerminalText(m.first) + "): its " + std::to_string(m.second) +
+                           " sampled question(s) are skipped and counted (skipped_missing_db)",
+                       "33")
+              << "\n";
+  }
   InterruptScope interrupt;
   options.stop = interrupt.token();
   size_t done = 0;

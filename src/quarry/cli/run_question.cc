@@ -75,7 +75,8 @@ void Progress::OnStep(const trace::Step& s) {
   out += Paint(status, ok ? "32" : "31");
   const bool classed = !ok && s.failure_class != "none";
   std::snprintf(line, sizeof line, " %-16s %6lld ms%s", classed ? s.failure_class.c_str() : "",
-                static_cast<long long>(s.duration_ms), s.repair ? "  repair" : "");
+                static_cast<long long>(s.duration_ms),
+                s.repair ? "  repair" : trace::IsSendBack(s) ? "  send-back" : "");
   out += line;
   std::cerr << out << "\n";
   if (s.status == "rejected") {

@@ -154,6 +154,12 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
     xf("tool_calls", t.totals.tool_calls);
     xf("repair_attempts", t.totals.repair_attempts);
     xf("repair_successes", t.totals.repair_successes);
+    // Traces written before the total have the steps to count it from.
+    if (x->contains("send_backs")) {
+      xf("send_backs", t.totals.send_backs);
+    } else {
+      for (const Step& s : t.steps) t.totals.send_backs += IsSendBack(s) ? 1 : 0;
+    }
     xf("input_tokens", t.totals.input_tokens);
     xf("output_tokens", t.totals.output_tokens);
     xf("cached_tokens", t.totals.cached_tokens);
@@ -347,6 +353,7 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
         ++t.totals.repair_attempts;
         if (s.status == "ok") ++t.totals.repair_successes;
       }
+      if (IsSendBack(s)) ++t.totals.send_backs;
     } else if (s.kind == "load") {
       t.totals.load_ms += s.duration_ms;
     }

@@ -64,6 +64,15 @@ json ToJson(const Step& s) {
   return j;
 }
 
+bool IsSendBack(const Step& s) {
+  if (s.kind != "tool" || s.tool != "final_answer" || s.status != "rejected") return false;
+  if (s.detail.is_object()) {
+    const auto it = s.detail.find("sent_back");
+    if (it != s.detail.end() && it->is_boolean()) return it->get<bool>();
+  }
+  return !s.observation.starts_with("verify: not grounded again");
+}
+
 json ToJson(const Trace& t) {
   json j;
   j["format_version"] = t.format_version;
@@ -86,6 +95,7 @@ json ToJson(const Trace& t) {
   const Totals& x = t.totals;
   j["totals"] = {{"model_turns", x.model_turns},       {"tool_calls", x.tool_calls},
                  {"repair_attempts", x.repair_attempts}, {"repair_successes", x.repair_successes},
+                 {"send_backs", x.send_backs},
                  {"input_tokens", x.input_tokens},     {"output_tokens", x.output_tokens},
                  {"cached_tokens", x.cached_tokens},   {"cache_write_tokens", x.cache_write_tokens},
                  {"cost_usd", x.cost_usd},             {"cache_saved_usd", x.cache_saved_usd},
@@ -408,7 +418,8 @@ std::string TotalsLine(const Trace& t) {
   const std::string cache = CacheText(x);
   return "steps " + std::to_string(x.model_turns) + " · tool calls " +
          std::to_string(x.tool_calls) + " · repairs " + std::to_string(x.repair_successes) + "/" +
-         std::to_string(x.repair_attempts) + " · grounded " + (t.grounded ? "yes" : "no") +
+         std::to_string(x.repair_attempts) + " · send-backs " + std::to_string(x.send_backs) +
+         " · grounded " + (t.grounded ? "yes" : "no") +
          " · tokens " + std::to_string(x.input_tokens) + "+" + std::to_string(x.output_tokens) +
          (cache.empty() ? "" : " · " + cache) + " · cost " + cost + " · " +
          std::to_string(x.wall_ms) + " ms" +
@@ -470,7 +481,8 @@ std::string Summary(const Trace& t) {
     std::snprintf(line, sizeof line, "  [%2d] %-14s %-8s %-16s %6lld ms%s\n", s.index,
                   s.tool.c_str(), s.status.c_str(),
                   s.failure_class == "none" ? "" : s.failure_class.c_str(),
-                  static_cast<long long>(s.duration_ms), s.repair ? "  (repair)" : "");
+                  static_cast<long long>(s.duration_ms),
+                  s.repair ? "  (repair)" : IsSendBack(s) ? "  (send-back)" : "");
     out += line;
   }
   out += "stop:     " + t.stop_reason + (t.incomplete ? " (incomplete: rebuilt from events.jsonl)" : "") + "\n";

@@ -62,7 +62,9 @@ struct Step {
   std::string tool;
   std::string tool_call_id;
   std::string arguments;
-  std::string status;         // "ok", "failed", "rejected" (the verify gate sent it back)
+  // "ok", "failed", "rejected" (the verify gate refused the answer: a send-back, or the second
+  // refusal that ends the run final_answer_ungrounded)
+  std::string status;
   std::string failure_class;  // FailureClassName, "none" when ok
   std::string rule;           // the guard rule, for guard_violation
   std::string observation;
@@ -75,6 +77,9 @@ struct Totals {
   int tool_calls = 0;
   int repair_attempts = 0;
   int repair_successes = 0;
+  // Answers the verify gate returned to the model to ground (at most one per run); not
+  // repairs: no failure is outstanding, so they never count in repair_attempts.
+  int send_backs = 0;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   int64_t cached_tokens = 0;
@@ -177,6 +182,11 @@ struct Trace {
 
 nlohmann::ordered_json ToJson(const Trace& trace);
 nlohmann::ordered_json ToJson(const Step& step);
+// Whether `step` is a send-back: a final_answer the verify gate refused and returned to the
+// model (detail "sent_back": true; in traces written before that mark, a refusal whose
+// observation is not the second, run-ending one). ReadTrace counts totals.send_backs with it
+// when a trace has no such total.
+bool IsSendBack(const Step& step);
 // Errors: kData naming the field of the wrong type by its path ("steps[2].duration_ms").
 Result<Trace> FromJson(const nlohmann::ordered_json& doc);
 

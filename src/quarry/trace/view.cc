@@ -344,6 +344,8 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
        "<tr><td>tool calls</td><td>" + std::to_string(x.tool_calls) + "</td></tr>"
        "<tr><td>repairs (succeeded / attempted)</td><td>" + std::to_string(x.repair_successes) + " / " +
        std::to_string(x.repair_attempts) + "</td></tr>"
+       "<tr><td>send-backs (answers the verify gate returned to ground)</td><td>" +
+       std::to_string(x.send_backs) + "</td></tr>"
        "<tr><td>tokens (in + out, cached)</td><td>" + std::to_string(x.input_tokens) + " + " +
        std::to_string(x.output_tokens) + ", " + std::to_string(x.cached_tokens) + " cached, " +
        std::to_string(x.cache_write_tokens) + " written to the cache</td></tr>"
