@@ -199,12 +199,18 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   if (expect.contains("assumptions")) {
     EXPECT_EQ(json(t.assumptions), expect["assumptions"]);
   }
+  // A decline is kept as what it is, never as the answer.
+  EXPECT_EQ(t.declined, expect.value("declined", std::string()));
+  if (!t.declined.empty()) {
+    EXPECT_EQ(t.answer, "");
+  }
 
   // The observer saw every step as it happened, and the trace on disk says the same.
   EXPECT_EQ(collector.steps.size(), t.steps.size());
   auto on_disk = trace::ReadTrace(runs.path() / "run1" / "trace.json");
   ASSERT_TRUE(on_disk.has_value()) << on_disk.error().message;
   EXPECT_EQ(on_disk->stop_reason, t.stop_reason);
+  EXPECT_EQ(on_disk->declined, t.declined);
   EXPECT_EQ(on_disk->steps.size(), t.steps.size());
   EXPECT_EQ(on_disk->totals.repair_attempts, t.totals.repair_attempts);
   EXPECT_EQ(on_disk->totals.send_backs, t.totals.send_backs);

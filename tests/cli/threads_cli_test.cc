@@ -3,6 +3,8 @@
 // gate refusing a number that only an earlier turn showed, data changes noted, and the store's
 // errors as exit codes.
 #include <gtest/gtest.h>
+
+#include <map>
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -96,7 +98,7 @@ TEST_F(ThreadsCliTest, AFollowUpSeesTheEarlierTurnAndBothAreRecorded) {
   EXPECT_EQ(messages[1]["role"], "user");
   const std::string header = messages[1]["content"];
   EXPECT_TRUE(header.starts_with("[quarry] Earlier turns of this conversation follow"));
-  EXPECT_NE(header.find("context, not evidence"), std::string::npos);
+  EXPECT_NE(header.find("Their answers are context, not evidence"), std::string::npos);
   EXPECT_TRUE(header.ends_with("Earlier question: Which region sells most?"));
   EXPECT_EQ(messages[2]["role"], "assistant");
   const std::string prior = messages[2]["content"];
@@ -152,35 +154,47 @@ TEST_F(ThreadsCliTest, AFollowUpSeesTheEarlierTurnAndBothAreRecorded) {
   EXPECT_NE(missing.err.find("no thread named \"sales\""), std::string::npos) << missing.err;
 }
 
-TEST_F(ThreadsCliTest, AFollowUpCannotRestateAnEarlierNumberWithoutQueryingIt) {
-  EnqueueTurn(server_, kMost, kMostAnswer);
-  // The follow-up counts rows, then restates North's total from turn 1 (and its preview)
-  // without querying it: sent back, then refused.
-  constexpr const char* kRestated =
-      R"({"answer": "North's 141794.14 came from 2065 orders.", "supporting_values": ["141794.14", "2065"]})";
+TEST_F(ThreadsCliTest, AFollowUpMayStateAKeptResultButNotAnEarlierAnswersWords) {
+  // Turn 1 counts the orders, then answers from its top-region query: the thread keeps that
+  // query's result (North | 141794.14) as the preview, and 565 only in the answer's words.
   server_.Enqueue(
       {200,
        {},
-       ToolCallReply({{"call_n", "run_sql", R"({"sql": "SELECT count(*) AS n FROM sales"})"}})});
+       ToolCallReply({{"call_c", "run_sql",
+                                R"({"sql": "SELECT count(*) AS n FROM sales WHERE region = 'North'"})"}})});
+  server_.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kMost}})});
+  server_.Enqueue({200,
+                   {},
+                   ToolCallReply({{"call_f", "final_answer",
+                                   R"({"answer": "North sells most: 141794.14, from 565 orders.", "supporting_values": ["141794.14", "565"]})"}})});
+  // The follow-up restates both without querying them: the kept result grounds 141794.14
+  // (cited as turn 1), the earlier answer's 565 is sent back, then refused.
+  constexpr const char* kRestated =
+      R"({"answer": "North's 141794.14 from 565 orders leads the 5 regions.", "supporting_values": []})";
+  server_.Enqueue({200,
+                   {},
+                   ToolCallReply({{"call_n", "run_sql",
+                                   R"({"sql": "SELECT count(DISTINCT region) AS regions FROM sales"})"}})});
   server_.Enqueue({200, {}, ToolCallReply({{"call_a1", "final_answer", kRestated}})});
   server_.Enqueue({200, {}, ToolCallReply({{"call_a2", "final_answer", kRestated}})});
   ASSERT_EQ(Ask("gate", "Which region sells most?", Sales()).exit_code, 0);
-  auto r = Ask("gate", "How many orders is that based on?", Sales(), {"--format", "json"});
+  const json first = ThreadsJson({"show", "gate"});
+  ASSERT_EQ(first["turns"][0]["status"], "answered");
+  auto r = Ask("gate", "How does that compare?", Sales(), {"--format", "json"});
   EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
   const json out = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(out.is_object()) << r.out;
   EXPECT_EQ(out["stop_reason"], "final_answer_ungrounded");
-  EXPECT_EQ(out["thread"], "gate");
   EXPECT_EQ(out["turn"], 2);
-  bool refused = false, counted = false;
-  for (const json& c : out["verify"]) {
-    if (c["value"] == "141794.14") refused = refused || c["grounded"] == false;
-    if (c["value"] == "2065") counted = counted || c["grounded"] == true;
-  }
-  EXPECT_TRUE(refused) << "an earlier turn's number is not evidence: " << out["verify"].dump(1);
-  EXPECT_TRUE(counted) << "the follow-up's own result is";
-  // The model had been shown the number, in the earlier answer and preview.
-  const std::string prior = server_.requests()[2].Json()["messages"][2]["content"];
+  std::map<std::string, bool> grounded;
+  for (const json& c : out["verify"]) grounded[c["value"].get<std::string>()] = c["grounded"];
+  EXPECT_TRUE(grounded.at("141794.14")) << "turn 1's kept result is evidence: " << out["verify"].dump(1);
+  EXPECT_FALSE(grounded.at("565")) << "an earlier answer's words are not";
+  EXPECT_TRUE(grounded.at("5")) << "the follow-up's own result is";
+  // The model was told so, with the kept result under its turn.
+  const std::string prior = server_.requests()[4].Json()["messages"][2]["content"];
+  EXPECT_NE(prior.find("a real result quarry kept: its values may be stated, as turn 1's"),
+            std::string::npos) << prior;
   EXPECT_NE(prior.find("North | 141794.14"), std::string::npos);
   const json show = ThreadsJson({"show", "gate"});
   EXPECT_EQ(show["turns"][1]["status"], "final_answer_ungrounded");

@@ -538,7 +538,7 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   EXPECT_EQ(messages[1]["role"], "user");
   EXPECT_NE(messages[1]["content"].get<std::string>().find("Earlier question: How many genres are there?"),
             std::string::npos) << messages[1];
-  EXPECT_NE(messages[1]["content"].get<std::string>().find("context, not evidence"), std::string::npos);
+  EXPECT_NE(messages[1]["content"].get<std::string>().find("answers are context, not evidence"), std::string::npos);
   EXPECT_EQ(messages[2]["role"], "assistant");
   EXPECT_NE(messages[2]["content"].get<std::string>().find("There are 25 genres."), std::string::npos);
   EXPECT_EQ(messages[3]["content"], "And media types?");

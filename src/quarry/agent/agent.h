@@ -39,6 +39,9 @@ inline constexpr const char* kStopInterrupted = "interrupted";  // RunInput::sto
 inline constexpr const char* kStopClarification = "clarification_needed";
 // A model turn asked for more tool calls than Config::max_tool_calls allows.
 inline constexpr const char* kStopToolCallBudget = "tool_call_budget_exhausted";
+// The model declined (final_answer with outcome "declined"): a write on a read-only connection,
+// a question the data cannot answer. trace.declined holds its reply; never an answer.
+inline constexpr const char* kStopDeclined = "declined";
 
 // What the model is shown of the schema: in the system prompt (SystemPrompt) and through
 // inspect_schema.
@@ -194,10 +197,12 @@ int64_t EstimateRequestTokens(const std::vector<llm::Message>& messages,
                               const std::vector<llm::ToolSchema>& tools);
 
 // An earlier question of the same conversation (a thread), shown to the model as prior turns.
-// The verify gate does not count the answer's numbers as given: a follow-up's figures must
-// come from this run's own results or its own question; `preview` (a small result of the
-// query the answer rested on, shown again) is context in the same way.
+// The verify gate does not count the answer's words as given. `preview` (a small result of the
+// query the answer rested on, kept by the thread store and shown again in full form) is a real
+// result: while the data has not changed since (`data_note` empty), its values ground a
+// follow-up's answer, cited as that turn (issue 23: "far below Rock's 1297" was refused).
 struct PriorTurn {
+  int turn = 0;  // the turn's number in its thread, from 1 (0: not from a thread store)
   std::string question;
   std::string answer;
   std::string sql;

@@ -27,6 +27,12 @@ std::string ShowResult(const engine::ResultTable& table, ToolContext& context,
 void RecordEvidence(const engine::ResultTable& table, ToolContext& context,
                     const std::string& tool, const std::string& sql);
 
+// The results earlier turns kept (PriorTurn::preview) that `shown` (PriorMessages' output) shows
+// the model on data unchanged since, as evidence cited by turn: its header and rows split at
+// " | ", a row the byte cut left partial dropped, the row count from its "(N rows" line.
+void AddKeptResults(const std::vector<PriorTurn>& history, const std::vector<llm::Message>& shown,
+                    Evidence& evidence);
+
 // The JSON Schema of a tool's arguments as the model sees it (inspect_schema, run_sql,
 // run_python, make_chart, ask_user, final_answer; arguments.cc); an empty object for any other
 // name.

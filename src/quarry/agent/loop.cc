@@ -83,7 +83,10 @@ class Session {
     MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
     const size_t stable = StablePrefixBytes(system);
     messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}, stable});
-    for (llm::Message& m : PriorMessages(input.history, input.history_budget_tokens, &trace_.notes)) {
+    std::vector<llm::Message> prior =
+        PriorMessages(input.history, input.history_budget_tokens, &trace_.notes);
+    AddKeptResults(input.history, prior, evidence_);
+    for (llm::Message& m : prior) {
       // Earlier turns carry data again (result previews, file names in data notes): scanned
       // like any observation, recorded at step 0 as the system prompt's data is.
       MarkInjection(m.content, 0, "thread context", trace_.injection_suspected);
@@ -368,20 +371,26 @@ class Session {
     }
     // What the user typed in reply to ask_user is theirs like the question: its numbers are
     // given. A picked choice is not: the model wrote it (TypedPart).
-    const VerifyReport report = Verify(answer, values, evidence_, trace_.question + replies_);
+    const bool declined = args.value("outcome", std::string("answer")) == "declined";
+    const VerifyReport report =
+        declined ? VerifyDeclined(answer, evidence_, trace_.question + replies_)
+                 : Verify(answer, values, evidence_, trace_.question + replies_);
     const auto& sources = evidence_.sources();
     auto source = [&](int i) -> const EvidenceSource* {
       return i >= 0 && i < static_cast<int>(sources.size()) ? &sources[static_cast<size_t>(i)] : nullptr;
     };
     // Only a grounded answer is the run's answer; a rejected one stays in its step's detail.
-    if (report.grounded()) {
+    if (report.grounded() && declined) {
+      trace_.declined = answer;
+    } else if (report.grounded()) {
       trace_.answer = answer;
       trace_.supporting_values = values;
       trace_.assumptions = assumptions;
       trace_.answer_queries.clear();
       for (int i : report.sources()) {
         const EvidenceSource* s = source(i);
-        if (s->tool == kSchemaCardTool) continue;  // the cards are no query of the answer
+        // The cards and an earlier turn's kept result are no query of this run.
+        if (s->tool == kSchemaCardTool || s->turn > 0) continue;
         trace_.answer_queries.push_back({s->step, s->tool, s->query});
       }
       if (trace_.answer_queries.empty() && !last_query_.query.empty()) {
@@ -395,7 +404,7 @@ class Session {
         trace_.answer_sql += (trace_.answer_sql.empty() ? "" : "\n\n") + sql + ";";
       }
     }
-    trace_.grounded = report.grounded();
+    trace_.grounded = report.grounded() && !declined;  // a decline grounds no answer
     trace_.verify.clear();
     json checks = json::array();
     for (const auto& c : report.checks) {
@@ -411,9 +420,10 @@ class Session {
     obs.detail = {{"grounded", report.grounded()}, {"answer", answer}, {"supporting_values", values},
                   {"assumptions", assumptions}, {"unsupported", report.unsupported()},
                   {"checks", checks}};
+    if (declined) obs.detail["outcome"] = "declined";
     if (report.grounded()) {
-      obs.text = "accepted";
-      stop_reason_ = kStopAnswered;
+      obs.text = declined ? "accepted as declined" : "accepted";
+      stop_reason_ = declined ? kStopDeclined : kStopAnswered;
       return true;
     }
     std::string list;

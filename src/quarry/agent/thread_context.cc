@@ -1,10 +1,13 @@
 // How a thread's earlier turns reach the model: rendered by the harness from its records (the
 // model never summarises them), the newest turns in full, older ones shortened to question,
 // answer and SQL, the oldest dropped first when over the budget; shown oldest first, under a
-// header that says they are context, not evidence.
+// header that says their answers are context, not evidence, and their kept results real ones.
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 
 #include "quarry/agent/agent.h"
+#include "quarry/agent/agent_internal.h"
 #include "quarry/engine/engine.h"
 
 namespace quarry::agent {
@@ -28,7 +31,7 @@ enum class Form { kFull, kSummary };
 
 std::string AssistantText(const PriorTurn& p, Form form) {
   std::string out = form == Form::kFull
-                        ? "(quarry's record of an earlier turn: context, not evidence)\n"
+                        ? "(quarry's record of an earlier turn: its answer is context, not evidence)\n"
                         : "(quarry's summary of an earlier turn, question, answer and SQL only: "
                           "context, not evidence)\n";
   out += "Answer: " + (form == Form::kFull ? p.answer : Cut(p.answer, kSummaryAnswerBytes));
@@ -38,8 +41,11 @@ std::string AssistantText(const PriorTurn& p, Form form) {
   }
   if (form == Form::kFull && !p.preview.empty()) {
     out +=
-        "\nResult preview of that run (not evidence now; re-run the query to use its "
-        "numbers):\n" +
+        (p.data_note.empty()
+             ? "\nResult preview of that run (a real result quarry kept: its values may be "
+               "stated, as " + (p.turn > 0 ? "turn " + std::to_string(p.turn) + "'s" : std::string("that turn's")) + "):\n"
+             : "\nResult preview of that run (the data changed since: re-run the query to use "
+               "its numbers):\n") +
         p.preview;
   }
   return out;
@@ -54,9 +60,10 @@ std::string Plural(size_t n, const char* one, const char* many) {
 std::string Header(size_t summarised, size_t dropped, const std::vector<std::string>& data_notes) {
   std::string h =
       "[quarry] Earlier turns of this conversation follow, oldest first, written by quarry from "
-      "its records. They are context, not evidence: the verify gate checks your answer only "
-      "against the queries and Python you run now, so numbers from earlier answers and result "
-      "previews must be queried again before you state them.";
+      "its records. Their answers are context, not evidence: a number from an earlier answer "
+      "must be queried again before you state it. Their result previews are real results "
+      "quarry kept: you may state their values without querying again, unless the data "
+      "changed.";
   if (summarised > 0) {
     h += " " + Plural(summarised, "older turn is", "older turns are") +
          " shortened to question, answer and SQL.";
@@ -130,6 +137,53 @@ std::vector<llm::Message> PriorMessages(const std::vector<PriorTurn>& history,
     messages.push_back({llm::Role::kAssistant, AssistantText(history[i], *form[i]), {}, {}});
   }
   return messages;
+}
+
+void AddKeptResults(const std::vector<PriorTurn>& history, const std::vector<llm::Message>& shown,
+                    Evidence& evidence) {
+  const auto split = [](std::string_view line) {
+    std::vector<std::string> cells;
+    size_t at = 0;
+    for (size_t bar = line.find(" | "); bar != std::string_view::npos; bar = line.find(" | ", at)) {
+      cells.emplace_back(line.substr(at, bar - at));
+      at = bar + 3;
+    }
+    cells.emplace_back(line.substr(at));
+    return cells;
+  };
+  for (const PriorTurn& p : history) {
+    if (p.preview.empty() || !p.data_note.empty()) continue;
+    const bool is_shown = std::any_of(shown.begin(), shown.end(), [&](const llm::Message& m) {
+      return m.content.find(p.preview) != std::string::npos;
+    });
+    if (!is_shown) continue;
+    std::vector<std::string> lines;
+    for (size_t at = 0; at <= p.preview.size();) {
+      const size_t nl = std::min(p.preview.find('\n', at), p.preview.size());
+      lines.push_back(p.preview.substr(at, nl - at));
+      at = nl + 1;
+    }
+    if (lines.empty()) continue;
+    const std::vector<std::string> columns = split(lines[0]);
+    std::vector<std::vector<std::optional<std::string>>> rows;
+    int64_t count = -1;
+    for (size_t i = 1; i < lines.size(); ++i) {
+      if (lines[i].starts_with("(") && lines[i].find(" row") != std::string::npos) {
+        count = std::strtoll(lines[i].c_str() + 1, nullptr, 10);
+        break;
+      }
+      std::vector<std::string> cells = split(lines[i]);
+      if (cells.size() != columns.size()) continue;  // cut by the preview's byte bound
+      std::vector<std::optional<std::string>> row;
+      for (std::string& c : cells) {
+        row.push_back(c == "NULL" ? std::nullopt : std::optional<std::string>(std::move(c)));
+      }
+      rows.push_back(std::move(row));
+    }
+    EvidenceSource source{0, "run_sql", p.sql, count};
+    source.turn = p.turn > 0 ? p.turn : 1;
+    evidence.AddResult(source, columns, rows);
+  }
 }
 
 }  // namespace quarry::agent

@@ -365,9 +365,14 @@ void MergeClarifications(const trace::Trace& trace, std::vector<ThreadClarificat
 PriorTurn ToPriorTurn(const ThreadTurn& turn) {
   PriorTurn p;
   p.question = turn.question;
-  p.answer = turn.status == kStopAnswered && !turn.answer.empty()
-                 ? turn.answer
-                 : "(no verified answer: the run ended with " + turn.status + ")";
+  p.turn = turn.number;
+  if (turn.status == kStopAnswered && !turn.answer.empty()) {
+    p.answer = turn.answer;
+  } else if (turn.status == kStopDeclined && !turn.answer.empty()) {
+    p.answer = "(declined, not an answer) " + turn.answer;
+  } else {
+    p.answer = "(no verified answer: the run ended with " + turn.status + ")";
+  }
   p.sql = turn.sql;
   p.preview = turn.preview;
   for (const auto& c : turn.clarifications) {

@@ -505,7 +505,8 @@ Result<void> ThreadStore::FinishTurn(std::string_view name, int number, const tr
   const bool answered = trace.stop_reason == kStopAnswered;
   up->Bind(1, trace.id);
   up->Bind(2, trace.stop_reason.empty() ? std::string("incomplete") : trace.stop_reason);
-  up->Bind(3, answered ? trace.answer : std::string());
+  // A decline is kept as what it is (the status says so), for the next turn to read.
+  up->Bind(3, answered ? trace.answer : trace.declined);
   up->Bind(4, answered && trace.grounded ? 1 : 0);
   up->Bind(5, trace.answer_sql);
   up->Bind(6, ResultPreview(trace));

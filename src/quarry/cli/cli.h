@@ -16,6 +16,9 @@ inline constexpr int kExitInterrupted = 6;
 // The model asked the user a question (ask_user) and no reply could be had during the run: the
 // question is printed, the turn waits in its thread, and the next `ask --thread` continues it.
 inline constexpr int kExitClarification = 7;
+// The model declined the question (a write on a read-only connection, data that cannot answer
+// it): its reply is printed as declined, never as an answer.
+inline constexpr int kExitDeclined = 8;
 
 int Main(int argc, char** argv);
 

@@ -101,6 +101,7 @@ void Progress::OnStep(const trace::Step& s) {
 int ExitFor(const trace::Trace& t) {
   if (t.stop_reason == agent::kStopAnswered && t.grounded) return kExitOk;
   if (t.stop_reason == agent::kStopClarification) return kExitClarification;
+  if (t.stop_reason == agent::kStopDeclined) return kExitDeclined;
   if (t.stop_reason == agent::kStopInterrupted) return kExitInterrupted;
   if (t.stop_reason == agent::kStopModelError) return kExitModel;
   return kExitNoAnswer;
@@ -242,6 +243,9 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
     }
     if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << TerminalText(t.answer_sql) << "\n";
     for (const auto& a : t.artifacts) std::cout << "figure: " << TerminalText(a) << "\n";
+  } else if (t.stop_reason == agent::kStopDeclined) {
+    std::cout << "\ndeclined (not an answer): " << TerminalText(t.declined) << "\n";
+    for (const auto& n : notes) std::cout << TerminalText(n) << "\n";
   } else if (t.stop_reason == agent::kStopClarification) {
     if (const trace::ClarificationRecord* c = Waiting(t)) {
       std::cout << "\nquarry needs a clarification: " << TerminalText(c->question) << "\n";

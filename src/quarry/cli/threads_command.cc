@@ -73,6 +73,7 @@ std::string StatusText(const agent::ThreadTurn& turn) {
   if (turn.status == agent::kTurnRunning) return "running (or its process was killed)";
   if (turn.status == agent::kStopAnswered)
     return turn.grounded ? "answered" : "answered, not grounded";
+  if (turn.status == agent::kStopDeclined) return "declined";
   return "no answer: " + turn.status;
 }
 

@@ -223,6 +223,9 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   if (t.stop_reason == agent::kStopClarification && !t.clarifications.empty()) {
     return ClarificationResult(t.clarifications.back(), thread, trace_path);
   }
+  if (t.stop_reason == agent::kStopDeclined) {
+    return ToolResult("declined (not an answer): " + t.declined + "\n\ntrace: " + trace_path, false);
+  }
   if (t.stop_reason != agent::kStopAnswered) {
     std::string out = "no answer: " + t.stop_reason;
     if (!t.explanation.empty()) out += "\nnot an answer, the agent's account: " + t.explanation;

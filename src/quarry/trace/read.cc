@@ -215,6 +215,7 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
     }
   }
   if (const json* e = f.Object("explanation")) Fields(*e, "explanation", &problem)("text", t.explanation);
+  if (const json* d = f.Object("declined")) Fields(*d, "declined", &problem)("text", t.declined);
   if (const json* v = f.Object("verify")) {
     Fields vf(*v, "verify", &problem);
     vf("grounded", t.grounded);

@@ -138,6 +138,7 @@ json ToJson(const Trace& t) {
     j["injection_suspected"] = is;
   }
   if (!t.explanation.empty()) j["explanation"] = {{"text", t.explanation}, {"answer", false}};
+  if (!t.declined.empty()) j["declined"] = {{"text", t.declined}, {"answer", false}};
   if (t.incomplete) j["incomplete"] = true;
   return j;
 }
@@ -514,6 +515,7 @@ std::string Summary(const Trace& t) {
     out += "not an answer (the model's explanation of the stop, not verified): " +
            t.explanation + "\n";
   }
+  if (!t.declined.empty()) out += "declined: " + t.declined + "\n";
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
   for (const auto& c : t.verify) {
     out += "  verify " + std::string(c.grounded ? "ok " : "NO ") + c.value + " [" +

@@ -175,6 +175,10 @@ struct Trace {
   // A run that ended on a budget: the model's short account, without tools, of what failed and
   // what the user could try. Never an answer, never verified.
   std::string explanation;
+  // stop_reason "declined": the model's reply declining the question (final_answer with
+  // outcome "declined": a write on a read-only connection, a question the data cannot answer).
+  // Checked to state no figure it was not shown; never an answer.
+  std::string declined;
   // Rebuilt from events.jsonl because the run never wrote trace.json (it was killed): no
   // answer or verify report, totals summed from the recorded steps.
   bool incomplete = false;

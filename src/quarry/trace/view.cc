@@ -223,6 +223,10 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   }
   if (t.stop_reason == "answered") {
     h += "<p class=\"answer\">" + e(t.answer) + "</p>";
+  } else if (!t.declined.empty()) {
+    h += "<p class=\"muted\"><b>Declined, not an answer:</b> the model declined the question "
+         "(checked to state no figure it was not shown):</p><blockquote class=\"reply "
+         "declined\">" + e(t.declined) + "</blockquote>";
   } else {
     h += "<p class=\"answer\">No answer: " + e(t.stop_reason) + "</p>";
     if (!t.reply.empty()) {
