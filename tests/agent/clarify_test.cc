@@ -292,8 +292,8 @@ TEST_F(ClarifyTest, AskUserIsOfferedWithItsLimits) {
   EXPECT_EQ(ask->parameters["properties"]["choices"]["maxItems"], 6);
   // The system prompt says when to ask, and that a choice made instead is an assumption.
   const std::string& system = client_.requests[0].messages[0].content;
-  EXPECT_NE(system.find("\"sales for that artist\", no artist"), std::string::npos);
-  EXPECT_NE(system.find("by revenue, by number of\n  orders, or by quantity?"), std::string::npos);
+  EXPECT_NE(system.find("not named (\"sales for that artist\")"), std::string::npos);
+  EXPECT_NE(system.find("by revenue, orders or quantity? give `choices`"), std::string::npos);
   EXPECT_NE(system.find("`assumptions` must name the choice"), std::string::npos);
 }
 

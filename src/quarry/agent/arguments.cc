@@ -83,7 +83,7 @@ json ToolParameters(std::string_view tool) {
         "assumptions":{"type":"array","items":{"type":"string"},"maxItems":5,
           "description":"choices the question left open, one short sentence each, such as: top customer = by revenue"},
         "outcome":{"type":"string","enum":["answer","declined"],
-          "description":"declined: you cannot answer (a write on this read-only connection, data that does not hold it); say why in answer, with no figure you were not shown"}},
+          "description":"declined: you cannot answer (a write, data that lacks it); say why"}},
         "required":["answer","supporting_values"],"additionalProperties":false})");
   }
   return json::object();

@@ -79,6 +79,7 @@ Observation MakeChart(const json& args, ToolContext& ctx) {
   }
   obs.artifacts = {png.string(), svg.string()};
   obs.detail["artifacts"] = obs.artifacts;
+  obs.detail["sql"] = spec->sql;
   obs.detail["columns"] = outcome->columns;
   obs.detail["row_count"] = outcome->row_count;
   obs.detail["rows"] = RowsJson(*outcome, outcome->rows.size());

@@ -1,5 +1,6 @@
 // The agent loop: model turn, tool calls, observations, repair accounting, budgets and the
 // verify gate, every step recorded in the trace as it happens.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -314,6 +315,9 @@ class Session {
       if (obs.failure == FailureClass::kNone && call.name == "run_sql") {
         last_query_ = {context_.step, "run_sql", obs.detail.value("sql", "")};
       }
+      if (obs.failure == FailureClass::kNone && !obs.artifacts.empty() && obs.detail.is_object()) {
+        charts_.push_back({context_.step, call.name, obs.detail.value("sql", "")});
+      }
       // What the data says reaches the model; text in it that reads like instructions is
       // marked as data where the model reads it.
       MarkInjection(obs.text, context_.step, "observation", trace_.injection_suspected);
@@ -393,9 +397,17 @@ class Session {
         if (s->tool == kSchemaCardTool || s->turn > 0) continue;
         trace_.answer_queries.push_back({s->step, s->tool, s->query});
       }
-      if (trace_.answer_queries.empty() && !last_query_.query.empty()) {
+      if (trace_.answer_queries.empty() && !last_query_.query.empty() && charts_.empty()) {
         trace_.answer_queries.push_back(last_query_);
       }
+      // A chart is a deliverable: its query is the answer's too, grounded values or not.
+      for (const trace::AnswerQuery& c : charts_) {
+        const bool listed = std::any_of(trace_.answer_queries.begin(), trace_.answer_queries.end(),
+                                        [&](const trace::AnswerQuery& q) { return q.step == c.step; });
+        if (!listed && !c.query.empty()) trace_.answer_queries.push_back(c);
+      }
+      std::sort(trace_.answer_queries.begin(), trace_.answer_queries.end(),
+                [](const trace::AnswerQuery& a, const trace::AnswerQuery& b) { return a.step < b.step; });
       trace_.answer_sql.clear();
       for (const auto& q : trace_.answer_queries) {
         if (q.tool == "run_python") continue;
@@ -594,6 +606,7 @@ class Session {
   int64_t load_ms_ = -1;
   std::string stop_reason_;
   trace::AnswerQuery last_query_;  // the latest successful run_sql
+  std::vector<trace::AnswerQuery> charts_;  // every make_chart call that drew a chart
   std::string text_reply_;  // the model's latest reply without a tool call, since its last call
   std::string replies_;  // what the user typed in reply to ask_user (TypedPart), one per line
   RepeatLog repeats_;

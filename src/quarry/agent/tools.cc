@@ -424,10 +424,9 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   tools.push_back(Tool{
       {"final_answer",
        "Give the answer, after at least one query. Every number in `answer` (digits or words) "
-       "and in `supporting_values` must be in what you were shown: a result, the schema cards, "
-       "an earlier turn's kept result, or the question; as the same kind of quantity (an id "
-       "is not a count), with the sign its words say, rounded to the figures written. Else it "
-       "is sent back. outcome \"declined\" declines with no query.",
+       "and in `supporting_values` must be in a result, a schema card, an earlier turn's kept "
+       "result or the question: the same kind of quantity (an id is not a count), the sign its "
+       "words say, rounded to the figures written. Else it is sent back.",
        ToolParameters("final_answer")},
       false, nullptr});
   return tools;
