@@ -141,7 +141,7 @@ TEST_F(PostgresCliTest, SqlSchemaAndOfflineAskAnswerFromTheServerAndAWriteIsRefu
   auto prompt = Quarry({"schema", "--prompt", kQuestion, url});
   ASSERT_EQ(prompt.exit_code, 0) << prompt.err;
   const std::string system = json::parse(prompt.out)["messages"][0]["content"];
-  EXPECT_NE(system.find("The data is served by PostgreSQL."), std::string::npos) << system;
+  EXPECT_NE(system.find("The data is served by PostgreSQL: write SQL in its dialect."), std::string::npos) << system;
   EXPECT_NE(system.find("PostgreSQL has no TRY_CAST"), std::string::npos);
   EXPECT_NE(system.find("invoice_line"), std::string::npos);
 

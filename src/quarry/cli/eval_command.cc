@@ -299,6 +299,14 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   if (summary->interrupted) return kExitInterrupted;
   // The self-test passes only when every gold query ran and matched itself; a gold query the
   // harness could not run is its failure, not a smaller denominator.
+  // A question skipped for a missing database is one the self-test did not check: a model run
+  // skips and counts it; the self-test fails on it, as the README says.
+  if (o.gold && summary->skipped_missing_db > 0) {
+    return Report({Error::Code::kData,
+                   "--gold: " + std::to_string(summary->skipped_missing_db) +
+                       " questions were skipped for a missing database file (see stderr): the "
+                       "self-test needs every gold query to run and match"});
+  }
   if (o.gold && (summary->harness_errors > 0 || summary->matched != summary->scored)) {
     return Report({Error::Code::kData,
                    "--gold: " + std::to_string(summary->harness_errors) + " of " +

@@ -152,6 +152,17 @@ int BoundAt(std::string_view text, const NumberToken& token) {
 }
 
 bool ThresholdAt(std::string_view text, const NumberToken& token) {
+  // "more than 45 customers" states a count, not a condition: a unit of measure after it
+  // ("longer than 300 seconds") keeps it a threshold.
+  if (IsCount(text, token)) {
+    const std::vector<std::string> after = WordsAfter(text, token.end, 1);
+    if (after.empty() || !In(after[0], {"seconds", "minutes", "hours", "days", "weeks", "months",
+                                        "years", "millimetres", "millimeters", "metres", "meters",
+                                        "kilometres", "kilometers", "miles", "grams", "kilograms",
+                                        "pounds", "bytes", "degrees", "points", "dollars", "euros"})) {
+      return false;
+    }
+  }
   if (BoundAt(text, token) != 0) return true;
   size_t p = token.begin;
   while (p > 0 && text[p - 1] == ' ') --p;

@@ -82,7 +82,25 @@ void Evidence::AddText(const EvidenceSource& source, std::string_view text) {
   texts_.push_back({std::string(text), Source(source)});
 }
 
-void Evidence::AddCard(std::string_view card) {
+void Evidence::AddCard(std::string_view full_card) {
+  // A key column's line ("customer_id BIGINT, unique, 1..412", "ReportsTo INTEGER ->
+  // Employee.EmployeeId") holds ids, never a count: it grounds nothing.
+  std::string kept;
+  kept.reserve(full_card.size());
+  for (size_t at = 0; at < full_card.size();) {
+    const size_t nl = std::min(full_card.find('\n', at), full_card.size());
+    const std::string_view line = full_card.substr(at, nl - at);
+    at = nl + 1;
+    bool key = false;
+    if (line.starts_with("  ") && !line.starts_with("   ")) {
+      const std::string_view body = line.substr(2);
+      const std::string_view name = body.substr(0, body.find(' '));
+      key = line.find(" -> ") != std::string_view::npos ||
+            RoleOfColumn(name) == ColumnRole::kIdentifier;
+    }
+    if (!key) kept.append(line).append("\n");
+  }
+  const std::string_view card = kept;
   std::string facts;
   facts.reserve(card.size());
   size_t at = 0;

@@ -581,6 +581,12 @@ std::optional<NumberToken> MonthDate(std::string_view s, size_t i, size_t* resum
   if (size_t n = digits(p); n >= 1 && n <= 2 && !IsDigit(At(s, p + n))) {
     day = std::stoi(std::string(s.substr(p, n)));
     p += n;
+    // "March 15th, 2025": the ordinal is the day (a fresh-user trial found it skipped whole).
+    const std::string suffix = LowerAscii(s.substr(p, 2));
+    if ((suffix == "st" || suffix == "nd" || suffix == "rd" || suffix == "th") &&
+        !IsWordChar(At(s, p + 2))) {
+      p += 2;
+    }
     if (At(s, p) == ',') ++p;
     if (At(s, p) != ' ') return std::nullopt;
     ++p;
