@@ -111,6 +111,31 @@ std::string CutAt(const std::string& escaped, const std::vector<size_t>& starts,
   return escaped.substr(0, end) + std::string(kEllipsis);
 }
 
+// A note is a sentence for the model: when it must be cut, it ends at the last clause ("; ",
+// ": ", ", ") in its second half, else at the last space, never inside a word ("be…" reads as
+// neither "before" nor "between"). A note without a space in reach is cut as any text is.
+std::string NoteText(std::string_view note) {
+  std::vector<size_t> starts;
+  const std::string escaped = Escape(note, &starts);
+  const size_t max_bytes = kCardNoteBytes;
+  if (escaped.size() <= max_bytes) return escaped;
+  const std::string_view head = std::string_view(escaped).substr(0, max_bytes + 1);
+  size_t cut = std::string_view::npos;
+  for (std::string_view clause : {"; ", ": ", ", "}) {
+    const size_t at = head.rfind(clause);
+    if (at != std::string_view::npos && at >= max_bytes / 2 &&
+        (cut == std::string_view::npos || at > cut)) {
+      cut = at;
+    }
+  }
+  if (cut == std::string_view::npos) {
+    const size_t space = head.rfind(' ');
+    if (space != std::string_view::npos && space >= max_bytes / 2) cut = space;
+  }
+  if (cut == std::string_view::npos) return CutAt(escaped, starts, max_bytes);
+  return escaped.substr(0, cut) + std::string(kEllipsis);
+}
+
 bool HasWord(const std::string& upper, std::string_view word) {
   return upper.find(word) != std::string::npos;
 }
@@ -237,7 +262,7 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
   }
   out += "\n";
   for (const std::string& note : c.notes)
-    out += "    note: " + PromptText(note, kCardNoteBytes) + "\n";
+    out += "    note: " + NoteText(note) + "\n";
   return out;
 }
 
@@ -364,7 +389,7 @@ std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& 
              Name(fk->ref_column) + "\n";
     }
     for (const std::string& note : t.notes)
-      out += "  note: " + PromptText(note, kCardNoteBytes) + "\n";
+      out += "  note: " + NoteText(note) + "\n";
   }
   return out;
 }

@@ -299,7 +299,7 @@ inline constexpr size_t kCardColumns = 40;  // the model's default
 inline constexpr size_t kCardValueBytes = 30;   // a sample value
 inline constexpr size_t kCardRangeBytes = 40;   // min or max
 inline constexpr size_t kCardNameBytes = 80;    // a table, column or type name
-inline constexpr size_t kCardNoteBytes = 240;   // a note
+inline constexpr size_t kCardNoteBytes = 240;   // a note (cut at a clause or a word)
 
 // One table's relevance to a question (RankTables).
 struct TableMatch {
