@@ -251,9 +251,14 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
       o.samples && !c.samples.empty() && (!ranged || (numeric && few) || !c.notes.empty());
   if (show_samples) {
     // Of a unique or many-valued column the samples show a format, not the values one would
-    // filter on: one or two suffice.
-    const bool many = c.distinct_approx || c.distinct_count > 25;
-    const size_t n = std::min(c.samples.size(), unique ? size_t{1} : many ? size_t{2} : size_t{3});
+    // filter on: one or two suffice. A column of few repeated values shows them all.
+    const bool all = !unique && c.distinct_count > 0 &&
+                     c.distinct_count <= static_cast<int64_t>(kCardFewValues);
+    const bool many = !all && (c.distinct_approx || c.distinct_count > 25);
+    const size_t n = std::min(c.samples.size(), all      ? kCardFewValues
+                                                : unique ? size_t{1}
+                                                : many   ? size_t{2}
+                                                         : size_t{3});
     out += ", e.g.";
     for (size_t s = 0; s < n; ++s) {
       const std::string v = PromptText(c.samples[s], kCardValueBytes);

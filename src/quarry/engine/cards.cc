@@ -103,11 +103,13 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
     const std::string q = QuoteIdent(c.name);
     auto samples = run("SELECT CAST(" + q + " AS VARCHAR)" + from + " WHERE " + q +
                        " IS NOT NULL GROUP BY " + q +
-                       " ORDER BY count(*) DESC, " + q + " LIMIT 3");
+                       " ORDER BY count(*) DESC, " + q + " LIMIT " +
+                       std::to_string(kCardFewValues));
     if (!samples) return std::unexpected(samples.error());
     for (const auto& s : *samples) {
       if (s[0]) col.samples.push_back(*s[0]);
     }
+    KeepSamples(col);
   }
   return card;
 }

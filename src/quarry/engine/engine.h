@@ -25,8 +25,9 @@ std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite", "postgres
 // postgres:// URL, or a libpq service name ("service=NAME").
 bool IsServerSpec(std::string_view spec);
 
-// Per column: min/max only for ordered scalar types; samples are the three most frequent
-// non-null values (ties broken by value), rendered as text.
+// Per column: min/max only for ordered scalar types; samples are the most frequent non-null
+// values (ties broken by value), rendered as text: all of them when the column has at most
+// kCardFewValues distinct values, else three.
 struct ColumnCard {
   std::string name;
   std::string type;
@@ -288,8 +289,8 @@ struct CardOptions {
 //     GenreId INTEGER -> Genre.GenreId, 25 distinct, 1..25
 //     Composer NVARCHAR(220), 977 null, 852 distinct, e.g. 'Steve Harris', 'U2'
 // "unique": as many distinct values as non-null ones. min..max is shown for numbers, dates and
-// times; samples (the most frequent values, at most 30 bytes each) for other columns, and for
-// numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
+// times; samples (the most frequent values, at most 30 bytes each; every value of a column with
+// at most kCardFewValues) for other columns, and for numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
 // PromptText, so no cell can start a line of its own.
 std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& options);
 std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns = 0,
@@ -300,6 +301,9 @@ inline constexpr size_t kCardValueBytes = 30;   // a sample value
 inline constexpr size_t kCardRangeBytes = 40;   // min or max
 inline constexpr size_t kCardNameBytes = 80;    // a table, column or type name
 inline constexpr size_t kCardNoteBytes = 240;   // a note (cut at a clause or a word)
+// A column with at most this many distinct values lists every one of them: the model filters
+// on them, and three of five would hide the other two.
+inline constexpr size_t kCardFewValues = 8;
 
 // One table's relevance to a question (RankTables).
 struct TableMatch {

@@ -58,7 +58,18 @@ std::string QuoteIdent(std::string_view name);
 // 'text' with embedded quotes doubled.
 std::string QuoteLiteral(std::string_view text);
 
-// Row count, per-column null/distinct counts, min/max and the three most frequent values.
+// Samples a card keeps of a column with more than kCardFewValues distinct values.
+inline constexpr size_t kSampleValues = 3;
+// Trims `col.samples` (fetched up to kCardFewValues) to kSampleValues unless the column is one
+// of few values (ColumnCard::samples).
+inline void KeepSamples(ColumnCard& col) {
+  if (col.distinct_count > static_cast<int64_t>(kCardFewValues) &&
+      col.samples.size() > kSampleValues) {
+    col.samples.resize(kSampleValues);
+  }
+}
+
+// Row count, per-column null/distinct counts, min/max and the most frequent values (ColumnCard).
 // `sql_name` is how queries reach the table (quoted, maybe schema-qualified). `extras`, when
 // given, has one entry per column. Columns are counted in groups of at most 500 aggregates per
 // statement (SQLite allows 2000 result columns), so any table SQLite can hold gets a card.
