@@ -90,5 +90,88 @@ TEST(CardNotesTest, AColumnOfFewValuesListsEveryOneCappedInLength) {
       << lite;
 }
 
+// A SQLite database built from `sql`, its cards, and one query's single cell.
+class SqliteNotesTest : public ::testing::Test {
+ protected:
+  std::string Open(const std::string& sql) {
+    path_ = dir_.path() / "notes.sqlite";
+    quarry::testing::MakeSqlite(path_, sql);
+    return Cards({path_});
+  }
+  std::string Cell(const std::string& query) {
+    auto engine = engine::Open({path_});
+    if (!engine) return "cannot open: " + engine.error().message;
+    auto r = (*engine)->Query(query, Limits{});
+    if (!r) return "failed: " + r.error().message;
+    return r->rows.empty() ? "no row" : r->rows[0][0].value_or("NULL");
+  }
+  TempDir dir_;
+  std::filesystem::path path_;
+};
+
+TEST_F(SqliteNotesTest, ABooleanWrittenAsTextIsSaidToBeOneNotFilteredAway) {
+  std::string sql = "CREATE TABLE t(flag bool, ok BOOLEAN);";
+  for (int i = 0; i < 10; ++i) {
+    sql += std::string("INSERT INTO t VALUES ('") + (i % 3 ? "T" : "F") + "', '" +
+           (i % 2 ? "yes" : "no") + "');";
+  }
+  const std::string text = Open(sql);
+  EXPECT_EQ(ColumnText(text, "flag"),
+            "  flag bool, 2 distinct, e.g. 'T', 'F'\n"
+            "    note: declared bool, stored as text in 10/10 rows: the text is a boolean written "
+            "as 'T'/'F'; test it with \"flag\" = 'T', since \"flag\" = 1 and \"flag\" = TRUE "
+            "match no text row")
+      << text;
+  EXPECT_NE(ColumnText(text, "ok").find("a boolean written as 'no'/'yes'; test it with \"ok\" = 'yes'"),
+            std::string::npos)
+      << text;
+  // The advice that dropped every row is gone, and what the note says holds.
+  EXPECT_EQ(text.find("typeof("), std::string::npos) << text;
+  EXPECT_EQ(Cell("SELECT count(*) FROM t WHERE flag = 'T'"), "6");
+  EXPECT_EQ(Cell("SELECT count(*) FROM t WHERE flag = 1 OR flag = TRUE"), "0");
+}
+
+TEST_F(SqliteNotesTest, KeepingOnlyTheNumbersIsAdvisedOnlyWhereTheyAreTheMost) {
+  const std::string text = Open(
+      "CREATE TABLE m(reading REAL, weight INTEGER);"
+      "INSERT INTO m VALUES (1.5, 3), (2.5, 'about 5'), (3.5, 'about 5'), ('oops', 'six'),"
+      "  ('oops', 'about 5');");
+  // Three numbers, two texts: the numbers are the data.
+  EXPECT_NE(ColumnText(text, "reading")
+                .find("note: declared REAL, stored as real in 3 rows, text in 2: arithmetic reads "
+                      "text as 0 or its leading digits, and text sorts above every number; use "
+                      "only rows where typeof(\"reading\") IN ('integer', 'real')"),
+            std::string::npos)
+      << text;
+  // One number, four texts: keeping the numbers would keep one row of five.
+  const std::string weight = ColumnText(text, "weight");
+  EXPECT_NE(weight.find("note: declared INTEGER, stored as integer in 1 row, text in 4: most "
+                        "values are text (e.g. 'about 5'), which arithmetic reads as 0 or its "
+                        "leading digits; clean the text"),
+            std::string::npos)
+      << weight;
+  EXPECT_EQ(weight.find("typeof("), std::string::npos) << weight;
+}
+
+TEST_F(SqliteNotesTest, TextMissingMarkersAmongNumbersAreCounted) {
+  std::string sql = "CREATE TABLE r(reading TEXT, name TEXT);";
+  for (int i = 0; i < 20; ++i) {
+    const std::string v = i < 6 ? "null" : i < 8 ? "N/A" : i == 8 ? "" : std::to_string(i) + ".5";
+    sql += "INSERT INTO r VALUES ('" + v + "', 'n" + std::to_string(i % 12) + "');";
+  }
+  const std::string text = Open(sql);
+  EXPECT_NE(ColumnText(text, "reading")
+                .find("    note: 'null' (6 rows), 'N/A' (2 rows) and '' (1 row) look like "
+                      "missing-value markers; CAST reads a marker as 0: cast only where "
+                      "\"reading\" NOT IN ('null', 'N/A', '')"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(ColumnText(text, "name").find("note:"), std::string::npos) << text;
+  // Why it matters: the naive average counts 'null' as 0.
+  EXPECT_EQ(Cell("SELECT avg(CAST(reading AS REAL)) FROM r"), "7.975");
+  EXPECT_EQ(Cell("SELECT avg(CAST(reading AS REAL)) FROM r WHERE reading NOT IN ('null', 'N/A', '')"),
+            "14.5");
+}
+
 }  // namespace
 }  // namespace quarry::engine

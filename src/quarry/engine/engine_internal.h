@@ -21,12 +21,15 @@ struct ColumnInfo {
 };
 
 // What an engine adds to one column's card: aggregates over the column computed in the same
-// statistics scan as its counts and bounds, and `notes_from`, which turns their values (as text, in order) and the
-// column's non-null count into column notes.
+// statistics scan as its counts and bounds, and `notes_from`, which turns their values (as
+// text, in order), the column's non-null count and its card (counts, bounds, samples) into
+// column notes. It may ask `run` for the values behind a count (which markers, how many rows
+// each); its errors fail the card as the statistics' would.
 struct ColumnExtra {
   std::vector<std::string> aggregates;
-  std::function<std::vector<std::string>(const std::vector<std::optional<std::string>>& values,
-                                         int64_t non_null)>
+  std::function<Result<std::vector<std::string>>(
+      const std::vector<std::optional<std::string>>& values, int64_t non_null,
+      const ColumnCard& column, const RunRows& run)>
       notes_from;
 };
 
