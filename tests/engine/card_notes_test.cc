@@ -173,5 +173,85 @@ TEST_F(SqliteNotesTest, TextMissingMarkersAmongNumbersAreCounted) {
             "14.5");
 }
 
+TEST(CardNotesTest, CsvMissingMarkersAreCountedEachWithItsRows) {
+  TempDir dir;
+  std::string csv = "id,v\n";
+  for (int i = 0; i < 40; ++i) {
+    const std::string v = i < 6 ? "null" : i < 9 ? "N/A" : i < 11 ? "NULL" : std::to_string(i) + ".25";
+    csv += std::to_string(i) + "," + v + "\n";
+  }
+  const std::string text = Cards({dir.Write("markers.csv", csv)});
+  EXPECT_NE(ColumnText(text, "v").find(
+                "    note: 'null' (6 rows), 'N/A' (3 rows) and 'NULL' (2 rows) look like "
+                "missing-value markers; the other 29 values are numbers, so the column is text: "
+                "TRY_CAST(\"v\" AS DOUBLE) reads them with the markers as NULL"),
+            std::string::npos)
+      << text;
+}
+
+// sensors.csv's temperature: numbers with their unit, 'N/A', and -999 for "no reading".
+std::string SensorsLike() {
+  std::string csv = "station,temperature,level\n";
+  for (int i = 0; i < 40; ++i) {
+    const std::string t = i % 8 == 0 ? "-999" : i % 10 == 3 ? "N/A"
+                                              : std::to_string(15 + i % 16) + ".5 C";
+    csv += "S" + std::to_string(i % 3) + "," + t + "," + (i % 5 == 0 ? "-9999" : std::to_string(i)) + "\n";
+  }
+  return csv;
+}
+
+TEST(CardNotesTest, ASentinelFarOutsideTheOtherNumbersIsNamedWithItsCount) {
+  TempDir dir;
+  const std::string text = Cards({dir.Write("sensors.csv", SensorsLike())});
+  EXPECT_NE(ColumnText(text, "temperature")
+                .find("    note: 'N/A' (4 rows) looks like a missing-value marker and -999 (5 rows) "
+                      "like a sentinel for a missing number: the other numbers lie in 16.5..30.5; "
+                      "leave '-999' out before aggregating"),
+            std::string::npos)
+      << text;
+  // A column DuckDB reads as numbers: noted from its bounds.
+  EXPECT_NE(ColumnText(text, "level")
+                .find("    note: -9999 (8 rows) looks like a sentinel for a missing number: the "
+                      "other numbers lie in 1..39; leave it out (\"level\" <> -9999) before "
+                      "aggregating"),
+            std::string::npos)
+      << text;
+
+  // SQLite: stored as a number, or as text among numbers written as text.
+  std::string sql = "CREATE TABLE s(depth REAL, code TEXT);";
+  for (int i = 0; i < 30; ++i) {
+    sql += "INSERT INTO s VALUES (" + std::string(i % 6 == 0 ? "-999" : std::to_string(100 + i)) +
+           ", '" + (i % 10 == 0 ? "99999" : std::to_string(i % 7)) + "');";
+  }
+  ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(dir.path() / "s.sqlite", sql));
+  const std::string lite = Cards({dir.path() / "s.sqlite"});
+  EXPECT_NE(ColumnText(lite, "depth")
+                .find("    note: -999 (5 rows) looks like a sentinel for a missing number: the "
+                      "other numbers lie in 101..129; leave it out (\"depth\" <> -999) before "
+                      "aggregating"),
+            std::string::npos)
+      << lite;
+  EXPECT_NE(ColumnText(lite, "code").find("    note: 99999 (3 rows) looks like a sentinel"),
+            std::string::npos)
+      << lite;
+}
+
+TEST(CardNotesTest, ASentinelLiteralAmongNumbersSpreadAroundItIsNoSentinel) {
+  TempDir dir;
+  std::string csv = "balance,change,temp,debt\n";
+  for (int i = 0; i < 40; ++i) {
+    // -999 is the smallest balance, but the others reach from -700 to 20,000: a real value.
+    const std::string balance = i == 7 ? "-999" : std::to_string(-700 + i * 530);
+    // -1 beside 0..3 is a small change, and beside decimals a temperature.
+    const std::string change = i == 3 ? "-1" : std::to_string(i % 4);
+    const std::string temp = i == 5 ? "-1" : std::to_string(i % 20) + ".5";
+    // 9999 tops debts that reach 9,000 from 0.
+    const std::string debt = i == 9 ? "9999" : std::to_string(i * 230);
+    csv += balance + "," + change + "," + temp + "," + debt + "\n";
+  }
+  const std::string text = Cards({dir.Write("money.csv", csv)});
+  EXPECT_EQ(text.find("note:"), std::string::npos) << text;
+  EXPECT_NE(ColumnText(text, "balance").find("-999..19970"), std::string::npos) << text;
+}
 }  // namespace
 }  // namespace quarry::engine

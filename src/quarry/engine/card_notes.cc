@@ -50,6 +50,19 @@ bool IsSentinel(double value, const Sentinels& others, int64_t other_count, bool
   return distance >= spread;
 }
 
+// DuckDB's number types (DECIMAL(18,2) included); lists and structs of them are not numbers.
+bool IsNumberType(const std::string& type) {
+  if (type.find_first_of("[(") != std::string::npos && !type.starts_with("DECIMAL(")) return false;
+  for (const char* t : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+                        "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE",
+                        "DECIMAL"}) {
+    if (type == t || (type.starts_with("DECIMAL(") && std::string_view(t) == "DECIMAL")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool IsBooleanWord(std::string_view text) {
@@ -171,6 +184,22 @@ std::string SqlNumbers(const Sentinels& sentinels) {
   std::string out;
   for (const ValueCount& s : sentinels.values) out += (out.empty() ? "" : ", ") + s.value;
   return out;
+}
+
+Result<void> NoteNumericSentinels(TableCard& card, const std::string& sql_name,
+                                  const RunRows& run) {
+  for (ColumnCard& col : card.columns) {
+    if (!IsNumberType(col.type)) continue;
+    const std::string q = QuoteIdent(col.name);
+    auto found = FindSentinels(run, sql_name, q, ParseNumber(col.min), ParseNumber(col.max));
+    if (!found) return std::unexpected(found.error());
+    if (!*found) continue;
+    const bool one = (*found)->values.size() == 1;
+    col.notes.push_back(MissingValueNote({}, *found) + "; leave " + (one ? "it" : "them") +
+                        " out (" + q + (one ? " <> " : " NOT IN (") + SqlNumbers(**found) +
+                        (one ? "" : ")") + ") before aggregating");
+  }
+  return {};
 }
 
 }  // namespace quarry::engine::internal

@@ -68,6 +68,10 @@ std::string NumberText(double value);
 // A bound from the statistics as a number; nullopt when it is none.
 std::optional<double> ParseNumber(const std::optional<std::string>& text);
 
+// DuckDB-served tables: a note on the sentinels of every numeric column, judged from its
+// bounds, so only a column whose min or max is a sentinel literal is read again.
+Result<void> NoteNumericSentinels(TableCard& card, const std::string& sql_name, const RunRows& run);
+
 // SQLite (sqlite_notes.cc). Whether a declared type has INTEGER, REAL or NUMERIC affinity.
 bool NumericDeclared(std::string type);
 // What a SQLite column's card scan counts beyond the statistics (storage classes, markers,

@@ -3,6 +3,7 @@
 // scan, not 2,000.
 #include <nlohmann/json.hpp>
 
+#include "quarry/engine/card_notes_internal.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine::internal {
@@ -87,7 +88,7 @@ Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
     }
   }
   card.profiled = true;
-  return {};
+  return NoteNumericSentinels(card, sql_name, run);
 }
 
 }  // namespace quarry::engine::internal
