@@ -146,8 +146,8 @@ TEST_F(SqliteNotesTest, KeepingOnlyTheNumbersIsAdvisedOnlyWhereTheyAreTheMost) {
   // One number, four texts: keeping the numbers would keep one row of five.
   const std::string weight = ColumnText(text, "weight");
   EXPECT_NE(weight.find("note: declared INTEGER, stored as integer in 1 row, text in 4: most "
-                        "values are text (e.g. 'about 5'), which arithmetic reads as 0 or its "
-                        "leading digits; clean the text"),
+                        "values are text, which arithmetic reads as 0 or its leading digits; "
+                        "clean the text (replace, trim) before a CAST"),
             std::string::npos)
       << weight;
   EXPECT_EQ(weight.find("typeof("), std::string::npos) << weight;
@@ -253,5 +253,67 @@ TEST(CardNotesTest, ASentinelLiteralAmongNumbersSpreadAroundItIsNoSentinel) {
   EXPECT_EQ(text.find("note:"), std::string::npos) << text;
   EXPECT_NE(ColumnText(text, "balance").find("-999..19970"), std::string::npos) << text;
 }
+
+TEST(CardNotesTest, DatesWrittenAsTextShowTheirRangeAndHowToReadThem) {
+  TempDir dir;
+  std::string csv = "opened,signed,label\n";
+  const char* opened[] = {"Apr 1 2005", "Apr 01 2005", "Jan 2 2004", "Sep 24 2007", "Mar 9 2005"};
+  const char* signed_on[] = {"\"April 1, 2005\"", "1 Apr 2005", "\"June 30, 2006\"",
+                             "\"February 2, 2003\"", "\"May 9, 2005\""};
+  for (int i = 0; i < 20; ++i) {
+    csv += std::string(opened[i % 5]) + "," + signed_on[i % 5] + "," +
+           (i % 4 ? "Apr 1 2005" : "soon") + "\n";
+  }
+  const auto file = dir.Write("opened.csv", csv);
+  const std::string hash = quarry::testing::Sha256File(file);
+  OpenOptions options;
+  options.use_cache = false;
+  auto engine = Open({file}, options);
+  ASSERT_TRUE(engine) << engine.error().message;
+  const std::string text = RenderCards((*engine)->describe());
+  // The range is the dates', not the text's ('Apr' < 'Jan' < 'Mar' < 'Sep').
+  EXPECT_EQ(ColumnText(text, "opened"),
+            "  opened VARCHAR, 5 distinct, 2004-01-02..2007-09-24, e.g. 'Apr 01 2005', "
+            "'Apr 1 2005', 'Jan 2 2004', 'Mar 9 2005', 'Sep 24 2007'\n"
+            "    note: dates written as text in the format %b %d %Y; as text they sort by month "
+            "name: read them with CAST(strptime(\"opened\", '%b %d %Y') AS DATE) to compare or "
+            "sort")
+      << text;
+  EXPECT_NE(ColumnText(text, "signed")
+                .find("2003-02-02..2006-06-30, e.g. '1 Apr 2005', 'April 1, 2005', 'February 2, "
+                      "2003', 'June 30, 2006', 'May 9, 2005'\n    note: dates written as text in "
+                      "the formats %B %d, %Y and %d %b %Y; as text they sort by month name: read "
+                      "them with CAST(strptime(\"signed\", ['%B %d, %Y', '%d %b %Y']) AS DATE)"),
+            std::string::npos)
+      << text;
+  // A quarter of the labels are no dates: no date column.
+  EXPECT_EQ(ColumnText(text, "label").find("note:"), std::string::npos) << text;
+  // The advice reads, and the data is still text, unchanged.
+  auto latest = (*engine)->Query(
+      "SELECT CAST(max(CAST(strptime(signed, ['%B %d, %Y', '%d %b %Y']) AS DATE)) AS VARCHAR), "
+      "typeof(any_value(opened)) FROM opened", Limits{});
+  ASSERT_TRUE(latest) << latest.error().message;
+  EXPECT_EQ(latest->rows[0][0].value_or("NULL"), "2006-06-30");
+  EXPECT_EQ(latest->rows[0][1].value_or("NULL"), "VARCHAR");
+  EXPECT_EQ(quarry::testing::Sha256File(file), hash);
+
+  // SQLite has no strptime: the note says what the model can do there.
+  std::string sql = "CREATE TABLE v(visit TEXT, day DATE);";
+  for (int i = 0; i < 10; ++i) {
+    sql += "INSERT INTO v VALUES ('" + std::string(opened[i % 5]) + "', '0" + std::to_string(i % 5 + 1) +
+           "-Mar-2011');";
+  }
+  ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(dir.path() / "v.sqlite", sql));
+  const std::string lite = Cards({dir.path() / "v.sqlite"});
+  EXPECT_NE(ColumnText(lite, "visit")
+                .find("2004-01-02..2007-09-24, e.g. 'Apr 01 2005', 'Apr 1 2005', 'Jan 2 2004', "
+                      "'Mar 9 2005', 'Sep 24 2007'\n    note: dates written as text in the format "
+                      "%b %d %Y; SQLite's date functions cannot read them"),
+            std::string::npos)
+      << lite;
+  // A DATE column holding such text shows the dates' range too, not 'Apr..'..'Sep..'.
+  EXPECT_NE(ColumnText(lite, "day").find("2011-03-01..2011-03-05"), std::string::npos) << lite;
+}
+
 }  // namespace
 }  // namespace quarry::engine

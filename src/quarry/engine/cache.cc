@@ -127,7 +127,8 @@ json CardJson(const TableCard& card) {
                     {"distinct_count", c.distinct_count}, {"distinct_approx", c.distinct_approx},
                     {"min", c.min ? json(*c.min) : json(nullptr)},
                     {"max", c.max ? json(*c.max) : json(nullptr)},
-                    {"samples", c.samples}, {"notes", c.notes}});
+                    {"date_format", c.date_format}, {"samples", c.samples},
+                    {"notes", c.notes}});
   }
   return {{"row_count", card.row_count}, {"columns", cols}, {"notes", card.notes}};
 }
@@ -151,6 +152,7 @@ std::optional<TableCard> CardFromJson(const json& j) {
     col.distinct_approx = c.value("distinct_approx", false);
     if (c.contains("min") && c["min"].is_string()) col.min = c["min"].get<std::string>();
     if (c.contains("max") && c["max"].is_string()) col.max = c["max"].get<std::string>();
+    col.date_format = c.value("date_format", "");
     for (const auto& s : c.value("samples", json::array())) {
       if (s.is_string()) col.samples.push_back(s.get<std::string>());
     }

@@ -72,6 +72,23 @@ std::optional<double> ParseNumber(const std::optional<std::string>& text);
 // bounds, so only a column whose min or max is a sentinel literal is read again.
 Result<void> NoteNumericSentinels(TableCard& card, const std::string& sql_name, const RunRows& run);
 
+// Dates written as text (text_dates.cc).
+struct TextDate {
+  int year = 0, month = 0, day = 0;
+  std::string format;  // as strptime reads it: "%b %d %Y", "%B %d, %Y", "%d %b %Y", "%d-%b-%Y"
+  bool either_month = false;  // "May": %b and %B both read it (format says %b)
+  std::string Iso() const;  // "2005-04-01"
+};
+// 'Apr 1 2005', 'Apr 01 2005', 'April 1, 2005', '1 Apr 2005', '01-Apr-2005': English month
+// names or their three-letter abbreviations in any case, a day that exists, a 4-digit year.
+// nullopt for anything else (ISO dates included: engines read those already).
+std::optional<TextDate> ParseTextDate(std::string_view text);
+// Every text column whose samples are all such dates is read value by value (up to 50,000
+// distinct values); when nine rows in ten at least are dates, it gets ColumnCard::date_format,
+// min/max as ISO dates and a note on reading them in `dialect`. The data stays as it is.
+Result<void> NoteTextDates(TableCard& card, const std::string& sql_name, const RunRows& run,
+                           Dialect dialect);
+
 // SQLite (sqlite_notes.cc). Whether a declared type has INTEGER, REAL or NUMERIC affinity.
 bool NumericDeclared(std::string type);
 // What a SQLite column's card scan counts beyond the statistics (storage classes, markers,

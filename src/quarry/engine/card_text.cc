@@ -217,7 +217,7 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
   if (fk) out += " -> " + Name(fk->ref_table) + "." + Name(fk->ref_column);
   if (!o.statistics || !c.profiled) return out + "\n";
   const bool numeric = IsNumericType(c.type);
-  const bool temporal = IsTemporalType(c.type);
+  const bool temporal = IsTemporalType(c.type) || !c.date_format.empty();
   const bool unique =
       !c.distinct_approx && c.distinct_count > 1 && c.distinct_count == rows - c.null_count;
   if (c.null_count > 0) out += (estimated ? ", ~" : ", ") + std::to_string(c.null_count) + " null";

@@ -37,6 +37,11 @@ struct ColumnCard {
   bool profiled = false;         // false: only name, type and notes are known (quarry sql)
   std::optional<std::string> min;
   std::optional<std::string> max;
+  // A text column whose values are dates written as text ('Apr 1 2005'): the format most of
+  // them are written in, as strptime reads it ("%b %d %Y"); min and max are then the earliest
+  // and latest of those dates in ISO form (2005-04-01), and a note says how to read them.
+  // The data itself stays text.
+  std::string date_format;
   std::vector<std::string> samples;
   // What the model must know to read this column right, one sentence each: a stored type
   // that differs from the declared one, a missing-value marker, a number format kept as text,
@@ -289,7 +294,7 @@ struct CardOptions {
 //     GenreId INTEGER -> Genre.GenreId, 25 distinct, 1..25
 //     Composer NVARCHAR(220), 977 null, 852 distinct, e.g. 'Steve Harris', 'U2'
 // "unique": as many distinct values as non-null ones. min..max is shown for numbers, dates and
-// times; samples (the most frequent values, at most 30 bytes each; every value of a column with
+// times (dates written as text too, ColumnCard::date_format); samples (the most frequent values, at most 30 bytes each; every value of a column with
 // at most kCardFewValues) for other columns, and for numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
 // PromptText, so no cell can start a line of its own.
 std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& options);

@@ -88,7 +88,8 @@ Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
     }
   }
   card.profiled = true;
-  return NoteNumericSentinels(card, sql_name, run);
+  if (auto r = NoteNumericSentinels(card, sql_name, run); !r) return r;
+  return NoteTextDates(card, sql_name, run, Dialect::kDuckDB);
 }
 
 }  // namespace quarry::engine::internal

@@ -427,6 +427,12 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
                        : (slow ? "no statistics: " : "cannot be queried: ") + card.error().message);
     return described;
   }
+  if (auto dates = NoteTextDates(*card, QuoteIdent(table), [&](const std::string& s) {
+        return engine.RunTrusted(s);
+      }, Dialect::kSQLite);
+      !dates && dates.error().code == Error::Code::kCancelled) {
+    return std::unexpected(dates.error());
+  }
   auto fks = engine.RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +
                                QuoteLiteral(table) + ")");
   if (fks) {

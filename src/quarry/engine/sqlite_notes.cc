@@ -122,18 +122,10 @@ Result<std::vector<std::string>> Notes(const std::string& from, const std::strin
       note += ": arithmetic reads text as 0 or its leading digits, and text sorts above every "
               "number; use only rows where typeof(" + q + ") IN ('integer', 'real')";
     } else {
-      // Mostly text: keeping only the numbers would drop most rows.
-      std::string example;
-      for (const std::string& s : card.samples) {
-        if (!ParseNumber(s)) {
-          example = s;
-          break;
-        }
-      }
-      note += ": most values are text";
-      if (!example.empty()) note += " (e.g. " + QuoteLiteral(example.substr(0, 30)) + ")";
-      note += ", which arithmetic reads as 0 or its leading digits; clean the text (replace, "
-              "trim) before a CAST";
+      // Mostly text: keeping only the numbers would drop most rows. The samples show the text
+      // (a note quotes no value of the data: --no-samples keeps the notes).
+      note += ": most values are text, which arithmetic reads as 0 or its leading digits; clean "
+              "the text (replace, trim) before a CAST";
     }
     notes.push_back(note);
   }
