@@ -315,5 +315,48 @@ TEST(CardNotesTest, DatesWrittenAsTextShowTheirRangeAndHowToReadThem) {
   EXPECT_NE(ColumnText(lite, "day").find("2011-03-01..2011-03-05"), std::string::npos) << lite;
 }
 
+// Notes on the cards are for the model, which cannot pass quarry an option; advice that names
+// one goes to the user (Source::notes, printed on stderr), while what the loader decided is
+// still told to both.
+TEST(CardNotesTest, AdviceNamingQuarrysOptionsIsTheUsersNotTheModels) {
+  TempDir dir;
+  const auto dates = dir.Write("umsatz.csv", "Datum,Umsatz\n01.03.2024,10\n15.03.2024,20\n"
+                                             "28.03.2024,30\n02.04.2024,40\n");
+  const auto latin = dir.Write("kunden.csv", "name,stadt\nJos\xe9,K\xf6ln\nAnna,Ulm\n");
+  OpenOptions options;
+  options.cache_dir = dir.path() / "cache";
+  for (const bool cached : {false, true}) {
+    SCOPED_TRACE(cached ? "from the parse cache" : "from the files");
+    if (cached) {
+      ASSERT_TRUE(BuildCacheEntry(dates, options));
+      ASSERT_TRUE(BuildCacheEntry(latin, options));
+    }
+    auto engine = Open({dates, latin}, options);
+    ASSERT_TRUE(engine) << engine.error().message;
+    ASSERT_EQ((*engine)->sources().size(), 2u);
+    EXPECT_EQ((*engine)->sources()[0].cache, cached ? "hit" : "miss");
+    const std::string text = RenderCards((*engine)->describe());
+    // The model is told what was decided, and nothing about options.
+    EXPECT_NE(text.find("  note: dates read in the format %d.%m.%Y (as the sniffer found it)\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("  note: the file is not valid UTF-8; it was read as Latin-1 "
+                        "(ISO-8859-1)\n"),
+              std::string::npos)
+        << text;
+    for (const char* option : {"types=", "encoding=", "FILE?", "--"}) {
+      EXPECT_EQ(text.find(option), std::string::npos) << option << " in:\n" << text;
+    }
+    // The user is told how to read the file otherwise.
+    EXPECT_EQ((*engine)->sources()[0].notes,
+              (std::vector<std::string>{"dates were read in the format %d.%m.%Y; to keep a "
+                                        "column as written, give FILE?types=COLUMN:VARCHAR"}));
+    EXPECT_EQ((*engine)->sources()[1].notes,
+              (std::vector<std::string>{"not valid UTF-8, so read as Latin-1 (ISO-8859-1): if "
+                                        "accented letters look wrong, give the encoding as "
+                                        "FILE?encoding=cp1252 (or utf-16, or another)"}));
+  }
+}
+
 }  // namespace
 }  // namespace quarry::engine

@@ -31,7 +31,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Bumped whenever the loader's decisions change, so old entries are rebuilt.
-constexpr const char* kLoaderVersion = "loader-2";
+constexpr const char* kLoaderVersion = "loader-3";
 
 std::string Hex(const unsigned char* md, unsigned int len) {
   static const char* digits = "0123456789abcdef";
@@ -252,6 +252,9 @@ Result<std::optional<CacheHit>> LookupCache(const std::filesystem::path& abs,
   hit.delimiter = m.value("delimiter", "");
   hit.header = m.value("header", true);
   hit.padded = m.value("padded", false);
+  for (const auto& n : m.value("user_notes", json::array())) {
+    if (n.is_string()) hit.user_notes.push_back(n.get<std::string>());
+  }
   return hit;
 }
 
@@ -353,7 +356,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
                      {"size_bytes", source->size_bytes}, {"sha256", source->sha256},
                      {"loader", kLoaderVersion}, {"options", OptionsText(csv)},
                      {"delimiter", plan.delimiter}, {"header", plan.header},
-                     {"padded", plan.padded},    {"card", CardJson(card)}};
+                     {"padded", plan.padded},    {"user_notes", plan.user_notes},
+                     {"card", CardJson(card)}};
   const auto meta_tmp = dir / (*key + ".json.tmp-" + std::to_string(::getpid()));
   {
     std::filesystem::remove(meta_tmp, ec);

@@ -75,8 +75,10 @@ class Planner {
       // sequence is valid Latin-1, so the retry cannot fail on encoding again.
       encoding_ = "latin-1";
       plan_.table_notes.push_back(
-          "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1). If accented "
-          "letters look wrong, give the encoding: FILE?encoding=utf-16 (or another)");
+          "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1)");
+      plan_.user_notes.push_back("not valid UTF-8, so read as Latin-1 (ISO-8859-1): if accented "
+                                 "letters look wrong, give the encoding as FILE?encoding=cp1252 "
+                                 "(or utf-16, or another)");
       sniffed = Sniff(Dialect(true), deep_);
     }
     if (!sniffed && Mentions(sniffed.error().message, "not possible to automatically detect")) {
@@ -119,8 +121,9 @@ class Planner {
     }
     if (!s_.date_format.empty() && s_.date_format != "%Y-%m-%d") {
       plan_.table_notes.push_back("dates read in the format " + s_.date_format +
-                                  " (as the sniffer found it); give types=COLUMN:VARCHAR to keep "
-                                  "them as written");
+                                  " (as the sniffer found it)");
+      plan_.user_notes.push_back("dates were read in the format " + s_.date_format +
+                                 "; to keep a column as written, give FILE?types=COLUMN:VARCHAR");
     }
     plan_.delimiter = s_.delimiter;
     plan_.header = s_.header;

@@ -88,8 +88,10 @@ struct Source {
   // The parse cache: "hit" (opened from an entry), "miss" (none yet; CacheWorthy says whether
   // building one pays), or "" (not cached: a database, Parquet, or the cache was off).
   std::string cache;
-  // What the engine found about the source as a whole, for the user rather than the model
-  // (a PostgreSQL role that can write), one sentence each.
+  // For the user rather than the model, one sentence each: what the engine found about the
+  // source as a whole (a PostgreSQL role that can write), and advice that names quarry's own
+  // options ("give FILE?types=COLUMN:VARCHAR", "raise --timeout-ms"), which the model cannot
+  // use. What the loader decided is in the cards' notes, told to both.
   std::vector<std::string> notes;
   // Files: the SELECT that defines the table over the file (the CSV loader's plan), so other
   // readers (the export for Python) read exactly what the engine reads; with a cache hit, the

@@ -115,6 +115,7 @@ Result<CsvOptions> ParseCsvOptions(std::string_view query);
 struct CsvPlan {
   std::string select;  // SELECT ... FROM read_csv(...) with the dialect and columns fixed
   std::vector<std::string> table_notes;
+  std::vector<std::string> user_notes;  // advice naming quarry's options: Source::notes
   std::map<std::string, std::vector<std::string>> column_notes;  // by column name
   std::string delimiter;  // "" when read as one column
   bool header = true;
@@ -142,6 +143,17 @@ std::vector<ColumnInfo> DescribeInto(TableCard& card, const Rows& describe, cons
 Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
                            const std::vector<ColumnInfo>& columns, const RunRows& run, bool exact);
 
+// Loading errors end in advice for the user when a load runs out of time. A card note that
+// quotes such an error keeps what happened, for the model (it cannot raise a flag), and the
+// advice goes to Source::notes: this removes it from `message` and says whether it was there.
+inline constexpr std::string_view kRaiseTimeout = "; raise --timeout-ms";
+inline bool TakeTimeoutAdvice(std::string& message) {
+  const size_t at = message.find(kRaiseTimeout);
+  if (at == std::string::npos) return false;
+  message.erase(at, kRaiseTimeout.size());
+  return true;
+}
+
 // Adds the context a per-file loop knows: "cannot load data/x.csv: " + the error.
 Error Context(Error error, const std::string& what);
 
@@ -157,6 +169,7 @@ struct CacheHit {
   std::string delimiter;
   bool header = true;
   bool padded = false;
+  std::vector<std::string> user_notes;  // CsvPlan::user_notes
 };
 std::filesystem::path CacheDir(const OpenOptions& options);
 // nullopt when the file cannot be stat'ed.

@@ -219,8 +219,9 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
     }
     const bool table = f.kind == 'r' || f.kind == 'm' || f.kind == 'p';
     if (rows_known < 0 && table) {
-      card.notes.push_back("row count unknown: the table was never analyzed (ANALYZE " +
-                           f.sql_name + " gives the planner, and quarry, an estimate)");
+      card.notes.push_back("row count unknown: the table was never analyzed");
+      engine.source_notes_.push_back(card.name + " was never analyzed: ANALYZE " + f.sql_name +
+                                     " gives the planner, and quarry, a row count");
     }
     // A view is not read: it may be any query, at any cost.
     if (!table) continue;

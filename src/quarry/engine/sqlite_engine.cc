@@ -338,6 +338,7 @@ class SqliteEngine final : public Engine {
   int64_t load_timeout_ms_ = 0;  // OpenOptions::timeout_ms, while opening
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
+  std::vector<std::string> source_notes_;  // Source::notes, gathered while the cards are built
   std::vector<std::string> table_names_;
   std::set<std::string> shadow_tables_;  // e.g. docs_data, docs_idx for an FTS5 table docs
   std::string denied_;
@@ -383,11 +384,18 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
                              const std::string& source,
                              std::optional<std::chrono::steady_clock::time_point> cap = {}) {
   const bool capped = engine.StartLoadDeadline(cap);
+  // What the card says of an error; advice to raise a flag is the user's (Source::notes).
+  auto for_card = [&](std::string message) {
+    if (TakeTimeoutAdvice(message)) {
+      engine.source_notes_.push_back(table + ": " + message + std::string(kRaiseTimeout));
+    }
+    return message;
+  };
   auto unreadable = [&](const Error& e) {
     TableCard card;
     card.name = table;
     card.source = source;
-    card.notes.push_back("cannot be queried: " + e.message);
+    card.notes.push_back("cannot be queried: " + for_card(e.message));
     return card;
   };
   auto info = engine.RunTrusted("SELECT name, type FROM pragma_table_info(" +
@@ -420,11 +428,16 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
     // A view stopped at the deadline can still be queried (with a filter, a LIMIT); one that
     // fails cannot.
     const bool slow = card.error().message.find("took longer than") != std::string::npos;
-    described.notes.push_back(
-        slow && capped ? "no statistics: the views share one opening budget of " +
-                             std::to_string(engine.load_timeout_ms_) +
-                             " ms and it ran out; raise --timeout-ms"
-                       : (slow ? "no statistics: " : "cannot be queried: ") + card.error().message);
+    if (slow && capped) {
+      const std::string budget = "the views share one opening budget of " +
+                                 std::to_string(engine.load_timeout_ms_) + " ms and it ran out";
+      described.notes.push_back("no statistics: " + budget);
+      engine.source_notes_.push_back(table + ": no statistics: " + budget +
+                                     std::string(kRaiseTimeout));
+    } else {
+      described.notes.push_back((slow ? "no statistics: " : "cannot be queried: ") +
+                                for_card(card.error().message));
+    }
     return described;
   }
   if (auto dates = NoteTextDates(*card, QuoteIdent(table), [&](const std::string& s) {
@@ -539,6 +552,7 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   if (engine->cards_.empty()) {
     return Fail(Error::Code::kData, path.string() + " has no tables: there is nothing to query");
   }
+  source->notes = std::move(engine->source_notes_);
   engine->sources_.push_back(std::move(*source));
   engine->load_timeout_ms_ = 0;
   engine->stop_ = {};
