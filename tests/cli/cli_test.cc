@@ -474,6 +474,24 @@ TEST_F(CliTest, SchemaErrorNamesTheFileThatFailed) {
   EXPECT_NE(ok.out.find("read as Latin-1"), std::string::npos) << ok.out;
 }
 
+// The cards are the model's: they say what the loader decided. Advice that names an option
+// the model cannot pass is the user's, on stderr (issue 23).
+TEST_F(CliTest, AdviceOnOptionsGoesToStderrWhileTheCardsSayWhatWasDecided) {
+  const auto file = cwd_.Write("umsatz.csv", "Datum,Umsatz\n01.03.2024,10\n15.03.2024,20\n"
+                                            "28.03.2024,30\n02.04.2024,40\n");
+  auto r = Quarry({"schema", "--no-cache", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  note: dates read in the format %d.%m.%Y (as the sniffer found it)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("types="), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("quarry: warning: " + file.string() +
+                       ": dates were read in the format %d.%m.%Y; to keep a column as written, "
+                       "give FILE?types=COLUMN:VARCHAR\n"),
+            std::string::npos)
+      << r.err;
+}
+
 // Files handed to quarry (a trace to view or summarise, a replay file, a price file) that are
 // too deep, of the wrong types or not JSON: each exits 3 with a message naming the file and
 // the problem, never an internal error or a crash.

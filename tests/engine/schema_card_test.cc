@@ -38,7 +38,8 @@ TEST(SchemaCardTest, ThreeCsvsAreThreeTables) {
   EXPECT_EQ(region.type, "VARCHAR");
   EXPECT_EQ(region.distinct_count, 5);
   EXPECT_EQ(region.null_count, 0);
-  EXPECT_EQ(region.samples, (std::vector<std::string>{"North", "East", "South"}));
+  EXPECT_EQ(region.samples,
+            (std::vector<std::string>{"North", "East", "South", "West", "Central"}));
   const ColumnCard& date = Column(sales, "order_date");
   EXPECT_EQ(date.type, "DATE");
   EXPECT_EQ(date.min.value_or(""), "2024-01-01");

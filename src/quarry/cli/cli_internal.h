@@ -49,6 +49,8 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
                                                  const LoadFlags& flags);
 // The loader's notes on stderr, one line each ("quarry: note: table.column: ...").
 void PrintNotes(const engine::Engine& engine);
+// Source::notes on stderr (OpenData does it; `quarry mcp` opens the data itself).
+void PrintSourceNotes(const engine::Engine& engine);
 
 // After a command: starts a detached `quarry cache build` for every large CSV/TSV/JSON file
 // that had no parse-cache entry. `specs` are in the order the engine's sources are.

@@ -26,7 +26,10 @@ int RunMcp(const McpOptions& o) {
   LoadFlags load = o.load;
   if (load.timeout_ms <= 0) load.timeout_ms = options.config.limits.timeout_ms;
   options.open = ToOpenOptions(load);
-  options.on_open = [&o](const engine::Engine& e) { FillCache(e, o.paths, o.load); };
+  options.on_open = [&o](const engine::Engine& e) {
+    PrintSourceNotes(e);
+    FillCache(e, o.paths, o.load);
+  };
   llm::Settings flags;
   if (!o.model.empty()) flags.model = o.model;
   if (!o.base_url.empty()) flags.base_url = o.base_url;

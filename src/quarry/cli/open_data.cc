@@ -85,14 +85,7 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
   auto engine = engine::Open(std::vector<std::filesystem::path>(specs.begin(), specs.end()),
                              ToOpenOptions(flags));
   if (!engine) return engine;
-  // About the source as a whole (a PostgreSQL role that can write): said by every command.
-  for (const auto& source : (*engine)->sources()) {
-    for (const auto& n : source.notes) {
-      std::cerr << Paint("quarry: warning: " + engine::PromptText(source.path, 400) + ": " + engine::PromptText(n, 2000),
-                         "33")
-                << "\n";
-    }
-  }
+  PrintSourceNotes(**engine);
   if (flags.show_notes) PrintNotes(**engine);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start).count();
@@ -100,6 +93,19 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
     std::cerr << Paint("quarry: opened the data in " + std::to_string(ms) + " ms", "2") << "\n";
   }
   return engine;
+}
+
+// About the source as a whole (a PostgreSQL role that can write) and advice that names an option
+// (FILE?types=..., --timeout-ms): the user's alone, said by every command.
+void PrintSourceNotes(const engine::Engine& engine) {
+  for (const auto& source : engine.sources()) {
+    for (const auto& n : source.notes) {
+      std::cerr << Paint("quarry: warning: " + engine::PromptText(source.path, 400) + ": " +
+                             engine::PromptText(n, 2000),
+                         "33")
+                << "\n";
+    }
+  }
 }
 
 // What the loader decided, for commands without cards on stdout. Names and notes come from the

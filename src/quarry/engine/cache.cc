@@ -31,7 +31,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Bumped whenever the loader's decisions change, so old entries are rebuilt.
-constexpr const char* kLoaderVersion = "loader-1";
+constexpr const char* kLoaderVersion = "loader-3";
 
 std::string Hex(const unsigned char* md, unsigned int len) {
   static const char* digits = "0123456789abcdef";
@@ -127,7 +127,8 @@ json CardJson(const TableCard& card) {
                     {"distinct_count", c.distinct_count}, {"distinct_approx", c.distinct_approx},
                     {"min", c.min ? json(*c.min) : json(nullptr)},
                     {"max", c.max ? json(*c.max) : json(nullptr)},
-                    {"samples", c.samples}, {"notes", c.notes}});
+                    {"date_format", c.date_format}, {"samples", c.samples},
+                    {"notes", c.notes}});
   }
   return {{"row_count", card.row_count}, {"columns", cols}, {"notes", card.notes}};
 }
@@ -151,6 +152,7 @@ std::optional<TableCard> CardFromJson(const json& j) {
     col.distinct_approx = c.value("distinct_approx", false);
     if (c.contains("min") && c["min"].is_string()) col.min = c["min"].get<std::string>();
     if (c.contains("max") && c["max"].is_string()) col.max = c["max"].get<std::string>();
+    col.date_format = c.value("date_format", "");
     for (const auto& s : c.value("samples", json::array())) {
       if (s.is_string()) col.samples.push_back(s.get<std::string>());
     }
@@ -250,6 +252,9 @@ Result<std::optional<CacheHit>> LookupCache(const std::filesystem::path& abs,
   hit.delimiter = m.value("delimiter", "");
   hit.header = m.value("header", true);
   hit.padded = m.value("padded", false);
+  for (const auto& n : m.value("user_notes", json::array())) {
+    if (n.is_string()) hit.user_notes.push_back(n.get<std::string>());
+  }
   return hit;
 }
 
@@ -351,7 +356,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
                      {"size_bytes", source->size_bytes}, {"sha256", source->sha256},
                      {"loader", kLoaderVersion}, {"options", OptionsText(csv)},
                      {"delimiter", plan.delimiter}, {"header", plan.header},
-                     {"padded", plan.padded},    {"card", CardJson(card)}};
+                     {"padded", plan.padded},    {"user_notes", plan.user_notes},
+                     {"card", CardJson(card)}};
   const auto meta_tmp = dir / (*key + ".json.tmp-" + std::to_string(::getpid()));
   {
     std::filesystem::remove(meta_tmp, ec);

@@ -111,6 +111,31 @@ std::string CutAt(const std::string& escaped, const std::vector<size_t>& starts,
   return escaped.substr(0, end) + std::string(kEllipsis);
 }
 
+// A note is a sentence for the model: when it must be cut, it ends at the last clause ("; ",
+// ": ", ", ") in its second half, else at the last space, never inside a word ("be…" reads as
+// neither "before" nor "between"). A note without a space in reach is cut as any text is.
+std::string NoteText(std::string_view note) {
+  std::vector<size_t> starts;
+  const std::string escaped = Escape(note, &starts);
+  const size_t max_bytes = kCardNoteBytes;
+  if (escaped.size() <= max_bytes) return escaped;
+  const std::string_view head = std::string_view(escaped).substr(0, max_bytes + 1);
+  size_t cut = std::string_view::npos;
+  for (std::string_view clause : {"; ", ": ", ", "}) {
+    const size_t at = head.rfind(clause);
+    if (at != std::string_view::npos && at >= max_bytes / 2 &&
+        (cut == std::string_view::npos || at > cut)) {
+      cut = at;
+    }
+  }
+  if (cut == std::string_view::npos) {
+    const size_t space = head.rfind(' ');
+    if (space != std::string_view::npos && space >= max_bytes / 2) cut = space;
+  }
+  if (cut == std::string_view::npos) return CutAt(escaped, starts, max_bytes);
+  return escaped.substr(0, cut) + std::string(kEllipsis);
+}
+
 bool HasWord(const std::string& upper, std::string_view word) {
   return upper.find(word) != std::string::npos;
 }
@@ -192,7 +217,7 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
   if (fk) out += " -> " + Name(fk->ref_table) + "." + Name(fk->ref_column);
   if (!o.statistics || !c.profiled) return out + "\n";
   const bool numeric = IsNumericType(c.type);
-  const bool temporal = IsTemporalType(c.type);
+  const bool temporal = IsTemporalType(c.type) || !c.date_format.empty();
   const bool unique =
       !c.distinct_approx && c.distinct_count > 1 && c.distinct_count == rows - c.null_count;
   if (c.null_count > 0) out += (estimated ? ", ~" : ", ") + std::to_string(c.null_count) + " null";
@@ -226,9 +251,14 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
       o.samples && !c.samples.empty() && (!ranged || (numeric && few) || !c.notes.empty());
   if (show_samples) {
     // Of a unique or many-valued column the samples show a format, not the values one would
-    // filter on: one or two suffice.
-    const bool many = c.distinct_approx || c.distinct_count > 25;
-    const size_t n = std::min(c.samples.size(), unique ? size_t{1} : many ? size_t{2} : size_t{3});
+    // filter on: one or two suffice. A column of few repeated values shows them all.
+    const bool all = !unique && c.distinct_count > 0 &&
+                     c.distinct_count <= static_cast<int64_t>(kCardFewValues);
+    const bool many = !all && (c.distinct_approx || c.distinct_count > 25);
+    const size_t n = std::min(c.samples.size(), all      ? kCardFewValues
+                                                : unique ? size_t{1}
+                                                : many   ? size_t{2}
+                                                         : size_t{3});
     out += ", e.g.";
     for (size_t s = 0; s < n; ++s) {
       const std::string v = PromptText(c.samples[s], kCardValueBytes);
@@ -237,7 +267,7 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
   }
   out += "\n";
   for (const std::string& note : c.notes)
-    out += "    note: " + PromptText(note, kCardNoteBytes) + "\n";
+    out += "    note: " + NoteText(note) + "\n";
   return out;
 }
 
@@ -364,7 +394,7 @@ std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& 
              Name(fk->ref_column) + "\n";
     }
     for (const std::string& note : t.notes)
-      out += "  note: " + PromptText(note, kCardNoteBytes) + "\n";
+      out += "  note: " + NoteText(note) + "\n";
   }
   return out;
 }

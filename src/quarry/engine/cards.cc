@@ -48,6 +48,8 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
   // handful of scans, not one per column.
   constexpr size_t kMaxAggregates = 500;
   card.columns.resize(columns.size());
+  // The extras' values, turned into notes once the samples are known too.
+  std::vector<std::vector<std::optional<std::string>>> extra_values(columns.size());
   size_t first = 0;
   do {
     size_t last = first;
@@ -92,7 +94,7 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
             row.begin() + static_cast<std::ptrdiff_t>(k),
             row.begin() + static_cast<std::ptrdiff_t>(k + e.aggregates.size()));
         k += e.aggregates.size();
-        if (e.notes_from) col.notes = e.notes_from(values, card.row_count - col.null_count);
+        extra_values[i] = values;
       }
     }
     first = last;
@@ -103,10 +105,17 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
     const std::string q = QuoteIdent(c.name);
     auto samples = run("SELECT CAST(" + q + " AS VARCHAR)" + from + " WHERE " + q +
                        " IS NOT NULL GROUP BY " + q +
-                       " ORDER BY count(*) DESC, " + q + " LIMIT 3");
+                       " ORDER BY count(*) DESC, " + q + " LIMIT " +
+                       std::to_string(kCardFewValues));
     if (!samples) return std::unexpected(samples.error());
     for (const auto& s : *samples) {
       if (s[0]) col.samples.push_back(*s[0]);
+    }
+    KeepSamples(col);
+    if (const ColumnExtra& e = extra(i); e.notes_from) {
+      auto notes = e.notes_from(extra_values[i], card.row_count - col.null_count, col, run);
+      if (!notes) return std::unexpected(notes.error());
+      col.notes = std::move(*notes);
     }
   }
   return card;

@@ -10,14 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "quarry/engine/csv_internal.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine::internal {
 namespace {
-
-// Values analysts' tools write for "no value". Compared lower-cased and trimmed.
-constexpr const char* kMarkerList =
-    "'n/a', 'na', 'null', 'none', 'nan', '-', '--', '?', '#n/a', 'missing', 'nil', '.', '(null)'";
 
 std::string Plural(int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -78,8 +75,10 @@ class Planner {
       // sequence is valid Latin-1, so the retry cannot fail on encoding again.
       encoding_ = "latin-1";
       plan_.table_notes.push_back(
-          "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1). If accented "
-          "letters look wrong, give the encoding: FILE?encoding=utf-16 (or another)");
+          "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1)");
+      plan_.user_notes.push_back("not valid UTF-8, so read as Latin-1 (ISO-8859-1): if accented "
+                                 "letters look wrong, give the encoding as FILE?encoding=cp1252 "
+                                 "(or utf-16, or another)");
       sniffed = Sniff(Dialect(true), deep_);
     }
     if (!sniffed && Mentions(sniffed.error().message, "not possible to automatically detect")) {
@@ -122,8 +121,9 @@ class Planner {
     }
     if (!s_.date_format.empty() && s_.date_format != "%Y-%m-%d") {
       plan_.table_notes.push_back("dates read in the format " + s_.date_format +
-                                  " (as the sniffer found it); give types=COLUMN:VARCHAR to keep "
-                                  "them as written");
+                                  " (as the sniffer found it)");
+      plan_.user_notes.push_back("dates were read in the format " + s_.date_format +
+                                 "; to keep a column as written, give FILE?types=COLUMN:VARCHAR");
     }
     plan_.delimiter = s_.delimiter;
     plan_.header = s_.header;
@@ -419,12 +419,7 @@ class Planner {
   // How much of a column Measure looks at (see there).
   enum Level { kCount, kDouble, kText, kFull };
 
-  struct ColumnStats {
-    int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
-    int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
-    int64_t numeric_start = 0;
-    std::string marker;  // one of the marker values seen, as written
-  };
+  using ColumnStats = CsvColumnStats;
 
   // One pass over the file read as text: per column, how many values fit each type and
   // pattern, and which rows repeat the header. The sniffer only sampled; this saw every row.
@@ -546,7 +541,11 @@ class Planner {
           }
           if (level[i] == kText || level[i] == kFull) {
             add(&ColumnStats::markers, "count_if(lower(" + v + ") IN (" + kMarkerList + "))");
-            sql += ", max(CASE WHEN lower(" + v + ") IN (" + kMarkerList + ") THEN " + q + " END)";
+          }
+          if (level[i] == kFull) {
+            // A sentinel is the smallest or largest number; FindSentinels looks closer.
+            sql += ", CAST(min(" + CsvLeadingNumber(q) + ") AS VARCHAR), CAST(max(" +
+                   CsvLeadingNumber(q) + ") AS VARCHAR)";
           }
           layout.emplace_back(i, std::move(fields));
         }
@@ -575,7 +574,10 @@ class Planner {
         for (const auto& [i, fields] : layout) {
           ColumnStats& st = stats_by_column[i];
           for (auto field : fields) st.*field = num(k++);
-          if (level[i] == kText || level[i] == kFull) st.marker = row[k++].value_or("");
+          if (level[i] == kFull) {
+            st.lead_low = row[k++];
+            st.lead_high = row[k++];
+          }
           // The header rows were counted as text values of every column; take them out.
           if (first_pass) st.non_null -= header_rows;
         }
@@ -605,14 +607,21 @@ class Planner {
       if (auto r = NoteRaggedLines(rejects); !r) return r;
     }
     if (auto r = NoteRejects(rejects); !r) return r;
+    if (auto r = FindMissingValues(cols, level, stats_by_column); !r) return r;
 
     std::string select;
     bool transformed = header_rows > 0;
     for (size_t i = 0; i < cols.size(); ++i) {
       const auto it = sniffed_type.find(cols[i]);
       const std::string sniffed = it != sniffed_type.end() ? it->second : "VARCHAR";
-      std::string expr = Decide(cols[i], sniffed, stats_by_column[i], header_rows > 0);
-      if (expr != Typed(QuoteIdent(cols[i]), sniffed)) transformed = true;
+      const bool user_typed =
+          std::any_of(user_.types.begin(), user_.types.end(),
+                      [&](const auto& t) { return t.first == cols[i]; });
+      const std::string typed = Typed(QuoteIdent(cols[i]), sniffed);
+      std::string expr =
+          DecideCsvColumn({cols[i], sniffed, typed, user_typed, header_rows > 0},
+                          stats_by_column[i], plan_.column_notes[cols[i]]);
+      if (expr != typed) transformed = true;
       select += (select.empty() ? "" : ", ") + expr + " AS " + QuoteIdent(cols[i]);
     }
     if (header_rows > 0) {
@@ -632,6 +641,29 @@ class Planner {
     return {};
   }
 
+  // Which markers the columns that hold some are, and the sentinels among the numbers that
+  // text columns start with: one more look at those columns only.
+  Result<void> FindMissingValues(const std::vector<std::string>& cols, const std::vector<int>& level,
+                                 std::vector<ColumnStats>& stats) {
+    const std::string rows = "(SELECT * FROM " + Reader(true) +
+                             (sample_ ? " LIMIT " + std::to_string(kSampleRows) : "") + ")";
+    for (size_t i = 0; i < cols.size(); ++i) {
+      const std::string q = QuoteIdent(cols[i]);
+      if (stats[i].markers > 0) {
+        auto markers = CountMarkers(run_, rows, q);
+        if (!markers) return std::unexpected(markers.error());
+        stats[i].marker_values = std::move(*markers);
+      }
+      if (level[i] == kFull) {
+        auto found = FindSentinels(run_, rows, CsvLeadingNumber(q), ParseNumber(stats[i].lead_low),
+                                   ParseNumber(stats[i].lead_high));
+        if (!found) return std::unexpected(found.error());
+        stats[i].sentinels = std::move(*found);
+      }
+    }
+    return {};
+  }
+
   // `q` (text) as `type`, reading dates and timestamps in the format the sniffer found
   // (01.03.2024 is no ISO date, and a plain CAST would refuse it).
   std::string Typed(const std::string& q, const std::string& type) const {
@@ -642,77 +674,6 @@ class Planner {
       return "CAST(strptime(" + q + ", " + QuoteLiteral(s_.timestamp_format) + ") AS " + type + ")";
     }
     return "CAST(" + q + " AS " + type + ")";
-  }
-
-  // The column's expression over its text, and the notes that explain it.
-  std::string Decide(const std::string& name, const std::string& sniffed, const ColumnStats& s,
-                     bool resniff) {
-    const std::string q = QuoteIdent(name);
-    auto& notes = plan_.column_notes[name];
-    auto user_typed = std::find_if(user_.types.begin(), user_.types.end(),
-                                   [&](const auto& t) { return t.first == name; });
-    if (user_typed != user_.types.end()) return Typed(q, sniffed);
-    const int64_t n = s.non_null;
-    if (n <= 0) return Typed(q, sniffed);
-    const int64_t all_ints = s.ints + s.long_ints + s.too_long;
-    if (all_ints == n && s.leading_zero == 0 && (s.long_ints > 0 || s.too_long > 0)) {
-      if (s.too_long > 0) {
-        notes.push_back("integers longer than 38 digits: kept exact as text; compare them as "
-                        "strings, never as numbers");
-        return q;
-      }
-      notes.push_back("integers past 64 bits: kept exact as HUGEINT (a DOUBLE would round "
-                      "them and merge distinct ids)");
-      return "CAST(" + q + " AS HUGEINT)";
-    }
-    const bool text = sniffed == "VARCHAR";
-    if (!text && !resniff) return Typed(q, sniffed);
-    if (s.ints == n && s.leading_zero == 0) return "CAST(" + q + " AS BIGINT)";
-    if (s.doubles == n && s.leading_zero == 0) return "CAST(" + q + " AS DOUBLE)";
-    if (!text) return Typed(q, sniffed);
-    // Decimal commas (1.234,50; 12,00) win over thousands separators when some value can only
-    // be read that way: a comma followed by other than three digits.
-    if (s.decimal_comma > 0 && s.decimal_comma + s.ints == n && s.decimal_comma > s.thousands) {
-      notes.push_back("numbers written with a decimal comma (e.g. 1.234,50) were read as DOUBLE: "
-                      "'.' groups thousands and ',' marks decimals");
-      return "CAST(replace(replace(trim(" + q + "), '.', ''), ',', '.') AS DOUBLE)";
-    }
-    if (s.thousands > 0 && s.thousands + s.ints + (s.doubles - s.ints) >= n &&
-        s.thousands + s.doubles >= n) {
-      notes.push_back("numbers written with thousands separators (e.g. 1,234,567) were read as "
-                      "numbers with the commas removed");
-      return "CAST(replace(trim(" + q + "), ',', '') AS " +
-             (s.doubles > s.ints ? std::string("DOUBLE") : std::string("BIGINT")) + ")";
-    }
-    if (resniff && s.dates == n) return "CAST(" + q + " AS DATE)";
-    if (resniff && s.timestamps == n) return "CAST(" + q + " AS TIMESTAMP)";
-    if (s.markers > 0) {
-      std::string note = s.markers == 1
-                             ? "'" + s.marker + "' (1 row) looks like a missing-value marker"
-                             : Plural(s.markers, "row holds", "rows hold") +
-                                   " missing-value markers such as '" + s.marker + "'";
-      if (s.doubles + s.markers == n && s.doubles > 0) {
-        note += "; the other " + std::to_string(s.doubles) + " values are numbers, so the column "
-                "is text: TRY_CAST(" + q + " AS DOUBLE) reads them with the marker as NULL";
-      }
-      notes.push_back(note);
-    } else if (s.doubles == n && s.leading_zero > 0) {
-      notes.push_back("kept as text: " + std::to_string(s.leading_zero) +
-                      " values have leading zeros (codes such as zip codes, not amounts)");
-    } else if (s.doubles > 0 && s.doubles * 10 >= n * 9) {
-      notes.push_back(std::to_string(s.doubles) + " of " + std::to_string(n) +
-                      " values are numbers, the rest text: TRY_CAST(" + q +
-                      " AS DOUBLE) reads the numbers and gives NULL for the rest");
-    } else if (s.decimal_comma > 0 && s.decimal_comma * 2 >= n) {
-      notes.push_back(std::to_string(s.decimal_comma) + " of " + std::to_string(n) +
-                      " values look like numbers with a decimal comma (1.234,50), the rest do "
-                      "not: kept as text");
-    } else if (s.thousands > 0 && s.thousands * 2 >= n) {
-      notes.push_back(std::to_string(s.thousands) + " of " + std::to_string(n) +
-                      " values look like numbers with thousands separators (1,234,567), the "
-                      "rest do not: kept as text");
-    }
-    return q;
   }
 
   // Lines the strict reading refused: named in a note (the first few), since the table keeps

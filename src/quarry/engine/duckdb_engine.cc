@@ -262,6 +262,15 @@ class DuckDbEngine final : public Engine {
     }
   }
 
+  // A database table's loading error as its card quotes it; advice to raise a flag goes to the
+  // user (the database's Source::notes).
+  std::string ForCard(const std::string& table, std::string message) {
+    if (TakeTimeoutAdvice(message) && !sources_.empty()) {
+      sources_.front().notes.push_back(table + ": " + message + std::string(kRaiseTimeout));
+    }
+    return message;
+  }
+
   // Cards for every registered table: DESCRIBE gives names and types, the loader's notes are
   // attached, and (when profiling) one scan per table fills in the statistics. `database`: the
   // tables are a .duckdb file's, whose views are SQL the data chose; one that fails or runs
@@ -286,7 +295,7 @@ class DuckDbEngine final : public Engine {
         TableCard unreadable;
         unreadable.name = name;
         unreadable.source = source;
-        unreadable.notes.push_back("cannot be queried: " + FirstLine(desc.error().message));
+        unreadable.notes.push_back("cannot be queried: " + ForCard(name, FirstLine(desc.error().message)));
         cards_.push_back(std::move(unreadable));
         table_names_.push_back(name);
         continue;
@@ -317,7 +326,7 @@ class DuckDbEngine final : public Engine {
                                [this](const std::string& s) { return RunTrusted(s); }, exact);
         if (!r && database && r.error().code != Error::Code::kCancelled) {
           card = std::move(described);
-          card.notes.push_back("no statistics: " + FirstLine(r.error().message));
+          card.notes.push_back("no statistics: " + ForCard(name, FirstLine(r.error().message)));
         } else if (!r) {
           return std::unexpected(Context(r.error(), "cannot load " + source));
         }
@@ -355,7 +364,9 @@ class DuckDbEngine final : public Engine {
       f.deep = true;
       ++cards_version_;
       for (auto& source : sources_) {
-        if (source.path == f.path) source.select = f.plan.select;
+        if (source.path != f.path) continue;
+        source.select = f.plan.select;
+        source.notes = f.plan.user_notes;
       }
       // The card is rebuilt from the new view: types and notes may all have changed.
       auto desc = RunTrusted("DESCRIBE " + QuoteIdent(f.name));
@@ -555,6 +566,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       source->delimiter = f.cached->delimiter;
       source->header = f.cached->header;
       source->padded = f.cached->padded;
+      source->notes = f.cached->user_notes;
       f.plan.table_notes = f.cached->card.notes;
     }
     total_bytes += source->size_bytes;
@@ -570,6 +582,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
         // An unreadable entry is skipped, never trusted: the file is read as if uncached.
         f.cached.reset();
         f.plan.table_notes.clear();
+        source->notes.clear();
         if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint, options.stop); full) *source = *full;
         source->cache = "miss";
       }
@@ -600,6 +613,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       engine->sources_[i].delimiter = plan->delimiter;
       engine->sources_[i].header = plan->header;
       engine->sources_[i].padded = plan->padded;
+      engine->sources_[i].notes = plan->user_notes;
       f.plan = std::move(*plan);
     } else {
       select = "SELECT * FROM " + ReaderFor(f.format, f.abs);

@@ -25,8 +25,9 @@ std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite", "postgres
 // postgres:// URL, or a libpq service name ("service=NAME").
 bool IsServerSpec(std::string_view spec);
 
-// Per column: min/max only for ordered scalar types; samples are the three most frequent
-// non-null values (ties broken by value), rendered as text.
+// Per column: min/max only for ordered scalar types; samples are the most frequent non-null
+// values (ties broken by value), rendered as text: all of them when the column has at most
+// kCardFewValues distinct values, else three.
 struct ColumnCard {
   std::string name;
   std::string type;
@@ -36,6 +37,11 @@ struct ColumnCard {
   bool profiled = false;         // false: only name, type and notes are known (quarry sql)
   std::optional<std::string> min;
   std::optional<std::string> max;
+  // A text column whose values are dates written as text ('Apr 1 2005'): the format most of
+  // them are written in, as strptime reads it ("%b %d %Y"); min and max are then the earliest
+  // and latest of those dates in ISO form (2005-04-01), and a note says how to read them.
+  // The data itself stays text.
+  std::string date_format;
   std::vector<std::string> samples;
   // What the model must know to read this column right, one sentence each: a stored type
   // that differs from the declared one, a missing-value marker, a number format kept as text,
@@ -82,8 +88,10 @@ struct Source {
   // The parse cache: "hit" (opened from an entry), "miss" (none yet; CacheWorthy says whether
   // building one pays), or "" (not cached: a database, Parquet, or the cache was off).
   std::string cache;
-  // What the engine found about the source as a whole, for the user rather than the model
-  // (a PostgreSQL role that can write), one sentence each.
+  // For the user rather than the model, one sentence each: what the engine found about the
+  // source as a whole (a PostgreSQL role that can write), and advice that names quarry's own
+  // options ("give FILE?types=COLUMN:VARCHAR", "raise --timeout-ms"), which the model cannot
+  // use. What the loader decided is in the cards' notes, told to both.
   std::vector<std::string> notes;
   // Files: the SELECT that defines the table over the file (the CSV loader's plan), so other
   // readers (the export for Python) read exactly what the engine reads; with a cache hit, the
@@ -288,8 +296,8 @@ struct CardOptions {
 //     GenreId INTEGER -> Genre.GenreId, 25 distinct, 1..25
 //     Composer NVARCHAR(220), 977 null, 852 distinct, e.g. 'Steve Harris', 'U2'
 // "unique": as many distinct values as non-null ones. min..max is shown for numbers, dates and
-// times; samples (the most frequent values, at most 30 bytes each) for other columns, and for
-// numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
+// times (dates written as text too, ColumnCard::date_format); samples (the most frequent values, at most 30 bytes each; every value of a column with
+// at most kCardFewValues) for other columns, and for numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
 // PromptText, so no cell can start a line of its own.
 std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& options);
 std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns = 0,
@@ -299,7 +307,10 @@ inline constexpr size_t kCardColumns = 40;  // the model's default
 inline constexpr size_t kCardValueBytes = 30;   // a sample value
 inline constexpr size_t kCardRangeBytes = 40;   // min or max
 inline constexpr size_t kCardNameBytes = 80;    // a table, column or type name
-inline constexpr size_t kCardNoteBytes = 240;   // a note
+inline constexpr size_t kCardNoteBytes = 240;   // a note (cut at a clause or a word)
+// A column with at most this many distinct values lists every one of them: the model filters
+// on them, and three of five would hide the other two.
+inline constexpr size_t kCardFewValues = 8;
 
 // One table's relevance to a question (RankTables).
 struct TableMatch {

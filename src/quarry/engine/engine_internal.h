@@ -21,12 +21,15 @@ struct ColumnInfo {
 };
 
 // What an engine adds to one column's card: aggregates over the column computed in the same
-// statistics scan as its counts and bounds, and `notes_from`, which turns their values (as text, in order) and the
-// column's non-null count into column notes.
+// statistics scan as its counts and bounds, and `notes_from`, which turns their values (as
+// text, in order), the column's non-null count and its card (counts, bounds, samples) into
+// column notes. It may ask `run` for the values behind a count (which markers, how many rows
+// each); its errors fail the card as the statistics' would.
 struct ColumnExtra {
   std::vector<std::string> aggregates;
-  std::function<std::vector<std::string>(const std::vector<std::optional<std::string>>& values,
-                                         int64_t non_null)>
+  std::function<Result<std::vector<std::string>>(
+      const std::vector<std::optional<std::string>>& values, int64_t non_null,
+      const ColumnCard& column, const RunRows& run)>
       notes_from;
 };
 
@@ -58,7 +61,18 @@ std::string QuoteIdent(std::string_view name);
 // 'text' with embedded quotes doubled.
 std::string QuoteLiteral(std::string_view text);
 
-// Row count, per-column null/distinct counts, min/max and the three most frequent values.
+// Samples a card keeps of a column with more than kCardFewValues distinct values.
+inline constexpr size_t kSampleValues = 3;
+// Trims `col.samples` (fetched up to kCardFewValues) to kSampleValues unless the column is one
+// of few values (ColumnCard::samples).
+inline void KeepSamples(ColumnCard& col) {
+  if (col.distinct_count > static_cast<int64_t>(kCardFewValues) &&
+      col.samples.size() > kSampleValues) {
+    col.samples.resize(kSampleValues);
+  }
+}
+
+// Row count, per-column null/distinct counts, min/max and the most frequent values (ColumnCard).
 // `sql_name` is how queries reach the table (quoted, maybe schema-qualified). `extras`, when
 // given, has one entry per column. Columns are counted in groups of at most 500 aggregates per
 // statement (SQLite allows 2000 result columns), so any table SQLite can hold gets a card.
@@ -101,6 +115,7 @@ Result<CsvOptions> ParseCsvOptions(std::string_view query);
 struct CsvPlan {
   std::string select;  // SELECT ... FROM read_csv(...) with the dialect and columns fixed
   std::vector<std::string> table_notes;
+  std::vector<std::string> user_notes;  // advice naming quarry's options: Source::notes
   std::map<std::string, std::vector<std::string>> column_notes;  // by column name
   std::string delimiter;  // "" when read as one column
   bool header = true;
@@ -128,6 +143,17 @@ std::vector<ColumnInfo> DescribeInto(TableCard& card, const Rows& describe, cons
 Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
                            const std::vector<ColumnInfo>& columns, const RunRows& run, bool exact);
 
+// Loading errors end in advice for the user when a load runs out of time. A card note that
+// quotes such an error keeps what happened, for the model (it cannot raise a flag), and the
+// advice goes to Source::notes: this removes it from `message` and says whether it was there.
+inline constexpr std::string_view kRaiseTimeout = "; raise --timeout-ms";
+inline bool TakeTimeoutAdvice(std::string& message) {
+  const size_t at = message.find(kRaiseTimeout);
+  if (at == std::string::npos) return false;
+  message.erase(at, kRaiseTimeout.size());
+  return true;
+}
+
 // Adds the context a per-file loop knows: "cannot load data/x.csv: " + the error.
 Error Context(Error error, const std::string& what);
 
@@ -143,6 +169,7 @@ struct CacheHit {
   std::string delimiter;
   bool header = true;
   bool padded = false;
+  std::vector<std::string> user_notes;  // CsvPlan::user_notes
 };
 std::filesystem::path CacheDir(const OpenOptions& options);
 // nullopt when the file cannot be stat'ed.

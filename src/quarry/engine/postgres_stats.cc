@@ -172,7 +172,10 @@ void SampleInto(PGconn* conn, const PgRelationFacts& f, int64_t rows_known, Tabl
     std::vector<std::pair<int64_t, std::string>> top;
     for (const auto& [value, n] : counts) top.emplace_back(-n, value);
     std::sort(top.begin(), top.end());
-    for (size_t i = 0; i < top.size() && i < 3; ++i) col.samples.push_back(top[i].second);
+    for (size_t i = 0; i < top.size() && i < kCardFewValues; ++i) {
+      col.samples.push_back(top[i].second);
+    }
+    KeepSamples(col);
   }
   if (static_cast<int64_t>(rows->size()) != rows_known) {
     card.estimated = true;
@@ -216,8 +219,9 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
     }
     const bool table = f.kind == 'r' || f.kind == 'm' || f.kind == 'p';
     if (rows_known < 0 && table) {
-      card.notes.push_back("row count unknown: the table was never analyzed (ANALYZE " +
-                           f.sql_name + " gives the planner, and quarry, an estimate)");
+      card.notes.push_back("row count unknown: the table was never analyzed");
+      engine.source_notes_.push_back(card.name + " was never analyzed: ANALYZE " + f.sql_name +
+                                     " gives the planner, and quarry, a row count");
     }
     // A view is not read: it may be any query, at any cost.
     if (!table) continue;
@@ -238,7 +242,10 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
                                : std::llround(-s.n_distinct * static_cast<double>(rows_known));
       col.distinct_approx = true;
       const auto common = s.common ? ArrayItems(*s.common) : std::vector<std::string>{};
-      for (size_t k = 0; k < common.size() && k < 3; ++k) col.samples.push_back(common[k]);
+      for (size_t k = 0; k < common.size() && k < kCardFewValues; ++k) {
+        col.samples.push_back(common[k]);
+      }
+      KeepSamples(col);
       if (Ranged(BaseType(col.type))) {
         RangeInto(col, s.histogram ? ArrayItems(*s.histogram) : std::vector<std::string>{},
                   common);

@@ -1,8 +1,9 @@
 // One-pass profiling for DuckDB tables: the row count and, per column, nulls, distinct values,
-// min/max and the three most frequent values, all in one query. A 1,000-column file is one
+// min/max and the most frequent values, all in one query. A 1,000-column file is one
 // scan, not 2,000.
 #include <nlohmann/json.hpp>
 
+#include "quarry/engine/card_notes_internal.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine::internal {
@@ -35,6 +36,7 @@ Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
   // Columns go in groups of a few hundred aggregates: DuckDB plans one statement with
   // thousands of them in far more memory than the extra scans cost.
   constexpr size_t kColumnsPerQuery = 96;
+  const std::string few = std::to_string(kCardFewValues);
   auto as_int = [](const std::optional<std::string>& v) -> int64_t {
     return v ? std::stoll(*v) : 0;
   };
@@ -53,10 +55,10 @@ Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
       if (c.ordered) sql += ", CAST(min(" + q + ") AS VARCHAR), CAST(max(" + q + ") AS VARCHAR)";
       if (exact) {
         sql += ", CAST(to_json(list_transform(list_slice(list_sort(list_transform(map_entries("
-               "histogram(" + v + ")), e -> {'n': -e.value, 'k': e.key})), 1, 3), "
+               "histogram(" + v + ")), e -> {'n': -e.value, 'k': e.key})), 1, " + few + "), "
                "e -> CAST(e.k AS VARCHAR))) AS VARCHAR)";
       } else {
-        sql += ", CAST(to_json(approx_top_k(CAST(" + q + " AS VARCHAR), 3)) AS VARCHAR)";
+        sql += ", CAST(to_json(approx_top_k(CAST(" + q + " AS VARCHAR), " + few + ")) AS VARCHAR)";
       }
     }
     auto stats = run(sql + " FROM " + sql_name);
@@ -81,11 +83,13 @@ Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
           if (s.is_string()) col.samples.push_back(s.get<std::string>());
         }
       }
+      KeepSamples(col);
       col.profiled = true;
     }
   }
   card.profiled = true;
-  return {};
+  if (auto r = NoteNumericSentinels(card, sql_name, run); !r) return r;
+  return NoteTextDates(card, sql_name, run, Dialect::kDuckDB);
 }
 
 }  // namespace quarry::engine::internal

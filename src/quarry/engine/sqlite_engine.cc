@@ -1,7 +1,7 @@
 // SQLite behind the guard: opened read-only, extension loading off, defensive mode, no
 // attached databases, and an authorizer that allows reads only (plus what SQLite's own
 // virtual-table modules prepare inside a read); a progress handler enforces the wall-clock
-// timeout. Results keep every digit of a REAL; cards note text stored in numeric columns.
+// timeout. Results keep every digit of a REAL; the cards' column notes are sqlite_notes.cc's.
 #include <sqlite3.h>
 
 #include <charconv>
@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 
+#include "quarry/engine/card_notes_internal.h"
 #include "quarry/engine/engine_internal.h"
 #include "quarry/engine/isolated_query.h"
 
@@ -46,52 +47,6 @@ std::string StorageName(unsigned classes) {
     case 1u << SQLITE_BLOB: return "BLOB";
     default: return "mixed";
   }
-}
-
-// Whether a declared type makes SQLite store numbers (INTEGER, REAL or NUMERIC affinity, by
-// the rules of https://sqlite.org/datatype3.html section 3.1), so that text stored in the
-// column changes what arithmetic gives. Dates are NUMERIC by those rules but SQLite has no
-// date storage class and keeps ISO-8601 dates as text by design: no note for DATE/TIME types.
-bool NumericDeclared(std::string type) {
-  for (char& ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  auto has = [&](const char* s) { return type.find(s) != std::string::npos; };
-  if (has("INT")) return true;
-  if (has("CHAR") || has("CLOB") || has("TEXT") || has("BLOB") || type.empty()) return false;
-  if (has("REAL") || has("FLOA") || has("DOUB")) return true;
-  return !has("DATE") && !has("TIME");
-}
-
-// Notes for a numeric-declared column holding text or blobs, from its storage-class counts
-// (integer, real, text, blob, in that order): "declared INTEGER, stored as text in 3/3 rows".
-std::vector<std::string> StorageNotes(const std::string& column, const std::string& declared,
-                                      const std::vector<std::optional<std::string>>& counts,
-                                      int64_t non_null) {
-  static constexpr const char* kClass[] = {"integer", "real", "text", "blob"};
-  int64_t n[4] = {};
-  for (size_t i = 0; i < 4 && i < counts.size(); ++i) {
-    n[i] = counts[i] ? std::strtoll(counts[i]->c_str(), nullptr, 10) : 0;
-  }
-  if (n[2] + n[3] == 0) return {};
-  std::string note = "declared " + declared + ", stored as ";
-  const int present = (n[0] > 0) + (n[1] > 0) + (n[2] > 0) + (n[3] > 0);
-  if (present == 1) {
-    const size_t i = n[2] > 0 ? 2 : 3;
-    note += std::string(kClass[i]) + " in " + std::to_string(n[i]) + "/" +
-            std::to_string(non_null) + " rows";
-  } else {
-    bool first = true;
-    for (size_t i = 0; i < 4; ++i) {
-      if (n[i] == 0) continue;
-      note += (first ? "" : ", ") + std::string(kClass[i]) + " in " + std::to_string(n[i]) +
-              (first ? (n[i] == 1 ? " row" : " rows") : "");
-      first = false;
-    }
-  }
-  // No CAST here: CAST('N/A' AS REAL) is 0 and CAST('7 kg' AS REAL) is 7, silently.
-  note += ": arithmetic reads such text as 0 or its leading digits and comparisons sort it "
-          "above every number; use only rows where typeof(" + QuoteIdent(column) +
-          ") IN ('integer', 'real'), or check the text is a number before a CAST";
-  return {note};
 }
 
 // The longest string or blob a SQLite value may be (SQLITE_LIMIT_LENGTH).
@@ -383,6 +338,7 @@ class SqliteEngine final : public Engine {
   int64_t load_timeout_ms_ = 0;  // OpenOptions::timeout_ms, while opening
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
+  std::vector<std::string> source_notes_;  // Source::notes, gathered while the cards are built
   std::vector<std::string> table_names_;
   std::set<std::string> shadow_tables_;  // e.g. docs_data, docs_idx for an FTS5 table docs
   std::string denied_;
@@ -428,11 +384,18 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
                              const std::string& source,
                              std::optional<std::chrono::steady_clock::time_point> cap = {}) {
   const bool capped = engine.StartLoadDeadline(cap);
+  // What the card says of an error; advice to raise a flag is the user's (Source::notes).
+  auto for_card = [&](std::string message) {
+    if (TakeTimeoutAdvice(message)) {
+      engine.source_notes_.push_back(table + ": " + message + std::string(kRaiseTimeout));
+    }
+    return message;
+  };
   auto unreadable = [&](const Error& e) {
     TableCard card;
     card.name = table;
     card.source = source;
-    card.notes.push_back("cannot be queried: " + e.message);
+    card.notes.push_back("cannot be queried: " + for_card(e.message));
     return card;
   };
   auto info = engine.RunTrusted("SELECT name, type FROM pragma_table_info(" +
@@ -445,19 +408,8 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
     const std::string name = c[0].value_or("");
     const std::string type = c[1].value_or("");
     columns.push_back({name, type.empty() ? "ANY" : type, type != "BLOB"});
-    ColumnExtra extra;
-    if (NumericDeclared(type)) {
-      // Counted in the card's statistics scan, beside the null and distinct counts.
-      const std::string q = QuoteIdent(name);
-      for (const char* cls : {"integer", "real", "text", "blob"}) {
-        extra.aggregates.push_back("sum(typeof(" + q + ") = '" + cls + "')");
-      }
-      extra.notes_from = [name, type](const std::vector<std::optional<std::string>>& counts,
-                                      int64_t non_null) {
-        return StorageNotes(name, type, counts, non_null);
-      };
-    }
-    extras.push_back(std::move(extra));
+    // Counted in the card's statistics scan, beside the null and distinct counts.
+    extras.push_back(type == "BLOB" ? ColumnExtra{} : SqliteColumnExtra(QuoteIdent(table), name, type));
   }
   if (columns.empty()) return unreadable({Error::Code::kData, "SQLite reports no columns"});
   auto card = BuildCard(table, QuoteIdent(table), source, columns,
@@ -476,12 +428,23 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
     // A view stopped at the deadline can still be queried (with a filter, a LIMIT); one that
     // fails cannot.
     const bool slow = card.error().message.find("took longer than") != std::string::npos;
-    described.notes.push_back(
-        slow && capped ? "no statistics: the views share one opening budget of " +
-                             std::to_string(engine.load_timeout_ms_) +
-                             " ms and it ran out; raise --timeout-ms"
-                       : (slow ? "no statistics: " : "cannot be queried: ") + card.error().message);
+    if (slow && capped) {
+      const std::string budget = "the views share one opening budget of " +
+                                 std::to_string(engine.load_timeout_ms_) + " ms and it ran out";
+      described.notes.push_back("no statistics: " + budget);
+      engine.source_notes_.push_back(table + ": no statistics: " + budget +
+                                     std::string(kRaiseTimeout));
+    } else {
+      described.notes.push_back((slow ? "no statistics: " : "cannot be queried: ") +
+                                for_card(card.error().message));
+    }
     return described;
+  }
+  if (auto dates = NoteTextDates(*card, QuoteIdent(table), [&](const std::string& s) {
+        return engine.RunTrusted(s);
+      }, Dialect::kSQLite);
+      !dates && dates.error().code == Error::Code::kCancelled) {
+    return std::unexpected(dates.error());
   }
   auto fks = engine.RunTrusted("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(" +
                                QuoteLiteral(table) + ")");
@@ -589,6 +552,7 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   if (engine->cards_.empty()) {
     return Fail(Error::Code::kData, path.string() + " has no tables: there is nothing to query");
   }
+  source->notes = std::move(engine->source_notes_);
   engine->sources_.push_back(std::move(*source));
   engine->load_timeout_ms_ = 0;
   engine->stop_ = {};

@@ -1,0 +1,101 @@
+// How the CSV loader reads one column, decided from what its whole-file pass counted (every
+// row, or the sniffer's sample of a large file): the sniffer's type, exact HUGEINT or text for
+// long integers, numbers behind decimal commas and thousands separators, and text kept as text
+// with a note on its missing-value markers, sentinels and stray values.
+#include "quarry/engine/csv_internal.h"
+
+namespace quarry::engine::internal {
+
+std::string CsvLeadingNumber(const std::string& v) {
+  return "TRY_CAST(regexp_extract(trim(" + v + "), '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)') AS DOUBLE)";
+}
+
+std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
+                            std::vector<std::string>& notes) {
+  const std::string q = QuoteIdent(column.name);
+  if (column.user_typed) return column.typed;
+  const int64_t n = s.non_null;
+  if (n <= 0) return column.typed;
+  const int64_t all_ints = s.ints + s.long_ints + s.too_long;
+  if (all_ints == n && s.leading_zero == 0 && (s.long_ints > 0 || s.too_long > 0)) {
+    if (s.too_long > 0) {
+      notes.push_back("integers longer than 38 digits: kept exact as text; compare them as "
+                      "strings, never as numbers");
+      return q;
+    }
+    notes.push_back("integers past 64 bits: kept exact as HUGEINT (a DOUBLE would round "
+                    "them and merge distinct ids)");
+    return "CAST(" + q + " AS HUGEINT)";
+  }
+  const bool text = column.sniffed == "VARCHAR";
+  if (!text && !column.resniff) return column.typed;
+  if (s.ints == n && s.leading_zero == 0) return "CAST(" + q + " AS BIGINT)";
+  if (s.doubles == n && s.leading_zero == 0) return "CAST(" + q + " AS DOUBLE)";
+  if (!text) return column.typed;
+  // Decimal commas (1.234,50; 12,00) win over thousands separators when some value can only
+  // be read that way: a comma followed by other than three digits.
+  if (s.decimal_comma > 0 && s.decimal_comma + s.ints == n && s.decimal_comma > s.thousands) {
+    notes.push_back("numbers written with a decimal comma (e.g. 1.234,50) were read as DOUBLE: "
+                    "'.' groups thousands and ',' marks decimals");
+    return "CAST(replace(replace(trim(" + q + "), '.', ''), ',', '.') AS DOUBLE)";
+  }
+  if (s.thousands > 0 && s.thousands + s.ints + (s.doubles - s.ints) >= n &&
+      s.thousands + s.doubles >= n) {
+    notes.push_back("numbers written with thousands separators (e.g. 1,234,567) were read as "
+                    "numbers with the commas removed");
+    return "CAST(replace(trim(" + q + "), ',', '') AS " +
+           (s.doubles > s.ints ? std::string("DOUBLE") : std::string("BIGINT")) + ")";
+  }
+  if (column.resniff && s.dates == n) return "CAST(" + q + " AS DATE)";
+  if (column.resniff && s.timestamps == n) return "CAST(" + q + " AS TIMESTAMP)";
+  if (s.markers > 0 || s.sentinels) {
+    std::vector<ValueCount> markers = s.marker_values;
+    if (markers.empty()) markers.push_back({"?", s.markers});  // the breakdown did not read
+    std::string note = MissingValueNote(s.markers > 0 ? markers : std::vector<ValueCount>{},
+                                        s.sentinels);
+    std::string sentinels;
+    if (s.sentinels) {
+      for (const ValueCount& v : s.sentinels->values) {
+        sentinels += (sentinels.empty() ? "'" : "', '") + v.value;
+      }
+      sentinels += "'";
+    }
+    // 'NaN' is a marker that DuckDB also reads as a DOUBLE: counted once.
+    int64_t numbers = s.doubles;
+    std::string nan;
+    for (const ValueCount& m : s.marker_values) {
+      if (m.value.size() == 3 && (m.value[0] | 0x20) == 'n' && (m.value[1] | 0x20) == 'a' &&
+          (m.value[2] | 0x20) == 'n') {
+        numbers -= m.rows;
+        nan = m.value;
+      }
+    }
+    if (s.markers > 0 && numbers + s.markers == n && numbers > 0) {
+      note += "; the other " + std::to_string(numbers) + " values are numbers, so the column "
+              "is text: TRY_CAST(" + q + " AS DOUBLE) reads them with the markers as NULL";
+      if (!nan.empty()) note += ", but '" + nan + "' as NaN (isnan() finds it)";
+      if (s.sentinels) note += " (leave out " + sentinels + " too)";
+    } else if (s.sentinels) {
+      note += "; leave " + sentinels + " out before aggregating";
+    }
+    notes.push_back(note);
+  } else if (s.doubles == n && s.leading_zero > 0) {
+    notes.push_back("kept as text: " + std::to_string(s.leading_zero) +
+                    " values have leading zeros (codes such as zip codes, not amounts)");
+  } else if (s.doubles > 0 && s.doubles * 10 >= n * 9) {
+    notes.push_back(std::to_string(s.doubles) + " of " + std::to_string(n) +
+                    " values are numbers, the rest text: TRY_CAST(" + q +
+                    " AS DOUBLE) reads the numbers and gives NULL for the rest");
+  } else if (s.decimal_comma > 0 && s.decimal_comma * 2 >= n) {
+    notes.push_back(std::to_string(s.decimal_comma) + " of " + std::to_string(n) +
+                    " values look like numbers with a decimal comma (1.234,50), the rest do "
+                    "not: kept as text");
+  } else if (s.thousands > 0 && s.thousands * 2 >= n) {
+    notes.push_back(std::to_string(s.thousands) + " of " + std::to_string(n) +
+                    " values look like numbers with thousands separators (1,234,567), the "
+                    "rest do not: kept as text");
+  }
+  return q;
+}
+
+}  // namespace quarry::engine::internal
