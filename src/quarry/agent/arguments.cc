@@ -81,9 +81,9 @@ json ToolParameters(std::string_view tool) {
         "supporting_values":{"type":"array","items":{"type":["string","number"]},
           "description":"the exact values from query results that the answer rests on"},
         "assumptions":{"type":"array","items":{"type":"string"},"maxItems":5,
-          "description":"choices the question left open, one short sentence each, such as: top customer = by revenue"},
+          "description":"choices the question left open, each a short sentence: top customer = by revenue"},
         "outcome":{"type":"string","enum":["answer","declined"],
-          "description":"declined: you cannot answer (a write, data that lacks it); say why"}},
+          "description":"declined: you cannot answer; say why"}},
         "required":["answer","supporting_values"],"additionalProperties":false})");
   }
   return json::object();

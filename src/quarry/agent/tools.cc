@@ -377,7 +377,7 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   std::vector<Tool> tools;
   tools.push_back(Tool{
       {"inspect_schema",
-       "Show schema cards (types, counts, ranges, samples, notes). `table`: one table, every "
+       "Show schema cards. `table`: one table, every "
        "column; `columns`: just those. Without `table`, a large schema gives an index of "
        "names by pages (`offset`), narrowed by `prefix`.",
        ToolParameters("inspect_schema")},
@@ -385,7 +385,7 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   tools.push_back(Tool{
       {"run_sql",
        "Run one read-only SQL query (SELECT or WITH ... SELECT) on the registered tables. "
-       "Returns up to 30 rows and the true row count. Compute every figure you will state.",
+       "Returns up to 30 rows and the true row count.",
        ToolParameters("run_sql")},
       true, RunSql});
   if (python) {
@@ -415,9 +415,8 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   }
   tools.push_back(Tool{
       {"ask_user",
-       "Ask the user one short question when the question cannot be answered without their "
-       "choice: an entity it refers to but does not name, or a measure it leaves open (by "
-       "revenue, orders or quantity?). Give `choices` when the options are few. The run waits "
+       "Ask the user one short question when the answer needs their choice (an entity not "
+       "named, a measure left open). Give `choices` when the options are few. The run waits "
        "for the reply (or ends, and continues when the user answers).",
        ToolParameters("ask_user")},
       false, nullptr});
