@@ -56,6 +56,18 @@ TEST_F(TrialTest, MultiplierClaimsNeedARatioInAResult) {
   EXPECT_EQ(ExtractNumbers("double quotes, a triple join, double-check"), Strings{});
 }
 
+// Found by fuzzing (CI): a digit run longer than any date part before a dotted date threw
+// std::out_of_range from stoi and took the process down.
+TEST_F(TrialTest, ALongDigitRunBeforeDotsIsNoDateAndNoCrash) {
+  Result({"total"}, {{"2222222222222222222.97"}});
+  EXPECT_NO_THROW(ExtractNumbers("North-2222222222222222222.97.14 from customer #4."));
+  EXPECT_NO_THROW(ExtractNumbers("99999999999/12/2025 and 123456789012345678901234567890.1.2025"));
+  for (const std::string& n : ExtractNumbers("ID 2222222222222222222.97.14 closed.")) {
+    EXPECT_EQ(n.find('-'), std::string::npos) << n;  // read as no date key
+  }
+  EXPECT_TRUE(Grounded("The total was 31.03.2025.") == false);
+}
+
 TEST_F(TrialTest, RowCountsGroundOnlyPlainWholeNumbers) {
   Result({"max_revenue"}, {{"2226550.25"}});  // 1 row
   EXPECT_FALSE(Grounded("Half of the accounts churned."));

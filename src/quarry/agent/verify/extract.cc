@@ -510,6 +510,9 @@ size_t DigitRun(std::string_view s, size_t at) {
 std::optional<NumberToken> DigitDate(std::string_view s, size_t i, size_t* resume) {
   if (i > 0 && (IsWordChar(s[i - 1]) || s[i - 1] == '/' || s[i - 1] == '.')) return std::nullopt;
   const size_t first = DigitRun(s, i);
+  // No date part is longer than a year; a longer run would also overflow stoi (found by fuzzing:
+  // "2222222222222222222.97.14").
+  if (first == 0 || first > 4) return std::nullopt;
   NumberToken t;
   t.is_date = true;
   t.begin = i;
