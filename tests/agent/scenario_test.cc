@@ -273,8 +273,11 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   EXPECT_EQ(clarifications, expect.value("clarifications", json::array()));
   EXPECT_EQ(on_disk->clarifications.size(), t.clarifications.size());
   const json injections = expect.value("injection", json::array());
-  ASSERT_EQ(t.injection_suspected.size(), injections.size())
-      << (t.injection_suspected.empty() ? "" : t.injection_suspected.front().excerpt);
+  std::string found;
+  for (const auto& r : t.injection_suspected) {
+    found += std::to_string(r.step) + " | " + r.where + " | " + r.pattern + " | " + r.excerpt + "\n";
+  }
+  ASSERT_EQ(t.injection_suspected.size(), injections.size()) << found;
   for (size_t i = 0; i < injections.size(); ++i) {
     const trace::InjectionRecord& r = t.injection_suspected[i];
     EXPECT_EQ(r.step, injections[i]["step"].get<int>()) << i;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "quarry/agent/verify.h"
+#include "quarry/agent/verify/internal.h"
 
 namespace quarry::agent {
 namespace {
@@ -66,6 +67,28 @@ TEST_F(TrialTest, ALongDigitRunBeforeDotsIsNoDateAndNoCrash) {
     EXPECT_EQ(n.find('-'), std::string::npos) << n;  // read as no date key
   }
   EXPECT_TRUE(Grounded("The total was 31.03.2025.") == false);
+}
+
+// Times of day read as times (key "HH:MM" in 24 hours), and what only looks like one does not.
+TEST(ClockTimeTest, TimesOfDayAreReadAndNumbersThatLookLikeThemAreNot) {
+  auto keys = [](std::string_view text) {
+    Strings out;
+    for (const auto& t : internal::Scan(text, /*words=*/true)) {
+      out.push_back((t.is_time ? "time " : t.is_date ? "date " : "number ") +
+                    (t.is_date ? t.key : t.text));
+    }
+    return out;
+  };
+  EXPECT_EQ(keys("It began at 23:00 and ended at 23:45:10."),
+            (Strings{"time 23:00", "time 23:45:10"}));
+  EXPECT_EQ(keys("at 11 PM, at 9:30 am, at 12 a.m., at 12pm"),
+            (Strings{"time 23:00", "time 09:30", "time 00:00", "time 12:00"}));
+  EXPECT_EQ(keys("13 PM, 24:00, 9:60, 12:30:45:10"),
+            (Strings{"number 13", "number 24", "number 00", "number 9", "number 60", "number 12",
+                     "number 30", "number 45", "number 10"}));
+  EXPECT_EQ(keys("11 pmt and 11 people"), (Strings{"number 11", "number 11"}));
+  EXPECT_EQ(keys("on 14-Mar-2025, not 14-Mars-2025"), (Strings{"date 2025-03-14", "number 14"}));  // "Mars-2025" is one word
+  EXPECT_EQ(keys("2025-03-14 23:00:00"), (Strings{"date 2025-03-14 23:00:00"}));
 }
 
 TEST_F(TrialTest, RowCountsGroundOnlyPlainWholeNumbers) {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "quarry/common/common.h"
+#include "quarry/engine/engine.h"
 #include "quarry/trace/trace.h"
 
 namespace quarry::agent {
@@ -66,5 +68,36 @@ bool MarkInjection(std::string& text, int step, const std::string& where,
 void MarkSystemPrompt(std::string& prompt, const std::string& schema_text,
                       const std::vector<std::string>& files,
                       std::vector<trace::InjectionRecord>& records);
+
+// The scan of the data's text columns when a run opens it (data_scan.cc): every column whose
+// card type is text (CHAR, VARCHAR, TEXT, STRING, CLOB), up to kDataScanValues distinct values
+// of at least kDataScanMinChars characters each, the first kDataScanValueBytes of each, all
+// columns within kDataScanBudgetMs of wall-clock time (the columns past it stay unscanned).
+// No model call, no step: the queries run before the first model turn.
+inline constexpr size_t kDataScanValues = 2000;
+inline constexpr int kDataScanMinChars = 8;
+inline constexpr size_t kDataScanValueBytes = 1000;
+inline constexpr int64_t kDataScanBudgetMs = 1500;
+
+struct ScannedColumn {
+  std::string table;
+  std::string column;
+  std::vector<InjectionMatch> found;
+};
+
+struct DataScan {
+  std::vector<ScannedColumn> hits;  // the columns where something was found
+  int text_columns = 0;             // text columns in the cards
+  int scanned = 0;                  // of them, scanned within the budget
+  bool complete_values = true;      // false: a column had more distinct values than scanned
+};
+
+DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop);
+
+// Tells the model (one line right after the schema cards' end marker of `prompt`) and the
+// user (a line in `notes`) which columns hold instruction-like text, and records each kind
+// found in `records` at step 0, where "data scan: TABLE.COLUMN". Nothing when nothing was found.
+void MarkDataScan(std::string& prompt, const DataScan& scan,
+                  std::vector<trace::InjectionRecord>& records, std::vector<std::string>& notes);
 
 }  // namespace quarry::agent

@@ -82,6 +82,7 @@ class Session {
                           : std::filesystem::path(s.path).filename().string());
     }
     MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
+    MarkDataScan(system, ScanTextColumns(engine, stop_), trace_.injection_suspected, trace_.notes);
     const size_t stable = StablePrefixBytes(system);
     messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}, stable});
     std::vector<llm::Message> prior =

@@ -55,6 +55,10 @@ struct Index {
   std::vector<std::string> id_words;  // the words naming identifier columns ("customer")
   std::string question;  // normalised
   std::vector<NumberToken> question_tokens;
+  // Per question token: written as a reference ("order 4", "customer #4"), so it grounds only
+  // a plain number, never an amount, a share or a count (set by the rules, which know the
+  // entity words).
+  std::vector<bool> question_refs;
   // The question asks for ids or codes ("What are the id and names of ...", "List the area
   // codes ..."): an identifier cell then grounds the number as what it is.
   bool question_asks_ids = false;

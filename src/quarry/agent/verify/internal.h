@@ -4,6 +4,7 @@
 // Not part of the public surface.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,10 +44,20 @@ struct NumberToken {
   std::string key;         // canonical ISO date: "2025-03-01" or "2025-03-01 12:30:00"
   double scale = 1;        // the magnitude a word or suffix applied: 1e3 for "143 thousand", "5K"
   std::string alt_key;     // the other reading of a day and month that both fit ("3/4/2025")
+  bool is_time = false;    // a time of day (is_date too): `key` is "23:00" or "23:00:15"
 };
 
 // Every numeric claim in `s`, digits and (when `words` is on) numbers written in words.
 std::vector<NumberToken> Scan(std::string_view s, bool words);
+
+// The date or time written at s[i] (dates.cc), or nothing; `resume` receives its end.
+//   DigitDate: "14 March 2025", "14-Mar-2025", "3/31/2025" (both readings when day and month
+//              both fit), "2025/03/31", "31.03.2025".
+//   MonthDate: "March 2025", "Mar 2025", "March 12, 2025", "March 15th, 2025".
+//   ClockTime: "23:00", "23:00:15", "9:30 am", "11 PM", "11 p.m."; is_time, key "HH:MM[:SS]".
+std::optional<NumberToken> DigitDate(std::string_view s, size_t i, size_t* resume);
+std::optional<NumberToken> MonthDate(std::string_view s, size_t i, size_t* resume);
+std::optional<NumberToken> ClockTime(std::string_view s, size_t i, size_t* resume);
 
 // The direction the words next to a number give it: +1 ("58.69% higher", "rose 5%", "17 more
 // orders"), -1 ("lower", "fell", "fewer", "lost", "a decline of"), 0 when none does or the

@@ -87,11 +87,32 @@ struct Claim {
   bool entity = false;        // the reference names an entity: only an identifier grounds it
   bool any_kind = false;      // a supporting value: any cell it equals grounds it
   bool count = false;         // "17 orders": only a whole number grounds it
+  bool aggregate = false;     // "the average humidity is 55%": a schema card's figure is none
   int bound = 0;              // +1 "over 2,000": the value is at least it; -1 "under $500K"
   // The few words right after and before it, normalised ("usa" in "1 usa, 2 germany", in
   // "CountryId 1 = usa", in "usa (1)"): an id that stands beside the entity it names.
   std::vector<std::string> beside;
 };
+
+// True when an average is named in the four words before a number ("the average humidity is
+// 55%", "a mean of 3.2", "median order value was $41").
+bool AggregateBefore(std::string_view text, const NumberToken& t) {
+  size_t begin = t.begin;
+  for (int words = 0; words < 4 && begin > 0;) {
+    size_t end = begin;
+    while (end > 0 && !internal::IsAlpha(text[end - 1])) --end;
+    begin = end;
+    while (begin > 0 && internal::IsAlpha(text[begin - 1])) --begin;
+    if (begin == end) break;
+    ++words;
+    const std::string w = internal::LowerAscii(text.substr(begin, end - begin));
+    if (w == "average" || w == "averages" || w == "avg" || w == "mean" || w == "median" ||
+        w == "typical" || w == "typically" || w == "averaged") {
+      return true;
+    }
+  }
+  return false;
+}
 
 // Up to three words on each side of the number, each span normalised, skipping what joins an
 // id to its name ("=", ":", "(", "-", "#").
@@ -148,6 +169,19 @@ std::string Format(double v) {
 }
 
 Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
+  if (t.is_time) {  // "at 23:00", "11 PM": the time part of a timestamp, or a time cell
+    for (const EvidenceDate& d : ix.dates) {
+      const bool stamped = d.key.size() > 11 && d.key[10] == ' ' &&
+                           std::string_view(d.key).substr(11).starts_with(t.key);
+      if (stamped || d.key.starts_with(t.key)) return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
+    }
+    for (const NumberToken& q : ix.question_tokens) {
+      if (q.is_time && q.key == t.key) return {MatchRule::kQuestion, q.text, -1, "", ""};
+    }
+    Match none;
+    none.reason = "no time in any result is " + t.key;
+    return none;
+  }
   if (t.is_date) {  // verbatim only; "2025-03-01" is grounded by "2025-03-01 00:00:00"
     for (const std::string* key : {&t.key, &t.alt_key}) {
       if (key->empty()) continue;
@@ -164,10 +198,17 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
     none.reason = "no date in any result starts with " + t.key;
     return none;
   }
-  std::string identifier_reason, sign_reason, count_reason, bound_reason;
+  std::string identifier_reason, sign_reason, count_reason, bound_reason, card_reason;
   // The evidence a claim may use, as the value to compare with what is written (the sign
   // decided by the claim), or nothing.
   auto usable = [&](const EvidenceNumber& e, double* out) {
+    if (e.exact && claim.aggregate && !claim.any_kind) {
+      if (card_reason.empty()) {
+        card_reason = "the schema card shows " + e.shown + " as one value of the column (a "
+                      "range's end, a count), not an average: compute it with a query";
+      }
+      return false;
+    }
     if (e.row_count && !claim.any_kind &&
         (t.percent || t.ratio || t.currency || std::floor(t.value) != t.value)) {
       return false;  // a number of rows is a count, never a share or an amount
@@ -327,10 +368,20 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
       }
     }
   }
-  for (const NumberToken& q : ix.question_tokens) {
+  for (size_t k = 0; k < ix.question_tokens.size(); ++k) {
+    const NumberToken& q = ix.question_tokens[k];
     if (q.is_date) {
       if (t.year_like && q.key.starts_with(t.text + "-")) return {MatchRule::kQuestion, q.text, -1, "", ""};
-    } else if (NumericEqual(std::fabs(t.value), std::fabs(q.value))) {
+      continue;
+    }
+    // The question's number grounds the same kind of number only: its "5%" is no "5 stores",
+    // its "$400" no 400 orders, its "order 4" no "$4" nor "4 orders".
+    const bool ref = k < ix.question_refs.size() && ix.question_refs[k];
+    if (t.percent != q.percent || (q.currency && !t.currency) ||
+        (ref && (t.currency || t.ratio || claim.count))) {
+      continue;
+    }
+    if (NumericEqual(std::fabs(t.value), std::fabs(q.value))) {
       return {MatchRule::kQuestion, q.text, -1, "", ""};
     }
   }
@@ -347,6 +398,7 @@ Match CheckNumber(const NumberToken& t, const Claim& claim, const Index& ix) {
   none.reason = !bound_reason.empty()        ? bound_reason
                 : !sign_reason.empty()       ? sign_reason
                 : !identifier_reason.empty() ? identifier_reason
+                : !card_reason.empty()       ? card_reason
                                              : count_reason;
   if (none.reason.empty() && exact_only) {
     none.reason = "a number of more than 15 significant digits must match a result digit for digit";
@@ -496,32 +548,47 @@ std::vector<std::string> UnitWords(double scale) {
   return {};
 }
 
-// A magnitude word that only restates the unit of the data ("143,093 thousand" when the
-// question says "(thousands)" or the column is population_thousands) grounds the number as
-// written, unscaled. One that scales the number ("$1 million" for 504,488) is no restatement.
+// Whether the question or the matched column names the unit of `scale` ("(thousands)",
+// population_thousands, gross_musd).
+bool NamesUnit(double scale, std::string_view question, const std::string& column) {
+  const std::vector<std::string> units = UnitWords(scale);
+  for (const std::string& w : internal::NameWords(question)) {
+    if (internal::Contains(units, w)) return true;
+  }
+  if (column.empty()) return false;
+  for (const std::string& w : internal::NameWords(column)) {
+    if (internal::Contains(units, w)) return true;
+  }
+  return internal::LowerAscii(column).find(units[0]) != std::string::npos;  // "popthousands"
+}
+
+// A number whose data is in a unit the question or the column names: "143,093 thousand"
+// restates the unit of 143093 (thousands), "143.1 million" and "143,093,000" convert it, and
+// "$2.92 billion" converts 2923.7 of gross_musd. The number is compared in the data's unit,
+// its written precision kept. With no unit named, a magnitude word scales the number as
+// written ("$1 million" for 504,488 stays refused).
 Match UnitRestated(const NumberToken& t, const Claim& claim, const Index& ix,
                    std::string_view question) {
-  const std::vector<std::string> units = UnitWords(t.scale);
-  if (units.empty()) return {};
-  NumberToken plain = t;
-  plain.value = t.value / t.scale;
-  plain.step = t.step / t.scale;
-  plain.scale = 1;
-  Match m = CheckNumber(plain, claim, ix);
-  if (m.rule == MatchRule::kNone) return {};
-  bool restated = false;
-  for (const std::string& w : internal::NameWords(question)) restated |= internal::Contains(units, w);
-  if (!restated && !m.column.empty()) {
-    const std::string lower = internal::LowerAscii(m.column);
-    for (const std::string& w : internal::NameWords(m.column)) restated |= internal::Contains(units, w);
-    restated |= lower.find(units[0]) != std::string::npos;  // "popthousands", "revenue_millions"
+  for (const double unit : {1e3, 1e6, 1e9}) {
+    if (std::fabs(t.value) < unit && t.value != 0) continue;  // less than one unit of the data
+    NumberToken plain = t;
+    plain.value = t.value / unit;
+    plain.step = t.step / unit;
+    plain.scale = t.scale / unit;
+    Match m = CheckNumber(plain, claim, ix);
+    if (m.rule != MatchRule::kNone && NamesUnit(unit, question, m.column)) return m;
   }
-  return restated ? m : Match{};
+  return {};
 }
 
 VerifyReport Check(std::string_view answer, const std::vector<std::string>& supporting_values,
                    const Evidence& evidence, std::string_view question, bool needs_execution) {
-  const Index ix = BuildIndex(evidence, question);
+  Index ix = BuildIndex(evidence, question);
+  for (const NumberToken& q : ix.question_tokens) {
+    bool marked = false;
+    const std::string ref = q.is_date ? "" : internal::ReferenceWord(question, q, &marked);
+    ix.question_refs.push_back(marked || Contains(kEntities, ref) || Contains(ix.id_words, ref));
+  }
   VerifyReport report;
   const bool executed = std::any_of(evidence.sources().begin(), evidence.sources().end(),
                                     [](const EvidenceSource& s) { return s.tool != kSchemaCardTool; });
@@ -572,6 +639,7 @@ VerifyReport Check(std::string_view answer, const std::vector<std::string>& supp
       claim.reference = internal::ReferenceWord(answer, t, &claim.marked);
       claim.entity = Contains(kEntities, claim.reference) || Contains(ix.id_words, claim.reference);
       claim.count = internal::IsCount(answer, t);
+      claim.aggregate = AggregateBefore(answer, t);
       claim.bound = internal::BoundAt(answer, t);
       claim.beside = BesideWords(answer, t);
       // "by 8.4% and 25%", "fell 3, 4 and 5 points": a list shares its direction.
@@ -598,7 +666,7 @@ VerifyReport Check(std::string_view answer, const std::vector<std::string>& supp
         break;
       }
     }
-    if (m.rule == MatchRule::kNone && !t.is_date && t.scale > 1) {
+    if (m.rule == MatchRule::kNone && !t.is_date && !t.percent) {
       if (Match u = UnitRestated(t, claim, ix, question); u.rule != MatchRule::kNone) m = u;
     }
     if (m.rule == MatchRule::kNone && m.reason.empty()) m.reason = kNotFound;
