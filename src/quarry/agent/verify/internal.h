@@ -1,6 +1,7 @@
 // Internals of the verify gate, split as DESIGN.md plans: extract.cc reads numeric claims out of
-// text, context.cc reads the words around them and column names, evidence.cc records what the
-// model was shown, index.cc (index.h) prepares it for a check, rules.cc matches claims to it.
+// text and dates.cc the dates and times in it, context.cc reads the words around them and
+// column names, evidence.cc records what the model was shown, index.cc (index.h) prepares it
+// for a check, rules.cc (rules.h) matches one claim to it, check.cc checks a whole answer.
 // Not part of the public surface.
 #pragma once
 
