@@ -525,5 +525,40 @@ TEST_F(CliTest, HostileFilesExitThreeNamingTheProblem) {
   EXPECT_NE(priced.err.find("prices.json"), std::string::npos) << priced.err;
 }
 
+// A fresh-user trial (issue 23): a directory or a missing file where a file belongs gave an
+// internal error or "unreadable"; an unknown option was reported as a missing --data; the same
+// file given twice became two tables (sales, sales_2).
+TEST_F(CliTest, PathsThatAreNoFileAndRepeatedDataAreNamedAsSuch) {
+  const std::string dir = cwd_.path().string();
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {{"ask", "--replay", dir, "--data", Data("sales.csv"), "q"}, 3,
+       "--replay " + dir + " is a directory, not a file"},
+      {{"ask", "--replay", dir + "/nope.json", "--data", Data("sales.csv"), "q"}, 3,
+       "--replay " + dir + "/nope.json not found"},
+      {{"trace", dir}, 3, "has neither trace.json nor events.jsonl"},  // a run's folder
+      {{"view", dir + "/nope.json"}, 2, "no run " + dir + "/nope.json"},
+      {{"python", Data("sales.csv"), dir}, 2, "the script " + dir + " is a directory, not a file"},
+      {{"ask", "--bogus"}, 2, "not expected: --bogus"},
+      {{"ask", "q"}, 2, "--data is required"},
+      {{"schema", Data("sales.csv"), Data("../data/sales.csv")}, 2,
+       "is given twice (also as " + Data("sales.csv") + "): pass it once"},
+  };
+  for (const Case& c : cases) {
+    auto r = Quarry(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args[0] << " " << c.args[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(c.fragment), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+  // The same file with other reading options is another reading of it, and both load.
+  auto two = Quarry({"schema", Data("sales.csv"), Data("sales.csv") + "?delim=,"});
+  EXPECT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.out.find("table sales_2"), std::string::npos) << two.out;
+}
+
 }  // namespace
 }  // namespace quarry

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "quarry/common/read_file.h"
 #include "quarry/bench/suite.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
@@ -33,12 +34,10 @@ Error DataError(const fs::path& file, const std::string& what) {
 }
 
 Result<json> ReadJsonFile(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::unexpected(DataError(file, "cannot be read"));
+  const Result<std::string> text = ReadFileText(file, "");
+  if (!text) return std::unexpected(text.error());
   std::string problem = "not valid JSON";
-  json doc = ParseJson(
-      std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
-      &problem);
+  json doc = ParseJson(*text, &problem);
   if (doc.is_discarded()) {
     return std::unexpected(DataError(file, problem + "; fix the file (see tasks/README.md)"));
   }

@@ -4,6 +4,7 @@
 // `quarry bench --render-site`, which puts a results file's tables into site/index.html.
 #include <CLI/CLI.hpp>
 
+#include "quarry/common/read_file.h"
 #include "quarry/cli/cli_options.h"
 #include <algorithm>
 #include <cmath>
@@ -87,9 +88,9 @@ Result<std::unique_ptr<llm::Client>> BenchClient(const llm::Settings& flags) {
 }
 
 std::optional<std::string> ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Result<std::string> text = ReadFileText(path, "");
+  if (!text) return std::nullopt;
+  return std::move(*text);
 }
 
 // A results file kept from an earlier run, when it is one; else nothing (said on stderr).

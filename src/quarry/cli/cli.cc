@@ -126,7 +126,7 @@ CLI::Validator ThreadName() {
 CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_option("-d,--data", o.data, "A data file (repeat for several), or one PostgreSQL server: "
                   "postgresql://USER@HOST:PORT/DB or service=NAME (password from PGPASSWORD, "
-                  "~/.pgpass or a service file)")->required();
+                  "~/.pgpass or a service file)");  // required, checked after parsing
   cmd->add_flag("--offline", o.offline,
                 "Replay recorded model turns from fixtures/offline (tools still execute)");
   cmd->add_option("--fixtures", o.fixtures, "Where --offline looks for recorded turns");
@@ -356,6 +356,13 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
+  }
+  // Checked here rather than by CLI11, which reports a missing --data before an unknown
+  // option ("ask --bogus" said "--data is required").
+  if ((*ask_cmd && ask.data.empty()) || (*chat_cmd && chat.data.empty())) {
+    std::cerr << "quarry: --data is required: a data file (repeat for several) or a PostgreSQL "
+                 "server URL\nRun with --help for more information.\n";
+    return kExitUsage;
   }
   try {
     ask.runs_dir_given = ask_runs_dir->count() > 0;

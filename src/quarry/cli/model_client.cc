@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "quarry/common/read_file.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
 #include "quarry/cli/live_text.h"
@@ -71,9 +72,9 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
     }
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
-      std::ifstream in(f);
-      json doc = ParseJson(
-          std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+      const Result<std::string> text = ReadFileText(f, "fixture");
+      if (!text) continue;  // a directory named *.json, a broken link: not a fixture
+      json doc = ParseJson(*text);
       if (doc.is_discarded() || !doc.contains("question")) continue;
       if (Fits(doc, o)) return llm::MakeReplayClientFromJson(doc, f.string());
       std::string data;
@@ -107,12 +108,10 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o, bool live_t
     return Fail(Error::Code::kUsage, "--offline and --replay both choose recorded turns: pass one");
   }
   if (!o.replay.empty()) {
-    std::ifstream in(o.replay);
+    const Result<std::string> text = ReadFileText(o.replay, "--replay");
+    if (!text) return std::unexpected(text.error());
     std::string problem = "unreadable";
-    const json doc = in ? ParseJson(std::string((std::istreambuf_iterator<char>(in)),
-                                                std::istreambuf_iterator<char>()),
-                                    &problem)
-                        : json(json::value_t::discarded);
+    const json doc = ParseJson(*text, &problem);
     if (doc.is_discarded()) {
       return Fail(Error::Code::kData,
                   "--replay " + o.replay + " is not a readable JSON file (" + problem + ")");

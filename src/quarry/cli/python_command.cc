@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "quarry/common/read_file.h"
 #include "quarry/common/scratch.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
@@ -14,10 +15,8 @@ namespace quarry::cli {
 
 int RunPythonScript(const PythonOptions& o) {
   const std::filesystem::path script = o.args.back();
-  std::ifstream in(script);
-  if (!in) return Report({Error::Code::kUsage, "cannot read the script " + script.string()});
-  std::stringstream code;
-  code << in.rdbuf();
+  const Result<std::string> code = ReadFileText(script, "the script");
+  if (!code) return Report({Error::Code::kUsage, code.error().message});
   const std::vector<std::string> specs(o.args.begin(), o.args.end() - 1);
   const InterruptScope interrupt;
   LoadFlags load = o.load;
@@ -49,7 +48,7 @@ int RunPythonScript(const PythonOptions& o) {
     return Report(tables.error());
   }
   options.tables = std::move(*tables);
-  auto result = sandbox::RunPython(code.str(), options);
+  auto result = sandbox::RunPython(*code, options);
   std::error_code ec;
   std::filesystem::remove_all(options.tables_dir, ec);  // copies of the user's data: not kept
   ScratchDirs::Forget(options.tables_dir);

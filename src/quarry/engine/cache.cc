@@ -31,7 +31,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Bumped whenever the loader's decisions change, so old entries are rebuilt.
-constexpr const char* kLoaderVersion = "loader-3";
+constexpr const char* kLoaderVersion = "loader-4";
 
 std::string Hex(const unsigned char* md, unsigned int len) {
   static const char* digits = "0123456789abcdef";

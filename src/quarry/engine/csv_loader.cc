@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +99,7 @@ class Planner {
     }
     if (!sniffed) return std::unexpected(sniffed.error());
     s_ = *sniffed;
+    CleanNames();
     if (!user_.delimiter && forced_delimiter_.empty()) {
       if (auto r = CheckOneColumn(); !r) return std::unexpected(r.error());
       if (auto r = CheckRaggedDelimiter(); !r) return std::unexpected(r.error());
@@ -176,6 +178,28 @@ class Planner {
     if (!s_.timestamp_format.empty()) o += ", timestampformat = " + QuoteLiteral(s_.timestamp_format);
     if (!strict_) o += ", strict_mode = false";
     return o;
+  }
+
+  // A header name holding a NUL or another control character cannot be written in SQL (the
+  // statement's text ends at a NUL): such characters become '_', and a note says so.
+  void CleanNames() {
+    std::set<std::string> taken;
+    for (const auto& [n, t] : s_.columns) taken.insert(n);
+    for (auto& [n, t] : s_.columns) {
+      if (std::none_of(n.begin(), n.end(), [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; })) {
+        continue;
+      }
+      std::string clean = n;
+      for (char& c : clean) {
+        if ((c >= 0 && c < 0x20) || c == 0x7f) c = '_';
+      }
+      std::string name = clean;
+      for (int k = 2; taken.count(name) > 0; ++k) name = clean + "_" + std::to_string(k);
+      taken.insert(name);
+      plan_.table_notes.push_back("the header name '" + PromptText(n, 60) +
+                                  "' holds control characters: the column is named " + name);
+      n = name;
+    }
   }
 
   std::string Padding() const { return padded_ ? ", null_padding = true" : ""; }
@@ -278,6 +302,7 @@ class Planner {
     auto resniffed = Sniff(Dialect(true) + ", delim = ''", deep_);
     if (!resniffed) return std::unexpected(resniffed.error());
     s_ = *resniffed;
+    CleanNames();
     s_.delimiter = "";
     plan_.table_notes.push_back(
         "read as one column: " + std::to_string(total - with) + " of " + std::to_string(total) +
@@ -343,6 +368,7 @@ class Planner {
       auto resniffed = Sniff(Dialect(true), deep_);
       if (!resniffed) return std::unexpected(resniffed.error());
       s_ = *resniffed;
+      CleanNames();
       s_.delimiter = candidate;
       plan_.table_notes.push_back(std::string("read with '") + (std::string(candidate) == "\t" ? "\\t" : candidate) +
                                   "' as the delimiter: the header and every line hold it equally "
@@ -411,6 +437,7 @@ class Planner {
     if (!resniffed) return std::unexpected(resniffed.error());
     const std::string delimiter = s_.delimiter;
     s_ = *resniffed;
+    CleanNames();
     s_.delimiter = delimiter;
     s_.skip = user_.skip.value_or(0);
     return {};

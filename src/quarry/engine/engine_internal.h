@@ -106,6 +106,7 @@ struct CsvOptions {
     return !delimiter && !quote && !header && !skip && !encoding && !decimal && nulls.empty() &&
            types.empty();
   }
+  bool operator==(const CsvOptions&) const = default;
 };
 
 // Errors (kUsage) name the option and the accepted values.

@@ -140,6 +140,14 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
       return Fail(Error::Code::kUsage, "reading options (after '?') apply to CSV/TSV files only, "
                                        "not to " + path.string());
     }
+    // The same file twice would load as two tables (sales, sales_2) that the model would
+    // compare as if they were different data.
+    for (size_t k = 0; k < files.size(); ++k) {
+      if (std::filesystem::equivalent(files[k], path, ec) && csv_options[k] == csv) {
+        return Fail(Error::Code::kUsage, path.string() + " is given twice (also as " +
+                                             paths[k].string() + "): pass it once");
+      }
+    }
     database = database || format == "sqlite" || format == "duckdb";
     formats.push_back(format);
     files.push_back(path);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "quarry/common/read_file.h"
 #include "quarry/llm/llm.h"
 #include "quarry/common/json.h"
 
@@ -64,11 +65,9 @@ PriceTable PriceTable::BuiltIn() {
 
 Result<void> PriceTable::MergeFile(const std::filesystem::path& path) {
   const std::string name = "price file " + path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(Error::Code::kData, name + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  json doc = ParseJson(text.str());
+  const Result<std::string> text = ReadFileText(path, "price file");
+  if (!text) return std::unexpected(text.error());
+  json doc = ParseJson(*text);
   if (doc.is_discarded()) return Fail(Error::Code::kData, name + ": not valid JSON");
   if (!doc.is_object()) {
     return Fail(Error::Code::kData,

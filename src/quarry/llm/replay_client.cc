@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "quarry/common/read_file.h"
 #include "quarry/llm/llm.h"
 #include "quarry/common/json.h"
 
@@ -197,11 +198,9 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
 }
 
 Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(Error::Code::kData, "replay file " + path.string() + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  json doc = ParseJson(text.str());
+  const Result<std::string> text = ReadFileText(path, "replay file");
+  if (!text) return std::unexpected(text.error());
+  json doc = ParseJson(*text);
   if (doc.is_discarded()) {
     return Fail(Error::Code::kData, "replay file " + path.string() + ": not valid JSON");
   }

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "quarry/common/read_file.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
 #include "quarry/trace/trace.h"
@@ -258,11 +259,7 @@ void AddClarification(const Step& s, std::vector<ClarificationRecord>& out) {
 }
 
 Result<std::string> ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(Error::Code::kData, "cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ReadFileText(path, "");
 }
 
 }  // namespace
