@@ -62,7 +62,6 @@ DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop) {
       const engine::QueryOutcome out = engine.Query(sql, limits);
       if (!out) continue;  // a column the engine cannot compare by length: left unscanned
       ++scan.scanned;
-      if (out->truncated()) scan.complete_values = false;
       // One text per column, a value per line, so the detector's line-start markers read
       // each value's own start; each value at most kDataScanValueBytes.
       std::string text;

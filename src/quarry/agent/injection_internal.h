@@ -89,7 +89,6 @@ struct DataScan {
   std::vector<ScannedColumn> hits;  // the columns where something was found
   int text_columns = 0;             // text columns in the cards
   int scanned = 0;                  // of them, scanned within the budget
-  bool complete_values = true;      // false: a column had more distinct values than scanned
 };
 
 DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop);
