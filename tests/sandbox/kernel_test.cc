@@ -377,7 +377,12 @@ TEST_F(KernelTest, AnAgentRunSharesOneKernelAndLeavesNoProcess) {
        ToolTurn("final_answer", {{"answer", "42"}, {"supporting_values", {"42"}}})});
   agent::Config config;
   config.sandbox.workdir = dir_.path() / "run" / "workdir";
+  // The engine's query process (isolated_query.h) is forked at its first query and lives as
+  // long as the engine: the run's scan of the data at open would start it, so it is started
+  // here and counted in `before`. Only the kernel must be gone after the run.
+  ASSERT_TRUE((*engine)->Query("SELECT 1", {}).has_value());
   const std::set<pid_t> before = Children();
+  ASSERT_EQ(before.size(), 1u);
   agent::RunInput input;
   input.question = "what is x + 1?";
   input.run_id = "run1";
