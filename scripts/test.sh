@@ -36,3 +36,12 @@ if [ "${QUARRY_FUZZ_SECONDS:-60}" != 0 ]; then
   scripts/fuzz.sh "${QUARRY_FUZZ_SECONDS:-60}"
   stage fuzzing
 fi
+# A standing check on the whole command's time: CI's limit is 90 minutes, and growth past 60
+# fails here, loudly, while there is still room to fix it.
+total=$((SECONDS - started))
+echo "test.sh: total $((total / 60)) min $((total % 60)) s"
+if [ "$total" -gt 3600 ]; then
+  echo "test.sh: FAILED: the test command took over 60 minutes ($total s); CI stops at 90." >&2
+  echo "test.sh: the stage times above show where it grew: make it faster before adding more." >&2
+  exit 1
+fi

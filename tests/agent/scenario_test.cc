@@ -296,11 +296,11 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
     EXPECT_EQ(on_disk->steps.back().detail.value("purpose", ""), "explanation");
   }
   for (const auto& fragment : expect.value("notes_contain", json::array())) {
-    bool found = false;
+    bool noted = false;
     for (const auto& n : t.notes) {
-      found = found || n.find(fragment.get<std::string>()) != std::string::npos;
+      noted = noted || n.find(fragment.get<std::string>()) != std::string::npos;
     }
-    EXPECT_TRUE(found) << "no note contains: " << fragment;
+    EXPECT_TRUE(noted) << "no note contains: " << fragment;
   }
 }
 

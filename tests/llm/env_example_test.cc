@@ -1,6 +1,7 @@
 // .env.example lists every setting quarry reads from the environment, and nothing it does not:
 // the names are taken from the sources (each read is a string literal "QUARRY_..." or
-// "..._API_KEY" handed to a lookup), so a new setting without a line fails here.
+// "..._API_KEY" or "..._BASE_URL" handed to a lookup), so a new setting without a line fails
+// here.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 const std::set<std::string> kInternal = {"QUARRY_KERNEL"};
 
 std::set<std::string> NamesReadBySources() {
-  const std::regex literal(R"re("((QUARRY_[A-Z0-9_]+)|([A-Z]+_API_KEY))")re");
+  const std::regex literal(R"re("((QUARRY_[A-Z0-9_]+)|([A-Z]+_(API_KEY|BASE_URL)))")re");
   std::set<std::string> names;
   for (const auto& entry : fs::recursive_directory_iterator(testing::SourceDir() / "src")) {
     const std::string ext = entry.path().extension().string();

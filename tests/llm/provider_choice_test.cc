@@ -24,6 +24,7 @@ GetEnv FakeEnv(Env env) {
 constexpr const char* kAnthropic = "sk-ant-api03-anthropic-key-0000";
 constexpr const char* kRouter = "sk-or-v1-openrouter-key-0000";
 constexpr const char* kQuarry = "sk-quarry-own-key-000000";
+constexpr const char* kOpenAi = "sk-proj-openai-key-000000";
 
 struct Row {
   std::string name;
@@ -84,7 +85,7 @@ TEST_P(ProviderChoiceTest, Resolves) {
     EXPECT_EQ(config.error().code, Error::Code::kUsage);
     EXPECT_NE(config.error().message.find(row.error), std::string::npos)
         << row.name << ": " << config.error().message;
-    for (const char* key : {kAnthropic, kRouter, kQuarry}) {
+    for (const char* key : {kAnthropic, kRouter, kQuarry, kOpenAi}) {
       EXPECT_EQ(config.error().message.find(key), std::string::npos) << "a key in the message";
     }
     return;
@@ -176,8 +177,69 @@ INSTANTIATE_TEST_SUITE_P(
             "openai-compatible", "",
             "provider openai-compatible (--provider) needs a base URL"),
         Refused("NothingSet", {}, "", "",
-            "no model endpoint configured: set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or "
-            "QUARRY_BASE_URL and QUARRY_MODEL")),
+            "no model endpoint configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or "
+            "OPENROUTER_API_KEY, or QUARRY_BASE_URL and QUARRY_MODEL"),
+        // The providers' own SDK variables (issue 24): OPENAI_API_KEY alone is OpenAI.
+        Resolves("OpenAiKeyAlone", {{"OPENAI_API_KEY", kOpenAi}}, "", "", "openai-compatible",
+            "https://api.openai.com/v1", "gpt-4o-mini", kOpenAi, "OPENAI_API_KEY is set",
+            "the default for openai-compatible", "OPENAI_API_KEY"),
+        Resolves("OpenAiKeyInDotEnvStyleWithProviderFlag", {{"OPENAI_API_KEY", kOpenAi}},
+            "openai-compatible", "", "openai-compatible", "https://api.openai.com/v1",
+            "gpt-4o-mini", kOpenAi, "--provider", "", "OPENAI_API_KEY"),
+        Resolves("OpenAiBaseUrlIsOpenAisHost",
+            {{"OPENAI_API_KEY", kOpenAi}, {"OPENAI_BASE_URL", "https://gateway.example.com/v1"},
+             {"QUARRY_MODEL", "gpt-5-mini"}},
+            "", "", "openai-compatible", "https://gateway.example.com/v1", "gpt-5-mini", kOpenAi,
+            "OPENAI_API_KEY is set", "QUARRY_MODEL", "OPENAI_API_KEY"),
+        Resolves("OpenAiBaseUrlOnThisMachineNeedsNoKey", {{"OPENAI_BASE_URL", kLocal}}, "", "",
+            "openai-compatible", kLocal, "", "", "OPENAI_BASE_URL is set"),
+        Refused("OpenAiKeyNotSentToAnotherHost",
+            {{"OPENAI_API_KEY", kOpenAi}, {"QUARRY_BASE_URL", "https://llm.example.com/v1"},
+             {"QUARRY_MODEL", "m"}},
+            "", "", "no API key for https://llm.example.com/v1: set QUARRY_API_KEY"),
+        Resolves("OpenAiKeyNotSentToALocalServer",
+            {{"OPENAI_API_KEY", kOpenAi}, {"QUARRY_BASE_URL", kLocal}}, "", "",
+            "openai-compatible", kLocal, "", ""),
+        Resolves("OpenAiKeyFollowsItsBaseUrlWhenQuarryNamesTheSameHost",
+            {{"OPENAI_API_KEY", kOpenAi}, {"OPENAI_BASE_URL", "https://gateway.example.com/v1"},
+             {"QUARRY_BASE_URL", "https://gateway.example.com/v2"}, {"QUARRY_MODEL", "m"}},
+            "", "", "openai-compatible", "https://gateway.example.com/v2", "m", kOpenAi),
+        Resolves("OpenAiKeyNotSentToAnotherPortOfItsBaseUrlsHost",
+            {{"OPENAI_API_KEY", kOpenAi}, {"OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"},
+             {"QUARRY_BASE_URL", kLocal}},
+            "", "", "openai-compatible", kLocal, "", ""),
+        Refused("OpenAiKeyNotSentToAnthropic",
+            {{"OPENAI_API_KEY", kOpenAi}}, "anthropic", "",
+            "no API key for https://api.anthropic.com/v1: set ANTHROPIC_API_KEY"),
+        Resolves("OpenRouterKeyBeatsOpenAiKey",
+            {{"OPENROUTER_API_KEY", kRouter}, {"OPENAI_API_KEY", kOpenAi}}, "", "", "openrouter",
+            "https://openrouter.ai/api/v1", "openai/gpt-4o-mini", kRouter),
+        Resolves("AnthropicKeyBeatsOpenAiKey",
+            {{"ANTHROPIC_API_KEY", kAnthropic}, {"OPENAI_API_KEY", kOpenAi}}, "", "", "anthropic",
+            "https://api.anthropic.com/v1", "claude-haiku-4-5", kAnthropic),
+        Refused("QuarryKeyWithOpenAiKeyStillNeedsItsBaseUrl",
+            {{"QUARRY_API_KEY", kQuarry}, {"OPENAI_API_KEY", kOpenAi}}, "", "",
+            "QUARRY_API_KEY is set but no endpoint is"),
+        Resolves("AnthropicBaseUrlIsAnthropicsHost",
+            {{"ANTHROPIC_API_KEY", kAnthropic},
+             {"ANTHROPIC_BASE_URL", "https://claude-gateway.example.com"},
+             {"QUARRY_MODEL", "claude-sonnet-4-5"}},
+            "", "", "anthropic", "https://claude-gateway.example.com/v1", "claude-sonnet-4-5",
+            kAnthropic, "ANTHROPIC_API_KEY is set", "QUARRY_MODEL", "ANTHROPIC_API_KEY"),
+        Resolves("AnthropicBaseUrlWithTheProviderFlag",
+            {{"ANTHROPIC_API_KEY", kAnthropic}, {"ANTHROPIC_BASE_URL", kLocal}}, "anthropic", "",
+            "anthropic", kLocal, "", kAnthropic, "--provider", "", "ANTHROPIC_API_KEY"),
+        Refused("AnthropicBaseUrlGetsNoOpenAiKey",
+            {{"OPENAI_API_KEY", kOpenAi},
+             {"ANTHROPIC_BASE_URL", "https://claude-gateway.example.com"},
+             {"QUARRY_MODEL", "m"}},
+            "anthropic", "",
+            "no API key for https://claude-gateway.example.com/v1: set ANTHROPIC_API_KEY"),
+        Refused("OpenAiBaseUrlGetsNoAnthropicKey",
+            {{"ANTHROPIC_API_KEY", kAnthropic},
+             {"OPENAI_BASE_URL", "https://gateway.example.com/v1"}, {"QUARRY_MODEL", "m"}},
+            "openai-compatible", "",
+            "no API key for https://gateway.example.com/v1: set OPENAI_API_KEY")),
     [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
 
 TEST(ProviderChoiceOriginsTest, DotEnvIsNamed) {

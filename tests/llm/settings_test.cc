@@ -98,9 +98,9 @@ TEST(SettingsTest, MissingModelOrEndpointSaysWhatToSet) {
   ASSERT_FALSE(nothing);
   EXPECT_EQ(nothing.error().code, Error::Code::kUsage);
   EXPECT_EQ(nothing.error().message,
-            "no model endpoint configured: set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or "
-            "QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) for another endpoint; pass "
-            "--base-url/--model, or use --offline");
+            "no model endpoint configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or "
+            "OPENROUTER_API_KEY, or QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) for "
+            "another endpoint; pass --base-url/--model, or use --offline");
 
   Result<ClientConfig> no_endpoint =
       ResolveConfig(Settings{}, FakeEnv({{"QUARRY_MODEL", "gpt-4o-mini"}}), {});

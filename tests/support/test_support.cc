@@ -96,7 +96,9 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const fs::path& c
   for (char** e = environ; *e; ++e) {
     std::string kv(*e);
     std::string key = kv.substr(0, kv.find('='));
-    bool drop = false;
+    // The providers' own SDK variables choose a provider (settings.cc): one the developer has
+    // set must not send a test's request to a real provider. A test that wants one passes it.
+    bool drop = key == "OPENAI_API_KEY" || key == "OPENAI_BASE_URL" || key == "ANTHROPIC_BASE_URL";
     for (const auto& u : unset_env) drop = drop || key == u;
     for (const auto& x : extra_env) drop = drop || key == x.substr(0, x.find('='));
     if (!drop) env_strings.push_back(kv);

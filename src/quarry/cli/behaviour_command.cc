@@ -7,6 +7,7 @@
 #include "quarry/bench/behaviour.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/commands.h"
+#include "quarry/cli/installation.h"
 #include "quarry/cli/run_question.h"
 
 namespace quarry::cli {
@@ -14,13 +15,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A path as given when it exists from here, else the same path in the source tree (a build
-// run from elsewhere, as the tests do).
+// A path as given when it exists from here, else the same path among the bundled files
+// (ShareDir: installed, or the source tree for a build run from elsewhere, as the tests do).
 fs::path InRepo(const std::string& given, const char* fallback) {
   if (!given.empty()) return given;
   std::error_code ec;
   if (fs::exists(fallback, ec)) return fallback;
-  return fs::path(QUARRY_SOURCE_DIR) / fallback;
+  return ShareDir() / fallback;
 }
 
 }  // namespace

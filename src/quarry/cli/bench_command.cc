@@ -2,10 +2,6 @@
 // the fixtures' scripted turns, its results written to results/ (bench_results.json for the
 // latest run, offline/ and live/ for the latest of each, RESULTS.md from both); and
 // `quarry bench --render-site`, which puts a results file's tables into site/index.html.
-#include <CLI/CLI.hpp>
-
-#include "quarry/common/read_file.h"
-#include "quarry/cli/cli_options.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,14 +10,19 @@
 #include <iostream>
 #include <mutex>
 
+#include <CLI/CLI.hpp>
+
 #include "quarry/bench/suite.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
+#include "quarry/cli/cli_options.h"
 #include "quarry/cli/commands.h"
+#include "quarry/cli/installation.h"
 #include "quarry/cli/interrupt.h"
 #include "quarry/cli/run_question.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
+#include "quarry/common/read_file.h"
 
 namespace quarry::cli {
 namespace {
@@ -29,12 +30,12 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-// The suite: --tasks, else tasks/ in the working directory, else the source tree's.
+// The suite: --tasks, else tasks/ in the working directory, else the installed or source tree's (ShareDir).
 fs::path TasksDir(const BenchCmdOptions& o) {
   if (!o.tasks.empty()) return o.tasks;
   std::error_code ec;
   if (fs::is_regular_file(fs::path("tasks") / "suite.json", ec)) return "tasks";
-  return fs::path(QUARRY_SOURCE_DIR) / "tasks";
+  return ShareDir() / "tasks";
 }
 
 Result<std::vector<bool>> Arms(const BenchCmdOptions& o) {
@@ -191,7 +192,7 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
                   "tasks/fixtures/postgres/. Results go to <--out>/postgresql/");
   cmd->add_option("--tasks", o.tasks,
                   "The suite's folder (suite.json, truth.json, fixtures/); default tasks/ here, "
-                  "else the source tree's. Task data paths are relative to its parent folder");
+                  "else the bundled one. Task data paths are relative to its parent folder");
   cmd->add_flag("--offline", o.ask.offline,
                 "Replay each task's fixture (scripted turns; tools still execute); tasks "
                 "without one are skipped and counted");
@@ -221,8 +222,8 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   cmd->add_option("--model", o.ask.model, "Model id (else QUARRY_MODEL)");
   cmd->add_option("--judge-model", o.judge_model, "The judge's model id (default: --model's)");
   cmd->add_option("--base-url", o.ask.base_url,
-                  "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
-                  "OPENROUTER_API_KEY is set)");
+                  "OpenAI-compatible endpoint (else QUARRY_BASE_URL; from OPENROUTER_API_KEY, "
+                  "ANTHROPIC_API_KEY or OPENAI_API_KEY when set)");
   cmd->add_option("--provider", o.ask.provider,
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
                   "from the base URL and which key is set)");

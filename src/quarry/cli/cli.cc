@@ -4,17 +4,19 @@
 
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
-#include "quarry/cli/cli_options.h"
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+
+#include <CLI/CLI.hpp>
 
 #include "quarry/agent/threads.h"
 #include "quarry/cli/cli_internal.h"
+#include "quarry/cli/cli_options.h"
 #include "quarry/cli/commands.h"
+#include "quarry/cli/installation.h"
+#include "quarry/cli/manual.h"
 
 namespace quarry::cli {
 
@@ -132,8 +134,8 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_option("--fixtures", o.fixtures, "Where --offline looks for recorded turns");
   cmd->add_option("--model", o.model, "Model id (else QUARRY_MODEL)");
   cmd->add_option("--base-url", o.base_url,
-                  "OpenAI-compatible endpoint (else QUARRY_BASE_URL; OpenRouter when "
-                  "OPENROUTER_API_KEY is set)");
+                  "OpenAI-compatible endpoint (else QUARRY_BASE_URL; from OPENROUTER_API_KEY, "
+                  "ANTHROPIC_API_KEY or OPENAI_API_KEY when set)");
   cmd->add_option("--provider", o.provider,
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
                   "from the base URL and which key is set)");
@@ -195,7 +197,7 @@ int Main(int argc, char** argv) {
                "A model writes SQL; quarry runs it read-only, lets the model repair its errors, "
                "and refuses answers whose numbers never appeared in a real result."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "quarry 0.1.0");
+  app.set_version_flag("--version", [] { return VersionText(); });
 
   AskOptions ask;
   CLI::App* ask_cmd = app.add_subcommand("ask", "Answer a question about the data with a model");
@@ -351,6 +353,14 @@ int Main(int argc, char** argv) {
   doctor_cmd->add_option("--format", doctor.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->default_val("text");
 
+  std::string generate;
+  CLI::App* generate_cmd = app.add_subcommand(
+      "generate", "Print the man page or a shell's completion script, made from these "
+                  "definitions: quarry generate man|bash|zsh|fish");
+  generate_cmd->add_option("what", generate, "man, bash, zsh or fish")
+      ->required()
+      ->check(CLI::IsMember({"man", "bash", "zsh", "fish"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -400,6 +410,11 @@ int Main(int argc, char** argv) {
     if (*eval_cmd) return RunEvalCommand(eval);
     if (*report_cmd) return RunReport(report);
     if (*doctor_cmd) return RunDoctor(doctor);
+    if (*generate_cmd) {
+      std::cout << (generate == "man" ? ManPage(app, std::string("quarry ") + QUARRY_VERSION)
+                                      : Completion(app, generate));
+      return kExitOk;
+    }
   } catch (const std::exception& e) {
     std::cerr << "quarry: internal error: " << TerminalText(e.what()) << "\n";
     return kExitInternal;

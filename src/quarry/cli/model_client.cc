@@ -8,13 +8,14 @@
 #include <fstream>
 #include <iostream>
 
-#include "quarry/common/read_file.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
+#include "quarry/cli/installation.h"
 #include "quarry/cli/live_text.h"
 #include "quarry/cli/run_question.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
+#include "quarry/common/read_file.h"
 #include "quarry/llm/models.h"
 
 namespace quarry::cli {
@@ -28,7 +29,7 @@ std::vector<fs::path> FixtureDirs(const AskOptions& o) {
   std::vector<fs::path> dirs;
   if (const char* env = std::getenv("QUARRY_FIXTURES"); env && *env) dirs.emplace_back(env);
   dirs.emplace_back("fixtures/offline");
-  dirs.emplace_back(fs::path(QUARRY_SOURCE_DIR) / "fixtures" / "offline");
+  dirs.emplace_back(ShareDir() / "fixtures" / "offline");
   return dirs;
 }
 
@@ -96,7 +97,8 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
                       : std::string("this question");
   return Fail(Error::Code::kUsage,
               "--offline has no recorded model turns for " + what + " on this data; configure "
-              "a model (QUARRY_MODEL + QUARRY_API_KEY, or OPENROUTER_API_KEY) or ask a recorded "
+              "a model (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, or QUARRY_BASE_URL "
+              "+ QUARRY_MODEL) or ask a recorded "
               "one:" +
                   list);
 }

@@ -1,11 +1,14 @@
 // Open(): checks the paths the user gave, decides the format of each from its extension (and
 // for .db its header), and hands them to the DuckDB or SQLite engine.
+#include <duckdb.h>
 #include <libpq-fe.h>
+#include <sqlite3.h>
 
 #include <cstring>
 #include <fstream>
 
 #include "quarry/engine/engine_internal.h"
+#include "quarry/engine/versions.h"
 
 namespace quarry::engine {
 namespace {
@@ -160,6 +163,13 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
   if (formats[0] == "sqlite") return internal::OpenSqlite(files[0], options);
   if (formats[0] == "duckdb") return internal::OpenDuckDbDatabase(files[0], options);
   return internal::OpenDuckDbFiles(files, formats, csv_options, options);
+}
+
+std::string LibraryVersions() {
+  // libpq says 150014 for 15.14 (major * 10000 + minor since version 10).
+  const int pq = PQlibVersion();
+  return std::string("DuckDB ") + duckdb_library_version() + ", SQLite " + sqlite3_libversion() +
+         ", libpq " + std::to_string(pq / 10000) + "." + std::to_string(pq % 10000);
 }
 
 }  // namespace quarry::engine

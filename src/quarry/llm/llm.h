@@ -342,14 +342,18 @@ std::optional<std::string> DefaultModel(const std::string& provider, const std::
 //   "anthropic"; anything else is a kUsage error naming them), else chosen from the base URL's
 //   host (api.anthropic.com: anthropic; openrouter.ai: openrouter; else openai-compatible).
 // - Base URL: --base-url, else QUARRY_BASE_URL, else the provider's default
-//   (https://openrouter.ai/api/v1, https://api.anthropic.com/v1). With neither a base URL nor a
-//   provider, OPENROUTER_API_KEY selects OpenRouter; else ANTHROPIC_API_KEY selects Anthropic
-//   when QUARRY_API_KEY is unset (QUARRY_API_KEY needs its own QUARRY_BASE_URL).
-// - Key: a provider's own variable is only ever sent to that provider's host
-//   (OPENROUTER_API_KEY to openrouter.ai, ANTHROPIC_API_KEY to api.anthropic.com). For a base
-//   URL the user gave, QUARRY_API_KEY comes first, then the host's own variable; for a
-//   provider's default base URL, the provider's variable comes first, then QUARRY_API_KEY. A
-//   key is required unless the host is loopback (llama.cpp, Ollama, vLLM on this machine).
+//   (https://openrouter.ai/api/v1; ANTHROPIC_BASE_URL, else https://api.anthropic.com/v1;
+//   OPENAI_BASE_URL, else https://api.openai.com/v1, for openai-compatible once an OPENAI_*
+//   variable is set). With neither a base URL nor a provider, OPENROUTER_API_KEY selects
+//   OpenRouter; else ANTHROPIC_API_KEY selects Anthropic, else OPENAI_API_KEY or
+//   OPENAI_BASE_URL selects OpenAI, both only when QUARRY_API_KEY is unset (QUARRY_API_KEY
+//   needs its own QUARRY_BASE_URL).
+// - Key: a provider's own variable is only ever sent to that provider's host: its public host
+//   (openrouter.ai, api.anthropic.com, api.openai.com) or the host of its own base URL
+//   variable (ANTHROPIC_BASE_URL, OPENAI_BASE_URL). For a base URL the user gave, QUARRY_API_KEY
+//   comes first, then the host's own variable; for a provider's default base URL, the
+//   provider's variable comes first, then QUARRY_API_KEY. A key is required unless the host
+//   is loopback (llama.cpp, Ollama, vLLM on this machine).
 // - Model: --model, else QUARRY_MODEL, else DefaultModel; for a loopback endpoint without one
 //   the model is left empty, to be asked from the server (llm/models.h OnlyServedModel; the
 //   CLI's LiveConfig does it). Any other endpoint without a model is a kUsage error.
@@ -359,8 +363,9 @@ std::optional<std::string> DefaultModel(const std::string& provider, const std::
 // model), max_tokens_param ("auto", "max_tokens", "max_completion_tokens"; auto: the latter
 // for OpenAI reasoning models, else the former); QUARRY_STREAM=0 (or false) turns streaming
 // off. Errors: kUsage with one line saying what to set, e.g. "no model endpoint configured:
-// set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or QUARRY_BASE_URL and QUARRY_MODEL (with
-// QUARRY_API_KEY) for another endpoint; pass --base-url/--model, or use --offline"; also a
+// set OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY, or QUARRY_BASE_URL and
+// QUARRY_MODEL (with QUARRY_API_KEY) for another endpoint; pass --base-url/--model, or use
+// --offline"; also a
 // malformed base URL or price file. `origins`, when given, receives where each setting came
 // from.
 Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,

@@ -15,6 +15,7 @@ constexpr const char* kOpenRouterUrl = "https://openrouter.ai/api/v1";
 constexpr const char* kAnthropicUrl = "https://api.anthropic.com/v1";
 constexpr const char* kAnthropicHost = "api.anthropic.com";
 constexpr const char* kOpenAiHost = "api.openai.com";
+constexpr const char* kOpenAiUrl = "https://api.openai.com/v1";
 
 // The models used when none is configured: each provider's small, cheap model that calls
 // tools well, as listed on its models page (platform.openai.com/docs/models,
@@ -97,6 +98,23 @@ std::optional<std::string> UrlHost(std::string_view url) {
   std::string out(host);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+// "https://host:port" of an http(s) URL, lower-cased, without user info or path; nullopt when
+// not http(s). Two URLs with one origin are one server.
+std::optional<std::string> UrlOrigin(std::string_view url) {
+  const std::optional<std::string> host = UrlHost(url);
+  if (!host) return std::nullopt;
+  const size_t scheme_end = url.find("://");
+  std::string origin(url.substr(0, scheme_end + 3));
+  std::string_view authority = url.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    authority = authority.substr(at + 1);
+  }
+  origin += authority;
+  for (char& c : origin) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return origin;
 }
 
 bool IsLoopback(const std::string& host) {
@@ -285,28 +303,65 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   }
   std::string openrouter_from;
   std::string anthropic_from;
+  std::string openai_from;
   const std::optional<std::string> openrouter_key =
       lookup_at("OPENROUTER_API_KEY", &openrouter_from);
   const std::optional<std::string> anthropic_key =
       lookup_at("ANTHROPIC_API_KEY", &anthropic_from);
+  const std::optional<std::string> openai_key = lookup_at("OPENAI_API_KEY", &openai_from);
+  // The base URLs the providers' own SDKs read. A host set here is that provider's host too,
+  // so its key may go there (the user pointed that provider's variables at it).
+  std::string anthropic_url_from;
+  std::string openai_url_from;
+  // Anthropic's SDKs take the URL without the API version and add /v1 to it; quarry's base
+  // URL carries the version, as for the other providers.
+  std::optional<std::string> anthropic_url = lookup_at("ANTHROPIC_BASE_URL", &anthropic_url_from);
+  if (anthropic_url) {
+    while (anthropic_url->ends_with('/')) anthropic_url->pop_back();
+    if (!anthropic_url->ends_with("/v1")) *anthropic_url += "/v1";
+  }
+  const std::optional<std::string> openai_url = lookup_at("OPENAI_BASE_URL", &openai_url_from);
+  const std::optional<std::string> anthropic_own_origin =
+      anthropic_url ? UrlOrigin(*anthropic_url) : std::nullopt;
+  const std::optional<std::string> openai_own_origin =
+      openai_url ? UrlOrigin(*openai_url) : std::nullopt;
 
   std::optional<std::string> base_url = flag(flags.base_url);
   bool base_url_given = true;
+  // The OpenAI SDK's variables choose OpenAI (or the server OPENAI_BASE_URL names).
+  auto use_openai = [&](const std::string& why) {
+    base_url = openai_url ? *openai_url : std::string(kOpenAiUrl);
+    from.base_url = openai_url ? openai_url_from : "the default for OpenAI (" + why + ")";
+    base_url_given = false;
+  };
   if (base_url) {
     from.base_url = "--base-url";
   } else if ((base_url = lookup_at("QUARRY_BASE_URL", &from.base_url))) {
+  } else if (provider == "anthropic" && anthropic_url) {
+    base_url = *anthropic_url;
+    from.base_url = anthropic_url_from;
+    base_url_given = false;
   } else if (provider == "anthropic" || provider == "openrouter") {
     base_url = *provider == "anthropic" ? kAnthropicUrl : kOpenRouterUrl;
     from.base_url = "the default for " + *provider;
     base_url_given = false;
+  } else if (provider == "openai-compatible" && (openai_url || openai_key)) {
+    use_openai(openai_url ? openai_url_from : openai_from + " is set");
   } else if (!provider && openrouter_key) {
     base_url = kOpenRouterUrl;
     from.base_url = from.provider = openrouter_from + " is set";
     base_url_given = false;
   } else if (!provider && anthropic_key && !api_key) {
-    base_url = kAnthropicUrl;
-    from.base_url = from.provider = anthropic_from + " is set";
+    base_url = anthropic_url ? *anthropic_url : std::string(kAnthropicUrl);
+    from.base_url = anthropic_url ? anthropic_url_from : anthropic_from + " is set";
+    from.provider = anthropic_from + " is set";
+    provider = "anthropic";
     base_url_given = false;
+  } else if (!provider && (openai_key || openai_url) && !api_key) {
+    const std::string why = openai_key ? openai_from + " is set" : openai_url_from + " is set";
+    use_openai(why);
+    from.provider = why;
+    provider = "openai-compatible";
   }
   if (!base_url) {
     if (provider) {
@@ -323,9 +378,9 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                       ", or use --offline");
     }
     return Fail(Error::Code::kUsage,
-                "no model endpoint configured: set OPENROUTER_API_KEY or ANTHROPIC_API_KEY, or "
-                "QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) for another endpoint; "
-                "pass --base-url/--model, or use --offline");
+                "no model endpoint configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or "
+                "OPENROUTER_API_KEY, or QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) "
+                "for another endpoint; pass --base-url/--model, or use --offline");
   }
   std::optional<std::string> host = UrlHost(*base_url);
   if (!host) {
@@ -346,11 +401,21 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     if (from.provider.empty()) from.provider = "chosen from the base URL's host";
   }
 
-  // A provider's own key goes to that provider's host only. QUARRY_API_KEY belongs to the base
-  // URL the user set; against a provider's default URL, the provider's own key comes first.
-  const std::optional<std::string> host_key =
-      *host == kAnthropicHost ? anthropic_key : IsOpenRouter(*host) ? openrouter_key : std::nullopt;
-  const std::string host_key_from = *host == kAnthropicHost ? anthropic_from : openrouter_from;
+  // A provider's own key goes to that provider's host only: its public host, or the server
+  // (scheme, host and port) its own base URL variable names. QUARRY_API_KEY belongs to the
+  // base URL the user set; against a provider's default URL, the provider's own key comes first.
+  const std::optional<std::string> origin = UrlOrigin(*base_url);
+  const bool anthropic_host =
+      *host == kAnthropicHost || (anthropic_own_origin && origin == anthropic_own_origin);
+  const bool openai_host =
+      *host == kOpenAiHost || (openai_own_origin && origin == openai_own_origin);
+  const std::optional<std::string> host_key = anthropic_host        ? anthropic_key
+                                              : IsOpenRouter(*host) ? openrouter_key
+                                              : openai_host         ? openai_key
+                                                                    : std::nullopt;
+  const std::string host_key_from = anthropic_host        ? anthropic_from
+                                    : IsOpenRouter(*host) ? openrouter_from
+                                                          : openai_from;
   if (host_key && (!api_key || !base_url_given)) {
     api_key = host_key;
     from.api_key = host_key_from;
@@ -358,9 +423,10 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     from.api_key = api_key_from;
   }
   if (!api_key && !IsLoopback(*host)) {
-    const std::string own = *host == kAnthropicHost ? "ANTHROPIC_API_KEY or "
-                            : IsOpenRouter(*host)   ? "OPENROUTER_API_KEY or "
-                                                    : "";
+    const std::string own = anthropic_host        ? "ANTHROPIC_API_KEY or "
+                            : IsOpenRouter(*host) ? "OPENROUTER_API_KEY or "
+                            : openai_host         ? "OPENAI_API_KEY or "
+                                                  : "";
     return Fail(Error::Code::kUsage, "no API key for " + RedactUrl(config.base_url) + ": set " + own +
                                          "QUARRY_API_KEY in the environment or .env, or use "
                                          "--offline");
