@@ -46,7 +46,7 @@ trace::Trace Answered(const std::string& id, const std::string& answer, int rows
   json data = json::array();
   for (int i = 0; i < rows; ++i) data.push_back(json::array({"r" + std::to_string(i), 100.5 + i}));
   s.detail = {
-      {"sql", "SELECT ..."}, {"columns", {"region", "total"}}, {"rows", data}, {"row_count", rows}};
+      {"sql", "SELECT ... FROM t"}, {"columns", {"region", "total"}}, {"rows", data}, {"row_count", rows}};
   t.steps.push_back(s);
   t.answer_queries.push_back({2, "run_sql", t.answer_sql});
   return t;

@@ -21,7 +21,7 @@ class ClaimsTest : public ::testing::Test {
   // One query result with the given columns and rows, as step `step`.
   void Result(const Strings& columns, const Rows& rows, int step = 2,
               const Strings& keys = {}) {
-    evidence_.AddResult({step, "run_sql", "SELECT ...", static_cast<int64_t>(rows.size())},
+    evidence_.AddResult({step, "run_sql", "SELECT ... FROM t", static_cast<int64_t>(rows.size())},
                         columns, rows, keys);
   }
   bool Grounded(const std::string& answer, std::string_view question = "") {
@@ -233,10 +233,22 @@ TEST_F(ClaimsTest, LiteralsTheQueryWroteAreNotEvidence) {
   evidence_.AddResult({2, "run_sql", "SELECT 999999 AS total", 1}, {"total"}, {{"999999"}});
   EXPECT_FALSE(Grounded("Total revenue is $999,999."));
   EXPECT_NE(Reason("Total revenue is $999,999.").find("literal"), std::string::npos);
-  // Arithmetic on literals (a derived figure from earlier results) is computed.
+  // Arithmetic on figures earlier results showed is a derived figure, computed.
+  evidence_.AddResult({3, "run_sql", "SELECT region, round(sum(revenue), 2) AS total FROM sales",
+                       2},
+                      {"region", "total"}, {{"North", "141794.14"}, {"East", "123825.24"}});
   evidence_.AddResult({3, "run_sql", "SELECT round(141794.14 - 123825.24, 2) AS gap", 1}, {"gap"},
                       {{"17968.9"}});
   EXPECT_TRUE(Grounded("North leads by $17,968.90."));
+  // Arithmetic or string-building on figures no result showed is typed: a trial forged each.
+  for (const char* sql : {"SELECT 1000000 - 1 AS total_revenue",
+                          "SELECT 999 * 1001 AS total_revenue FROM sales LIMIT 1",
+                          "SELECT '999' || '999' AS total_revenue FROM sales LIMIT 1",
+                          "SELECT repeat('9', 6) AS total_revenue FROM sales LIMIT 1"}) {
+    Evidence forged;
+    forged.AddResult({2, "run_sql", sql, 1}, {"total_revenue"}, {{"999999"}});
+    EXPECT_FALSE(Verify("Total revenue was $999,999.", {}, forged, "").grounded()) << sql;
+  }
   // With a FROM, a literal in a filter does not stop the result from counting.
   evidence_.AddResult({4, "run_sql", "SELECT count(*) AS n FROM t WHERE x > 250", 1}, {"n"},
                       {{"250"}});

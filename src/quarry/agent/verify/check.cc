@@ -31,26 +31,6 @@ using internal::Unhedge;
 
 namespace {
 
-// True when an average is named in the four words before a number ("the average humidity is
-// 55%", "a mean of 3.2", "median order value was $41").
-bool AggregateBefore(std::string_view text, const NumberToken& t) {
-  size_t begin = t.begin;
-  for (int words = 0; words < 4 && begin > 0;) {
-    size_t end = begin;
-    while (end > 0 && !internal::IsAlpha(text[end - 1])) --end;
-    begin = end;
-    while (begin > 0 && internal::IsAlpha(text[begin - 1])) --begin;
-    if (begin == end) break;
-    ++words;
-    const std::string w = internal::LowerAscii(text.substr(begin, end - begin));
-    if (w == "average" || w == "averages" || w == "avg" || w == "mean" || w == "median" ||
-        w == "typical" || w == "typically" || w == "averaged") {
-      return true;
-    }
-  }
-  return false;
-}
-
 // Up to three words on each side of the number, each span normalised, skipping what joins an
 // id to its name ("=", ":", "(", "-", "#").
 std::vector<std::string> BesideWords(std::string_view text, const NumberToken& t) {
@@ -246,7 +226,8 @@ VerifyReport Check(std::string_view answer, const std::vector<std::string>& supp
       claim.reference = internal::ReferenceWord(answer, t, &claim.marked);
       claim.entity = Contains(kEntities, claim.reference) || Contains(ix.id_words, claim.reference);
       claim.count = internal::IsCount(answer, t);
-      claim.aggregate = AggregateBefore(answer, t);
+      claim.aggregate = internal::AggregateInSentence(answer, t);
+      claim.counted = internal::CountedWords(answer, t);
       claim.bound = internal::BoundAt(answer, t);
       claim.beside = BesideWords(answer, t);
       // "by 8.4% and 25%", "fell 3, 4 and 5 points": a list shares its direction.

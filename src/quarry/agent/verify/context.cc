@@ -94,10 +94,7 @@ std::vector<std::string> WordsBefore(std::string_view s, size_t p, size_t count)
   return out;
 }
 
-std::string Singular(std::string w) {
-  if (w.size() > 3 && w.back() == 's' && !w.ends_with("ss")) w.pop_back();
-  return w;
-}
+
 
 }  // namespace
 
@@ -159,7 +156,8 @@ bool ThresholdAt(std::string_view text, const NumberToken& token) {
     if (after.empty() || !In(after[0], {"seconds", "minutes", "hours", "days", "weeks", "months",
                                         "years", "millimetres", "millimeters", "metres", "meters",
                                         "kilometres", "kilometers", "miles", "grams", "kilograms",
-                                        "pounds", "bytes", "degrees", "points", "dollars", "euros"})) {
+                                        "pounds", "bytes", "degrees", "points", "dollars", "euros",
+                                        "units", "items"})) {
       return false;
     }
   }
@@ -171,7 +169,17 @@ bool ThresholdAt(std::string_view text, const NumberToken& token) {
     if (p >= sign.size() && text.substr(p - sign.size(), sign.size()) == sign) return true;
   }
   const std::vector<std::string> before = WordsBefore(text, token.begin, 1);
-  return !before.empty() && before[0] == "than";
+  if (!before.empty() && In(before[0], {"than", "exactly", "precisely"})) return true;
+  // A condition restated in another unit: "longer than 5 minutes (300,000 ms)".
+  if (p > 0 && text[p - 1] == '(') {
+    const size_t from = p > 41 ? p - 41 : 0;
+    const std::string before_paren = " " + LowerAscii(text.substr(from, p - 1 - from)) + " ";
+    for (const char* w : {" than ", " over ", " under ", " above ", " below ", " exactly ",
+                          " at least ", " at most "}) {
+      if (before_paren.find(w) != std::string::npos) return true;
+    }
+  }
+  return false;
 }
 
 namespace {
@@ -328,6 +336,14 @@ bool IsCount(std::string_view text, const NumberToken& token) {
   const std::string& w = after[0];
   if (w == "of") return !token.ratio;
   if (token.ratio || In(w, {"dollars", "euros", "pounds", "yen", "cents", "bucks"})) return false;
+  // A unit of measure is no count of things: "102 hours" may round 102.29.
+  if (In(w, {"seconds", "minutes", "hours", "days", "weeks", "months", "years", "milliseconds",
+             "millimetres", "millimeters", "centimetres", "centimeters", "metres", "meters",
+             "kilometres", "kilometers", "miles", "feet", "inches", "grams", "kilograms",
+             "tonnes", "tons", "pounds", "ounces", "litres", "liters", "gallons", "bytes",
+             "megabytes", "gigabytes", "degrees", "kilowatts", "watts", "hertz", "calories"})) {
+    return false;
+  }
   return w.size() > 3 && w.back() == 's' && !w.ends_with("ss") && !w.ends_with("us") &&
          !w.ends_with("is") && !In(w, {"does", "goes", "makes", "takes", "gives", "comes"});
 }
@@ -375,6 +391,70 @@ int CountWords(std::string_view text) {
     }
   }
   return count;
+}
+
+std::string Singular(std::string w) {
+  if (w.size() > 4 && w.ends_with("ies")) return w.substr(0, w.size() - 3) + "y";
+  if (w.size() > 3 && w.back() == 's' && !w.ends_with("ss")) w.pop_back();
+  return w;
+}
+
+std::vector<std::string> CountedWords(std::string_view text, const NumberToken& token) {
+  return WordsAfter(text, token.end, 3);
+}
+
+bool AggregateInSentence(std::string_view text, const NumberToken& token) {
+  // The sentence ends at '.', '!', '?', ';' or a line break ('.' before a digit is a decimal
+  // point); the clause also at ',', ':', '(' and ')', so "Average humidity is 54.3%, leaving
+  // out 27 empty values" names no average of 27.
+  auto sentence_end = [&](size_t k) {
+    const char c = text[k];
+    if (c == '!' || c == '?' || c == ';' || c == '\n') return true;
+    return c == '.' && !(k + 1 < text.size() && IsDigit(text[k + 1]));
+  };
+  auto clause_end = [&](size_t k) {
+    const char c = text[k];
+    const bool thousands = c == ',' && k > 0 && IsDigit(text[k - 1]) && k + 1 < text.size() &&
+                           IsDigit(text[k + 1]);
+    return sentence_end(k) || (!thousands && (c == ',' || c == ':' || c == '(' || c == ')'));
+  };
+  auto words_in = [&](size_t from, size_t to, auto&& visit) {
+    for (size_t p = from; p < to;) {
+      if (!IsAlpha(text[p])) {
+        ++p;
+        continue;
+      }
+      size_t e = p;
+      const std::string w = WordAt(text, p, &e);
+      p = e;
+      if (visit(w, p)) return true;
+    }
+    return false;
+  };
+  size_t s_begin = token.begin, s_end = token.end;
+  while (s_begin > 0 && !sentence_end(s_begin - 1)) --s_begin;
+  while (s_end < text.size() && !sentence_end(s_end)) ++s_end;
+  // "On average, an order brings in $9.77": the sentence's adverb.
+  std::string previous;
+  if (words_in(s_begin, s_end, [&](const std::string& w, size_t) {
+        const bool on_average = previous == "on" && w == "average";
+        previous = w;
+        return on_average;
+      })) {
+    return true;
+  }
+  size_t c_begin = token.begin, c_end = token.end;
+  while (c_begin > 0 && !clause_end(c_begin - 1)) --c_begin;
+  while (c_end < text.size() && !clause_end(c_end)) ++c_end;
+  return words_in(c_begin, c_end, [&](const std::string& w, size_t after) {
+    if (!In(w, {"average", "averages", "averaged", "avg", "mean", "median", "typical",
+                "typically", "total", "totals", "totalled", "totaled", "sum", "summed", "per",
+                "overall", "combined", "altogether", "aggregate"})) {
+      return false;
+    }
+    // "per cent" is a percent sign, not a rate.
+    return !(w == "per" && LowerAscii(text.substr(after, 4)) == " cen");
+  });
 }
 
 }  // namespace quarry::agent::internal

@@ -21,7 +21,8 @@ ColumnRole RoleOfColumn(std::string_view name, const std::vector<std::string>& k
   const std::vector<std::string> words = internal::NameWords(name);
   if (words.empty()) return ColumnRole::kMeasure;
   if (Contains({"rn", "rownum", "rowid", "idx", "index", "rank", "dense_rank", "row_number",
-                "row_num", "ranking", "position", "pos"},
+                "row_num", "ranking", "position", "pos", "code", "zip", "zipcode", "postcode",
+                "sku", "isbn"},
                lower)) {
     return ColumnRole::kIdentifier;
   }

@@ -247,6 +247,8 @@ ScanResult ParseAt(std::string_view s, size_t i) {
     t.percent = true, q += space + 1;
   } else if (space && LowerAscii(s.substr(q + 1, 7)) == "percent" && !IsAlpha(at(q + 8))) {
     t.percent = true, q += 8;
+  } else if (space && LowerAscii(s.substr(q + 1, 8)) == "per cent" && !IsAlpha(at(q + 9))) {
+    t.percent = true, q += 9;  // British spelling: "69.7 per cent"
   } else if (space && LowerAscii(s.substr(q + 1, 16)) == "percentage point") {
     // A difference of proportions: "48.11 percentage points" for 0.4811.
     t.percent = true, q += 17;
@@ -471,6 +473,9 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
   if (q < s.size() && s[q] == ' ' && LowerAscii(s.substr(q + 1, 7)) == "percent" &&
       (q + 8 >= s.size() || !IsAlpha(s[q + 8]))) {
     t.percent = true, q += 8;
+  } else if (q < s.size() && s[q] == ' ' && LowerAscii(s.substr(q + 1, 8)) == "per cent" &&
+             (q + 9 >= s.size() || !IsAlpha(s[q + 9]))) {
+    t.percent = true, q += 9;
   } else if (q < s.size() && (s[q] == '%' || (s[q] == ' ' && q + 1 < s.size() && s[q + 1] == '%'))) {
     q += s[q] == '%' ? 1 : 2;
     t.percent = true;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <regex>
 #include <string>
 
 namespace quarry::agent::internal {
@@ -130,7 +131,24 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
   // script's output echoes the literals of all code before it as well (issue 22: `total =
   // 987654.32` in one call, `print(total)` in the next). A SQL query reads only the data.
   std::vector<std::vector<double>> literals(evidence.sources().size());
+  // A query that reads no table ("SELECT 1000000 - 1 AS total_revenue") computes nothing from
+  // the data: every number it returns is the code's own.
+  std::vector<bool> no_data(evidence.sources().size(), false);
   std::vector<double> typed;  // the typed figures of all code that ran so far
+  // The figures the results showed, by source: a query's literal that another result showed
+  // is a figure the model carried, not one it typed.
+  std::vector<std::pair<double, int>> shown_figures;
+  for (const Evidence::Cell& cell : evidence.cells()) {
+    if (!cell.value || !ValueCell(*cell.value)) continue;
+    for (const NumberToken& t : Scan(*cell.value, /*words=*/false)) {
+      if (!t.is_date && std::isfinite(t.value)) shown_figures.emplace_back(t.value, cell.source);
+    }
+  }
+  auto shown_elsewhere = [&shown_figures](double v, int source) {
+    return std::any_of(shown_figures.begin(), shown_figures.end(), [&](const auto& f) {
+      return f.second != source && std::fabs(f.first - v) <= 1e-9 * std::max(1.0, std::fabs(v));
+    });
+  };
   for (const Evidence::Ran& ran : evidence.ran()) {
     const EvidenceSource& src = ran.code;
     const bool python = src.tool == "run_python";
@@ -154,11 +172,61 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
       std::vector<double>& echo = literals[static_cast<size_t>(ran.source)];
       echo = own;
       if (python) echo.insert(echo.end(), typed.begin(), typed.end());
+      if (!python) {
+        // Figures built from literals the run was never shown are typed too: "SELECT 1000000
+        // - 1 AS total_revenue", "999*1001", "'999'||'999'", "repeat('9', 6)" (a trial's
+        // forged totals). Arithmetic on figures earlier results showed ("round(141794.14 -
+        // 123825.24, 2)") is a derived figure, computed. An operand has three digits or more,
+        // so "round(x, 2) * 100" derives nothing.
+        std::vector<std::pair<double, bool>> operands;  // value, shown by another result
+        bool all_shown = true;
+        for (const NumberToken& t : Scan(plain, /*words=*/false)) {
+          if (t.is_date || !std::isfinite(t.value) || internal::InSqlComparison(plain, t.begin)) {
+            continue;
+          }
+          size_t digits = 0;
+          for (char c : t.text) digits += IsDigit(c) ? 1 : 0;
+          const bool was_shown = shown_elsewhere(t.value, ran.source);
+          if (digits >= 3 && !was_shown) all_shown = false;
+          operands.emplace_back(t.value, was_shown || digits < 3);
+        }
+        // A query that reads no table computes nothing from the data: unless its figures are
+        // ones the run was shown, every number it returns is the code's own.
+        if (!table && !all_shown && src.query.find_first_not_of(" \t\n") != std::string::npos) {
+          no_data[static_cast<size_t>(ran.source)] = true;
+        }
+        for (const auto& [a, a_shown] : operands) {
+          for (const auto& [b, b_shown] : operands) {
+            if (a_shown && b_shown) continue;
+            for (double v : {a + b, a - b, a * b}) {
+              if (std::fabs(v) >= 100) echo.push_back(v);
+            }
+            if (a >= 0 && b >= 0 && a == std::floor(a) && b == std::floor(b) && b < 1e12) {
+              // Concatenated digits: '999'||'999'.
+              const double width = b == 0 ? 1 : std::floor(std::log10(b)) + 1;
+              echo.push_back(a * std::pow(10.0, width) + b);
+            }
+          }
+        }
+        // repeat('9', 6), lpad('', 6, '9'): digits repeated.
+        static const std::regex repeat(R"(repeat\s*\(\s*'(\d+)'\s*,\s*(\d+)\s*\))",
+                                       std::regex::icase);
+        for (auto it = std::sregex_iterator(src.query.begin(), src.query.end(), repeat);
+             it != std::sregex_iterator(); ++it) {
+          const std::string unit = (*it)[1].str();
+          const size_t times = std::stoul((*it)[2].str().substr(0, 3));
+          if (unit.size() * times > 15) continue;
+          std::string digits;
+          for (size_t k = 0; k < times; ++k) digits += unit;
+          if (!digits.empty()) echo.push_back(std::stod(digits));
+        }
+      }
     }
     typed.insert(typed.end(), carried.begin(), carried.end());
   }
-  auto add_tokens = [&ix, &literals](std::string_view raw, int source, const std::string& column,
-                                     ColumnRole role, int direction) {
+  auto add_tokens = [&ix, &literals, &no_data](std::string_view raw, int source,
+                                               const std::string& column, ColumnRole role,
+                                               int direction) {
     for (NumberToken& t : Scan(raw, /*words=*/false)) {
       if (t.is_date) {
         ix.dates.push_back({std::move(t.key), std::string(raw.substr(0, 80)), source, column});
@@ -166,12 +234,14 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
       }
       if (!std::isfinite(t.value)) continue;  // inf and nan ground nothing
       const auto& echo = literals[static_cast<size_t>(source)];
-      const bool echoed = std::any_of(echo.begin(), echo.end(), [&t](double v) {
-        return std::fabs(std::fabs(v) - std::fabs(t.value)) <= 1e-9 * std::fabs(v);
-      });
+      const bool echoed = no_data[static_cast<size_t>(source)] ||
+                          std::any_of(echo.begin(), echo.end(), [&t](double v) {
+                            return std::fabs(std::fabs(v) - std::fabs(t.value)) <=
+                                   1e-9 * std::fabs(v);
+                          });
       std::string normalised = Normalise(t.text);
       EvidenceNumber e{t.value, std::move(t.text), std::move(normalised), source, column,
-                       role, direction, ScaleOfColumn(column), false};
+                       role, direction, ScaleOfColumn(column), false, false, ""};
       (echoed ? ix.echoes : ix.numbers).push_back(std::move(e));
     }
   };
@@ -185,6 +255,11 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
       if (w.size() == 4 && std::all_of(w.begin(), w.end(), IsDigit) && YearLike(std::stod(w))) {
         ix.dates.push_back({w + "-", cell.column, cell.source, cell.column});
       }
+    }
+  }
+  for (const std::string& column : named) {
+    for (const std::string& w : NameWords(column)) {
+      if (!Contains(ix.result_words, Singular(w))) ix.result_words.push_back(Singular(w));
     }
   }
   for (const Evidence::Cell& cell : evidence.cells()) {
@@ -217,14 +292,41 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
     const std::string shown = std::to_string(rows);
     ix.numbers.push_back({static_cast<double>(rows), "(" + shown + (rows == 1 ? " row)" : " rows)"),
                           shown, static_cast<int>(s), "", ColumnRole::kMeasure, 1,
-                          Scale::kUnknown, true});
+                          Scale::kUnknown, true, false, ""});
   }
   for (const Evidence::Text& text : evidence.texts()) {
     ix.texts.push_back({Normalise(text.text), text.text, text.source, ""});
-    const size_t before = ix.numbers.size();
-    add_tokens(text.text, text.source, "", ColumnRole::kMeasure, 1);
-    if (evidence.sources()[static_cast<size_t>(text.source)].tool == kSchemaCardTool) {
-      for (size_t n = before; n < ix.numbers.size(); ++n) ix.numbers[n].exact = true;
+    if (evidence.sources()[static_cast<size_t>(text.source)].tool != kSchemaCardTool) {
+      add_tokens(text.text, text.source, "", ColumnRole::kMeasure, 1);
+      continue;
+    }
+    // A card line by line: "table Customer (59 rows)" counts that table; "  Total NUMERIC,
+    // 0.99..25.86" describes Customer.Total, which the report then names.
+    std::string table;
+    std::string_view card = text.text;
+    for (size_t at = 0; at < card.size();) {
+      const size_t nl = std::min(card.find('\n', at), card.size());
+      const std::string_view line = card.substr(at, nl - at);
+      at = nl + 1;
+      std::string column;
+      const bool header = line.starts_with("table ");
+      if (header) {
+        const std::string_view rest = line.substr(6);
+        table = std::string(rest.substr(0, rest.find_first_of(" (")));
+        ix.card_words.push_back({table, {}});
+        for (const std::string& w : NameWords(table)) ix.card_words.back().second.push_back(Singular(w));
+      } else if (line.starts_with("  ") && !line.starts_with("   ") && !table.empty()) {
+        const std::string_view body = line.substr(2);
+        const std::string name(body.substr(0, body.find_first_of(" ,")));
+        column = table + "." + name;
+        for (const std::string& w : NameWords(name)) ix.card_words.back().second.push_back(Singular(w));
+      }
+      const size_t before = ix.numbers.size();
+      add_tokens(line, text.source, column, ColumnRole::kMeasure, 1);
+      for (size_t n = before; n < ix.numbers.size(); ++n) {
+        ix.numbers[n].exact = true;
+        if (header) ix.numbers[n].card_table = table;
+      }
     }
   }
   ix.question = Normalise(question);

@@ -29,6 +29,9 @@ struct EvidenceNumber {
   // A schema card's figure: grounds only the number as the card writes it (kNumeric), never a
   // rounding or a percent ("about three thousand orders" is no card's 3143.0 rounded).
   bool exact = false;
+  // A schema card's row count ("table Customer (59 rows)"): the table it counts, so it grounds
+  // a count of that table's things only ("59 customers", never "59 support reps").
+  std::string card_table;
 };
 
 struct EvidenceValue {
@@ -53,6 +56,10 @@ struct Index {
   std::vector<EvidenceNumber> echoes;  // shown, but only as literals the query wrote
   std::vector<EvidenceDate> dates;  // also years named by a result column ("revenue_2024")
   std::vector<std::string> id_words;  // the words naming identifier columns ("customer")
+  // Per table of the schema card: the words of its name and of its columns' names, singular
+  // ("Customer" -> customer, first, name, support, rep, ...).
+  std::vector<std::pair<std::string, std::vector<std::string>>> card_words;
+  std::vector<std::string> result_words;  // the words of the result columns' names, singular
   std::string question;  // normalised
   std::vector<NumberToken> question_tokens;
   // Per question token: written as a reference ("order 4", "customer #4"), so it grounds only

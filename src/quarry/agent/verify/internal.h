@@ -106,6 +106,16 @@ bool InSqlComparison(std::string_view sql, size_t begin);
 // sign, percent or decimals) followed by a plural noun or "of" ("17 orders", "4 of them",
 // "two thousand orders"). A count is grounded only by a whole number.
 bool IsCount(std::string_view text, const NumberToken& token);
+// The up to three words after a number, lower-cased ("59 invoice lines" -> {invoice,
+// lines}): what a count counts.
+std::vector<std::string> CountedWords(std::string_view text, const NumberToken& token);
+// "customers" -> "customer", "entries" -> "entry"; "class" stays.
+std::string Singular(std::string w);
+// True when the sentence holding a number names an aggregate of many rows: an average, a
+// median, a total, a sum, a figure per thing ("the average revenue per order is $9.77",
+// "$9.77 on average", "Total revenue was $3,143"). A schema card's figure is one value of a
+// column, never such an aggregate.
+bool AggregateInSentence(std::string_view text, const NumberToken& token);
 
 // The words of an identifier's name, lower-cased: "CustomerId" -> {customer, id},
 // "invoice_line_id" -> {invoice, line, id}.

@@ -137,10 +137,41 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
   auto usable = [&](const EvidenceNumber& e, double* out) {
     if (e.exact && claim.aggregate && !claim.any_kind) {
       if (card_reason.empty()) {
-        card_reason = "the schema card shows " + e.shown + " as one value of the column (a "
-                      "range's end, a count), not an average: compute it with a query";
+        card_reason = "the schema card shows " + e.shown + " as one value (" + Where(e, ix) +
+                      ": a range's end, a count, a sample), not an average or a total: compute "
+                      "it with a query";
       }
       return false;
+    }
+    // A card's row count counts its own table's rows: "275 artists" of "table Artist (275
+    // rows)" and "2065 orders" of sales (order_id), never "5 support reps" of MediaType when
+    // another table's names say what support reps are.
+    if (!e.card_table.empty() && !claim.any_kind && !t.percent && !t.currency &&
+        std::floor(t.value) == t.value && !claim.counted.empty()) {
+      auto names = [&](const std::string& table, const std::string& w) {
+        for (const auto& [name, words] : ix.card_words) {
+          if (name == table && Contains(words, w)) return true;
+        }
+        return false;
+      };
+      bool own = false, other = false;
+      for (const std::string& w : claim.counted) {
+        const std::string one = internal::Singular(w);
+        own = own || one == "row" || one == "record" || one == "entry" || names(e.card_table, one);
+        for (const auto& [name, words] : ix.card_words) {
+          other = other || (name != e.card_table && Contains(words, one));
+        }
+        other = other || Contains(ix.result_words, one);
+      }
+      if (other && !own) {
+        if (card_reason.empty()) {
+          card_reason = "the schema card's " + e.shown + " is the number of rows of table " +
+                        e.card_table + ", not of " + (claim.counted.empty() ? std::string("this")
+                                                                            : claim.counted[0]) +
+                        ": count them with a query";
+        }
+        return false;
+      }
     }
     if (e.row_count && !claim.any_kind &&
         (t.percent || t.ratio || t.currency || std::floor(t.value) != t.value)) {

@@ -23,6 +23,7 @@ struct Claim {
   bool any_kind = false;      // a supporting value: any cell it equals grounds it
   bool count = false;         // "17 orders": only a whole number grounds it
   bool aggregate = false;     // "the average humidity is 55%": a schema card's figure is none
+  std::vector<std::string> counted;  // the words after it ("customers" in "59 customers")
   int bound = 0;              // +1 "over 2,000": the value is at least it; -1 "under $500K"
   // The few words right after and before it, normalised ("usa" in "1 usa, 2 germany", in
   // "CountryId 1 = usa", in "usa (1)"): an id that stands beside the entity it names.
