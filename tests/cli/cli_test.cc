@@ -1,6 +1,8 @@
 // The quarry binary as a user runs it: the offline asks on the bundled data (answers checked
 // against figures computed here from the files), the data commands, bad input with its exit
 // codes and one-line errors, and nothing written next to the user's data.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -572,6 +574,14 @@ TEST_F(CliTest, PathsThatAreNoFileAndRepeatedDataAreNamedAsSuch) {
     EXPECT_NE(r.err.find(c.fragment), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
   }
+  // A named pipe as data is refused at once: reading it would block the loader (a trial's
+  // `mkfifo fifo.csv` hung and Ctrl-C did not stop it).
+  const std::string fifo = dir + "/fifo.csv";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto piped = Quarry({"schema", fifo});
+  EXPECT_EQ(piped.exit_code, 3) << piped.err;
+  EXPECT_NE(piped.err.find(fifo + " is a named pipe (FIFO), not a file"), std::string::npos)
+      << piped.err;
   // The same file with other reading options is another reading of it, and both load.
   auto two = Quarry({"schema", Data("sales.csv"), Data("sales.csv") + "?delim=,"});
   EXPECT_EQ(two.exit_code, 0) << two.err;

@@ -66,11 +66,38 @@ DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop) {
       // each value's own start; each value at most kDataScanValueBytes.
       std::string text;
       std::vector<size_t> starts;  // where each value begins in `text`
-      for (const auto& row : out->rows) {
-        if (row.empty() || !row[0]) continue;
-        starts.push_back(text.size());
-        text += std::string_view(*row[0]).substr(0, kDataScanValueBytes);
-        text += '\n';
+      std::vector<std::string> seen;
+      auto add = [&](const engine::QueryOutcome& result) {
+        for (const auto& row : result->rows) {
+          if (row.empty() || !row[0]) continue;
+          const std::string value{std::string_view(*row[0]).substr(0, kDataScanValueBytes)};
+          if (std::find(seen.begin(), seen.end(), value) != seen.end()) continue;
+          seen.push_back(value);
+          starts.push_back(text.size());
+          text += value;
+          text += '\n';
+        }
+      };
+      add(out);
+      // Past the first kDataScanValues distinct values, the engine looks through every row
+      // for the detector's search terms, so one planted row among a million is found
+      // wherever it sits (the values read above still catch disguised spellings).
+      const auto used = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      if (out->rows.size() >= kDataScanValues && used.count() < kDataScanBudgetMs) {
+        std::string any;
+        for (const std::string& term : InjectionSearchTerms()) {
+          std::string literal;
+          for (const char c : term) literal += c == '\'' ? std::string("''") : std::string(1, c);
+          any += (any.empty() ? "" : " OR ") + std::string("lower(") + col + ") LIKE '%" +
+                 literal + "%'";
+        }
+        const std::string search = "SELECT DISTINCT " + col + " FROM " + QuoteTable(card.name) +
+                                   " WHERE length(" + col + ") >= " +
+                                   std::to_string(kDataScanMinChars) + " AND (" + any +
+                                   ") LIMIT " + std::to_string(kDataScanSearchValues);
+        limits.timeout_ms = std::max<int64_t>(100, kDataScanBudgetMs - used.count());
+        limits.max_rows = static_cast<int>(kDataScanSearchValues);
+        if (const engine::QueryOutcome more = engine.Query(search, limits)) add(more);
       }
       std::vector<InjectionMatch> found = FindInjection(text);
       if (found.empty()) continue;

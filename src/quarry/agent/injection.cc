@@ -261,13 +261,16 @@ const std::vector<Pattern>& Patterns() {
        R"((?:the\s|your\s|my\s|these\s|those\s)?)"
        R"((?:previous|prior|above|earlier|preceding|foregoing|original|initial|system|old|other))"
        R"(\s(?:instructions?|prompts?|directions?|directives?|rules|guidelines|commands?)\b)"
-       R"(|\b(?:ignore|disregard|forget)\s(?:all\s)?(?:your|these|those|any)\s)"
+       R"(|\b(?:ignore|disregard|forget|override|bypass)\s(?:all\s)?(?:your|these|those|any)\s)"
        R"((?:instructions|rules|guidelines|directives)\b)"},
       {"disregard the above",
        {"disregard", "ignor", "forget"},
        R"(\b(?:disregard|ignore|forget)\s(?:all\s|everything\s|anything\s)?(?:of\s)?)"
        R"((?:the\s|what\s(?:is|was)\s|what's\s)?(?:above|before|previously|preceding|foregoing))"
-       R"(\b)"},
+       // "Disregard the above order, I placed a new one" is a customer's own words: only the
+       // text's end, a stop, "and", or what a prompt is made of may follow.
+       R"((?=\s?(?:$|[.,;:!\n]|and\b|instructions?\b|prompts?\b|text\b|messages?\b|content\b)"
+       R"(|context\b|rules\b)))"},
       {"ignore previous instructions (fr)",
        {"ignor", "oubli"},
        R"((?:ignore[rz]?|oublie[rz]?)\s(?:toutes\s)?les\s(?:instructions|consignes|directives)\s)"
@@ -325,25 +328,49 @@ const std::vector<Pattern>& Patterns() {
        R"re((?:ai|assistant|dan|chatbot|unrestricted)\b)re"
        R"re(|\bact\sas\s(?:an?\s|the\s|my\s)?(?:ai|dan|chatbot|language\smodel|unrestricted\sai)\b)re"
        R"re(|\bfrom\snow\son,?\s(?:ignore|disregard|you\swill\signore|you\sare\s(?:dan|an?\sai)\b))re"},
+      // "New instructions for assembly were missing" and "New instructions: tighten the
+      // screws" are a ticket's words: new instructions count when given to the reader.
       {"new instructions",
        {"instruction"},
-       R"(\bnew\sinstructions\b|\b(?:updated|real|actual|important|urgent|hidden|secret))"
-       R"(\sinstructions?\s?:)"},
+       R"(\b(?:your|the\sai'?s?|here\sare\s(?:your\s|the\s)?)\snew\sinstructions\b)"
+       R"(|\bnew\s(?:system\s)?instructions\s?:\s?)"
+       R"((?:you|ignore|disregard|forget|from\snow|always|never|do\snot|don't)\b)"
+       R"(|\b(?:updated|real|actual|important|urgent|hidden|secret)\sinstructions?\s?:)"},
+      {"new instructions", {"new instructions"}, R"(\bNEW\sINSTRUCTIONS\b)", false},
       {"system prompt",
        {"system prompt", "prompt", "instructions", "system message"},
-       R"(\bsystem\sprompt\b|\b(?:reveal|print|show|repeat|output|leak)\s(?:your|the)\s)"
-       R"((?:prompt|instructions|system\smessage)\b)"},
+       R"(\b(?:your|the\sai'?s?|my)\ssystem\sprompt\b)"
+       R"(|\b(?:reveal|print|show|repeat|output|leak)\s(?:your|the)\s)"
+       R"((?:system\s)?(?:prompt|instructions|system\smessage)\b)"},
+      // Text that speaks to the model reading it, or names its tools.
+      {"addressed to the model",
+       {"ai", "assistant", "llm", "model", "chatbot", "agent"},
+       R"(\b(?:note|message|task|instructions?|request|notice|reminder)\s(?:to|for)\s(?:all\s)?)"
+       R"((?:the\s)?(?:ai|assistants?|llms?|models?|language\smodels?|chatbots?|agents?)\b)"
+       R"(|\b(?:ai|llm)\s(?:assistants?|models?|agents?)\s(?:reading|processing|analy[sz]ing)\b)"},
+      {"tool named",
+       {"final_answer", "run_sql", "run_python", "ask_user", "make_chart", "inspect_schema"},
+       R"(\b(?:call|invoke|use|run|trigger)\s(?:the\s)?(?:tool\s)?)"
+       R"((?:final_answer|run_sql|run_python|ask_user|make_chart|inspect_schema)\b)"},
       {"reply with",
        {"reply", "respond", "answer", "output"},
        R"(\b(?:[Rr]eply|REPLY|[Rr]espond|RESPOND|[Aa]nswer|ANSWER)\s(?:(?:only|ONLY|just|JUST)\s)?)"
        R"((?:with|WITH)\s(?:(?:only|ONLY|just|JUST|exactly|EXACTLY|the\sword|THE\sWORD)\s)?)"
-       R"((?:"|'|“|‘|«|`|[A-Z][A-Z0-9_]{2,40}\b))"
-       R"(|\b(?:[Rr]eply|REPLY|[Rr]espond|RESPOND|[Oo]utput|OUTPUT)\s[A-Z][A-Z0-9_]{2,40}\b)",
+       // An SMS's "Reply with YES to confirm" or "reply STOP" is no instruction to the model.
+       R"((?:"|'|“|‘|«|`|(?!(?:YES|NO|OK|STOP|HELP|START|CONFIRM|CANCEL|UNSUBSCRIBE)\b))"
+       R"([A-Z][A-Z0-9_]{2,40}\b))"
+       R"(|\b(?:[Rr]eply|REPLY|[Rr]espond|RESPOND|[Oo]utput|OUTPUT)\s)"
+       R"((?!(?:YES|NO|OK|STOP|HELP|START|CONFIRM|CANCEL|UNSUBSCRIBE)\b)[A-Z][A-Z0-9_]{2,40}\b)",
        false},
       {"role marker",
        {"system", "assistant", "developer", "##"},
        R"((?:^|\n|\\n)[ ]?(?:system|assistant|developer|#{2,3}\s?(?:system|instructions?|assistant)))"
-       R"(\s?:)"},
+       // "System: Windows 11 Pro", "Assistant: Maria was very helpful" and "### Instructions:
+       // wash at 30 degrees" label a ticket's fields: a marker counts when what follows it
+       // addresses the model.
+       R"(\s?:[^\n]{0,120}?\b(?:you|your|ignore|disregard|forget|must|always|never|respond|reply)"
+       R"(|answer|say|report|tell|output|print|list|show|reveal|drop|delete|run|call|execute)"
+       R"(|query|sql|tables?|database|user|model|ai|password|key|secret|pwned|obey|sure)\b)"},
       {"chat template token",
        {"<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>"},
        R"(<\|(?:im_start|im_end|system|user|assistant|endoftext|begin_of_text|start_header_id)"
@@ -412,6 +439,10 @@ void FindIn(std::string_view text, const Normalised& n, std::vector<InjectionMat
   for (size_t i = 0; i < patterns.size(); ++i) {
     const Pattern& p = patterns[i];
     if (!compiled[i] || std::find(kinds.begin(), kinds.end(), i) != kinds.end()) continue;
+    if (std::any_of(found.begin(), found.end(),
+                    [&](const InjectionMatch& m) { return m.pattern == p.name; })) {
+      continue;  // one kind may have several patterns (a cased one beside the folded)
+    }
     if (std::none_of(p.anchors.begin(), p.anchors.end(), [&](const char* a) {
           return lower.text.find(a) != std::string::npos;
         })) {
@@ -457,6 +488,29 @@ std::vector<InjectionMatch> FindInjection(std::string_view text) {
   std::vector<InjectionMatch> sorted;
   for (size_t i : order) sorted.push_back(std::move(found[i]));
   return sorted;
+}
+
+std::vector<std::string> InjectionSearchTerms() {
+  static const std::vector<std::string> common = {"ai",     "assistant", "system", "answer",
+                                                   "output", "reply",     "respond", "model",
+                                                   "agent",  "developer", "prompt", "llm",
+                                                   "chatbot", "instructions", "instruction"};
+  std::vector<std::string> out;
+  for (const Pattern& p : Patterns()) {
+    for (const char* a : p.anchors) {
+      const std::string term = a;
+      if (std::find(common.begin(), common.end(), term) != common.end()) continue;
+      if (std::find(out.begin(), out.end(), term) == out.end()) out.push_back(term);
+    }
+  }
+  // The plain English wording, whose anchors above are too common.
+  for (const char* t : {"previous instructions", "prior instructions", "new instructions",
+                        "system prompt", "reply with", "system:", "assistant:", "to ai ",
+                        "the ai ", "ai assistant", "ai model", "the model", "language model",
+                        "the assistant"}) {
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.emplace_back(t);
+  }
+  return out;
 }
 
 std::vector<std::string> BrokenInjectionPatterns() {

@@ -123,6 +123,18 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
       return Fail(Error::Code::kData, path.string() + " is a directory; pass the data files in it "
                                                       "one by one");
     }
+    // A FIFO, socket or device would block the loader on a read no stop can interrupt (a
+    // trial's `mkfifo data.csv` hung until SIGTERM): only a regular file is data.
+    if (!std::filesystem::is_regular_file(status)) {
+      const char* kind = std::filesystem::is_fifo(status)             ? "a named pipe (FIFO)"
+                         : std::filesystem::is_socket(status)         ? "a socket"
+                         : std::filesystem::is_character_file(status) ? "a character device"
+                         : std::filesystem::is_block_file(status)     ? "a block device"
+                                                                      : "not a regular file";
+      return Fail(Error::Code::kData, path.string() + " is " + kind +
+                                          ", not a file: copy the data into a file and pass "
+                                          "that");
+    }
     std::string format = internal::FormatOf(path);
     if (format.empty()) {
       return Fail(Error::Code::kData,

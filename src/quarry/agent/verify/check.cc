@@ -168,6 +168,34 @@ Match UnitRestated(const NumberToken& t, const Claim& claim, const Index& ix,
   return {};
 }
 
+// Whether a column's name says it is in thousands, millions or billions in so many words
+// (population_thousands, gross_musd, sales_bn); not a lone letter, which may be a metre or a
+// kelvin (distance_m, temp_k).
+bool NamesUnitPlainly(double unit, const std::string& column) {
+  for (const std::string& w : internal::NameWords(column)) {
+    if (w.size() > 1 && w != "mil" && internal::Contains(UnitWords(unit), w)) return true;
+  }
+  return false;
+}
+
+// Whether the sentence of a number writes the unit `unit` or the column's name: "$2.5 million",
+// "2.5 (USD millions)", "revenue_musd of 2.5".
+bool UnitWritten(std::string_view answer, const NumberToken& t, double unit,
+                 const std::string& column) {
+  size_t begin = t.begin, end = t.end;
+  while (begin > 0 && answer[begin - 1] != '.' && answer[begin - 1] != '\n') --begin;
+  while (end < answer.size() && answer[end] != '\n' &&
+         !(answer[end] == '.' && !(end + 1 < answer.size() && internal::IsDigit(answer[end + 1])))) {
+    ++end;
+  }
+  const std::string_view sentence = answer.substr(begin, end - begin);
+  for (const std::string& w : internal::NameWords(sentence)) {
+    if (internal::Contains(UnitWords(unit), w)) return true;
+  }
+  const std::string bare = column.substr(column.rfind('.') == std::string::npos ? 0 : column.rfind('.') + 1);
+  return internal::LowerAscii(sentence).find(internal::LowerAscii(bare)) != std::string::npos;
+}
+
 VerifyReport Check(std::string_view answer, const std::vector<std::string>& supporting_values,
                    const Evidence& evidence, std::string_view question, bool needs_execution) {
   Index ix = BuildIndex(evidence, question);
@@ -256,6 +284,21 @@ VerifyReport Check(std::string_view answer, const std::vector<std::string>& supp
     }
     if (m.rule == MatchRule::kNone && !t.is_date && !t.percent) {
       if (Match u = UnitRestated(t, claim, ix, question); u.rule != MatchRule::kNone) m = u;
+    }
+    // A figure of a column in millions written with no unit ("revenue is $2.5" for
+    // revenue_musd 2.5) misstates it a millionfold: the unit must be written, or the column.
+    if (m.rule != MatchRule::kNone && !t.is_date && !t.percent && t.scale == 1 &&
+        !m.column.empty()) {
+      for (const double unit : {1e3, 1e6, 1e9}) {
+        if (!NamesUnitPlainly(unit, m.column)) continue;
+        if (UnitWritten(answer, t, unit, m.column) || NamesUnit(unit, question, "")) break;
+        const std::vector<std::string> words = UnitWords(unit);
+        m.rule = MatchRule::kNone;
+        m.reason = "the result's column " + m.column + " is in " + words[1] +
+                   ", so " + t.text + " there means " + t.text + " " + words[1] +
+                   ": write the unit (" + t.text + " " + words[0] + ") or name the column";
+        break;
+      }
     }
     if (m.rule == MatchRule::kNone && m.reason.empty()) m.reason = kNotFound;
     report.checks.push_back({t.text, "answer_text", m.rule, std::move(m.matched), m.source,
