@@ -11,7 +11,12 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/fixtures/offline ${PROJECT_SOURCE_DIR}/f
         DESTINATION ${CMAKE_INSTALL_DATADIR}/quarry/fixtures)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/tasks ${PROJECT_SOURCE_DIR}/data
         DESTINATION ${CMAKE_INSTALL_DATADIR}/quarry)
-install(FILES ${PROJECT_SOURCE_DIR}/.env.example DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/.env.example ${PROJECT_SOURCE_DIR}/README.md
+              ${PROJECT_SOURCE_DIR}/data/CHINOOK_LICENSE.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# DuckDB's MIT notice travels with the library it covers (the pinned npm build's LICENSE).
+if(EXISTS "${DUCKDB_ROOT}/LICENSE")
+  install(FILES "${DUCKDB_ROOT}/LICENSE" DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME duckdb-LICENSE)
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # Made by the installed binary at install time, so only the quarry target need be built.
 install(CODE "
@@ -45,9 +50,12 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
-# What the binary links (ldd build/quarry, by Debian 12 package) and what the sandbox runs.
+# What the binary links (ldd build/quarry, by Debian 12 package; the symbol versions it needs:
+# GLIBC_2.34, GLIBCXX_3.4.30, OPENSSL_3.0.0) and what the sandbox runs. pandas and matplotlib
+# serve run_python only, which --no-python turns off: recommended, not required.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6, libstdc++6, libgcc-s1, libcurl4, libsqlite3-0, libpq5, libssl3, libseccomp2, \
-libedit2, libcairo2, libpango-1.0-0, libpangocairo-1.0-0, libglib2.0-0, fonts-dejavu-core, \
-bubblewrap, python3, python3-pandas, python3-numpy, python3-matplotlib")
+    "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libcurl4, libsqlite3-0, libpq5, \
+libssl3 (>= 3.0.0), libseccomp2, libedit2, libcairo2, libpango-1.0-0, libpangocairo-1.0-0, \
+libglib2.0-0, fonts-dejavu-core, bubblewrap, python3")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-pandas, python3-numpy, python3-matplotlib")
 include(CPack)

@@ -567,6 +567,11 @@ TEST_F(CliTest, PathsThatAreNoFileAndRepeatedDataAreNamedAsSuch) {
       {{"ask", "q"}, 2, "--data is required"},
       {{"schema", Data("sales.csv"), Data("../data/sales.csv")}, 2,
        "is given twice (also as " + Data("sales.csv") + "): pass it once"},
+      {{"frobnicate"}, 2, "unknown command 'frobnicate'; the commands are ask, chat"},
+      {{"ask", "--offline", "--runs-dir", Data("sales.csv"), "--data", Data("sales.csv"),
+        "Which region has the highest total revenue, and by how much does it beat the "
+        "runner-up?"},
+       2, "pass --runs-dir with a directory"},
   };
   for (const Case& c : cases) {
     auto r = Quarry(c.args);
@@ -574,6 +579,16 @@ TEST_F(CliTest, PathsThatAreNoFileAndRepeatedDataAreNamedAsSuch) {
     EXPECT_NE(r.err.find(c.fragment), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
   }
+  // A directory where `view --out` writes its page is refused, and leaves no NAME.tmp beside it.
+  auto asked = Quarry({"ask", "--offline", "--data", Data("sales.csv"),
+                       "Which region has the highest total revenue, and by how much does it beat "
+                       "the runner-up?"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  fs::create_directory(cwd_.path() / "page");
+  auto view = Quarry({"view", "latest", "--out", (cwd_.path() / "page").string()});
+  EXPECT_NE(view.exit_code, 0);
+  EXPECT_LT(view.exit_code, 128);
+  EXPECT_FALSE(fs::exists(cwd_.path() / "page.tmp"));
   // A named pipe as data is refused at once: reading it would block the loader (a trial's
   // `mkfifo fifo.csv` hung and Ctrl-C did not stop it).
   const std::string fifo = dir + "/fifo.csv";

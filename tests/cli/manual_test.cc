@@ -66,6 +66,10 @@ TEST(ManualTest, TheManPageHasEverySubcommandAndOptionHelpLists) {
   EXPECT_NE(man.out.find(".TH QUARRY 1"), std::string::npos);
   EXPECT_NE(man.out.find(".SH EXIT STATUS\n.TP\n.B 0\n"), std::string::npos);
   EXPECT_NE(man.out.find(".B 8\nthe model declined the question"), std::string::npos);
+  // A flag is written bare; an option with its value.
+  EXPECT_NE(man.out.find(".B \\-\\-offline\n"), std::string::npos);
+  EXPECT_NE(man.out.find(".B \\-\\-format \\fItext|json\\fR\n"), std::string::npos);
+  EXPECT_EQ(man.out.find("\\-\\-help, \\-h \\fI"), std::string::npos);
   const std::vector<std::string> commands = Subcommands(cwd);
   ASSERT_GE(commands.size(), 15u);
   for (const std::string& c : commands) {
@@ -91,6 +95,11 @@ TEST(ManualTest, BashCompletesSubcommandsOptionsAndTheirValues) {
   EXPECT_EQ(BashCompletes(script, "quarry ask --format ", cwd), "text json");
   EXPECT_EQ(BashCompletes(script, "quarry generate --he", cwd), "--help");
   EXPECT_EQ(BashCompletes(script, "quarry doctor --no-p", cwd), "--no-probe");
+  // A flag takes no value: what follows it is completed as if it were not there.
+  EXPECT_EQ(BashCompletes(script, "quarry ask --offline --form", cwd), "--format");
+  // A first positional with fixed values offers them.
+  EXPECT_EQ(BashCompletes(script, "quarry generate ", cwd), "man bash zsh fish");
+  EXPECT_EQ(BashCompletes(script, "quarry threads s", cwd), "show");
   // Every long option of every subcommand is offered after it.
   for (const std::string& c : Subcommands(cwd)) {
     const std::string offered = " " + BashCompletes(script, "quarry " + c + " --", cwd) + " ";

@@ -235,12 +235,49 @@ INSTANTIATE_TEST_SUITE_P(
              {"QUARRY_MODEL", "m"}},
             "anthropic", "",
             "no API key for https://claude-gateway.example.com/v1: set ANTHROPIC_API_KEY"),
+        // Found by a fresh-user trial of issue 24: a key over plain http to another machine,
+        // and a base URL with a query (its secret printed, the API path appended after it).
+        Refused("NoKeyOverPlainHttp",
+            {{"OPENAI_API_KEY", kOpenAi}, {"QUARRY_BASE_URL", "http://api.openai.com/v1"}}, "", "",
+            "refusing to send OPENAI_API_KEY over plain http to api.openai.com (QUARRY_BASE_URL): "
+            "use https://"),
+        Resolves("PlainHttpToThisMachineKeepsItsKey",
+            {{"QUARRY_API_KEY", kQuarry}, {"QUARRY_BASE_URL", kLocal}}, "", "",
+            "openai-compatible", kLocal, "", kQuarry),
+        Refused("NoQueryInTheBaseUrl",
+            {{"QUARRY_BASE_URL", "http://127.0.0.1:8080/v1?api_key=PASSW0RD"}}, "", "",
+            "holds a '?' or '#'"),
         Refused("OpenAiBaseUrlGetsNoAnthropicKey",
             {{"ANTHROPIC_API_KEY", kAnthropic},
              {"OPENAI_BASE_URL", "https://gateway.example.com/v1"}, {"QUARRY_MODEL", "m"}},
             "openai-compatible", "",
             "no API key for https://gateway.example.com/v1: set OPENAI_API_KEY")),
     [](const ::testing::TestParamInfo<Row>& row) { return row.param.name; });
+
+// A .env in the working directory that names a provider's base URL gets no key from the
+// environment: it would choose where the user's key goes (a trial's .env did just that).
+TEST(ProviderChoiceOriginsTest, ADotEnvBaseUrlGetsNoKeyFromTheEnvironment) {
+  for (const char* key : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}) {
+    const std::string url = std::string(key).starts_with("OPENAI") ? "OPENAI_BASE_URL"
+                                                                  : "ANTHROPIC_BASE_URL";
+    Settings flags;
+    if (!std::string(key).starts_with("OPENAI")) flags.provider = "anthropic";
+    Result<ClientConfig> config =
+        ResolveConfig(flags, FakeEnv({{key, kOpenAi}, {"QUARRY_MODEL", "m"}}),
+                      {{url, "https://collector.example.net/v1"}});
+    ASSERT_FALSE(config) << key << ": the key went to " << config->base_url;
+    EXPECT_NE(config.error().message.find("no API key for https://collector.example.net/v1"),
+              std::string::npos)
+        << config.error().message;
+    EXPECT_EQ(config.error().message.find(kOpenAi), std::string::npos);
+    // Both in .env: the user's own file names its own server.
+    Result<ClientConfig> both = ResolveConfig(
+        flags, FakeEnv({{"QUARRY_MODEL", "m"}}),
+        {{key, kOpenAi}, {url, "https://collector.example.net/v1"}});
+    ASSERT_TRUE(both) << both.error().message;
+    EXPECT_EQ(both->api_key, kOpenAi);
+  }
+}
 
 TEST(ProviderChoiceOriginsTest, DotEnvIsNamed) {
   SettingOrigins origins;

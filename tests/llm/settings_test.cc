@@ -1,4 +1,6 @@
 // Settings resolution (flags > environment > .env), .env parsing, secret masking and prices.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -134,6 +136,18 @@ TEST(SettingsTest, DotEnvSyntax) {
   EXPECT_FALSE(values.contains("UNTERMINATED"));
   EXPECT_EQ(values.size(), 5u);
   EXPECT_TRUE(ReadDotEnv(dir.path() / "missing.env").empty());
+}
+
+// A .env others may write is not read: it could point this user's keys at a server of its own.
+TEST(SettingsTest, ADotEnvOthersCanWriteIsNotRead) {
+  quarry::testing::TempDir dir;
+  auto path = dir.Write(".env", "OPENAI_BASE_URL=https://collector.example.net/v1\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  EXPECT_TRUE(ReadDotEnv(path).empty());
+  ASSERT_EQ(::chmod(path.c_str(), 0620), 0);
+  EXPECT_TRUE(ReadDotEnv(path).empty());
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  EXPECT_EQ(ReadDotEnv(path).size(), 1u);
 }
 
 TEST(SettingsTest, MaskSecretShowsOnlyTheEnds) {

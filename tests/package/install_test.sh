@@ -35,6 +35,7 @@ check_tree() {
   echo "$out" | grep -q '"stop_reason": "answered"' || fail "$what: not answered: $out"
   echo "$out" | grep -q '141794.14\|141,794.14' || fail "$what: not the right answer: $out"
   [ -s "$root$prefix/share/man/man1/quarry.1" ] || fail "$what: no man page"
+  [ -s "$root$prefix/share/doc/quarry/duckdb-LICENSE" ] || fail "$what: no DuckDB licence"
   grep -q '^\.TH QUARRY 1' "$root$prefix/share/man/man1/quarry.1" || fail "$what: man page has no .TH"
   grep -q '^\.SS "quarry ask"' "$root$prefix/share/man/man1/quarry.1" || fail "$what: man page has no ask"
   local bash_completion="$root$prefix/share/bash-completion/completions/quarry"
@@ -59,7 +60,7 @@ deb=$(ls "$scratch"/pkg/quarry_*_amd64.deb 2>/dev/null | head -1)
 [ -n "$deb" ] || fail "no quarry_<version>_amd64.deb in $(ls "$scratch/pkg")"
 info=$(dpkg-deb --info "$deb")
 for field in "Package: quarry" "Architecture: amd64" "Depends:.*bubblewrap" "Depends:.*libpq5" \
-             "Depends:.*python3-pandas" "Depends:.*libcurl4"; do
+             "Depends:.*libc6 (>= 2.34)" "Recommends:.*python3-pandas" "Depends:.*libcurl4"; do
   echo "$info" | grep -q "$field" || fail "dpkg-deb --info lacks '$field':
 $info"
 done

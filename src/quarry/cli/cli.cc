@@ -361,6 +361,20 @@ int Main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"man", "bash", "zsh", "fish"}));
 
+  // CLI11 says "A subcommand is required" for `quarry frobnicate`: name the word and the commands.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "quarry: unknown command '" << TerminalText(argv[1]) << "'; the commands are "
+                << names << " (quarry --help)\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -121,7 +121,7 @@ int Doctor::Run() {
   if (!config) {
     const int code = config.error().code == Error::Code::kUsage ? kExitUsage : kExitData;
     Fail(code, {"settings", "", config.error().message,
-                "see the README's model recipes; .env.example lists every variable"});
+                "see the model recipes in docs/models.md; .env.example lists every variable"});
     return Finish();
   }
   config_ = std::move(*config);
@@ -175,8 +175,8 @@ bool Doctor::CheckList(const llm::ModelListReply& list) {
     const bool local = llm::IsLoopbackUrl(config_.base_url);
     Fail(kExitModel,
          {"reachable", "", "cannot connect: GET " + list.url + ": " + list.network_error,
-          local ? "start the server (see the README's recipes: llama-server, ollama serve, "
-                  "vllm serve) or point " + origins_.base_url + " at the port it listens on"
+          local ? "start the server (see the recipes in docs/models.md: llama-server, ollama "
+                  "serve, vllm serve) or point " + origins_.base_url + " at the port it listens on"
                 : "check the network, or set QUARRY_BASE_URL if this is not the endpoint you "
                   "meant"});
     return false;

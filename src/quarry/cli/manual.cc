@@ -23,6 +23,7 @@ struct Command {
   std::string name;
   std::string description;
   std::vector<std::pair<std::string, std::string>> positionals;  // name, description
+  std::vector<std::string> first_choices;  // the first positional's fixed values ({man, bash})
   std::vector<Flag> flags;
 };
 
@@ -47,6 +48,7 @@ Command Describe(const CLI::App& app, const std::string& name) {
   for (const CLI::Option* o : app.get_options()) {
     if (o->get_group().empty()) continue;  // hidden
     if (o->get_positional() && o->get_lnames().empty() && o->get_snames().empty()) {
+      if (c.positionals.empty()) c.first_choices = ChoicesOf(o->get_type_name());
       c.positionals.emplace_back(o->get_name(true, false), o->get_description());
       continue;
     }
@@ -54,7 +56,8 @@ Command Describe(const CLI::App& app, const std::string& name) {
     for (const std::string& l : o->get_lnames()) f.names.push_back("--" + l);
     for (const std::string& s : o->get_snames()) f.names.push_back("-" + s);
     f.description = o->get_description();
-    if (o->get_type_size_max() > 0) {
+    // A flag expects no value (add_flag sets expected(0)); an option expects one or more.
+    if (o->get_expected_max() != 0) {
       const std::string type = o->get_type_name();
       f.value = type.substr(0, type.find(':'));
       if (f.value.empty()) f.value = "VALUE";
@@ -142,6 +145,12 @@ std::string Bash(const std::vector<Command>& commands) {
       }
     }
     s << "      esac\n";
+    if (!c.first_choices.empty()) {
+      s << "      if [[ \"$prev\" == " << c.name << " && \"$cur\" != -* ]]; then\n"
+        << "        COMPREPLY=($(compgen -W \"" << Join(c.first_choices, " ")
+        << "\" -- \"$cur\")); return\n"
+        << "      fi\n";
+    }
     s << "      opts=\"" << Join(all, " ") << "\" ;;\n";
   }
   s << "  esac\n"
@@ -191,6 +200,10 @@ std::string Zsh(const std::vector<Command>& commands) {
         s << "' \\\n";
       }
     }
+    if (!c.first_choices.empty()) {
+      s << "        '1:" << c.positionals.front().first << ":(" << Join(c.first_choices, " ")
+        << ")' \\\n";
+    }
     s << "        '*:file:_files' ;;\n";
   }
   s << "  esac\n}\n_quarry \"$@\"\n";
@@ -210,6 +223,10 @@ std::string Fish(const std::vector<Command>& commands) {
       << c.name << " -d '" << Quoted(c.description, '\'') << "'\n";
   }
   for (const Command& c : commands) {
+    if (!c.first_choices.empty()) {
+      s << "complete -c quarry -f -n '__fish_seen_subcommand_from " << c.name << "' -a '"
+        << Join(c.first_choices, " ") << "'\n";
+    }
     for (const Flag& f : c.flags) {
       s << "complete -c quarry -n '__fish_seen_subcommand_from " << c.name << "'";
       for (const std::string& n : f.names) {
@@ -275,8 +292,8 @@ std::string ManPage(const CLI::App& app, const std::string& version) {
     << ".TP\n.B NO_COLOR\nno colour on stderr\n"
     << ".SH FILES\n.TP\n.I runs/<id>/trace.json\nthe trace of a run\n"
     << ".TP\n.I ./.env\nsettings read after the environment\n"
-    << ".SH SEE ALSO\nThe documentation in the source tree's docs/ directory, and "
-       "\\fBquarry COMMAND \\-\\-help\\fR.\n";
+    << ".SH SEE ALSO\nThe documentation in /usr/share/doc/quarry (or PREFIX/share/doc/quarry, "
+       "or the source tree's docs/), and \\fBquarry COMMAND \\-\\-help\\fR.\n";
   return s.str();
 }
 

@@ -93,8 +93,8 @@ inline std::string NotPrivateReason(const struct stat& st) {
 // Opens `dir` (creating it, and missing parents, with mode 0700 when absent) as a directory fd
 // and checks that it is private (NotPrivateReason). `what` names it in messages ("the runs
 // directory"); `elsewhere` is the flag that picks another one ("--runs-dir").
-// Errors: kUsage naming the directory, the reason and what to do; kInternal when it cannot be
-// created or opened.
+// Errors: kUsage naming the directory, the reason and what to do (also when it cannot be
+// created or opened: a file in its place, no permission).
 inline Result<UniqueFd> OpenPrivateDir(const std::filesystem::path& dir, std::string_view what,
                                        std::string_view elsewhere) {
   std::error_code ec;
@@ -103,14 +103,18 @@ inline Result<UniqueFd> OpenPrivateDir(const std::filesystem::path& dir, std::st
     // result is checked below like any existing directory.
     if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Fail(Error::Code::kInternal, "cannot create " + std::string(what) + " " +
-                                              dir.string() + ": " + std::strerror(errno));
+      return Fail(Error::Code::kUsage, "cannot create " + std::string(what) + " " +
+                                           dir.string() + ": " + std::strerror(errno) +
+                                           "; pass " + std::string(elsewhere) +
+                                           " with a directory you can write");
     }
   }
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) {
-    return Fail(Error::Code::kInternal, "cannot open " + std::string(what) + " " + dir.string() +
-                                            ": " + std::strerror(errno));
+    // A file where the directory belongs, or one that cannot be entered: the user's path.
+    return Fail(Error::Code::kUsage, "cannot open " + std::string(what) + " " + dir.string() +
+                                         ": " + std::strerror(errno) + "; pass " +
+                                         std::string(elsewhere) + " with a directory");
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {

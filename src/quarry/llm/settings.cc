@@ -5,6 +5,10 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "quarry/llm/llm.h"
 
@@ -216,6 +220,18 @@ std::string KeyWithControlMessage(const std::string& where) {
 
 std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path) {
   std::map<std::string, std::string> values;
+  // A .env another account owns or may write would choose where this user's keys go (a
+  // shared or world-writable directory): it is not read.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return values;
+  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    std::cerr << "quarry: ignoring " << path.string() << ": "
+              << (st.st_uid != ::geteuid() ? "another user owns it"
+                                           : "other users can write it")
+              << ", so it could send your keys elsewhere; make it yours with mode 600 to use "
+                 "it\n";
+    return values;
+  }
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
@@ -321,10 +337,16 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     if (!anthropic_url->ends_with("/v1")) *anthropic_url += "/v1";
   }
   const std::optional<std::string> openai_url = lookup_at("OPENAI_BASE_URL", &openai_url_from);
+  // Only when the URL and the key were set in one place: a .env in the working directory that
+  // names OPENAI_BASE_URL must not receive the environment's OPENAI_API_KEY (a trial's .env
+  // sent the user's key to a server of its choosing).
+  auto in_dotenv = [](const std::string& where) { return where.ends_with(" in .env"); };
+  const bool anthropic_together = in_dotenv(anthropic_url_from) == in_dotenv(anthropic_from);
+  const bool openai_together = in_dotenv(openai_url_from) == in_dotenv(openai_from);
   const std::optional<std::string> anthropic_own_origin =
-      anthropic_url ? UrlOrigin(*anthropic_url) : std::nullopt;
+      anthropic_url && anthropic_together ? UrlOrigin(*anthropic_url) : std::nullopt;
   const std::optional<std::string> openai_own_origin =
-      openai_url ? UrlOrigin(*openai_url) : std::nullopt;
+      openai_url && openai_together ? UrlOrigin(*openai_url) : std::nullopt;
 
   std::optional<std::string> base_url = flag(flags.base_url);
   bool base_url_given = true;
@@ -382,6 +404,12 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                 "OPENROUTER_API_KEY, or QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) "
                 "for another endpoint; pass --base-url/--model, or use --offline");
   }
+  if (base_url->find_first_of("?#") != std::string::npos) {
+    return Fail(Error::Code::kUsage,
+                "the base URL (" + from.base_url + ") holds a '?' or '#': quarry adds the API's "
+                "path to it, so give the endpoint without a query or fragment (a key goes in "
+                "the environment, never in the URL)");
+  }
   std::optional<std::string> host = UrlHost(*base_url);
   if (!host) {
     return Fail(Error::Code::kUsage, "invalid base URL \"" + RedactUrl(*base_url) +
@@ -432,6 +460,14 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                                          "--offline");
   }
   if (!api_key) from.api_key = "none (a loopback endpoint needs none)";
+  // A key in clear text crosses every network between here and the host: only over https,
+  // or to this machine.
+  if (api_key && !IsLoopback(*host) &&
+      UrlOrigin(*base_url).value_or("").starts_with("http://")) {
+    return Fail(Error::Code::kUsage,
+                "refusing to send " + from.api_key + " over plain http to " + *host +
+                    " (" + from.base_url + "): use https://");
+  }
   config.api_key = api_key.value_or("");
   if (HasControl(config.api_key)) {
     return Fail(Error::Code::kUsage, KeyWithControlMessage(from.api_key));

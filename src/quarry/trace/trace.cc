@@ -374,7 +374,9 @@ Result<void> WritePrivateFile(const fs::path& path, std::string_view bytes) {
     }
   }
   if (::renameat(dir_fd.get(), tmp.c_str(), dir_fd.get(), name.c_str()) != 0) {
-    return Fail(Error::Code::kUsage, "cannot write " + path.string() + ": " + std::strerror(errno));
+    const int error = errno;
+    ::unlinkat(dir_fd.get(), tmp.c_str(), 0);  // no stray NAME.tmp beside a directory NAME
+    return Fail(Error::Code::kUsage, "cannot write " + path.string() + ": " + std::strerror(error));
   }
   return {};
 }
