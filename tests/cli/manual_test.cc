@@ -1,6 +1,6 @@
 // `quarry generate man|bash|zsh|fish`: made from the CLI's definitions, so every subcommand and
 // every option that --help lists is in the man page and the completions, and the bash
-// completion completes for real in bash.
+// completion completes for real in bash. Also what `quarry --version` says of the build.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -128,6 +128,25 @@ TEST(ManualTest, ZshAndFishScriptsNameEveryOptionAndUnknownShellsAreRefused) {
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("powershell not in {man,bash,zsh,fish}"), std::string::npos)
       << refused.err;
+}
+
+TEST(ManualTest, VersionNamesTheCommitTheBuildAndTheEngines) {
+  TempDir cwd;
+  auto r = Quarry({"--version"}, cwd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      r.out, m,
+      std::regex(R"(quarry 0\.1\.0 \(commit ([0-9a-f]{12}(\+changes)?|unknown), (\w+) build\)\n)"
+                 R"(DuckDB v1\.4\.4, SQLite 3\.\d+\.\d+, libpq \d+\.\d+\n)")))
+      << r.out;
+  // The commit is the checkout's, when the source tree is a git checkout.
+  auto head = RunProcess({"/usr/bin/git", "-C", quarry::testing::SourceDir().string(),
+                          "rev-parse", "--short=12", "HEAD"},
+                         cwd.path());
+  if (head.exit_code == 0 && !head.out.empty()) {
+    EXPECT_EQ(m[1].str().substr(0, 12), head.out.substr(0, 12)) << r.out;
+  }
 }
 
 }  // namespace
