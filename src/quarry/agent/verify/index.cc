@@ -119,6 +119,9 @@ void Unhedge(NumberToken& t) {
   }
 }
 
+// The literals of one query paired into derived figures (index.cc's typed arithmetic).
+constexpr size_t kMaxDerivedOperands = 40;
+
 Index BuildIndex(const Evidence& evidence, std::string_view question) {
   Index ix;
   ix.evidence = &evidence;
@@ -131,8 +134,8 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
   // script's output echoes the literals of all code before it as well (issue 22: `total =
   // 987654.32` in one call, `print(total)` in the next). A SQL query reads only the data.
   std::vector<std::vector<double>> literals(evidence.sources().size());
-  // A query that reads no table ("SELECT 1000000 - 1 AS total_revenue") computes nothing from
-  // the data: every number it returns is the code's own.
+  // A query that reads no table ("SELECT 1000000 - 1 AS total_revenue") and whose figures no
+  // result showed computes nothing from the data: every number it returns is the code's own.
   std::vector<bool> no_data(evidence.sources().size(), false);
   std::vector<double> typed;  // the typed figures of all code that ran so far
   // The figures the results showed, by source: a query's literal that another result showed
@@ -184,6 +187,9 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
           if (t.is_date || !std::isfinite(t.value) || internal::InSqlComparison(plain, t.begin)) {
             continue;
           }
+          // A forged figure is built from a handful of literals; a VALUES list of thousands is
+          // data the model typed, already its own literals above, and is not paired.
+          if (operands.size() >= kMaxDerivedOperands) break;
           size_t digits = 0;
           for (char c : t.text) digits += IsDigit(c) ? 1 : 0;
           const bool was_shown = shown_elsewhere(t.value, ran.source);
@@ -208,7 +214,7 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
             }
           }
         }
-        // repeat('9', 6), lpad('', 6, '9'): digits repeated.
+        // repeat('9', 6): digits repeated.
         static const std::regex repeat(R"(repeat\s*\(\s*'(\d+)'\s*,\s*(\d+)\s*\))",
                                        std::regex::icase);
         for (auto it = std::sregex_iterator(src.query.begin(), src.query.end(), repeat);

@@ -135,7 +135,9 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
   // The evidence a claim may use, as the value to compare with what is written (the sign
   // decided by the claim), or nothing.
   auto usable = [&](const EvidenceNumber& e, double* out) {
-    if (e.exact && claim.aggregate && !claim.any_kind) {
+    // A table's row count is a total of rows: "2065 orders in total" may cite it (its table
+    // rule below applies instead).
+    if (e.exact && claim.aggregate && !claim.any_kind && e.card_table.empty()) {
       if (card_reason.empty()) {
         card_reason = "the schema card shows " + e.shown + " as one value (" + Where(e, ix) +
                       ": a range's end, a count, a sample), not an average or a total: compute "
