@@ -29,7 +29,9 @@ if [ "${QUARRY_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake -S . -B build-asan -G Ninja -DQUARRY_SANITIZE=ON
   cmake --build build-asan
   stage "sanitizer build"
-  ctest --test-dir build-asan --output-on-failure -j2 || rerun build-asan
+  # Three at a time on 2 cores: many sanitized tests wait on their sanitized child processes
+  # (the quarry binary, the sandbox, servers); a test slowed into failing is rerun alone.
+  ctest --test-dir build-asan --output-on-failure -j3 || rerun build-asan
   stage "sanitizer tests"
 fi
 if [ "${QUARRY_FUZZ_SECONDS:-60}" != 0 ]; then
