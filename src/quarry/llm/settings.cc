@@ -1,6 +1,7 @@
 // Where a live client's settings come from: flags, then the environment, then .env. Also the
 // secret masking used wherever a key might otherwise be shown.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -225,6 +226,9 @@ std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path)
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return values;
   if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    // Once per process: a command reads .env for the schema settings and again for the model.
+    static std::atomic<bool> warned{false};
+    if (warned.exchange(true)) return values;
     std::cerr << "quarry: ignoring " << path.string() << ": "
               << (st.st_uid != ::geteuid() ? "another user owns it"
                                            : "other users can write it")
