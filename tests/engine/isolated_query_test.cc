@@ -14,7 +14,9 @@
 #include <chrono>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <stop_token>
 #include <thread>
@@ -266,6 +268,43 @@ TEST_F(IsolatedQueryTest, ChildrenForkSafelyWhileOtherThreadsUseTheEngines) {
   EXPECT_EQ(answered, 40);
 }
 
+// The allocator's locks: three threads allocating and freeing blocks of every size class
+// while children fork. Under GCC 12's AddressSanitizer, which takes none of its locks across
+// fork() by itself, children hung in malloc until SanitizerQuiet held them.
+TEST(QueryProcessTest, ChildrenForkSafelyWhileAnotherThreadAllocates) {
+  std::atomic<bool> done{false};
+  const auto allocate = [&](size_t seed) {
+    std::vector<std::unique_ptr<char[]>> kept(257);
+    for (size_t i = seed; !done; i += 7) {
+      const size_t size = (size_t{16} << (i % 17)) + i % 61;  // 16 bytes to 1 MB
+      kept[i % kept.size()] = std::make_unique<char[]>(size);
+      kept[i % kept.size()][size - 1] = 1;
+    }
+  };
+  std::jthread a1(allocate, 0), a2(allocate, 3), a3(allocate, 5);
+  const struct Done {
+    std::atomic<bool>& done;
+    ~Done() { done = true; }
+  } stop_allocator{done};
+  internal::QueryProcess process({}, [](const internal::IsolatedQuery&, const ProgressFn&)
+                                         -> QueryOutcome {
+    ResultTable t;
+    for (size_t shift = 0; shift < 17; ++shift) {
+      auto block = std::make_unique<char[]>((size_t{16} << shift) + shift);
+      t.row_count += block[0] == 0;
+    }
+    return t;
+  });
+  int answered = 0;
+  for (int i = 0; i < 100; ++i) {
+    process.Reset();
+    auto r = process.Run("", Limits{5000, 10, {}}, {});
+    ASSERT_TRUE(r) << "child " << i << ": " << r.error().message;
+    answered += r->row_count == 17;
+  }
+  EXPECT_EQ(answered, 100);
+}
+
 // A child that dies without an outcome (a crash, the out-of-memory killer) gives a failure that
 // says so; the caller's process lives on.
 TEST(QueryProcessTest, AChildKilledBySignalIsAFailureNotACrash) {
@@ -282,6 +321,77 @@ TEST(QueryProcessTest, AChildKilledBySignalIsAFailureNotACrash) {
   ASSERT_FALSE(exited);
   EXPECT_NE(exited.error().message.find("exited with status 4"), std::string::npos)
       << exited.error().message;
+}
+
+// A lock another thread held at fork() stays held in the child for ever (GCC 12's
+// AddressSanitizer allocator has no fork handler, so a malloc in another thread did this and an
+// MCP call waited out its 10 s timeout). A child that does not say it started within its bound
+// is forked again; here the first child takes a mutex a thread held across its fork.
+TEST_F(IsolatedQueryTest, AChildThatHangsBeforeItStartsIsForkedAgain) {
+  std::mutex held;
+  std::atomic<bool> locked{false};
+  std::jthread holder([&] {
+    std::lock_guard lock(held);
+    locked = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  });
+  while (!locked) std::this_thread::yield();
+  const std::string starts = (tmp_.path() / "starts").string();
+  internal::QueryProcess process(
+      [&] {
+        if (FILE* f = fopen(starts.c_str(), "a")) {
+          fprintf(f, "%d\n", static_cast<int>(getpid()));
+          fclose(f);
+        }
+        std::lock_guard lock(held);  // the first child waits on it for ever
+      },
+      [](const internal::IsolatedQuery& q, const ProgressFn&) -> QueryOutcome {
+        ResultTable t;
+        t.columns = {q.sql};
+        return t;
+      });
+  const auto begin = std::chrono::steady_clock::now();
+  auto r = process.Run("after", Limits{5000, 10, {}}, {});
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - begin).count();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->columns, std::vector<std::string>{"after"});
+  const std::string log = testing::ReadFile(starts);
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  EXPECT_GE(ms, 500) << "the first child was not the one that hung";
+  EXPECT_LT(ms, 2500);
+  EXPECT_EQ(log.find(std::to_string(process.pid())), log.rfind('\n', log.size() - 2) + 1)
+      << "the child serving is not the second one: " << log;
+}
+
+// A setup that fails ends its child at once: that is a failure that says so, not three waits.
+// A stop request ends the wait for a child that does not start.
+TEST(QueryProcessTest, ASetupThatFailsOrAStopDuringTheStartEndsTheQuery) {
+  internal::QueryProcess failing([] { _exit(3); },
+                                 [](const internal::IsolatedQuery&, const ProgressFn&)
+                                     -> QueryOutcome { return ResultTable{}; });
+  const auto begin = std::chrono::steady_clock::now();
+  auto r = failing.Run("x", Limits{}, {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("exited with status 3"), std::string::npos)
+      << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(400));
+  EXPECT_EQ(failing.pid(), 0);
+
+  internal::QueryProcess hanging([] { for (;;) pause(); },
+                                 [](const internal::IsolatedQuery&, const ProgressFn&)
+                                     -> QueryOutcome { return ResultTable{}; });
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    stop.request_stop();
+  });
+  const auto waited = std::chrono::steady_clock::now();
+  auto cancelled = hanging.Run("x", Limits{0, 10, stop.get_token()}, {});
+  ASSERT_FALSE(cancelled);
+  EXPECT_EQ(cancelled.error().code, Error::Code::kCancelled) << cancelled.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - waited, std::chrono::milliseconds(1500));
+  EXPECT_EQ(hanging.pid(), 0) << "the unstarted child was left";
 }
 
 }  // namespace

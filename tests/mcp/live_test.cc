@@ -254,7 +254,7 @@ TEST_F(McpLiveTest, ACancelledAskDatabaseEndsItsRunInterruptedWithATraceAndNoAns
   server->Send(Call(10, "run_sql", {{"sql", "SELECT 1 AS one"}}));
   const auto next = server->Response(10, milliseconds(15000));
   ASSERT_TRUE(next.has_value()) << server->Err();
-  EXPECT_LT(Ms(next->at - cancel_sent), 1500);
+  EXPECT_LT(Ms(next->at - cancel_sent), 1500) << server->Err();
   server->CloseInput();
   ASSERT_TRUE(server->Wait(milliseconds(5000)).has_value());
   size_t progress = 0;

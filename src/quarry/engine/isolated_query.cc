@@ -232,6 +232,7 @@ void CloseForeignChannels(int keep) {
   if (getppid() != parent) _exit(1);
   CloseForeignChannels(fd);
   if (setup) setup();
+  if (!SendFrame(fd, 'S', {})) _exit(0);  // started: see AwaitStart
   const ProgressFn report = [fd](const std::string& what, double percent) {
     Writer w;
     w.F64(percent);
@@ -293,8 +294,74 @@ class SqliteQuiet {
   std::vector<sqlite3_mutex*> held_;
 };
 
+#if defined(QUARRY_ASAN_FORK_LOCKS)
+}  // namespace
+}  // namespace quarry::engine::internal
+// GCC 12's AddressSanitizer runtime takes none of its own locks across fork() (LLVM's has since
+// llvm-project#75290): a fork while another thread was in malloc left the child waiting for
+// ever on the allocator's lock (an MCP chart query, and the query after a cancel, waited out
+// their 10 s timeouts). These are the runtime's lock functions, the ones LLVM's fork handler
+// takes; they are linked from the static runtime (-static-libasan, the QUARRY_SANITIZE build).
+namespace __asan {
+void asan_mz_force_lock();
+void asan_mz_force_unlock();
+}  // namespace __asan
+namespace __lsan {
+void LockThreadRegistry();
+void UnlockThreadRegistry();
+}  // namespace __lsan
+namespace __sanitizer {
+void StackDepotLockAll();
+void StackDepotUnlockAll();
+}  // namespace __sanitizer
+namespace quarry::engine::internal {
+namespace {
+// Held from just before fork() to just after, on both sides; nothing between allocates.
+class SanitizerQuiet {
+ public:
+  SanitizerQuiet() {
+    __lsan::LockThreadRegistry();
+    __asan::asan_mz_force_lock();
+    __sanitizer::StackDepotLockAll();
+  }
+  void Release() {
+    if (released_) return;
+    released_ = true;
+    __sanitizer::StackDepotUnlockAll();
+    __asan::asan_mz_force_unlock();
+    __lsan::UnlockThreadRegistry();
+  }
+  ~SanitizerQuiet() { Release(); }
+
+ private:
+  bool released_ = false;
+};
+#else
+struct SanitizerQuiet {
+  void Release() {}
+};
+#endif
+
 QueryFailure ChildFailure(const std::string& what) {
   return QueryFailure{FailureClass::kRuntimeError, "", "the query stopped without a result: " + what};
+}
+
+// A child forked while another thread held a lock the child then takes hangs before it serves
+// anything. The locks quarry knows of are held across fork() (ForkGate, SqliteQuiet,
+// SanitizerQuiet); for any other library's, a new child says when it has started, and one
+// that does not within its bound is killed and forked again.
+constexpr int64_t kStartBoundsMs[] = {500, 2000, 30000};
+
+std::string ExitDescription(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "its process was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")" +
+           (sig == SIGKILL ? ", often the system running out of memory: simplify it or aggregate "
+                             "earlier"
+                           : "");
+  }
+  return "its process exited with status " + std::to_string(WEXITSTATUS(status)) +
+         " before answering";
 }
 
 }  // namespace
@@ -320,7 +387,45 @@ void QueryProcess::Reset() {
   pid_ = 0;
 }
 
-std::optional<QueryFailure> QueryProcess::Spawn() {
+std::optional<QueryFailure> QueryProcess::Spawn(const StopToken& stop) {
+  for (const int64_t bound_ms : kStartBoundsMs) {
+    if (auto failed = Fork()) return failed;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(bound_ms);
+    std::string buffer;
+    char chunk[64];
+    while (std::chrono::steady_clock::now() < until) {
+      if (stop.stop_requested()) {
+        Reset();
+        return CancelledFailure();
+      }
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = poll(&p, 1, 50);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready <= 0) continue;
+      const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {  // it ended before it started: its setup failed
+        int status = 0;
+        close(fd_);
+        fd_ = -1;
+        while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        pid_ = 0;
+        return ChildFailure(ExitDescription(status));
+      }
+      buffer.append(chunk, static_cast<size_t>(n));
+      if (auto frame = TakeFrame(buffer); frame && frame->first == 'S' && buffer.empty()) {
+        return std::nullopt;
+      }
+    }
+    Reset();  // hung (or out of step): another fork
+  }
+  return ChildFailure("its process did not start within " +
+                      std::to_string(kStartBoundsMs[std::size(kStartBoundsMs) - 1] / 1000) +
+                      " s, three times");
+}
+
+std::optional<QueryFailure> QueryProcess::Fork() {
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return ChildFailure(std::string("no socket for its process: ") + strerror(errno));
@@ -336,8 +441,10 @@ std::optional<QueryFailure> QueryProcess::Spawn() {
     // No other thread may be inside an engine library at fork(): see ForkGate and SqliteQuiet.
     std::unique_lock gate(ForkGate());
     SqliteQuiet quiet;
+    SanitizerQuiet sanitizer;
     pid = fork();
     fork_errno = errno;
+    sanitizer.Release();
     quiet.Release();
     if (pid == 0) {
       close(fds[0]);
@@ -368,7 +475,7 @@ QueryOutcome QueryProcess::Run(std::string_view sql, const Limits& limits,
   bool sent = false;
   for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
     if (pid_ == 0) {
-      if (auto failed = Spawn()) return std::unexpected(*failed);
+      if (auto failed = Spawn(limits.stop)) return std::unexpected(*failed);
     }
     sent = SendFrame(fd_, 'Q', request.bytes());
     if (!sent) Reset();
@@ -429,16 +536,7 @@ QueryOutcome QueryProcess::Run(std::string_view sql, const Limits& limits,
   pid_ = 0;
   if (ended) return std::unexpected(*ended);
   if (outcome) return *outcome;
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return std::unexpected(ChildFailure(
-        "its process was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")" +
-        (sig == SIGKILL ? ", often the system running out of memory: simplify it or aggregate "
-                          "earlier"
-                        : "")));
-  }
-  return std::unexpected(ChildFailure("its process exited with status " +
-                                      std::to_string(WEXITSTATUS(status)) + " before answering"));
+  return std::unexpected(ChildFailure(ExitDescription(status)));
 }
 
 }  // namespace quarry::engine::internal

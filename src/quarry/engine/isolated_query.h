@@ -47,7 +47,9 @@ struct IsolatedQuery {
 // gives a kRuntimeError failure naming the signal; a fork that fails, one naming errno. The
 // child holds no pipe or socket of the parent's (an MCP client still sees EOF) and dies with
 // the thread that forked it (PR_SET_PDEATHSIG; the next query forks again). Reset() ends the
-// child, for when the parent's engine changed (a card rebuilt). One Run at a time.
+// child, for when the parent's engine changed (a card rebuilt). A new child that does not say it
+// started in time (a lock held at fork() that it then waits on forever) is forked again. One Run
+// at a time.
 class QueryProcess {
  public:
   using Serve = std::function<QueryOutcome(const IsolatedQuery&, const ProgressFn&)>;
@@ -61,7 +63,10 @@ class QueryProcess {
   pid_t pid() const { return pid_; }  // 0 when there is no child
 
  private:
-  std::optional<QueryFailure> Spawn();
+  // Forks a child and waits until it has started (its setup done), replacing one that does not
+  // start in time (isolated_query.cc, kStartBoundsMs); a stop request ends the wait.
+  std::optional<QueryFailure> Spawn(const StopToken& stop);
+  std::optional<QueryFailure> Fork();
   std::function<void()> setup_;
   Serve serve_;
   pid_t pid_ = 0;
