@@ -267,17 +267,21 @@ void CloseForeignChannels(int keep) {
   }
 }
 
-// SQLite's process-wide locks that a child's query takes: the allocator's (every malloc, since
-// the hard heap limit needs memory statistics), the unix VFS's (file locks, temporary files) and
-// the random generator's. Another thread (the thread store, RankTables, the copy for Python)
-// holding one at fork() would leave it held forever in the child, which then hung until it was
-// killed (a live run's first query timed out so). Taken in SQLite's own nesting order (the VFS
-// lock is never taken under the other two), released on both sides of fork().
+// SQLite's process-wide locks that a child's query takes: the main one (sqlite3_vfs_find, in
+// every open), the unix VFS's (file locks, temporary files), the page cache's (its shared group
+// and its buffer), the allocator's (every malloc, since the hard heap limit needs memory
+// statistics) and the random generator's. Another thread (the thread store, RankTables, the
+// copy for Python) holding one at fork() would leave it held forever in the child, which then
+// hung until it was killed (a live run's first query timed out so; a test's child opening a
+// database did, until the main and page cache locks were held too). Taken in SQLite's own
+// nesting order (outermost first: the main lock around initialisation, the allocator's
+// innermost), released on both sides of fork().
 class SqliteQuiet {
  public:
   SqliteQuiet() {
     sqlite3_initialize();
-    for (int id : {SQLITE_MUTEX_STATIC_VFS1, SQLITE_MUTEX_STATIC_MEM, SQLITE_MUTEX_STATIC_PRNG}) {
+    for (int id : {SQLITE_MUTEX_STATIC_MAIN, SQLITE_MUTEX_STATIC_VFS1, SQLITE_MUTEX_STATIC_LRU,
+                   SQLITE_MUTEX_STATIC_PMEM, SQLITE_MUTEX_STATIC_MEM, SQLITE_MUTEX_STATIC_PRNG}) {
       if (sqlite3_mutex* m = sqlite3_mutex_alloc(id)) {
         sqlite3_mutex_enter(m);
         held_.push_back(m);
