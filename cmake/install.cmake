@@ -55,7 +55,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 # serve run_python only, which --no-python turns off: recommended, not required.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libcurl4, libsqlite3-0, libpq5, \
-libssl3 (>= 3.0.0), libseccomp2, libedit2, libcairo2, libpango-1.0-0, libpangocairo-1.0-0, \
+libssl3 (>= 3.0.0), libseccomp2, libedit2, libtomlplusplus3, libcairo2, libpango-1.0-0, libpangocairo-1.0-0, \
 libglib2.0-0, fonts-dejavu-core, bubblewrap, python3")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-pandas, python3-numpy, python3-matplotlib")
 include(CPack)

@@ -7,6 +7,7 @@ packages=(
   ca-certificates cmake ninja-build g++ pkg-config openssl ccache
   libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev
   libedit-dev  # line editing in quarry chat
+  libtomlplusplus-dev  # the config file
   libpq-dev postgresql  # PostgreSQL's client; the server runs in the tests
   libgtest-dev libgmock-dev libcpp-httplib-dev
   bubblewrap libseccomp-dev python3 python3-pandas python3-numpy python3-matplotlib

@@ -494,5 +494,47 @@ TEST_F(DoctorTest, EmptyChoicesSaysTheServerGaveNoMessage) {
   EXPECT_EQ(line.find("--jinja"), std::string::npos) << line;
 }
 
+// A profile of the config file (XDG_CONFIG_HOME here) chooses the endpoint and the model;
+// doctor says which profile, why, and that each setting came from it; --profile picks
+// another, and the environment still beats the file.
+TEST_F(DoctorTest, AConfigProfileIsUsedAndNamed) {
+  ProviderServer server;
+  server.ServeModels(kVllmList);
+  TempDir config;
+  const auto file = config.Write("quarry/config.toml",
+                                 "default_profile = \"local\"\n\n[profiles.local]\nbase_url = \"" +
+                                     server.base_url() +
+                                     "\"\nmodel = \"Qwen/Qwen2.5-7B-Instruct\"\n\n"
+                                     "[profiles.coder]\nbase_url = \"" + server.base_url() +
+                                     "\"\nmodel = \"Qwen/Qwen2.5-Coder-7B-Instruct\"\n");
+  const std::string xdg = "XDG_CONFIG_HOME=" + config.path().string();
+  const ProcessResult r = Doctor({"--no-probe"}, {xdg});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Line(r.out, "profile"),
+            "ok    profile    \"local\" of " + file.string() +
+                " (default_profile); the command line, the environment and ./.env come before "
+                "it");
+  EXPECT_EQ(Line(r.out, "endpoint"), "ok    endpoint   " + server.base_url() +
+                                         " (base_url in profile \"local\" of " + file.string() +
+                                         ")");
+  EXPECT_EQ(Line(r.out, "model"),
+            "ok    model      Qwen/Qwen2.5-7B-Instruct (model in profile \"local\" of " +
+                file.string() + "), listed");
+
+  const ProcessResult coder = Doctor({"--no-probe", "--profile", "coder"}, {xdg});
+  EXPECT_EQ(coder.exit_code, 0) << coder.out << coder.err;
+  EXPECT_NE(Line(coder.out, "model").find("Qwen/Qwen2.5-Coder-7B-Instruct"), std::string::npos)
+      << coder.out;
+  const ProcessResult env = Doctor({"--no-probe"}, {xdg, "QUARRY_MODEL=Qwen/Qwen2.5-Coder-7B-Instruct"});
+  EXPECT_EQ(Line(env.out, "model"),
+            "ok    model      Qwen/Qwen2.5-Coder-7B-Instruct (QUARRY_MODEL), listed");
+
+  const ProcessResult missing = Doctor({"--no-probe", "--profile", "cloud"}, {xdg});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("no profile \"cloud\" (--profile); it has coder, local"),
+            std::string::npos)
+      << missing.out;
+}
+
 }  // namespace
 }  // namespace quarry

@@ -98,11 +98,19 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const fs::path& c
     std::string key = kv.substr(0, kv.find('='));
     // The providers' own SDK variables choose a provider (settings.cc): one the developer has
     // set must not send a test's request to a real provider. A test that wants one passes it.
-    bool drop = key == "OPENAI_API_KEY" || key == "OPENAI_BASE_URL" || key == "ANTHROPIC_BASE_URL";
+    // So may the developer's config file (its default profile), unless a test gives its own.
+    bool drop = key == "OPENAI_API_KEY" || key == "OPENAI_BASE_URL" ||
+                key == "ANTHROPIC_BASE_URL" || key == "QUARRY_PROFILE" || key == "QUARRY_CONFIG";
     for (const auto& u : unset_env) drop = drop || key == u;
     for (const auto& x : extra_env) drop = drop || key == x.substr(0, x.find('='));
     if (!drop) env_strings.push_back(kv);
   }
+  bool own_config = false;
+  for (const auto& x : extra_env) {
+    const std::string key = x.substr(0, x.find('='));
+    own_config = own_config || key == "QUARRY_CONFIG" || key == "XDG_CONFIG_HOME" || key == "HOME";
+  }
+  if (!own_config) env_strings.push_back("QUARRY_CONFIG=/nonexistent/quarry-test/config.toml");
   for (const auto& x : extra_env) env_strings.push_back(x);
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());

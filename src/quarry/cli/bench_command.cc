@@ -227,6 +227,7 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   cmd->add_option("--provider", o.ask.provider,
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
                   "from the base URL and which key is set)");
+  cmd->add_option("--profile", o.ask.profile, "The config file's profile (else QUARRY_PROFILE)");
   cmd->add_option("--request-timeout", o.ask.request_timeout,
                   "Seconds to wait for one model reply (else QUARRY_REQUEST_TIMEOUT)");
   cmd->add_option("--max-tokens", o.ask.max_tokens, "Output token limit of each model turn");
@@ -349,7 +350,7 @@ int RunBenchCommand(const BenchCmdOptions& o) {
     const llm::Settings agent_flags = ModelSettings(o.ask);
     const llm::Settings judge_flags = ModelSettings(o.ask, o.judge_model);
     // Said once, before anything runs, rather than as an error in every task run.
-    if (auto c = llm::ResolveConfig(agent_flags, llm::ProcessEnv, llm::ReadDotEnv(".env")); !c) {
+    if (auto c = ResolveModelSettings(agent_flags); !c) {
       return Report({c.error().code,
                      "quarry bench runs live: " + c.error().message +
                          " (quarry bench --offline replays the tasks' scripted fixtures)"});

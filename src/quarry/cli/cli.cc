@@ -139,6 +139,9 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_option("--provider", o.provider,
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
                   "from the base URL and which key is set)");
+  cmd->add_option("--profile", o.profile,
+                  "A profile of the config file, ~/.config/quarry/config.toml (else QUARRY_PROFILE, "
+                  "else its default_profile)");
   cmd->add_flag("--no-stream", o.no_stream,
                 "Wait for whole model replies instead of showing the text as it arrives");
   cmd->add_option("--record", o.record,
@@ -295,6 +298,8 @@ int Main(int argc, char** argv) {
   mcp_cmd->add_option("--provider", mcp.provider,
                       "openai-compatible, openrouter or anthropic for ask_database (else "
                       "QUARRY_PROVIDER)");
+  mcp_cmd->add_option("--profile", mcp.profile,
+                      "The config file's profile for ask_database (else QUARRY_PROFILE)");
   mcp_cmd->add_flag("--no-stream", mcp.no_stream,
                     "ask_database waits for whole model replies instead of streamed ones");
   AddLoadFlags(mcp_cmd, mcp.load);
@@ -340,6 +345,9 @@ int Main(int argc, char** argv) {
   doctor_cmd->add_option("--base-url", doctor.base_url, "Endpoint (else QUARRY_BASE_URL)");
   doctor_cmd->add_option("--provider", doctor.provider,
                          "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)");
+  doctor_cmd->add_option("--profile", doctor.profile,
+                         "The config file's profile (else QUARRY_PROFILE, else its "
+                         "default_profile)");
   doctor_cmd->add_option("--request-timeout", doctor.request_timeout,
                          "Seconds to wait for the probe's reply");
   doctor_cmd->add_option("--max-tokens", doctor.max_tokens,

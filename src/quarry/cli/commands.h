@@ -28,6 +28,7 @@ struct AskOptions {
   std::string model;
   std::string base_url;
   std::string provider;  // --provider: openai-compatible, openrouter, anthropic ("" : chosen)
+  std::string profile;   // --profile: the config file's profile ("" : QUARRY_PROFILE, the default)
   bool no_stream = false;  // --no-stream: whole replies, no live text
   std::string record;      // --record FILE: save the live run's model turns as a fixture
   // --request-timeout, --max-tokens, --temperature, --max-tokens-param, as typed.
@@ -77,6 +78,7 @@ struct McpOptions {
   std::string model;
   std::string base_url;
   std::string provider;  // --provider for ask_database ("" : chosen)
+  std::string profile;   // --profile for ask_database
   bool no_stream = false;  // --no-stream: ask_database's model replies whole
   std::optional<int64_t> schema_budget;
   bool no_samples = false;
@@ -87,6 +89,7 @@ struct DoctorOptions {
   std::string model;
   std::string base_url;
   std::string provider;
+  std::string profile;
   std::string request_timeout;
   std::string max_tokens;  // also the probe's output limit ("" : 256)
   std::string temperature;
@@ -216,7 +219,12 @@ int RunBehaviourCommand(const BehaviourCommandOptions& options);
 Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_flag,
                                                   bool no_samples_flag, bool embeddings = true);
 
-// The live client's configuration from flags, the environment and .env (llm::ResolveConfig);
+// The model settings from flags, the environment, .env and the config profile
+// (llm::ReadSettingFiles, llm::ResolveConfig), without asking the server anything.
+Result<llm::ClientConfig> ResolveModelSettings(const llm::Settings& flags,
+                                               llm::SettingOrigins* origins = nullptr,
+                                               llm::ConfigProfile* profile = nullptr);
+// The live client's configuration from flags, the environment, .env and the config profile;
 // when that leaves the model empty (a loopback endpoint), the only model the server lists
 // (llm::OnlyServedModel). `origins`, when given, says where each setting came from.
 Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags,

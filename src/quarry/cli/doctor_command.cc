@@ -86,6 +86,7 @@ llm::Settings Flags(const DoctorOptions& o) {
   set(flags.model, o.model);
   set(flags.base_url, o.base_url);
   set(flags.provider, o.provider);
+  set(flags.profile, o.profile);
   set(flags.request_timeout, o.request_timeout);
   set(flags.max_tokens, o.max_tokens);
   set(flags.temperature, o.temperature);
@@ -116,8 +117,8 @@ std::string Excerpt(const std::string& text) {
 }
 
 int Doctor::Run() {
-  auto config = llm::ResolveConfig(Flags(o_), llm::ProcessEnv, llm::ReadDotEnv(".env"),
-                                   &origins_);
+  llm::ConfigProfile profile;
+  auto config = ResolveModelSettings(Flags(o_), &origins_, &profile);
   if (!config) {
     const int code = config.error().code == Error::Code::kUsage ? kExitUsage : kExitData;
     Fail(code, {"settings", "", config.error().message,
@@ -125,6 +126,12 @@ int Doctor::Run() {
     return Finish();
   }
   config_ = std::move(*config);
+  if (!profile.name.empty()) {
+    Add({"profile", "ok",
+         "\"" + profile.name + "\" of " + profile.file + " (" + profile.chosen_by +
+             "); the command line, the environment and ./.env come before it",
+         ""});
+  }
   Add({"provider", "ok", config_.provider + " (" + origins_.provider + ")", ""});
   Add({"endpoint", "ok", llm::RedactUrl(config_.base_url) + " (" + origins_.base_url + ")", ""});
   Add({"key", "ok",

@@ -34,6 +34,7 @@ int RunMcp(const McpOptions& o) {
   if (!o.model.empty()) flags.model = o.model;
   if (!o.base_url.empty()) flags.base_url = o.base_url;
   if (!o.provider.empty()) flags.provider = o.provider;
+  if (!o.profile.empty()) flags.profile = o.profile;
   flags.stream = !o.no_stream;
   options.make_client = [flags]() -> Result<std::unique_ptr<llm::Client>> {
     auto client = LiveClient(flags);

@@ -13,6 +13,7 @@
 #include "quarry/cli/installation.h"
 #include "quarry/cli/live_text.h"
 #include "quarry/cli/run_question.h"
+#include "quarry/llm/config_file.h"
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
 #include "quarry/common/read_file.h"
@@ -138,6 +139,7 @@ llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
   set(flags.model, model.empty() ? o.model : model);
   set(flags.base_url, o.base_url);
   set(flags.provider, o.provider);
+  set(flags.profile, o.profile);
   flags.stream = !o.no_stream;
   set(flags.request_timeout, o.request_timeout);
   set(flags.max_tokens, o.max_tokens);
@@ -146,10 +148,19 @@ llm::Settings ModelSettings(const AskOptions& o, const std::string& model) {
   return flags;
 }
 
+Result<llm::ClientConfig> ResolveModelSettings(const llm::Settings& flags,
+                                               llm::SettingOrigins* origins,
+                                               llm::ConfigProfile* profile) {
+  Result<llm::SettingFiles> files = llm::ReadSettingFiles(llm::ProcessEnv, flags.profile);
+  if (!files) return std::unexpected(files.error());
+  if (profile) *profile = files->profile;
+  return llm::ResolveConfig(flags, llm::ProcessEnv, files->dotenv, origins, &files->profile);
+}
+
 Result<llm::ClientConfig> LiveConfig(const llm::Settings& flags, llm::SettingOrigins* origins) {
   llm::SettingOrigins from;
   if (!origins) origins = &from;
-  auto config = llm::ResolveConfig(flags, llm::ProcessEnv, llm::ReadDotEnv(".env"), origins);
+  auto config = ResolveModelSettings(flags, origins);
   if (!config) return std::unexpected(config.error());
   // A .env in the working directory may have come with the data (a bundle), and the endpoint
   // gets the schema and results: where they go is said whenever a .env chose it.

@@ -316,12 +316,29 @@ struct Settings {
   std::optional<std::string> temperature;       // QUARRY_TEMPERATURE, a number or "default"
   std::optional<std::string> max_tokens_param;  // QUARRY_MAX_TOKENS_PARAM
   std::optional<std::string> provider;  // --provider: openai-compatible, openrouter, anthropic
+  std::optional<std::string> profile;   // --profile: the config file's profile (config_file.h)
   bool stream = true;                   // false: --no-stream (also QUARRY_STREAM=0)
 };
 // Reads KEY=VALUE lines (comments, `export`, quotes allowed). Missing file: empty map.
 std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path);
 
 using GetEnv = std::function<std::optional<std::string>(const char*)>;
+
+// A profile of the user's config file (llm/config_file.h), as settings by variable name.
+struct ConfigProfile {
+  std::string name;                           // "" when no profile applies
+  std::string file;                           // the file, as shown: "~/.config/quarry/config.toml"
+  std::string chosen_by;                      // "--profile", "QUARRY_PROFILE", "default_profile"...
+  std::map<std::string, std::string> values;  // "QUARRY_MODEL" -> "qwen2.5-coder-7b"
+  std::map<std::string, std::string> keys;    // "QUARRY_MODEL" -> "model", for origins
+};
+
+// Where settings come from below the command line and the environment, in order: ./.env, then
+// the config profile.
+struct SettingFiles {
+  std::map<std::string, std::string> dotenv;
+  ConfigProfile profile;
+};
 
 // Where each resolved setting came from, for `quarry doctor`: "--model", "QUARRY_MODEL",
 // "QUARRY_MODEL in .env", "the default for anthropic", "OPENROUTER_API_KEY is set", ...
@@ -337,7 +354,8 @@ struct SettingOrigins {
 // price. nullopt for any other endpoint.
 std::optional<std::string> DefaultModel(const std::string& provider, const std::string& base_url);
 
-// An empty variable counts as unset. The rules, in order:
+// An empty variable counts as unset. Each QUARRY_* setting is read from the flag, else the
+// environment, else ./.env, else `profile` (the config file's). The rules, in order:
 // - Provider: --provider, else QUARRY_PROVIDER ("openai-compatible", "openrouter" or
 //   "anthropic"; anything else is a kUsage error naming them), else chosen from the base URL's
 //   host (api.anthropic.com: anthropic; openrouter.ai: openrouter; else openai-compatible).
@@ -353,7 +371,9 @@ std::optional<std::string> DefaultModel(const std::string& provider, const std::
 //   variable (ANTHROPIC_BASE_URL, OPENAI_BASE_URL). For a base URL the user gave, QUARRY_API_KEY
 //   comes first, then the host's own variable; for a provider's default base URL, the
 //   provider's variable comes first, then QUARRY_API_KEY. A key is required unless the host
-//   is loopback (llama.cpp, Ollama, vLLM on this machine).
+//   is loopback (llama.cpp, Ollama, vLLM on this machine). A base URL that ./.env chose gets
+//   only a key from ./.env: a .env that came with a checkout must not choose where the
+//   user's own key goes.
 // - Model: --model, else QUARRY_MODEL, else DefaultModel; for a loopback endpoint without one
 //   the model is left empty, to be asked from the server (llm/models.h OnlyServedModel; the
 //   CLI's LiveConfig does it). Any other endpoint without a model is a kUsage error.
@@ -370,7 +390,8 @@ std::optional<std::string> DefaultModel(const std::string& provider, const std::
 // from.
 Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                                    const std::map<std::string, std::string>& dotenv,
-                                   SettingOrigins* origins = nullptr);
+                                   SettingOrigins* origins = nullptr,
+                                   const ConfigProfile* profile = nullptr);
 // Whether `base_url` is http(s) on this machine (localhost, 127.x, ::1).
 bool IsLoopbackUrl(const std::string& base_url);
 // The process environment, for ResolveConfig.

@@ -279,7 +279,9 @@ bool IsLoopbackUrl(const std::string& base_url) {
 
 Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                                    const std::map<std::string, std::string>& dotenv,
-                                   SettingOrigins* origins) {
+                                   SettingOrigins* origins, const ConfigProfile* config_profile) {
+  static const ConfigProfile kNoProfile;
+  const ConfigProfile& profile = config_profile ? *config_profile : kNoProfile;
   // Each lookup also says where the value was found, for `quarry doctor`.
   auto lookup_at = [&](const char* name, std::string* where) -> std::optional<std::string> {
     if (std::optional<std::string> value = getenv(name); value && !value->empty()) {
@@ -290,6 +292,14 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     if (it != dotenv.end() && !it->second.empty()) {
       if (where) *where = std::string(name) + " in .env";
       return it->second;
+    }
+    if (auto p = profile.values.find(name); p != profile.values.end() && !p->second.empty()) {
+      if (where) {
+        auto key = profile.keys.find(name);
+        *where = (key != profile.keys.end() ? key->second : std::string(name)) +
+                 " in profile \"" + profile.name + "\" of " + profile.file;
+      }
+      return p->second;
     }
     return std::nullopt;
   };
@@ -448,11 +458,26 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   const std::string host_key_from = anthropic_host        ? anthropic_from
                                     : IsOpenRouter(*host) ? openrouter_from
                                                           : openai_from;
+  // A base URL that ./.env chose gets a key from that .env only (the same rule as for the
+  // providers' own base URL variables above).
+  std::string withheld;
+  if (api_key && in_dotenv(from.base_url) && !in_dotenv(api_key_from)) {
+    withheld = api_key_from;
+    api_key.reset();
+  }
   if (host_key && (!api_key || !base_url_given)) {
     api_key = host_key;
     from.api_key = host_key_from;
   } else if (api_key) {
     from.api_key = api_key_from;
+  }
+  if (!api_key && !withheld.empty() && !IsLoopback(*host)) {
+    return Fail(Error::Code::kUsage,
+                "no API key for " + RedactUrl(config.base_url) + ", which " + from.base_url +
+                    " chose: a base URL from ./.env gets only a key from that .env, not " +
+                    withheld + " (a .env that came with a checkout would choose where your "
+                    "key goes); put the key in that .env, or set the base URL yourself "
+                    "(QUARRY_BASE_URL or --base-url)");
   }
   if (!api_key && !IsLoopback(*host)) {
     const std::string own = anthropic_host        ? "ANTHROPIC_API_KEY or "
