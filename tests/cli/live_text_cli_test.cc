@@ -21,6 +21,7 @@
 
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/live_text.h"
+#include "quarry/cli/terminal.h"
 #include "support/provider_server.h"
 #include "support/stream_replies.h"
 #include "support/test_support.h"
@@ -312,6 +313,72 @@ TEST(LiveTextCliTest, ChatShowsTheStreamedTextToo) {
   EXPECT_LT(call, step);
   EXPECT_TRUE(Contains(output, "North sells most: 141794.14."));
   EXPECT_EQ(server.requests().size(), 2u);
+}
+
+// Long output on a terminal goes through the pager (QUARRY_PAGER here, a shell command as
+// PAGER is); short output, --no-pager and a pipe print straight; a pager quit early (head)
+// ends quarry quietly, not by SIGPIPE.
+TEST(PagerCliTest, LongTablesOnATerminalGoThroughThePager) {
+  quarry::testing::TempDir cwd;
+  std::string csv = "n,label\n";
+  for (int i = 1; i <= 5000; ++i) csv += std::to_string(i) + ",row number " + std::to_string(i) + "\n";
+  const auto data = cwd.Write("long.csv", csv);
+  const auto paged = cwd.path() / "paged.txt";
+  const std::string pager = "QUARRY_PAGER=cat > " + paged.string();
+  auto sql = [&](const std::string& query, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {quarry::testing::QuarryBinary().string(), "sql",
+                                     "--no-cache", data.string(), query};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return args;
+  };
+
+  const auto [out, code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 100"), cwd.path(),
+                                         {pager});
+  EXPECT_EQ(code, 0) << out;
+  const std::string text = quarry::testing::ReadFile(paged);
+  EXPECT_NE(text.find("(100 rows)"), std::string::npos) << text;
+  EXPECT_NE(text.find("100 | row number 100"), std::string::npos) << text;
+  EXPECT_EQ(out.find("row number 100"), std::string::npos) << "printed as well as paged: " << out;
+
+  std::filesystem::remove(paged);
+  const auto [straight, straight_code] =
+      RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 100", {"--no-pager"}), cwd.path(),
+                    {pager});
+  EXPECT_EQ(straight_code, 0) << straight;
+  EXPECT_NE(straight.find("(100 rows)"), std::string::npos) << straight;
+  EXPECT_FALSE(std::filesystem::exists(paged)) << "--no-pager still paged";
+
+  const auto [fits, fits_code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 3"),
+                                               cwd.path(), {pager});
+  EXPECT_EQ(fits_code, 0) << fits;
+  EXPECT_NE(fits.find("(3 rows)"), std::string::npos) << fits;
+  EXPECT_FALSE(std::filesystem::exists(paged)) << "three rows fit the terminal";
+
+  // A pipe is no terminal: straight, whatever the length.
+  const quarry::testing::ProcessResult piped = quarry::testing::RunProcess(
+      sql("SELECT * FROM long ORDER BY n LIMIT 100"), cwd.path(), {pager});
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("(100 rows)"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(paged));
+
+  // 5000 rows into a pager that reads ten bytes and quits.
+  const auto [quit, quit_code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n", {"--max-rows", "5000"}),
+                                               cwd.path(), {"QUARRY_PAGER=head -c 10 >/dev/null"});
+  EXPECT_EQ(quit_code, 0) << quit;
+}
+
+// --color beats NO_COLOR and the terminal test; auto keeps them.
+TEST(PagerCliTest, ColorFlagDecidesOverNoColorAndTheTerminal) {
+  const std::string plain = "quarry: model: resent";
+  setenv("NO_COLOR", "1", 1);
+  cli::SetColorMode(cli::ColorMode::kAlways);
+  EXPECT_EQ(cli::Paint(plain, "33"), "\033[33m" + plain + "\033[0m");
+  cli::SetColorMode(cli::ColorMode::kNever);
+  EXPECT_EQ(cli::Paint(plain, "33"), plain);
+  cli::SetColorMode(cli::ColorMode::kAuto);
+  EXPECT_EQ(cli::Paint(plain, "33"), plain) << "NO_COLOR is set";
+  unsetenv("NO_COLOR");
+  EXPECT_EQ(cli::Paint(plain, "33"), plain) << "stderr is no terminal here";
 }
 
 }  // namespace

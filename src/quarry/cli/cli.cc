@@ -17,10 +17,16 @@
 #include "quarry/cli/commands.h"
 #include "quarry/cli/installation.h"
 #include "quarry/cli/manual.h"
+#include "quarry/cli/terminal.h"
 
 namespace quarry::cli {
 
 bool UseColor() {
+  switch (GetColorMode()) {
+    case ColorMode::kAlways: return true;
+    case ColorMode::kNever: return false;
+    case ColorMode::kAuto: break;
+  }
   const char* no_color = std::getenv("NO_COLOR");
   return isatty(2) && (no_color == nullptr || no_color[0] == '\0');
 }
@@ -201,6 +207,16 @@ int Main(int argc, char** argv) {
                "and refuses answers whose numbers never appeared in a real result."};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return VersionText(); });
+  // Before or after the command's name: `quarry sql --color never ...` as `quarry --color ...`.
+  app.fallthrough();
+  std::string color = "auto";
+  app.add_option("--color", color,
+                 "Colour on stderr: auto (a terminal, and NO_COLOR unset), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  bool no_pager = false;
+  app.add_flag("--no-pager", no_pager,
+               "Print long tables straight instead of through the pager (QUARRY_PAGER, else "
+               "PAGER, else less -S -R -F -X)");
 
   AskOptions ask;
   CLI::App* ask_cmd = app.add_subcommand("ask", "Answer a question about the data with a model");
@@ -396,6 +412,10 @@ int Main(int argc, char** argv) {
                  "server URL\nRun with --help for more information.\n";
     return kExitUsage;
   }
+  SetColorMode(color == "always" ? ColorMode::kAlways
+               : color == "never" ? ColorMode::kNever
+                                  : ColorMode::kAuto);
+  SetPagerEnabled(!no_pager);
   try {
     ask.runs_dir_given = ask_runs_dir->count() > 0;
     chat.runs_dir_given = chat_runs_dir->count() > 0;

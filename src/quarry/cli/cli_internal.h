@@ -15,7 +15,8 @@ namespace quarry::cli {
 
 enum class Format { kText, kJson };
 
-// Whether stderr gets colour: a terminal, and NO_COLOR unset (https://no-color.org).
+// Whether stderr gets colour: --color always; never with --color never; else a terminal, and
+// NO_COLOR unset (https://no-color.org).
 bool UseColor();
 std::string Paint(const std::string& text, const char* ansi);
 // Text from data or a model, made safe for a terminal: C0 controls (but newline and tab), DEL

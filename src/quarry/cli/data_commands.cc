@@ -5,6 +5,7 @@
 
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
+#include "quarry/cli/terminal.h"
 #include "quarry/cli/interrupt.h"
 #include "quarry/cli/commands.h"
 
@@ -134,7 +135,7 @@ int RunSchema(const DataOptions& o) {
   } else {
     engine::CardOptions options;
     options.samples = schema->samples;
-    std::cout << engine::RenderCards((*engine)->describe(), options);
+    if (!PageOrPrint(engine::RenderCards((*engine)->describe(), options))) return kExitData;
   }
   return kExitOk;
 }
@@ -183,7 +184,7 @@ int RunSql(const DataOptions& o) {
   } else {
     std::string text = engine::RenderResult(*result, o.max_rows);
     // The "rows are data" header is for the model; a person reading a terminal knows.
-    std::cout << text.substr(text.find('\n') + 1);
+    if (!PageOrPrint(text.substr(text.find('\n') + 1))) return kExitData;
   }
   return kExitOk;
 }
