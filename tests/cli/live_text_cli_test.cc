@@ -361,6 +361,23 @@ TEST(PagerCliTest, LongTablesOnATerminalGoThroughThePager) {
   EXPECT_NE(piped.out.find("(100 rows)"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(paged));
 
+  // A pager that cannot start, or fails, is said, and the table printed straight.
+  for (const char* bad : {"QUARRY_PAGER=no-such-pager-xyz", "QUARRY_PAGER=exit 3"}) {
+    const auto [lost, lost_code] =
+        RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 100"), cwd.path(), {bad});
+    EXPECT_EQ(lost_code, 0) << bad << ": " << lost;
+    EXPECT_NE(lost.find("printing straight"), std::string::npos) << bad << ": " << lost;
+    EXPECT_NE(lost.find("(100 rows)"), std::string::npos) << bad << ": " << lost;
+  }
+  // stdout into `head`, no pager: the closed pipe ends the output, not quarry (no SIGPIPE, 141).
+  const quarry::testing::ProcessResult head = quarry::testing::RunProcess(
+      {"/bin/bash", "-c",
+       "\"$0\" sql --no-cache \"$1\" 'SELECT * FROM long' --max-rows 5000 | head -c 10 "
+       ">/dev/null; echo \"status ${PIPESTATUS[0]}\"",
+       quarry::testing::QuarryBinary().string(), data.string()},
+      cwd.path(), {});
+  EXPECT_EQ(head.out, "status 0\n") << head.err;
+
   // 5000 rows into a pager that reads ten bytes and quits.
   const auto [quit, quit_code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n", {"--max-rows", "5000"}),
                                                cwd.path(), {"QUARRY_PAGER=head -c 10 >/dev/null"});

@@ -68,7 +68,7 @@ TEST_F(ConfigFileTest, WhereTheFileIs) {
 }
 
 TEST_F(ConfigFileTest, NoFileIsNoProfileUnlessOneIsAskedFor) {
-  const Env env = {{"QUARRY_CONFIG", (tmp_.path() / "absent.toml").string()}};
+  const Env env = {{"XDG_CONFIG_HOME", (tmp_.path() / "absent").string()}};
   Result<ConfigProfile> none = ReadConfigProfile(Fake(env), std::nullopt);
   ASSERT_TRUE(none) << none.error().message;
   EXPECT_TRUE(none->name.empty());
@@ -80,6 +80,13 @@ TEST_F(ConfigFileTest, NoFileIsNoProfileUnlessOneIsAskedFor) {
   Env by_env = env;
   by_env["QUARRY_PROFILE"] = "work";
   EXPECT_NE(ErrorOf(by_env).find("(QUARRY_PROFILE)"), std::string::npos) << ErrorOf(by_env);
+  // A file the user named is no "no file": a typo in QUARRY_CONFIG is said.
+  const std::string named = ErrorOf({{"QUARRY_CONFIG", (tmp_.path() / "typo.toml").string()}});
+  EXPECT_NE(named.find("typo.toml: no such file (QUARRY_CONFIG names it)"), std::string::npos)
+      << named;
+  // The XDG spec: a relative XDG_CONFIG_HOME is ignored.
+  EXPECT_EQ(ConfigFilePath(Fake({{"XDG_CONFIG_HOME", "rel"}, {"HOME", "/home/ana"}})),
+            "/home/ana/.config/quarry/config.toml");
 }
 
 TEST_F(ConfigFileTest, TheProfileIsTheFlagsThenTheVariablesThenTheFilesDefault) {
@@ -116,6 +123,9 @@ TEST_F(ConfigFileTest, TheProfileIsTheFlagsThenTheVariablesThenTheFilesDefault) 
       ReadConfigProfile(Fake(Write("[profiles.other]\nmodel = \"m\"\n")), std::nullopt);
   ASSERT_TRUE(neither) << neither.error().message;
   EXPECT_TRUE(neither->values.empty());
+  EXPECT_EQ(ReadConfigProfile(Fake(Write("[profiles.default]\ntemperature = 1e-5\n")),
+                              std::nullopt)->values.at("QUARRY_TEMPERATURE"),
+            "0.00001");
 }
 
 TEST_F(ConfigFileTest, AMistakeInTheFileNamesItsPlaceAndWhatIsAllowed) {
@@ -137,6 +147,27 @@ TEST_F(ConfigFileTest, AMistakeInTheFileNamesItsPlaceAndWhatIsAllowed) {
   const std::string unset = ErrorOf(Write("[profiles.default]\napi_key_env = \"NOT_SET_HERE\"\n"));
   EXPECT_NE(unset.find("api_key_env names NOT_SET_HERE, which is not set"), std::string::npos)
       << unset;
+  const std::string nul = ErrorOf(Write("[profiles.default]\napi_key_env = \"HOME\\u0000X\"\n"));
+  EXPECT_NE(nul.find("api_key_env must be a variable's name"), std::string::npos) << nul;
+  // toml++ recurses once per level of a dotted key: 50,000 levels overflowed the stack.
+  std::string deep = "[profiles.default]\n";
+  for (int i = 0; i < 50000; ++i) deep += "a.";
+  deep += "a = 1\n";
+  const std::string nested = ErrorOf(Write(deep));
+  EXPECT_NE(nested.find("nested deeper than 32 levels"), std::string::npos) << nested.substr(0, 200);
+  std::string header = "[";
+  for (int i = 0; i < 50000; ++i) header += "a.";
+  EXPECT_NE(ErrorOf(Write(header + "a]\n")).find("nested deeper"), std::string::npos);
+  EXPECT_NE(ErrorOf(Write("[profiles.\"x\"]\nmodel = \"a.b.c.d\" # x.y.z\n")).find("nested"),
+            0u);
+  Result<ConfigProfile> dots_in_values = ReadConfigProfile(
+      Fake(Write("[profiles.default]\nmodel = \"" + std::string(200, '.') + "\"\n")),
+      std::nullopt);
+  EXPECT_TRUE(dots_in_values) << "dots inside a string are no nesting: "
+                              << dots_in_values.error().message;
+  const std::string not_table = ErrorOf(Write("default_profile = \"x\"\n[profiles]\nx = 5\n"));
+  EXPECT_NE(not_table.find("profiles.x must be a table"), std::string::npos) << not_table;
+  EXPECT_NE(ErrorOf(Write(kTwoProfiles), "a\nok    model"), "") << "a name with a newline";
 }
 
 // A key written in the file needs a file only its owner reads; a file others may write, or
@@ -182,6 +213,34 @@ TEST_F(ConfigFileTest, TheProfileIsTheLastLayerAndIsNamedAsTheOrigin) {
   EXPECT_EQ(ResolveConfig(Settings{}, Fake({{"QUARRY_MODEL", "from-env"}}), dotenv, nullptr,
                           &profile)->model,
             "from-env");
+  // A bad value says which profile holds it, not a variable the user never set.
+  const ConfigProfile zero =
+      *ReadConfigProfile(Fake(Write("[profiles.default]\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+                                    "model = \"m\"\nrequest_timeout = 0\n")),
+                         std::nullopt);
+  Result<ClientConfig> bad = ResolveConfig(Settings{}, Fake({}), {}, nullptr, &zero);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.find("request_timeout in profile \"default\" of "), 0u)
+      << bad.error().message;
+  for (const auto& [value, streams] : std::map<std::string, bool>{{"\"off\"", false},
+                                                                 {"\"NO\"", false},
+                                                                 {"true", true}}) {
+    const ConfigProfile p = *ReadConfigProfile(
+        Fake(Write("[profiles.default]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
+                   "stream = " + value + "\n")),
+        std::nullopt);
+    Result<ClientConfig> c = ResolveConfig(Settings{}, Fake({}), {}, nullptr, &p);
+    ASSERT_TRUE(c) << value << ": " << c.error().message;
+    EXPECT_EQ(c->stream, streams) << value;
+  }
+  const ConfigProfile maybe = *ReadConfigProfile(
+      Fake(Write("[profiles.default]\nbase_url = \"http://127.0.0.1:9/v1\"\nstream = \"maybe\"\n")),
+      std::nullopt);
+  Result<ClientConfig> unclear = ResolveConfig(Settings{}, Fake({}), {}, nullptr, &maybe);
+  ASSERT_FALSE(unclear);
+  EXPECT_NE(unclear.error().message.find("stream in profile"), std::string::npos)
+      << unclear.error().message;
+
   Settings flags;
   flags.model = "from-flag";
   EXPECT_EQ(ResolveConfig(flags, Fake({{"QUARRY_MODEL", "from-env"}}), dotenv, nullptr,

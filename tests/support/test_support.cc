@@ -110,7 +110,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const fs::path& c
     const std::string key = x.substr(0, x.find('='));
     own_config = own_config || key == "QUARRY_CONFIG" || key == "XDG_CONFIG_HOME" || key == "HOME";
   }
-  if (!own_config) env_strings.push_back("QUARRY_CONFIG=/nonexistent/quarry-test/config.toml");
+  if (!own_config) env_strings.push_back("XDG_CONFIG_HOME=/nonexistent/quarry-test");
   for (const auto& x : extra_env) env_strings.push_back(x);
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());

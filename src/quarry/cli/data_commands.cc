@@ -1,5 +1,7 @@
 // `quarry schema`, `quarry sql` and `quarry trace`: the engine and the trace reader used
 // directly, without a model.
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -135,7 +137,10 @@ int RunSchema(const DataOptions& o) {
   } else {
     engine::CardOptions options;
     options.samples = schema->samples;
-    if (!PageOrPrint(engine::RenderCards((*engine)->describe(), options))) return kExitData;
+    if (!PageOrPrint(engine::RenderCards((*engine)->describe(), options))) {
+      return Report({Error::Code::kData, std::string("the output could not be written: ") +
+                                             std::strerror(errno)});
+    }
   }
   return kExitOk;
 }
@@ -184,7 +189,10 @@ int RunSql(const DataOptions& o) {
   } else {
     std::string text = engine::RenderResult(*result, o.max_rows);
     // The "rows are data" header is for the model; a person reading a terminal knows.
-    if (!PageOrPrint(text.substr(text.find('\n') + 1))) return kExitData;
+    if (!PageOrPrint(text.substr(text.find('\n') + 1))) {
+      return Report({Error::Code::kData, std::string("the output could not be written: ") +
+                                             std::strerror(errno)});
+    }
   }
   return kExitOk;
 }

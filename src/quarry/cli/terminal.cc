@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 extern char** environ;
@@ -27,6 +28,7 @@ bool WriteAll(int fd, const char* data, size_t size) {
   while (size > 0) {
     const ssize_t n = write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE) return true;  // the reader went away (| head): its choice
     if (n <= 0) return false;
     data += n;
     size -= static_cast<size_t>(n);
@@ -60,7 +62,11 @@ void SetPagerEnabled(bool enabled) { g_pager = enabled; }
 
 std::string PagerCommand() {
   for (const char* name : {"QUARRY_PAGER", "PAGER"}) {
-    if (const char* value = std::getenv(name)) return value;
+    if (const char* value = std::getenv(name)) {
+      const std::string command = value;
+      // Blank is empty: no pager.
+      return command.find_first_not_of(" \t\n") == std::string::npos ? "" : command;
+    }
   }
   return "less -S -R -F -X";
 }
@@ -77,10 +83,20 @@ bool PageOrPrint(const std::string& text) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[0], STDIN_FILENO);
+  // quarry ignores SIGPIPE (main); the pager gets the signals' defaults back.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, nullptr,
+  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes,
                                   const_cast<char* const*>(argv), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[0]);
   if (spawned != 0) {
@@ -97,11 +113,30 @@ bool PageOrPrint(const std::string& text) {
   sigaction(SIGINT, &ignore, &old_int);
   WriteAll(fds[1], text.data(), text.size());
   close(fds[1]);
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGPIPE, &old_pipe, nullptr);
+  // A pager that failed (not found: 127; or any failure) may have shown nothing: the text is
+  // printed straight after saying so, rather than lost.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::cerr << "quarry: the pager (" << command << ") "
+              << (WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                    : std::string("was killed"))
+              << "; printing straight (--no-pager, or set QUARRY_PAGER)\n";
+    return WriteAll(STDOUT_FILENO, text.data(), text.size());
+  }
   return true;
+}
+
+int FinishOutput(int code) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout.good() || errno == EPIPE) return code;
+  std::cerr << "quarry: the output could not be written"
+            << (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
+  return code == 0 ? 3 : code;  // kExitData
 }
 
 }  // namespace quarry::cli

@@ -232,7 +232,7 @@ void CloseForeignChannels(int keep) {
   if (getppid() != parent) _exit(1);
   CloseForeignChannels(fd);
   if (setup) setup();
-  if (!SendFrame(fd, 'S', {})) _exit(0);  // started: see AwaitStart
+  if (!SendFrame(fd, 'S', {})) _exit(0);  // started (QueryProcess::Spawn waits for it)
   const ProgressFn report = [fd](const std::string& what, double percent) {
     Writer w;
     w.F64(percent);

@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <sstream>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
 #include <toml++/toml.h>
 
 namespace quarry::llm {
@@ -20,7 +23,7 @@ Result<ConfigProfile> Refuse(const std::string& file, const std::string& why) {
 // "/home/ana/.config/quarry/config.toml" -> "~/.config/quarry/config.toml".
 std::string Shown(const std::filesystem::path& path, const GetEnv& getenv) {
   const std::string text = path.string();
-  if (std::optional<std::string> home = getenv("HOME"); home && !home->empty()) {
+  if (std::optional<std::string> home = getenv("HOME"); home && !home->empty() && *home != "/") {
     std::string prefix = *home;
     if (!prefix.ends_with('/')) prefix += '/';
     if (text.starts_with(prefix)) return "~/" + text.substr(prefix.size());
@@ -40,12 +43,65 @@ std::optional<std::string> AsSetting(const toml::node& node) {
   if (const auto* s = node.as_string()) return s->get();
   if (const auto* i = node.as_integer()) return std::to_string(i->get());
   if (const auto* f = node.as_floating_point()) {
-    std::ostringstream out;
-    out << f->get();
-    return out.str();
+    // Fixed notation, the shortest that reads back the same: 1e-5 is "0.00001".
+    char buf[400];
+    const auto r = std::to_chars(buf, buf + sizeof buf, f->get(), std::chars_format::fixed);
+    if (r.ec != std::errc()) return std::nullopt;
+    return std::string(buf, r.ptr);
   }
   if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
   return std::nullopt;
+}
+
+// A config file is a few hundred bytes; past this it is no config file.
+constexpr size_t kMaxConfigBytes = 1 << 20;
+// Key paths deeper than this are refused before parsing: toml++ recurses once per level of a
+// dotted key or table header, and 40,000 of them overflowed the stack.
+constexpr size_t kMaxKeyDepth = 32;
+
+// The deepest dotted key or table header of `text`, counting dots outside quotes before a
+// line's '=' (or inside its [header]). Multi-line strings may be miscounted, only upwards.
+size_t KeyDepth(std::string_view text) {
+  size_t deepest = 0;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    size_t dots = 0;
+    char quote = 0;
+    bool header = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quote) {
+        if (c == '\\' && quote == '"') ++i;
+        else if (c == quote) quote = 0;
+        continue;
+      }
+      if (c == '"' || c == '\'') quote = c;
+      else if (c == '#') break;
+      else if (c == '[' && i == line.find_first_not_of(" \t")) header = true;
+      else if (c == '.') ++dots;
+      else if ((c == '=' && !header) || (c == ']' && header)) break;
+    }
+    deepest = std::max(deepest, dots + 1);
+  }
+  return deepest;
+}
+
+bool Printable(std::string_view name) {
+  return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+bool IsVariableName(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 }  // namespace
@@ -72,7 +128,8 @@ std::optional<std::filesystem::path> ConfigFilePath(const GetEnv& getenv) {
     return value && !value->empty() ? value : std::nullopt;
   };
   if (auto path = set("QUARRY_CONFIG")) return std::filesystem::path(*path);
-  if (auto xdg = set("XDG_CONFIG_HOME")) {
+  // The XDG spec: a relative XDG_CONFIG_HOME is invalid and ignored.
+  if (auto xdg = set("XDG_CONFIG_HOME"); xdg && xdg->starts_with('/')) {
     return std::filesystem::path(*xdg) / "quarry" / "config.toml";
   }
   if (auto home = set("HOME")) return std::filesystem::path(*home) / ".config/quarry/config.toml";
@@ -83,18 +140,31 @@ Result<ConfigProfile> ReadConfigProfile(const GetEnv& getenv,
                                         const std::optional<std::string>& requested) {
   ConfigProfile profile;
   std::optional<std::string> wanted;
-  if (requested && !requested->empty()) {
+  if (requested) {
     wanted = requested;
     profile.chosen_by = "--profile";
   } else if (std::optional<std::string> env = getenv("QUARRY_PROFILE"); env && !env->empty()) {
     wanted = env;
     profile.chosen_by = "QUARRY_PROFILE";
   }
+  if (wanted && !Printable(*wanted)) {
+    return std::unexpected(Error{Error::Code::kUsage,
+                                 profile.chosen_by + " names no profile: give a profile's name "
+                                 "(no control characters)"});
+  }
   const std::optional<std::filesystem::path> path = ConfigFilePath(getenv);
   const std::string file = path ? Shown(*path, getenv) : "the config file";
   profile.file = file;
   struct stat st {};
+  const bool named = getenv("QUARRY_CONFIG").value_or("") != "";
   if (!path || ::stat(path->c_str(), &st) != 0) {
+    const int err = errno;
+    if (path && (named || err != ENOENT)) {
+      // A file the user named, or one that is there but cannot be reached, is no "no file".
+      return Refuse(file, std::string(err == ENOENT ? "no such file" : std::strerror(err)) +
+                              (named ? " (QUARRY_CONFIG names it): fix QUARRY_CONFIG or unset it"
+                                     : ": make it readable, or move it away"));
+    }
     if (wanted) {
       return Refuse(file, "no such file, so there is no profile \"" + *wanted + "\" (" +
                               profile.chosen_by + "); create it (docs/models.md) or unset " +
@@ -112,9 +182,22 @@ Result<ConfigProfile> ReadConfigProfile(const GetEnv& getenv,
                         "chmod go-w " + path->string());
   }
 
+  if (static_cast<size_t>(st.st_size) > kMaxConfigBytes) {
+    return Refuse(file, "over 1 MiB, which no config file needs: is it the file you meant?");
+  }
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) {
+    return Refuse(file, std::string("cannot read it (") + std::strerror(errno) +
+                            "): chmod u+r " + path->string());
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (KeyDepth(text) > kMaxKeyDepth) {
+    return Refuse(file, "a key or table nested deeper than " + std::to_string(kMaxKeyDepth) +
+                            " levels: a profile needs two ([profiles.NAME])");
+  }
   toml::table root;
   try {
-    root = toml::parse_file(path->string());
+    root = toml::parse(text, path->string());
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     return Refuse(file, "not valid TOML at line " + std::to_string(where.line) + ", column " +
@@ -144,6 +227,9 @@ Result<ConfigProfile> ReadConfigProfile(const GetEnv& getenv,
     }
   }
   const toml::table* chosen = profiles ? (*profiles)[*wanted].as_table() : nullptr;
+  if (!chosen && profiles && profiles->contains(*wanted)) {
+    return Refuse(file, "profiles." + *wanted + " must be a table: [profiles." + *wanted + "]");
+  }
   if (!chosen) {
     std::string names;
     if (profiles) {
@@ -160,10 +246,13 @@ Result<ConfigProfile> ReadConfigProfile(const GetEnv& getenv,
     const std::string at = "profile \"" + profile.name + "\": ";
     if (key == "api_key_env") {
       const auto* variable = node.as_string();
-      if (!variable) return Refuse(file, at + "api_key_env must be a variable's name");
+      if (!variable || !IsVariableName(variable->get())) {
+        return Refuse(file, at + "api_key_env must be a variable's name (letters, digits, _)");
+      }
       std::optional<std::string> value = getenv(variable->get().c_str());
       if (!value || value->empty()) {
-        return Refuse(file, at + "api_key_env names " + variable->get() + ", which is not set");
+        return Refuse(file, at + "api_key_env names " + variable->get() + ", which is " +
+                                (value ? "empty" : "not set"));
       }
       profile.values["QUARRY_API_KEY"] = *value;
       profile.keys["QUARRY_API_KEY"] = "api_key_env (" + variable->get() + ")";

@@ -144,9 +144,12 @@ std::optional<double> ParseNumber(const std::string& text, double low, double hi
 }
 
 // The request settings: flag, else variable, else default. `where` names both for errors.
-Result<void> ResolveRequestSettings(const Settings& flags,
-                                    const std::function<std::optional<std::string>(const char*)>& lookup,
-                                    ClientConfig& config) {
+// `lookup_at` finds a variable's value and says where it came from ("QUARRY_MAX_TOKENS in .env",
+// "max_tokens in profile ..."), for the error that names it.
+Result<void> ResolveRequestSettings(
+    const Settings& flags,
+    const std::function<std::optional<std::string>(const char*, std::string*)>& lookup_at,
+    ClientConfig& config) {
   auto pick = [&](const std::optional<std::string>& flag, const char* variable,
                   std::string& where) -> std::optional<std::string> {
     if (flag && !flag->empty()) {
@@ -155,7 +158,7 @@ Result<void> ResolveRequestSettings(const Settings& flags,
       return flag;
     }
     where = variable;
-    return lookup(variable);
+    return lookup_at(variable, &where);
   };
   std::string where;
   if (auto text = pick(flags.request_timeout, "QUARRY_REQUEST_TIMEOUT", where)) {
@@ -515,10 +518,19 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   config.model = model.value_or("");
 
   config.stream = flags.stream;
-  if (std::optional<std::string> stream = lookup("QUARRY_STREAM"); stream && (*stream == "0" || *stream == "false")) {
-    config.stream = false;
+  std::string stream_from;
+  if (std::optional<std::string> stream = lookup_at("QUARRY_STREAM", &stream_from)) {
+    std::string value(Trim(*stream));
+    for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (value == "0" || value == "false" || value == "no" || value == "off") {
+      config.stream = false;
+    } else if (value != "1" && value != "true" && value != "yes" && value != "on") {
+      return Fail(Error::Code::kUsage, stream_from + " \"" + *stream +
+                                           "\": expected false (or 0, no, off) to turn "
+                                           "streaming off, or true");
+    }
   }
-  if (Result<void> request = ResolveRequestSettings(flags, lookup, config); !request) {
+  if (Result<void> request = ResolveRequestSettings(flags, lookup_at, config); !request) {
     return std::unexpected(request.error());
   }
 
