@@ -57,8 +57,14 @@ AskRun Ask(const std::vector<std::string>& flags, const std::vector<std::string>
        quarry::testing::ToolCallReply(
            {{"c1", "final_answer", R"({"answer": "I cannot tell.", "supporting_values": []})"}},
            2345, 20)});
+  // A copy in the working directory, named relatively: the prompt names the file, so its size
+  // (and the estimate a test bounds) must not depend on where the checkout lives (a clone in a
+  // longer path crossed the bound).
+  std::filesystem::copy_file(kChinook, cwd.path() / "chinook.sqlite",
+                             std::filesystem::copy_options::overwrite_existing);
   std::vector<std::string> argv = {
-      quarry::testing::QuarryBinary().string(), "ask", "--format", "json", "--data", kChinook};
+      quarry::testing::QuarryBinary().string(), "ask", "--format", "json", "--data",
+      "chinook.sqlite"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back(kQuestion);
   std::vector<std::string> environment = {"QUARRY_BASE_URL=" + server.base_url(),
@@ -190,7 +196,8 @@ TEST(SchemaPrivacyTest, SchemaPromptPrintsTheFirstRequest) {
   const AskRun run = Ask({}, {}, cwd);
   ASSERT_FALSE(run.first_body.empty());
   auto r = RunProcess(
-      {quarry::testing::QuarryBinary().string(), "schema", kChinook, "--prompt", kQuestion},
+      {quarry::testing::QuarryBinary().string(), "schema", "chinook.sqlite", "--prompt",
+       kQuestion},  // Ask's copy, as ask named it
       cwd.path(), {}, {"QUARRY_NO_SAMPLES", "QUARRY_SCHEMA_BUDGET", "QUARRY_EMBEDDINGS_URL"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json printed = json::parse(r.out);
