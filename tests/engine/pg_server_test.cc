@@ -2,6 +2,7 @@
 // Chinook as data/chinook.sqlite, has the roles it promises, checksums see a change, and it
 // never outlives the process that started it.
 #include "support/pg_server.h"
+#include "support/test_support.h"
 
 #include <fcntl.h>
 #include <libpq-fe.h>
@@ -43,7 +44,7 @@ std::string Scalar(PGconn* conn, const std::string& sql) {
 
 std::string SqliteScalar(const std::string& sql) {
   sqlite3* raw = nullptr;
-  const std::string path = QUARRY_SOURCE_DIR "/data/chinook.sqlite";
+  const std::string path = (quarry::testing::SourceDir() / "data/chinook.sqlite").string();
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
   std::unique_ptr<sqlite3, decltype(&sqlite3_close)> db(raw, &sqlite3_close);
   if (rc != SQLITE_OK) return "cannot open " + path;

@@ -13,6 +13,7 @@
 #include "quarry/engine/engine.h"
 #include "quarry/engine/engine_internal.h"
 #include "support/pg_server.h"
+#include "support/test_support.h"
 
 namespace quarry::engine {
 namespace {
@@ -32,7 +33,7 @@ struct Hostile {
 };
 
 std::vector<Hostile> Corpus() {
-  std::ifstream in(std::string(QUARRY_SOURCE_DIR) + "/tests/engine/postgres_hostile.txt");
+  std::ifstream in(quarry::testing::SourceDir() / "tests/engine/postgres_hostile.txt");
   std::vector<Hostile> out;
   std::string line;
   while (std::getline(in, line)) {
