@@ -534,6 +534,21 @@ TEST_F(DoctorTest, AConfigProfileIsUsedAndNamed) {
   EXPECT_NE(missing.out.find("no profile \"cloud\" (--profile); it has coder, local"),
             std::string::npos)
       << missing.out;
+  EXPECT_NE(missing.out.find("Fix: see \"Profiles: the config file\" in docs/models.md"),
+            std::string::npos)
+      << missing.out;
+
+  // The MCP server says so at its start, not at the first ask_database: its client may never
+  // show a tool error to the user who typed the profile's name.
+  const ProcessResult mcp = RunProcess(
+      {testing::QuarryBinary().string(), "mcp", "--profile", "cloud",
+       (testing::SourceDir() / "data/sales.csv").string()},
+      cwd_.path(), {xdg}, kModelEnv);
+  EXPECT_EQ(mcp.exit_code, 2) << mcp.out << mcp.err;
+  EXPECT_NE(mcp.err.find("no profile \"cloud\" (--profile); it has coder, local"),
+            std::string::npos)
+      << mcp.err;
+  EXPECT_EQ(mcp.out, "");
 }
 
 }  // namespace

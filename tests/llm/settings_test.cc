@@ -153,6 +153,12 @@ TEST(SettingsTest, ADotEnvOthersCanWriteIsNotRead) {
 TEST(SettingsTest, MaskSecretShowsOnlyTheEnds) {
   EXPECT_EQ(MaskSecret("sk-or-v1-abcdefghijklmnopwxyz"), "sk-o...wxyz");
   EXPECT_EQ(MaskSecret("short"), "****");
+  // Eight of twelve characters would be most of the key.
+  EXPECT_EQ(MaskSecret("sk-abcdefghi"), "****");
+  EXPECT_EQ(MaskSecret("sk-abcdefghijklmnop"), "****");
+  EXPECT_EQ(MaskSecret("sk-abcdefghijklmnopq"), "sk-a...nopq");
+  // A multi-byte character is never cut in half (nor shown).
+  EXPECT_EQ(MaskSecret("\xc3\xa9" "abcdefghijklmnopqrstuvw\xc3\xa9"), "****");
   EXPECT_EQ(MaskSecret(""), "");
 }
 

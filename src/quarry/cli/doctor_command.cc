@@ -10,6 +10,7 @@
 #include "quarry/cli/cli.h"
 #include "quarry/cli/commands.h"
 #include "quarry/common/json.h"
+#include "quarry/llm/config_file.h"
 #include "quarry/llm/models.h"
 
 namespace quarry::cli {
@@ -117,6 +118,14 @@ std::string Excerpt(const std::string& text) {
 }
 
 int Doctor::Run() {
+  // The config file is read first so that its errors point at its docs, not at .env's.
+  if (auto files = llm::ReadSettingFiles(llm::ProcessEnv, Flags(o_).profile); !files) {
+    const int code = files.error().code == Error::Code::kUsage ? kExitUsage : kExitData;
+    Fail(code, {"settings", "", files.error().message,
+                "see \"Profiles: the config file\" in docs/models.md (QUARRY_CONFIG names "
+                "another file)"});
+    return Finish();
+  }
   llm::ConfigProfile profile;
   auto config = ResolveModelSettings(Flags(o_), &origins_, &profile);
   if (!config) {

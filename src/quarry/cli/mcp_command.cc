@@ -6,6 +6,7 @@
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
 #include "quarry/agent/threads.h"
+#include "quarry/llm/config_file.h"
 #include "quarry/mcp/mcp.h"
 
 namespace quarry::cli {
@@ -36,6 +37,11 @@ int RunMcp(const McpOptions& o) {
   if (!o.provider.empty()) flags.provider = o.provider;
   if (!o.profile.empty()) flags.profile = o.profile;
   flags.stream = !o.no_stream;
+  // A missing key waits for ask_database, but a profile that does not exist or a config file
+  // that does not parse is the user's own error: said now, not at the first call.
+  if (auto files = llm::ReadSettingFiles(llm::ProcessEnv, flags.profile); !files) {
+    return Report(files.error());
+  }
   options.make_client = [flags]() -> Result<std::unique_ptr<llm::Client>> {
     auto client = LiveClient(flags);
     if (!client) {

@@ -429,7 +429,8 @@ std::optional<std::string> LookupSetting(const char* name, const GetEnv& getenv,
                                          const std::map<std::string, std::string>& dotenv);
 
 // "sk-or-v1-abcd...wxyz" -> "sk-o...wxyz": for error messages that must not leak a key.
-// Secrets shorter than 12 characters become "****" entirely.
+// Secrets shorter than 20 characters, or with anything but printable ASCII, become "****"
+// entirely, so at most 8 characters of a key of 20 or more are ever shown.
 std::string MaskSecret(const std::string& secret);
 
 // A URL as it may be shown: a user name and password before the host are replaced

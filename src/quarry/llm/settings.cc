@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "quarry/llm/llm.h"
+#include "quarry/llm/settings_internal.h"
 
 namespace quarry::llm {
 namespace {
@@ -128,82 +129,6 @@ bool IsLoopback(const std::string& host) {
 
 bool IsOpenRouter(const std::string& host) {
   return host == "openrouter.ai" || host.ends_with(".openrouter.ai");
-}
-
-// A whole number or decimal within [low, high]; nullopt for anything else ("1e3", "12s", "").
-std::optional<double> ParseNumber(const std::string& text, double low, double high) {
-  std::string_view s = Trim(text);
-  if (s.empty()) return std::nullopt;
-  double value = 0.0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value,
-                                   std::chars_format::fixed);
-  if (ec != std::errc() || end != s.data() + s.size() || !(value >= low && value <= high)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// The request settings: flag, else variable, else default. `where` names both for errors.
-// `lookup_at` finds a variable's value and says where it came from ("QUARRY_MAX_TOKENS in .env",
-// "max_tokens in profile ..."), for the error that names it.
-Result<void> ResolveRequestSettings(
-    const Settings& flags,
-    const std::function<std::optional<std::string>(const char*, std::string*)>& lookup_at,
-    ClientConfig& config) {
-  auto pick = [&](const std::optional<std::string>& flag, const char* variable,
-                  std::string& where) -> std::optional<std::string> {
-    if (flag && !flag->empty()) {
-      where = "--" + std::string(variable + 7);  // QUARRY_MAX_TOKENS -> --MAX_TOKENS
-      for (char& c : where) c = c == '_' ? '-' : static_cast<char>(std::tolower(c));
-      return flag;
-    }
-    where = variable;
-    return lookup_at(variable, &where);
-  };
-  std::string where;
-  if (auto text = pick(flags.request_timeout, "QUARRY_REQUEST_TIMEOUT", where)) {
-    std::optional<double> seconds = ParseNumber(*text, 0.1, 86400.0);
-    if (!seconds) {
-      return Fail(Error::Code::kUsage, where + " \"" + *text +
-                                           "\": expected seconds from 0.1 to 86400, e.g. 300");
-    }
-    config.request_timeout_ms = static_cast<int64_t>(*seconds * 1000.0 + 0.5);
-  }
-  if (auto text = pick(flags.max_tokens, "QUARRY_MAX_TOKENS", where)) {
-    std::optional<double> tokens = ParseNumber(*text, 1.0, 1e6);
-    if (!tokens || *tokens != static_cast<double>(static_cast<int>(*tokens))) {
-      return Fail(Error::Code::kUsage, where + " \"" + *text +
-                                           "\": expected a whole number of tokens from 1 to "
-                                           "1000000, e.g. 4096");
-    }
-    config.max_output_tokens = static_cast<int>(*tokens);
-  }
-  const bool reasoning = IsOpenAiReasoningModel(config.model);
-  if (auto text = pick(flags.temperature, "QUARRY_TEMPERATURE", where)) {
-    if (Trim(*text) == "default") {
-      config.temperature = std::nullopt;
-    } else if (std::optional<double> t = ParseNumber(*text, 0.0, 2.0)) {
-      config.temperature = *t;
-    } else {
-      return Fail(Error::Code::kUsage,
-                  where + " \"" + *text +
-                      "\": expected a number from 0 to 2, or \"default\" to send none");
-    }
-  } else {
-    config.temperature = reasoning ? std::nullopt : std::optional<double>(0.0);
-  }
-  std::string param = "auto";
-  if (auto text = pick(flags.max_tokens_param, "QUARRY_MAX_TOKENS_PARAM", where)) {
-    param = std::string(Trim(*text));
-    if (param != "auto" && param != "max_tokens" && param != "max_completion_tokens") {
-      return Fail(Error::Code::kUsage,
-                  where + " \"" + *text +
-                      "\": expected auto, max_tokens or max_completion_tokens");
-    }
-  }
-  if (param == "auto") param = reasoning ? "max_completion_tokens" : "max_tokens";
-  config.max_tokens_param = param;
-  return {};
 }
 
 // A key goes into an HTTP header as is: a line break in it would end the header and start
@@ -421,6 +346,16 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                 "OPENROUTER_API_KEY, or QUARRY_BASE_URL and QUARRY_MODEL (with QUARRY_API_KEY) "
                 "for another endpoint; pass --base-url/--model, or use --offline");
   }
+  // A control character or a space would reach libcurl and the trace as part of the URL: a
+  // line break in it is a copy-paste slip, never an endpoint.
+  if (std::any_of(base_url->begin(), base_url->end(), [](char c) {
+        return static_cast<unsigned char>(c) <= 0x20 || c == 0x7F;
+      })) {
+    return Fail(Error::Code::kUsage,
+                "the base URL (" + from.base_url + ") holds a space, a line break or another "
+                "control character (a copy-paste slip?): set it again as one line, e.g. "
+                "http://127.0.0.1:8080/v1");
+  }
   if (base_url->find_first_of("?#") != std::string::npos) {
     return Fail(Error::Code::kUsage,
                 "the base URL (" + from.base_url + ") holds a '?' or '#': quarry adds the API's "
@@ -603,7 +538,12 @@ std::string RedactUrl(std::string_view url) {
 
 std::string MaskSecret(const std::string& secret) {
   if (secret.empty()) return "";
-  if (secret.size() < 12) return "****";
+  // Eight characters of a short key are most of it; and a byte cut out of a multi-byte
+  // character would put invalid UTF-8 into the message.
+  const bool printable = std::all_of(secret.begin(), secret.end(), [](char c) {
+    return c > 0x20 && c < 0x7F;
+  });
+  if (secret.size() < 20 || !printable) return "****";
   return secret.substr(0, 4) + "..." + secret.substr(secret.size() - 4);
 }
 
