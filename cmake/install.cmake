@@ -11,13 +11,15 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/fixtures/offline ${PROJECT_SOURCE_DIR}/f
         DESTINATION ${CMAKE_INSTALL_DATADIR}/quarry/fixtures)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/tasks ${PROJECT_SOURCE_DIR}/data
         DESTINATION ${CMAKE_INSTALL_DATADIR}/quarry)
+# The docs keep the source tree's layout, so the README's links (docs/models.md) resolve.
 install(FILES ${PROJECT_SOURCE_DIR}/.env.example ${PROJECT_SOURCE_DIR}/README.md
-              ${PROJECT_SOURCE_DIR}/data/CHINOOK_LICENSE.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+              ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md ${PROJECT_SOURCE_DIR}/data/CHINOOK_LICENSE.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # DuckDB's MIT notice travels with the library it covers (the pinned npm build's LICENSE).
 if(EXISTS "${DUCKDB_ROOT}/LICENSE")
   install(FILES "${DUCKDB_ROOT}/LICENSE" DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME duckdb-LICENSE)
 endif()
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # Made by the installed binary at install time, so only the quarry target need be built.
 install(CODE "
   set(root \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}\")

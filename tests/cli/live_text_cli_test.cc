@@ -377,6 +377,25 @@ TEST(PagerCliTest, LongTablesOnATerminalGoThroughThePager) {
        quarry::testing::QuarryBinary().string(), data.string()},
       cwd.path(), {});
   EXPECT_EQ(head.out, "status 0\n") << head.err;
+  // The same for JSON and CSV, whose failed write lies far behind the end of the output (a
+  // fresh-user trial saw exit 3 and "could not be written").
+  for (const char* format : {"json", "csv"}) {
+    const quarry::testing::ProcessResult into_head = quarry::testing::RunProcess(
+        {"/bin/bash", "-c",
+         "\"$0\" sql --no-cache --format \"$2\" \"$1\" 'SELECT * FROM long' --max-rows 5000 | "
+         "head -c 10 >/dev/null; echo \"status ${PIPESTATUS[0]}\"",
+         quarry::testing::QuarryBinary().string(), data.string(), format},
+        cwd.path(), {});
+    EXPECT_EQ(into_head.out, "status 0\n") << format << ": " << into_head.err;
+    EXPECT_EQ(into_head.err.find("could not be written"), std::string::npos) << format << ": " << into_head.err;
+  }
+  // A full disk is still an error.
+  const quarry::testing::ProcessResult full = quarry::testing::RunProcess(
+      {"/bin/bash", "-c", "\"$0\" sql --no-cache --format json \"$1\" 'SELECT * FROM long' >/dev/full",
+       quarry::testing::QuarryBinary().string(), data.string()},
+      cwd.path(), {});
+  EXPECT_EQ(full.exit_code, 3) << full.err;
+  EXPECT_NE(full.err.find("the output could not be written"), std::string::npos) << full.err;
 
   // 5000 rows into a pager that reads ten bytes and quits.
   const auto [quit, quit_code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n", {"--max-rows", "5000"}),

@@ -94,7 +94,11 @@ TEST(ManualTest, BashCompletesSubcommandsOptionsAndTheirValues) {
   EXPECT_EQ(BashCompletes(script, "quarry ask --for", cwd), "--format");
   EXPECT_EQ(BashCompletes(script, "quarry ask --format ", cwd), "text json");
   EXPECT_EQ(BashCompletes(script, "quarry generate --he", cwd), "--help");
-  EXPECT_EQ(BashCompletes(script, "quarry doctor --no-p", cwd), "--no-probe");
+  EXPECT_EQ(BashCompletes(script, "quarry doctor --no-pr", cwd), "--no-probe");
+  // The root's own options complete after a command's name and before it (a fresh-user trial
+  // found --color and --no-pager missing from every completion).
+  EXPECT_EQ(BashCompletes(script, "quarry doctor --no-pa", cwd), "--no-pager");
+  EXPECT_EQ(BashCompletes(script, "quarry --co", cwd), "--color");
   // A flag takes no value: what follows it is completed as if it were not there.
   EXPECT_EQ(BashCompletes(script, "quarry ask --offline --form", cwd), "--format");
   // A first positional with fixed values offers them.

@@ -248,6 +248,42 @@ TEST_F(ConfigFileTest, TheProfileIsTheLastLayerAndIsNamedAsTheOrigin) {
             "from-flag");
 }
 
+// A provider's own base URL variable in the environment is the endpoint, over a profile's
+// base_url and provider: the environment comes before the file (found by a fresh-user trial,
+// whose exported ANTHROPIC_BASE_URL was ignored for the profile's local server).
+TEST_F(ConfigFileTest, AnSdkBaseUrlInTheEnvironmentBeatsTheProfilesEndpoint) {
+  Env env = Write("default_profile = \"local\"\n[profiles.local]\nprovider = "
+                  "\"openai-compatible\"\nbase_url = \"http://127.0.0.1:18081/v1\"\n");
+  const ConfigProfile profile = *ReadConfigProfile(Fake(env), std::nullopt);
+  SettingOrigins origins;
+  Result<ClientConfig> anthropic = ResolveConfig(
+      Settings{}, Fake({{"ANTHROPIC_API_KEY", "sk-ant-0123456789abcdefghij"},
+                        {"ANTHROPIC_BASE_URL", "http://127.0.0.1:18082"},
+                        {"QUARRY_MODEL", "m"}}),
+      {}, &origins, &profile);
+  ASSERT_TRUE(anthropic) << anthropic.error().message;
+  EXPECT_EQ(anthropic->provider, "anthropic");
+  EXPECT_EQ(anthropic->base_url, "http://127.0.0.1:18082/v1");
+  EXPECT_EQ(anthropic->api_key, "sk-ant-0123456789abcdefghij");
+  EXPECT_EQ(origins.base_url, "ANTHROPIC_BASE_URL");
+  Result<ClientConfig> openai = ResolveConfig(
+      Settings{}, Fake({{"OPENAI_BASE_URL", "http://127.0.0.1:18083/v1"}, {"QUARRY_MODEL", "m"}}),
+      {}, nullptr, &profile);
+  ASSERT_TRUE(openai) << openai.error().message;
+  EXPECT_EQ(openai->base_url, "http://127.0.0.1:18083/v1");
+  // Without such a variable the profile's endpoint stands, and a flag beats them all.
+  EXPECT_EQ(ResolveConfig(Settings{}, Fake({{"QUARRY_MODEL", "m"}}), {}, nullptr, &profile)
+                ->base_url,
+            "http://127.0.0.1:18081/v1");
+  Settings flags;
+  flags.base_url = "http://127.0.0.1:18084/v1";
+  EXPECT_EQ(ResolveConfig(flags, Fake({{"OPENAI_BASE_URL", "http://127.0.0.1:18083/v1"},
+                                       {"QUARRY_MODEL", "m"}}),
+                          {}, nullptr, &profile)
+                ->base_url,
+            "http://127.0.0.1:18084/v1");
+}
+
 // A base URL that ./.env chose gets no key from anywhere else: not the environment's
 // QUARRY_API_KEY, not the profile's. Its own key, in the same .env, it does get.
 TEST_F(ConfigFileTest, ADotEnvBaseUrlGetsNoKeyFromTheEnvironmentOrTheProfile) {

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "quarry/llm/client_internal.h"
 #include "quarry/llm/llm.h"
 #include "support/test_support.h"
 
@@ -160,6 +161,27 @@ TEST(SettingsTest, MaskSecretShowsOnlyTheEnds) {
   // A multi-byte character is never cut in half (nor shown).
   EXPECT_EQ(MaskSecret("\xc3\xa9" "abcdefghijklmnopqrstuvw\xc3\xa9"), "****");
   EXPECT_EQ(MaskSecret(""), "");
+}
+
+// Found by the third fresh-user trial: an error body cut at 300 bytes with the key across the
+// cut, or a server that echoes most of the key, showed 20 of its 25 characters; a reply that
+// quotes the key put it into the trace.
+TEST(SettingsTest, ScrubSecretMasksPiecesOfTheKeyToo) {
+  const std::string key = "sk-SECRETOPENAI1234567890";
+  using internal::ScrubSecret;
+  EXPECT_EQ(ScrubSecret("denied for " + key + ".", key), "denied for sk-S...7890.");
+  EXPECT_EQ(ScrubSecret("AAAA" + key.substr(0, 20) + "...", key), "AAAA****...");
+  EXPECT_EQ(ScrubSecret(key.substr(0, key.size() - 2) + " and " + key.substr(2), key),
+            "**** and ****");
+  // Seven characters of it are no piece: ordinary text stays.
+  EXPECT_EQ(ScrubSecret("sk-SECR and 1234567 are fine", key), "sk-SECR and 1234567 are fine");
+  EXPECT_EQ(ScrubSecret("nothing here", key), "nothing here");
+  Turn turn;
+  turn.content = "Your key is " + key;
+  turn.tool_calls.push_back({"c1", "final_answer", "{\"answer\": \"" + key.substr(3) + "\"}"});
+  internal::ScrubTurn(turn, key);
+  EXPECT_EQ(turn.content, "Your key is sk-S...7890");
+  EXPECT_EQ(turn.tool_calls[0].arguments_json, "{\"answer\": \"****\"}");
 }
 
 TEST(SettingsTest, PriceFileIsMergedOverBuiltIns) {

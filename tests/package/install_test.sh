@@ -36,6 +36,8 @@ check_tree() {
   echo "$out" | grep -q '141794.14\|141,794.14' || fail "$what: not the right answer: $out"
   [ -s "$root$prefix/share/man/man1/quarry.1" ] || fail "$what: no man page"
   [ -s "$root$prefix/share/doc/quarry/duckdb-LICENSE" ] || fail "$what: no DuckDB licence"
+  # The README's links resolve in the installed tree (docs/ keeps its place beside it).
+  [ -s "$root$prefix/share/doc/quarry/docs/models.md" ] || fail "$what: docs/models.md not beside the README"
   grep -q '^\.TH QUARRY 1' "$root$prefix/share/man/man1/quarry.1" || fail "$what: man page has no .TH"
   grep -q '^\.SS "quarry ask"' "$root$prefix/share/man/man1/quarry.1" || fail "$what: man page has no ask"
   local bash_completion="$root$prefix/share/bash-completion/completions/quarry"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -228,6 +229,35 @@ TEST(TraceTest, LinksPlantedInARunDirAreNeverWrittenThrough) {
   EXPECT_EQ(quarry::testing::ReadFile(victim), "export PATH=/usr/bin\n");
   EXPECT_EQ(quarry::testing::ReadFile(w->dir() / "trace.html"), "<html></html>");
   EXPECT_EQ(ModeOf(w->dir() / "trace.html"), 0600u);
+}
+
+// `quarry view --out` (and every output written by a rename) never turns a FIFO, a socket or
+// a device into a file: as root, --out /dev/full had replaced the device (a fresh-user trial).
+TEST(TraceTest, AnOutputThatIsNotARegularFileIsRefusedAndKept) {
+  quarry::testing::TempDir tmp;
+  const fs::path fifo = tmp.path() / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto written = WritePrivateFile(fifo, "<html></html>");
+  ASSERT_FALSE(written.has_value());
+  EXPECT_NE(written.error().message.find("is not a regular file"), std::string::npos)
+      << written.error().message;
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_FALSE(fs::exists(tmp.path() / "pipe.tmp"));
+  // A character device, where the test may make one (root, as CI runs).
+  const fs::path device = tmp.path() / "null";
+  if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    ASSERT_FALSE(WritePrivateFile(device, "x").has_value());
+    EXPECT_TRUE(fs::is_character_file(fs::symlink_status(device)));
+  }
+  const fs::path folder = tmp.path() / "folder";
+  fs::create_directories(folder);
+  written = WritePrivateFile(folder, "x");
+  ASSERT_FALSE(written.has_value());
+  EXPECT_NE(written.error().message.find("is a folder"), std::string::npos);
+  // A regular file is still replaced.
+  const fs::path page = tmp.Write("page.html", "old");
+  ASSERT_TRUE(WritePrivateFile(page, "new").has_value());
+  EXPECT_EQ(quarry::testing::ReadFile(page), "new");
 }
 
 // A trace someone sent names local images by absolute path, or the run folder holds links out

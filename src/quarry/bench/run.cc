@@ -2,6 +2,7 @@
 // `quarry ask` lays it out, so `quarry view` and `quarry report` read a suite's runs like any
 // other; and the figures a suite counts, read back from the trace.
 #include "quarry/bench/bench.h"
+#include "quarry/common/replace_file.h"
 
 #include <fstream>
 
@@ -46,6 +47,7 @@ RunMetrics MetricsOf(const trace::Trace& t) {
 }
 
 Result<void> WriteFileAtomically(const std::filesystem::path& path, std::string_view text) {
+  if (auto replaceable = CheckReplaceable(path); !replaceable) return replaceable;
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   const std::filesystem::path tmp = path.string() + ".tmp";

@@ -28,6 +28,9 @@ bool UseColor() {
     case ColorMode::kAuto: break;
   }
   const char* no_color = std::getenv("NO_COLOR");
+  // A dumb terminal (Emacs' shell, some CI logs) shows escape codes as text.
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
   return isatty(2) && (no_color == nullptr || no_color[0] == '\0');
 }
 

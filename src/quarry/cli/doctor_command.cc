@@ -47,6 +47,12 @@ class Doctor {
     if (!json_) {
       std::string line = check.detail;
       if (!check.fix.empty()) line += ". Fix: " + check.fix;
+      // One check, one line: a line break in a value (a model name from the config file)
+      // would start a line of its own that looks like another check.
+      for (size_t at = line.find_first_of("\r\n"); at != std::string::npos;
+           at = line.find_first_of("\r\n", at + 2)) {
+        line.replace(at, 1, line[at] == '\n' ? "\\n" : "\\r");
+      }
       char head[32];
       std::snprintf(head, sizeof head, "%-5s %-10s ", check.status.c_str(), check.name.c_str());
       std::cout << head << TerminalText(line) << "\n" << std::flush;

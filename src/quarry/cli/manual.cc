@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -68,13 +69,32 @@ Command Describe(const CLI::App& app, const std::string& name) {
   return c;
 }
 
+// The root's own options (--color, --no-pager) are accepted after a command's name too, so
+// each command completes them as well.
 std::vector<Command> Commands(const CLI::App& app) {
+  const Command root = Describe(app, "");
   std::vector<Command> out;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App* a) {
          return !a->get_group().empty();
        })) {
-    out.push_back(Describe(*sub, sub->get_name()));
+    Command c = Describe(*sub, sub->get_name());
+    for (const Flag& f : root.flags) {
+      const bool taken = std::any_of(c.flags.begin(), c.flags.end(), [&](const Flag& g) {
+        return !g.names.empty() && !f.names.empty() && g.names.front() == f.names.front();
+      });
+      if (!taken) c.flags.push_back(f);
+    }
+    out.push_back(std::move(c));
   }
+  return out;
+}
+
+// The root's option names, for the first word: "--color --no-pager --version ...".
+std::string RootOptionNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const Flag& f : Describe(app, "").flags) names.insert(names.end(), f.names.begin(), f.names.end());
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : " ") + n;
   return out;
 }
 
@@ -112,7 +132,7 @@ std::string Quoted(const std::string& text, char quote) {
   return out;
 }
 
-std::string Bash(const std::vector<Command>& commands) {
+std::string Bash(const std::vector<Command>& commands, const std::string& root_options) {
   std::vector<std::string> names;
   for (const Command& c : commands) names.push_back(c.name);
   std::ostringstream s;
@@ -128,7 +148,7 @@ std::string Bash(const std::vector<Command>& commands) {
     << "  case \"$cmd\" in\n"
     << "    \"\")\n"
     << "      COMPREPLY=($(compgen -W \"" << Join(names, " ")
-    << " --help --version\" -- \"$cur\"))\n"
+    << " " << root_options << "\" -- \"$cur\"))\n"
     << "      return ;;\n";
   for (const Command& c : commands) {
     std::vector<std::string> all;
@@ -289,17 +309,27 @@ std::string ManPage(const CLI::App& app, const std::string& version) {
     << ".TP\n.B OPENROUTER_API_KEY\nOpenRouter\n"
     << ".TP\n.B QUARRY_BASE_URL, QUARRY_API_KEY, QUARRY_MODEL, QUARRY_PROVIDER\nany other "
        "endpoint, and the model; a key goes only to its own provider's host\n"
-    << ".TP\n.B NO_COLOR\nno colour on stderr\n"
+    << ".TP\n.B QUARRY_CONFIG, QUARRY_PROFILE\nthe config file to read, and its profile to "
+       "use (read from the environment only)\n"
+    << ".TP\n.B XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_STATE_HOME\nwhere the config file, the "
+       "parse cache and the threads live\n"
+    << ".TP\n.B QUARRY_PAGER, PAGER\nthe pager for long tables on a terminal (less \\-S by "
+       "default; \\-\\-no\\-pager turns it off)\n"
+    << ".TP\n.B NO_COLOR\nno colour on stderr (\\-\\-color always|never decides over it)\n"
     << ".SH FILES\n.TP\n.I runs/<id>/trace.json\nthe trace of a run\n"
     << ".TP\n.I ./.env\nsettings read after the environment\n"
-    << ".SH SEE ALSO\nThe documentation in /usr/share/doc/quarry (or PREFIX/share/doc/quarry, "
+    << ".TP\n.I ~/.config/quarry/config.toml\nnamed profiles of model settings, read last "
+       "(mode 600 to hold a key)\n"
+    << ".TP\n.I ~/.cache/quarry/\nthe parse cache of large files\n"
+    << ".TP\n.I ~/.local/state/quarry/\nthreads of follow\\-up questions\n"
+    << ".SH SEE ALSO\nThe README and docs/ in /usr/share/doc/quarry (or PREFIX/share/doc/quarry, "
        "or the source tree's docs/), and \\fBquarry COMMAND \\-\\-help\\fR.\n";
   return s.str();
 }
 
 std::string Completion(const CLI::App& app, const std::string& shell) {
   const std::vector<Command> commands = Commands(app);
-  if (shell == "bash") return Bash(commands);
+  if (shell == "bash") return Bash(commands, RootOptionNames(app));
   if (shell == "zsh") return Zsh(commands);
   if (shell == "fish") return Fish(commands);
   return "";

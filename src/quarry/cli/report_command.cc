@@ -6,6 +6,7 @@
 #include "quarry/bench/report.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/commands.h"
+#include "quarry/common/replace_file.h"
 
 namespace quarry::cli {
 namespace {
@@ -23,6 +24,7 @@ Result<void> WritePage(const fs::path& out, const std::string& html) {
   if (fs::is_directory(out, dir_ec)) {
     return Fail(Error::Code::kUsage, "--html " + out.string() + " is a folder: name a file");
   }
+  if (auto replaceable = CheckReplaceable(out); !replaceable) return replaceable;
   const fs::path tmp = out.string() + ".tmp";
   {
     std::ofstream file(tmp, std::ios::binary | std::ios::trunc);

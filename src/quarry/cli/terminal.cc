@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -134,6 +135,10 @@ int FinishOutput(int code) {
   errno = 0;
   std::cout.flush();
   if (std::cout.good() || errno == EPIPE) return code;
+  // The write that failed may be long past (a JSON or CSV result streamed into `| head`), and
+  // errno with it: a pipe whose reader has gone polls as an error.
+  pollfd out{STDOUT_FILENO, POLLOUT, 0};
+  if (::poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0) return code;
   std::cerr << "quarry: the output could not be written"
             << (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
   return code == 0 ? 3 : code;  // kExitData

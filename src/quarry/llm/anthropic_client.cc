@@ -205,6 +205,7 @@ Result<Turn> AnthropicClient::Complete(const Request& request) {
 
     if (outcome.turn) {
       Turn turn = std::move(*outcome.turn);
+      internal::ScrubTurn(turn, config_.api_key);
       turn.attempts = attempt;
       turn.retried_errors = std::move(retried);
       turn.latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

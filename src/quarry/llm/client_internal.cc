@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "quarry/common/json.h"
 
@@ -68,13 +71,43 @@ bool SaysTooLarge(const std::string& body) {
 }
 
 std::string ScrubSecret(std::string text, const std::string& key) {
-  if (key.size() < 6) return text;
-  const std::string masked = MaskSecret(key);
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
-    text.replace(at, key.size(), masked);
-    at += masked.size();
+  if (key.size() < 6 || text.size() < 6) return text;
+  // Every stretch of `text` made of pieces of the key at least kPiece long is masked, not only
+  // the whole key: an error body cut at 300 bytes, or a server that echoes most of the key,
+  // would otherwise show 20 of its 25 characters.
+  const size_t piece = std::min<size_t>(8, key.size());
+  std::unordered_set<std::string_view> pieces;
+  for (size_t i = 0; i + piece <= key.size(); ++i) pieces.insert(std::string_view(key).substr(i, piece));
+  std::vector<bool> secret(text.size(), false);
+  bool any = false;
+  for (size_t i = 0; i + piece <= text.size(); ++i) {
+    if (pieces.count(std::string_view(text).substr(i, piece)) > 0) {
+      std::fill(secret.begin() + static_cast<std::ptrdiff_t>(i),
+                secret.begin() + static_cast<std::ptrdiff_t>(i + piece), true);
+      any = true;
+    }
   }
-  return text;
+  if (!any) return text;
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (!secret[i]) {
+      out += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && secret[end]) ++end;
+    out += std::string_view(text).substr(i, end - i) == key ? MaskSecret(key) : "****";
+    i = end;
+  }
+  return out;
+}
+
+void ScrubTurn(Turn& turn, const std::string& key) {
+  turn.content = ScrubSecret(std::move(turn.content), key);
+  for (ToolCall& call : turn.tool_calls) {
+    call.arguments_json = ScrubSecret(std::move(call.arguments_json), key);
+  }
 }
 
 void WaitBetweenAttempts(const ClientConfig& config, std::chrono::milliseconds delay,

@@ -39,10 +39,16 @@ int64_t CountField(const nlohmann::ordered_json& object, const char* key);
 // min") are not matched.
 bool SaysTooLarge(const std::string& body);
 
-// `text` with every occurrence of `key` replaced by MaskSecret(key): error text can echo what
-// was sent (some servers quote the credential header). Keys shorter than 6 characters are
-// not searched for (they would mask ordinary words).
+// `text` with every occurrence of `key` replaced by MaskSecret(key), and any other stretch made
+// of pieces of it at least 8 characters long (a key cut by a truncated error body, or echoed
+// in part) by "****": error text can echo what was sent (some servers quote the credential
+// header). Keys shorter than 6 characters are not searched for (they would mask ordinary
+// words).
 std::string ScrubSecret(std::string text, const std::string& key);
+
+// A reply's text and tool call arguments scrubbed of `key` (ScrubSecret): a server that puts
+// the key into a reply must not get it into the trace, the answer or the terminal.
+void ScrubTurn(Turn& turn, const std::string& key);
 
 // Waits `delay` with config.sleep when set, else on a condition variable that a stop request
 // ends early.

@@ -363,6 +363,7 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
   int attempt = 1;
   // A parsed turn, with what this call took to get it.
   auto finish = [&](Turn turn) -> Result<Turn> {
+    internal::ScrubTurn(turn, config_.api_key);
     turn.attempts = attempt;
     turn.retried_errors = std::move(retried);
     turn.latency_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

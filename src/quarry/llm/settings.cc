@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -123,8 +124,13 @@ std::optional<std::string> UrlOrigin(std::string_view url) {
   return origin;
 }
 
+// Only an address that is this machine by its form: a name such as "127.0.0.1.evil.test" starts
+// like one and resolves anywhere (found by a fresh-user trial, which sent a key to one).
 bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
+  if (host == "localhost" || host == "::1") return true;
+  in_addr address{};
+  return ::inet_pton(AF_INET, host.c_str(), &address) == 1 &&
+         (ntohl(address.s_addr) >> 24) == 127;
 }
 
 bool IsOpenRouter(const std::string& host) {
@@ -290,6 +296,24 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   const std::optional<std::string> openai_own_origin =
       openai_url && openai_together ? UrlOrigin(*openai_url) : std::nullopt;
 
+  // The endpoint is one setting however it is named: a provider's own base URL variable in the
+  // environment or ./.env comes before a profile's base_url (and the profile's provider), as
+  // the environment comes before the file everywhere else. A trial's exported
+  // ANTHROPIC_BASE_URL had been ignored for a profile's local server.
+  auto in_profile = [](const std::string& where) {
+    return where.find(" in profile \"") != std::string::npos;
+  };
+  const bool sdk_url_outside_profile = (anthropic_url && !in_profile(anthropic_url_from)) ||
+                                       (openai_url && !in_profile(openai_url_from));
+  std::string profile_url_from;
+  const bool profile_endpoint_yields =
+      !flag(flags.base_url) && sdk_url_outside_profile &&
+      lookup_at("QUARRY_BASE_URL", &profile_url_from) && in_profile(profile_url_from);
+  if (profile_endpoint_yields && provider && in_profile(from.provider)) {
+    provider.reset();
+    from.provider.clear();
+  }
+
   std::optional<std::string> base_url = flag(flags.base_url);
   bool base_url_given = true;
   // The OpenAI SDK's variables choose OpenAI (or the server OPENAI_BASE_URL names).
@@ -300,7 +324,8 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   };
   if (base_url) {
     from.base_url = "--base-url";
-  } else if ((base_url = lookup_at("QUARRY_BASE_URL", &from.base_url))) {
+  } else if (!profile_endpoint_yields &&
+             (base_url = lookup_at("QUARRY_BASE_URL", &from.base_url))) {
   } else if (provider == "anthropic" && anthropic_url) {
     base_url = *anthropic_url;
     from.base_url = anthropic_url_from;

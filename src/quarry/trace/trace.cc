@@ -1,6 +1,7 @@
 // Trace serialisation (stable key order), the run directory writer and the summary printer.
 #include "quarry/trace/trace.h"
 #include "quarry/common/json.h"
+#include "quarry/common/replace_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -357,6 +358,7 @@ Result<fs::path> Writer::WriteFinal(const Trace& trace) {
 }
 
 Result<void> WritePrivateFile(const fs::path& path, std::string_view bytes) {
+  if (auto replaceable = CheckReplaceable(path); !replaceable) return replaceable;
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   const std::string name = path.filename().string();
   const std::string tmp = name + ".tmp";
