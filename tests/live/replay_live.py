@@ -38,13 +38,15 @@ def main():
         print("0 passed, 0 failed")
         return 0
     manifest = json.loads((corpus / "manifest.json").read_text())
+    # Each file as the recordings saw it (readings.json says why).
+    readings = json.loads((pathlib.Path(__file__).parent / "readings.json").read_text())["readings"]
     passed = failed = total_send_backs = 0
     with tempfile.TemporaryDirectory(prefix="quarry-live-") as runs:
         for entry in manifest:
             trace_in = corpus / entry["trace"]
             args = [a.quarry, "ask", "--replay", str(trace_in), "--runs-dir", runs]
             for d in entry["data"]:
-                args += ["--data", str(REPO / d)]
+                args += ["--data", str(REPO / d) + readings.get(d, {}).get("options", "")]
             args.append(entry["question"])
             p = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
             run_dir = None

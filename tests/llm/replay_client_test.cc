@@ -125,6 +125,10 @@ TEST(ReplayClientTest, DataNamesAServerByItsDatabase) {
   EXPECT_EQ(DataFileNames({"service=warehouse"}), std::vector<std::string>{"service=warehouse"});
   EXPECT_EQ(DataFileNames({"/d/b.csv", "data/a.sqlite"}),
             (std::vector<std::string>{"a.sqlite", "b.csv"}));
+  // Reading options choose how a file is read, not which file (a recording replays with them).
+  EXPECT_EQ(DataFileNames({"data/sensors.csv?types=humidity:VARCHAR"}),
+            std::vector<std::string>{"sensors.csv"});
+  EXPECT_EQ(DataFileNames({"data/what?.csv"}), std::vector<std::string>{"what?.csv"});
 }
 
 }  // namespace

@@ -321,12 +321,37 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   auto run = [&b](const std::string& s) { return b.Run(s); };
   std::string select;
   CsvPlan plan;
+  struct RemovedCopy {
+    std::filesystem::path path;
+    ~RemovedCopy() {
+      std::error_code e;
+      if (!path.empty()) std::filesystem::remove(path, e);
+    }
+  } utf8_copy;
   if (format == "json") {
-    select = "SELECT * FROM read_json_auto(" + QuoteLiteral(abs.string()) + ")";
-  } else {
-    auto p = PlanCsv(run, abs.string(), format == "tsv", csv, true);
+    auto p = PlanJson(run, abs.string());
     if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
     plan = std::move(*p);
+    select = plan.select;
+  } else {
+    // An 8-bit file DuckDB lacks is read through a UTF-8 copy here too, beside the entry in the
+    // private cache directory, and removed once the entry holds the rows (encoding.cc).
+    CsvOptions read_options = csv;
+    std::string read = abs.string();
+    const std::optional<std::string> from =
+        csv.encoding ? IconvEncoding(*csv.encoding) : DetectWindows1252(abs);
+    if (from) {
+      utf8_copy.path = dir / (*key + ".utf8.tmp-" + std::to_string(::getpid()));
+      if (auto r = TranscodeToUtf8(abs, utf8_copy.path, *from); !r) {
+        return std::unexpected(Context(r.error(), "cannot load " + path.string()));
+      }
+      read = utf8_copy.path.string();
+      read_options.encoding.reset();
+    }
+    auto p = PlanCsv(run, read, format == "tsv", read_options, true);
+    if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
+    plan = std::move(*p);
+    if (from) plan.table_notes.insert(plan.table_notes.begin(), TranscodedNote(*from, csv.encoding.has_value()));
     select = plan.select;
   }
   auto fail = [&](const Error& e) {

@@ -10,6 +10,50 @@ std::string CsvLeadingNumber(const std::string& v) {
   return "TRY_CAST(regexp_extract(trim(" + v + "), '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)') AS DOUBLE)";
 }
 
+namespace {
+
+// A column of numbers written for people ('(1,234.00)', '45%', '$12.50'): read as DOUBLE when
+// every value is one and they agree (all percent or none, one currency); otherwise a note on
+// how to read them, since a cleaning recipe that drops the bracket flips the sign.
+std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnStats& s, int64_t n,
+                                         std::vector<std::string>& notes) {
+  const int64_t marked = s.paren + s.percent + s.currency;
+  if (marked == 0 || s.people * 10 < n * 9) return std::nullopt;
+  static const char* const kSigns[] = {"", "$", "€", "£", "¥"};
+  const std::string sign = s.currency_kinds == 1 && s.currency_sign >= 1 && s.currency_sign <= 4
+                               ? kSigns[s.currency_sign]
+                               : "a currency sign";
+  std::vector<std::string> kinds;
+  if (s.paren > 0) {
+    kinds.push_back(std::to_string(s.paren) + " accounting negatives such as (1,234.00), read as "
+                    "minus");
+  }
+  if (s.percent > 0) kinds.push_back(std::to_string(s.percent) + " percent strings such as 45%");
+  if (s.currency > 0) kinds.push_back(std::to_string(s.currency) + " amounts written with " + sign);
+  std::string listed;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    listed += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
+  }
+  const bool mixed_percent = s.percent > 0 && s.percent < s.people;
+  if (s.people == n && !mixed_percent && s.currency_kinds <= 1) {
+    notes.push_back("numbers written for people were read as DOUBLE: " + listed +
+                    (s.percent > 0 ? "; a percent is its number of percent (45% is 45, not 0.45)"
+                                   : "") +
+                    (s.currency > 0 ? "; the currency sign was dropped" : ""));
+    return CsvPeopleNumber(q);
+  }
+  const std::string why = mixed_percent ? "some values are percent strings and some are not"
+                          : s.currency_kinds > 1
+                              ? std::to_string(s.currency_kinds) + " currencies are mixed"
+                              : std::to_string(n - s.people) + " of " + std::to_string(n) +
+                                    " values are not numbers";
+  notes.push_back("kept as text (" + why + "): " + listed + "; read one as a number with " +
+                  CsvPeopleNumber(q, "TRY_CAST") + ", which keeps the minus of a bracket");
+  return q;
+}
+
+}  // namespace
+
 std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
                             std::vector<std::string>& notes) {
   const std::string q = QuoteIdent(column.name);
@@ -46,6 +90,12 @@ std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
     return "CAST(replace(trim(" + q + "), ',', '') AS " +
            (s.doubles > s.ints ? std::string("DOUBLE") : std::string("BIGINT")) + ")";
   }
+  if (s.excel_text == n) {
+    notes.push_back("Excel's text guard (=\"0042\") removed: read as the text inside it, leading "
+                    "zeros kept");
+    return "regexp_extract(trim(" + q + "), '^=\"(.*)\"$', 1)";
+  }
+  if (auto people = PeopleNumbers(q, s, n, notes)) return *people;
   if (column.resniff && s.dates == n) return "CAST(" + q + " AS DATE)";
   if (column.resniff && s.timestamps == n) return "CAST(" + q + " AS TIMESTAMP)";
   if (s.markers > 0 || s.sentinels) {

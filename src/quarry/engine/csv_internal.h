@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +19,14 @@ struct CsvColumnStats {
   int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
   int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
   int64_t numeric_start = 0;
+  // Numbers written for people (kCsvPeopleNumber): how many values are one, and of those the
+  // accounting negatives '(1,234.00)', percent strings '45%' and amounts with a currency sign
+  // '$12.50'; how many currency signs occur; Excel's text guard '="0042"'.
+  int64_t people = 0, paren = 0, percent = 0, currency = 0, currency_kinds = 0, excel_text = 0;
+  int64_t currency_sign = 0;  // with one kind: 1 '$', 2 '€', 3 '£', 4 '¥'
+  // Text columns (csv_quality.cc): distinct values as written and after trim, case folding and
+  // NFC; labels that read like a total ('Grand total'); numbers with a unit ('3 lb').
+  int64_t distinct = 0, distinct_folded = 0, total_labels = 0, with_unit = 0;
   std::vector<ValueCount> marker_values;  // the markers as written, most rows first
   // Sentinels among the numbers the values start with (CsvLeadingNumber), and their bounds.
   std::optional<Sentinels> sentinels;
@@ -31,6 +41,15 @@ struct CsvColumn {
   bool resniff = false;     // the sniffer's types do not hold (a header repeated mid-file)
 };
 
+// A number as people write it: an optional sign, an accounting bracket, a currency sign before
+// or after, thousands separators, decimals, a percent sign ('-$1,234.50', '(1,234.00)', '45%',
+// '12.50 €'). A regular expression for regexp_full_match over the trimmed text.
+extern const char* const kCsvPeopleNumber;
+// Such a value as a DOUBLE, SQL over the text expression `v`: the digits, the point and the
+// sign kept, an accounting bracket made minus ('(1,234.00)' is -1234, '45%' is 45). `cast` is
+// CAST (a value that is none fails the query) or TRY_CAST (it reads as NULL).
+std::string CsvPeopleNumber(const std::string& v, const char* cast = "CAST");
+
 // The column's expression over its text, and the notes that explain it (added to `notes`).
 std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
                             std::vector<std::string>& notes);
@@ -38,5 +57,46 @@ std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
 // The number a text value starts with, as SQL over the text expression `v` ("22.5 C" gives
 // 22.5, "-999" -999, "N/A" NULL): a sentinel hides among numbers written with their unit.
 std::string CsvLeadingNumber(const std::string& v);
+
+// The sniffer's columns, name and type, in order.
+using CsvSniffedColumns = std::vector<std::pair<std::string, std::string>>;
+// Sniffs again with the header on and `skip` lines skipped, giving the columns.
+using CsvResniff = std::function<Result<CsvSniffedColumns>(int64_t skip)>;
+
+// A reading the sniffer got wrong about the header (csv_header.cc).
+struct CsvHeaderFix {
+  bool header = true;  // read with a header
+  int64_t skip = 0;    // lines before it
+  std::string note;    // what was decided, for the card
+};
+// Judges the sniffer's `header` and `skip` against the first lines and the columns below them:
+// a first line of years rising across the columns is a wide table's header, and a title line
+// with the header's width above a line of names is a preamble. `reader` is
+// "read_csv(<path>, <dialect>, all_varchar = true" without its closing bracket. nullopt: the
+// sniffer was right.
+Result<std::optional<CsvHeaderFix>> CheckCsvHeader(const RunRows& run, const std::string& reader,
+                                                   bool header, int64_t skip,
+                                                   const CsvSniffedColumns& columns,
+                                                   const CsvResniff& resniff);
+
+// The aggregates that csv_quality.cc reads from the loader's first pass over the rows as text:
+// for a text column `q`, the CsvColumnStats fields distinct, distinct_folded, total_labels and
+// with_unit, in that order; for the whole row, how many distinct rows there are (`columns`
+// quoted, all of them).
+std::vector<std::string> CsvTextQualityAggregates(const std::string& q);
+std::string CsvDistinctRowsAggregate(const std::vector<std::string>& quoted_columns);
+
+// What the first pass counted that misleads a query without changing the table (csv_quality.cc):
+// rows that are totals of the others, values that differ only in spaces, case or Unicode form,
+// rows repeated exactly, columns of numbers in mixed units. Adds a note to `table_notes` or to
+// `column_notes` for each, naming the rows or values and what a query can do; runs a query of
+// its own over `rows` (the table read as text) only for a column where the pass found a sign.
+// `types`: the sniffer's type of each column, `total_rows` and `distinct_rows` from the pass.
+Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
+                            const std::vector<std::string>& cols,
+                            const std::vector<std::string>& types,
+                            const std::vector<CsvColumnStats>& stats, int64_t total_rows,
+                            int64_t distinct_rows, std::vector<std::string>& table_notes,
+                            std::map<std::string, std::vector<std::string>>& column_notes);
 
 }  // namespace quarry::engine::internal

@@ -6,6 +6,7 @@
 // encoding), and turns every decision into a note for the model and the user.
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -38,6 +39,8 @@ std::optional<int64_t> ErrorLine(const std::string& message) {
 
 // Aggregates per statement stay in the hundreds; see Measure.
 constexpr size_t kColumnsPerQuery = 200;
+// Files wider than this skip the quality checks of csv_quality.cc.
+constexpr size_t kQualityColumns = 200;
 
 // As many rows as DuckDB's sniffer samples by default.
 constexpr int64_t kSampleRows = 20480;
@@ -108,6 +111,9 @@ class Planner {
     if (s_.skip > 0 && !user_.skip && forced_skip_ == 0) {
       if (auto r = CheckSkip(); !r) return std::unexpected(r.error());
     }
+    if (!user_.header && !user_.skip && forced_skip_ == 0 && !padded_ && !s_.delimiter.empty()) {
+      if (auto r = CheckHeader(); !r) return std::unexpected(r.error());
+    }
     if (deep_) {
       if (auto r = Deepen(); !r) return std::unexpected(r.error());
     } else {
@@ -165,7 +171,7 @@ class Planner {
       else if (tsv_) o += ", delim = '\\t'";
       if (forced_skip_ > 0 && !user_.skip) o += ", skip = " + std::to_string(forced_skip_);
       // Excel's sep= files always have a header; an all-text table gives the sniffer no clue.
-      if (forced_skip_ > 0 && !user_.header) o += ", header = true";
+      if ((forced_skip_ > 0 || forced_header_) && !user_.header) o += ", header = true";
       if (user_.quote) o += ", quote = " + QuoteLiteral(*user_.quote);
       if (user_.header) o += std::string(", header = ") + (*user_.header ? "true" : "false");
       if (user_.skip) o += ", skip = " + std::to_string(*user_.skip);
@@ -427,6 +433,41 @@ class Planner {
     return Repad();
   }
 
+  // Sniffing options `o` with the delimiter found so far, unless they name one already.
+  std::string KeepDelimiter(const std::string& o) const {
+    return o.find(", delim = ") == std::string::npos ? o + ", delim = " + QuoteLiteral(s_.delimiter) : o;
+  }
+
+  // A header of years read as data, or a title line read as the header (csv_header.cc): read
+  // again with the header and skip it says.
+  Result<void> CheckHeader() {
+    std::string reader = "read_csv(" + lit_ + ", delim = " + QuoteLiteral(s_.delimiter) +
+                         ", quote = " + QuoteLiteral(s_.quote) + ", escape = " +
+                         QuoteLiteral(s_.escape) + ", all_varchar = true, null_padding = true, "
+                         "strict_mode = false";
+    if (encoding_) reader += ", encoding = " + QuoteLiteral(*encoding_);
+    if (long_lines_) reader += ", max_line_size = 67108864";
+    auto resniff = [this](int64_t skip) -> Result<CsvSniffedColumns> {
+      auto s = Sniff(KeepDelimiter(Dialect(true)) + ", header = true, skip = " + std::to_string(skip),
+                     deep_);
+      if (!s) return std::unexpected(s.error());
+      return s->columns;
+    };
+    auto fix = CheckCsvHeader(run_, reader, s_.header, s_.skip, s_.columns, resniff);
+    if (!fix) return std::unexpected(fix.error());
+    if (!*fix) return {};
+    forced_header_ = true;
+    forced_skip_ = (*fix)->skip;
+    const std::string delimiter = s_.delimiter;
+    auto resniffed = Sniff(KeepDelimiter(Dialect(true)), deep_);
+    if (!resniffed) return std::unexpected(resniffed.error());
+    s_ = *resniffed;
+    CleanNames();
+    s_.delimiter = delimiter;
+    plan_.table_notes.push_back((*fix)->note);
+    return {};
+  }
+
   // Reads again with missing fields padded with NULL and extra fields in extra columns,
   // keeping the delimiter: sniffing a ragged file afresh can settle on another one.
   Result<void> Repad() {
@@ -531,10 +572,25 @@ class Planner {
       level[i] = header_rows > 0 ? kFull : t == "VARCHAR" ? kText : t == "DOUBLE" ? kDouble : kCount;
     }
     std::vector<ColumnStats> stats_by_column(cols.size());
+    // The quality checks (csv_quality.cc) count in the same pass, on every row only: a sample's
+    // copies or totals are no count to give. Very wide and very large files skip them: their
+    // DISTINCT counts hold every distinct value (or row) in memory, as the profile's exact
+    // counts would (kExactBytes).
+    std::error_code size_error;
+    const auto bytes = std::filesystem::file_size(path_, size_error);
+    const bool quality = !sample_ && cols.size() <= kQualityColumns && !size_error &&
+                         bytes <= static_cast<uintmax_t>(kExactBytes);
+    int64_t distinct_rows = -1;
     auto measure = [&](const std::vector<size_t>& which, bool first_pass) -> Result<bool> {
       for (size_t from = 0; from == 0 || from < which.size(); from += kColumnsPerQuery) {
         const size_t to = std::min(which.size(), from + kColumnsPerQuery);
         std::string sql = "SELECT count(*)";
+        const bool whole_rows = quality && first_pass && from == 0;
+        if (whole_rows) {
+          std::vector<std::string> quoted;
+          for (const auto& c : cols) quoted.push_back(QuoteIdent(c));
+          sql += ", " + CsvDistinctRowsAggregate(quoted);
+        }
         std::vector<std::pair<size_t, std::vector<int64_t ColumnStats::*>>> layout;
         for (size_t w = from; w < to; ++w) {
           const size_t i = which[w];
@@ -556,7 +612,31 @@ class Planner {
             add(&ColumnStats::leading_zero, matches("[+-]?0[0-9]+"));
           }
           if (level[i] == kText) {
-            add(&ColumnStats::numeric_start, "count_if(regexp_matches(" + v + ", '^[+-]?[.]?[0-9]'))");
+            // Numbers written for people start with a bracket, a currency sign or Excel's '="'.
+            add(&ColumnStats::numeric_start,
+                "count_if(regexp_matches(" + v + ", '^([+-]?[.]?[0-9]|[(][$€£¥]?[0-9]|[+-]?[$€£¥]|=\")'))");
+            if (quality) {
+              const std::vector<std::string> checks = CsvTextQualityAggregates(q);
+              add(&ColumnStats::distinct, checks[0]);
+              add(&ColumnStats::distinct_folded, checks[1]);
+              add(&ColumnStats::total_labels, checks[2]);
+              add(&ColumnStats::with_unit, checks[3]);
+            }
+          }
+          if (level[i] == kFull) {
+            const std::string people = "regexp_full_match(" + v + ", '" + kCsvPeopleNumber + "')";
+            add(&ColumnStats::people, "count_if(" + people + ")");
+            add(&ColumnStats::paren, "count_if(" + people + " AND starts_with(" + v + ", '('))");
+            add(&ColumnStats::percent, "count_if(" + people + " AND contains(" + v + ", '%'))");
+            add(&ColumnStats::currency,
+                "count_if(" + people + " AND regexp_matches(" + v + ", '[$€£¥]'))");
+            add(&ColumnStats::currency_kinds,
+                "count(DISTINCT CASE WHEN " + people + " THEN nullif(regexp_extract(" + v +
+                    ", '[$€£¥]'), '') END)");
+            add(&ColumnStats::currency_sign,
+                "max(CASE regexp_extract(" + v + ", '[$€£¥]') WHEN '$' THEN 1 WHEN '€' THEN 2 "
+                "WHEN '£' THEN 3 WHEN '¥' THEN 4 END)");
+            add(&ColumnStats::excel_text, "count_if(regexp_full_match(" + v + ", '=\"[^\"]*\"'))");
           }
           if (level[i] == kFull) {
             add(&ColumnStats::doubles, "count(TRY_CAST(" + q + " AS DOUBLE))");
@@ -598,6 +678,7 @@ class Planner {
         auto num = [&](size_t k) { return std::stoll(row[k].value_or("0")); };
         total = num(0);
         size_t k = 1;
+        if (whole_rows) distinct_rows = num(k++);
         for (const auto& [i, fields] : layout) {
           ColumnStats& st = stats_by_column[i];
           for (auto field : fields) st.*field = num(k++);
@@ -635,6 +716,18 @@ class Planner {
     }
     if (auto r = NoteRejects(rejects); !r) return r;
     if (auto r = FindMissingValues(cols, level, stats_by_column); !r) return r;
+    if (quality) {
+      std::vector<std::string> types;
+      for (const auto& c : cols) types.push_back(sniffed_type[c]);
+      // A header repeated mid-file is one distinct row among the data's: not a copy to count.
+      const int64_t distinct = distinct_rows - (header_rows > 0 ? 1 : 0);
+      if (auto r = NoteCsvQuality(run_, "(SELECT * FROM " + Reader(true) + ")", cols, types,
+                                  stats_by_column, total - header_rows, distinct,
+                                  plan_.table_notes, plan_.column_notes);
+          !r) {
+        return r;
+      }
+    }
 
     std::string select;
     bool transformed = header_rows > 0;
@@ -803,6 +896,7 @@ class Planner {
   bool bom_big_endian_ = false;
   std::string forced_delimiter_;  // found by quarry (sep= line, header check), not the user
   int64_t forced_skip_ = 0;
+  bool forced_header_ = false;  // a header the sniffer missed (CheckHeader)
   CsvPlan plan_;
 };
 

@@ -49,9 +49,11 @@ Result<CsvOptions> ParseCsvOptions(std::string_view query) {
       if (e == "utf8") e = "utf-8";
       if (e == "utf16") e = "utf-16";
       if (e == "latin1" || e == "iso-8859-1") e = "latin-1";
-      if (e != "utf-8" && e != "utf-16" && e != "latin-1") {
+      // Windows-1252 and Latin-9 DuckDB lacks: the engine transcodes those with iconv.
+      if (e != "utf-8" && e != "utf-16" && e != "latin-1" && !IconvEncoding(e)) {
         return Fail(Error::Code::kUsage, "CSV option encoding=" + value +
-                                             ": quarry reads utf-8, utf-16 and latin-1");
+                                             ": quarry reads utf-8, utf-16, latin-1, cp1252 "
+                                             "(windows-1252) and iso-8859-15");
       }
       o.encoding = e;
     } else if (key == "decimal") {

@@ -350,13 +350,14 @@ class DuckDbEngine final : public Engine {
     process_.Reset();  // its copy of the views is the old one
     for (auto& f : files_) {
       if (!f.csv || f.deep) continue;
-      auto plan = PlanCsv([this](const std::string& s) { return RunTrusted(s); }, f.abs,
+      auto plan = PlanCsv([this](const std::string& s) { return RunTrusted(s); }, f.read,
                           f.format == "tsv", f.options, true);
       if (!plan) return std::unexpected(Context(plan.error(), "cannot load " + f.path));
       if (auto r = RunTrusted("CREATE OR REPLACE VIEW " + QuoteIdent(f.name) + " AS " + plan->select); !r) {
         return std::unexpected(Context(r.error(), "cannot load " + f.path));
       }
       f.plan = std::move(*plan);
+      if (!f.transcoded_note.empty()) f.plan.table_notes.insert(f.plan.table_notes.begin(), f.transcoded_note);
       f.plan.table_notes.insert(
           f.plan.table_notes.begin(),
           "a value past the sniffer's sample did not fit the sample's reading: every row was "
@@ -386,6 +387,10 @@ class DuckDbEngine final : public Engine {
   struct FileTable {
     std::string path;  // as the user gave it
     std::string abs;
+    // What DuckDB reads: `abs`, or a UTF-8 copy of it in the spill directory when the file is
+    // in an 8-bit encoding DuckDB lacks (encoding.cc), and the note that says so.
+    std::string read;
+    std::string transcoded_note;
     std::string format;
     std::string name;
     CsvOptions options;
@@ -394,6 +399,26 @@ class DuckDbEngine final : public Engine {
     CsvPlan plan;
     std::optional<CacheHit> cached;
   };
+
+  // A CSV in Windows-1252 (detected) or in an 8-bit encoding the user named that DuckDB lacks
+  // is read through a UTF-8 copy in the private spill directory, gone with the engine.
+  Result<void> Transcode(FileTable& f, size_t index) {
+    std::optional<std::string> from;
+    bool named = false;
+    if (f.options.encoding) {
+      from = IconvEncoding(*f.options.encoding);
+      named = from.has_value();
+    } else {
+      from = DetectWindows1252(f.abs);
+    }
+    if (!from || spill_.path().empty()) return {};
+    const std::string copy = spill_.path() + "/source-" + std::to_string(index) + ".utf8.csv";
+    if (auto r = TranscodeToUtf8(f.abs, copy, *from); !r) return r;
+    f.read = copy;
+    if (named) f.options.encoding.reset();
+    f.transcoded_note = TranscodedNote(*from, named);
+    return {};
+  }
 
   Result<void> Connect(const char* path, bool read_only, const OpenOptions& options) {
     Config config;
@@ -573,6 +598,12 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     f.name = TableNameFor(paths[i], taken, keywords);
     f.deep = f.cached || (f.csv && (options.profile || source->size_bytes <= options.deep_bytes));
     allowed.push_back(f.abs);
+    f.read = f.abs;
+    if (f.csv && !f.cached) {
+      auto copy = engine->Transcode(f, i);
+      if (!copy) return std::unexpected(Context(copy.error(), "cannot load " + f.path));
+      if (f.read != f.abs) allowed.push_back(f.read);
+    }
     if (f.cached) {
       // Read-only: nothing, the model least of all, can change an entry through this engine.
       const std::string schema = "quarry_cache_" + std::to_string(i);
@@ -607,13 +638,19 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       select = "SELECT * FROM quarry_cache_" + std::to_string(i) + ".data";
       engine->sources_[i].cache_entry = f.cached->entry;
     } else if (f.csv) {
-      auto plan = PlanCsv(run, f.abs, f.format == "tsv", f.options, f.deep);
+      auto plan = PlanCsv(run, f.read, f.format == "tsv", f.options, f.deep);
       if (!plan) return std::unexpected(Context(plan.error(), context));
+      if (!f.transcoded_note.empty()) plan->table_notes.insert(plan->table_notes.begin(), f.transcoded_note);
       select = plan->select;
       engine->sources_[i].delimiter = plan->delimiter;
       engine->sources_[i].header = plan->header;
       engine->sources_[i].padded = plan->padded;
       engine->sources_[i].notes = plan->user_notes;
+      f.plan = std::move(*plan);
+    } else if (f.format == "json") {
+      auto plan = PlanJson(run, f.abs);
+      if (!plan) return std::unexpected(Context(plan.error(), context));
+      select = plan->select;
       f.plan = std::move(*plan);
     } else {
       select = "SELECT * FROM " + ReaderFor(f.format, f.abs);

@@ -1,9 +1,12 @@
 // Pieces the engine implementations share; only the engine module includes this header.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "quarry/engine/engine.h"
@@ -129,6 +132,28 @@ struct CsvPlan {
 // caller names the file.
 Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool tsv,
                         const CsvOptions& options, bool deep);
+
+// 8-bit encodings DuckDB lacks (encoding.cc). The iconv name of a file that is not UTF-8 and
+// holds bytes 0x80-0x9F that only Windows-1252 defines ("CP1252"), judged on its first 64 MiB;
+// nullopt for UTF-8, UTF-16 with a byte-order mark, Latin-1 and anything else.
+std::optional<std::string> DetectWindows1252(const std::filesystem::path& path);
+// The iconv name of an encoding a user may give that DuckDB cannot read: cp1252,
+// windows-1252 ("CP1252"), iso-8859-15, latin-9 ("ISO-8859-15"); nullopt for others.
+std::optional<std::string> IconvEncoding(std::string_view name);
+// "Windows-1252 (cp1252)" for "CP1252": for notes.
+std::string EncodingName(const std::string& iconv_name);
+// The card's note on a file read through a UTF-8 copy; `named`: the user gave the encoding.
+std::string TranscodedNote(const std::string& iconv_name, bool named);
+// Writes `from`, read as `encoding`, to `to` as UTF-8. Errors (kData): a byte that is no
+// character of the encoding (with its offset and what to give instead), unreadable input,
+// unwritable output.
+Result<void> TranscodeToUtf8(const std::filesystem::path& from, const std::filesystem::path& to,
+                             const std::string& encoding);
+
+// Plans the reading of a JSON file (json_loader.cc): read_json_auto's, with a column of integers
+// it made DOUBLE (one past 64 bits) read exact instead, as HUGEINT or text, with a note. A file
+// DuckDB cannot read gets the plain reading, so the view's creation reports the error.
+Result<CsvPlan> PlanJson(const RunRows& run, const std::string& abs_path);
 
 // Tables from sources at most this large get exact distinct counts and top values in their
 // cards; larger ones DuckDB's approximations, which need no memory per distinct value.

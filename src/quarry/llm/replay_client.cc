@@ -237,7 +237,13 @@ std::string DataName(const std::string& path) {
     return "postgresql:" + std::string(slash == std::string_view::npos ? "" : rest.substr(slash + 1));
   }
   if (path.starts_with("service=")) return path.substr(0, path.find_first_of(" \t"));
-  return std::filesystem::path(path).filename().string();
+  // Reading options after the path (sales.csv?delim=;) choose how a file is read, not which.
+  std::string name = std::filesystem::path(path).filename().string();
+  if (const size_t q = name.rfind('?'); q != std::string::npos && q > 0 &&
+      name.find('=', q) != std::string::npos) {
+    name.resize(q);
+  }
+  return name;
 }
 
 }  // namespace

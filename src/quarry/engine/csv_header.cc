@@ -1,0 +1,192 @@
+// Whether the sniffer's header is the file's: a header of numbers (a wide table's years, which
+// the sniffer reads as data because they fit the columns' types) and a title line with as many
+// delimiters as the header (which it reads as the header). Each is decided by what the rest of
+// the column holds, not by the line's own types alone.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "quarry/engine/csv_internal.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+// Years a wide table's header names: a sequence of them across the columns.
+constexpr double kFirstYear = 1800, kLastYear = 2100;
+
+bool IsNumericType(const std::string& type) {
+  return type == "BIGINT" || type == "INTEGER" || type == "SMALLINT" || type == "TINYINT" ||
+         type == "HUGEINT" || type == "DOUBLE" || type == "FLOAT" || type.starts_with("DECIMAL");
+}
+
+std::string_view Trimmed(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<double> Number(std::string_view text) {
+  text = Trimmed(text);
+  if (text.empty()) return std::nullopt;
+  if (text.front() == '+') text.remove_prefix(1);
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// A column's name as people write one: starts with a letter, then letters, digits, spaces and
+// _ . - ( ) / %, at most 64 bytes. Bytes past ASCII count as letters (names in any language).
+bool NameLike(std::string_view text) {
+  text = Trimmed(text);
+  if (text.empty() || text.size() > 64) return false;
+  const auto first = static_cast<unsigned char>(text.front());
+  if (!(std::isalpha(first) || first == '_' || first >= 0x80)) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isalnum(u) || u >= 0x80 || std::string_view(" _.-()/%#").find(c) != std::string_view::npos;
+  });
+}
+
+bool AllDistinct(const std::vector<std::string>& fields) {
+  std::set<std::string_view> seen;
+  for (const auto& f : fields) {
+    if (!seen.insert(Trimmed(f)).second) return false;
+  }
+  return true;
+}
+
+std::string Joined(const std::vector<std::string>& fields) {
+  std::string out;
+  for (const auto& f : fields) out += (out.empty() ? "" : ", ") + std::string(Trimmed(f));
+  return PromptText(out, 100);
+}
+
+// The first lines from `skip` on, split into fields as text.
+Result<std::vector<std::vector<std::string>>> Lines(const RunRows& run, const std::string& reader,
+                                                    int64_t skip, int64_t n) {
+  auto rows = run("SELECT * FROM " + reader + ", header = false, skip = " + std::to_string(skip) +
+                  ") LIMIT " + std::to_string(n));
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<std::vector<std::string>> lines;
+  for (const auto& row : *rows) {
+    std::vector<std::string> fields;
+    for (const auto& v : row) fields.push_back(v.value_or(""));
+    lines.push_back(std::move(fields));
+  }
+  return lines;
+}
+
+// The sniffer read the file without a header: its first line is a wide table's header when its
+// numbers are years rising across the columns, its other fields are names, and the columns
+// below do not hold years themselves (a table of birth and death years starts with data).
+Result<std::optional<CsvHeaderFix>> CheckYearHeader(const RunRows& run, const std::string& reader,
+                                                    int64_t skip, const CsvSniffedColumns& columns) {
+  auto lines = Lines(run, reader, skip, 1);
+  if (!lines) return std::unexpected(lines.error());
+  if (lines->empty() || lines->front().size() != columns.size()) return std::nullopt;
+  const std::vector<std::string>& first = lines->front();
+  std::vector<size_t> years;
+  double last = -1;
+  for (size_t i = 0; i < first.size(); ++i) {
+    const std::optional<double> n = Number(first[i]);
+    if (IsNumericType(columns[i].second)) {
+      if (!n || *n != static_cast<double>(static_cast<int64_t>(*n)) || *n < kFirstYear ||
+          *n > kLastYear || *n <= last) {
+        return std::nullopt;
+      }
+      last = *n;
+      years.push_back(i);
+    } else if (n || !NameLike(first[i])) {
+      return std::nullopt;
+    }
+  }
+  if (years.size() < 2 || !AllDistinct(first)) return std::nullopt;
+  // The rest of each column: a column of years below a year is data, not a header.
+  std::string sql;
+  for (size_t i : years) {
+    const std::string v = "TRY_CAST(" + QuoteIdent(columns[i].first) + " AS DOUBLE)";
+    sql += std::string(sql.empty() ? "" : ", ") + "count_if(" + v + " IS NOT NULL AND (" + v +
+           " <> floor(" + v + ") OR " + v + " < " + std::to_string(kFirstYear) + " OR " + v +
+           " > " + std::to_string(kLastYear) + "))";
+  }
+  auto rest = run("SELECT " + sql + " FROM (SELECT * FROM " + reader + ", header = false, skip = " +
+                  std::to_string(skip + 1) + ", names = [" + [&] {
+                    std::string names;
+                    for (const auto& c : columns) {
+                      names += (names.empty() ? "" : ", ") + QuoteLiteral(c.first);
+                    }
+                    return names;
+                  }() + "]))");
+  if (!rest) return std::unexpected(rest.error());
+  if (rest->empty()) return std::nullopt;
+  for (const auto& v : rest->front()) {
+    if (v.value_or("0") == "0") return std::nullopt;
+  }
+  return CsvHeaderFix{true, skip,
+                      "the first line (" + Joined(first) + ") was read as the header: its numbers "
+                      "are years naming the columns of a wide table, not data (quote such names "
+                      "in SQL: \"" + std::string(Trimmed(first[years.front()])) + "\")"};
+}
+
+// The sniffer took the first line as the header: it is a title instead when every column below
+// it is text only because of the second line, whose fields are all names, while the lines after
+// that fit typed columns that the first line's fields do not ('Report, generated 2024-05-01,
+// page 1' above 'id,name,amount').
+Result<std::optional<CsvHeaderFix>> CheckTitleLine(const RunRows& run, const std::string& reader,
+                                                   const CsvSniffedColumns& columns,
+                                                   const CsvResniff& resniff) {
+  if (columns.size() < 2) return std::nullopt;
+  for (const auto& c : columns) {
+    if (c.second != "VARCHAR") return std::nullopt;
+  }
+  auto lines = Lines(run, reader, 0, 2);
+  if (!lines) return std::unexpected(lines.error());
+  if (lines->size() < 2 || (*lines)[0].size() != columns.size() ||
+      (*lines)[1].size() != columns.size()) {
+    return std::nullopt;
+  }
+  const std::vector<std::string>& title = (*lines)[0];
+  const std::vector<std::string>& names = (*lines)[1];
+  if (!AllDistinct(names) || !std::all_of(names.begin(), names.end(), [](const std::string& f) {
+        return NameLike(f) && !Number(f);
+      })) {
+    return std::nullopt;
+  }
+  auto below = resniff(1);
+  if (!below) return std::unexpected(below.error());
+  if (below->size() != columns.size()) return std::nullopt;
+  std::string fits;
+  int typed = 0;
+  for (size_t i = 0; i < below->size(); ++i) {
+    const std::string& type = (*below)[i].second;
+    if (type == "VARCHAR") continue;
+    ++typed;
+    fits += std::string(fits.empty() ? "" : " OR ") + "TRY_CAST(" + QuoteLiteral(Trimmed(title[i])) +
+            " AS " + type + ") IS NOT NULL";
+  }
+  if (typed == 0) return std::nullopt;
+  auto fit = run("SELECT " + fits);
+  if (!fit) return std::unexpected(fit.error());
+  if (fit->empty() || fit->front().empty() || fit->front()[0].value_or("true") != "false") {
+    return std::nullopt;
+  }
+  return CsvHeaderFix{true, 1,
+                      "the first line '" + Joined(title) + "' is a title, not the header: its "
+                      "fields fit none of the typed columns below, and the next line names them; "
+                      "skipped as a preamble"};
+}
+
+}  // namespace
+
+Result<std::optional<CsvHeaderFix>> CheckCsvHeader(const RunRows& run, const std::string& reader,
+                                                   bool header, int64_t skip,
+                                                   const CsvSniffedColumns& columns,
+                                                   const CsvResniff& resniff) {
+  if (!header) return CheckYearHeader(run, reader, skip, columns);
+  if (skip == 0) return CheckTitleLine(run, reader, columns, resniff);
+  return std::nullopt;
+}
+
+}  // namespace quarry::engine::internal

@@ -1,0 +1,263 @@
+// What a CSV holds that misleads a query while the table reads exactly as the file says: rows
+// that are totals of the other rows, values that differ only in spaces, case or Unicode form,
+// rows repeated exactly, numbers in mixed units. The loader's first pass counts the signs
+// (CsvTextQualityAggregates); this file looks closer only where a sign showed, and words the
+// notes. Nothing here changes the table: quarry never edits the data.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "quarry/engine/csv_internal.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+// A label that reads like a total, lower-cased and trimmed: 'Total', 'Grand total', 'Subtotal',
+// 'Sub-total North', 'Totals', 'Sum', 'Summe', 'Gesamt', 'Gesamtsumme', 'Insgesamt', 'Totale',
+// 'Total général', 'Overall', 'All'. A word that only starts like one ('Totalled', 'Summer',
+// 'Allen') is no total.
+constexpr const char* kTotalLabel =
+    "((grand|sub)[ -]?)?totals?([^a-z].*)?|(sum|summe|gesamt|gesamtsumme|insgesamt|totale|"
+    "overall|all)([^a-z].*)?";
+
+// A number with a unit of measure after it: '3 lb', '1.5 kg', '800g', '12,5 cm', '98.6 °F'.
+constexpr const char* kNumberWithUnit = "[+-]?[0-9]+([.,][0-9]+)?\\s?(°?[a-zµ]{1,12}|°)\\.?";
+
+std::string Plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+bool NumericType(const std::string& type) {
+  return type == "BIGINT" || type == "INTEGER" || type == "SMALLINT" || type == "TINYINT" ||
+         type == "HUGEINT" || type == "DOUBLE" || type == "FLOAT" || type.starts_with("DECIMAL") ||
+         type == "UBIGINT" || type == "UINTEGER";
+}
+
+// A value as a note shows it: quoted, escaped, and marked when it holds combining accents
+// (U+0300..U+036F), which look the same as the composed letter on a screen.
+std::string Shown(const std::string& value) {
+  bool decomposed = false;
+  for (size_t i = 0; i + 1 < value.size(); ++i) {
+    const auto a = static_cast<unsigned char>(value[i]);
+    const auto b = static_cast<unsigned char>(value[i + 1]);
+    if ((a == 0xCC && b >= 0x80) || (a == 0xCD && b <= 0xAF)) decomposed = true;
+  }
+  return "'" + PromptText(value, 60) + "'" + (decomposed ? " (accents decomposed)" : "");
+}
+
+int64_t Int(const std::optional<std::string>& v) {
+  if (!v) return 0;
+  try {
+    return std::stoll(*v);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::optional<double> Real(const std::optional<std::string>& v) {
+  if (!v) return std::nullopt;
+  try {
+    return std::stod(*v);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Groups of values that one normalised value would merge: the largest five, with counts.
+Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, const std::string& col,
+                                std::vector<std::string>& notes) {
+  const std::string q = QuoteIdent(col);
+  const std::string folded = "lower(trim(nfc_normalize(" + q + ")))";
+  auto found = run(
+      "WITH f AS (SELECT " + folded + " AS k, " + q + " AS v, count(*) AS n FROM " + rows +
+      " WHERE " + q + " IS NOT NULL GROUP BY ALL), g AS (SELECT k, count(*) OVER () AS groups, "
+      "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 ORDER BY rows DESC, k LIMIT 5) "
+      "SELECT g.groups, f.k, f.v, f.n FROM f JOIN g USING (k) ORDER BY g.rows DESC, f.k, f.n DESC, "
+      "f.v");
+  if (!found) return std::unexpected(found.error());
+  if (found->empty()) return {};
+  const int64_t groups = Int(found->front()[0]);
+  std::string shown, key;
+  for (const auto& row : *found) {
+    const std::string k = row[1].value_or("");
+    if (k != key) {
+      shown += key.empty() ? "" : "; ";
+      key = k;
+    } else {
+      shown += ", ";
+    }
+    shown += Shown(row[2].value_or("")) + " (" + Plural(Int(row[3]), "row", "rows") + ")";
+  }
+  notes.push_back(
+      "values that differ only in spaces, case or Unicode form group apart: " + shown +
+      (groups > 5 ? "; " + std::to_string(groups) + " such groups in all" : "") +
+      ". GROUP BY lower(trim(nfc_normalize(" + q + "))) counts each as one; the data keeps them "
+      "as written");
+  return {};
+}
+
+// The units of a column whose every value is a number with a unit, when there is more than one.
+Result<void> NoteMixedUnits(const RunRows& run, const std::string& rows, const std::string& col,
+                            std::vector<std::string>& notes) {
+  const std::string q = QuoteIdent(col);
+  auto units = run("SELECT lower(regexp_extract(trim(" + q + "), '(°?[A-Za-zµ]+|°)\\.?$', 1)) AS u, "
+                   "count(*) AS n FROM " + rows + " WHERE " + q + " IS NOT NULL GROUP BY u "
+                   "ORDER BY n DESC, u LIMIT 12");
+  if (!units) return std::unexpected(units.error());
+  static const std::set<std::string> kOrdinals = {"st", "nd", "rd", "th"};
+  std::string shown;
+  int kinds = 0;
+  bool ordinals_only = true;
+  for (const auto& row : *units) {
+    const std::string u = row[0].value_or("");
+    if (u.empty()) continue;
+    ++kinds;
+    ordinals_only = ordinals_only && kOrdinals.count(u) > 0;
+    shown += (shown.empty() ? "'" : ", '") + PromptText(u, 20) + "' (" +
+             Plural(Int(row[1]), "row", "rows") + ")";
+  }
+  if (kinds < 2 || ordinals_only) return {};
+  notes.push_back("numbers in mixed units: " + shown + "; convert to one unit before comparing "
+                  "or summing (the number alone is TRY_CAST(regexp_extract(" + q +
+                  ", '^[+-]?[0-9.]+') AS DOUBLE))");
+  return {};
+}
+
+// Rows whose numbers are the sum of the other rows, or of the block since the last such row,
+// under a label that reads like a total.
+Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const std::string& label,
+                           const std::vector<std::string>& numeric,
+                           std::vector<std::string>& notes) {
+  if (numeric.empty()) return {};
+  const std::string l = QuoteIdent(label);
+  std::string values, sums;
+  for (size_t i = 0; i < numeric.size(); ++i) {
+    const std::string v = "v" + std::to_string(i);
+    values += ", TRY_CAST(replace(trim(" + QuoteIdent(numeric[i]) + "), ',', '') AS DOUBLE) AS " + v;
+    const std::string kept = "CASE WHEN NOT tot THEN " + v + " END";
+    sums += ", " + v + ", sum(" + kept + ") OVER (ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING "
+            "AND 1 PRECEDING), sum(" + kept + ") OVER ()";
+  }
+  // The file's order: the rows come from the reader in order (DuckDB keeps insertion order),
+  // and row_number() numbers them so.
+  auto found = run("WITH r AS (SELECT row_number() OVER () AS rn, " + l + " AS label, coalesce("
+                   "regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel + "'), false) AS tot" +
+                   values + " FROM " + rows + ") SELECT rn, label" + sums +
+                   " FROM r QUALIFY tot ORDER BY rn LIMIT 20");
+  if (!found) return std::unexpected(found.error());
+  std::vector<double> block_start(numeric.size(), 0.0);
+  std::vector<std::string> labels;
+  std::vector<int64_t> at;
+  std::set<std::string> columns;
+  for (const auto& row : *found) {
+    int matched = 0, valued = 0;
+    std::vector<double> prefix(numeric.size(), 0.0);
+    for (size_t i = 0; i < numeric.size(); ++i) {
+      const std::optional<double> x = Real(row[2 + 3 * i]);
+      prefix[i] = Real(row[3 + 3 * i]).value_or(0.0);
+      const double all = Real(row[4 + 3 * i]).value_or(0.0);
+      if (!x) continue;
+      ++valued;
+      const double tolerance = std::max(0.005, std::fabs(*x) * 1e-9);
+      const double block = prefix[i] - block_start[i];
+      const bool nonzero = std::fabs(*x) > tolerance;
+      if (nonzero && (std::fabs(*x - all) <= tolerance || std::fabs(*x - block) <= tolerance)) {
+        ++matched;
+        columns.insert(numeric[i]);
+      }
+    }
+    block_start = prefix;
+    if (matched > 0 && matched * 2 >= valued) {
+      labels.push_back(row[1].value_or(""));
+      at.push_back(Int(row[0]));
+    }
+  }
+  if (labels.empty()) return {};
+  std::string rows_shown, in_list;
+  std::set<std::string> distinct_labels;
+  for (size_t i = 0; i < labels.size() && i < 5; ++i) {
+    rows_shown += (i ? ", " : "") + Shown(labels[i]) + " (row " + std::to_string(at[i]) + ")";
+  }
+  for (const auto& text : labels) {
+    if (distinct_labels.insert(text).second) {
+      in_list += (in_list.empty() ? "" : ", ") + QuoteLiteral(text);
+    }
+  }
+  std::string cols;
+  for (const auto& c : columns) cols += (cols.empty() ? "" : ", ") + c;
+  notes.push_back(
+      (labels.size() == 1 ? "a row holds the total" : std::to_string(labels.size()) +
+                                                          " rows hold totals or subtotals") +
+      " of the rows above " + (labels.size() == 1 ? "it" : "them") + " in " + cols + ": " +
+      rows_shown + ". SUM over the column counts " +
+      (labels.size() == 1 ? "it" : "them") + " on top of the rows they add up; leave " +
+      (labels.size() == 1 ? "it" : "them") + " out with WHERE " + l + " NOT IN (" + in_list + ")");
+  return {};
+}
+
+}  // namespace
+
+const char* const kCsvPeopleNumber =
+    "([+-]?([$€£¥]\\s?)?[+-]?([0-9]{1,3}(,[0-9]{3})+|[0-9]+)(\\.[0-9]+)?(\\s?[$€£¥])?\\s?%?|"
+    "[(]([$€£¥]\\s?)?([0-9]{1,3}(,[0-9]{3})+|[0-9]+)(\\.[0-9]+)?(\\s?[$€£¥])?\\s?%?[)])";
+
+std::string CsvPeopleNumber(const std::string& v, const char* cast) {
+  return "(CASE WHEN starts_with(trim(" + v + "), '(') THEN -1 ELSE 1 END) * " + cast +
+         "(regexp_replace(trim(" + v + "), '[^0-9.+-]', '', 'g') AS DOUBLE)";
+}
+
+std::vector<std::string> CsvTextQualityAggregates(const std::string& q) {
+  return {"count(DISTINCT " + q + ")",
+          "count(DISTINCT lower(trim(nfc_normalize(" + q + "))))",
+          "count_if(regexp_full_match(lower(trim(" + q + ")), '" + kTotalLabel + "'))",
+          "count_if(regexp_full_match(lower(trim(" + q + ")), '" + kNumberWithUnit + "'))"};
+}
+
+std::string CsvDistinctRowsAggregate(const std::vector<std::string>& quoted_columns) {
+  std::string args;
+  for (const auto& q : quoted_columns) args += (args.empty() ? "" : ", ") + q;
+  return "count(DISTINCT hash(" + args + "))";
+}
+
+Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
+                            const std::vector<std::string>& cols,
+                            const std::vector<std::string>& types,
+                            const std::vector<CsvColumnStats>& stats, int64_t total_rows,
+                            int64_t distinct_rows, std::vector<std::string>& table_notes,
+                            std::map<std::string, std::vector<std::string>>& column_notes) {
+  if (distinct_rows > 0 && distinct_rows < total_rows) {
+    const int64_t copies = total_rows - distinct_rows;
+    table_notes.push_back(
+        Plural(copies, "row is an exact copy", "rows are exact copies") + " of another row (" +
+        std::to_string(distinct_rows) + " distinct of " + std::to_string(total_rows) +
+        (copies * 2 == total_rows ? "; every row appears twice, as when an export is appended to "
+                                    "itself"
+                                  : "") +
+        "): count(*) and SUM count every copy. Copies can be real (two equal orders), so none was "
+        "dropped; SELECT DISTINCT * reads each once where they are not");
+  }
+  std::vector<std::string> numeric;
+  for (size_t i = 0; i < cols.size(); ++i) {
+    if (NumericType(types[i]) || (stats[i].non_null > 0 && stats[i].doubles == stats[i].non_null &&
+                                  stats[i].leading_zero == 0)) {
+      numeric.push_back(cols[i]);
+    }
+  }
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const CsvColumnStats& s = stats[i];
+    if (types[i] != "VARCHAR" || s.non_null == 0) continue;
+    std::vector<std::string>& notes = column_notes[cols[i]];
+    if (s.total_labels > 0 && s.total_labels < s.non_null) {
+      if (auto r = NoteTotalRows(run, rows, cols[i], numeric, table_notes); !r) return r;
+    }
+    if (s.distinct_folded > 0 && s.distinct_folded < s.distinct) {
+      if (auto r = NoteNearDuplicates(run, rows, cols[i], notes); !r) return r;
+    }
+    if (s.with_unit == s.non_null && s.non_null >= 2) {
+      if (auto r = NoteMixedUnits(run, rows, cols[i], notes); !r) return r;
+    }
+  }
+  return {};
+}
+
+}  // namespace quarry::engine::internal

@@ -1,0 +1,51 @@
+// Which 8-bit files are read through a UTF-8 copy (engine/encoding.cc): Windows-1252 is told
+// apart from Latin-1 by its bytes 0x80-0x9F, and UTF-8 is never touched (issue 25).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "quarry/engine/engine_internal.h"
+#include "support/test_support.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+std::optional<std::string> Detect(const std::string& bytes) {
+  quarry::testing::TempDir dir;
+  return DetectWindows1252(dir.Write("f.csv", bytes));
+}
+
+TEST(EncodingTest, WindowsBytesAreToldApartFromLatin1AndUtf8) {
+  EXPECT_EQ(Detect("a,b\nx,caf\xe9 \x96 ok\n"), "CP1252");  // an en dash
+  EXPECT_EQ(Detect("a,b\nx,it\x92s\n"), "CP1252");          // a right quote
+  EXPECT_EQ(Detect("a,b\nx,\x80" "5\n"), "CP1252");          // the euro sign
+  // Latin-1 without those bytes is DuckDB's own to read.
+  EXPECT_EQ(Detect("a,b\nx,caf\xe9\n"), std::nullopt);
+  // UTF-8, with its own bytes in 0x80-0x9F as continuation bytes ('€' is E2 82 AC).
+  EXPECT_EQ(Detect("a,b\nx,caf\xc3\xa9 \xe2\x80\x93 \xe2\x82\xac\n"), std::nullopt);
+  EXPECT_EQ(Detect("plain ascii\n"), std::nullopt);
+  // A byte Windows-1252 leaves undefined: not that encoding either.
+  EXPECT_EQ(Detect("a,b\nx,\x81\x96\n"), std::nullopt);
+  // UTF-16 with its byte-order mark is the CSV loader's.
+  EXPECT_EQ(Detect(std::string("\xff\xfe" "a\0,\0\x96\0", 8)), std::nullopt);
+}
+
+TEST(EncodingTest, TheCopyIsUtf8AndABadByteIsNamedWithItsOffset) {
+  quarry::testing::TempDir dir;
+  const auto from = dir.Write("w.csv", "a\n\x93quoted\x94 \x80 \x96\n");
+  ASSERT_TRUE(TranscodeToUtf8(from, dir.path() / "u.csv", "CP1252").has_value());
+  EXPECT_EQ(quarry::testing::ReadFile(dir.path() / "u.csv"),
+            "a\n\xe2\x80\x9cquoted\xe2\x80\x9d \xe2\x82\xac \xe2\x80\x93\n");
+  const auto bad = dir.Write("bad.csv", "abc\x81");
+  auto r = TranscodeToUtf8(bad, dir.path() / "b.csv", "CP1252");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("byte 3 of the file is no Windows-1252 (cp1252) character"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(IconvEncoding("Windows-1252"), "CP1252");
+  EXPECT_EQ(IconvEncoding("latin9"), "ISO-8859-15");
+  EXPECT_EQ(IconvEncoding("latin-1"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace quarry::engine::internal
