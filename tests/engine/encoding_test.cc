@@ -24,8 +24,12 @@ TEST(EncodingTest, WindowsBytesAreToldApartFromLatin1AndUtf8) {
   // UTF-8, with its own bytes in 0x80-0x9F as continuation bytes ('€' is E2 82 AC).
   EXPECT_EQ(Detect("a,b\nx,caf\xc3\xa9 \xe2\x80\x93 \xe2\x82\xac\n"), std::nullopt);
   EXPECT_EQ(Detect("plain ascii\n"), std::nullopt);
-  // A byte Windows-1252 leaves undefined: not that encoding either.
-  EXPECT_EQ(Detect("a,b\nx,\x81\x96\n"), std::nullopt);
+  // A byte Windows-1252 leaves undefined beside ones it defines: still Windows-1252 (the copy
+  // makes it U+FFFD); alone, it says nothing.
+  EXPECT_EQ(Detect("a,b\nx,\x81\x96\n"), "CP1252");
+  EXPECT_EQ(Detect("a,b\nx,\x81\n"), std::nullopt);
+  // A UTF-8 file with one line pasted from Excel (a fresh-user trial's file).
+  EXPECT_EQ(Detect("name,city\nA,M\xc3\xbcnchen\nC,K\xf6ln \x96 Ost\n"), "CP1252");
   // UTF-16 with its byte-order mark is the CSV loader's.
   EXPECT_EQ(Detect(std::string("\xff\xfe" "a\0,\0\x96\0", 8)), std::nullopt);
 }
@@ -33,11 +37,21 @@ TEST(EncodingTest, WindowsBytesAreToldApartFromLatin1AndUtf8) {
 TEST(EncodingTest, TheCopyIsUtf8AndABadByteIsNamedWithItsOffset) {
   quarry::testing::TempDir dir;
   const auto from = dir.Write("w.csv", "a\n\x93quoted\x94 \x80 \x96\n");
-  ASSERT_TRUE(TranscodeToUtf8(from, dir.path() / "u.csv", "CP1252").has_value());
+  ASSERT_TRUE(TranscodeToUtf8(from, dir.path() / "u.csv", "CP1252", false).has_value());
   EXPECT_EQ(quarry::testing::ReadFile(dir.path() / "u.csv"),
             "a\n\xe2\x80\x9cquoted\xe2\x80\x9d \xe2\x82\xac \xe2\x80\x93\n");
+  // Line by line: UTF-8 lines stay, others are converted, undefined bytes become U+FFFD.
+  const auto mixed = dir.Write("m.csv", "name,city\nA,M\xc3\xbcnchen\nC,K\xf6ln \x96 \x81\n");
+  auto counts = TranscodeToUtf8(mixed, dir.path() / "mu.csv", "CP1252", true);
+  ASSERT_TRUE(counts.has_value()) << counts.error().message;
+  EXPECT_EQ(quarry::testing::ReadFile(dir.path() / "mu.csv"),
+            "name,city\nA,M\xc3\xbcnchen\nC,K\xc3\xb6ln \xe2\x80\x93 \xef\xbf\xbd\n");
+  EXPECT_EQ(counts->utf8_lines, 1);
+  EXPECT_EQ(counts->converted_lines, 1);
+  EXPECT_EQ(counts->replaced, 1);
+  // Named by the user, the file is converted whole and an undefined byte is an error.
   const auto bad = dir.Write("bad.csv", "abc\x81");
-  auto r = TranscodeToUtf8(bad, dir.path() / "b.csv", "CP1252");
+  auto r = TranscodeToUtf8(bad, dir.path() / "b.csv", "CP1252", false);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("byte 3 of the file is no Windows-1252 (cp1252) character"),
             std::string::npos)

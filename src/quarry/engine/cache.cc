@@ -340,18 +340,22 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     std::string read = abs.string();
     const std::optional<std::string> from =
         csv.encoding ? IconvEncoding(*csv.encoding) : DetectWindows1252(abs);
+    TranscodeCounts counts;
     if (from) {
       utf8_copy.path = dir / (*key + ".utf8.tmp-" + std::to_string(::getpid()));
-      if (auto r = TranscodeToUtf8(abs, utf8_copy.path, *from); !r) {
-        return std::unexpected(Context(r.error(), "cannot load " + path.string()));
-      }
+      auto made = TranscodeToUtf8(abs, utf8_copy.path, *from, !csv.encoding.has_value());
+      if (!made) return std::unexpected(Context(made.error(), "cannot load " + path.string()));
+      counts = *made;
       read = utf8_copy.path.string();
       read_options.encoding.reset();
     }
     auto p = PlanCsv(run, read, format == "tsv", read_options, true);
     if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
     plan = std::move(*p);
-    if (from) plan.table_notes.insert(plan.table_notes.begin(), TranscodedNote(*from, csv.encoding.has_value()));
+    if (from) {
+      plan.table_notes.insert(plan.table_notes.begin(),
+                              TranscodedNote(*from, csv.encoding.has_value(), counts));
+    }
     select = plan.select;
   }
   auto fail = [&](const Error& e) {

@@ -25,8 +25,7 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
                                : "a currency sign";
   std::vector<std::string> kinds;
   if (s.paren > 0) {
-    kinds.push_back(std::to_string(s.paren) + " accounting negatives such as (1,234.00), read as "
-                    "minus");
+    kinds.push_back(std::to_string(s.paren) + " accounting negatives such as (1,234.00)");
   }
   if (s.percent > 0) kinds.push_back(std::to_string(s.percent) + " percent strings such as 45%");
   if (s.currency > 0) kinds.push_back(std::to_string(s.currency) + " amounts written with " + sign);
@@ -35,14 +34,21 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
     listed += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
   }
   const bool mixed_percent = s.percent > 0 && s.percent < s.people;
-  if (s.people == n && !mixed_percent && s.currency_kinds <= 1) {
+  // Every value in brackets is no accounting column (where positives go bare): standard errors
+  // under coefficients, or notes. Read as minus they would all flip sign.
+  const bool all_bracketed = s.paren > 0 && s.paren == s.people;
+  if (s.people == n && !mixed_percent && s.currency_kinds <= 1 && !all_bracketed) {
     notes.push_back("numbers written for people were read as DOUBLE: " + listed +
+                    (s.paren > 0 ? ", read as minus" : "") +
                     (s.percent > 0 ? "; a percent is its number of percent (45% is 45, not 0.45)"
                                    : "") +
                     (s.currency > 0 ? "; the currency sign was dropped" : ""));
     return CsvPeopleNumber(q);
   }
-  const std::string why = mixed_percent ? "some values are percent strings and some are not"
+  const std::string why = all_bracketed
+                              ? "every value is in brackets: accounting negatives, or standard "
+                                "errors and other annotations?"
+                          : mixed_percent ? "some values are percent strings and some are not"
                           : s.currency_kinds > 1
                               ? std::to_string(s.currency_kinds) + " currencies are mixed"
                               : std::to_string(n - s.people) + " of " + std::to_string(n) +

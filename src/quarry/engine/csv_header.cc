@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
+#include <regex>
 #include <set>
 
 #include "quarry/engine/csv_internal.h"
@@ -14,11 +16,6 @@ namespace {
 
 // Years a wide table's header names: a sequence of them across the columns.
 constexpr double kFirstYear = 1800, kLastYear = 2100;
-
-bool IsNumericType(const std::string& type) {
-  return type == "BIGINT" || type == "INTEGER" || type == "SMALLINT" || type == "TINYINT" ||
-         type == "HUGEINT" || type == "DOUBLE" || type == "FLOAT" || type.starts_with("DECIMAL");
-}
 
 std::string_view Trimmed(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -57,6 +54,24 @@ bool AllDistinct(const std::vector<std::string>& fields) {
   return true;
 }
 
+// A line that reads as a title rather than a header of names: only its first field filled
+// ('Sales report, 2024, all regions' quoted, or 'Report,,'), or a field with a date or a page
+// or print mark ('generated 2024-05-01', 'page 1', 'as of 31.12.2023'). 'name,score' above
+// 'Alice,absent' is a header over a first row of words, never a title (a fresh-user trial lost
+// Alice's row that way).
+bool TitleLike(const std::vector<std::string>& fields) {
+  const bool first_only = std::all_of(fields.begin() + 1, fields.end(), [](const std::string& f) {
+    return Trimmed(f).empty();
+  });
+  if (first_only && !Trimmed(fields.front()).empty()) return true;
+  static const std::regex kMark(
+      "([0-9]{4}-[0-9]{1,2}-[0-9]{1,2}|[0-9]{1,2}[./][0-9]{1,2}[./][0-9]{2,4}|\\b(page|seite|"
+      "generated|exported|printed|as of|report|stand|bericht)\\b)",
+      std::regex::icase);
+  return std::any_of(fields.begin(), fields.end(),
+                     [](const std::string& f) { return std::regex_search(f, kMark); });
+}
+
 std::string Joined(const std::vector<std::string>& fields) {
   std::string out;
   for (const auto& f : fields) out += (out.empty() ? "" : ", ") + std::string(Trimmed(f));
@@ -88,21 +103,24 @@ Result<std::optional<CsvHeaderFix>> CheckYearHeader(const RunRows& run, const st
   if (lines->empty() || lines->front().size() != columns.size()) return std::nullopt;
   const std::vector<std::string>& first = lines->front();
   std::vector<size_t> years;
-  double last = -1;
+  std::vector<double> values;
   for (size_t i = 0; i < first.size(); ++i) {
     const std::optional<double> n = Number(first[i]);
-    if (IsNumericType(columns[i].second)) {
+    if (CsvNumericType(columns[i].second)) {
       if (!n || *n != static_cast<double>(static_cast<int64_t>(*n)) || *n < kFirstYear ||
-          *n > kLastYear || *n <= last) {
+          *n > kLastYear) {
         return std::nullopt;
       }
-      last = *n;
+      values.push_back(*n);
       years.push_back(i);
     } else if (n || !NameLike(first[i])) {
       return std::nullopt;
     }
   }
-  if (years.size() < 2 || !AllDistinct(first)) return std::nullopt;
+  // Rising or falling across the columns (2010, 2000, 1990 is a header too).
+  const bool rising = std::is_sorted(values.begin(), values.end(), std::less_equal<double>());
+  const bool falling = std::is_sorted(values.begin(), values.end(), std::greater_equal<double>());
+  if (years.size() < 2 || !AllDistinct(first) || !(rising || falling)) return std::nullopt;
   // The rest of each column: a column of years below a year is data, not a header.
   std::string sql;
   for (size_t i : years) {
@@ -149,6 +167,7 @@ Result<std::optional<CsvHeaderFix>> CheckTitleLine(const RunRows& run, const std
   }
   const std::vector<std::string>& title = (*lines)[0];
   const std::vector<std::string>& names = (*lines)[1];
+  if (!TitleLike(title)) return std::nullopt;
   if (!AllDistinct(names) || !std::all_of(names.begin(), names.end(), [](const std::string& f) {
         return NameLike(f) && !Number(f);
       })) {

@@ -58,6 +58,9 @@ std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
 // 22.5, "-999" -999, "N/A" NULL): a sentinel hides among numbers written with their unit.
 std::string CsvLeadingNumber(const std::string& v);
 
+// A DuckDB type that holds numbers (BIGINT, DOUBLE, DECIMAL(18,3), ...).
+bool CsvNumericType(const std::string& type);
+
 // The sniffer's columns, name and type, in order.
 using CsvSniffedColumns = std::vector<std::pair<std::string, std::string>>;
 // Sniffs again with the header on and `skip` lines skipped, giving the columns.

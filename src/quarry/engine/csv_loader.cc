@@ -453,14 +453,19 @@ class Planner {
       if (!s) return std::unexpected(s.error());
       return s->columns;
     };
+    // A judgement that cannot be made (a query the file's shape defeats) keeps the sniffer's
+    // reading: this check may only improve a reading, never fail a load.
     auto fix = CheckCsvHeader(run_, reader, s_.header, s_.skip, s_.columns, resniff);
-    if (!fix) return std::unexpected(fix.error());
-    if (!*fix) return {};
+    if (!fix || !*fix) return {};
     forced_header_ = true;
     forced_skip_ = (*fix)->skip;
     const std::string delimiter = s_.delimiter;
     auto resniffed = Sniff(KeepDelimiter(Dialect(true)), deep_);
-    if (!resniffed) return std::unexpected(resniffed.error());
+    if (!resniffed) {
+      forced_header_ = false;
+      forced_skip_ = 0;
+      return {};
+    }
     s_ = *resniffed;
     CleanNames();
     s_.delimiter = delimiter;

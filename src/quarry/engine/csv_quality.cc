@@ -4,6 +4,7 @@
 // (CsvTextQualityAggregates); this file looks closer only where a sign showed, and words the
 // notes. Nothing here changes the table: quarry never edits the data.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -14,23 +15,17 @@ namespace {
 
 // A label that reads like a total, lower-cased and trimmed: 'Total', 'Grand total', 'Subtotal',
 // 'Sub-total North', 'Totals', 'Sum', 'Summe', 'Gesamt', 'Gesamtsumme', 'Insgesamt', 'Totale',
-// 'Total général', 'Overall', 'All'. A word that only starts like one ('Totalled', 'Summer',
-// 'Allen') is no total.
+// 'Total général', and 'Sum', 'Overall', 'All' alone. A word that only starts like one
+// ('Totalled', 'Summer', 'Allen', 'All-Bran', 'Sum 41') is no total.
 constexpr const char* kTotalLabel =
-    "((grand|sub)[ -]?)?totals?([^a-z].*)?|(sum|summe|gesamt|gesamtsumme|insgesamt|totale|"
-    "overall|all)([^a-z].*)?";
+    "((grand|sub)[ -]?)?totals?([^a-z].*)?|(summe|gesamt|gesamtsumme|insgesamt|totale)([^a-z].*)?|"
+    "(sum|overall|all)\\s*:?";
 
 // A number with a unit of measure after it: '3 lb', '1.5 kg', '800g', '12,5 cm', '98.6 °F'.
 constexpr const char* kNumberWithUnit = "[+-]?[0-9]+([.,][0-9]+)?\\s?(°?[a-zµ]{1,12}|°)\\.?";
 
 std::string Plural(int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
-bool NumericType(const std::string& type) {
-  return type == "BIGINT" || type == "INTEGER" || type == "SMALLINT" || type == "TINYINT" ||
-         type == "HUGEINT" || type == "DOUBLE" || type == "FLOAT" || type.starts_with("DECIMAL") ||
-         type == "UBIGINT" || type == "UINTEGER";
 }
 
 // A value as a note shows it: quoted, escaped, and marked when it holds combining accents
@@ -71,7 +66,8 @@ Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, con
   auto found = run(
       "WITH f AS (SELECT " + folded + " AS k, " + q + " AS v, count(*) AS n FROM " + rows +
       " WHERE " + q + " IS NOT NULL GROUP BY ALL), g AS (SELECT k, count(*) OVER () AS groups, "
-      "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 ORDER BY rows DESC, k LIMIT 5) "
+      "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 AND length(k) > 1 "
+      "ORDER BY rows DESC, k LIMIT 5) "
       "SELECT g.groups, f.k, f.v, f.n FROM f JOIN g USING (k) ORDER BY g.rows DESC, f.k, f.n DESC, "
       "f.v");
   if (!found) return std::unexpected(found.error());
@@ -104,19 +100,18 @@ Result<void> NoteMixedUnits(const RunRows& run, const std::string& rows, const s
                    "count(*) AS n FROM " + rows + " WHERE " + q + " IS NOT NULL GROUP BY u "
                    "ORDER BY n DESC, u LIMIT 12");
   if (!units) return std::unexpected(units.error());
-  static const std::set<std::string> kOrdinals = {"st", "nd", "rd", "th"};
+  // No units: ordinals (1st), times of day (10am), and CR/DR, which are a sign (a credit).
+  static const std::set<std::string> kNoUnits = {"st", "nd", "rd", "th", "am", "pm", "cr", "dr"};
   std::string shown;
   int kinds = 0;
-  bool ordinals_only = true;
   for (const auto& row : *units) {
     const std::string u = row[0].value_or("");
-    if (u.empty()) continue;
+    if (u.empty() || kNoUnits.count(u) > 0) continue;
     ++kinds;
-    ordinals_only = ordinals_only && kOrdinals.count(u) > 0;
     shown += (shown.empty() ? "'" : ", '") + PromptText(u, 20) + "' (" +
              Plural(Int(row[1]), "row", "rows") + ")";
   }
-  if (kinds < 2 || ordinals_only) return {};
+  if (kinds < 2) return {};
   notes.push_back("numbers in mixed units: " + shown + "; convert to one unit before comparing "
                   "or summing (the number alone is TRY_CAST(regexp_extract(" + q +
                   ", '^[+-]?[0-9.]+') AS DOUBLE))");
@@ -143,12 +138,13 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const st
   auto found = run("WITH r AS (SELECT row_number() OVER () AS rn, " + l + " AS label, coalesce("
                    "regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel + "'), false) AS tot" +
                    values + " FROM " + rows + ") SELECT rn, label" + sums +
-                   " FROM r QUALIFY tot ORDER BY rn LIMIT 20");
+                   " FROM r QUALIFY tot ORDER BY rn LIMIT 1000");
   if (!found) return std::unexpected(found.error());
   std::vector<double> block_start(numeric.size(), 0.0);
   std::vector<std::string> labels;
   std::vector<int64_t> at;
   std::set<std::string> columns;
+  bool before_rows = false;  // a total above the rows it adds up (a grand total at the top)
   for (const auto& row : *found) {
     int matched = 0, valued = 0;
     std::vector<double> prefix(numeric.size(), 0.0);
@@ -161,9 +157,12 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const st
       const double tolerance = std::max(0.005, std::fabs(*x) * 1e-9);
       const double block = prefix[i] - block_start[i];
       const bool nonzero = std::fabs(*x) > tolerance;
-      if (nonzero && (std::fabs(*x - all) <= tolerance || std::fabs(*x - block) <= tolerance)) {
+      const bool grand = std::fabs(*x - all) <= tolerance;
+      if (nonzero && (grand || std::fabs(*x - block) <= tolerance)) {
         ++matched;
         columns.insert(numeric[i]);
+        // Nothing counted above it yet: the rows it adds up come after it.
+        if (grand && std::fabs(prefix[i]) <= tolerance) before_rows = true;
       }
     }
     block_start = prefix;
@@ -185,25 +184,40 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const st
   }
   std::string cols;
   for (const auto& c : columns) cols += (cols.empty() ? "" : ", ") + c;
+  const bool one = labels.size() == 1;
+  // A long list of labels is no filter to copy: the pattern they all match is.
+  const std::string filter =
+      distinct_labels.size() <= 8
+          ? l + " NOT IN (" + in_list + ")"
+          : "NOT coalesce(regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel + "'), false)";
   notes.push_back(
-      (labels.size() == 1 ? "a row holds the total" : std::to_string(labels.size()) +
-                                                          " rows hold totals or subtotals") +
-      " of the rows above " + (labels.size() == 1 ? "it" : "them") + " in " + cols + ": " +
-      rows_shown + ". SUM over the column counts " +
-      (labels.size() == 1 ? "it" : "them") + " on top of the rows they add up; leave " +
-      (labels.size() == 1 ? "it" : "them") + " out with WHERE " + l + " NOT IN (" + in_list + ")");
+      (one ? "a row holds the total" : std::to_string(labels.size()) +
+                                           " rows hold totals or subtotals") +
+      " of the " + (before_rows ? std::string("other rows") : one ? "rows above it" : "rows above them") +
+      " in " + cols + ": " + rows_shown + (labels.size() > 5 ? ", ..." : "") +
+      ". SUM over the column counts " + (one ? "it" : "them") + " on top of the rows they add "
+      "up; leave " + (one ? "it" : "them") + " out with WHERE " + filter);
   return {};
 }
 
 }  // namespace
 
+// No leading zero: '(020)' is an area code and '0042' a code, not numbers.
 const char* const kCsvPeopleNumber =
-    "([+-]?([$€£¥]\\s?)?[+-]?([0-9]{1,3}(,[0-9]{3})+|[0-9]+)(\\.[0-9]+)?(\\s?[$€£¥])?\\s?%?|"
-    "[(]([$€£¥]\\s?)?([0-9]{1,3}(,[0-9]{3})+|[0-9]+)(\\.[0-9]+)?(\\s?[$€£¥])?\\s?%?[)])";
+    "([+-]?([$€£¥]\\s?)?[+-]?(0|[1-9][0-9]{0,2}(,[0-9]{3})+|[1-9][0-9]*)(\\.[0-9]+)?"
+    "(\\s?[$€£¥])?\\s?%?|"
+    "[(]([$€£¥]\\s?)?(0|[1-9][0-9]{0,2}(,[0-9]{3})+|[1-9][0-9]*)(\\.[0-9]+)?(\\s?[$€£¥])?"
+    "\\s?%?[)])";
 
 std::string CsvPeopleNumber(const std::string& v, const char* cast) {
   return "(CASE WHEN starts_with(trim(" + v + "), '(') THEN -1 ELSE 1 END) * " + cast +
          "(regexp_replace(trim(" + v + "), '[^0-9.+-]', '', 'g') AS DOUBLE)";
+}
+
+bool CsvNumericType(const std::string& type) {
+  return type == "BIGINT" || type == "INTEGER" || type == "SMALLINT" || type == "TINYINT" ||
+         type == "HUGEINT" || type == "UBIGINT" || type == "UINTEGER" || type == "DOUBLE" ||
+         type == "FLOAT" || type.starts_with("DECIMAL");
 }
 
 std::vector<std::string> CsvTextQualityAggregates(const std::string& q) {
@@ -236,12 +250,19 @@ Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
         "): count(*) and SUM count every copy. Copies can be real (two equal orders), so none was "
         "dropped; SELECT DISTINCT * reads each once where they are not");
   }
+  // The columns a total adds up: numbers, but no identifiers (an id 3 beside ids 1 and 2 is
+  // their sum by chance).
+  auto id_like = [](std::string name) {
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name == "id" || name.ends_with("_id") || name.ends_with(" id") || name == "no" ||
+           name == "nr" || name == "#";
+  };
   std::vector<std::string> numeric;
   for (size_t i = 0; i < cols.size(); ++i) {
-    if (NumericType(types[i]) || (stats[i].non_null > 0 && stats[i].doubles == stats[i].non_null &&
-                                  stats[i].leading_zero == 0)) {
-      numeric.push_back(cols[i]);
-    }
+    const bool numbers = CsvNumericType(types[i]) ||
+                         (stats[i].non_null > 0 && stats[i].doubles == stats[i].non_null &&
+                          stats[i].leading_zero == 0);
+    if (numbers && !id_like(cols[i])) numeric.push_back(cols[i]);
   }
   for (size_t i = 0; i < cols.size(); ++i) {
     const CsvColumnStats& s = stats[i];
@@ -250,7 +271,9 @@ Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
     if (s.total_labels > 0 && s.total_labels < s.non_null) {
       if (auto r = NoteTotalRows(run, rows, cols[i], numeric, table_notes); !r) return r;
     }
-    if (s.distinct_folded > 0 && s.distinct_folded < s.distinct) {
+    // A column of nearly unique values is identifiers, where case is meant ('aB3x', 'Ab3X').
+    const bool identifiers = s.non_null >= 20 && s.distinct * 10 >= s.non_null * 9;
+    if (s.distinct_folded > 0 && s.distinct_folded < s.distinct && !identifiers) {
       if (auto r = NoteNearDuplicates(run, rows, cols[i], notes); !r) return r;
     }
     if (s.with_unit == s.non_null && s.non_null >= 2) {

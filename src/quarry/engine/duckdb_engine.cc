@@ -413,10 +413,11 @@ class DuckDbEngine final : public Engine {
     }
     if (!from || spill_.path().empty()) return {};
     const std::string copy = spill_.path() + "/source-" + std::to_string(index) + ".utf8.csv";
-    if (auto r = TranscodeToUtf8(f.abs, copy, *from); !r) return r;
+    auto counts = TranscodeToUtf8(f.abs, copy, *from, !named);
+    if (!counts) return std::unexpected(counts.error());
     f.read = copy;
     if (named) f.options.encoding.reset();
-    f.transcoded_note = TranscodedNote(*from, named);
+    f.transcoded_note = TranscodedNote(*from, named, *counts);
     return {};
   }
 

@@ -5,10 +5,12 @@
 // user's file is never written.
 #include <iconv.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <string_view>
 
 #include "quarry/engine/engine_internal.h"
 
@@ -67,22 +69,18 @@ std::optional<std::string> DetectWindows1252(const std::filesystem::path& path) 
   if (n >= 2 && ((p[0] == 0xFF && p[1] == 0xFE) || (p[0] == 0xFE && p[1] == 0xFF))) {
     return std::nullopt;
   }
-  bool valid = true;
+  // Bytes outside any valid UTF-8 sequence: one of 0x80-0x9F that Windows-1252 defines says
+  // Windows-1252 (Latin-1 has control codes there). Lines that are valid UTF-8 stay as they
+  // are when the copy is made, so a UTF-8 file with one line pasted from Excel reads right.
+  bool windows = false;
   for (size_t i = 0; i < n;) {
     const size_t len = Utf8Length(p + i, n - i);
-    if (len == 0) {
-      valid = false;
-      break;
+    if (len > 0) {
+      i += len;
+      continue;
     }
-    i += len;
-  }
-  if (valid) return std::nullopt;
-  bool windows = false;
-  for (size_t i = 0; i < n; ++i) {
-    if (p[i] >= 0x80 && p[i] <= 0x9F) {
-      if (UndefinedInCp1252(p[i])) return std::nullopt;
-      windows = true;
-    }
+    if (p[i] >= 0x80 && p[i] <= 0x9F && !UndefinedInCp1252(p[i])) windows = true;
+    ++i;
   }
   return windows ? std::optional<std::string>("CP1252") : std::nullopt;
 }
@@ -99,14 +97,59 @@ std::string EncodingName(const std::string& iconv_name) {
   return iconv_name == "CP1252" ? "Windows-1252 (cp1252)" : iconv_name;
 }
 
-std::string TranscodedNote(const std::string& iconv_name, bool named) {
-  return "the file is " + EncodingName(iconv_name) + ", not UTF-8 (" +
-         (named ? std::string("as ?encoding= says") : "its bytes 0x80-0x9F say so") +
-         "): read through a UTF-8 copy made with iconv; the file is unchanged";
+std::string TranscodedNote(const std::string& iconv_name, bool named,
+                           const TranscodeCounts& counts) {
+  std::string note = "the file is " + EncodingName(iconv_name) + ", not UTF-8 (" +
+                     (named ? std::string("as ?encoding= says") : "its bytes 0x80-0x9F say so") +
+                     "): read through a UTF-8 copy made with iconv; the file is unchanged";
+  if (counts.utf8_lines > 0) {
+    note += "; " + std::to_string(counts.utf8_lines) + " of its lines were UTF-8 already and " +
+            std::to_string(counts.converted_lines) + " " + EncodingName(iconv_name) +
+            ", so each line was read in its own encoding";
+  }
+  if (counts.replaced > 0) {
+    note += "; " + std::to_string(counts.replaced) + (counts.replaced == 1 ? " byte" : " bytes") +
+            " that " + EncodingName(iconv_name) +
+            " leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) became U+FFFD";
+  }
+  return note;
 }
 
-Result<void> TranscodeToUtf8(const std::filesystem::path& from, const std::filesystem::path& to,
-                             const std::string& encoding) {
+namespace {
+
+// One line (or the whole file) from `encoding` to UTF-8, appended to `out`. `lenient`: a byte
+// the encoding leaves undefined becomes U+FFFD (counted); otherwise it is an error at its
+// offset.
+Result<void> Convert(iconv_t cd, std::string_view in, int64_t offset, bool lenient,
+                     const std::string& encoding, std::string& out, int64_t& replaced) {
+  char* src = const_cast<char*>(in.data());
+  size_t left = in.size();
+  while (left > 0) {
+    char buffer[1u << 14];
+    char* dst = buffer;
+    size_t room = sizeof buffer;
+    const size_t r = ::iconv(cd, &src, &left, &dst, &room);
+    out.append(buffer, sizeof buffer - room);
+    if (r != static_cast<size_t>(-1) || errno == E2BIG) continue;
+    if (!lenient) {
+      const int64_t at = offset + (src - in.data());
+      return Fail(Error::Code::kData,
+                  "byte " + std::to_string(at) + " of the file is no " + EncodingName(encoding) +
+                      " character: give the encoding as FILE?encoding=latin-1 (or utf-8)");
+    }
+    out += "\xEF\xBF\xBD";
+    ++replaced;
+    ++src;
+    --left;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<TranscodeCounts> TranscodeToUtf8(const std::filesystem::path& from,
+                                        const std::filesystem::path& to,
+                                        const std::string& encoding, bool by_line) {
   const iconv_t cd = ::iconv_open("UTF-8", encoding.c_str());
   if (cd == reinterpret_cast<iconv_t>(-1)) {
     return Fail(Error::Code::kData, "iconv cannot read " + encoding + ": " + std::strerror(errno));
@@ -116,27 +159,45 @@ Result<void> TranscodeToUtf8(const std::filesystem::path& from, const std::files
   if (!in) return Fail(Error::Code::kData, "cannot read " + from.string());
   std::ofstream out(to, std::ios::binary | std::ios::trunc);
   if (!out) return Fail(Error::Code::kData, "cannot write the UTF-8 copy " + to.string());
-  std::string input(1u << 16, '\0');
-  std::string output(4u << 16, '\0');  // an 8-bit character is at most 3 bytes of UTF-8
+  TranscodeCounts counts;
+  std::string line, converted;
   int64_t offset = 0;
-  while (in) {
-    in.read(input.data(), static_cast<std::streamsize>(input.size()));
-    size_t left = static_cast<size_t>(in.gcount());
-    if (left == 0) break;
-    char* src = input.data();
-    char* dst = output.data();
-    size_t room = output.size();
-    if (::iconv(cd, &src, &left, &dst, &room) == static_cast<size_t>(-1)) {
-      const int64_t at = offset + (src - input.data());
-      return Fail(Error::Code::kData,
-                  "byte " + std::to_string(at) + " of the file is no " + EncodingName(encoding) +
-                      " character: give the encoding as FILE?encoding=latin-1 (or utf-8)");
+  // Line by line (a line that is valid UTF-8 is kept), or the file in blocks.
+  while (true) {
+    if (by_line) {
+      if (!std::getline(in, line)) break;
+      if (!in.eof()) line += '\n';
+    } else {
+      line.resize(1u << 16);
+      in.read(line.data(), static_cast<std::streamsize>(line.size()));
+      line.resize(static_cast<size_t>(in.gcount()));
+      if (line.empty()) break;
     }
-    out.write(output.data(), output.size() - room);
-    offset += src - input.data();
+    converted.clear();
+    const auto* bytes = reinterpret_cast<const unsigned char*>(line.data());
+    bool utf8 = by_line;
+    for (size_t i = 0; utf8 && i < line.size();) {
+      const size_t len = Utf8Length(bytes + i, line.size() - i);
+      if (len == 0 || i + len > line.size()) utf8 = false;
+      i += len == 0 ? 1 : len;
+    }
+    const bool high = std::any_of(line.begin(), line.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x80;
+    });
+    if (utf8) {
+      converted = line;
+      if (high) ++counts.utf8_lines;
+    } else {
+      if (auto r = Convert(cd, line, offset, by_line, encoding, converted, counts.replaced); !r) {
+        return std::unexpected(r.error());
+      }
+      if (high) ++counts.converted_lines;
+    }
+    out.write(converted.data(), static_cast<std::streamsize>(converted.size()));
+    offset += static_cast<int64_t>(line.size());
   }
   if (!out.flush()) return Fail(Error::Code::kData, "cannot write the UTF-8 copy " + to.string());
-  return {};
+  return counts;
 }
 
 }  // namespace quarry::engine::internal

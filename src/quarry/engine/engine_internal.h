@@ -142,13 +142,23 @@ std::optional<std::string> DetectWindows1252(const std::filesystem::path& path);
 std::optional<std::string> IconvEncoding(std::string_view name);
 // "Windows-1252 (cp1252)" for "CP1252": for notes.
 std::string EncodingName(const std::string& iconv_name);
+// What a UTF-8 copy changed: lines with bytes past ASCII kept as UTF-8 and converted, and
+// undefined bytes made U+FFFD.
+struct TranscodeCounts {
+  int64_t utf8_lines = 0;
+  int64_t converted_lines = 0;
+  int64_t replaced = 0;
+};
 // The card's note on a file read through a UTF-8 copy; `named`: the user gave the encoding.
-std::string TranscodedNote(const std::string& iconv_name, bool named);
-// Writes `from`, read as `encoding`, to `to` as UTF-8. Errors (kData): a byte that is no
-// character of the encoding (with its offset and what to give instead), unreadable input,
-// unwritable output.
-Result<void> TranscodeToUtf8(const std::filesystem::path& from, const std::filesystem::path& to,
-                             const std::string& encoding);
+std::string TranscodedNote(const std::string& iconv_name, bool named, const TranscodeCounts& counts);
+// Writes `from`, read as `encoding`, to `to` as UTF-8. `by_line` (a detected encoding): a line
+// that is valid UTF-8 is kept as it is, and a byte the encoding leaves undefined becomes
+// U+FFFD; otherwise (the user named the encoding) the whole file is converted, and such a byte
+// is an error. Errors (kData): that byte with its offset and what to give instead, unreadable
+// input, unwritable output.
+Result<TranscodeCounts> TranscodeToUtf8(const std::filesystem::path& from,
+                                        const std::filesystem::path& to,
+                                        const std::string& encoding, bool by_line);
 
 // Plans the reading of a JSON file (json_loader.cc): read_json_auto's, with a column of integers
 // it made DOUBLE (one past 64 bits) read exact instead, as HUGEINT or text, with a note. A file
