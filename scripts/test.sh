@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 stage() { echo "test.sh: $1 done at $((SECONDS - started)) s"; }
-scripts/setup.sh
+scripts/setup.sh --tests
 stage setup
 # Every compile goes through ccache with paths relative to the checkout (CMakeLists.txt sets the
 # launcher), so a clone anywhere (CI's) reuses what the last build on this machine compiled.

@@ -17,7 +17,7 @@ class CsvSpectrumTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CsvSpectrumTest, ValuesMatchTheJson) {
   const fs::path root = quarry::testing::SourceDir() / "node_modules" / "csv-spectrum";
-  ASSERT_TRUE(fs::exists(root)) << "run scripts/setup.sh (npm ci) first";
+  ASSERT_TRUE(fs::exists(root)) << "run scripts/setup.sh --tests (npm ci) first";
   const fs::path csv = root / "csvs" / (GetParam() + ".csv");
   auto expected = nlohmann::ordered_json::parse(quarry::testing::ReadFile(root / "json" / (GetParam() + ".json")));
 

@@ -76,7 +76,7 @@ Binaries FindBinaries() {
   }
   if (best_major < 0) {
     Fail("no PostgreSQL server binaries in /usr/lib/postgresql/<version>/bin (initdb, "
-         "postgres); run scripts/setup.sh, which installs Debian's postgresql package");
+         "postgres); run scripts/setup.sh --tests, which installs Debian's postgresql package");
   }
   return best;
 }
@@ -94,7 +94,7 @@ ServerUser PickServerUser() {
     if (const passwd* pw = ::getpwnam(name)) return {true, pw->pw_uid, pw->pw_gid};
   }
   Fail("running as root, but there is no 'postgres' or 'nobody' user to run the server as; "
-       "run scripts/setup.sh (Debian's postgresql package creates the postgres user)");
+       "run scripts/setup.sh --tests (Debian's postgresql package creates the postgres user)");
 }
 
 void ChownTree(const fs::path& dir, const ServerUser& user) {

@@ -78,8 +78,8 @@ struct PgServer {
 
 // The process's server: started at the first call (~1 s; the first run on a machine also
 // builds the template, ~10 s), stopped and its directory removed at process exit. Throws
-// std::runtime_error naming the problem (binaries missing: run scripts/setup.sh; the server
-// did not start: the tail of its log) on the first call and on every call after a failure.
+// std::runtime_error naming the problem (binaries missing: run scripts/setup.sh --tests; the
+// server did not start: the tail of its log) on the first call and on every call after a failure.
 const PgServer& SharedPgServer();
 
 // A server of one's own: a fresh copy of the template, for a test that needs a server apart
