@@ -167,20 +167,20 @@ TEST(SettingsTest, MaskSecretShowsOnlyTheEnds) {
 // cut, or a server that echoes most of the key, showed 20 of its 25 characters; a reply that
 // quotes the key put it into the trace.
 TEST(SettingsTest, ScrubSecretMasksPiecesOfTheKeyToo) {
-  const std::string key = "sk-SECRETOPENAI1234567890";
+  const std::string key = "fake-test-key-0123456789";
   using internal::ScrubSecret;
-  EXPECT_EQ(ScrubSecret("denied for " + key + ".", key), "denied for sk-S...7890.");
+  EXPECT_EQ(ScrubSecret("denied for " + key + ".", key), "denied for fake...6789.");
   EXPECT_EQ(ScrubSecret("AAAA" + key.substr(0, 20) + "...", key), "AAAA****...");
   EXPECT_EQ(ScrubSecret(key.substr(0, key.size() - 2) + " and " + key.substr(2), key),
             "**** and ****");
   // Seven characters of it are no piece: ordinary text stays.
-  EXPECT_EQ(ScrubSecret("sk-SECR and 1234567 are fine", key), "sk-SECR and 1234567 are fine");
+  EXPECT_EQ(ScrubSecret("fake-te and 1234567 are fine", key), "fake-te and 1234567 are fine");
   EXPECT_EQ(ScrubSecret("nothing here", key), "nothing here");
   Turn turn;
   turn.content = "Your key is " + key;
   turn.tool_calls.push_back({"c1", "final_answer", "{\"answer\": \"" + key.substr(3) + "\"}"});
   internal::ScrubTurn(turn, key);
-  EXPECT_EQ(turn.content, "Your key is sk-S...7890");
+  EXPECT_EQ(turn.content, "Your key is fake...6789");
   EXPECT_EQ(turn.tool_calls[0].arguments_json, "{\"answer\": \"****\"}");
 }
 
