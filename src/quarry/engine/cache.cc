@@ -337,25 +337,14 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     // An 8-bit file DuckDB lacks is read through a UTF-8 copy here too, beside the entry in the
     // private cache directory, and removed once the entry holds the rows (encoding.cc).
     CsvOptions read_options = csv;
-    std::string read = abs.string();
-    const std::optional<std::string> from =
-        csv.encoding ? IconvEncoding(*csv.encoding) : DetectWindows1252(abs);
-    TranscodeCounts counts;
-    if (from) {
-      utf8_copy.path = dir / (*key + ".utf8.tmp-" + std::to_string(::getpid()));
-      auto made = TranscodeToUtf8(abs, utf8_copy.path, *from, !csv.encoding.has_value());
-      if (!made) return std::unexpected(Context(made.error(), "cannot load " + path.string()));
-      counts = *made;
-      read = utf8_copy.path.string();
-      read_options.encoding.reset();
-    }
-    auto p = PlanCsv(run, read, format == "tsv", read_options, true);
+    const auto copy = dir / (*key + ".utf8.tmp-" + std::to_string(::getpid()));
+    utf8_copy.path = copy;  // removed however this ends, half written or not at all
+    auto note = ReadThroughUtf8Copy(abs, read_options, copy);
+    if (!note) return std::unexpected(Context(note.error(), "cannot load " + path.string()));
+    auto p = PlanCsv(run, (*note ? copy : abs).string(), format == "tsv", read_options, true);
     if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
     plan = std::move(*p);
-    if (from) {
-      plan.table_notes.insert(plan.table_notes.begin(),
-                              TranscodedNote(*from, csv.encoding.has_value(), counts));
-    }
+    if (*note) plan.table_notes.insert(plan.table_notes.begin(), **note);
     select = plan.select;
   }
   auto fail = [&](const Error& e) {

@@ -403,21 +403,13 @@ class DuckDbEngine final : public Engine {
   // A CSV in Windows-1252 (detected) or in an 8-bit encoding the user named that DuckDB lacks
   // is read through a UTF-8 copy in the private spill directory, gone with the engine.
   Result<void> Transcode(FileTable& f, size_t index) {
-    std::optional<std::string> from;
-    bool named = false;
-    if (f.options.encoding) {
-      from = IconvEncoding(*f.options.encoding);
-      named = from.has_value();
-    } else {
-      from = DetectWindows1252(f.abs);
-    }
-    if (!from || spill_.path().empty()) return {};
+    if (spill_.path().empty()) return {};
     const std::string copy = spill_.path() + "/source-" + std::to_string(index) + ".utf8.csv";
-    auto counts = TranscodeToUtf8(f.abs, copy, *from, !named);
-    if (!counts) return std::unexpected(counts.error());
+    auto note = ReadThroughUtf8Copy(f.abs, f.options, copy);
+    if (!note) return std::unexpected(note.error());
+    if (!*note) return {};
     f.read = copy;
-    if (named) f.options.encoding.reset();
-    f.transcoded_note = TranscodedNote(*from, named, *counts);
+    f.transcoded_note = **note;
     return {};
   }
 

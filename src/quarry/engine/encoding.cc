@@ -200,4 +200,17 @@ Result<TranscodeCounts> TranscodeToUtf8(const std::filesystem::path& from,
   return counts;
 }
 
+Result<std::optional<std::string>> ReadThroughUtf8Copy(const std::filesystem::path& abs,
+                                                       CsvOptions& options,
+                                                       const std::filesystem::path& copy) {
+  const bool named = options.encoding.has_value();
+  const std::optional<std::string> from =
+      named ? IconvEncoding(*options.encoding) : DetectWindows1252(abs);
+  if (!from) return std::nullopt;
+  auto counts = TranscodeToUtf8(abs, copy, *from, !named);
+  if (!counts) return std::unexpected(counts.error());
+  options.encoding.reset();
+  return TranscodedNote(*from, named, *counts);
+}
+
 }  // namespace quarry::engine::internal

@@ -160,6 +160,14 @@ Result<TranscodeCounts> TranscodeToUtf8(const std::filesystem::path& from,
                                         const std::filesystem::path& to,
                                         const std::string& encoding, bool by_line);
 
+// The one decision both the engine and the cache builder make for a CSV: when `abs` is in an
+// 8-bit encoding DuckDB lacks (named in `options.encoding`, or detected Windows-1252), writes
+// its UTF-8 copy to `copy`, clears `options.encoding` (the copy is UTF-8) and returns the
+// card's note; nullopt when the file is read as it is. Errors: TranscodeToUtf8's.
+Result<std::optional<std::string>> ReadThroughUtf8Copy(const std::filesystem::path& abs,
+                                                       CsvOptions& options,
+                                                       const std::filesystem::path& copy);
+
 // Plans the reading of a JSON file (json_loader.cc): read_json_auto's, with a column of integers
 // it made DOUBLE (one past 64 bits) read exact instead, as HUGEINT or text, with a note. A file
 // DuckDB cannot read gets the plain reading, so the view's creation reports the error.
