@@ -14,6 +14,7 @@ packages=(
   libedit-dev  # line editing in quarry chat
   libtomlplusplus-dev  # the config file
   libpq-dev  # PostgreSQL's client
+  libzip-dev libexpat1-dev libfreexl-dev  # Excel workbooks (.xlsx, .xls)
   libgtest-dev libgmock-dev libcpp-httplib-dev  # the test targets, which CMake configures
   bubblewrap libseccomp-dev python3 python3-pandas python3-numpy python3-matplotlib
   libcairo2-dev libpango1.0-dev fonts-dejavu-core
@@ -21,6 +22,7 @@ packages=(
 if [ "$tests" = 1 ]; then
   packages+=(
     postgresql  # the server the tests start
+    python3-openpyxl  # one of the writers of the workbook corpus (tests/engine/workbooks)
     chromium
     clang-16 libclang-rt-16-dev  # libFuzzer and its sanitizers (scripts/fuzz.sh)
   )

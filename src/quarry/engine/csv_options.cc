@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "quarry/engine/engine_internal.h"
+#include "quarry/engine/workbook.h"
 
 namespace quarry::engine::internal {
 
@@ -78,10 +79,16 @@ Result<CsvOptions> ParseCsvOptions(std::string_view query) {
         }
         o.types.emplace_back(pair.substr(0, colon), pair.substr(colon + 1));
       }
+    } else if (key == "sheet") {
+      if (value.empty()) return Fail(Error::Code::kUsage, "option sheet= needs a sheet name");
+      o.sheet = value;
+    } else if (key == "range") {
+      if (auto r = ParseCellRange(value); !r) return std::unexpected(r.error());
+      o.range = value;
     } else {
       return Fail(Error::Code::kUsage,
                   "unknown CSV option '" + key + "': use delim, quote, header, skip, encoding, "
-                  "decimal, null or types");
+                  "decimal, null or types (and for workbooks sheet and range)");
     }
   }
   return o;

@@ -14,6 +14,7 @@
 
 #include "quarry/engine/duckdb_internal.h"
 #include "quarry/engine/isolated_query.h"
+#include "quarry/engine/workbook.h"
 
 namespace quarry::engine::internal {
 namespace {
@@ -357,7 +358,7 @@ class DuckDbEngine final : public Engine {
         return std::unexpected(Context(r.error(), "cannot load " + f.path));
       }
       f.plan = std::move(*plan);
-      if (!f.transcoded_note.empty()) f.plan.table_notes.insert(f.plan.table_notes.begin(), f.transcoded_note);
+      f.plan.table_notes.insert(f.plan.table_notes.begin(), f.read_notes.begin(), f.read_notes.end());
       f.plan.table_notes.insert(
           f.plan.table_notes.begin(),
           "a value past the sniffer's sample did not fit the sample's reading: every row was "
@@ -365,7 +366,7 @@ class DuckDbEngine final : public Engine {
       f.deep = true;
       ++cards_version_;
       for (auto& source : sources_) {
-        if (source.path != f.path) continue;
+        if (source.tables != std::vector<std::string>{f.name}) continue;
         source.select = f.plan.select;
         source.notes = f.plan.user_notes;
       }
@@ -387,13 +388,15 @@ class DuckDbEngine final : public Engine {
   struct FileTable {
     std::string path;  // as the user gave it
     std::string abs;
-    // What DuckDB reads: `abs`, or a UTF-8 copy of it in the spill directory when the file is
-    // in an 8-bit encoding DuckDB lacks (encoding.cc), and the note that says so.
+    // What DuckDB reads: `abs`, or a UTF-8 CSV copy in the spill directory when the file is in
+    // an 8-bit encoding DuckDB lacks (encoding.cc) or is a workbook's sheet (workbook.cc), and
+    // the notes that say what the copy changed.
     std::string read;
-    std::string transcoded_note;
+    std::vector<std::string> read_notes;
     std::string format;
     std::string name;
     CsvOptions options;
+    std::string sheet;  // a workbook's sheet, or ""
     bool csv = false;
     bool deep = false;
     CsvPlan plan;
@@ -409,8 +412,36 @@ class DuckDbEngine final : public Engine {
     if (!note) return std::unexpected(note.error());
     if (!*note) return {};
     f.read = copy;
-    f.transcoded_note = **note;
+    f.read_notes = {**note};
     return {};
+  }
+
+  // A workbook: one table per sheet (book_sheet), each read from a CSV copy of its cells.
+  Result<std::vector<FileTable>> CopySheets(const FileTable& book, size_t index) {
+    if (spill_.path().empty()) {
+      return Fail(Error::Code::kData, "cannot load " + book.path + ": a workbook is read through "
+                                      "a copy in a private temporary directory, and none could be "
+                                      "made; check TMPDIR");
+    }
+    auto copies = CopySheetsAsCsv(book.abs, book.path, book.format, book.options.sheet, book.options.range,
+                                  spill_.path(), index, load_stop_);
+    if (!copies) return std::unexpected(Context(copies.error(), "cannot load " + book.path));
+    std::vector<FileTable> sheets;
+    for (auto& copy : *copies) {
+      FileTable f = book;
+      f.csv = true;
+      f.format = "csv";
+      f.read = copy.csv_path;
+      f.read_notes = std::move(copy.notes);
+      f.options.sheet.reset();
+      f.options.range.reset();
+      f.options.delimiter = ",";
+      f.options.quote = "\"";
+      f.options.encoding = "utf-8";
+      f.sheet = copy.sheet;
+      sheets.push_back(std::move(f));
+    }
+    return sheets;
   }
 
   Result<void> Connect(const char* path, bool read_only, const OpenOptions& options) {
@@ -570,6 +601,29 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     f.format = formats[i];
     f.csv = formats[i] == "csv" || formats[i] == "tsv";
     f.options = i < csv_options.size() ? csv_options[i] : CsvOptions{};
+    if (f.format == "xlsx" || f.format == "xls") {
+      auto source = Fingerprint(paths[i], formats[i], options.fingerprint, options.stop);
+      if (!source) return std::unexpected(source.error());
+      total_bytes += source->size_bytes;
+      allowed.push_back(f.abs);
+      auto sheets = engine->CopySheets(f, engine->files_.size());
+      if (!sheets) return std::unexpected(sheets.error());
+      for (auto& sheet : *sheets) {
+        // book.xlsx, sheet 'Q3 2024' -> book_q3_2024 (TableNameFor takes a file name).
+        std::string base = paths[i].stem().string() + "_" + sheet.sheet;
+        for (char& ch : base) ch = ch == '/' || ch == '\\' || ch == '.' ? '_' : ch;
+        sheet.name = TableNameFor(base + ".xlsx", taken, keywords);
+        sheet.deep = true;  // at most Excel's 1,048,576 rows, and the copy is ours: read all
+        allowed.push_back(sheet.read);
+        taken.push_back(sheet.name);
+        Source s = *source;
+        s.tables = {sheet.name};
+        engine->sources_.push_back(std::move(s));
+        tables.emplace_back(sheet.name, f.path + ", sheet '" + sheet.sheet + "'");
+        engine->files_.push_back(std::move(sheet));
+      }
+      continue;
+    }
     const bool cacheable = options.use_cache && (f.csv || f.format == "json");
     if (cacheable) {
       auto hit = LookupCache(f.abs, f.options, options);
@@ -593,13 +647,13 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     allowed.push_back(f.abs);
     f.read = f.abs;
     if (f.csv && !f.cached) {
-      auto copy = engine->Transcode(f, i);
+      auto copy = engine->Transcode(f, engine->files_.size());
       if (!copy) return std::unexpected(Context(copy.error(), "cannot load " + f.path));
       if (f.read != f.abs) allowed.push_back(f.read);
     }
     if (f.cached) {
       // Read-only: nothing, the model least of all, can change an entry through this engine.
-      const std::string schema = "quarry_cache_" + std::to_string(i);
+      const std::string schema = "quarry_cache_" + std::to_string(engine->files_.size());
       auto r = engine->RunTrusted("ATTACH " + QuoteLiteral(f.cached->entry.string()) + " AS " +
                                   schema + " (READ_ONLY)");
       if (!r) {
@@ -633,7 +687,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     } else if (f.csv) {
       auto plan = PlanCsv(run, f.read, f.format == "tsv", f.options, f.deep);
       if (!plan) return std::unexpected(Context(plan.error(), context));
-      if (!f.transcoded_note.empty()) plan->table_notes.insert(plan->table_notes.begin(), f.transcoded_note);
+      plan->table_notes.insert(plan->table_notes.begin(), f.read_notes.begin(), f.read_notes.end());
       select = plan->select;
       engine->sources_[i].delimiter = plan->delimiter;
       engine->sources_[i].header = plan->header;
@@ -649,6 +703,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       select = "SELECT * FROM " + ReaderFor(f.format, f.abs);
     }
     if (!f.cached) engine->sources_[i].select = select;
+    if (f.read != f.abs && !f.cached) engine->sources_[i].read_copy = f.read;
     auto r = engine->RunTrusted("CREATE VIEW " + QuoteIdent(f.name) + " AS " + select);
     if (!r) {
       return Fail(Error::Code::kData, context + " as " + f.format + ": " +

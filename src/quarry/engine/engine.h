@@ -98,6 +98,9 @@ struct Source {
   // entry it was read from instead (table `data`).
   std::string select;
   std::filesystem::path cache_entry;
+  // The UTF-8 CSV copy `select` reads instead of `path` (a Windows-1252 CSV, a workbook's
+  // sheet), in the engine's private temporary directory; empty when the file is read itself.
+  std::filesystem::path read_copy;
 };
 
 // Per-query limits. At most max_rows rows are kept; row_count is still the true count.

@@ -105,10 +105,15 @@ struct CsvOptions {
   std::optional<std::string> decimal;
   std::vector<std::string> nulls;
   std::vector<std::pair<std::string, std::string>> types;  // column, DuckDB type
+  // Workbooks only: the sheet by name, and a cell range such as A3:F200.
+  std::optional<std::string> sheet;
+  std::optional<std::string> range;
   bool empty() const {
     return !delimiter && !quote && !header && !skip && !encoding && !decimal && nulls.empty() &&
-           types.empty();
+           types.empty() && !sheet && !range;
   }
+  // Options that say how to read text, which a workbook's cells do not need.
+  bool TextOnly() const { return delimiter || quote || encoding || decimal; }
   bool operator==(const CsvOptions&) const = default;
 };
 

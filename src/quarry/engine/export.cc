@@ -173,14 +173,15 @@ int64_t ToInt(const std::string& text) {
 // Files (and the .duckdb database) may be read, the export directory written; nothing else,
 // even if a view stored in a user's .duckdb names another file.
 Result<void> Confine(Duck& duck, const std::string& readable, const fs::path& dir,
-                     const fs::path& entry = {}) {
+                     const fs::path& entry = {}, const fs::path& copy = {}) {
   std::string sets[] = {
       // DuckDB lets every query read its temp directory, by default ./.tmp wherever quarry
       // runs, symlinks followed; the export spills nowhere.
       "SET temp_directory = ''",
       "SET allowed_directories = [" + QuoteLiteral(dir.string() + "/") + "]",
       "SET allowed_paths = [" + QuoteLiteral(readable) +
-          (entry.empty() ? std::string() : ", " + QuoteLiteral(entry.string())) + "]",
+          (entry.empty() ? std::string() : ", " + QuoteLiteral(entry.string())) +
+          (copy.empty() ? std::string() : ", " + QuoteLiteral(copy.string())) + "]",
       "SET enable_external_access = false",
   };
   for (const std::string& s : sets) {
@@ -206,7 +207,7 @@ Result<std::vector<TableExport>> ExportDuckDb(const Engine& engine, const fs::pa
         return std::unexpected(r.error());
       }
     }
-    if (auto r = Confine(duck, abs, dir, s.cache_entry); !r) return std::unexpected(r.error());
+    if (auto r = Confine(duck, abs, dir, s.cache_entry, s.read_copy); !r) return std::unexpected(r.error());
     std::map<std::string, std::string> sql_names;  // display name -> quoted SQL name
     if (database) {
       // The engine's naming (duckdb_engine.cc): schema.table outside main.

@@ -34,6 +34,8 @@ std::string FormatOf(const std::filesystem::path& path) {
   if (ext == ".sqlite" || ext == ".sqlite3") return "sqlite";
   if (ext == ".duckdb" || ext == ".ddb") return "duckdb";
   if (ext == ".db") return "db";
+  if (ext == ".xlsx" || ext == ".xlsm") return "xlsx";
+  if (ext == ".xls") return "xls";
   return "";
 }
 }  // namespace internal
@@ -140,7 +142,11 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
       return Fail(Error::Code::kData,
                   "unsupported file type: " + path.string() +
                       "; quarry reads .csv, .tsv, .parquet, .json/.jsonl/.ndjson, "
-                      ".sqlite/.db and .duckdb files");
+                      ".xlsx/.xlsm/.xls, .sqlite/.db and .duckdb files" +
+                      (Lower(path.extension().string()) == ".xlsb" ||
+                               Lower(path.extension().string()) == ".ods"
+                           ? std::string(" (save this workbook as .xlsx and ask again)")
+                           : std::string()));
     }
     if (format == "db") {
       // The extension promises a database; the header says which kind, if any.
@@ -151,9 +157,19 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
       }
       format = HasDuckDbMagic(path) ? "duckdb" : "sqlite";
     }
-    if (!csv.empty() && format != "csv" && format != "tsv") {
-      return Fail(Error::Code::kUsage, "reading options (after '?') apply to CSV/TSV files only, "
-                                       "not to " + path.string());
+    const bool workbook = format == "xlsx" || format == "xls";
+    if (!csv.empty() && format != "csv" && format != "tsv" && !workbook) {
+      return Fail(Error::Code::kUsage, "reading options (after '?') apply to CSV/TSV files and "
+                                       "workbooks only, not to " + path.string());
+    }
+    if (workbook && csv.TextOnly()) {
+      return Fail(Error::Code::kUsage, "delim, quote, encoding and decimal describe CSV text, "
+                                       "not a workbook: " + path.string() + " takes sheet, range, "
+                                       "header, skip, null and types");
+    }
+    if (!workbook && (csv.sheet || csv.range)) {
+      return Fail(Error::Code::kUsage, "sheet= and range= apply to workbooks (.xlsx, .xls), not "
+                                       "to " + path.string());
     }
     // The same file twice would load as two tables (sales, sales_2) that the model would
     // compare as if they were different data.
