@@ -204,7 +204,7 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
 }  // namespace
 
 int Main(int argc, char** argv) {
-  CLI::App app{"quarry: ask questions about CSV, TSV, Parquet, JSON, SQLite and DuckDB data, and "
+  CLI::App app{"quarry: ask questions about CSV, TSV, Parquet, JSON, Excel, SQLite and DuckDB data, and "
                "PostgreSQL servers. "
                "A model writes SQL; quarry runs it read-only, lets the model repair its errors, "
                "and refuses answers whose numbers never appeared in a real result."};

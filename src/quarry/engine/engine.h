@@ -1,5 +1,5 @@
 // The engine module: opens data sources, describes them as schema cards, and runs guarded,
-// read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON) and .duckdb
+// read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON, Excel sheets) and .duckdb
 // databases; SQLite serves .sqlite/.db files; libpq serves PostgreSQL servers (and engines
 // that speak its wire protocol). Nothing here knows about the agent.
 #pragma once

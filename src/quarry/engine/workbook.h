@@ -18,7 +18,7 @@ namespace quarry::engine::internal {
 struct WorkbookLimits {
   int64_t max_part_bytes = int64_t{512} << 20;   // one XML part, uncompressed
   int64_t max_total_bytes = int64_t{2} << 30;    // every entry of the package, uncompressed
-  int64_t max_ratio = 1000;                      // uncompressed / compressed, parts over 16 MiB
+  int64_t max_ratio = 500;                       // uncompressed / compressed, parts over 16 MiB
   int64_t max_cells = 16'000'000;                // non-empty cells kept from one sheet
 };
 
