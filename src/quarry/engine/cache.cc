@@ -31,7 +31,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Bumped whenever the loader's decisions change, so old entries are rebuilt.
-constexpr const char* kLoaderVersion = "loader-4";
+constexpr const char* kLoaderVersion = "loader-5";
 
 std::string Hex(const unsigned char* md, unsigned int len) {
   static const char* digits = "0123456789abcdef";
@@ -319,7 +319,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     return entry;
   }
   auto run = [&b](const std::string& s) { return b.Run(s); };
-  std::string select;
+  std::string select, read_path, transcoded_note;
+  CsvOptions read_options_used;
   CsvPlan plan;
   struct RemovedCopy {
     std::filesystem::path path;
@@ -341,11 +342,20 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     utf8_copy.path = copy;  // removed however this ends, half written or not at all
     auto note = ReadThroughUtf8Copy(abs, read_options, copy);
     if (!note) return std::unexpected(Context(note.error(), "cannot load " + path.string()));
-    auto p = PlanCsv(run, (*note ? copy : abs).string(), format == "tsv", read_options, true);
+    // Past kExactBytes, the plan is the first command's, judged on the sample (csv_loader.cc),
+    // and the CREATE TABLE below checks it against every row: its casts are strict and so is
+    // the reader. Only when a row breaks it is the whole file sniffed and measured (the second
+    // and third full reads a one-pass build avoids). Smaller files get the whole-file plan at
+    // once, with the quality checks that run only there.
+    const bool sampled = source->size_bytes > kExactBytes;
+    read_path = (*note ? copy : abs).string();
+    auto p = PlanCsv(run, read_path, format == "tsv", read_options, !sampled);
     if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
     plan = std::move(*p);
     if (*note) plan.table_notes.insert(plan.table_notes.begin(), **note);
     select = plan.select;
+    read_options_used = read_options;
+    transcoded_note = *note ? **note : std::string();
   }
   auto fail = [&](const Error& e) {
     std::filesystem::remove(tmp, ec);
@@ -353,7 +363,22 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     return std::unexpected(Context(e, "cannot cache " + path.string()));
   };
   if (auto r = run("ATTACH " + QuoteLiteral(tmp.string()) + " AS entry"); !r) return fail(r.error());
-  if (auto r = run("CREATE TABLE entry.data AS " + select); !r) return fail(r.error());
+  auto created = run("CREATE TABLE entry.data AS " + select);
+  if (!created && plan.sampled) {
+    // A row past the sample does not fit its reading: judge the file on every row instead.
+    (void)run("DROP TABLE IF EXISTS entry.data");
+    auto p = PlanCsv(run, read_path, format == "tsv", read_options_used, true);
+    if (!p) return fail(p.error());
+    plan = std::move(*p);
+    if (!transcoded_note.empty()) plan.table_notes.insert(plan.table_notes.begin(), transcoded_note);
+    select = plan.select;
+    created = run("CREATE TABLE entry.data AS " + select);
+  }
+  if (!created) return fail(created.error());
+  if (plan.sampled) {
+    // Every row has now been read through the plan's strict casts: the sample's caveat is void.
+    std::erase(plan.table_notes, SampledPlanNote());
+  }
   auto desc = run("DESCRIBE entry.data");
   if (!desc) return fail(desc.error());
   TableCard card;

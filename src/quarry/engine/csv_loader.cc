@@ -123,9 +123,8 @@ class Planner {
       // the engine then checks every row and retries.
       sample_ = true;
       if (auto r = Measure(); !r) return std::unexpected(r.error());
-      plan_.table_notes.push_back(
-          "large file: read on its first " + std::to_string(kSampleRows) +
-          " rows' evidence; every row is checked when its parse-cache entry is built");
+      plan_.table_notes.push_back(SampledPlanNote());
+      plan_.sampled = true;
     }
     if (!s_.date_format.empty() && s_.date_format != "%Y-%m-%d") {
       plan_.table_notes.push_back("dates read in the format " + s_.date_format +
@@ -906,6 +905,11 @@ class Planner {
 };
 
 }  // namespace
+
+std::string SampledPlanNote() {
+  return "large file: read on its first " + std::to_string(kSampleRows) +
+         " rows' evidence; every row is checked when its parse-cache entry is built";
+}
 
 Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool tsv,
                         const CsvOptions& options, bool deep) {

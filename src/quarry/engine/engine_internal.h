@@ -129,7 +129,11 @@ struct CsvPlan {
   std::string delimiter;  // "" when read as one column
   bool header = true;
   bool padded = false;
+  bool sampled = false;  // judged on the first kSampleRows rows (PlanCsv's deep = false)
 };
+
+// The table note of a sampled plan; the cache builder drops it once every row has been read.
+std::string SampledPlanNote();
 
 // Plans the reading of `abs_path` with DuckDB (`run` executes trusted SQL). `deep`: check every
 // row (types, repeated headers, ragged lines) in one extra pass; otherwise trust the sniffer's
