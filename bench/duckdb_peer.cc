@@ -5,6 +5,8 @@
 //   duckdb_peer generate OUT.csv ROWS SEED        writes the sales CSV (atomically: OUT.tmp, rename)
 //   duckdb_peer scan SQL                          one query straight from the file (read_csv in SQL)
 //   duckdb_peer load FILE TABLE SQL...            CREATE TABLE TABLE from FILE, then each SQL
+//   duckdb_peer store FILE DB                     CREATE TABLE data from FILE in database file DB
+//                                                 (what a parse-cache entry is, without quarry)
 //   common options: --threads N (default 2)
 //
 // Each prints one JSON object on stdout: {"seconds": ..., "queries": [{"seconds", "columns",
@@ -150,7 +152,8 @@ std::string GenerateSql(const std::string& out, long long rows, long long seed) 
 int Usage() {
   std::cerr << "usage: duckdb_peer generate OUT.csv ROWS SEED [--threads N]\n"
                "       duckdb_peer scan SQL [--threads N]\n"
-               "       duckdb_peer load FILE TABLE SQL... [--threads N]\n";
+               "       duckdb_peer load FILE TABLE SQL... [--threads N]\n"
+               "       duckdb_peer store FILE DB [--threads N]\n";
   return 2;
 }
 
@@ -215,6 +218,15 @@ int Main(std::vector<std::string> args) {
       out["queries"].push_back(std::move(*q));
     }
     out["seconds"] = total;
+  } else if (verb == "store" && args.size() == 3) {
+    const auto start = Clock::now();
+    for (const std::string& sql :
+         {"ATTACH " + QuoteLiteral(args[2]) + " AS store",
+          "CREATE TABLE store.data AS SELECT * FROM read_csv(" + QuoteLiteral(args[1]) + ")",
+          std::string("DETACH store")}) {
+      if (!peer.Run(sql, &error)) return Fail(error);
+    }
+    out["seconds"] = SecondsSince(start);
   } else {
     return Usage();
   }
