@@ -10,7 +10,13 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <sys/file.h>
+
+#include <atomic>
+#include <thread>
+
 #include "quarry/engine/engine.h"
+#include "quarry/engine/engine_internal.h"
 #include "support/test_support.h"
 
 namespace quarry::engine {
@@ -113,7 +119,7 @@ TEST_F(LoaderTest, BadOptionsAreUsageErrorsNamingTheOption) {
   const fs::path parquet = tmp_.Write("x.parquet", "PAR1");
   auto p = Open({fs::path(parquet.string() + "?delim=;")}, NoCache());
   ASSERT_FALSE(p);
-  EXPECT_NE(p.error().message.find("CSV/TSV files only"), std::string::npos);
+  EXPECT_NE(p.error().message.find("apply to CSV/TSV files and workbooks only"), std::string::npos);
 }
 
 TEST_F(LoaderTest, APathWithAQuestionMarkIsAFileFirst) {
@@ -156,6 +162,102 @@ TEST_F(CacheTest, EntryIsUsedAndPrivate) {
   EXPECT_EQ((*e)->sources()[0].sha256, quarry::testing::Sha256File(file));
   EXPECT_TRUE((*e)->describe()[0].profiled);
   EXPECT_EQ((*e)->describe()[0].row_count, 2);
+}
+
+// A stand-in builder: holds the entry's lock file with the progress line a builder writes, so
+// that what a waiting command decides depends on that line alone.
+class HeldBuild {
+ public:
+  HeldBuild(const fs::path& file, const OpenOptions& o, const std::string& progress) {
+    fs::create_directories(o.cache_dir);
+    fs::permissions(o.cache_dir, fs::perms::owner_all, fs::perm_options::replace);
+    path_ = o.cache_dir / (*internal::CacheKey(fs::absolute(file), {}) + ".lock");
+    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    EXPECT_EQ(::flock(fd_, LOCK_EX | LOCK_NB), 0);
+    EXPECT_EQ(::write(fd_, progress.data(), progress.size()), static_cast<ssize_t>(progress.size()));
+  }
+  void End() {
+    if (fd_ < 0) return;
+    std::error_code ec;
+    fs::remove(path_, ec);
+    ::close(fd_);
+    fd_ = -1;
+  }
+  ~HeldBuild() { End(); }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+};
+
+std::string NowMs(int64_t seconds_ago) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count() -
+                        seconds_ago * 1000);
+}
+
+TEST_F(CacheTest, AFollowUpWaitsForABuildNearItsEnd) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  // Profiling: the table is written, the rest is short. The command waits until the lock goes.
+  HeldBuild build(file, Cached(), "profile -1 " + NowMs(1) + "\n");
+  std::atomic<bool> ended{false};
+  std::thread ender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    ended = true;
+    build.End();
+  });
+  auto hit = internal::WaitForCacheBuild(fs::absolute(file), {}, Cached());
+  const bool waited = ended;
+  ender.join();
+  ASSERT_TRUE(hit.has_value()) << hit.error().message;
+  EXPECT_FALSE(hit->has_value());  // the stand-in wrote no entry: the file is read
+  EXPECT_TRUE(waited);
+}
+
+TEST_F(CacheTest, AFollowUpReadsTheFileWhenTheBuildHasFarToGo) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  // 10% of the table after 10 s: 90 s and a profile to go, longer than a scan beside it.
+  HeldBuild build(file, Cached(), "table 10.0 " + NowMs(10) + "\n");
+  std::atomic<bool> ended{false};
+  std::thread ender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ended = true;
+    build.End();
+  });
+  auto hit = internal::WaitForCacheBuild(fs::absolute(file), {}, Cached());
+  const bool waited = ended;
+  ender.join();
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_FALSE(hit->has_value());
+  EXPECT_FALSE(waited);
+  // The same build at 90% after 9 s is waited for.
+  HeldBuild late(file, Cached(), "table 90.0 " + NowMs(9) + "\n");
+  ended = false;
+  std::thread ender2([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    ended = true;
+    late.End();
+  });
+  (void)internal::WaitForCacheBuild(fs::absolute(file), {}, Cached());
+  const bool waited_late = ended;
+  ender2.join();
+  EXPECT_TRUE(waited_late);
+  // With no build at all, nothing waits and the open goes on.
+  std::string cache;
+  EXPECT_EQ(Sum(file, Cached(), &cache), "3");
+  EXPECT_EQ(cache, "miss");
+}
+
+TEST_F(CacheTest, ASecondBuilderLeavesTheFirstOnesLock) {
+  const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
+  HeldBuild build(file, Cached(), "plan -1 " + NowMs(0) + "\n");
+  auto second = BuildCacheEntry(file, Cached());
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().message.find("is being built"), std::string::npos);
+  // Its lock file is still there for a third builder to find held.
+  auto third = BuildCacheEntry(file, Cached());
+  ASSERT_FALSE(third);
+  EXPECT_NE(third.error().message.find("is being built"), std::string::npos);
 }
 
 TEST_F(CacheTest, StaleEntryIsNeverTrusted) {

@@ -628,6 +628,8 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     if (cacheable) {
       auto hit = LookupCache(f.abs, f.options, options);
       if (!hit) return std::unexpected(hit.error());
+      if (!*hit) hit = WaitForCacheBuild(f.abs, f.options, options);
+      if (!hit) return std::unexpected(hit.error());
       f.cached = std::move(*hit);
     }
     auto source = Fingerprint(paths[i], formats[i], options.fingerprint && !f.cached, options.stop);

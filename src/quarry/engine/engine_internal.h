@@ -234,6 +234,13 @@ Result<std::optional<CacheHit>> LookupCache(const std::filesystem::path& abs,
                                             const CsvOptions& options, const OpenOptions& open);
 Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given,
                                               const OpenOptions& options);
+// While another process builds this file's entry: waits for it when the build's progress says
+// that is quicker than reading the file beside it, and returns the entry; nullopt at once when
+// no build runs or waiting would be slower (the caller reads the file). A stop request ends
+// the wait.
+Result<std::optional<CacheHit>> WaitForCacheBuild(const std::filesystem::path& abs,
+                                                  const CsvOptions& options,
+                                                  const OpenOptions& open);
 
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
                                                 const std::vector<std::string>& formats,
