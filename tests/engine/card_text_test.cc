@@ -108,6 +108,52 @@ TEST(CardTextTest, NoSamplesKeepsTypesCountsAndNumericRanges) {
       << with;
 }
 
+TEST(CardTextTest, ManyNotesKeepThoseThatChangeASumOrACount) {
+  TableCard card;
+  card.name = "sales";
+  card.row_count = 10;
+  card.profiled = true;
+  ColumnCard amount;
+  amount.name = "amount";
+  amount.type = "DOUBLE";
+  amount.profiled = true;
+  amount.notes = {"dates read in the format %d/%m/%Y (as the sniffer found it)",
+                  "3 values are missing-value markers ('N/A'), read as NULL",
+                  "numbers written for people were read as DOUBLE: '(1,234.00)' keeps its minus"};
+  card.columns = {amount};
+  card.notes = {"the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1)",
+                "read as UTF-16 (the file starts with a UTF-16 byte-order mark)",
+                "sheet 'Q3' is hidden in the workbook",
+                "some lines are longer than 2 MB; read with a 64 MB line limit",
+                "dates read in the format %d/%m/%Y (as the sniffer found it)",
+                "sheet 'Q3': 2 title row(s) above the header are not part of the table ('Report', …)",
+                "a row holds the total of the rows above it in amount: 'Total' (row 10)",
+                "2 rows are exact copies of other rows: COUNT(*) counts each",
+                "values that differ only in spaces, case or Unicode form group apart: 'Paris' (3)"};
+  CardOptions options;
+  options.max_table_notes = 4;
+  options.max_column_notes = 2;
+  const std::string text = RenderCards({card}, options);
+  // The three that change a result, in their order, then one line for the other six.
+  EXPECT_NE(text.find("  note: a row holds the total of the rows above it in amount: 'Total' (row 10)\n"
+                      "  note: 2 rows are exact copies of other rows: COUNT(*) counts each\n"
+                      "  note: values that differ only in spaces, case or Unicode form group apart: 'Paris' (3)\n"
+                      "  note: 6 more notes (none of them changes a sum or a count); inspect_schema "
+                      "with this table shows them all\n"),
+            std::string::npos) << text;
+  EXPECT_EQ(text.find("Latin-1"), std::string::npos) << text;
+  EXPECT_NE(text.find("    note: 3 values are missing-value markers ('N/A'), read as NULL\n"
+                      "    note: 2 more notes (1 of them on rows or values that change a sum or a "
+                      "count); inspect_schema with this table shows them all\n"),
+            std::string::npos) << text;
+  // Without a limit (quarry schema, inspect_schema), every note.
+  const std::string all = RenderCards({card});
+  EXPECT_NE(all.find("Latin-1"), std::string::npos);
+  EXPECT_EQ(all.find("more notes"), std::string::npos);
+  EXPECT_FALSE(NoteChangesAResult("sheet 'Q3' is hidden in the workbook"));
+  EXPECT_TRUE(NoteChangesAResult("sheet 'S': 3 cell(s) hold Excel errors, read as NULL"));
+}
+
 TEST(CardTextTest, InvisibleCharactersAreShown) {
   // Unicode tags spell text a model reads and a terminal hides ("ASCII smuggling").
   EXPECT_EQ(PromptText("a\U000E0053\U000E0041b", 100), "a\\U000e0053\\U000e0041b");

@@ -76,6 +76,12 @@ TEST(WorkbookFormatTest, RangesColumnsAndNumbers) {
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ(one->first_col, 16383u);
   EXPECT_EQ(one->first_row, 1048575u);
+  auto dollars = internal::ParseCellRange("Report!$B$2:$C$9");
+  ASSERT_TRUE(dollars.has_value());
+  EXPECT_EQ(dollars->first_col, 1u);
+  EXPECT_EQ(dollars->last_row, 8u);
+  EXPECT_EQ(internal::RangeSheet("'Q3 2024'!A1:B2"), "Q3 2024");
+  EXPECT_EQ(internal::RangeSheet("A1:B2"), std::nullopt);
   for (const char* bad : {"", "A0", "3A", "XFE1", "A1048577", "A1:", "A1:B", "AAAA1", "A1:B2:C3"}) {
     auto e = internal::ParseCellRange(bad);
     ASSERT_FALSE(e.has_value()) << bad;
@@ -134,7 +140,7 @@ TEST(WorkbookCsvTest, ErrorsTitlesGapsQuotesAndRanges) {
   for (const auto& n : r->notes) notes += n + "\n";
   EXPECT_NE(notes.find("1 title row(s) above the header are not part of the table ('Sales \"2024\"')"),
             std::string::npos) << notes;
-  EXPECT_NE(notes.find("2 empty row(s) between the data were left out"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("2 empty row(s) between the data were skipped"), std::string::npos) << notes;
   EXPECT_NE(notes.find("column C ('qty'): 1 × #N/A"), std::string::npos) << notes;
   EXPECT_NE(notes.find("1 formula cell(s) have no saved result"), std::string::npos) << notes;
   // A range the user chose keeps every row in it, the title too.
@@ -274,7 +280,7 @@ TEST_F(WorkbookCorpusTest, AReportWithTitleMergedLabelsAndCodes) {
   EXPECT_NE(notes.find("2 title row(s) above the header are not part of the table ('Quarterly report', …)"),
             std::string::npos) << notes;
   EXPECT_NE(notes.find("B5:B7 ('North')"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("1 empty row(s) between the data were left out"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1 empty row(s) between the data were skipped"), std::string::npos) << notes;
 }
 
 TEST_F(WorkbookCorpusTest, SheetsRangesAndOptions) {
@@ -418,6 +424,77 @@ TEST_F(WorkbookCorpusTest, ASheetReachesPandasThroughTheExport) {
   EXPECT_EQ((*exported)[0].rows_written, 4);
   const std::string csv = quarry::testing::ReadFile((*exported)[0].path);
   EXPECT_NE(csv.find("02134"), std::string::npos) << csv;
+}
+
+TEST_F(WorkbookCorpusTest, AStrayCellFarRightAndATemplateSheetAreNotTheTable) {
+  Need("openpyxl");
+  auto engine = Load("stray.xlsx");
+  ASSERT_TRUE(engine);
+  ASSERT_EQ(engine->describe().size(), 1u);  // the header-only template is not loaded
+  const TableCard& card = Card(*engine, "stray_s");
+  EXPECT_EQ(card.columns.size(), 3u);  // not 16,384
+  EXPECT_EQ(card.row_count, 100);
+  EXPECT_EQ(Value(*engine, "SELECT SUM(amt) FROM stray_s"), "12375.0");
+  const std::string notes = Notes(card);
+  EXPECT_NE(notes.find("1 cell(s) apart from the table, past empty columns, are not part of it "
+                       "(XFD50 ('x')); read them with range="), std::string::npos) << notes;
+  EXPECT_NE(notes.find("'Template' hold no table (a chart, no cells, or a header only)"),
+            std::string::npos) << notes;
+  // Named, the template is a table with no rows, as the user asked.
+  auto tpl = Open({File("stray.xlsx").string() + "?sheet=Template"});
+  ASSERT_FALSE(tpl.has_value());
+  EXPECT_NE(tpl.error().message.find("has a header but no rows"), std::string::npos);
+  // A range written as Excel writes references.
+  auto part = Open({File("stray.xlsx").string() + "?range=S!$A$1:$B$3"});
+  ASSERT_TRUE(part.has_value()) << part.error().message;
+  EXPECT_EQ((*part)->describe()[0].name, "stray_s");
+  EXPECT_EQ((*part)->describe()[0].row_count, 2);
+  EXPECT_EQ((*part)->describe()[0].columns.size(), 2u);
+}
+
+TEST_F(WorkbookCorpusTest, AHeaderOverTwoRowsBecomesOneRowOfNames) {
+  Need("openpyxl");
+  auto engine = Load("twoheader.xlsx");
+  ASSERT_TRUE(engine);
+  const TableCard& card = Card(*engine, "twoheader_p");
+  ASSERT_EQ(card.columns.size(), 5u);
+  EXPECT_EQ(card.columns[0].name, "id");
+  EXPECT_EQ(card.columns[1].name, "Sales 2023");
+  EXPECT_EQ(card.columns[4].name, "Cost 2024");
+  EXPECT_EQ(card.row_count, 2);
+  EXPECT_EQ(TypeOf(card, "id"), "BIGINT");
+  EXPECT_EQ(Value(*engine, "SELECT SUM(\"Sales 2023\") FROM twoheader_p"), "30");  // not 2053
+  EXPECT_NE(Notes(card).find("the header spans rows 1-2"), std::string::npos) << Notes(card);
+  EXPECT_EQ(Notes(card).find("empty row"), std::string::npos) << Notes(card);
+}
+
+TEST_F(WorkbookCorpusTest, DateFormattedZerosAreNullAndCounted) {
+  Need("openpyxl");
+  auto engine = Load("zerodate.xlsx");
+  ASSERT_TRUE(engine);
+  const TableCard& card = Card(*engine, "zerodate_d");
+  EXPECT_EQ(TypeOf(card, "paid"), "DATE");
+  EXPECT_EQ(Value(*engine, "SELECT COUNT(*) FROM zerodate_d WHERE paid IS NULL"), "1");
+  EXPECT_NE(Notes(card).find("1 cell(s) formatted as dates hold no date"), std::string::npos);
+}
+
+TEST_F(WorkbookCorpusTest, EscapesEmptyFormulaResultsAndOverlappingMerges) {
+  Need("hostile");
+  auto engine = Load("escaped.xlsx");
+  ASSERT_TRUE(engine);
+  const TableCard& card = Card(*engine, "escaped_s");
+  EXPECT_EQ(card.columns.size(), 2u);  // overlapping merges fill each cell once
+  EXPECT_EQ(Value(*engine, "SELECT note FROM escaped_s WHERE note LIKE 'line1%'"), "line1\nline2");
+  EXPECT_EQ(Value(*engine, "SELECT note FROM escaped_s WHERE note LIKE '%literal'"), "_x000D_ literal");
+  // <v></v> is a saved empty string, not a missing result.
+  EXPECT_EQ(Notes(card).find("no saved result"), std::string::npos) << Notes(card);
+  auto dup = Open({File("duplicate.xlsx")});
+  ASSERT_FALSE(dup.has_value());
+  EXPECT_NE(dup.error().message.find("holds two entries named 'xl/worksheets/sheet1.xml'"),
+            std::string::npos);
+  auto both = Open({File("plain.xlsx").string() + "?sheet=S&range=T!A1:B2"});
+  ASSERT_FALSE(both.has_value());
+  EXPECT_NE(both.error().message.find("names sheet 'T' but sheet=S"), std::string::npos);
 }
 
 TEST_F(WorkbookCorpusTest, TheWorkbooksAreOnlyRead) {

@@ -231,6 +231,8 @@ SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
   engine::CardOptions full;
   full.max_columns = engine::kCardColumns;
   full.samples = options.samples;
+  full.max_table_notes = engine::kCardTableNotes;
+  full.max_column_notes = engine::kCardColumnNotes;
   const std::string whole = engine::RenderCards(cards, full);
   view.whole_tokens_estimated = engine::EstimateTokens(whole);
   if (view.whole_tokens_estimated <= options.budget_tokens) {

@@ -136,6 +136,32 @@ std::string NoteText(std::string_view note) {
   return escaped.substr(0, cut) + std::string(kEllipsis);
 }
 
+// `notes` as card lines, at most `max` (0: all): past it, those that change a result first,
+// in their order, then the others, and one line that counts what was left out.
+std::string NoteLines(const std::vector<std::string>& notes, size_t max, const char* indent) {
+  std::string out;
+  if (max == 0 || notes.size() <= max) {
+    for (const std::string& note : notes) out += std::string(indent) + "note: " + NoteText(note) + "\n";
+    return out;
+  }
+  std::vector<const std::string*> order;
+  for (const auto& n : notes) {
+    if (NoteChangesAResult(n)) order.push_back(&n);
+  }
+  const size_t changing = order.size();
+  for (const auto& n : notes) {
+    if (!NoteChangesAResult(n)) order.push_back(&n);
+  }
+  for (size_t i = 0; i < max - 1; ++i) out += std::string(indent) + "note: " + NoteText(*order[i]) + "\n";
+  const size_t rest = notes.size() - (max - 1);
+  const size_t rest_changing = changing > max - 1 ? changing - (max - 1) : 0;
+  out += std::string(indent) + "note: " + std::to_string(rest) + " more notes (" +
+         (rest_changing > 0 ? std::to_string(rest_changing) + " of them on rows or values that change a sum or a count"
+                            : std::string("none of them changes a sum or a count")) +
+         "); inspect_schema with this table shows them all\n";
+  return out;
+}
+
 bool HasWord(const std::string& upper, std::string_view word) {
   return upper.find(word) != std::string::npos;
 }
@@ -266,12 +292,26 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
     }
   }
   out += "\n";
-  for (const std::string& note : c.notes)
-    out += "    note: " + NoteText(note) + "\n";
+  out += NoteLines(c.notes, o.max_column_notes, "    ");
   return out;
 }
 
 }  // namespace
+
+bool NoteChangesAResult(std::string_view note) {
+  std::string lower(note);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // The loader's own wording for what a SUM or COUNT would get wrong (csv_quality.cc,
+  // csv_columns.cc, csv_loader.cc, workbook.cc).
+  static constexpr std::string_view kMarks[] = {
+      "total", "exact cop", "duplicate", "group apart", "read as null", "as null", "missing",
+      "padded", "extra columns", "repeated", "mixed units", "minus", "negative", "no saved result",
+      "excel errors", "kept as text", "dropped", "sum(", "count("};
+  for (std::string_view mark : kMarks) {
+    if (lower.find(mark) != std::string::npos) return true;
+  }
+  return false;
+}
 
 std::string PromptText(std::string_view text, size_t max_bytes) {
   std::vector<size_t> starts;
@@ -393,8 +433,7 @@ std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& 
       out += "  foreign key " + Name(fk->column) + " -> " + Name(fk->ref_table) + "." +
              Name(fk->ref_column) + "\n";
     }
-    for (const std::string& note : t.notes)
-      out += "  note: " + NoteText(note) + "\n";
+    out += NoteLines(t.notes, o.max_table_notes, "  ");
   }
   return out;
 }

@@ -423,7 +423,8 @@ class DuckDbEngine final : public Engine {
                                       "a copy in a private temporary directory, and none could be "
                                       "made; check TMPDIR");
     }
-    auto copies = CopySheetsAsCsv(book.abs, book.path, book.format, book.options.sheet, book.options.range,
+    auto copies = CopySheetsAsCsv(book.abs, book.path, book.format, book.options.sheet,
+                                  book.options.range, book.options.header.value_or(true),
                                   spill_.path(), index, load_stop_);
     if (!copies) return std::unexpected(Context(copies.error(), "cannot load " + book.path));
     std::vector<FileTable> sheets;

@@ -291,7 +291,20 @@ struct CardOptions {
   // files, in one leading "data: PATH" line when they all come from one.
   enum class Sources { kAuto, kPerTable, kNone };
   Sources sources = Sources::kAuto;
+  // At most this many notes per table, and per column (0: all). Past it, the notes that change
+  // a sum or a count (NoteChangesAResult) come first and one line counts the rest.
+  size_t max_table_notes = 0;
+  size_t max_column_notes = 0;
 };
+
+// Whether a loader note warns of something that changes a SUM or a COUNT (a total row,
+// duplicates, values read as NULL, variants that split a group, a lost minus), rather than
+// something that only explains a reading (an encoding, a date format, a title left out).
+bool NoteChangesAResult(std::string_view note);
+
+// The prompt's limits (agent/schema_view.cc): a table that holds more notes shows these many.
+inline constexpr size_t kCardTableNotes = 6;
+inline constexpr size_t kCardColumnNotes = 2;
 
 // Schema cards as the model reads them, one block per table:
 //   table Track (3503 rows)

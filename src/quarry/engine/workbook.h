@@ -29,6 +29,7 @@ enum class SheetValue : uint8_t {
   kDate,      // text: ISO 8601, YYYY-MM-DD[ HH:MM:SS] or HH:MM:SS, from the cell's number format
   kError,     // text: the error as Excel shows it (#N/A, #DIV/0!)
   kNoValue,   // a formula whose result the writer never saved
+  kNoDate,    // text: a number in a date format that is no date (0, negative, 1900-02-29)
 };
 
 struct SheetCell {
@@ -72,8 +73,11 @@ Result<std::unique_ptr<Workbook>> OpenXls(const std::string& path);
 // and 1e15 (an integer stays an integer, never "1e+05"), the shortest form outside.
 std::string CellNumberText(double value);
 
-// "A3:F200" (or one cell, "B2"); kUsage error naming the expected form.
+// "A3:F200" (or one cell, "B2"; "$A$3:$F$200" and "Sheet!A3:F200" as Excel writes them);
+// kUsage error naming the expected form.
 Result<CellRange> ParseCellRange(std::string_view text);
+// The sheet a range names ("Q3" of "Q3!A1:B2", "Q3 2024" of "'Q3 2024'!A1"), or nullopt.
+std::optional<std::string> RangeSheet(std::string_view text);
 // 0-based column index to letters: 0 -> "A", 27 -> "AB".
 std::string ColumnLetters(uint32_t col);
 
@@ -107,11 +111,12 @@ struct SheetCopy {
   std::vector<std::string> notes;
 };
 // `label` is the path as the user gave it, for messages.
+// `header`: false when the user said header=false (then a one-row sheet is data).
 Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const std::string& label,
                                                const std::string& format,
-                                               const std::optional<std::string>& sheet,
+                                               std::optional<std::string> sheet,
                                                const std::optional<std::string>& range,
-                                               const std::string& dir, size_t index,
+                                               bool header, const std::string& dir, size_t index,
                                                const StopToken& stop);
 
 }  // namespace quarry::engine::internal

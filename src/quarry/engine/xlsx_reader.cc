@@ -59,6 +59,35 @@ bool ParseCellRef(std::string_view ref, uint32_t& row, uint32_t& col) {
   return true;
 }
 
+// Open XML's escape for characters XML cannot hold (ST_Xstring): _x000D_ is a carriage return,
+// _x005F_ an underscore (so "_x005F_x000D_" is the text "_x000D_").
+std::string DecodeXstring(std::string text) {
+  if (text.find("_x") == std::string::npos) return text;
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    uint32_t code = 0;
+    if (i + 7 <= text.size() && text[i] == '_' && text[i + 1] == 'x' && text[i + 6] == '_' &&
+        std::from_chars(text.data() + i + 2, text.data() + i + 6, code, 16).ptr == text.data() + i + 6) {
+      // UTF-8 of a code point under U+10000 (four hex digits).
+      if (code < 0x80) {
+        out += static_cast<char>(code);
+      } else if (code < 0x800) {
+        out += static_cast<char>(0xC0 | (code >> 6));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+      } else {
+        out += static_cast<char>(0xE0 | (code >> 12));
+        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+      }
+      i += 7;
+      continue;
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
 // An entry name that is absolute ("/etc/x", "C:\\x") or has a ".." segment.
 bool ClimbsOut(std::string_view name) {
   if (name.starts_with('/') || name.starts_with('\\')) return true;
@@ -203,7 +232,8 @@ class XlsxWorkbook final : public Workbook {
       uint32_t row = 0, next_row = 0, col = 0, next_col = 0;
       std::string type, value, inline_text;
       int style = 0;
-      bool formula = false, in_v = false, in_is = false, in_t = false, in_phonetic = false;
+      bool formula = false, has_v = false, in_v = false, in_is = false, in_t = false,
+           in_phonetic = false;
     } c;
     XmlHandler h;
     h.start = [&](std::string_view name, const char** attrs) {
@@ -227,6 +257,7 @@ class XlsxWorkbook final : public Workbook {
         c.value.clear();
         c.inline_text.clear();
         c.formula = false;
+        c.has_v = false;
         c.style = 0;
         if (const char* r = Attr(attrs, "r")) {
           uint32_t row = 0;
@@ -245,6 +276,7 @@ class XlsxWorkbook final : public Workbook {
         }
       } else if (name == "v") {
         c.in_v = true;
+        c.has_v = true;
       } else if (name == "f") {
         c.formula = true;
       } else if (name == "is") {
@@ -275,7 +307,10 @@ class XlsxWorkbook final : public Workbook {
           return;
         }
         std::string error;
-        auto cell = MakeCell(c.type, c.value, c.inline_text, c.formula, c.style, error);
+        // openpyxl writes <v></v> for a formula it never calculated; only a text result (str)
+        // can be a saved empty string.
+        const bool unsaved = c.formula && (!c.has_v || (c.value.empty() && c.type != "str"));
+        auto cell = MakeCell(c.type, c.value, c.inline_text, unsaved, c.style, error);
         if (!error.empty()) h.Stop(std::move(error));
         if (!cell) return;
         cell->row = c.row;
@@ -308,8 +343,9 @@ class XlsxWorkbook final : public Workbook {
     return a.row != b.row ? a.row < b.row : a.col < b.col;
   }
 
+  // `unsaved`: a formula with no <v> at all; an empty <v> is a saved empty string.
   std::optional<SheetCell> MakeCell(const std::string& type, const std::string& value,
-                                    const std::string& inline_text, bool formula, int style,
+                                    const std::string& inline_text, bool unsaved, int style,
                                     std::string& error) const {
     SheetCell cell;
     if (type == "s") {
@@ -322,19 +358,21 @@ class XlsxWorkbook final : public Workbook {
       }
       cell.text = shared_[index];
     } else if (type == "inlineStr") {
-      cell.text = inline_text;
+      cell.text = DecodeXstring(inline_text);
     } else if (type == "str" || type == "d") {
-      if (value.empty() && formula) cell.kind = SheetValue::kNoValue;
+      if (value.empty() && unsaved) cell.kind = SheetValue::kNoValue;
       cell.kind = type == "d" && !value.empty() ? SheetValue::kDate : cell.kind;
-      cell.text = value;
-    } else if (type == "b") {
+      cell.text = type == "str" ? DecodeXstring(value) : value;
+    } else if (type == "b" && (value == "0" || value == "1" || value == "true" || value == "false")) {
       cell.kind = SheetValue::kBool;
       cell.text = value == "1" || value == "true" ? "TRUE" : "FALSE";
+    } else if (type == "b") {
+      cell.text = value;  // not a boolean after all: kept as written
     } else if (type == "e") {
       cell.kind = SheetValue::kError;
       cell.text = value.empty() ? "#VALUE!" : value;
     } else if (value.empty()) {
-      if (!formula) return std::nullopt;  // a formatted, empty cell
+      if (!unsaved) return std::nullopt;  // a formatted, empty cell
       cell.kind = SheetValue::kNoValue;
     } else {
       double number = 0;
@@ -353,6 +391,9 @@ class XlsxWorkbook final : public Workbook {
         if (iso) {
           cell.kind = SheetValue::kDate;
           cell.text = std::move(*iso);
+        } else if (date != DateStyle::kNone && date != DateStyle::kTime) {
+          cell.kind = SheetValue::kNoDate;  // 0 from a formula over an empty cell, mostly
+          cell.text = value;
         } else {
           cell.kind = SheetValue::kNumber;
           cell.text = CellNumberText(number);
@@ -400,7 +441,12 @@ class XlsxWorkbook final : public Workbook {
         return std::unexpected(DataError(label_ + " is refused: " + what +
                                          ". Export the sheet you need to CSV and ask about that"));
       }
-      entries_[Lower(name)] = static_cast<zip_uint64_t>(i);
+      // Two entries of one name: readers differ on which they take, so the data is ambiguous.
+      if (!entries_.emplace(Lower(name), static_cast<zip_uint64_t>(i)).second) {
+        return std::unexpected(DataError(label_ + " holds two entries named '" + name.substr(0, 80) +
+                                         "': which one is the data is ambiguous; re-save it in "
+                                         "Excel or LibreOffice"));
+      }
     }
     return {};
   }
@@ -529,7 +575,7 @@ class XlsxWorkbook final : public Workbook {
     h.end = [&](std::string_view name) {
       if (name == "si") {
         in_si = false;
-        shared_.push_back(std::move(current));
+        shared_.push_back(DecodeXstring(std::move(current)));
         current.clear();
       } else if (name == "t") {
         in_t = false;

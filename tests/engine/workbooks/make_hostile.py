@@ -106,3 +106,21 @@ odd = ('<?xml version="1.0" encoding="UTF-8"?><x:worksheet xmlns:x="http://schem
        '<x:t>キョウト</x:t></x:rPh></x:is></x:c><x:c t="d"><x:v>2024-01-04</x:v></x:c><x:c t="str"><x:f>A4</x:f>'
        '</x:c></x:row></x:sheetData></x:worksheet>')
 package(f"{out}/odd.xlsx", base(sheet=odd))
+
+# From a fresh-user trial: escaped characters (_x000D_ is a carriage return, _x005F_ an
+# underscore), a formula whose saved result is an empty string (<v></v>, Excel's IF(x,"",...)),
+# overlapping, reversed and invalid merges, and a part given twice.
+escaped = ('<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
+           'spreadsheetml/2006/main"><sheetData>'
+           '<row r="1"><c r="A1" t="inlineStr"><is><t>note</t></is></c><c r="B1" t="inlineStr"><is><t>f</t></is></c></row>'
+           '<row r="2"><c r="A2" t="inlineStr"><is><t>line1_x000D__x000A_line2</t></is></c>'
+           '<c r="B2" t="str"><f>IF(1,"","x")</f><v></v></c></row>'
+           '<row r="3"><c r="A3" t="inlineStr"><is><t>_x005F_x000D_ literal</t></is></c>'
+           '<c r="B3" t="str"><f>A3</f><v>y</v></c></row>'
+           '</sheetData><mergeCells count="3"><mergeCell ref="A2:B3"/><mergeCell ref="B3:A2"/>'
+           '<mergeCell ref="garbage"/></mergeCells></worksheet>')
+package(f"{out}/escaped.xlsx", base(sheet=escaped))
+import warnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # zipfile warns of the duplicate name, which is the point
+    package(f"{out}/duplicate.xlsx", base() + [("xl/worksheets/sheet1.xml", SHEET.replace("<v>1</v>", "<v>666</v>"))])

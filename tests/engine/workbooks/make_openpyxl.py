@@ -70,3 +70,38 @@ ws2.append(["b", 2])
 ws2.append(["c", 3])
 wb.create_sheet("Blank")
 wb.save(f"{out}/quarters.xlsx")
+
+# From a fresh-user trial: one stray cell far to the right (it made 16,384 columns), a header
+# over two rows (group names merged over years), a template sheet of only a header beside the
+# data, and date-formatted zeros (a formula over an empty cell saves 0).
+wb = openpyxl.Workbook()
+ws = wb.active
+ws.title = "S"
+ws.append(["id", "amt", "code"])
+for i in range(100):
+    ws.append([i, i * 2.5, "%05d" % i])
+ws["XFD50"] = "x"
+tpl = wb.create_sheet("Template")
+tpl.append(["when", "who", "what"])
+wb.save(f"{out}/stray.xlsx")
+
+wb = openpyxl.Workbook()
+ws = wb.active
+ws.title = "P"
+ws.append(["id", "Sales", None, "Cost", None])
+ws.append([None, 2023, 2024, 2023, 2024])
+ws.append([1, 10, 11, 5, 6])
+ws.append([2, 20, 21, 7, 8])
+ws.merge_cells("A1:A2")
+ws.merge_cells("B1:C1")
+ws.merge_cells("D1:E1")
+wb.save(f"{out}/twoheader.xlsx")
+
+wb = openpyxl.Workbook()
+ws = wb.active
+ws.title = "D"
+ws.append(["k", "paid"])
+for k, v in (("a", datetime.date(2024, 1, 5)), ("b", 0), ("c", datetime.date(2024, 1, 7))):
+    ws.append([k, v])
+    ws.cell(ws.max_row, 2).number_format = "yyyy-mm-dd"
+wb.save(f"{out}/zerodate.xlsx")
