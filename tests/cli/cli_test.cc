@@ -235,7 +235,7 @@ TEST_F(CliTest, BadInputGetsOneLineAndAnExitCode) {
   TempDir data;
   const std::vector<BadInput> cases = {
       {"missing", "nope.csv", "", "not found"},
-      {"extension", "table.xlsx", "x", "unsupported file type"},
+      {"extension", "table.ods", "x", "unsupported file type"},
       {"empty", "empty.csv", "", "is empty"},
       {"header only", "header.csv", "a,b\n", "header but no rows"},
       {"not sqlite", "fake.db", "hello, I am text\n", "not a SQLite database"},

@@ -196,52 +196,37 @@ std::string NowMs(int64_t seconds_ago) {
                         seconds_ago * 1000);
 }
 
+// Whether WaitForCacheBuild was still waiting when `build` ended, `after_ms` from the start.
+bool WaitedUntilTheEnd(HeldBuild& build, int after_ms, const fs::path& file, const OpenOptions& o) {
+  std::atomic<bool> ended{false};
+  std::thread ender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    ended = true;
+    build.End();
+  });
+  auto hit = internal::WaitForCacheBuild(fs::absolute(file), {}, o);
+  const bool waited = ended;
+  ender.join();
+  EXPECT_TRUE(hit.has_value());
+  EXPECT_FALSE(hit && hit->has_value());  // the stand-in wrote no entry: the file is read
+  return waited;
+}
+
 TEST_F(CacheTest, AFollowUpWaitsForABuildNearItsEnd) {
   const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
   // Profiling: the table is written, the rest is short. The command waits until the lock goes.
   HeldBuild build(file, Cached(), "profile -1 " + NowMs(1) + "\n");
-  std::atomic<bool> ended{false};
-  std::thread ender([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    ended = true;
-    build.End();
-  });
-  auto hit = internal::WaitForCacheBuild(fs::absolute(file), {}, Cached());
-  const bool waited = ended;
-  ender.join();
-  ASSERT_TRUE(hit.has_value()) << hit.error().message;
-  EXPECT_FALSE(hit->has_value());  // the stand-in wrote no entry: the file is read
-  EXPECT_TRUE(waited);
+  EXPECT_TRUE(WaitedUntilTheEnd(build, 400, file, Cached()));
 }
 
 TEST_F(CacheTest, AFollowUpReadsTheFileWhenTheBuildHasFarToGo) {
   const fs::path file = tmp_.Write("data.csv", "k,v\na,1\nb,2\n");
   // 10% of the table after 10 s: 90 s and a profile to go, longer than a scan beside it.
   HeldBuild build(file, Cached(), "table 10.0 " + NowMs(10) + "\n");
-  std::atomic<bool> ended{false};
-  std::thread ender([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    ended = true;
-    build.End();
-  });
-  auto hit = internal::WaitForCacheBuild(fs::absolute(file), {}, Cached());
-  const bool waited = ended;
-  ender.join();
-  ASSERT_TRUE(hit.has_value());
-  EXPECT_FALSE(hit->has_value());
-  EXPECT_FALSE(waited);
+  EXPECT_FALSE(WaitedUntilTheEnd(build, 1500, file, Cached()));
   // The same build at 90% after 9 s is waited for.
   HeldBuild late(file, Cached(), "table 90.0 " + NowMs(9) + "\n");
-  ended = false;
-  std::thread ender2([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    ended = true;
-    late.End();
-  });
-  (void)internal::WaitForCacheBuild(fs::absolute(file), {}, Cached());
-  const bool waited_late = ended;
-  ender2.join();
-  EXPECT_TRUE(waited_late);
+  EXPECT_TRUE(WaitedUntilTheEnd(late, 400, file, Cached()));
   // With no build at all, nothing waits and the open goes on.
   std::string cache;
   EXPECT_EQ(Sum(file, Cached(), &cache), "3");

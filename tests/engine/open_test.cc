@@ -29,7 +29,10 @@ class OpenTest : public ::testing::Test {
 TEST_F(OpenTest, MissingFile) { ExpectError(tmp_.path() / "nope.csv", "not found"); }
 
 TEST_F(OpenTest, UnsupportedExtension) {
-  ExpectError(tmp_.Write("notes.xlsx", "x"), "unsupported file type");
+  ExpectError(tmp_.Write("notes.ods", "x"), "unsupported file type");
+  ExpectError(tmp_.Write("notes.xlsb", "x"), "(save this workbook as .xlsx and ask again)");
+  // A workbook's extension that is no workbook says so, with what to do.
+  ExpectError(tmp_.Write("notes.xlsx", "x"), "is not a readable .xlsx workbook");
 }
 
 TEST_F(OpenTest, EmptyFile) { ExpectError(tmp_.Write("empty.csv", ""), "is empty"); }

@@ -22,7 +22,9 @@ constexpr uint32_t kMaxRows = 1'048'576;
 // A merged range larger than this is decoration (a banner over the whole sheet), not a label.
 constexpr uint64_t kMaxMergedFill = 10'000;
 
-bool ParseRef(std::string_view ref, uint32_t& row, uint32_t& col) {
+}  // namespace
+
+bool ParseCellRef(std::string_view ref, uint32_t& row, uint32_t& col) {
   size_t i = 0;
   uint64_t c = 0;
   while (i < ref.size() && i < 3 && std::isalpha(static_cast<unsigned char>(ref[i]))) {
@@ -41,6 +43,8 @@ bool ParseRef(std::string_view ref, uint32_t& row, uint32_t& col) {
   col = static_cast<uint32_t>(c - 1);
   return true;
 }
+
+namespace {
 
 // A text cell as a quoted CSV field. A line break inside a cell is written as \n: a \r in a
 // quoted field of a \n file stops DuckDB's strict reader ("invalid state").
@@ -114,7 +118,7 @@ Result<CellRange> ParseCellRange(std::string_view given) {
   CellRange r;
   const std::string_view a = text.substr(0, colon);
   const std::string_view b = colon == std::string_view::npos ? a : text.substr(colon + 1);
-  if (!ParseRef(a, r.first_row, r.first_col) || !ParseRef(b, r.last_row, r.last_col)) {
+  if (!ParseCellRef(a, r.first_row, r.first_col) || !ParseCellRef(b, r.last_row, r.last_col)) {
     return Fail(Error::Code::kUsage, "range=" + std::string(given.substr(0, 40)) +
                                          ": give cells as Excel writes them, e.g. range=A3:F200");
   }

@@ -73,6 +73,10 @@ Result<std::unique_ptr<Workbook>> OpenXls(const std::string& path);
 // and 1e15 (an integer stays an integer, never "1e+05"), the shortest form outside.
 std::string CellNumberText(double value);
 
+// "B12" -> row 11, column 1 (0-based). False for anything else, or past Excel's grid
+// (XFD1048576).
+bool ParseCellRef(std::string_view ref, uint32_t& row, uint32_t& col);
+
 // "A3:F200" (or one cell, "B2"; "$A$3:$F$200" and "Sheet!A3:F200" as Excel writes them);
 // kUsage error naming the expected form.
 Result<CellRange> ParseCellRange(std::string_view text);

@@ -42,23 +42,6 @@ const char* Attr(const char** attrs, std::string_view local, bool namespaced = f
   return nullptr;
 }
 
-// "B12" -> row 11, column 1. False for anything else, or past Excel's grid.
-bool ParseCellRef(std::string_view ref, uint32_t& row, uint32_t& col) {
-  size_t i = 0;
-  uint64_t c = 0;
-  while (i < ref.size() && std::isalpha(static_cast<unsigned char>(ref[i])) && i < 3) {
-    c = c * 26 + static_cast<uint64_t>(std::toupper(static_cast<unsigned char>(ref[i])) - 'A' + 1);
-    ++i;
-  }
-  if (i == 0 || c > kMaxCols) return false;
-  uint64_t r = 0;
-  const auto [p, ec] = std::from_chars(ref.data() + i, ref.data() + ref.size(), r);
-  if (ec != std::errc() || p != ref.data() + ref.size() || r == 0 || r > kMaxRows) return false;
-  row = static_cast<uint32_t>(r - 1);
-  col = static_cast<uint32_t>(c - 1);
-  return true;
-}
-
 // Open XML's escape for characters XML cannot hold (ST_Xstring): _x000D_ is a carriage return,
 // _x005F_ an underscore (so "_x005F_x000D_" is the text "_x000D_").
 std::string DecodeXstring(std::string text) {
