@@ -3,6 +3,7 @@
 // `quarry cache`.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,7 +50,12 @@ void SpawnBuilder(const std::string& spec, const std::string& cache_dir) {
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) {
     self[n] = '\0';
-    posix_spawn(&pid, self, &actions, &attr, argv.data(), environ);
+    // At a lower priority: the user's next question, reading the file beside the build, gets
+    // the cores first (on 2 cores, a scan beside an equal-priority build took 2.5 times as
+    // long). Set before the builder starts DuckDB's threads, which inherit it.
+    if (posix_spawn(&pid, self, &actions, &attr, argv.data(), environ) == 0) {
+      (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(pid), 10);
+    }
   }
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
