@@ -58,6 +58,6 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libcurl4, libsqlite3-0, libpq5, \
 libssl3 (>= 3.0.0), libseccomp2, libedit2, libtomlplusplus3, libcairo2, libpango-1.0-0, libpangocairo-1.0-0, \
-libglib2.0-0, fonts-dejavu-core, bubblewrap, python3")
+libglib2.0-0, libzip4, libexpat1, libfreexl1, fonts-dejavu-core, bubblewrap, python3")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-pandas, python3-numpy, python3-matplotlib")
 include(CPack)
