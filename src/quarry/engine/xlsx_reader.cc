@@ -1,14 +1,7 @@
-// The Open XML spreadsheet reader (.xlsx/.xlsm): the package through libzip, its XML parts
-// through expat, streamed. Only what a table needs is read: the workbook's sheet list and date
-// system, the relationships that locate the parts, shared strings, the cell formats that tell
-// dates from numbers, and each sheet's cells and merged ranges.
-//
-// The package is untrusted input. Entry sizes come from the central directory and are checked
-// before a byte is inflated (a 1 GB part, a zip bomb), reads stop at the declared size, names
-// and relationship targets that climb out of the package are refused, and a DTD is refused
-// (no entity expansion at all).
-#include <expat.h>
-#include <zip.h>
+// The Open XML spreadsheet reader (.xlsx/.xlsm) over a checked package (xlsx_package.h). Only
+// what a table needs is read: the workbook's sheet list and date system, the relationships
+// that locate the parts, shared strings, the cell formats that tell dates from numbers, and
+// each sheet's cells and merged ranges.
 
 #include <algorithm>
 #include <charconv>
@@ -17,7 +10,7 @@
 #include <functional>
 #include <map>
 
-#include "quarry/engine/workbook.h"
+#include "quarry/engine/xlsx_package.h"
 
 namespace quarry::engine::internal {
 namespace {
@@ -26,21 +19,6 @@ constexpr uint32_t kMaxRows = 1'048'576;  // Excel's own limits
 constexpr uint32_t kMaxCols = 16'384;
 
 Error DataError(std::string message) { return Error{Error::Code::kData, std::move(message)}; }
-
-std::string_view LocalName(const char* name) {
-  std::string_view n(name);
-  const size_t bar = n.rfind('|');
-  return bar == std::string_view::npos ? n : n.substr(bar + 1);
-}
-
-const char* Attr(const char** attrs, std::string_view local, bool namespaced = false) {
-  for (size_t i = 0; attrs[i]; i += 2) {
-    const std::string_view n(attrs[i]);
-    if ((n.find('|') != std::string_view::npos) != namespaced) continue;
-    if (LocalName(attrs[i]) == local) return attrs[i + 1];
-  }
-  return nullptr;
-}
 
 // Open XML's escape for characters XML cannot hold (ST_Xstring): _x000D_ is a carriage return,
 // _x005F_ an underscore (so "_x005F_x000D_" is the text "_x000D_").
@@ -71,91 +49,10 @@ std::string DecodeXstring(std::string text) {
   return out;
 }
 
-// An entry name that is absolute ("/etc/x", "C:\\x") or has a ".." segment.
-bool ClimbsOut(std::string_view name) {
-  if (name.starts_with('/') || name.starts_with('\\')) return true;
-  if (name.size() >= 2 && name[1] == ':') return true;
-  size_t s = 0;
-  while (s <= name.size()) {
-    size_t e = name.find_first_of("/\\", s);
-    if (e == std::string_view::npos) e = name.size();
-    if (name.substr(s, e - s) == "..") return true;
-    s = e + 1;
-  }
-  return false;
-}
-
-// One XML part, streamed through expat into three callbacks (names are "uri|local").
-struct XmlHandler {
-  std::function<void(std::string_view local, const char** attrs)> start;
-  std::function<void(std::string_view local)> end;
-  std::function<void(std::string_view text)> text;
-  std::string error;  // set by Stop()
-  bool doctype = false;
-  XML_Parser parser = nullptr;
-  void Stop(std::string message) {
-    if (error.empty()) error = std::move(message);
-    XML_StopParser(parser, XML_FALSE);
-  }
-};
-
-extern "C" void OnStart(void* data, const char* name, const char** attrs) {
-  auto* h = static_cast<XmlHandler*>(data);
-  if (h->start) h->start(LocalName(name), attrs);
-}
-extern "C" void OnEnd(void* data, const char* name) {
-  auto* h = static_cast<XmlHandler*>(data);
-  if (h->end) h->end(LocalName(name));
-}
-extern "C" void OnText(void* data, const char* s, int len) {
-  auto* h = static_cast<XmlHandler*>(data);
-  if (h->text) h->text(std::string_view(s, static_cast<size_t>(len)));
-}
-extern "C" void OnDoctype(void* data, const char*, const char*, const char*, int) {
-  auto* h = static_cast<XmlHandler*>(data);
-  h->doctype = true;
-  XML_StopParser(h->parser, XML_FALSE);
-}
-
-struct ParserFree {
-  void operator()(XML_Parser p) const { XML_ParserFree(p); }
-};
-struct ZipClose {
-  void operator()(zip_t* z) const { zip_discard(z); }
-};
-struct ZipFileClose {
-  void operator()(zip_file_t* f) const { zip_fclose(f); }
-};
-
-// Joins a relationship target to the folder of the part that names it, as OPC says; nullopt
-// when it climbs above the package root.
-std::optional<std::string> ResolveTarget(const std::string& base_dir, std::string_view target) {
-  std::string joined = target.starts_with('/') ? std::string(target.substr(1))
-                                               : base_dir + std::string(target);
-  std::vector<std::string> parts;
-  size_t s = 0;
-  while (s <= joined.size()) {
-    size_t e = joined.find('/', s);
-    if (e == std::string::npos) e = joined.size();
-    const std::string part = joined.substr(s, e - s);
-    s = e + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      if (parts.empty()) return std::nullopt;
-      parts.pop_back();
-      continue;
-    }
-    parts.push_back(part);
-  }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
-  return out;
-}
-
 class XlsxWorkbook final : public Workbook {
  public:
-  XlsxWorkbook(std::unique_ptr<zip_t, ZipClose> zip, std::string label, WorkbookLimits limits)
-      : zip_(std::move(zip)), label_(std::move(label)), limits_(limits) {}
+  XlsxWorkbook(std::unique_ptr<OpcPackage> package, const WorkbookLimits& limits)
+      : package_(std::move(package)), label_(package_->label()), limits_(limits) {}
 
   std::vector<std::string> SheetNames() const override {
     std::vector<std::string> names;
@@ -165,18 +62,17 @@ class XlsxWorkbook final : public Workbook {
   std::vector<std::string> SkippedSheets() const override { return skipped_; }
 
   Result<void> Load() {
-    if (auto r = CheckEntries(); !r) return r;
     // _rels/.rels names the workbook part; xl/workbook.xml is where every writer puts it.
     std::string workbook = "xl/workbook.xml";
-    if (Locate("_rels/.rels")) {
-      auto rels = ReadRels("_rels/.rels", "");
+    if (package_->Has("_rels/.rels")) {
+      auto rels = package_->ReadRels("_rels/.rels", "");
       if (!rels) return std::unexpected(rels.error());
       for (const auto& [id, rel] : *rels) {
         if (rel.type.ends_with("/officeDocument")) workbook = rel.target;
       }
     }
-    if (!Locate(workbook)) {
-      if (Locate("xl/workbook.bin")) {
+    if (!package_->Has(workbook)) {
+      if (package_->Has("xl/workbook.bin")) {
         return std::unexpected(DataError(label_ + " is a binary workbook (.xlsb): save it as "
                                                   ".xlsx in Excel or LibreOffice"));
       }
@@ -184,7 +80,7 @@ class XlsxWorkbook final : public Workbook {
                                        "): it is a zip file but not an Excel workbook"));
     }
     const std::string dir = workbook.substr(0, workbook.rfind('/') + 1);
-    auto rels = ReadRels(dir + "_rels/" + workbook.substr(dir.size()) + ".rels", dir);
+    auto rels = package_->ReadRels(dir + "_rels/" + workbook.substr(dir.size()) + ".rels", dir);
     if (!rels) return std::unexpected(rels.error());
     std::string shared = dir + "sharedStrings.xml", styles = dir + "styles.xml";
     for (const auto& [id, rel] : *rels) {
@@ -192,10 +88,10 @@ class XlsxWorkbook final : public Workbook {
       if (rel.type.ends_with("/styles")) styles = rel.target;
     }
     if (auto r = ReadWorkbook(workbook, *rels); !r) return r;
-    if (Locate(shared)) {
+    if (package_->Has(shared)) {
       if (auto r = ReadSharedStrings(shared); !r) return r;
     }
-    if (Locate(styles)) {
+    if (package_->Has(styles)) {
       if (auto r = ReadStyles(styles); !r) return r;
     }
     return {};
@@ -207,7 +103,7 @@ class XlsxWorkbook final : public Workbook {
     Sheet sheet;
     sheet.name = entry.name;
     sheet.hidden = entry.hidden;
-    if (!Locate(entry.part)) {
+    if (!package_->Has(entry.part)) {
       return std::unexpected(DataError(label_ + ": sheet '" + entry.name + "' has no part (" +
                                        entry.part + "); the workbook is damaged"));
     }
@@ -301,7 +197,7 @@ class XlsxWorkbook final : public Workbook {
         sheet.cells.push_back(std::move(*cell));
       }
     };
-    if (auto r = Parse(entry.part, h, stop); !r) {
+    if (auto r = package_->Parse(entry.part, h, stop); !r) {
       Error e = r.error();
       if (e.code == Error::Code::kData) e.message += " (sheet '" + entry.name + "')";
       return std::unexpected(std::move(e));
@@ -314,9 +210,6 @@ class XlsxWorkbook final : public Workbook {
   }
 
  private:
-  struct Rel {
-    std::string type, target;
-  };
   struct SheetEntry {
     std::string name, part;
     bool hidden = false;
@@ -387,133 +280,7 @@ class XlsxWorkbook final : public Workbook {
     return cell;
   }
 
-  // Sizes from the central directory, before anything is inflated.
-  Result<void> CheckEntries() {
-    const zip_int64_t n = zip_get_num_entries(zip_.get(), 0);
-    int64_t total = 0;
-    for (zip_int64_t i = 0; i < n; ++i) {
-      zip_stat_t st;
-      zip_stat_init(&st);
-      if (zip_stat_index(zip_.get(), static_cast<zip_uint64_t>(i), 0, &st) != 0) continue;
-      const std::string name = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "";
-      if (ClimbsOut(name)) {
-        return std::unexpected(DataError(
-            label_ + " holds an entry whose path climbs out of the package ('" +
-            name.substr(0, 80) + "'): quarry does not read such a file; re-save it in Excel or "
-                                 "LibreOffice"));
-      }
-      if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE) {
-        return std::unexpected(DataError(label_ + " has encrypted parts: save it without a "
-                                                  "password and ask again"));
-      }
-      const int64_t size = (st.valid & ZIP_STAT_SIZE) ? static_cast<int64_t>(st.size) : 0;
-      const int64_t packed = (st.valid & ZIP_STAT_COMP_SIZE) ? static_cast<int64_t>(st.comp_size) : 0;
-      total += size;
-      std::string what;
-      if (size > limits_.max_part_bytes) {
-        what = "its part '" + name.substr(0, 80) + "' unpacks to " + std::to_string(size >> 20) +
-               " MiB, over the " + std::to_string(limits_.max_part_bytes >> 20) + " MiB quarry reads";
-      } else if (size > (int64_t{16} << 20) && size / std::max<int64_t>(packed, 1) > limits_.max_ratio) {
-        what = "its part '" + name.substr(0, 80) + "' unpacks " +
-               std::to_string(size / std::max<int64_t>(packed, 1)) +
-               " times larger than it is packed (a zip bomb)";
-      } else if (total > limits_.max_total_bytes) {
-        what = "its parts unpack to more than " + std::to_string(limits_.max_total_bytes >> 20) + " MiB";
-      }
-      if (!what.empty()) {
-        return std::unexpected(DataError(label_ + " is refused: " + what +
-                                         ". Export the sheet you need to CSV and ask about that"));
-      }
-      // Two entries of one name: readers differ on which they take, so the data is ambiguous.
-      if (!entries_.emplace(Lower(name), static_cast<zip_uint64_t>(i)).second) {
-        return std::unexpected(DataError(label_ + " holds two entries named '" + name.substr(0, 80) +
-                                         "': which one is the data is ambiguous; re-save it in "
-                                         "Excel or LibreOffice"));
-      }
-    }
-    return {};
-  }
-
-  static std::string Lower(std::string s) {
-    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  }
-
-  // Part names are case-insensitive in a package (OPC).
-  std::optional<zip_uint64_t> Locate(const std::string& name) const {
-    const auto it = entries_.find(Lower(name));
-    if (it == entries_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  Result<void> Parse(const std::string& part, XmlHandler& h, const StopToken& stop = {}) {
-    const auto index = Locate(part);
-    if (!index) return std::unexpected(DataError(label_ + ": part " + part + " is missing"));
-    std::unique_ptr<zip_file_t, ZipFileClose> file(zip_fopen_index(zip_.get(), *index, 0));
-    if (!file) {
-      return std::unexpected(DataError(label_ + ": cannot unpack " + part + " (" +
-                                       zip_strerror(zip_.get()) + ")"));
-    }
-    std::unique_ptr<XML_ParserStruct, ParserFree> parser(XML_ParserCreateNS(nullptr, '|'));
-    if (!parser) return std::unexpected(DataError("out of memory for the XML parser"));
-    h.parser = parser.get();
-    XML_SetUserData(parser.get(), &h);
-    XML_SetElementHandler(parser.get(), OnStart, OnEnd);
-    XML_SetCharacterDataHandler(parser.get(), OnText);
-    XML_SetStartDoctypeDeclHandler(parser.get(), OnDoctype);
-    std::vector<char> buf(1 << 16);
-    int64_t read_total = 0;
-    for (;;) {
-      if (stop.stop_requested()) return std::unexpected(Error{Error::Code::kCancelled, "stopped"});
-      const zip_int64_t n = zip_fread(file.get(), buf.data(), buf.size());
-      if (n < 0) {
-        return std::unexpected(DataError(label_ + ": part " + part + " is damaged (" +
-                                         zip_file_strerror(file.get()) + ")"));
-      }
-      read_total += n;
-      if (read_total > limits_.max_part_bytes) {
-        return std::unexpected(DataError(label_ + ": part " + part + " unpacks past its size"));
-      }
-      const bool last = n == 0;
-      if (XML_Parse(parser.get(), buf.data(), static_cast<int>(n), last) != XML_STATUS_OK) {
-        if (!h.error.empty()) return std::unexpected(DataError(label_ + ": " + part + ": " + h.error));
-        if (h.doctype) {
-          return std::unexpected(DataError(label_ + ": part " + part + " declares a DTD, which "
-                                                   "no Excel workbook does; quarry does not read it"));
-        }
-        return std::unexpected(DataError(
-            label_ + ": part " + part + " is not well-formed XML (line " +
-            std::to_string(XML_GetCurrentLineNumber(parser.get())) + ": " +
-            XML_ErrorString(XML_GetErrorCode(parser.get())) + ")"));
-      }
-      if (last) break;
-    }
-    return {};
-  }
-
-  Result<std::map<std::string, Rel>> ReadRels(const std::string& part, const std::string& dir) {
-    std::map<std::string, Rel> rels;
-    if (!Locate(part)) return rels;
-    XmlHandler h;
-    h.start = [&](std::string_view name, const char** attrs) {
-      if (name != "Relationship") return;
-      const char* id = Attr(attrs, "Id");
-      const char* type = Attr(attrs, "Type");
-      const char* target = Attr(attrs, "Target");
-      const char* mode = Attr(attrs, "TargetMode");
-      if (!id || !type || !target || (mode && std::string_view(mode) == "External")) return;
-      auto resolved = ResolveTarget(dir, target);
-      if (!resolved) {
-        h.Stop("a relationship points outside the package ('" + std::string(target).substr(0, 80) + "')");
-        return;
-      }
-      rels[id] = Rel{type, *resolved};
-    };
-    if (auto r = Parse(part, h); !r) return std::unexpected(r.error());
-    return rels;
-  }
-
-  Result<void> ReadWorkbook(const std::string& part, const std::map<std::string, Rel>& rels) {
+  Result<void> ReadWorkbook(const std::string& part, const std::map<std::string, OpcRel>& rels) {
     XmlHandler h;
     h.start = [&](std::string_view name, const char** attrs) {
       if (name == "workbookPr") {
@@ -533,7 +300,7 @@ class XlsxWorkbook final : public Workbook {
                                      state && std::string_view(state) != "visible"});
       }
     };
-    if (auto r = Parse(part, h); !r) return r;
+    if (auto r = package_->Parse(part, h); !r) return r;
     if (sheets_.empty()) {
       return std::unexpected(DataError(label_ + " has no worksheets (only charts or macros): "
                                                 "nothing to read as a table"));
@@ -569,7 +336,7 @@ class XlsxWorkbook final : public Workbook {
     h.text = [&](std::string_view text) {
       if (in_t && !in_phonetic) current += text;
     };
-    return Parse(part, h);
+    return package_->Parse(part, h);
   }
 
   Result<void> ReadStyles(const std::string& part) {
@@ -595,7 +362,7 @@ class XlsxWorkbook final : public Workbook {
     h.end = [&](std::string_view name) {
       if (name == "cellXfs") in_cell_xfs = false;
     };
-    if (auto r = Parse(part, h); !r) return r;
+    if (auto r = package_->Parse(part, h); !r) return r;
     for (int id : xf_formats) {
       const auto it = codes.find(id);
       xf_dates_.push_back(DateStyleOf(id, it == codes.end() ? std::string_view() : it->second));
@@ -603,10 +370,9 @@ class XlsxWorkbook final : public Workbook {
     return {};
   }
 
-  std::unique_ptr<zip_t, ZipClose> zip_;
+  std::unique_ptr<OpcPackage> package_;
   std::string label_;
   WorkbookLimits limits_;
-  std::map<std::string, zip_uint64_t> entries_;
   std::vector<SheetEntry> sheets_;
   std::vector<std::string> skipped_;
   std::vector<std::string> shared_;
@@ -614,79 +380,22 @@ class XlsxWorkbook final : public Workbook {
   bool date1904_ = false;
 };
 
-Result<std::unique_ptr<Workbook>> Finish(zip_t* zip, std::string label, const WorkbookLimits& limits) {
-  auto book = std::make_unique<XlsxWorkbook>(std::unique_ptr<zip_t, ZipClose>(zip), std::move(label), limits);
+Result<std::unique_ptr<Workbook>> Finish(Result<std::unique_ptr<OpcPackage>> package,
+                                         const WorkbookLimits& limits) {
+  if (!package) return std::unexpected(package.error());
+  auto book = std::make_unique<XlsxWorkbook>(std::move(*package), limits);
   if (auto r = book->Load(); !r) return std::unexpected(r.error());
   return std::unique_ptr<Workbook>(std::move(book));
-}
-
-Error NotAZip(const std::string& label, int code, bool ole) {
-  if (ole) {
-    return DataError(label + " is a compound document, not an .xlsx package: either it is "
-                             "password-protected (save it without a password) or it is an "
-                             "old .xls file renamed (rename it to .xls)");
-  }
-  zip_error_t e;
-  zip_error_init_with_code(&e, code);
-  std::string message = label + " is not a readable .xlsx workbook (" + zip_error_strerror(&e) +
-                        "): save it again as .xlsx in Excel or LibreOffice";
-  zip_error_fini(&e);
-  return DataError(message);
-}
-
-bool LooksOle(std::string_view head) {
-  return head.size() >= 8 && head.substr(0, 8) == std::string_view("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", 8);
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Workbook>> OpenXlsx(const std::string& path, const WorkbookLimits& limits) {
-  int code = 0;
-  zip_t* zip = zip_open(path.c_str(), ZIP_RDONLY, &code);
-  if (!zip) {
-    char head[8] = {};
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      const size_t n = std::fread(head, 1, sizeof head, f);
-      std::fclose(f);
-      return std::unexpected(NotAZip(path, code, LooksOle(std::string_view(head, n))));
-    }
-    return std::unexpected(NotAZip(path, code, false));
-  }
-  return Finish(zip, path, limits);
+  return Finish(OpcPackage::Open(path, limits), limits);
 }
 
 Result<std::unique_ptr<Workbook>> OpenXlsxBytes(std::string bytes, const WorkbookLimits& limits) {
-  auto owned = std::make_shared<std::string>(std::move(bytes));
-  zip_error_t error;
-  zip_error_init(&error);
-  zip_source_t* source = zip_source_buffer_create(owned->data(), owned->size(), 0, &error);
-  if (!source) {
-    zip_error_fini(&error);
-    return std::unexpected(DataError("out of memory for the workbook"));
-  }
-  zip_t* zip = zip_open_from_source(source, ZIP_RDONLY, &error);
-  if (!zip) {
-    const int code = zip_error_code_zip(&error);
-    zip_error_fini(&error);
-    zip_source_free(source);
-    return std::unexpected(NotAZip("the workbook", code, LooksOle(*owned)));
-  }
-  zip_error_fini(&error);
-  // The buffer must outlive the archive: keep it with the workbook.
-  auto book = Finish(zip, "the workbook", limits);
-  if (!book) return book;
-  struct Holder final : Workbook {
-    std::shared_ptr<std::string> bytes;
-    std::unique_ptr<Workbook> inner;
-    std::vector<std::string> SheetNames() const override { return inner->SheetNames(); }
-    std::vector<std::string> SkippedSheets() const override { return inner->SkippedSheets(); }
-    Result<Sheet> ReadSheet(size_t i, const StopToken& stop) override { return inner->ReadSheet(i, stop); }
-    ~Holder() override { inner.reset(); }  // the archive goes before its bytes
-  };
-  auto holder = std::make_unique<Holder>();
-  holder->bytes = owned;
-  holder->inner = std::move(*book);
-  return std::unique_ptr<Workbook>(std::move(holder));
+  return Finish(OpcPackage::FromBytes(std::move(bytes), limits), limits);
 }
 
 }  // namespace quarry::engine::internal
