@@ -15,8 +15,7 @@
 namespace quarry::engine::internal {
 namespace {
 
-constexpr uint32_t kMaxRows = 1'048'576;  // Excel's own limits
-constexpr uint32_t kMaxCols = 16'384;
+constexpr uint32_t kMaxRows = 1'048'576;  // Excel's own limit
 
 Error DataError(std::string message) { return Error{Error::Code::kData, std::move(message)}; }
 
