@@ -57,6 +57,11 @@ void CheckCase(const json& want, const testing::ProcessResult& all,
     EXPECT_NE(all.err.find(note.get<std::string>()), std::string::npos)
         << how << ": note '" << note.get<std::string>() << "' missing from: " << all.err;
   }
+  // What a check must not cry wolf about in this file.
+  for (const auto& note : want.value("absent_notes", json::array())) {
+    EXPECT_EQ(all.err.find(note.get<std::string>()), std::string::npos)
+        << how << ": note '" << note.get<std::string>() << "' said in: " << all.err;
+  }
   if (want.value("no_notes", false)) {
     EXPECT_EQ(all.err.find("note:"), std::string::npos) << how << ": " << all.err;
   }

@@ -31,6 +31,8 @@ const std::vector<Want> kValues = {
     {"(1,234.00)", -1234.0}, {"1,234.00", 1234.0}, {"-15.5", -15.5}, {"(15.50)", -15.5},
     {"2,000.50", 2000.5},   {"$12.50", 12.5},     {"-$0.50", -0.5},  {"45%", 45.0},
     {"7 kg", 7.0},          {"-3 kg", -3.0},      {"N/A", std::nullopt},
+    {"1,234.00-", -1234.0}, {"$(5.00)", -5.0},    {"USD 1,234.00", 1234.0},
+    {"10-20", std::nullopt},
 };
 
 std::string Prompt(const char* name) {
@@ -65,8 +67,8 @@ void Check(const std::vector<std::optional<std::string>>& got, bool may_leave_ou
 
 TEST(CleaningRecipesTest, DuckDbRecipeKeepsTheSignOfEveryNumberWrittenForPeople) {
   const std::string recipe =
-      "(CASE WHEN x LIKE '%(%)%' THEN -1 ELSE 1 END) * TRY_CAST(regexp_replace(x, '[^0-9.-]', '', "
-      "'g') AS DOUBLE)";
+      "(CASE WHEN regexp_matches(trim(x), '^[^0-9]*[(-]|-$') THEN -1 ELSE 1 END) * "
+      "TRY_CAST(regexp_replace(trim(x), '^[^0-9.]*|[^0-9.]*$|,', '', 'g') AS DOUBLE)";
   ASSERT_NE(Prompt("cleaning_duckdb.md").find(recipe), std::string::npos);
   duckdb_database db = nullptr;
   duckdb_connection con = nullptr;
@@ -121,11 +123,11 @@ TEST(CleaningRecipesTest, SqliteRecipeLeavesOutWhatItCannotReadAndFlipsNoSign) {
 }
 
 TEST(CleaningRecipesTest, PostgresRecipeKeepsTheSignOfEveryNumberWrittenForPeople) {
-  const std::string v = "NULLIF(regexp_replace(trim(x), '[^0-9.-]', '', 'g'), '')";
+  const std::string v = "NULLIF(regexp_replace(trim(x), '^[^0-9.]*|[^0-9.]*$|,', '', 'g'), '')";
   const std::string prompt = Prompt("cleaning_postgres.md");
   ASSERT_NE(prompt.find("v = " + v), std::string::npos);
-  const std::string check = "CASE WHEN v ~ '^-?[0-9]+(\\.[0-9]+)?$' THEN v::numeric END";
-  const std::string sign = "CASE WHEN x LIKE '%(%)%' THEN -1 ELSE 1 END";
+  const std::string check = "CASE WHEN v ~ '^[0-9]+(\\.[0-9]+)?$' THEN v::numeric END";
+  const std::string sign = "CASE WHEN trim(x) ~ '^[^0-9]*[(-]|-$' THEN -1 ELSE 1 END";
   ASSERT_NE(prompt.find(check), std::string::npos);
   ASSERT_NE(prompt.find(sign), std::string::npos);
   std::string expression = "(" + check + ") * (" + sign + ")";

@@ -305,8 +305,8 @@ bool NoteChangesAResult(std::string_view note) {
   // csv_columns.cc, csv_loader.cc, workbook.cc).
   static constexpr std::string_view kMarks[] = {
       "total", "exact cop", "duplicate", "group apart", "read as null", "as null", "missing",
-      "padded", "extra columns", "repeated", "mixed units", "minus", "negative", "no saved result",
-      "excel errors", "kept as text", "dropped", "sum(", "count("};
+      "padded", "extra columns", "repeated", "mixed units", "no unit", "minus", "negative",
+      "no saved result", "excel errors", "kept as text", "dropped", "sum(", "count("};
   for (std::string_view mark : kMarks) {
     if (lower.find(mark) != std::string::npos) return true;
   }

@@ -2,6 +2,8 @@
 // row, or the sniffer's sample of a large file): the sniffer's type, exact HUGEINT or text for
 // long integers, numbers behind decimal commas and thousands separators, and text kept as text
 // with a note on its missing-value markers, sentinels and stray values.
+#include <algorithm>
+
 #include "quarry/engine/csv_internal.h"
 
 namespace quarry::engine::internal {
@@ -12,20 +14,34 @@ std::string CsvLeadingNumber(const std::string& v) {
 
 namespace {
 
-// A column of numbers written for people ('(1,234.00)', '45%', '$12.50'): read as DOUBLE when
-// every value is one and they agree (all percent or none, one currency); otherwise a note on
-// how to read them, since a cleaning recipe that drops the bracket flips the sign.
+// A column of numbers written for people ('(1,234.00)', '45%', '$12.50', '1.234,50 €'): read as
+// DOUBLE when every value is one and they agree (all percent or none, one currency, one decimal
+// mark); otherwise a note on how to read them, since a cleaning recipe that drops the bracket
+// flips the sign.
 std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnStats& s, int64_t n,
                                          std::vector<std::string>& notes) {
-  const int64_t marked = s.paren + s.percent + s.currency;
-  if (marked == 0 || s.people * 10 < n * 9) return std::nullopt;
-  static const char* const kSigns[] = {"", "$", "€", "£", "¥"};
-  const std::string sign = s.currency_kinds == 1 && s.currency_sign >= 1 && s.currency_sign <= 4
-                               ? kSigns[s.currency_sign]
-                               : "a currency sign";
+  const int64_t marked = s.paren + s.trailing_minus + s.percent + s.currency;
+  // A decimal comma only where a value cannot be read with a point: '1,234 €' is a thousand.
+  const bool comma = s.people_comma > s.people;
+  const int64_t people = std::max(s.people, s.people_comma);
+  if (marked == 0 || people * 10 < n * 9) return std::nullopt;
+  const auto& kinds_known = CsvCurrencies();
+  const std::string sign =
+      s.currency_kinds == 1 && s.currency_sign >= 1 &&
+              s.currency_sign <= static_cast<int64_t>(kinds_known.size())
+          ? kinds_known[static_cast<size_t>(s.currency_sign - 1)]
+          : "a currency sign";
   std::vector<std::string> kinds;
+  auto count = [](int64_t k, const char* one, const char* many) {
+    return std::to_string(k) + " " + (k == 1 ? one : many);
+  };
   if (s.paren > 0) {
-    kinds.push_back(std::to_string(s.paren) + " accounting negatives such as (1,234.00)");
+    kinds.push_back(count(s.paren, "accounting negative", "accounting negatives") +
+                    " such as (1,234.00)");
+  }
+  if (s.trailing_minus > 0) {
+    kinds.push_back(count(s.trailing_minus, "negative", "negatives") +
+                    " with the minus after the number such as 1,234.00-");
   }
   if (s.percent > 0) kinds.push_back(std::to_string(s.percent) + " percent strings such as 45%");
   if (s.currency > 0) kinds.push_back(std::to_string(s.currency) + " amounts written with " + sign);
@@ -33,17 +49,20 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
   for (size_t i = 0; i < kinds.size(); ++i) {
     listed += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
   }
-  const bool mixed_percent = s.percent > 0 && s.percent < s.people;
+  const std::string mark =
+      comma ? "; ',' marks decimals and '.' or a space groups thousands (1.234,50 is 1234.5)" : "";
+  const bool mixed_percent = s.percent > 0 && s.percent < people;
   // Every value in brackets is no accounting column (where positives go bare): standard errors
   // under coefficients, or notes. Read as minus they would all flip sign.
-  const bool all_bracketed = s.paren > 0 && s.paren == s.people;
-  if (s.people == n && !mixed_percent && s.currency_kinds <= 1 && !all_bracketed) {
+  const bool all_bracketed = s.paren > 0 && s.paren == people;
+  if (people == n && !mixed_percent && s.currency_kinds <= 1 && !all_bracketed) {
     notes.push_back("numbers written for people were read as DOUBLE: " + listed +
-                    (s.paren > 0 ? ", read as minus" : "") +
+                    (s.paren + s.trailing_minus > 0 ? "; the negatives were read as minus" : "") +
+                    mark +
                     (s.percent > 0 ? "; a percent is its number of percent (45% is 45, not 0.45)"
                                    : "") +
-                    (s.currency > 0 ? "; the currency sign was dropped" : ""));
-    return CsvPeopleNumber(q);
+                    (s.currency > 0 ? "; the currency was dropped" : ""));
+    return CsvPeopleNumber(q, "CAST", comma);
   }
   const std::string why = all_bracketed
                               ? "every value is in brackets: accounting negatives, or standard "
@@ -51,59 +70,62 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
                           : mixed_percent ? "some values are percent strings and some are not"
                           : s.currency_kinds > 1
                               ? std::to_string(s.currency_kinds) + " currencies are mixed"
-                              : std::to_string(n - s.people) + " of " + std::to_string(n) +
+                              : std::to_string(n - people) + " of " + std::to_string(n) +
                                     " values are not numbers";
-  notes.push_back("kept as text (" + why + "): " + listed + "; read one as a number with " +
-                  CsvPeopleNumber(q, "TRY_CAST") + ", which keeps the minus of a bracket");
+  notes.push_back("kept as text (" + why + "): " + listed + mark + "; read one as a number with " +
+                  CsvPeopleNumber(q, "TRY_CAST", comma) + ", which keeps the minus of a bracket");
   return q;
 }
 
 }  // namespace
 
-std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
-                            std::vector<std::string>& notes) {
+CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
+                           std::vector<std::string>& notes) {
   const std::string q = QuoteIdent(column.name);
-  if (column.user_typed) return column.typed;
+  const CsvReading as_sniffed{column.typed, CsvNumericType(column.sniffed)};
+  const CsvReading text_reading{q, false};
+  if (column.user_typed) return as_sniffed;
   const int64_t n = s.non_null;
-  if (n <= 0) return column.typed;
+  if (n <= 0) return as_sniffed;
   const int64_t all_ints = s.ints + s.long_ints + s.too_long;
   if (all_ints == n && s.leading_zero == 0 && (s.long_ints > 0 || s.too_long > 0)) {
     if (s.too_long > 0) {
       notes.push_back("integers longer than 38 digits: kept exact as text; compare them as "
                       "strings, never as numbers");
-      return q;
+      return text_reading;
     }
     notes.push_back("integers past 64 bits: kept exact as HUGEINT (a DOUBLE would round "
                     "them and merge distinct ids)");
-    return "CAST(" + q + " AS HUGEINT)";
+    return {"CAST(" + q + " AS HUGEINT)", true};
   }
   const bool text = column.sniffed == "VARCHAR";
-  if (!text && !column.resniff) return column.typed;
-  if (s.ints == n && s.leading_zero == 0) return "CAST(" + q + " AS BIGINT)";
-  if (s.doubles == n && s.leading_zero == 0) return "CAST(" + q + " AS DOUBLE)";
-  if (!text) return column.typed;
+  if (!text && !column.resniff) return as_sniffed;
+  if (s.ints == n && s.leading_zero == 0) return {"CAST(" + q + " AS BIGINT)", true};
+  if (s.doubles == n && s.leading_zero == 0) return {"CAST(" + q + " AS DOUBLE)", true};
+  if (!text) return as_sniffed;
   // Decimal commas (1.234,50; 12,00) win over thousands separators when some value can only
   // be read that way: a comma followed by other than three digits.
   if (s.decimal_comma > 0 && s.decimal_comma + s.ints == n && s.decimal_comma > s.thousands) {
     notes.push_back("numbers written with a decimal comma (e.g. 1.234,50) were read as DOUBLE: "
                     "'.' groups thousands and ',' marks decimals");
-    return "CAST(replace(replace(trim(" + q + "), '.', ''), ',', '.') AS DOUBLE)";
+    return {"CAST(replace(replace(trim(" + q + "), '.', ''), ',', '.') AS DOUBLE)", true};
   }
   if (s.thousands > 0 && s.thousands + s.ints + (s.doubles - s.ints) >= n &&
       s.thousands + s.doubles >= n) {
     notes.push_back("numbers written with thousands separators (e.g. 1,234,567) were read as "
                     "numbers with the commas removed");
-    return "CAST(replace(trim(" + q + "), ',', '') AS " +
-           (s.doubles > s.ints ? std::string("DOUBLE") : std::string("BIGINT")) + ")";
+    return {"CAST(replace(trim(" + q + "), ',', '') AS " +
+                (s.doubles > s.ints ? std::string("DOUBLE") : std::string("BIGINT")) + ")",
+            true};
   }
   if (s.excel_text == n) {
     notes.push_back("Excel's text guard (=\"0042\") removed: read as the text inside it, leading "
                     "zeros kept");
-    return "regexp_extract(trim(" + q + "), '^=\"(.*)\"$', 1)";
+    return {"regexp_extract(trim(" + q + "), '^=\"(.*)\"$', 1)", false};
   }
-  if (auto people = PeopleNumbers(q, s, n, notes)) return *people;
-  if (column.resniff && s.dates == n) return "CAST(" + q + " AS DATE)";
-  if (column.resniff && s.timestamps == n) return "CAST(" + q + " AS TIMESTAMP)";
+  if (auto people = PeopleNumbers(q, s, n, notes)) return {*people, *people != q};
+  if (column.resniff && s.dates == n) return {"CAST(" + q + " AS DATE)", false};
+  if (column.resniff && s.timestamps == n) return {"CAST(" + q + " AS TIMESTAMP)", false};
   if (s.markers > 0 || s.sentinels) {
     std::vector<ValueCount> markers = s.marker_values;
     if (markers.empty()) markers.push_back({"?", s.markers});  // the breakdown did not read
@@ -151,7 +173,7 @@ std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
                     " values look like numbers with thousands separators (1,234,567), the "
                     "rest do not: kept as text");
   }
-  return q;
+  return text_reading;
 }
 
 }  // namespace quarry::engine::internal

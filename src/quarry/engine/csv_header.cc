@@ -208,4 +208,48 @@ Result<std::optional<CsvHeaderFix>> CheckCsvHeader(const RunRows& run, const std
   return std::nullopt;
 }
 
+namespace {
+
+// How many fields `line` splits into at `delimiter`, outside `quote`d text.
+int64_t FieldsOutsideQuotes(std::string_view line, char delimiter, char quote) {
+  int64_t n = 1;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == quote) quoted = !quoted;
+    if (c == delimiter && !quoted) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::optional<std::string> QuotedTitleLine(const std::vector<std::string>& lines, char quote) {
+  if (lines.size() < 2) return std::nullopt;
+  std::string_view first = lines[0];
+  if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
+  first = Trimmed(first);
+  if (first.size() < 3 || first.front() != quote || first.back() != quote) return std::nullopt;
+  // One field: the quotes inside are doubled, so every quote but the ends comes in pairs.
+  const std::string_view inside = first.substr(1, first.size() - 2);
+  for (size_t at = 0; at < inside.size(); ++at) {
+    if (inside[at] != quote) continue;
+    if (at + 1 >= inside.size() || inside[at + 1] != quote) return std::nullopt;
+    ++at;
+  }
+  // Below it, a table: each of the next lines splits into the same number of fields, two or
+  // more, at one delimiter. A one-column file of quoted values has no such lines.
+  for (char delimiter : {',', ';', '\t', '|'}) {
+    const int64_t width = FieldsOutsideQuotes(lines[1], delimiter, quote);
+    if (width < 2) continue;
+    size_t agree = 0, seen = 0;
+    for (size_t i = 1; i < lines.size(); ++i) {
+      if (lines[i].empty() || lines[i] == "\r") continue;
+      ++seen;
+      if (FieldsOutsideQuotes(lines[i], delimiter, quote) == width) ++agree;
+    }
+    if (agree * 10 >= seen * 9) return std::string(first);
+  }
+  return std::nullopt;
+}
+
 }  // namespace quarry::engine::internal

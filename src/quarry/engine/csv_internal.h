@@ -19,11 +19,14 @@ struct CsvColumnStats {
   int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
   int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
   int64_t numeric_start = 0;
-  // Numbers written for people (kCsvPeopleNumber): how many values are one, and of those the
-  // accounting negatives '(1,234.00)', percent strings '45%' and amounts with a currency sign
-  // '$12.50'; how many currency signs occur; Excel's text guard '="0042"'.
-  int64_t people = 0, paren = 0, percent = 0, currency = 0, currency_kinds = 0, excel_text = 0;
-  int64_t currency_sign = 0;  // with one kind: 1 '$', 2 '€', 3 '£', 4 '¥'
+  // Numbers written for people (CsvPeopleNumberPattern): how many values are one with a
+  // decimal point, and with a decimal comma ('1.234,50 €'); of those the accounting negatives
+  // '(1,234.00)' and '$(5.00)', the trailing minus '1,234.00-', percent strings '45%' and
+  // amounts with a currency '$12.50', 'USD 1,234.00'; how many currencies occur; Excel's text
+  // guard '="0042"'.
+  int64_t people = 0, people_comma = 0, paren = 0, trailing_minus = 0, percent = 0, currency = 0;
+  int64_t currency_kinds = 0, excel_text = 0;
+  int64_t currency_sign = 0;  // with one kind: its 1-based place in CsvCurrencies()
   // Text columns (csv_quality.cc): distinct values as written and after trim, case folding and
   // NFC; labels that read like a total ('Grand total'); numbers with a unit ('3 lb').
   int64_t distinct = 0, distinct_folded = 0, total_labels = 0, with_unit = 0;
@@ -41,17 +44,34 @@ struct CsvColumn {
   bool resniff = false;     // the sniffer's types do not hold (a header repeated mid-file)
 };
 
-// A number as people write it: an optional sign, an accounting bracket, a currency sign before
-// or after, thousands separators, decimals, a percent sign ('-$1,234.50', '(1,234.00)', '45%',
-// '12.50 €'). A regular expression for regexp_full_match over the trimmed text.
-extern const char* const kCsvPeopleNumber;
-// Such a value as a DOUBLE, SQL over the text expression `v`: the digits, the point and the
-// sign kept, an accounting bracket made minus ('(1,234.00)' is -1234, '45%' is 45). `cast` is
-// CAST (a value that is none fails the query) or TRY_CAST (it reads as NULL).
-std::string CsvPeopleNumber(const std::string& v, const char* cast = "CAST");
+// A number as people write it: an optional sign, an accounting bracket, a currency sign or
+// ISO code before or after, thousands separators, decimals, a percent sign, a trailing minus
+// ('-$1,234.50', '(1,234.00)', '$(5.00)', '1,234.00-', '45%', 'USD 12.50', '12.50 €'). With
+// `decimal_comma`, ',' marks decimals and '.' or a space groups thousands ('1.234,50 €',
+// '45,5 %'). A regular expression for regexp_full_match over the trimmed text.
+std::string CsvPeopleNumberPattern(bool decimal_comma);
+// The currencies such a number may carry, as a regular expression ('[$€£¥]|USD|EUR|...').
+std::string CsvCurrencyPattern();
+// SQL over the text expression `v`: its currency as one kind ('USD' is '$'), or NULL.
+std::string CsvCurrencyKind(const std::string& v);
+// The kinds CsvCurrencyKind gives, in the order CsvColumnStats::currency_sign counts them.
+const std::vector<std::string>& CsvCurrencies();
+// Such a value as a DOUBLE, SQL over the text expression `v`: the signs, brackets, currency and
+// percent around the number dropped, an accounting bracket or a trailing minus made minus
+// ('(1,234.00)' is -1234, '1,234.00-' -1234, '45%' 45), inner text left to fail ('10-20').
+// `cast` is CAST (a value that is none fails the query) or TRY_CAST (it reads as NULL).
+std::string CsvPeopleNumber(const std::string& v, const char* cast = "CAST",
+                            bool decimal_comma = false);
 
-// The column's expression over its text, and the notes that explain it (added to `notes`).
-std::string DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
+// How a column is read: SQL over its text, and whether that gives a number (which a total
+// row can add up).
+struct CsvReading {
+  std::string expr;
+  bool number = false;
+};
+
+// The column's reading, and the notes that explain it (added to `notes`).
+CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
                             std::vector<std::string>& notes);
 
 // The number a text value starts with, as SQL over the text expression `v` ("22.5 C" gives
@@ -82,6 +102,11 @@ Result<std::optional<CsvHeaderFix>> CheckCsvHeader(const RunRows& run, const std
                                                    const CsvSniffedColumns& columns,
                                                    const CsvResniff& resniff);
 
+// The first of `lines` (the file's first lines, raw) when it is a title written as one quoted
+// field ('"Sales, all regions"') above lines that split into a table: the sniffer reads the
+// delimiters inside its quotes as a header's. nullopt: no such title.
+std::optional<std::string> QuotedTitleLine(const std::vector<std::string>& lines, char quote);
+
 // The aggregates that csv_quality.cc reads from the loader's first pass over the rows as text:
 // for a text column `q`, the CsvColumnStats fields distinct, distinct_folded, total_labels and
 // with_unit, in that order; for the whole row, how many distinct rows there are (`columns`
@@ -90,14 +115,16 @@ std::vector<std::string> CsvTextQualityAggregates(const std::string& q);
 std::string CsvDistinctRowsAggregate(const std::vector<std::string>& quoted_columns);
 
 // What the first pass counted that misleads a query without changing the table (csv_quality.cc):
-// rows that are totals of the others, values that differ only in spaces, case or Unicode form,
-// rows repeated exactly, columns of numbers in mixed units. Adds a note to `table_notes` or to
-// `column_notes` for each, naming the rows or values and what a query can do; runs a query of
-// its own over `rows` (the table read as text) only for a column where the pass found a sign.
-// `types`: the sniffer's type of each column, `total_rows` and `distinct_rows` from the pass.
+// rows that are totals of the others (under a label that reads like one, or under no label at
+// all), values that differ only in spaces, case or Unicode form, rows repeated exactly, columns
+// of numbers in mixed units. Adds a note to `table_notes` or to `column_notes` for each, naming
+// the rows or values and what a query can do; runs a query of its own over `rows` (the table
+// read as text, in the file's order) only for a column where the pass found a sign.
+// `readings`: how each column is read (DecideCsvColumn), `total_rows` and `distinct_rows` from
+// the pass.
 Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
                             const std::vector<std::string>& cols,
-                            const std::vector<std::string>& types,
+                            const std::vector<CsvReading>& readings,
                             const std::vector<CsvColumnStats>& stats, int64_t total_rows,
                             int64_t distinct_rows, std::vector<std::string>& table_notes,
                             std::map<std::string, std::vector<std::string>>& column_notes);

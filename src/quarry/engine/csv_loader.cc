@@ -73,6 +73,9 @@ class Planner {
     if (!user_.delimiter && !user_.skip) {
       if (auto r = CheckExcelSeparatorLine(); !r) return std::unexpected(r.error());
     }
+    if (!user_.skip && !user_.header && forced_skip_ == 0) {
+      if (auto r = CheckQuotedTitle(); !r) return std::unexpected(r.error());
+    }
     auto sniffed = Sniff(Dialect(true), deep_);
     if (!sniffed && !user_.encoding && Mentions(sniffed.error().message, "not utf-8")) {
       // Most non-UTF-8 CSVs in the wild are Latin-1 or its Windows superset; every byte
@@ -338,6 +341,20 @@ class Planner {
       forced_skip_ = 1;
       plan_.table_notes.push_back("the first line '" + line + "' names the delimiter (as Excel "
                                   "writes it) and was skipped");
+    }
+    return {};
+  }
+
+  // A title written as one quoted field above the table ('"Sales, all regions"'): skipped
+  // before the sniffer sees it and reads its delimiters as a header's.
+  Result<void> CheckQuotedTitle() {
+    auto lines = RawLines(20);
+    if (!lines) return {};  // the sniffer's own error is the clearer one
+    const char quote = user_.quote && !user_.quote->empty() ? user_.quote->front() : '"';
+    if (auto title = QuotedTitleLine(*lines, quote)) {
+      forced_skip_ = 1;
+      plan_.table_notes.push_back("the first line " + title->substr(0, 60) +
+                                  " is a title, not the header: skipped as a preamble");
     }
     return {};
   }
@@ -616,9 +633,11 @@ class Planner {
             add(&ColumnStats::leading_zero, matches("[+-]?0[0-9]+"));
           }
           if (level[i] == kText) {
-            // Numbers written for people start with a bracket, a currency sign or Excel's '="'.
+            // Numbers written for people start with a bracket, a currency or Excel's '="'.
+            const std::string currency = "(" + CsvCurrencyPattern() + ")";
             add(&ColumnStats::numeric_start,
-                "count_if(regexp_matches(" + v + ", '^([+-]?[.]?[0-9]|[(][$€£¥]?[0-9]|[+-]?[$€£¥]|=\")'))");
+                "count_if(regexp_matches(" + v + ", '^([+-]?[.]?[0-9]|[(](" + currency +
+                    "\\s?)?[0-9]|[+-]?" + currency + "|=\")'))");
             if (quality) {
               const std::vector<std::string> checks = CsvTextQualityAggregates(q);
               add(&ColumnStats::distinct, checks[0]);
@@ -628,18 +647,26 @@ class Planner {
             }
           }
           if (level[i] == kFull) {
-            const std::string people = "regexp_full_match(" + v + ", '" + kCsvPeopleNumber + "')";
-            add(&ColumnStats::people, "count_if(" + people + ")");
-            add(&ColumnStats::paren, "count_if(" + people + " AND starts_with(" + v + ", '('))");
+            const std::string dot =
+                "regexp_full_match(" + v + ", '" + CsvPeopleNumberPattern(false) + "')";
+            const std::string comma =
+                "regexp_full_match(" + v + ", '" + CsvPeopleNumberPattern(true) + "')";
+            const std::string people = "(" + dot + " OR " + comma + ")";
+            add(&ColumnStats::people, "count_if(" + dot + ")");
+            add(&ColumnStats::people_comma, "count_if(" + comma + ")");
+            add(&ColumnStats::paren, "count_if(" + people + " AND contains(" + v + ", '('))");
+            add(&ColumnStats::trailing_minus,
+                "count_if(" + people + " AND ends_with(" + v + ", '-'))");
             add(&ColumnStats::percent, "count_if(" + people + " AND contains(" + v + ", '%'))");
-            add(&ColumnStats::currency,
-                "count_if(" + people + " AND regexp_matches(" + v + ", '[$€£¥]'))");
+            const std::string kind = CsvCurrencyKind(v);
+            add(&ColumnStats::currency, "count_if(" + people + " AND " + kind + " IS NOT NULL)");
             add(&ColumnStats::currency_kinds,
-                "count(DISTINCT CASE WHEN " + people + " THEN nullif(regexp_extract(" + v +
-                    ", '[$€£¥]'), '') END)");
-            add(&ColumnStats::currency_sign,
-                "max(CASE regexp_extract(" + v + ", '[$€£¥]') WHEN '$' THEN 1 WHEN '€' THEN 2 "
-                "WHEN '£' THEN 3 WHEN '¥' THEN 4 END)");
+                "count(DISTINCT CASE WHEN " + people + " THEN " + kind + " END)");
+            std::string kinds;
+            for (const std::string& k : CsvCurrencies()) {
+              kinds += (kinds.empty() ? "" : ", ") + QuoteLiteral(k);
+            }
+            add(&ColumnStats::currency_sign, "max(list_position([" + kinds + "], " + kind + "))");
             add(&ColumnStats::excel_text, "count_if(regexp_full_match(" + v + ", '=\"[^\"]*\"'))");
           }
           if (level[i] == kFull) {
@@ -720,21 +747,9 @@ class Planner {
     }
     if (auto r = NoteRejects(rejects); !r) return r;
     if (auto r = FindMissingValues(cols, level, stats_by_column); !r) return r;
-    if (quality) {
-      std::vector<std::string> types;
-      for (const auto& c : cols) types.push_back(sniffed_type[c]);
-      // A header repeated mid-file is one distinct row among the data's: not a copy to count.
-      const int64_t distinct = distinct_rows - (header_rows > 0 ? 1 : 0);
-      if (auto r = NoteCsvQuality(run_, "(SELECT * FROM " + Reader(true) + ")", cols, types,
-                                  stats_by_column, total - header_rows, distinct,
-                                  plan_.table_notes, plan_.column_notes);
-          !r) {
-        return r;
-      }
-    }
-
     std::string select;
     bool transformed = header_rows > 0;
+    std::vector<CsvReading> readings;
     for (size_t i = 0; i < cols.size(); ++i) {
       const auto it = sniffed_type.find(cols[i]);
       const std::string sniffed = it != sniffed_type.end() ? it->second : "VARCHAR";
@@ -742,11 +757,22 @@ class Planner {
           std::any_of(user_.types.begin(), user_.types.end(),
                       [&](const auto& t) { return t.first == cols[i]; });
       const std::string typed = Typed(QuoteIdent(cols[i]), sniffed);
-      std::string expr =
-          DecideCsvColumn({cols[i], sniffed, typed, user_typed, header_rows > 0},
-                          stats_by_column[i], plan_.column_notes[cols[i]]);
-      if (expr != typed) transformed = true;
-      select += (select.empty() ? "" : ", ") + expr + " AS " + QuoteIdent(cols[i]);
+      readings.push_back(DecideCsvColumn({cols[i], sniffed, typed, user_typed, header_rows > 0},
+                                         stats_by_column[i], plan_.column_notes[cols[i]]));
+      if (readings.back().expr != typed) transformed = true;
+      select += (select.empty() ? "" : ", ") + readings.back().expr + " AS " + QuoteIdent(cols[i]);
+    }
+    const std::string data_rows =
+        header_rows > 0 ? " WHERE NOT coalesce(" + header_row + ", false)" : "";
+    if (quality) {
+      // A header repeated mid-file is one distinct row among the data's: not a copy to count.
+      const int64_t distinct = distinct_rows - (header_rows > 0 ? 1 : 0);
+      if (auto r = NoteCsvQuality(run_, "(SELECT * FROM " + Reader(true) + data_rows + ")", cols,
+                                  readings, stats_by_column, total - header_rows, distinct,
+                                  plan_.table_notes, plan_.column_notes);
+          !r) {
+        return r;
+      }
     }
     if (header_rows > 0) {
       plan_.table_notes.push_back(
@@ -759,8 +785,7 @@ class Planner {
       // The sniffer was right about every column: read typed, which is also faster.
       plan_.select = "SELECT * FROM " + Reader(false);
     } else {
-      plan_.select = "SELECT " + select + " FROM " + Reader(true) +
-                     (header_rows > 0 ? " WHERE NOT coalesce(" + header_row + ", false)" : "");
+      plan_.select = "SELECT " + select + " FROM " + Reader(true) + data_rows;
     }
     return {};
   }

@@ -58,7 +58,10 @@ std::optional<double> Real(const std::optional<std::string>& v) {
   }
 }
 
-// Groups of values that one normalised value would merge: the largest five, with counts.
+// Groups of values that one normalised value would merge: the largest five, with counts. Short
+// codes that differ only in which letters are capitals, none of them all lower case, are
+// different symbols ('Co' cobalt and 'CO' carbon monoxide, 'mS' and 'MS'), not one value
+// written two ways.
 Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, const std::string& col,
                                 std::vector<std::string>& notes) {
   const std::string q = QuoteIdent(col);
@@ -66,7 +69,8 @@ Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, con
   auto found = run(
       "WITH f AS (SELECT " + folded + " AS k, " + q + " AS v, count(*) AS n FROM " + rows +
       " WHERE " + q + " IS NOT NULL GROUP BY ALL), g AS (SELECT k, count(*) OVER () AS groups, "
-      "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 AND length(k) > 1 "
+      "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 AND length(k) > 1 AND NOT "
+      "(max(length(v)) <= 3 AND bool_and(v = trim(nfc_normalize(v)) AND v <> lower(v))) "
       "ORDER BY rows DESC, k LIMIT 5) "
       "SELECT g.groups, f.k, f.v, f.n FROM f JOIN g USING (k) ORDER BY g.rows DESC, f.k, f.n DESC, "
       "f.v");
@@ -92,55 +96,95 @@ Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, con
   return {};
 }
 
-// The units of a column whose every value is a number with a unit, when there is more than one.
+// The units of a column whose every value is a number, with a unit or without: more than one
+// unit, or one unit beside numbers that carry none ('800' among '3 lb' and '1.5 kg': grams?).
 Result<void> NoteMixedUnits(const RunRows& run, const std::string& rows, const std::string& col,
                             std::vector<std::string>& notes) {
   const std::string q = QuoteIdent(col);
-  auto units = run("SELECT lower(regexp_extract(trim(" + q + "), '(°?[A-Za-zµ]+|°)\\.?$', 1)) AS u, "
-                   "count(*) AS n FROM " + rows + " WHERE " + q + " IS NOT NULL GROUP BY u "
+  auto units = run("SELECT lower(regexp_extract(trim(" + q + "), '[0-9.,]\\s?(°?[A-Za-zµ]+|°)\\.?$', 1)) "
+                   "AS u, count(*) AS n FROM " + rows + " WHERE " + q + " IS NOT NULL GROUP BY u "
                    "ORDER BY n DESC, u LIMIT 12");
   if (!units) return std::unexpected(units.error());
   // No units: ordinals (1st), times of day (10am), and CR/DR, which are a sign (a credit).
   static const std::set<std::string> kNoUnits = {"st", "nd", "rd", "th", "am", "pm", "cr", "dr"};
   std::string shown;
   int kinds = 0;
+  int64_t bare = 0;
   for (const auto& row : *units) {
     const std::string u = row[0].value_or("");
-    if (u.empty() || kNoUnits.count(u) > 0) continue;
+    if (kNoUnits.count(u) > 0) return {};  // ordinals or times, not measures
+    if (u.empty()) {
+      bare += Int(row[1]);
+      continue;
+    }
     ++kinds;
     shown += (shown.empty() ? "'" : ", '") + PromptText(u, 20) + "' (" +
              Plural(Int(row[1]), "row", "rows") + ")";
   }
-  if (kinds < 2) return {};
-  notes.push_back("numbers in mixed units: " + shown + "; convert to one unit before comparing "
-                  "or summing (the number alone is TRY_CAST(regexp_extract(" + q +
-                  ", '^[+-]?[0-9.]+') AS DOUBLE))");
+  if (kinds < 2 && (kinds == 0 || bare == 0)) return {};
+  const std::string recipe = "TRY_CAST(regexp_extract(" + q + ", '^[+-]?[0-9.]+') AS DOUBLE)";
+  if (kinds < 2) {
+    notes.push_back("numbers in " + shown + " and " + Plural(bare, "number", "numbers") +
+                    " with no unit: find out which unit those are before comparing or summing "
+                    "(the number alone is " + recipe + ")");
+    return {};
+  }
+  notes.push_back("numbers in mixed units: " + shown +
+                  (bare > 0 ? " and " + Plural(bare, "number", "numbers") + " with no unit" : "") +
+                  "; convert to one unit before comparing or summing (the number alone is " +
+                  recipe + ")");
   return {};
 }
 
-// Rows whose numbers are the sum of the other rows, or of the block since the last such row,
-// under a label that reads like a total.
-Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const std::string& label,
-                           const std::vector<std::string>& numeric,
-                           std::vector<std::string>& notes) {
+// A column that a total row adds up: its name and its reading as a number over the text.
+struct Addend {
+  std::string name, number;
+};
+
+// Where the rows that may be totals are: under a label that reads like a total (`label` is
+// that column), or under no label at all (`label` empty: every column that holds no number is
+// empty in the row, `unlabelled` names them).
+struct TotalSearch {
+  std::string label;
+  std::vector<std::string> unlabelled;
+};
+
+// Rows whose numbers are the sum of the other rows, or of the block since the last such row.
+// A row with no label must add up in every column that has a number, and is a grand total or
+// the subtotal of two rows or more: a blank label is no sign of a total by itself.
+Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const TotalSearch& search,
+                           const std::vector<Addend>& numeric, std::vector<std::string>& notes) {
   if (numeric.empty()) return {};
-  const std::string l = QuoteIdent(label);
+  const bool blank = search.label.empty();
+  const std::string l = blank ? std::string() : QuoteIdent(search.label);
   std::string values, sums;
   for (size_t i = 0; i < numeric.size(); ++i) {
     const std::string v = "v" + std::to_string(i);
-    values += ", TRY_CAST(replace(trim(" + QuoteIdent(numeric[i]) + "), ',', '') AS DOUBLE) AS " + v;
+    values += ", TRY_CAST(" + numeric[i].number + " AS DOUBLE) AS " + v;
     const std::string kept = "CASE WHEN NOT tot THEN " + v + " END";
     sums += ", " + v + ", sum(" + kept + ") OVER (ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING "
-            "AND 1 PRECEDING), sum(" + kept + ") OVER ()";
+            "AND 1 PRECEDING), sum(" + kept + ") OVER (), count(" + kept + ") OVER (ORDER BY rn "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)";
+  }
+  std::string is_total;
+  if (blank) {
+    for (const std::string& c : search.unlabelled) {
+      is_total += (is_total.empty() ? "" : " AND ") + std::string("coalesce(trim(") +
+                  QuoteIdent(c) + "), '') = ''";
+    }
+  } else {
+    is_total = "coalesce(regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel + "'), false)";
   }
   // The file's order: the rows come from the reader in order (DuckDB keeps insertion order),
   // and row_number() numbers them so.
-  auto found = run("WITH r AS (SELECT row_number() OVER () AS rn, " + l + " AS label, coalesce("
-                   "regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel + "'), false) AS tot" +
+  auto found = run("WITH r AS (SELECT row_number() OVER () AS rn, " +
+                   (blank ? std::string("NULL") : l) + " AS label, " + is_total + " AS tot" +
                    values + " FROM " + rows + ") SELECT rn, label" + sums +
                    " FROM r QUALIFY tot ORDER BY rn LIMIT 1000");
   if (!found) return std::unexpected(found.error());
+  constexpr size_t kPer = 4;  // the value, the sum before it, the sum of all, the count before
   std::vector<double> block_start(numeric.size(), 0.0);
+  std::vector<int64_t> block_rows(numeric.size(), 0);
   std::vector<std::string> labels;
   std::vector<int64_t> at;
   std::set<std::string> columns;
@@ -148,34 +192,48 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const st
   for (const auto& row : *found) {
     int matched = 0, valued = 0;
     std::vector<double> prefix(numeric.size(), 0.0);
+    std::vector<int64_t> counted(numeric.size(), 0);
+    std::set<std::string> row_columns;
+    bool row_before = false;
     for (size_t i = 0; i < numeric.size(); ++i) {
-      const std::optional<double> x = Real(row[2 + 3 * i]);
-      prefix[i] = Real(row[3 + 3 * i]).value_or(0.0);
-      const double all = Real(row[4 + 3 * i]).value_or(0.0);
+      const std::optional<double> x = Real(row[2 + kPer * i]);
+      prefix[i] = Real(row[3 + kPer * i]).value_or(0.0);
+      const double all = Real(row[4 + kPer * i]).value_or(0.0);
+      counted[i] = Int(row[5 + kPer * i]);
       if (!x) continue;
       ++valued;
       const double tolerance = std::max(0.005, std::fabs(*x) * 1e-9);
       const double block = prefix[i] - block_start[i];
       const bool nonzero = std::fabs(*x) > tolerance;
       const bool grand = std::fabs(*x - all) <= tolerance;
-      if (nonzero && (grand || std::fabs(*x - block) <= tolerance)) {
+      const bool subtotal = std::fabs(*x - block) <= tolerance &&
+                            (!blank || counted[i] - block_rows[i] >= 2);
+      if (nonzero && (grand || subtotal)) {
         ++matched;
-        columns.insert(numeric[i]);
+        row_columns.insert(numeric[i].name);
         // Nothing counted above it yet: the rows it adds up come after it.
-        if (grand && std::fabs(prefix[i]) <= tolerance) before_rows = true;
+        if (grand && std::fabs(prefix[i]) <= tolerance) row_before = true;
       }
     }
-    block_start = prefix;
-    if (matched > 0 && matched * 2 >= valued) {
+    const bool total = blank ? valued > 0 && matched == valued : matched > 0 && matched * 2 >= valued;
+    if (total) {
+      block_start = prefix;
+      block_rows = counted;
       labels.push_back(row[1].value_or(""));
       at.push_back(Int(row[0]));
+      columns.insert(row_columns.begin(), row_columns.end());
+      before_rows = before_rows || row_before;
+    } else if (!blank) {
+      block_start = prefix;
+      block_rows = counted;
     }
   }
   if (labels.empty()) return {};
   std::string rows_shown, in_list;
   std::set<std::string> distinct_labels;
   for (size_t i = 0; i < labels.size() && i < 5; ++i) {
-    rows_shown += (i ? ", " : "") + Shown(labels[i]) + " (row " + std::to_string(at[i]) + ")";
+    rows_shown += (i ? ", " : "") + (blank ? std::string("row ") + std::to_string(at[i])
+                                           : Shown(labels[i]) + " (row " + std::to_string(at[i]) + ")");
   }
   for (const auto& text : labels) {
     if (distinct_labels.insert(text).second) {
@@ -185,14 +243,24 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const st
   std::string cols;
   for (const auto& c : columns) cols += (cols.empty() ? "" : ", ") + c;
   const bool one = labels.size() == 1;
-  // A long list of labels is no filter to copy: the pattern they all match is.
-  const std::string filter =
-      distinct_labels.size() <= 8
-          ? l + " NOT IN (" + in_list + ")"
-          : "NOT coalesce(regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel + "'), false)";
+  std::string filter;
+  if (blank) {
+    filter = QuoteIdent(search.unlabelled.front()) + " IS NOT NULL";
+    const int64_t others = static_cast<int64_t>(found->size() - labels.size());
+    if (others > 0) {
+      filter += " (which also leaves out " + Plural(others, "other row", "other rows") +
+                " with no label)";
+    }
+  } else {
+    // A long list of labels is no filter to copy: the pattern they all match is.
+    filter = distinct_labels.size() <= 8
+                 ? l + " NOT IN (" + in_list + ")"
+                 : "NOT coalesce(regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel +
+                       "'), false)";
+  }
   notes.push_back(
-      (one ? "a row holds the total" : std::to_string(labels.size()) +
-                                           " rows hold totals or subtotals") +
+      (one ? std::string("a row") : std::to_string(labels.size()) + " rows") +
+      (blank ? " with no label" : "") + (one ? " holds the total" : " hold totals or subtotals") +
       " of the " + (before_rows ? std::string("other rows") : one ? "rows above it" : "rows above them") +
       " in " + cols + ": " + rows_shown + (labels.size() > 5 ? ", ..." : "") +
       ". SUM over the column counts " + (one ? "it" : "them") + " on top of the rows they add "
@@ -202,16 +270,77 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const st
 
 }  // namespace
 
-// No leading zero: '(020)' is an area code and '0042' a code, not numbers.
-const char* const kCsvPeopleNumber =
-    "([+-]?([$€£¥]\\s?)?[+-]?(0|[1-9][0-9]{0,2}(,[0-9]{3})+|[1-9][0-9]*)(\\.[0-9]+)?"
-    "(\\s?[$€£¥])?\\s?%?|"
-    "[(]([$€£¥]\\s?)?(0|[1-9][0-9]{0,2}(,[0-9]{3})+|[1-9][0-9]*)(\\.[0-9]+)?(\\s?[$€£¥])?"
-    "\\s?%?[)])";
+namespace {
 
-std::string CsvPeopleNumber(const std::string& v, const char* cast) {
-  return "(CASE WHEN starts_with(trim(" + v + "), '(') THEN -1 ELSE 1 END) * " + cast +
-         "(regexp_replace(trim(" + v + "), '[^0-9.+-]', '', 'g') AS DOUBLE)";
+// A currency's token as written and the kind it counts as: '$' and 'USD' are one currency.
+struct Currency {
+  const char* token;
+  const char* kind;
+};
+constexpr Currency kCurrencyTokens[] = {
+    {"$", "$ or USD"}, {"€", "€ or EUR"}, {"£", "£ or GBP"}, {"¥", "¥ or JPY"},
+    {"USD", "$ or USD"}, {"EUR", "€ or EUR"}, {"GBP", "£ or GBP"}, {"JPY", "¥ or JPY"},
+    {"CHF", "CHF"}, {"CAD", "CAD"},
+    {"AUD", "AUD"}, {"NZD", "NZD"}, {"CNY", "CNY"}, {"HKD", "HKD"}, {"SGD", "SGD"},
+    {"INR", "INR"}, {"SEK", "SEK"}, {"NOK", "NOK"}, {"DKK", "DKK"}, {"PLN", "PLN"},
+    {"CZK", "CZK"}, {"ZAR", "ZAR"}, {"BRL", "BRL"}, {"MXN", "MXN"}};
+
+// An optional space between a number and what it carries, the no-break ones included.
+constexpr const char* kGap = "[\\s\\x{00A0}\\x{202F}]?";
+
+}  // namespace
+
+std::string CsvCurrencyPattern() {
+  std::string codes;
+  for (const Currency& c : kCurrencyTokens) {
+    if (std::string(c.token).size() == 3) codes += std::string("|") + c.token;
+  }
+  return "[$€£¥]" + codes;
+}
+
+std::string CsvCurrencyKind(const std::string& v) {
+  const std::string token = "regexp_extract(" + v + ", '" + CsvCurrencyPattern() + "')";
+  std::string sql = "CASE " + token;
+  for (const Currency& c : kCurrencyTokens) {
+    sql += std::string(" WHEN '") + c.token + "' THEN '" + c.kind + "'";
+  }
+  return sql + " END";
+}
+
+const std::vector<std::string>& CsvCurrencies() {
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> out;
+    for (const Currency& c : kCurrencyTokens) {
+      if (std::find(out.begin(), out.end(), c.kind) == out.end()) out.push_back(c.kind);
+    }
+    return out;
+  }();
+  return kinds;
+}
+
+std::string CsvPeopleNumberPattern(bool decimal_comma) {
+  const std::string c = "(" + CsvCurrencyPattern() + ")";
+  const std::string before = "(" + c + kGap + ")?";
+  const std::string after = "(" + std::string(kGap) + c + ")?";
+  // Leading zeros are left out: '(020)' is an area code and '0042' a code, not numbers.
+  const std::string number =
+      decimal_comma
+          ? "(0|[1-9][0-9]{0,2}([.\\s\\x{00A0}\\x{202F}][0-9]{3})+|[1-9][0-9]*)(,[0-9]+)?"
+          : "(0|[1-9][0-9]{0,2}(,[0-9]{3})+|[1-9][0-9]*)(\\.[0-9]+)?";
+  const std::string percent = std::string(kGap) + "%?";
+  return "([+-]?" + before + "[+-]?" + number + after + percent + "-?|[+-]?" + before + "[(]" +
+         before + number + after + percent + "[)]" + after + ")";
+}
+
+std::string CsvPeopleNumber(const std::string& v, const char* cast, bool decimal_comma) {
+  const std::string t = "trim(" + v + ")";
+  // What surrounds the number goes; what is inside it stays, so '10-20' fails to read.
+  const std::string digits =
+      decimal_comma ? "replace(regexp_replace(" + t + ", '^[^0-9,]*|[^0-9,]*$|[.\\s\\x{00A0}\\x{202F}]', "
+                      "'', 'g'), ',', '.')"
+                    : "regexp_replace(" + t + ", '^[^0-9.]*|[^0-9.]*$|,', '', 'g')";
+  return "(CASE WHEN regexp_matches(" + t + ", '^[^0-9]*[(-]|-$') THEN -1 ELSE 1 END) * " + cast +
+         "(" + digits + " AS DOUBLE)";
 }
 
 bool CsvNumericType(const std::string& type) {
@@ -235,7 +364,7 @@ std::string CsvDistinctRowsAggregate(const std::vector<std::string>& quoted_colu
 
 Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
                             const std::vector<std::string>& cols,
-                            const std::vector<std::string>& types,
+                            const std::vector<CsvReading>& readings,
                             const std::vector<CsvColumnStats>& stats, int64_t total_rows,
                             int64_t distinct_rows, std::vector<std::string>& table_notes,
                             std::map<std::string, std::vector<std::string>>& column_notes) {
@@ -250,35 +379,44 @@ Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
         "): count(*) and SUM count every copy. Copies can be real (two equal orders), so none was "
         "dropped; SELECT DISTINCT * reads each once where they are not");
   }
-  // The columns a total adds up: numbers, but no identifiers (an id 3 beside ids 1 and 2 is
-  // their sum by chance).
+  // The columns a total adds up: numbers as the table reads them ('$1,234.50' too), but no
+  // identifiers (an id 3 beside ids 1 and 2 is their sum by chance).
   auto id_like = [](std::string name) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return name == "id" || name.ends_with("_id") || name.ends_with(" id") || name == "no" ||
            name == "nr" || name == "#";
   };
-  std::vector<std::string> numeric;
+  std::vector<Addend> numeric;
+  std::vector<std::string> unlabelled;
+  bool every_label_has_a_gap = true;
   for (size_t i = 0; i < cols.size(); ++i) {
-    const bool numbers = CsvNumericType(types[i]) ||
-                         (stats[i].non_null > 0 && stats[i].doubles == stats[i].non_null &&
-                          stats[i].leading_zero == 0);
-    if (numbers && !id_like(cols[i])) numeric.push_back(cols[i]);
+    if (readings[i].number) {
+      if (!id_like(cols[i])) numeric.push_back({cols[i], readings[i].expr});
+    } else {
+      unlabelled.push_back(cols[i]);
+      if (stats[i].non_null >= total_rows) every_label_has_a_gap = false;
+    }
   }
   for (size_t i = 0; i < cols.size(); ++i) {
     const CsvColumnStats& s = stats[i];
-    if (types[i] != "VARCHAR" || s.non_null == 0) continue;
+    if (readings[i].expr != QuoteIdent(cols[i]) || s.non_null == 0) continue;
     std::vector<std::string>& notes = column_notes[cols[i]];
     if (s.total_labels > 0 && s.total_labels < s.non_null) {
-      if (auto r = NoteTotalRows(run, rows, cols[i], numeric, table_notes); !r) return r;
+      if (auto r = NoteTotalRows(run, rows, {cols[i], {}}, numeric, table_notes); !r) return r;
     }
     // A column of nearly unique values is identifiers, where case is meant ('aB3x', 'Ab3X').
     const bool identifiers = s.non_null >= 20 && s.distinct * 10 >= s.non_null * 9;
     if (s.distinct_folded > 0 && s.distinct_folded < s.distinct && !identifiers) {
       if (auto r = NoteNearDuplicates(run, rows, cols[i], notes); !r) return r;
     }
-    if (s.with_unit == s.non_null && s.non_null >= 2) {
+    if (s.with_unit >= 2 && s.with_unit + s.doubles >= s.non_null) {
       if (auto r = NoteMixedUnits(run, rows, cols[i], notes); !r) return r;
     }
+  }
+  // A total under no label: looked for only where every label column has an empty cell, and
+  // there are rows enough to add up.
+  if (!unlabelled.empty() && every_label_has_a_gap && total_rows >= 3) {
+    if (auto r = NoteTotalRows(run, rows, {"", unlabelled}, numeric, table_notes); !r) return r;
   }
   return {};
 }
