@@ -43,8 +43,12 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
     kinds.push_back(count(s.trailing_minus, "negative", "negatives") +
                     " with the minus after the number such as 1,234.00-");
   }
-  if (s.percent > 0) kinds.push_back(std::to_string(s.percent) + " percent strings such as 45%");
-  if (s.currency > 0) kinds.push_back(std::to_string(s.currency) + " amounts written with " + sign);
+  if (s.percent > 0) {
+    kinds.push_back(count(s.percent, "percent string", "percent strings") + " such as 45%");
+  }
+  if (s.currency > 0) {
+    kinds.push_back(count(s.currency, "amount", "amounts") + " written with " + sign);
+  }
   std::string listed;
   for (size_t i = 0; i < kinds.size(); ++i) {
     listed += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
