@@ -100,6 +100,22 @@ TEST_F(LoaderTest, ErrorsNameTheFileThatFailed) {
   EXPECT_EQ(e.error().message.find("good.csv"), std::string::npos) << e.error().message;
 }
 
+TEST_F(LoaderTest, AFileOfBlankLinesIsRefusedAsHoldingNothing) {
+  // Read, each would be a column 'column0' of NULL rows that count(*) counts.
+  for (const std::string& text : {std::string("\n\n\n"), std::string("\xEF\xBB\xBF"),
+                                  std::string(" \r\n\t\r\n")}) {
+    const fs::path blank = tmp_.Write("blank.csv", text);
+    auto e = Open({blank}, NoCache());
+    ASSERT_FALSE(e) << "'" << text << "'";
+    EXPECT_EQ(e.error().code, Error::Code::kData);
+    EXPECT_NE(e.error().message.find(blank.string() + " holds only blank lines"), std::string::npos)
+        << e.error().message;
+  }
+  // One line of data after them is a file to read.
+  auto e = Open({tmp_.Write("late.csv", "\n\na,b\n1,2\n")}, NoCache());
+  ASSERT_TRUE(e) << e.error().message;
+}
+
 TEST_F(LoaderTest, BadOptionsAreUsageErrorsNamingTheOption) {
   const fs::path f = tmp_.Write("x.csv", "a\n1\n");
   struct Case {

@@ -20,7 +20,8 @@ namespace {
 // flips the sign.
 std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnStats& s, int64_t n,
                                          std::vector<std::string>& notes) {
-  const int64_t marked = s.paren + s.trailing_minus + s.percent + s.currency;
+  const int64_t marked =
+      s.paren + s.trailing_minus + s.percent + s.currency + s.minus_sign + s.space_grouped;
   // A decimal comma only where a value cannot be read with a point: '1,234 €' is a thousand.
   const bool comma = s.people_comma > s.people;
   const int64_t people = std::max(s.people, s.people_comma);
@@ -43,6 +44,14 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
     kinds.push_back(count(s.trailing_minus, "negative", "negatives") +
                     " with the minus after the number such as 1,234.00-");
   }
+  if (s.minus_sign > 0) {
+    kinds.push_back(count(s.minus_sign, "negative", "negatives") +
+                    " written with the minus sign − (U+2212)");
+  }
+  if (s.space_grouped > 0) {
+    kinds.push_back(count(s.space_grouped, "number", "numbers") +
+                    " with thousands grouped by a space or an apostrophe such as 1 234");
+  }
   if (s.percent > 0) {
     kinds.push_back(count(s.percent, "percent string", "percent strings") + " such as 45%");
   }
@@ -60,12 +69,22 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
   // under coefficients, or notes. Read as minus they would all flip sign.
   const bool all_bracketed = s.paren > 0 && s.paren == people;
   if (people == n && !mixed_percent && s.currency_kinds <= 1 && !all_bracketed) {
+    // '€1.234', '€2.500': three decimals in every value that has a point is how '.' groups
+    // thousands in much of Europe.
+    const bool maybe_grouped = !comma && s.three_decimals >= 2 && s.three_decimals == s.with_point;
     notes.push_back("numbers written for people were read as DOUBLE: " + listed +
-                    (s.paren + s.trailing_minus > 0 ? "; the negatives were read as minus" : "") +
+                    (s.paren + s.trailing_minus + s.minus_sign > 0
+                         ? "; the negatives were read as minus"
+                         : "") +
                     mark +
                     (s.percent > 0 ? "; a percent is its number of percent (45% is 45, not 0.45)"
                                    : "") +
-                    (s.currency > 0 ? "; the currency was dropped" : ""));
+                    (s.currency > 0 ? "; the currency was dropped" : "") +
+                    (maybe_grouped ? "; every value with a point has three digits after it "
+                                     "(1.234), as where the point groups thousands: if it does "
+                                     "here, each value read with a fraction is 1000 times "
+                                     "larger (1.234 is 1234)"
+                                   : ""));
     return CsvPeopleNumber(q, "CAST", comma);
   }
   const std::string why = all_bracketed
@@ -83,8 +102,10 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
 
 }  // namespace
 
-CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
-                           std::vector<std::string>& notes) {
+namespace {
+
+CsvReading DecideReading(const CsvColumn& column, const CsvColumnStats& s,
+                         std::vector<std::string>& notes) {
   const std::string q = QuoteIdent(column.name);
   const CsvReading as_sniffed{column.typed, CsvNumericType(column.sniffed)};
   const CsvReading text_reading{q, false};
@@ -126,6 +147,14 @@ CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
     notes.push_back("Excel's text guard (=\"0042\") removed: read as the text inside it, leading "
                     "zeros kept");
     return {"regexp_extract(trim(" + q + "), '^=\"(.*)\"$', 1)", false};
+  }
+  if (s.credit_debit > 0 && (s.credit_debit + std::max(s.people, s.people_comma)) * 10 >= n * 9) {
+    notes.push_back(
+        "kept as text: " + std::to_string(s.credit_debit) + " of " + std::to_string(n) +
+        " amounts are marked CR or DR (credit, debit), and which of them is negative depends on "
+        "the account; the number alone is " + CsvPeopleNumber(q, "TRY_CAST") +
+        " and the mark is " + q + " LIKE '%CR'");
+    return text_reading;
   }
   if (auto people = PeopleNumbers(q, s, n, notes)) return {*people, *people != q};
   if (column.resniff && s.dates == n) return {"CAST(" + q + " AS DATE)", false};
@@ -178,6 +207,29 @@ CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
                     "rest do not: kept as text");
   }
   return text_reading;
+}
+
+}  // namespace
+
+CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
+                           std::vector<std::string>& notes) {
+  const std::string q = QuoteIdent(column.name);
+  if (!column.user_typed && s.infinite > 0) {
+    notes.push_back("kept as text: " + std::to_string(s.infinite) + " of " +
+                    std::to_string(s.non_null) + " values are past what a DOUBLE holds (1.8e308) "
+                    "and would read as infinity; compare them as text");
+    return {q, false};
+  }
+  CsvReading reading = DecideReading(column, s, notes);
+  if (reading.number && s.long_digits > 0 && !reading.expr.ends_with("AS HUGEINT)") &&
+      !column.user_typed) {
+    notes.push_back(std::to_string(s.long_digits) +
+                    (s.long_digits == 1 ? " value has" : " values have") +
+                    " more than 17 digits, more than a DOUBLE keeps: rounded (ids that differ "
+                    "only in their last digits read as equal); where exactness matters, compare "
+                    "them as the file writes them");
+  }
+  return reading;
 }
 
 }  // namespace quarry::engine::internal

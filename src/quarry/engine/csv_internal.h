@@ -19,6 +19,9 @@ struct CsvColumnStats {
   int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
   int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
   int64_t numeric_start = 0;
+  // Numbers a DOUBLE cannot hold: past 1.8e308 (read as infinity), or with more than 17 digits
+  // (rounded, so that ids differing in their last digits become equal).
+  int64_t infinite = 0, long_digits = 0;
   // Numbers written for people (CsvPeopleNumberPattern): how many values are one with a
   // decimal point, and with a decimal comma ('1.234,50 €'); of those the accounting negatives
   // '(1,234.00)' and '$(5.00)', the trailing minus '1,234.00-', percent strings '45%' and
@@ -26,6 +29,13 @@ struct CsvColumnStats {
   // guard '="0042"'.
   int64_t people = 0, people_comma = 0, paren = 0, trailing_minus = 0, percent = 0, currency = 0;
   int64_t currency_kinds = 0, excel_text = 0;
+  // Of those, the ones with the minus sign U+2212 ('−5.00') and with thousands grouped by a
+  // space or an apostrophe ('1 234,50', "1'234.50"); and the values that are such a number
+  // marked CR or DR (credit, debit), whose sign depends on the account.
+  int64_t minus_sign = 0, space_grouped = 0, credit_debit = 0;
+  // Of those with a decimal point and no comma, how many have three digits after it ('€1.234'):
+  // when all do, the point may group thousands.
+  int64_t with_point = 0, three_decimals = 0;
   int64_t currency_sign = 0;  // with one kind: its 1-based place in CsvCurrencies()
   // Text columns (csv_quality.cc): distinct values as written and after trim, case folding and
   // NFC; labels that read like a total ('Grand total'); numbers with a unit ('3 lb').
@@ -50,6 +60,9 @@ struct CsvColumn {
 // `decimal_comma`, ',' marks decimals and '.' or a space groups thousands ('1.234,50 €',
 // '45,5 %'). A regular expression for regexp_full_match over the trimmed text.
 std::string CsvPeopleNumberPattern(bool decimal_comma);
+// SQL over the text expression `v`: whether its thousands are grouped by a space, a no-break
+// space or an apostrophe.
+std::string CsvSpaceGrouped(const std::string& v);
 // The currencies such a number may carry, as a regular expression ('[$€£¥]|USD|EUR|...').
 std::string CsvCurrencyPattern();
 // SQL over the text expression `v`: its currency as one kind ('USD' is '$'), or NULL.

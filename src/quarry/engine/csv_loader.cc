@@ -8,6 +8,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -63,6 +64,7 @@ class Planner {
         deep_(deep) {}
 
   Result<CsvPlan> Plan() {
+    if (auto r = RefuseBlank(); !r) return std::unexpected(r.error());
     encoding_ = user_.encoding;
     if (!encoding_) CheckByteOrderMark();
     if (bom_big_endian_) {
@@ -116,6 +118,10 @@ class Planner {
     }
     if (!user_.header && !user_.skip && forced_skip_ == 0 && !padded_ && !s_.delimiter.empty()) {
       if (auto r = CheckHeader(); !r) return std::unexpected(r.error());
+    }
+    if (!user_.header && !forced_header_ && forced_skip_ == 0 && s_.header &&
+        s_.columns.size() == 1) {
+      if (auto r = CheckOneColumnHeader(); !r) return std::unexpected(r.error());
     }
     if (deep_) {
       if (auto r = Deepen(); !r) return std::unexpected(r.error());
@@ -174,6 +180,7 @@ class Planner {
       if (forced_skip_ > 0 && !user_.skip) o += ", skip = " + std::to_string(forced_skip_);
       // Excel's sep= files always have a header; an all-text table gives the sniffer no clue.
       if ((forced_skip_ > 0 || forced_header_) && !user_.header) o += ", header = true";
+      if (forced_no_header_ && !user_.header) o += ", header = false";
       if (user_.quote) o += ", quote = " + QuoteLiteral(*user_.quote);
       if (user_.header) o += std::string(", header = ") + (*user_.header ? "true" : "false");
       if (user_.skip) o += ", skip = " + std::to_string(*user_.skip);
@@ -316,6 +323,67 @@ class Planner {
         "read as one column: " + std::to_string(total - with) + " of " + std::to_string(total) +
         " sampled lines hold no delimiter, so the few that do keep it as text");
     return {};
+  }
+
+  // A one-column file gives the sniffer nothing to tell a header by. A first line that is a
+  // number ('1,000' above '2,000') is the first value; one that reads like a value in quotes
+  // ('"Smith, John"') is noted, since no one can tell.
+  Result<void> CheckOneColumnHeader() {
+    auto lines = RawLines(3);
+    if (!lines || lines->size() < 3) return {};
+    std::string first = lines->front();
+    if (!first.empty() && first.back() == '\r') first.pop_back();
+    static const std::regex kNumber(
+        "^\\(?[+-]?\\(?([$€£¥]\\s?)?[0-9]{1,3}([, .]?[0-9]{3})*([.,][0-9]+)?\\s?[$€£¥%]?\\)?$");
+    std::string bare = first;
+    if (bare.size() >= 2 && bare.front() == '"' && bare.back() == '"') {
+      bare = bare.substr(1, bare.size() - 2);
+    }
+    int year = 0;
+    const auto [end, ec] = std::from_chars(bare.data(), bare.data() + bare.size(), year);
+    const bool a_year = ec == std::errc() && end == bare.data() + bare.size() && year >= 1800 &&
+                        year <= 2100;
+    if (std::regex_match(bare, kNumber) && !a_year) {
+      forced_no_header_ = true;
+      auto resniffed = Sniff(Dialect(true), deep_);
+      if (!resniffed) {
+        forced_no_header_ = false;
+        return {};
+      }
+      s_ = *resniffed;
+      CleanNames();
+      plan_.table_notes.push_back("the first line " + first.substr(0, 40) +
+                                  " is a number like the lines below it, not a column's name: "
+                                  "read as the first row");
+      return {};
+    }
+    if (first.size() > 2 && first.front() == '"' && bare.find(',') != std::string::npos) {
+      plan_.table_notes.push_back("the first line " + first.substr(0, 60) +
+                                  " was read as the column's name, as a header; if it is a "
+                                  "value like the lines below it, read the file with "
+                                  "?header=false");
+    }
+    return {};
+  }
+
+  // A file of nothing but blank lines (or a byte-order mark) has no header and no rows; read, it
+  // would be a column 'column0' of NULLs that a count(*) counts.
+  Result<void> RefuseBlank() const {
+    std::ifstream in(path_, std::ios::binary);
+    std::string head(64 << 10, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(in.gcount()));
+    if (!in.eof() || head.empty()) return {};  // larger than that, or the empty-file error
+    std::string_view rest = head;
+    for (std::string_view bom : {"\xEF\xBB\xBF", "\xFF\xFE", "\xFE\xFF"}) {
+      if (rest.starts_with(bom)) rest.remove_prefix(bom.size());
+    }
+    const bool blank = std::all_of(rest.begin(), rest.end(), [](char c) {
+      return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0';
+    });
+    if (!blank) return {};
+    return Fail(Error::Code::kData, path_ + " holds only blank lines: there is no header and no "
+                                            "rows to query; point at a file with rows");
   }
 
   // Excel's UTF-16 ("Unicode text") and other BOM-marked files: the BOM says the encoding.
@@ -627,6 +695,13 @@ class Planner {
             return "count_if(regexp_full_match(" + v + ", '" + pattern + "'))";
           };
           if (level[i] == kDouble || level[i] == kFull) {
+            // Past 1.8e308: a DOUBLE's infinity, or an integer part of over 308 digits.
+            add(&ColumnStats::infinite,
+                "count_if((isinf(TRY_CAST(" + q + " AS DOUBLE)) AND NOT contains(lower(" + v +
+                    "), 'inf')) OR length(ltrim(replace(regexp_extract(" + v +
+                    ", '[0-9][0-9,]*'), ',', ''), '0')) > 308)");
+            add(&ColumnStats::long_digits,
+                "count_if(length(ltrim(regexp_replace(" + v + ", '[^0-9]', '', 'g'), '0')) > 17)");
             add(&ColumnStats::ints, matches("[+-]?[0-9]{1,18}"));
             add(&ColumnStats::long_ints, matches("[+-]?[0-9]{19,38}"));
             add(&ColumnStats::too_long, matches("[+-]?[0-9]{39,}"));
@@ -636,8 +711,8 @@ class Planner {
             // Numbers written for people start with a bracket, a currency or Excel's '="'.
             const std::string currency = "(" + CsvCurrencyPattern() + ")";
             add(&ColumnStats::numeric_start,
-                "count_if(regexp_matches(" + v + ", '^([+-]?[.]?[0-9]|[(](" + currency +
-                    "\\s?)?[0-9]|[+-]?" + currency + "|=\")'))");
+                "count_if(regexp_matches(" + v + ", '^([+−-]?[.]?[0-9]|[(](" + currency +
+                    "\\s?)?[0-9]|[+−-]?" + currency + "|=\")'))");
             if (quality) {
               const std::vector<std::string> checks = CsvTextQualityAggregates(q);
               add(&ColumnStats::distinct, checks[0]);
@@ -657,6 +732,17 @@ class Planner {
             add(&ColumnStats::paren, "count_if(" + people + " AND contains(" + v + ", '('))");
             add(&ColumnStats::trailing_minus,
                 "count_if(" + people + " AND ends_with(" + v + ", '-'))");
+            add(&ColumnStats::minus_sign, "count_if(" + people + " AND contains(" + v + ", '−'))");
+            add(&ColumnStats::space_grouped,
+                "count_if(" + people + " AND " + CsvSpaceGrouped(v) + ")");
+            const std::string point =
+                people + " AND contains(" + v + ", '.') AND NOT contains(" + v + ", ',')";
+            add(&ColumnStats::with_point, "count_if(" + point + ")");
+            add(&ColumnStats::three_decimals,
+                "count_if(" + point + " AND regexp_matches(" + v + ", '[.][0-9]{3}([^0-9]|$)'))");
+            add(&ColumnStats::credit_debit,
+                "count_if(regexp_full_match(" + v + ", '(" + CsvPeopleNumberPattern(false) + "|" +
+                    CsvPeopleNumberPattern(true) + ")\\s?(CR|DR|Cr|Dr|cr|dr)'))");
             add(&ColumnStats::percent, "count_if(" + people + " AND contains(" + v + ", '%'))");
             const std::string kind = CsvCurrencyKind(v);
             add(&ColumnStats::currency, "count_if(" + people + " AND " + kind + " IS NOT NULL)");
@@ -926,6 +1012,7 @@ class Planner {
   std::string forced_delimiter_;  // found by quarry (sep= line, header check), not the user
   int64_t forced_skip_ = 0;
   bool forced_header_ = false;  // a header the sniffer missed (CheckHeader)
+  bool forced_no_header_ = false;  // a one-column file's first value (CheckOneColumnHeader)
   CsvPlan plan_;
 };
 

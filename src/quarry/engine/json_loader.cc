@@ -200,11 +200,17 @@ Result<CsvPlan> PlanJson(const RunRows& run, const std::string& abs_path) {
     const int64_t past_bigint = num(4 * d + 3);
     // Only integers, and DOUBLE (some are past 64 bits, or a BIGINT would have held them all),
     // or BIGINT with a value past its range, which fails the whole read.
-    if (values == 0 || integers != values) continue;
     const bool doubled = sniffed[d] == "DOUBLE";
-    if (!doubled && past_bigint == 0) continue;
     const std::string where =
         leaves[d].path == owners[d] ? std::string() : leaves[d].path + ": ";
+    if (doubled && values > 0 && integers != values && digits > 17) {
+      // Decimals beside long integers: DOUBLE is the only number type for both, and it rounds.
+      plan.column_notes[owners[d]].push_back(
+          where + "some values have more than 17 digits, more than a DOUBLE keeps: rounded (ids "
+                  "that differ only in their last digits read as equal)");
+    }
+    if (values == 0 || integers != values) continue;
+    if (!doubled && past_bigint == 0) continue;
     changed = true;
     if (digits > 38) {
       leaves[d].type->name = "VARCHAR";
