@@ -106,14 +106,14 @@ Result<std::optional<CsvHeaderFix>> CheckYearHeader(const RunRows& run, const st
   std::vector<double> values;
   for (size_t i = 0; i < first.size(); ++i) {
     const std::optional<double> n = Number(first[i]);
-    if (CsvNumericType(columns[i].second)) {
-      if (!n || *n != static_cast<double>(static_cast<int64_t>(*n)) || *n < kFirstYear ||
-          *n > kLastYear) {
-        return std::nullopt;
-      }
+    const bool year = n && *n == static_cast<double>(static_cast<int64_t>(*n)) &&
+                      *n >= kFirstYear && *n <= kLastYear;
+    // A year heads a column of numbers, or of text where some values are not numbers ('n/a',
+    // '1,056'): the sniffer then typed it VARCHAR, the year and all.
+    if (year && (CsvNumericType(columns[i].second) || columns[i].second == "VARCHAR")) {
       values.push_back(*n);
       years.push_back(i);
-    } else if (n || !NameLike(first[i])) {
+    } else if (CsvNumericType(columns[i].second) || n || !NameLike(first[i])) {
       return std::nullopt;
     }
   }
@@ -124,7 +124,7 @@ Result<std::optional<CsvHeaderFix>> CheckYearHeader(const RunRows& run, const st
   // The rest of each column: a column of years below a year is data, not a header.
   std::string sql;
   for (size_t i : years) {
-    const std::string v = "TRY_CAST(" + QuoteIdent(columns[i].first) + " AS DOUBLE)";
+    const std::string v = "TRY_CAST(replace(" + QuoteIdent(columns[i].first) + ", ',', '') AS DOUBLE)";
     sql += std::string(sql.empty() ? "" : ", ") + "count_if(" + v + " IS NOT NULL AND (" + v +
            " <> floor(" + v + ") OR " + v + " < " + std::to_string(kFirstYear) + " OR " + v +
            " > " + std::to_string(kLastYear) + "))";
