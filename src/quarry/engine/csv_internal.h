@@ -19,8 +19,8 @@ struct CsvColumnStats {
   int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
   int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
   int64_t numeric_start = 0;
-  // Numbers a DOUBLE cannot hold: past 1.8e308 (read as infinity), or with more than 17 digits
-  // (rounded, so that ids differing in their last digits become equal).
+  // Numbers a DOUBLE cannot hold: past 1.8e308 (read as infinity), or with an integer part of
+  // more than 17 digits (rounded, so that ids differing in their last digits become equal).
   int64_t infinite = 0, long_digits = 0;
   // Numbers written for people (CsvPeopleNumberPattern): how many values are one with a
   // decimal point, and with a decimal comma ('1.234,50 €'); of those the accounting negatives

@@ -700,8 +700,11 @@ class Planner {
                 "count_if((isinf(TRY_CAST(" + q + " AS DOUBLE)) AND NOT contains(lower(" + v +
                     "), 'inf')) OR length(ltrim(replace(regexp_extract(" + v +
                     ", '[0-9][0-9,]*'), ',', ''), '0')) > 308)");
+            // An integer part of more than 17 digits: ids a DOUBLE would merge. Long decimals
+            // (3.14159265358979323846) are only more precise than a DOUBLE, which is no news.
             add(&ColumnStats::long_digits,
-                "count_if(length(ltrim(regexp_replace(" + v + ", '[^0-9]', '', 'g'), '0')) > 17)");
+                "count_if(length(ltrim(replace(regexp_extract(" + v + ", '[0-9][0-9,]*'), ',', "
+                "''), '0')) > 17)");
             add(&ColumnStats::ints, matches("[+-]?[0-9]{1,18}"));
             add(&ColumnStats::long_ints, matches("[+-]?[0-9]{19,38}"));
             add(&ColumnStats::too_long, matches("[+-]?[0-9]{39,}"));

@@ -180,9 +180,9 @@ Result<CsvPlan> PlanJson(const RunRows& run, const std::string& abs_path) {
     sql += std::string(sql.empty() ? "" : ", ") + "sum(len(list_filter(" + l +
            ", v -> v IS NOT NULL))), sum(len(list_filter(" + l +
            ", v -> regexp_full_match(trim(v), '-?[0-9]+')))), max(list_max(list_transform(" + l +
-           ", v -> length(ltrim(trim(v), '-'))))), sum(len(list_filter(" + l +
-           ", v -> regexp_full_match(trim(v), '-?[0-9]+') AND TRY_CAST(trim(v) AS BIGINT) IS "
-           "NULL)))";
+           ", v -> length(regexp_extract(ltrim(trim(v), '-'), '^[0-9]+'))))), " +
+           "sum(len(list_filter(" + l + ", v -> regexp_full_match(trim(v), '-?[0-9]+') AND "
+           "TRY_CAST(trim(v) AS BIGINT) IS NULL)))";
   }
   auto counts = run("SELECT " + sql + " FROM " + reader());
   auto restore = [&] {
