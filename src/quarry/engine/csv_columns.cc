@@ -71,7 +71,11 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
   if (people == n && !mixed_percent && s.currency_kinds <= 1 && !all_bracketed) {
     // '€1.234', '€2.500': three decimals in every value that has a point is how '.' groups
     // thousands in much of Europe.
-    const bool maybe_grouped = !comma && s.three_decimals >= 2 && s.three_decimals == s.with_point;
+    // Not in dollars, pounds or yen, whose point is a decimal point ('$3.499' a gallon).
+    const bool point_currency = s.currency > 0 && s.currency_kinds == 1 && s.currency_sign >= 1 &&
+                                s.currency_sign != 2 && s.currency_sign <= 4;
+    const bool maybe_grouped = !comma && !point_currency && s.three_decimals >= 2 &&
+                               s.three_decimals == s.with_point;
     notes.push_back("numbers written for people were read as DOUBLE: " + listed +
                     (s.paren + s.trailing_minus + s.minus_sign > 0
                          ? "; the negatives were read as minus"
@@ -139,8 +143,9 @@ CsvReading DecideReading(const CsvColumn& column, const CsvColumnStats& s,
       s.thousands + s.doubles >= n) {
     notes.push_back("numbers written with thousands separators (e.g. 1,234,567) were read as "
                     "numbers with the commas removed");
+    const bool fractions = s.doubles > s.ints || s.thousands_decimals > 0;
     return {"CAST(replace(trim(" + q + "), ',', '') AS " +
-                (s.doubles > s.ints ? std::string("DOUBLE") : std::string("BIGINT")) + ")",
+                (fractions ? std::string("DOUBLE") : std::string("BIGINT")) + ")",
             true};
   }
   if (s.excel_text == n) {
@@ -186,6 +191,13 @@ CsvReading DecideReading(const CsvColumn& column, const CsvColumnStats& s,
               "is text: TRY_CAST(" + q + " AS DOUBLE) reads them with the markers as NULL";
       if (!nan.empty()) note += ", but '" + nan + "' as NaN (isnan() finds it)";
       if (s.sentinels) note += " (leave out " + sentinels + " too)";
+    } else if (s.markers > 0 && s.people > 0 && s.people + s.markers == n) {
+      note += "; the other " + std::to_string(s.people) + " values are numbers written for people "
+              "(1,234.50, 45%, $5.00): " + CsvPeopleNumber(q, "TRY_CAST") + " reads them with "
+              "the markers as NULL";
+    } else if (s.markers > 0 && s.dates > 0 && s.dates + s.markers == n) {
+      note += "; the other " + std::to_string(s.dates) + " values are dates: TRY_CAST(" + q +
+              " AS DATE) reads them with the markers as NULL";
     } else if (s.sentinels) {
       note += "; leave " + sentinels + " out before aggregating";
     }

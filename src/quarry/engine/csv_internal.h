@@ -18,6 +18,11 @@ namespace quarry::engine::internal {
 struct CsvColumnStats {
   int64_t non_null = 0, ints = 0, long_ints = 0, too_long = 0, doubles = 0, leading_zero = 0;
   int64_t decimal_comma = 0, thousands = 0, dates = 0, timestamps = 0, markers = 0;
+  // Thousands-separated values with a decimal part ('1,454.80'): the column is DOUBLE, not
+  // BIGINT, even when no value is a plain number.
+  int64_t thousands_decimals = 0;
+  // Values of two or three capital letters ('NA' is Namibia among ISO codes, not a marker).
+  int64_t upper_codes = 0;
   int64_t numeric_start = 0;
   // Numbers a DOUBLE cannot hold: past 1.8e308 (read as infinity), or with an integer part of
   // more than 17 digits (rounded, so that ids differing in their last digits become equal).

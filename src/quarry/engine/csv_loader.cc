@@ -763,11 +763,13 @@ class Planner {
             add(&ColumnStats::decimal_comma,
                 matches("[+-]?([0-9]{1,3}(\\.[0-9]{3})+|[0-9]+),[0-9]+|[+-]?[0-9]{1,3}(\\.[0-9]{3})+"));
             add(&ColumnStats::thousands, matches("[+-]?[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]+)?"));
+            add(&ColumnStats::thousands_decimals, matches("[+-]?[0-9]{1,3}(,[0-9]{3})+\\.[0-9]+"));
             add(&ColumnStats::dates, "count(TRY_CAST(" + q + " AS DATE))");
             add(&ColumnStats::timestamps, "count(TRY_CAST(" + q + " AS TIMESTAMP))");
           }
           if (level[i] == kText || level[i] == kFull) {
             add(&ColumnStats::markers, "count_if(lower(" + v + ") IN (" + kMarkerList + "))");
+            add(&ColumnStats::upper_codes, matches("[A-Z]{2,3}"));
           }
           if (level[i] == kFull) {
             // A sentinel is the smallest or largest number; FindSentinels looks closer.
@@ -836,6 +838,17 @@ class Planner {
     }
     if (auto r = NoteRejects(rejects); !r) return r;
     if (auto r = FindMissingValues(cols, level, stats_by_column); !r) return r;
+    for (ColumnStats& st : stats_by_column) {
+      // Among codes of capital letters, 'NA' is a code (Namibia), not a missing value.
+      if (st.markers == 0 || st.upper_codes < st.non_null) continue;
+      std::erase_if(st.marker_values, [&](const ValueCount& m) {
+        const bool code = m.value.size() >= 2 && m.value.size() <= 3 &&
+                          std::all_of(m.value.begin(), m.value.end(),
+                                      [](char c) { return c >= 'A' && c <= 'Z'; });
+        if (code) st.markers -= m.rows;
+        return code;
+      });
+    }
     std::string select;
     bool transformed = header_rows > 0;
     std::vector<CsvReading> readings;

@@ -88,7 +88,8 @@ Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, con
   auto found = run(
       "WITH f AS (SELECT " + folded + " AS k, " + q + " AS v, count(*) AS n FROM " + rows +
       " WHERE " + q + " IS NOT NULL GROUP BY ALL), g AS (SELECT k, count(*) OVER () AS groups, "
-      "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 AND length(k) > 1 AND NOT "
+      "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 AND length(k) > 1 AND k NOT IN (" +
+      kMarkerList + ") AND NOT "
       "(max(length(v)) <= 3 AND bool_and(lower(v) = " + Folded("v") + " AND v <> lower(v))) "
       "ORDER BY rows DESC, k LIMIT 5) "
       "SELECT g.groups, f.k, f.v, f.n FROM f JOIN g USING (k) ORDER BY g.rows DESC, f.k, f.n DESC, "
@@ -126,6 +127,22 @@ std::string UnitName(std::string unit) {
   return unit;
 }
 
+// Units of measure as UnitName gives them: mass, length, area, volume, time, data, energy,
+// power, speed, temperature, and the scale letters k, M and bn.
+bool KnownUnit(const std::string& u) {
+  static const std::set<std::string> kUnits = {
+      "mg", "g", "kg", "t", "lb", "oz", "st", "ton", "tons", "mm", "cm", "m", "km", "in", "ft",
+      "yd", "mi", "nm", "µm", "m2", "km2", "ha", "sqft", "acre", "acres", "ml", "cl", "dl", "l",
+      "L", "gal", "qt", "pt", "floz", "cup", "cups", "tbsp", "tsp", "ms", "s", "sec", "min", "h",
+      "hr", "hour", "hours", "d", "day", "days", "wk", "week", "weeks", "mo", "month", "months",
+      "yr", "year", "years", "b", "B", "kb", "mb", "gb", "tb", "pb", "kib", "mib", "gib", "tib",
+      "bit", "bits", "kbps", "mbps", "gbps", "j", "kj", "mj", "cal", "kcal", "wh", "kwh", "mwh",
+      "w", "W", "kw", "mw", "hp", "mph", "kmh", "kph", "knots", "°", "°c", "°f", "C", "F", "K",
+      "k", "M", "bn", "pa", "kpa", "hpa", "bar", "psi", "v", "V", "mv", "kv", "a", "A", "ma",
+      "hz", "khz", "mhz", "ghz", "rpm", "ppm", "ppb", "mol", "mmol", "iu", "x"};
+  return kUnits.count(u) > 0;
+}
+
 // The units of a column whose every value is a number, with a unit or without: more than one
 // unit, or one unit beside numbers that carry none ('800' among '3 lb' and '1.5 kg': grams?).
 Result<void> NoteMixedUnits(const RunRows& run, const std::string& rows, const std::string& col,
@@ -152,6 +169,8 @@ Result<void> NoteMixedUnits(const RunRows& run, const std::string& rows, const s
     }
     const std::string u = UnitName(raw);
     if (kNoUnits.count(u) > 0) return {};  // ordinals or times, not measures
+    // Only units of measure make a column of measures: '32 Regular' and '1 large' are sizes.
+    if (!KnownUnit(u)) return {};
     auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == u; });
     if (it == seen.end()) {
       seen.emplace_back(u, Int(row[1]));
@@ -246,7 +265,7 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
     std::string label;
     bool total = false, weak = false, grand_last = false, bare = false;
     std::set<std::string> columns;
-    bool before = false;         // a grand total above the rows it adds up
+    bool before = false;         // a grand total of rows below it too
     std::string missed;          // a bare label's number against what the rows add up to
   };
   std::vector<Row> candidates;
@@ -280,9 +299,12 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
         ++matched;
         grand_matched += grand ? 1 : 0;
         r.columns.insert(numeric[i].name);
-        // Nothing counted above it yet: the rows it adds up come after it.
-        if (grand && std::fabs(prefix[i]) <= tolerance) r.before = true;
-      } else if (r.missed.empty() && nonzero) {
+        // Rows it adds up come after it: the rows above it are not all.
+        if (grand && std::fabs(prefix[i] - all) > tolerance) r.before = true;
+      } else if (r.missed.empty() && nonzero && last && block != 0 &&
+                 std::fabs(*x - block) <= std::fabs(block) * 0.02) {
+        // Within 2% of the rows above, in the last row: a rounded or partial total, not a
+        // category named 'Total' or a rating called 'Overall'.
         std::ostringstream shown;
         shown << std::setprecision(15) << *x << " in " << numeric[i].name
               << ", where the rows above add up to " << block;
@@ -290,7 +312,7 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
       }
     }
     r.total = blank ? valued > 0 && matched == valued : matched > 0 && matched * 2 >= valued;
-    r.grand_last = last && grand_matched > 0 && !r.before;
+    r.grand_last = last && grand_matched > 0;
     if (r.total || !blank) {
       block_start = prefix;
       block_rows = counted;
@@ -309,9 +331,10 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
   }
   if (blank && totals.size() < candidates.size()) return {};
   if (totals.empty()) {
-    // No row adds up; a row under a bare total label is named all the same.
+    // No row adds up; a lone row under a bare total label, last in the file, is named all the
+    // same when it is near the sum.
     for (const Row& r : candidates) {
-      if (!r.bare || r.missed.empty()) continue;
+      if (!r.bare || r.missed.empty() || candidates.size() > 1) continue;
       notes.push_back("a row labelled " + Shown(r.label) + " (row " + std::to_string(r.at) +
                       ") reads like a total, but its numbers are not the sum of the other rows (" +
                       r.missed + "): a rounded or partial total? SUM over the column counts it "
@@ -470,6 +493,13 @@ Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
                             const std::vector<CsvColumnStats>& stats, int64_t total_rows,
                             int64_t distinct_rows, std::vector<std::string>& table_notes,
                             std::map<std::string, std::vector<std::string>>& column_notes) {
+  // A table of a few categories only (a survey's age group and answer) repeats rows by nature.
+  bool categories = true;
+  for (size_t i = 0; i < cols.size(); ++i) {
+    if (readings[i].expr != QuoteIdent(cols[i]) || stats[i].distinct * 2 > stats[i].non_null) {
+      categories = false;
+    }
+  }
   if (distinct_rows > 0 && distinct_rows < total_rows) {
     const int64_t copies = total_rows - distinct_rows;
     // Half the rows copies is also one row thrice and another once: look before saying twice.
@@ -482,21 +512,21 @@ Result<void> NoteCsvQuality(const RunRows& run, const std::string& rows,
       if (!counts) return std::unexpected(counts.error());
       twice = !counts->empty() && counts->front()[0].value_or("false") == "true";
     }
-    table_notes.push_back(
-        Plural(copies, "row is an exact copy", "rows are exact copies") + " of another row (" +
-        std::to_string(distinct_rows) + " distinct of " + std::to_string(total_rows) +
-        (twice ? "; every row appears twice, as when an export is appended to "
-                                    "itself"
-                                  : "") +
-        "): count(*) and SUM count every copy. Copies can be real (two equal orders), so none was "
-        "dropped; SELECT DISTINCT * reads each once where they are not");
+    if (!categories || twice) {
+      table_notes.push_back(
+          Plural(copies, "row is an exact copy", "rows are exact copies") + " of another row (" +
+          std::to_string(distinct_rows) + " distinct of " + std::to_string(total_rows) +
+          (twice ? "; every row appears twice, as when an export is appended to itself" : "") +
+          "): count(*) and SUM count every copy. Copies can be real (two equal orders), so none "
+          "was dropped; SELECT DISTINCT * reads each once where they are not");
+    }
   }
   // The columns a total adds up: numbers as the table reads them ('$1,234.50' too), but no
   // identifiers (an id 3 beside ids 1 and 2 is their sum by chance).
   auto id_like = [](std::string name) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return name == "id" || name.ends_with("_id") || name.ends_with(" id") || name == "no" ||
-           name == "nr" || name == "#";
+           name == "nr" || name == "#" || name == "rank" || name == "position" || name == "place";
   };
   std::vector<Addend> numeric;
   std::vector<std::string> unlabelled;
