@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <fstream>
 #include <functional>
 #include <regex>
 #include <set>
@@ -250,6 +251,34 @@ std::optional<std::string> QuotedTitleLine(const std::vector<std::string>& lines
     if (agree * 10 >= seen * 9) return std::string(first);
   }
   return std::nullopt;
+}
+
+Result<void> RefuseBlankCsv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64 << 10, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (!in.eof() || head.empty()) return {};  // larger than that, or the empty-file error
+  std::string_view rest = head;
+  for (std::string_view bom : {"\xEF\xBB\xBF", "\xFF\xFE", "\xFE\xFF"}) {
+    if (rest.starts_with(bom)) rest.remove_prefix(bom.size());
+  }
+  const bool blank = std::all_of(rest.begin(), rest.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0';
+  });
+  if (!blank) return {};
+  return Fail(Error::Code::kData, path + " holds only blank lines: there is no header and no "
+                                         "rows to query; point at a file with rows");
+}
+
+bool CsvLineIsANumber(const std::string& text) {
+  static const std::regex kNumber(
+      "^\\(?[+-]?\\(?([$€£¥]\\s?)?[0-9]{1,3}([, .]?[0-9]{3})*([.,][0-9]+)?\\s?[$€£¥%]?\\)?$");
+  int year = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), year);
+  const bool a_year =
+      ec == std::errc() && end == text.data() + text.size() && year >= kFirstYear && year <= kLastYear;
+  return std::regex_match(text, kNumber) && !a_year;
 }
 
 }  // namespace quarry::engine::internal

@@ -125,6 +125,15 @@ Result<std::optional<CsvHeaderFix>> CheckCsvHeader(const RunRows& run, const std
 // delimiters inside its quotes as a header's. nullopt: no such title.
 std::optional<std::string> QuotedTitleLine(const std::vector<std::string>& lines, char quote);
 
+// Refuses a file of nothing but blank lines (or a byte-order mark), which has no header and no
+// rows: read, it would be a column 'column0' of NULLs that count(*) counts. Files over 64 KB
+// pass unread.
+Result<void> RefuseBlankCsv(const std::string& path);
+
+// Whether a one-column file's first line `text` (unquoted) is a number, and so its first value
+// rather than a name: '1,000', '$5.00', '(12)'; a year (1800..2100) may be a name.
+bool CsvLineIsANumber(const std::string& text);
+
 // The aggregates that csv_quality.cc reads from the loader's first pass over the rows as text:
 // for a text column `q`, the CsvColumnStats fields distinct, distinct_folded, total_labels and
 // with_unit, in that order; for the whole row, how many distinct rows there are (`columns`

@@ -8,7 +8,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -64,7 +63,7 @@ class Planner {
         deep_(deep) {}
 
   Result<CsvPlan> Plan() {
-    if (auto r = RefuseBlank(); !r) return std::unexpected(r.error());
+    if (auto r = RefuseBlankCsv(path_); !r) return std::unexpected(r.error());
     encoding_ = user_.encoding;
     if (!encoding_) CheckByteOrderMark();
     if (bom_big_endian_) {
@@ -333,17 +332,11 @@ class Planner {
     if (!lines || lines->size() < 3) return {};
     std::string first = lines->front();
     if (!first.empty() && first.back() == '\r') first.pop_back();
-    static const std::regex kNumber(
-        "^\\(?[+-]?\\(?([$€£¥]\\s?)?[0-9]{1,3}([, .]?[0-9]{3})*([.,][0-9]+)?\\s?[$€£¥%]?\\)?$");
     std::string bare = first;
     if (bare.size() >= 2 && bare.front() == '"' && bare.back() == '"') {
       bare = bare.substr(1, bare.size() - 2);
     }
-    int year = 0;
-    const auto [end, ec] = std::from_chars(bare.data(), bare.data() + bare.size(), year);
-    const bool a_year = ec == std::errc() && end == bare.data() + bare.size() && year >= 1800 &&
-                        year <= 2100;
-    if (std::regex_match(bare, kNumber) && !a_year) {
+    if (CsvLineIsANumber(bare)) {
       forced_no_header_ = true;
       auto resniffed = Sniff(Dialect(true), deep_);
       if (!resniffed) {
@@ -364,26 +357,6 @@ class Planner {
                                   "?header=false");
     }
     return {};
-  }
-
-  // A file of nothing but blank lines (or a byte-order mark) has no header and no rows; read, it
-  // would be a column 'column0' of NULLs that a count(*) counts.
-  Result<void> RefuseBlank() const {
-    std::ifstream in(path_, std::ios::binary);
-    std::string head(64 << 10, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<size_t>(in.gcount()));
-    if (!in.eof() || head.empty()) return {};  // larger than that, or the empty-file error
-    std::string_view rest = head;
-    for (std::string_view bom : {"\xEF\xBB\xBF", "\xFF\xFE", "\xFE\xFF"}) {
-      if (rest.starts_with(bom)) rest.remove_prefix(bom.size());
-    }
-    const bool blank = std::all_of(rest.begin(), rest.end(), [](char c) {
-      return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0';
-    });
-    if (!blank) return {};
-    return Fail(Error::Code::kData, path_ + " holds only blank lines: there is no header and no "
-                                            "rows to query; point at a file with rows");
   }
 
   // Excel's UTF-16 ("Unicode text") and other BOM-marked files: the BOM says the encoding.
