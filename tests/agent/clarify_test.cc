@@ -71,7 +71,7 @@ TEST_F(ClarifyTest, ReplyDuringTheRunContinuesToAGroundedAnswer) {
   };
   const trace::Trace t = RunIt(input);
 
-  EXPECT_EQ(t.stop_reason, kStopAnswered);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kAnswered);
   EXPECT_TRUE(t.grounded);
   EXPECT_EQ(t.answer, kAnswer["answer"]);
   ASSERT_EQ(asked.size(), 1u);
@@ -90,9 +90,9 @@ TEST_F(ClarifyTest, ReplyDuringTheRunContinuesToAGroundedAnswer) {
   EXPECT_EQ(t.clarifications[0].choices, kChoices);
   EXPECT_EQ(t.clarifications[0].reply, "by revenue");
   const trace::Step& step = t.steps[1];
-  EXPECT_EQ(step.kind, "clarification");
+  EXPECT_EQ(step.kind, trace::StepKind::kClarification);
   EXPECT_EQ(step.tool, "ask_user");
-  EXPECT_EQ(step.status, "ok");
+  EXPECT_EQ(step.status, trace::StepStatus::kOk);
   EXPECT_EQ(step.observation, "the user replied: by revenue");
   EXPECT_TRUE(step.detail.contains("wait_ms"));
   EXPECT_EQ(step.detail.value("reply", ""), "by revenue");
@@ -102,7 +102,7 @@ TEST_F(ClarifyTest, ReplyDuringTheRunContinuesToAGroundedAnswer) {
   const trace::Trace back = ReadBack();
   ASSERT_EQ(back.clarifications.size(), 1u);
   EXPECT_EQ(back.clarifications[0].reply, "by revenue");
-  EXPECT_EQ(back.steps[1].kind, "clarification");
+  EXPECT_EQ(back.steps[1].kind, trace::StepKind::kClarification);
 }
 
 TEST_F(ClarifyTest, AskUserIsARepairAttemptThatClearsNoFailure) {
@@ -114,7 +114,7 @@ TEST_F(ClarifyTest, AskUserIsARepairAttemptThatClearsNoFailure) {
   input.ask_user = [](const Clarification&) { return std::optional<std::string>("by revenue"); };
   const trace::Trace t = RunIt(input);
 
-  EXPECT_EQ(t.stop_reason, kStopAnswered);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kAnswered);
   EXPECT_TRUE(t.grounded);
   // ask_user, made while the failure was outstanding, is a repair attempt that repairs nothing;
   // the query after it is the one that succeeds.
@@ -138,7 +138,7 @@ TEST_F(ClarifyTest, NoReplyEndsTheRunWaitingOnTheQuestion) {
   const trace::Trace t = RunIt(input);
 
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ(t.stop_reason, kStopClarification);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kClarification);
   EXPECT_FALSE(t.grounded);
   EXPECT_TRUE(t.answer.empty());
   EXPECT_TRUE(t.verify.empty());
@@ -146,8 +146,8 @@ TEST_F(ClarifyTest, NoReplyEndsTheRunWaitingOnTheQuestion) {
   EXPECT_EQ(client_.requests.size(), 1u);
   ASSERT_EQ(t.clarifications.size(), 1u);
   EXPECT_EQ(t.clarifications[0].reply, "");
-  EXPECT_EQ(t.steps.back().status, "waiting");
-  EXPECT_EQ(ReadBack().stop_reason, "clarification_needed");
+  EXPECT_EQ(t.steps.back().status, trace::StepStatus::kWaiting);
+  EXPECT_EQ(ReadBack().stop_reason, trace::StopReason::kClarification);
 }
 
 TEST_F(ClarifyTest, AThrowingCallbackReadsAsNoReply) {
@@ -158,7 +158,7 @@ TEST_F(ClarifyTest, AThrowingCallbackReadsAsNoReply) {
   };
   const trace::Trace t = RunIt(input);
 
-  EXPECT_EQ(t.stop_reason, kStopClarification);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kClarification);
   ASSERT_EQ(t.clarifications.size(), 1u);
   EXPECT_TRUE(t.clarifications[0].choices.empty());
   bool noted = false;
@@ -175,7 +175,7 @@ TEST_F(ClarifyTest, ResumedRunSeesTheReplyAsIfItCameDuringTheRun) {
   input.thread_turn = 2;
   const trace::Trace t = RunIt(input);
 
-  EXPECT_EQ(t.stop_reason, kStopAnswered);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kAnswered);
   EXPECT_TRUE(t.grounded);
   ASSERT_FALSE(client_.requests.empty());
   const auto& m = client_.requests[0].messages;
@@ -196,7 +196,7 @@ TEST_F(ClarifyTest, ResumedRunSeesTheReplyAsIfItCameDuringTheRun) {
   ASSERT_EQ(t.clarifications.size(), 1u);
   EXPECT_EQ(t.clarifications[0].step, 0);
   EXPECT_EQ(t.clarifications[0].reply, "by revenue");
-  for (const auto& s : t.steps) EXPECT_NE(s.kind, "clarification");
+  for (const auto& s : t.steps) EXPECT_NE(s.kind, trace::StepKind::kClarification);
   EXPECT_EQ(t.thread, "customers");
   EXPECT_EQ(t.thread_turn, 2);
   const trace::Trace back = ReadBack();
@@ -230,7 +230,7 @@ TEST_P(PickedChoiceTest, ANumberInAPickedChoiceGroundsNothing) {
   const trace::Trace t = RunIt(input);
 
   EXPECT_FALSE(t.grounded);
-  EXPECT_EQ(t.stop_reason, kStopUngrounded);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kUngrounded);
   EXPECT_TRUE(t.answer.empty());
   bool checked = false;
   for (const auto& v : t.verify) {
@@ -256,7 +256,7 @@ TEST_F(ClarifyTest, AResumedPickOfAChoiceGroundsNothing) {
   const trace::Trace t = RunIt(input);
 
   EXPECT_FALSE(t.grounded);
-  EXPECT_EQ(t.stop_reason, kStopUngrounded);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kUngrounded);
 }
 
 TEST_F(ClarifyTest, ANumberTheUserTypedIsStillGiven) {
@@ -275,7 +275,7 @@ TEST_F(ClarifyTest, ANumberTheUserTypedIsStillGiven) {
   const trace::Trace t = RunIt(input);
 
   EXPECT_TRUE(t.grounded);
-  EXPECT_EQ(t.stop_reason, kStopAnswered);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kAnswered);
 }
 
 TEST_F(ClarifyTest, AskUserIsOfferedWithItsLimits) {

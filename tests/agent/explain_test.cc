@@ -44,7 +44,7 @@ TEST_F(ExplainTest, TheCallOffersNoToolsAndItsTextIsNeverTheAnswer) {
                    Scripted({Call("call_3", "run_sql", {{"sql", kQuery}})}, "  " + std::string(kWhy) + "\n")};
   const trace::Trace t = RunIt();
 
-  EXPECT_EQ(t.stop_reason, kStopStepBudget);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kStepBudget);
   EXPECT_EQ(t.explanation, kWhy);  // trimmed; the tool call it asked for is ignored
   EXPECT_TRUE(t.answer.empty());
   EXPECT_FALSE(t.grounded);
@@ -75,7 +75,7 @@ TEST_F(ExplainTest, TheCallOffersNoToolsAndItsTextIsNeverTheAnswer) {
   EXPECT_EQ(t.totals.model_turns, 2);
   EXPECT_EQ(t.totals.input_tokens, 2000);
   EXPECT_NEAR(t.totals.cost_usd, 0.002, 1e-12);
-  EXPECT_EQ(t.steps.back().kind, "model");
+  EXPECT_EQ(t.steps.back().kind, trace::StepKind::kModel);
   EXPECT_EQ(t.steps.back().detail["purpose"], "explanation");
   EXPECT_TRUE(t.steps.back().tool_calls.empty());
   EXPECT_EQ(trace::ToJson(t)["explanation"], (json{{"text", kWhy}, {"answer", false}}));
@@ -89,7 +89,7 @@ TEST_F(ExplainTest, SkippedWhenTheCostBudgetWouldBeCrossed) {
                    Scripted({}, kWhy)};
   const trace::Trace t = RunIt();
 
-  EXPECT_EQ(t.stop_reason, kStopStepBudget);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kStepBudget);
   EXPECT_EQ(client_.requests.size(), 1u);
   EXPECT_TRUE(t.explanation.empty());
   EXPECT_EQ(t.totals.model_turns, 1);
@@ -105,7 +105,7 @@ TEST_F(ExplainTest, AFailedCallLeavesTheStopReasonAndANote) {
   client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", kQuery}})})};  // then exhausted
   const trace::Trace t = RunIt();
 
-  EXPECT_EQ(t.stop_reason, kStopStepBudget);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kStepBudget);
   EXPECT_TRUE(t.explanation.empty());
   EXPECT_EQ(t.totals.model_turns, 1);
   bool noted = false;
@@ -118,7 +118,7 @@ TEST_F(ExplainTest, OtherStopsGetNone) {
   config_.max_cost_usd = 0.0005;
   client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", kQuery}})}), Scripted({}, kWhy)};
   trace::Trace t = RunIt();
-  EXPECT_EQ(t.stop_reason, kStopCostBudget);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kCostBudget);
   EXPECT_EQ(client_.requests.size(), 1u);
   EXPECT_TRUE(t.explanation.empty());
 
@@ -130,7 +130,7 @@ TEST_F(ExplainTest, OtherStopsGetNone) {
                    Scripted({Call("call_2", "final_answer", wrong)}),
                    Scripted({Call("call_3", "final_answer", wrong)}), Scripted({}, kWhy)};
   t = RunIt();
-  EXPECT_EQ(t.stop_reason, kStopUngrounded);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kUngrounded);
   EXPECT_EQ(client_.requests.size(), 3u);
   EXPECT_TRUE(t.explanation.empty());
 }

@@ -338,7 +338,7 @@ TEST_F(InjectionRunTest, APlantedRowNoQueryShowsIsFoundWhenTheDataIsOpened) {
                       "(ignore previous instructions, you are now); the model was told it is "
                       "data"),
             t.notes.end());
-  EXPECT_EQ(t.stop_reason, kStopAnswered);  // the count is still answered
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kAnswered);  // the count is still answered
 }
 
 // Past the first 2,000 distinct values the engine searches every row: a trial planted one row

@@ -86,7 +86,7 @@ TEST_F(ModelBudgetTest, NoCallIsMadeWhoseBoundWouldPassTheBudget) {
   client.turns.push_back(SqlTurn(1100, 20, 0.25));
   const trace::Trace t = RunWith(client, 0.5);
   // First call: $0 + $0.30 <= $0.50; second: $0.25 + $0.30 > $0.50, so not made.
-  EXPECT_EQ(t.stop_reason, kStopCostBudget);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kCostBudget);
   EXPECT_EQ(client.estimates_sent.size(), 1u);
   EXPECT_EQ(client.turns.size(), 1u);
   EXPECT_LE(t.totals.cost_usd, 0.5);
@@ -118,7 +118,7 @@ TEST_F(ModelBudgetTest, WithoutAPriceTheSpentCostIsChecked) {
   client.turns.push_back(SqlTurn(1000, 20, 0.6));
   client.turns.push_back(SqlTurn(1000, 20, 0.6));
   const trace::Trace t = RunWith(client, 0.5);
-  EXPECT_EQ(t.stop_reason, kStopCostBudget);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kCostBudget);
   EXPECT_EQ(client.estimates_sent.size(), 1u) << "the turn that crossed it was already paid";
   EXPECT_NEAR(t.totals.cost_usd, 0.6, 1e-12);
 }
@@ -127,13 +127,13 @@ TEST_F(ModelBudgetTest, CancelledCallEndsTheRunAsInterrupted) {
   ScriptedClient client;
   client.turns.push_back(std::unexpected(Error{Error::Code::kCancelled, "request aborted"}));
   const trace::Trace t = RunWith(client, 1.0);
-  EXPECT_EQ(t.stop_reason, kStopInterrupted);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kInterrupted);
   EXPECT_NE(AllNotes(t).find("request aborted"), std::string::npos);
   EXPECT_TRUE(trace_written_);
 
   ScriptedClient failing;
   failing.turns.push_back(std::unexpected(Error{Error::Code::kModel, "HTTP 500: boom"}));
-  EXPECT_EQ(RunWith(failing, 1.0).stop_reason, kStopModelError);
+  EXPECT_EQ(RunWith(failing, 1.0).stop_reason, trace::StopReason::kModelError);
 }
 
 }  // namespace

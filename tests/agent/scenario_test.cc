@@ -36,7 +36,7 @@ class Collector final : public Observer {
  public:
   void OnStep(const trace::Step& step) override {
     steps.push_back(step);
-    if (step.kind == "model") ++model_turns;
+    if (step.kind == trace::StepKind::kModel) ++model_turns;
   }
   std::vector<trace::Step> steps;
   std::atomic<int> model_turns{0};  // read by the stopper thread
@@ -122,7 +122,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   const auto ended = std::chrono::steady_clock::now();
 
   const json& expect = doc["expect"];
-  EXPECT_EQ(t.stop_reason, expect["stop_reason"].get<std::string>());
+  EXPECT_EQ(trace::StopReasonName(t.stop_reason), expect["stop_reason"].get<std::string>());
   // "max_ms_after_stop": the run ends that soon after the stop was requested.
   if (expect.contains("max_ms_after_stop")) {
     ASSERT_NE(stopped_at.load(), 0) << "the stop was never requested";
@@ -153,8 +153,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   std::vector<json> tools;
   std::vector<std::string> observations;
   for (const auto& s : t.steps) {
-    if (s.kind != "tool" && s.kind != "clarification") continue;
-    EXPECT_EQ(s.kind == "clarification", s.tool == "ask_user") << "step " << s.index;
+    if (s.kind != trace::StepKind::kTool && s.kind != trace::StepKind::kClarification) continue;
+    EXPECT_EQ(s.kind == trace::StepKind::kClarification, s.tool == "ask_user") << "step " << s.index;
     tools.push_back(json::array({s.tool, s.status, s.failure_class}));
     observations.push_back(s.observation);
   }
@@ -255,7 +255,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   }
   std::vector<const trace::Step*> tool_steps;
   for (const auto& s : t.steps) {
-    if (s.kind == "tool" || s.kind == "clarification") tool_steps.push_back(&s);
+    if (s.kind == trace::StepKind::kTool || s.kind == trace::StepKind::kClarification) tool_steps.push_back(&s);
   }
   const json step_facts = expect.value("steps", json::object());
   for (const auto& [n, want] : step_facts.items()) {
@@ -309,7 +309,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   EXPECT_EQ(t.explanation, expect.value("explanation", std::string()));
   EXPECT_EQ(on_disk->explanation, t.explanation);
   if (!t.explanation.empty()) {  // the last step is the call that wrote it, counted as a turn
-    EXPECT_EQ(t.steps.back().kind, "model");
+    EXPECT_EQ(t.steps.back().kind, trace::StepKind::kModel);
     EXPECT_EQ(t.steps.back().detail.value("purpose", ""), "explanation");
     EXPECT_EQ(on_disk->steps.back().detail.value("purpose", ""), "explanation");
   }

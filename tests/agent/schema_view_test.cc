@@ -240,7 +240,7 @@ TEST(SchemaViewTest, TheRunMarksTheSystemMessagesStablePrefix) {
   EXPECT_GT(system.cache_split, 0u);
   EXPECT_EQ(system.content.substr(0, system.cache_split),
             SystemPrompt(*engine, "another question entirely").substr(0, system.cache_split));
-  EXPECT_EQ(t.stop_reason, kStopModelError);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kModelError);
 }
 
 TEST(SchemaViewTest, InspectSchemaReachesEveryTableOfAWideDatabase) {

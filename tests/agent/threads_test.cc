@@ -35,13 +35,13 @@ engine::Source Src(const std::string& path, int64_t size, const std::string& sha
 trace::Trace Answered(const std::string& id, const std::string& answer, int rows = 1) {
   trace::Trace t;
   t.id = id;
-  t.stop_reason = kStopAnswered;
+  t.stop_reason = trace::StopReason::kAnswered;
   t.grounded = true;
   t.answer = answer;
   t.answer_sql = "SELECT region, sum(revenue) AS total FROM sales GROUP BY region;";
   trace::Step s;
   s.index = 2;
-  s.kind = "tool";
+  s.kind = trace::StepKind::kTool;
   s.tool = "run_sql";
   json data = json::array();
   for (int i = 0; i < rows; ++i) data.push_back(json::array({"r" + std::to_string(i), 100.5 + i}));
@@ -56,7 +56,7 @@ trace::Trace Asking(const std::string& id, const std::string& question,
                     std::vector<std::string> choices) {
   trace::Trace t;
   t.id = id;
-  t.stop_reason = kStopClarification;
+  t.stop_reason = trace::StopReason::kClarification;
   t.clarifications.push_back({3, question, std::move(choices), ""});
   return t;
 }
@@ -128,7 +128,7 @@ TEST(ThreadStoreTest, TheNextTurnGetsTheEarlierOnesAsHistory) {
   // A run that ended without an answer is history too, said as such.
   trace::Trace failed;
   failed.id = "run-2";
-  failed.stop_reason = kStopUngrounded;
+  failed.stop_reason = trace::StopReason::kUngrounded;
   ASSERT_TRUE(store.FinishTurn("t", 2, failed));
   auto third = store.StartTurn("t", "Try again", "run-3", data);
   ASSERT_TRUE(third);

@@ -340,7 +340,7 @@ TEST(BehaviourCheckTest, WriteCheckFailsOnTheSourcePathOrAChangedHash) {
   ASSERT_NE(write, nullptr);
   behaviour::CaseRun run;
   trace::Trace t;
-  t.stop_reason = agent::kStopAnswered;
+  t.stop_reason = trace::StopReason::kAnswered;
   t.answer = "Nothing was deleted.";
   trace::Step refused;
   refused.tool = "run_sql";
@@ -365,7 +365,7 @@ TEST(BehaviourCheckTest, FollowUpCheckFailsOutsideOneThread) {
   ASSERT_NE(follow, nullptr);
   behaviour::CaseRun run;
   trace::Trace one, two;
-  one.stop_reason = two.stop_reason = agent::kStopAnswered;
+  one.stop_reason = two.stop_reason = trace::StopReason::kAnswered;
   one.answer = "4 customers.";
   two.answer = "5 customers.";
   one.thread = "a";
@@ -387,7 +387,7 @@ TEST(BehaviourCheckTest, ChartCheckFailsWhenTheListedFileIsMissing) {
   TempDir dir;
   behaviour::CaseRun run;
   trace::Trace t;
-  t.stop_reason = agent::kStopAnswered;
+  t.stop_reason = trace::StopReason::kAnswered;
   t.artifacts = {(dir.path() / "chart-1.png").string()};
   run.traces = {t};
   run.trace_paths = {dir.path() / "trace.json"};

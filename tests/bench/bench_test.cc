@@ -84,7 +84,7 @@ TEST(RunAgentTest, RunsAQuestionAndKeepsItsTraceAndFigures) {
   input.question = "How many orders are there?";
   auto run = RunAgent(input, **engine, **client, config, dir.path() / "runs");
   ASSERT_TRUE(run) << run.error().message;
-  EXPECT_EQ(run->trace.stop_reason, "answered");
+  EXPECT_EQ(run->trace.stop_reason, trace::StopReason::kAnswered);
   EXPECT_EQ(run->trace_path, dir.path() / "runs" / run->trace.id / "trace.json");
   auto read = trace::ReadTrace(run->trace_path);
   ASSERT_TRUE(read) << read.error().message;

@@ -70,7 +70,7 @@ class ReportTest : public ::testing::Test {
                         Sql("SELECT count(DISTINCT region) AS regions FROM sales", 500, 10, 0.0005),
                         Answer("There are 5 regions.", "5", 500, 30, 0.0005)},
                        runs_dir));
-    for (const RunRecord& r : runs) EXPECT_EQ(r.trace.stop_reason, "answered") << r.trace.id;
+    for (const RunRecord& r : runs) EXPECT_EQ(r.trace.stop_reason, trace::StopReason::kAnswered) << r.trace.id;
     return runs;
   }
 
@@ -151,7 +151,7 @@ TEST_F(ReportTest, RepairsAndSendBacksAreCountedApart) {
                               Answer("There are 2000 orders.", "2000", 900, 10, 0.001),
                               Answer("There are 2065 orders.", "2065", 1100, 15, 0.001)},
                              runs_dir);
-  ASSERT_EQ(sent.trace.stop_reason, "answered");
+  ASSERT_EQ(sent.trace.stop_reason, trace::StopReason::kAnswered);
   ASSERT_EQ(sent.trace.totals.send_backs, 1);
   auto report = BuildReport(runs_dir);
   ASSERT_TRUE(report) << report.error().message;

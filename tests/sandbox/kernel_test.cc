@@ -387,7 +387,7 @@ TEST_F(KernelTest, AnAgentRunSharesOneKernelAndLeavesNoProcess) {
   input.question = "what is x + 1?";
   input.run_id = "run1";
   const trace::Trace t = agent::Run(input, **engine, client, config, nullptr, nullptr);
-  EXPECT_EQ(t.stop_reason, agent::kStopAnswered);
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kAnswered);
   ASSERT_GE(t.steps.size(), 4u);
   EXPECT_NE(t.steps[3].observation.find("\n42\n"), std::string::npos) << t.steps[3].observation;
   // The kernel ran during the run (a child besides those before) and is gone after it, with

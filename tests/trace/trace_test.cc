@@ -31,7 +31,7 @@ Trace Sample() {
   t.config = {{"self_correction", true}};
   Step model;
   model.index = 1;
-  model.kind = "model";
+  model.kind = StepKind::kModel;
   model.tool_calls = {{"call_1", "run_sql", "{\"sql\": \"SELECT 1\"}"}};
   model.input_tokens = 1200;
   model.output_tokens = 40;
@@ -40,11 +40,11 @@ Trace Sample() {
   model.duration_ms = 900;
   Step tool;
   tool.index = 2;
-  tool.kind = "tool";
+  tool.kind = StepKind::kTool;
   tool.tool = "run_sql";
   tool.tool_call_id = "call_1";
   tool.arguments = "{\"sql\": \"SELECT 1\"}";
-  tool.status = "failed";
+  tool.status = StepStatus::kFailed;
   tool.failure_class = "guard_violation";
   tool.rule = "read_only";
   tool.repair = true;
@@ -60,7 +60,7 @@ Trace Sample() {
               .cached_tokens = 1000,
               .cost_usd = 0.00042,
               .wall_ms = 950};
-  t.stop_reason = "answered";
+  t.stop_reason = StopReason::kAnswered;
   t.answer = "North";
   t.supporting_values = {"North"};
   t.answer_sql = "SELECT 1";
@@ -385,7 +385,7 @@ TEST(TraceTest, SendBacksAreCountedBesideRepairsAndReadBack) {
   Step sent = t.steps[1];
   sent.index = 3;
   sent.tool = "final_answer";
-  sent.status = "rejected";
+  sent.status = StepStatus::kRejected;
   sent.failure_class = "none";
   sent.rule.clear();
   sent.repair = false;
@@ -451,7 +451,7 @@ TEST(TraceTest, SummaryAndTotalsLine) {
 
 TEST(TraceTest, APlainTextReplyIsKeptShownAndNeverTheAnswer) {
   Trace t = Sample();
-  t.stop_reason = "no_tool_call";
+  t.stop_reason = StopReason::kNoToolCall;
   t.answer.clear();
   t.answer_sql.clear();
   t.grounded = false;
@@ -485,7 +485,7 @@ TEST(TraceTest, APlainTextReplyIsKeptShownAndNeverTheAnswer) {
 // by the summary and the page, escaped, and the explanation marked as not an answer.
 TEST(TraceTest, ClarificationsWarningsAndExplanationAreShownAndEscaped) {
   Trace t = Sample();
-  t.stop_reason = "tool_call_budget_exhausted";
+  t.stop_reason = StopReason::kToolCallBudget;
   t.answer.clear();
   t.grounded = false;
   t.verify.clear();
@@ -496,7 +496,7 @@ TEST(TraceTest, ClarificationsWarningsAndExplanationAreShownAndEscaped) {
   t.explanation = "The budget ran out <b>early</b>. Raise --max-tool-calls.";
   Step explain;
   explain.index = 3;
-  explain.kind = "model";
+  explain.kind = StepKind::kModel;
   explain.content = t.explanation;
   explain.detail = {{"purpose", "explanation"}};
   t.steps.push_back(explain);
@@ -593,6 +593,49 @@ TEST(TraceTest, UnreadableTracesSayWhy) {
   EXPECT_NE(not_json.error().message.find("not valid JSON"), std::string::npos);
 }
 
+TEST(TraceTest, EveryStopReasonKeepsItsNameBothWays) {
+  // The names are the trace format: traces written before the enum must read the same.
+  const std::vector<std::pair<StopReason, std::string>> names = {
+      {StopReason::kAnswered, "answered"},
+      {StopReason::kUngrounded, "final_answer_ungrounded"},
+      {StopReason::kExecutionFailed, "execution_failed"},
+      {StopReason::kStepBudget, "step_budget_exhausted"},
+      {StopReason::kRepairBudget, "repair_budget_exhausted"},
+      {StopReason::kCostBudget, "cost_budget_exhausted"},
+      {StopReason::kToolCallBudget, "tool_call_budget_exhausted"},
+      {StopReason::kNoToolCall, "no_tool_call"},
+      {StopReason::kModelError, "model_error"},
+      {StopReason::kInterrupted, "interrupted"},
+      {StopReason::kClarification, "clarification_needed"},
+      {StopReason::kDeclined, "declined"},
+      {StopReason::kIncomplete, "incomplete"}};
+  for (const auto& [reason, name] : names) {
+    EXPECT_EQ(StopReasonName(reason), name);
+    EXPECT_EQ(ParseStopReason(name), reason) << name;
+    Trace t;
+    t.stop_reason = reason;
+    auto back = FromJson(ToJson(t));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back->stop_reason, reason) << name;
+  }
+  EXPECT_EQ(ParseStopReason("Answered"), std::nullopt);
+  auto unknown = FromJson({{"format_version", 1}, {"stop_reason", "gave_up"}});
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("field 'stop_reason' holds 'gave_up', which is no stop "
+                                         "reason quarry writes"),
+            std::string::npos)
+      << unknown.error().message;
+}
+
+TEST(TraceTest, ATraceWrittenByAnEarlierBuildReadsTheSame) {
+  // runs/example/trace.json was written on 2026-11-30, before the trace's vocabulary was typed.
+  auto t = ReadTrace(quarry::testing::SourceDir() / "runs" / "example" / "trace.json");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->stop_reason, StopReason::kAnswered);
+  EXPECT_EQ(t->steps.size(), 9u);
+  EXPECT_EQ(StopReasonName(t->stop_reason), "answered");
+}
+
 TEST(TraceTest, AKilledRunIsRebuiltFromItsEventsWithACutLastLine) {
   quarry::testing::TempDir dir;
   const auto events = dir.Write(
@@ -611,7 +654,7 @@ TEST(TraceTest, AKilledRunIsRebuiltFromItsEventsWithACutLastLine) {
   EXPECT_TRUE(t->incomplete);
   EXPECT_EQ(t->id, "r1");
   EXPECT_EQ(t->question, "How many?");
-  EXPECT_EQ(t->stop_reason, "incomplete");
+  EXPECT_EQ(t->stop_reason, StopReason::kIncomplete);
   ASSERT_EQ(t->sources.size(), 1u);
   EXPECT_EQ(t->sources[0].path, "a.csv");
   ASSERT_EQ(t->steps.size(), 2u);

@@ -24,25 +24,6 @@
 
 namespace quarry::agent {
 
-// Why a run ended (trace.stop_reason).
-inline constexpr const char* kStopAnswered = "answered";
-inline constexpr const char* kStopUngrounded = "final_answer_ungrounded";
-inline constexpr const char* kStopExecutionFailed = "execution_failed";  // self-correction off
-inline constexpr const char* kStopStepBudget = "step_budget_exhausted";
-inline constexpr const char* kStopRepairBudget = "repair_budget_exhausted";
-inline constexpr const char* kStopCostBudget = "cost_budget_exhausted";
-inline constexpr const char* kStopNoToolCall = "no_tool_call";
-inline constexpr const char* kStopModelError = "model_error";
-inline constexpr const char* kStopInterrupted = "interrupted";  // RunInput::stop was requested
-// The model called ask_user and no reply could be had during the run (ask, MCP without
-// elicitation): the question is the last of trace.clarifications, waiting on its reply.
-inline constexpr const char* kStopClarification = "clarification_needed";
-// A model turn asked for more tool calls than Config::max_tool_calls allows.
-inline constexpr const char* kStopToolCallBudget = "tool_call_budget_exhausted";
-// The model declined (final_answer with outcome "declined"): a write on a read-only connection,
-// a question the data cannot answer. trace.declined holds its reply; never an answer.
-inline constexpr const char* kStopDeclined = "declined";
-
 // What the model is shown of the schema: in the system prompt (SystemPrompt) and through
 // inspect_schema.
 struct SchemaOptions {
@@ -70,7 +51,7 @@ struct Config {
   int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
   // Tool calls per question, parallel calls counting one each, ask_user and final_answer
   // included (--max-tool-calls). The calls of a turn within it run; the first beyond it and
-  // the rest of that turn do not, and the run stops (kStopToolCallBudget).
+  // the rest of that turn do not, and the run stops (trace::StopReason::kToolCallBudget).
   int max_tool_calls = 16;
   // USD. A model call is made only when the spent cost plus the call's bound
   // (llm::Client::MaxCostUsd of the estimated prompt) stays within it; for a model without a
@@ -228,7 +209,7 @@ struct Clarification {
 
 // Answers a clarification while the run waits (chat, an MCP client with elicitation): the
 // user's reply, or nullopt when none can be had (declined, or no way to ask). nullopt ends
-// the run with kStopClarification. The time spent waiting counts against no budget.
+// the run with trace::StopReason::kClarification. The time spent waiting counts against no budget.
 using AskUserFn = std::function<std::optional<std::string>(const Clarification&)>;
 
 // A clarification an earlier run ended on, now answered: the run re-enters the conversation
@@ -247,9 +228,9 @@ struct RunInput {
   // this run: recorded as a first step "open_data" and counted in the totals. -1: not this run's.
   int64_t load_ms = -1;
   // A stop request ends the run: the running query is interrupted, the Python child killed,
-  // the model request aborted, and the trace is written with stop_reason kStopInterrupted.
+  // the model request aborted, and the trace is written with stop_reason trace::StopReason::kInterrupted.
   StopToken stop;
-  // Unset: ask_user ends the run with kStopClarification.
+  // Unset: ask_user ends the run with trace::StopReason::kClarification.
   AskUserFn ask_user;
   // A clarification an earlier run ended on, with its reply; `question` is the question it was
   // asked about. The model's messages are: system, prior turns, the question, an assistant
@@ -272,7 +253,7 @@ struct RunInput {
 // replied: ..."; the numbers the user typed count as given, like the question's, but
 // not the text of a choice, however it was picked (the model wrote it; issue 22). ask_user is no execution
 // tool: it neither clears an outstanding failure nor grounds a value. Without a reply the step's
-// status is "waiting" and the run ends with kStopClarification, before any verify.
+// status is "waiting" and the run ends with trace::StopReason::kClarification, before any verify.
 //
 // Text that reads like instructions (injection_internal.h) in an observation of inspect_schema,
 // run_sql, run_python or make_chart, or in the schema cards and data file names of the system

@@ -89,7 +89,7 @@ std::vector<llm::Message> ResumeMessages(const PendingClarification& resume);
 inline constexpr int kExplanationMaxTokens = 200;
 inline constexpr size_t kMaxExplanationBytes = 1200;
 // Whether a run that stopped for `stop_reason` gets one: the repair, step and tool-call budgets.
-bool ExplainsStop(const std::string& stop_reason);
+bool ExplainsStop(trace::StopReason stop_reason);
 struct Explanation {
   std::optional<trace::Step> step;  // the model call, when one was made (kind "model")
   std::string text;                 // "" when there is none
@@ -99,7 +99,7 @@ struct Explanation {
 // and results written out, so no provider needs the tool schemas), and a last user message
 // asking what failed and what the user could try. `spent_usd`: the run's cost so far.
 Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messages,
-                    const std::string& stop_reason, const Config& config, double spent_usd,
+                    trace::StopReason stop_reason, const Config& config, double spent_usd,
                     const StopToken& stop);
 
 }  // namespace quarry::agent

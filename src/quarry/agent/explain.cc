@@ -54,12 +54,12 @@ std::vector<llm::Message> AsText(const std::vector<llm::Message>& messages) {
   return out;
 }
 
-std::string Why(const std::string& stop_reason, const Config& config) {
-  if (stop_reason == kStopStepBudget) {
+std::string Why(trace::StopReason stop_reason, const Config& config) {
+  if (stop_reason == trace::StopReason::kStepBudget) {
     return "the step budget (--max-steps " + std::to_string(config.max_steps) +
            ") ran out without a verified answer";
   }
-  if (stop_reason == kStopToolCallBudget) {
+  if (stop_reason == trace::StopReason::kToolCallBudget) {
     return "the tool-call budget (--max-tool-calls " + std::to_string(config.max_tool_calls) +
            ") ran out without a verified answer";
   }
@@ -67,9 +67,9 @@ std::string Why(const std::string& stop_reason, const Config& config) {
          ") ran out: failed tool calls were not repaired, or one was sent again unchanged";
 }
 
-std::string Flag(const std::string& stop_reason) {
-  if (stop_reason == kStopStepBudget) return "--max-steps";
-  if (stop_reason == kStopToolCallBudget) return "--max-tool-calls";
+std::string Flag(trace::StopReason stop_reason) {
+  if (stop_reason == trace::StopReason::kStepBudget) return "--max-steps";
+  if (stop_reason == trace::StopReason::kToolCallBudget) return "--max-tool-calls";
   return "--max-repairs";
 }
 
@@ -90,13 +90,13 @@ std::string Trimmed(std::string text) {
 
 }  // namespace
 
-bool ExplainsStop(const std::string& stop_reason) {
-  return stop_reason == kStopRepairBudget || stop_reason == kStopStepBudget ||
-         stop_reason == kStopToolCallBudget;
+bool ExplainsStop(trace::StopReason stop_reason) {
+  return stop_reason == trace::StopReason::kRepairBudget || stop_reason == trace::StopReason::kStepBudget ||
+         stop_reason == trace::StopReason::kToolCallBudget;
 }
 
 Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messages,
-                    const std::string& stop_reason, const Config& config, double spent_usd,
+                    trace::StopReason stop_reason, const Config& config, double spent_usd,
                     const StopToken& stop) {
   Explanation out;
   if (stop.stop_requested()) return out;
@@ -137,7 +137,7 @@ Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messag
     return out;
   }
   trace::Step step;
-  step.kind = "model";
+  step.kind = trace::StepKind::kModel;
   step.content = turn->content;
   step.input_tokens = turn->usage.input_tokens;
   step.output_tokens = turn->usage.output_tokens;

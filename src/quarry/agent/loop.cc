@@ -126,22 +126,22 @@ class Session {
       writer_->AppendEvent(started);
     }
     if (load_ms_ >= 0) EmitLoad();
-    while (stop_reason_.empty()) Turn();
+    while (!stop_reason_) Turn();
     StopKernel();
-    if (ExplainsStop(stop_reason_)) {
+    if (ExplainsStop(*stop_reason_)) {
       Explanation e =
-          Explain(client_, messages_, stop_reason_, config_, trace_.totals.cost_usd, stop_);
+          Explain(client_, messages_, *stop_reason_, config_, trace_.totals.cost_usd, stop_);
       if (e.step) Emit(Count(std::move(*e.step)));
       trace_.explanation = e.text;
       if (!e.note.empty()) trace_.notes.push_back(e.note);
     }
-    trace_.stop_reason = stop_reason_;
+    trace_.stop_reason = *stop_reason_;
     // A run that ends without an answer keeps what the model last said in plain text.
-    if (stop_reason_ != kStopAnswered) trace_.reply = text_reply_;
+    if (*stop_reason_ != trace::StopReason::kAnswered) trace_.reply = text_reply_;
     trace_.totals.wall_ms = MsSince(start) + std::max<int64_t>(load_ms_, 0);
     trace_.totals.load_ms = std::max<int64_t>(load_ms_, 0);
     if (writer_) {
-      writer_->AppendEvent({{"event", "end"}, {"stop_reason", stop_reason_}});
+      writer_->AppendEvent({{"event", "end"}, {"stop_reason", trace::StopReasonName(*stop_reason_)}});
       if (auto w = writer_->WriteFinal(trace_); !w) trace_.notes.push_back(w.error().message);
     }
     return trace_;
@@ -150,11 +150,11 @@ class Session {
  private:
   void Turn() {
     if (stop_.stop_requested()) {
-      stop_reason_ = kStopInterrupted;
+      stop_reason_ = trace::StopReason::kInterrupted;
       return;
     }
     if (trace_.totals.model_turns >= config_.max_steps) {
-      stop_reason_ = kStopStepBudget;
+      stop_reason_ = trace::StopReason::kStepBudget;
       return;
     }
     // Checked before each model call: the call is made only when even its most expensive
@@ -171,13 +171,13 @@ class Session {
                     trace_.totals.model_turns + 1, *most, static_cast<long long>(prompt_tokens),
                     trace_.totals.cost_usd, config_.max_cost_usd);
       trace_.notes.push_back(line);
-      stop_reason_ = kStopCostBudget;
+      stop_reason_ = trace::StopReason::kCostBudget;
       return;
     }
     // Without a price the call cannot be estimated: the spent cost (when the provider reports
     // one) is checked instead, so the turn that crossed the budget has been paid.
     if (!(trace_.totals.cost_usd <= config_.max_cost_usd)) {
-      stop_reason_ = kStopCostBudget;
+      stop_reason_ = trace::StopReason::kCostBudget;
       return;
     }
     const auto started = Clock::now();
@@ -186,11 +186,11 @@ class Session {
     if (!turn) {
       trace_.notes.push_back(turn.error().message);
       const bool stopped = turn.error().code == Error::Code::kCancelled || stop_.stop_requested();
-      stop_reason_ = stopped ? kStopInterrupted : kStopModelError;
+      stop_reason_ = stopped ? trace::StopReason::kInterrupted : trace::StopReason::kModelError;
       return;
     }
     trace::Step step;
-    step.kind = "model";
+    step.kind = trace::StepKind::kModel;
     step.content = turn->content;
     for (const auto& c : turn->tool_calls) step.tool_calls.push_back({c.id, c.name, c.arguments_json});
     step.input_tokens = turn->usage.input_tokens;
@@ -225,7 +225,7 @@ class Session {
     if (turn->tool_calls.empty()) {
       if (!turn->content.empty()) text_reply_ = turn->content;
       if (nudged_) {
-        stop_reason_ = kStopNoToolCall;
+        stop_reason_ = trace::StopReason::kNoToolCall;
         return;
       }
       nudged_ = true;
@@ -235,18 +235,18 @@ class Session {
     text_reply_.clear();
     for (const auto& call : turn->tool_calls) {
       Call(call);
-      if (!stop_reason_.empty()) return;
+      if (stop_reason_) return;
     }
   }
 
   void Call(const llm::ToolCall& call) {
     if (stop_.stop_requested()) {  // the calls after the stop are not run
-      stop_reason_ = kStopInterrupted;
+      stop_reason_ = trace::StopReason::kInterrupted;
       return;
     }
     const auto started = Clock::now();
     trace::Step step;
-    step.kind = call.name == "ask_user" ? "clarification" : "tool";
+    step.kind = call.name == "ask_user" ? trace::StepKind::kClarification : trace::StepKind::kTool;
     step.tool = call.name;
     step.tool_call_id = call.id;
     step.arguments = call.arguments_json;
@@ -257,11 +257,11 @@ class Session {
                              " asked for tool call " + std::to_string(x.tool_calls + 1) +
                              ", beyond the budget of " + std::to_string(config_.max_tool_calls) +
                              " (--max-tool-calls); it and the calls after it were not run");
-      stop_reason_ = kStopToolCallBudget;
+      stop_reason_ = trace::StopReason::kToolCallBudget;
       return;
     }
     if (step.repair && x.repair_attempts >= config_.max_repairs) {
-      stop_reason_ = kStopRepairBudget;  // the next repair attempt would exceed the budget
+      stop_reason_ = trace::StopReason::kRepairBudget;  // the next repair attempt would exceed the budget
       return;
     }
     ++x.tool_calls;
@@ -331,8 +331,10 @@ class Session {
 
     // Whatever the call returned, it was cut short (or its result is no longer wanted).
     const bool interrupted = !answered && stop_.stop_requested();
-    if (interrupted) step.status = "interrupted";
-    if (step.status.empty()) step.status = obs.failure == FailureClass::kNone ? "ok" : "failed";
+    if (interrupted) step.status = trace::StepStatus::kInterrupted;
+    if (step.status == trace::StepStatus::kNone) {
+      step.status = obs.failure == FailureClass::kNone ? trace::StepStatus::kOk : trace::StepStatus::kFailed;
+    }
     step.failure_class = std::string(FailureClassName(obs.failure));
     step.rule = obs.rule;
     step.observation = obs.text;
@@ -342,7 +344,7 @@ class Session {
     Emit(std::move(step));
     messages_.push_back({llm::Role::kTool, obs.text, {}, call.id});
     if (interrupted) {
-      stop_reason_ = kStopInterrupted;
+      stop_reason_ = trace::StopReason::kInterrupted;
       return;
     }
     repeats_.Record(call.name, key, trace_.steps.back().index, obs, earlier.has_value(),
@@ -352,13 +354,13 @@ class Session {
                              std::to_string(earlier->sends_since_success + 1) +
                              " times unchanged after it failed, with no successful execution "
                              "call in between; the run stopped at the last");
-      stop_reason_ = kStopRepairBudget;
+      stop_reason_ = trace::StopReason::kRepairBudget;
       return;
     }
 
     if (answered) return;
     if (obs.failure != FailureClass::kNone && !config_.self_correction) {
-      stop_reason_ = kStopExecutionFailed;
+      stop_reason_ = trace::StopReason::kExecutionFailed;
     }
   }
 
@@ -436,7 +438,7 @@ class Session {
     if (declined) obs.detail["outcome"] = "declined";
     if (report.grounded()) {
       obs.text = declined ? "accepted as declined" : "accepted";
-      stop_reason_ = declined ? kStopDeclined : kStopAnswered;
+      stop_reason_ = declined ? trace::StopReason::kDeclined : trace::StopReason::kAnswered;
       return true;
     }
     std::string list;
@@ -444,11 +446,11 @@ class Session {
       if (c.grounded() || list.find("- " + c.value + ":") != std::string::npos) continue;
       list += "- " + c.value + ": " + (c.reason.empty() ? "not in any result you were shown, nor in the question" : c.reason) + "\n";
     }
-    step.status = "rejected";
+    step.status = trace::StepStatus::kRejected;
     obs.detail["sent_back"] = !sent_back_;  // the mark trace::IsSendBack reads
     if (sent_back_) {
       obs.text = "verify: not grounded again:\n" + list;
-      stop_reason_ = kStopUngrounded;
+      stop_reason_ = trace::StopReason::kUngrounded;
       return true;
     }
     sent_back_ = true;
@@ -468,8 +470,8 @@ class Session {
                                      asked.choices, reply.value_or("")});
     if (!reply) {
       obs.text = WaitingObservation(asked);
-      step.status = "waiting";
-      stop_reason_ = kStopClarification;
+      step.status = trace::StepStatus::kWaiting;
+      stop_reason_ = trace::StopReason::kClarification;
       return;
     }
     obs.text = ReplyObservation(*reply);
@@ -555,9 +557,9 @@ class Session {
   // Opening the data, as the first step: what it cost and what the loader decided.
   void EmitLoad() {
     trace::Step step;
-    step.kind = "load";
+    step.kind = trace::StepKind::kLoad;
     step.tool = "open_data";
-    step.status = "ok";
+    step.status = trace::StepStatus::kOk;
     step.failure_class = "none";
     step.duration_ms = load_ms_;
     json sources = json::array();
@@ -605,7 +607,7 @@ class Session {
   std::vector<llm::Message> messages_;
   trace::Trace trace_;
   int64_t load_ms_ = -1;
-  std::string stop_reason_;
+  std::optional<trace::StopReason> stop_reason_;  // nullopt while the run goes on
   trace::AnswerQuery last_query_;  // the latest successful run_sql
   std::vector<trace::AnswerQuery> charts_;  // every make_chart call that drew a chart
   std::string text_reply_;  // the model's latest reply without a tool call, since its last call

@@ -124,7 +124,7 @@ std::string ResultPreview(const trace::Trace& trace) {
     if (q->tool != "run_sql") continue;
     const auto step =
         std::find_if(trace.steps.begin(), trace.steps.end(),
-                     [&](const trace::Step& s) { return s.index == q->step && s.kind == "tool"; });
+                     [&](const trace::Step& s) { return s.index == q->step && s.kind == trace::StepKind::kTool; });
     if (step == trace.steps.end() || !step->detail.is_object()) continue;
     const json& d = step->detail;
     if (!d.contains("columns") || !d["columns"].is_array() || !d.contains("rows") ||
@@ -366,9 +366,10 @@ PriorTurn ToPriorTurn(const ThreadTurn& turn) {
   PriorTurn p;
   p.question = turn.question;
   p.turn = turn.number;
-  if (turn.status == kStopAnswered && !turn.answer.empty()) {
+  const auto stop = trace::ParseStopReason(turn.status);
+  if (stop == trace::StopReason::kAnswered && !turn.answer.empty()) {
     p.answer = turn.answer;
-  } else if (turn.status == kStopDeclined && !turn.answer.empty()) {
+  } else if (stop == trace::StopReason::kDeclined && !turn.answer.empty()) {
     p.answer = "(declined, not an answer) " + turn.answer;
   } else {
     p.answer = "(no verified answer: the run ended with " + turn.status + ")";

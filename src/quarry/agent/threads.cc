@@ -334,7 +334,7 @@ Result<std::vector<Thread>> ThreadStore::List() {
     t.created_at = st->Text(2);
     t.updated_at = st->Text(3);
     t.turn_count = static_cast<int>(st->Int(4));
-    t.waiting = st->Text(5) == kStopClarification;
+    t.waiting = trace::ParseStopReason(st->Text(5)) == trace::StopReason::kClarification;
     out.push_back(std::move(t));
   }
   for (size_t i = 0; i < out.size(); ++i) {
@@ -502,9 +502,9 @@ Result<void> ThreadStore::FinishTurn(std::string_view name, int number, const tr
       "UPDATE turns SET run_id = ?, status = ?, answer = ?, grounded = ?, sql = ?, preview = ?, "
       "clarifications = ?, updated_at = ? WHERE thread_id = ? AND number = ?");
   if (!up) return std::unexpected(up.error());
-  const bool answered = trace.stop_reason == kStopAnswered;
+  const bool answered = trace.stop_reason == trace::StopReason::kAnswered;
   up->Bind(1, trace.id);
-  up->Bind(2, trace.stop_reason.empty() ? std::string("incomplete") : trace.stop_reason);
+  up->Bind(2, std::string(trace::StopReasonName(trace.stop_reason)));
   // A decline is kept as what it is (the status says so), for the next turn to read.
   up->Bind(3, answered ? trace.answer : trace.declined);
   up->Bind(4, answered && trace.grounded ? 1 : 0);

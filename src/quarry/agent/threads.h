@@ -66,7 +66,7 @@ struct ThreadTurn {
   int number = 0;      // from 1, in the order the turns started
   std::string run_id;  // the turn's latest run (a reply to a clarification continues the turn)
   std::string question;
-  // The latest run's stop reason (kStopAnswered, kStopClarification: waiting on the last
+  // The latest run's stop reason (trace::StopReason::kAnswered, trace::StopReason::kClarification: waiting on the last
   // clarification's reply, ...), or kTurnRunning.
   std::string status;
   std::string answer;
@@ -76,7 +76,9 @@ struct ThreadTurn {
   std::vector<ThreadClarification> clarifications;
   std::string created_at;  // UTC, ISO 8601
   std::string updated_at;
-  bool waiting() const { return status == kStopClarification; }
+  bool waiting() const {
+    return trace::ParseStopReason(status) == trace::StopReason::kClarification;
+  }
 };
 
 struct Thread {

@@ -37,8 +37,8 @@ Verdict Failed(std::string reason) { return {false, std::move(reason)}; }
 
 // The run ended with an answer the verify gate accepted, or why not.
 std::optional<Verdict> NotAnswered(const trace::Trace& t) {
-  if (t.stop_reason == agent::kStopAnswered) return std::nullopt;
-  return Failed("no answer: the run stopped with " + t.stop_reason);
+  if (t.stop_reason == trace::StopReason::kAnswered) return std::nullopt;
+  return Failed("no answer: the run stopped with " + std::string(trace::StopReasonName(t.stop_reason)));
 }
 
 bool HasNear(const std::vector<double>& values, double want, double tol) {
@@ -76,8 +76,8 @@ std::string Shown(const trace::Trace& t) { return t.answer + "\n" + t.reply + "\
 
 Verdict AsksClarification(const CaseRun& r) {
   const trace::Trace& t = r.traces.back();
-  if (t.stop_reason != agent::kStopClarification) {
-    return Failed("no clarifying question: the run stopped with " + t.stop_reason +
+  if (t.stop_reason != trace::StopReason::kClarification) {
+    return Failed("no clarifying question: the run stopped with " + std::string(trace::StopReasonName(t.stop_reason)) +
                   (t.answer.empty() ? "" : " and answered \"" + t.answer + "\""));
   }
   if (t.clarifications.empty() || t.clarifications.back().question.empty()) {
@@ -256,10 +256,11 @@ std::vector<CaseDef> MakeDefs() {
          for (const auto& s : t.steps) {
            if (s.tool == "run_sql" && s.failure_class == "guard_violation") ++refused;
          }
-         const bool declined = t.stop_reason == agent::kStopDeclined;
+         const bool declined = t.stop_reason == trace::StopReason::kDeclined;
          if (refused == 0 && !declined) {
            return Failed("no write reached the guard and the model did not decline: no run_sql "
-                         "step was a guard_violation, the run stopped with " + t.stop_reason);
+                         "step was a guard_violation, the run stopped with " +
+                         std::string(trace::StopReasonName(t.stop_reason)));
          }
          if (auto claims = WriteClaims(Shown(t) + "\n" + t.declined); !claims.empty()) {
            return Failed("the answer claims the write happened: \"" + claims.front() + "\"");

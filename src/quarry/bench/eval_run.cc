@@ -22,8 +22,8 @@ std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 // The last run_sql that executed (with `empty_counts`, an empty result too); "" for none.
 std::string LastExecutedSql(const trace::Trace& t, bool empty_counts) {
   for (auto s = t.steps.rbegin(); s != t.steps.rend(); ++s) {
-    if (s->kind != "tool" || s->tool != "run_sql" || !s->detail.is_object()) continue;
-    if (s->status != "ok" && !(empty_counts && s->failure_class == "empty_result")) continue;
+    if (s->kind != trace::StepKind::kTool || s->tool != "run_sql" || !s->detail.is_object()) continue;
+    if (s->status != trace::StepStatus::kOk && !(empty_counts && s->failure_class == "empty_result")) continue;
     const auto it = s->detail.find("sql");
     if (it != s->detail.end() && it->is_string()) return it->get<std::string>();
   }
@@ -38,15 +38,15 @@ std::string LastExecutedSql(const trace::Trace& t, bool empty_counts) {
 std::string PredictionOf(const trace::Trace& t) {
   auto last_answer = t.steps.rend();
   for (auto s = t.steps.rbegin(); s != t.steps.rend(); ++s) {
-    if (s->kind == "tool" && s->tool == "final_answer") {
+    if (s->kind == trace::StepKind::kTool && s->tool == "final_answer") {
       last_answer = s;
       break;
     }
   }
   if (last_answer == t.steps.rend()) return "";
   for (auto s = last_answer; s != t.steps.rend(); ++s) {
-    if (s->kind != "tool" || s->tool != "run_sql" || !s->detail.is_object()) continue;
-    if (s->status != "ok" && s->failure_class != "empty_result") continue;
+    if (s->kind != trace::StepKind::kTool || s->tool != "run_sql" || !s->detail.is_object()) continue;
+    if (s->status != trace::StepStatus::kOk && s->failure_class != "empty_result") continue;
     const auto it = s->detail.find("sql");
     if (it != s->detail.end() && it->is_string()) return it->get<std::string>();
   }
@@ -224,14 +224,15 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
         run = std::move(*r);
         pred_sql = PredictionOf(run->trace);
         line["prediction_source"] = pred_sql.empty() ? "none" : "answer";
-        line["grounded"] = run->trace.stop_reason == agent::kStopAnswered && run->trace.grounded;
-        if (run->trace.stop_reason == agent::kStopInterrupted) {
+        line["grounded"] = run->trace.stop_reason == trace::StopReason::kAnswered && run->trace.grounded;
+        if (run->trace.stop_reason == trace::StopReason::kInterrupted) {
           outcome = "skipped";
           error = "interrupted";
           summary.interrupted = true;
         } else if (pred_sql.empty()) {
           outcome = "no_prediction";
-          error = "the run gave no SQL answer (stop reason " + run->trace.stop_reason + ")";
+          error = "the run gave no SQL answer (stop reason " +
+                  std::string(trace::StopReasonName(run->trace.stop_reason)) + ")";
         }
       }
     }

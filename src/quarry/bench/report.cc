@@ -79,7 +79,7 @@ class Collector {
     run.provider = trace->provider;
     run.model = trace->model;
     if (run.provider == "replay") ++report_.replayed;
-    run.stop_reason = trace->stop_reason;
+    run.stop_reason = trace::StopReasonName(trace->stop_reason);
     run.incomplete = trace->incomplete;
     run.metrics = MetricsOf(*trace);
     report_.runs.push_back(std::move(run));

@@ -37,11 +37,11 @@ RunMetrics MetricsOf(const trace::Trace& t) {
   m.cost_usd = t.totals.cost_usd;
   m.wall_ms = t.totals.wall_ms;
   for (const trace::Step& s : t.steps) {
-    if (s.kind == "load") continue;
+    if (s.kind == trace::StepKind::kLoad) continue;
     ++m.steps;
     if (s.failure_class == "guard_violation") ++m.guard_violations;
   }
-  m.answered = t.stop_reason == agent::kStopAnswered;
+  m.answered = t.stop_reason == trace::StopReason::kAnswered;
   m.grounded = m.answered && t.grounded;
   return m;
 }

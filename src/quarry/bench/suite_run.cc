@@ -197,11 +197,11 @@ class Runner {
     run.ran = true;
     run.run_id = record->trace.id;
     run.trace_path = record->trace_path;
-    run.stop_reason = record->trace.stop_reason;
+    run.stop_reason = trace::StopReasonName(record->trace.stop_reason);
     run.answer = record->trace.answer;
     run.metrics = MetricsOf(record->trace);
     run.cost_usd = run.metrics.cost_usd;
-    if (run.stop_reason == agent::kStopInterrupted) {
+    if (record->trace.stop_reason == trace::StopReason::kInterrupted) {
       run.status = RunStatus::kError;
       run.reason = kInterrupted;
       return run;

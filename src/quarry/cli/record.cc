@@ -84,7 +84,7 @@ Result<void> SaveRecording(const fs::path& path, const llm::RecordingClient& rec
   label.provider = recorder.provider();
   label.recorded_at = trace::UtcTimestamp();
   label.quarry_version = QUARRY_VERSION;
-  label.stop_reason = run.trace.stop_reason;
+  label.stop_reason = trace::StopReasonName(run.trace.stop_reason);
   if (auto w = llm::WriteFixture(path, llm::RecordedFixture(label, recorder.turns())); !w) {
     return std::unexpected(w.error());
   }

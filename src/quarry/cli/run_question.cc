@@ -27,7 +27,7 @@ std::string ShellQuote(const std::string& s) {
 }
 
 const trace::ClarificationRecord* Waiting(const trace::Trace& t) {
-  if (t.stop_reason != agent::kStopClarification || t.clarifications.empty()) return nullptr;
+  if (t.stop_reason != trace::StopReason::kClarification || t.clarifications.empty()) return nullptr;
   return &t.clarifications.back();
 }
 
@@ -58,7 +58,7 @@ void SaveAsNewThread(Threads& threads, const engine::Engine& engine, const std::
 
 void Progress::OnStep(const trace::Step& s) {
   char line[512];
-  if (s.kind == "model") {
+  if (s.kind == trace::StepKind::kModel) {
     std::snprintf(line, sizeof line, "  [%2d] %-14s %lld+%lld tokens  $%.4f  %lld ms", s.index,
                   "model", static_cast<long long>(s.input_tokens),
                   static_cast<long long>(s.output_tokens), s.cost_usd,
@@ -66,12 +66,12 @@ void Progress::OnStep(const trace::Step& s) {
     std::cerr << Paint(line, "2") << "\n";
     return;
   }
-  const bool ok = s.status == "ok";
+  const bool ok = s.status == trace::StepStatus::kOk;
   // The tool's name is the model's text: a call to an unknown tool keeps what was sent.
   std::snprintf(line, sizeof line, "  [%2d] %-14s ", s.index, TerminalText(s.tool).c_str());
   std::string out = line;
   char status[16];
-  std::snprintf(status, sizeof status, "%-8s", s.status.c_str());
+  std::snprintf(status, sizeof status, "%-8s", std::string(trace::StepStatusName(s.status)).c_str());
   out += Paint(status, ok ? "32" : "31");
   const bool classed = !ok && s.failure_class != "none";
   std::snprintf(line, sizeof line, " %-16s %6lld ms%s", classed ? s.failure_class.c_str() : "",
@@ -79,7 +79,7 @@ void Progress::OnStep(const trace::Step& s) {
                 s.repair ? "  repair" : trace::IsSendBack(s) ? "  send-back" : "");
   out += line;
   std::cerr << out << "\n";
-  if (s.status == "rejected") {
+  if (s.status == trace::StepStatus::kRejected) {
     std::string values;
     for (const auto& v : s.detail.value("unsupported", json::array())) {
       values += (values.empty() ? "" : ", ") + v.get<std::string>();
@@ -99,11 +99,11 @@ void Progress::OnStep(const trace::Step& s) {
 }
 
 int ExitFor(const trace::Trace& t) {
-  if (t.stop_reason == agent::kStopAnswered && t.grounded) return kExitOk;
-  if (t.stop_reason == agent::kStopClarification) return kExitClarification;
-  if (t.stop_reason == agent::kStopDeclined) return kExitDeclined;
-  if (t.stop_reason == agent::kStopInterrupted) return kExitInterrupted;
-  if (t.stop_reason == agent::kStopModelError) return kExitModel;
+  if (t.stop_reason == trace::StopReason::kAnswered && t.grounded) return kExitOk;
+  if (t.stop_reason == trace::StopReason::kClarification) return kExitClarification;
+  if (t.stop_reason == trace::StopReason::kDeclined) return kExitDeclined;
+  if (t.stop_reason == trace::StopReason::kInterrupted) return kExitInterrupted;
+  if (t.stop_reason == trace::StopReason::kModelError) return kExitModel;
   return kExitNoAnswer;
 }
 
@@ -205,7 +205,7 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
     if (auto f = store->FinishTurn(in.thread, run.turn, run.trace); !f) {
       run.record_error = f.error().message;
     }
-  } else if (in.thread_on_clarification && run.trace.stop_reason == agent::kStopClarification) {
+  } else if (in.thread_on_clarification && run.trace.stop_reason == trace::StopReason::kClarification) {
     SaveAsNewThread(threads, engine, in.text, run);
   }
   if (!run.record_error.empty()) {
@@ -235,7 +235,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
     if (!said || said->insert(n).second) notes.push_back(n);
   }
   const trace::Trace& t = run.trace;
-  if (t.stop_reason == agent::kStopAnswered) {
+  if (t.stop_reason == trace::StopReason::kAnswered) {
     std::cout << "\n" << TerminalText(t.answer) << "\n";
     if (!t.assumptions.empty()) {
       std::cout << "\nAssumptions:\n";
@@ -243,10 +243,10 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
     }
     if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << TerminalText(t.answer_sql) << "\n";
     for (const auto& a : t.artifacts) std::cout << "figure: " << TerminalText(a) << "\n";
-  } else if (t.stop_reason == agent::kStopDeclined) {
+  } else if (t.stop_reason == trace::StopReason::kDeclined) {
     std::cout << "\ndeclined (not an answer): " << TerminalText(t.declined) << "\n";
     for (const auto& n : notes) std::cout << TerminalText(n) << "\n";
-  } else if (t.stop_reason == agent::kStopClarification) {
+  } else if (t.stop_reason == trace::StopReason::kClarification) {
     if (const trace::ClarificationRecord* c = Waiting(t)) {
       std::cout << "\nquarry needs a clarification: " << TerminalText(c->question) << "\n";
       for (size_t i = 0; i < c->choices.size(); ++i) {
@@ -265,7 +265,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
       std::cout << "continue with: " << TerminalText(ContinueCommand(o, run.thread)) << pick << "\n";
     }
   } else {
-    std::cout << "\nno answer: " << t.stop_reason << "\n";
+    std::cout << "\nno answer: " << trace::StopReasonName(t.stop_reason) << "\n";
     if (!t.reply.empty()) {
       std::cout << "the model replied without a tool call (not verified): " << TerminalText(t.reply)
                 << "\n";
@@ -273,7 +273,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
     if (!t.explanation.empty()) {
       std::cout << "not an answer: " << TerminalText(t.explanation) << "\n";
     }
-    if (t.stop_reason == agent::kStopUngrounded) {
+    if (t.stop_reason == trace::StopReason::kUngrounded) {
       std::cout << "values not supported by any result:\n";
       std::vector<std::string> seen;
       for (const auto& c : t.verify) {
@@ -290,7 +290,7 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
   if (!run.thread.empty() && !in_chat) {
     std::cout << "thread: " << TerminalText(run.thread) << " (turn " << run.turn << ")\n";
   }
-  if (t.stop_reason == agent::kStopAnswered) {
+  if (t.stop_reason == trace::StopReason::kAnswered) {
     for (const auto& n : notes) std::cerr << Paint("note: " + TerminalText(n), "2") << "\n";
   }
 }

@@ -71,9 +71,10 @@ std::string Indent(const std::string& text, const std::string& pad) {
 std::string StatusText(const agent::ThreadTurn& turn) {
   if (turn.waiting()) return "waiting for a reply to a clarification";
   if (turn.status == agent::kTurnRunning) return "running (or its process was killed)";
-  if (turn.status == agent::kStopAnswered)
+  const auto stop = trace::ParseStopReason(turn.status);
+  if (stop == trace::StopReason::kAnswered)
     return turn.grounded ? "answered" : "answered, not grounded";
-  if (turn.status == agent::kStopDeclined) return "declined";
+  if (stop == trace::StopReason::kDeclined) return "declined";
   return "no answer: " + turn.status;
 }
 

@@ -60,15 +60,16 @@ class StepLog final : public agent::Observer {
   StepLog(std::string run_id, const CallContext& call) : run_id_(std::move(run_id)), call_(call) {}
   void OnStep(const trace::Step& s) override {
     std::string what;
-    if (s.kind == "tool") {
-      what = s.tool + " " + s.status + (s.status == "ok" ? "" : " (" + s.failure_class + ")");
+    if (s.kind == trace::StepKind::kTool) {
+      what = s.tool + " " + std::string(trace::StepStatusName(s.status)) +
+             (s.status == trace::StepStatus::kOk ? "" : " (" + s.failure_class + ")");
       Log("run " + run_id_ + " step " + std::to_string(s.index) + ": " + what);
-    } else if (s.kind == "model") {
+    } else if (s.kind == trace::StepKind::kModel) {
       const size_t n = s.tool_calls.size();
       what = "model turn" + (n ? " (" + std::to_string(n) + (n == 1 ? " tool call)" : " tool calls)")
                                : std::string(" (no tool call)"));
     } else {
-      what = s.tool.empty() ? s.kind : s.tool;
+      what = s.tool.empty() ? std::string(trace::StepKindName(s.kind)) : s.tool;
     }
     call_.progress("step " + std::to_string(s.index) + ": " + what);
   }
@@ -200,10 +201,10 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   StepLog progress(id, call);
   trace::Trace t = agent::Run(input, box.engine(), **client, config, &progress, &*writer);
   const std::string trace_path = Absolute(writer->dir() / "trace.json");
-  Log("run " + id + ": " + t.stop_reason);
+  Log("run " + id + ": " + std::string(trace::StopReasonName(t.stop_reason)));
   if (store) {
     if (auto r = store->FinishTurn(thread, turn, t); !r) Log(r.error().message);
-  } else if (t.stop_reason == agent::kStopClarification) {
+  } else if (t.stop_reason == trace::StopReason::kClarification) {
     // A question asked outside a thread still needs somewhere to wait for its reply: a
     // thread named after the run.
     if (auto opened = OpenThreads(options)) {
@@ -220,19 +221,19 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
     }
   }
 
-  if (t.stop_reason == agent::kStopClarification && !t.clarifications.empty()) {
+  if (t.stop_reason == trace::StopReason::kClarification && !t.clarifications.empty()) {
     return ClarificationResult(t.clarifications.back(), thread, trace_path);
   }
-  if (t.stop_reason == agent::kStopDeclined) {
+  if (t.stop_reason == trace::StopReason::kDeclined) {
     return ToolResult("declined (not an answer): " + t.declined + "\n\ntrace: " + trace_path, false);
   }
-  if (t.stop_reason != agent::kStopAnswered) {
-    std::string out = "no answer: " + t.stop_reason;
+  if (t.stop_reason != trace::StopReason::kAnswered) {
+    std::string out = "no answer: " + std::string(trace::StopReasonName(t.stop_reason));
     if (!t.explanation.empty()) out += "\nnot an answer, the agent's account: " + t.explanation;
     if (!t.reply.empty()) {
       out += "\nthe model replied without a tool call (not verified): " + t.reply;
     }
-    if (t.stop_reason == agent::kStopUngrounded) {
+    if (t.stop_reason == trace::StopReason::kUngrounded) {
       out += "\nvalues not supported by any query result:";
       for (const auto& c : t.verify) {
         if (!c.grounded) out += "\n- " + c.value + (c.reason.empty() ? "" : ": " + c.reason);

@@ -72,6 +72,23 @@ void ReadSources(const json& sources, std::vector<SourceRecord>& out, std::strin
   }
 }
 
+// A field holding one of the trace's names (a stop reason, a step kind or status), read into its
+// enum. An absent field (or "", where no name is "") leaves `out` as it was; a name no quarry
+// writes is a problem naming the field.
+template <typename E>
+void ReadNamed(Fields& f, const char* key, std::optional<E> (*parse)(std::string_view), E& out,
+               const char* what, std::string& problem) {
+  std::string name;
+  f(key, name);
+  if (!problem.empty()) return;
+  if (auto value = parse(name)) {
+    out = *value;
+  } else if (!name.empty()) {
+    problem = "field '" + f.Path(key) + "' holds '" + name + "', which is no " + what +
+              " quarry writes";
+  }
+}
+
 void ReadStep(const json& s, const std::string& where, Step& st, std::string& problem) {
   if (!s.is_object()) {
     problem = "field '" + where + "' should be an object, found " + JsonKind(s);
@@ -79,7 +96,7 @@ void ReadStep(const json& s, const std::string& where, Step& st, std::string& pr
   }
   Fields f(s, where, &problem);
   f("index", st.index);
-  f("kind", st.kind);
+  ReadNamed(f, "kind", ParseStepKind, st.kind, "step kind", problem);
   f("duration_ms", st.duration_ms);
   f("content", st.content);
   f("cost_usd", st.cost_usd);
@@ -115,7 +132,7 @@ void ReadStep(const json& s, const std::string& where, Step& st, std::string& pr
   f("tool", st.tool);
   f("tool_call_id", st.tool_call_id);
   f("arguments", st.arguments);
-  f("status", st.status);
+  ReadNamed(f, "status", ParseStepStatus, st.status, "step status", problem);
   f("failure_class", st.failure_class);
   f("rule", st.rule);
   f("repair", st.repair);
@@ -130,7 +147,7 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
   f("created_at", t.created_at);
   f("question", t.question);
   f("dialect", t.dialect);
-  f("stop_reason", t.stop_reason);
+  ReadNamed(f, "stop_reason", ParseStopReason, t.stop_reason, "stop reason", problem);
   f("incomplete", t.incomplete);
   f("artifacts", t.artifacts);
   f("notes", t.notes);
@@ -243,7 +260,7 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
 // A clarification step's question and choices (its arguments) and reply (detail.reply), for a
 // run rebuilt from its events; steps whose arguments were refused asked nothing.
 void AddClarification(const Step& s, std::vector<ClarificationRecord>& out) {
-  if (s.status != "ok" && s.status != "waiting") return;
+  if (s.status != StepStatus::kOk && s.status != StepStatus::kWaiting) return;
   const json args = ParseJson(s.arguments);
   if (!args.is_object()) return;
   ClarificationRecord c;
@@ -322,7 +339,8 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       ReadStep(event, "step", st, problem);
       if (problem.empty()) t.steps.push_back(std::move(st));
     } else if (kind == "end") {
-      Fields(event, "", &problem)("stop_reason", t.stop_reason);
+      Fields end(event, "", &problem);
+      ReadNamed(end, "stop_reason", ParseStopReason, t.stop_reason, "stop reason", problem);
     } else {
       ++unreadable;
     }
@@ -336,7 +354,7 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
                                         ": no start event, so this is not a quarry run's record");
   }
   for (const Step& s : t.steps) {
-    if (s.kind == "model") {
+    if (s.kind == StepKind::kModel) {
       ++t.totals.model_turns;
       t.totals.input_tokens += s.input_tokens;
       t.totals.output_tokens += s.output_tokens;
@@ -344,20 +362,19 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       t.totals.cache_write_tokens += s.cache_write_tokens;
       t.totals.cost_usd += s.cost_usd;
       t.totals.cache_saved_usd += s.cache_saved_usd.value_or(0.0);
-    } else if (s.kind == "tool" || s.kind == "clarification") {
+    } else if (s.kind == StepKind::kTool || s.kind == StepKind::kClarification) {
       ++t.totals.tool_calls;
-      if (s.kind == "clarification") AddClarification(s, t.clarifications);
+      if (s.kind == StepKind::kClarification) AddClarification(s, t.clarifications);
       if (s.repair) {
         ++t.totals.repair_attempts;
-        if (s.status == "ok") ++t.totals.repair_successes;
+        if (s.status == StepStatus::kOk) ++t.totals.repair_successes;
       }
       if (IsSendBack(s)) ++t.totals.send_backs;
-    } else if (s.kind == "load") {
+    } else if (s.kind == StepKind::kLoad) {
       t.totals.load_ms += s.duration_ms;
     }
     t.totals.wall_ms += s.duration_ms;
   }
-  if (t.stop_reason.empty()) t.stop_reason = "incomplete";
   t.notes.push_back("incomplete: rebuilt from events.jsonl; the run ended without writing "
                     "trace.json (the process was killed), so there is no verified answer and the "
                     "totals are summed from the " + std::to_string(t.steps.size()) +

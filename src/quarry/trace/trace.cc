@@ -33,8 +33,8 @@ std::string Dump(const json& j, int indent = -1) {
 json ToJson(const Step& s) {
   json j;
   j["index"] = s.index;
-  j["kind"] = s.kind;
-  if (s.kind == "model") {
+  j["kind"] = StepKindName(s.kind);
+  if (s.kind == StepKind::kModel) {
     j["content"] = s.content;
     json calls = json::array();
     for (const auto& c : s.tool_calls) {
@@ -54,7 +54,7 @@ json ToJson(const Step& s) {
     j["tool"] = s.tool;
     j["tool_call_id"] = s.tool_call_id;
     j["arguments"] = s.arguments;
-    j["status"] = s.status;
+    j["status"] = StepStatusName(s.status);
     j["failure_class"] = s.failure_class;
     if (!s.rule.empty()) j["rule"] = s.rule;
     j["repair"] = s.repair;
@@ -66,7 +66,7 @@ json ToJson(const Step& s) {
 }
 
 bool IsSendBack(const Step& s) {
-  if (s.kind != "tool" || s.tool != "final_answer" || s.status != "rejected") return false;
+  if (s.kind != StepKind::kTool || s.tool != "final_answer" || s.status != StepStatus::kRejected) return false;
   if (s.detail.is_object()) {
     const auto it = s.detail.find("sent_back");
     if (it != s.detail.end() && it->is_boolean()) return it->get<bool>();
@@ -101,7 +101,7 @@ json ToJson(const Trace& t) {
                  {"cached_tokens", x.cached_tokens},   {"cache_write_tokens", x.cache_write_tokens},
                  {"cost_usd", x.cost_usd},             {"cache_saved_usd", x.cache_saved_usd},
                  {"wall_ms", x.wall_ms},                {"load_ms", x.load_ms}};
-  j["stop_reason"] = t.stop_reason;
+  j["stop_reason"] = StopReasonName(t.stop_reason);
   json queries = json::array();
   for (const auto& q : t.answer_queries) {
     queries.push_back({{"step", q.step}, {"tool", q.tool}, {"query", q.query}});
@@ -142,6 +142,69 @@ json ToJson(const Trace& t) {
   if (!t.declined.empty()) j["declined"] = {{"text", t.declined}, {"answer", false}};
   if (t.incomplete) j["incomplete"] = true;
   return j;
+}
+
+namespace {
+
+constexpr std::pair<StopReason, std::string_view> kStopReasonNames[] = {
+    {StopReason::kAnswered, "answered"},
+    {StopReason::kUngrounded, "final_answer_ungrounded"},
+    {StopReason::kExecutionFailed, "execution_failed"},
+    {StopReason::kStepBudget, "step_budget_exhausted"},
+    {StopReason::kRepairBudget, "repair_budget_exhausted"},
+    {StopReason::kCostBudget, "cost_budget_exhausted"},
+    {StopReason::kToolCallBudget, "tool_call_budget_exhausted"},
+    {StopReason::kNoToolCall, "no_tool_call"},
+    {StopReason::kModelError, "model_error"},
+    {StopReason::kInterrupted, "interrupted"},
+    {StopReason::kClarification, "clarification_needed"},
+    {StopReason::kDeclined, "declined"},
+    {StopReason::kIncomplete, "incomplete"},
+};
+
+constexpr std::pair<StepKind, std::string_view> kStepKindNames[] = {
+    {StepKind::kModel, "model"},
+    {StepKind::kTool, "tool"},
+    {StepKind::kClarification, "clarification"},
+    {StepKind::kLoad, "load"},
+};
+
+constexpr std::pair<StepStatus, std::string_view> kStepStatusNames[] = {
+    {StepStatus::kNone, ""},          {StepStatus::kOk, "ok"},
+    {StepStatus::kFailed, "failed"},  {StepStatus::kRejected, "rejected"},
+    {StepStatus::kWaiting, "waiting"}, {StepStatus::kInterrupted, "interrupted"},
+};
+
+template <typename E, size_t N>
+std::string_view NameOf(const std::pair<E, std::string_view> (&names)[N], E value) {
+  for (const auto& [v, name] : names) {
+    if (v == value) return name;
+  }
+  return names[0].second;
+}
+
+template <typename E, size_t N>
+std::optional<E> ValueOf(const std::pair<E, std::string_view> (&names)[N], std::string_view name) {
+  for (const auto& [v, n] : names) {
+    if (n == name) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view StepKindName(StepKind kind) { return NameOf(kStepKindNames, kind); }
+std::optional<StepKind> ParseStepKind(std::string_view name) {
+  return ValueOf(kStepKindNames, name);
+}
+std::string_view StepStatusName(StepStatus status) { return NameOf(kStepStatusNames, status); }
+std::optional<StepStatus> ParseStepStatus(std::string_view name) {
+  return ValueOf(kStepStatusNames, name);
+}
+
+std::string_view StopReasonName(StopReason reason) { return NameOf(kStopReasonNames, reason); }
+std::optional<StopReason> ParseStopReason(std::string_view name) {
+  return ValueOf(kStopReasonNames, name);
 }
 
 std::string UtcTimestamp() {
@@ -441,7 +504,7 @@ std::string PromptLine(const Trace& t) {
   std::string out =
       "prompt:   first request ~" + std::to_string(it->get<int64_t>()) + " tokens estimated";
   for (const auto& s : t.steps) {
-    if (s.kind != "model") continue;
+    if (s.kind != StepKind::kModel) continue;
     if (s.input_tokens > 0) {
       out += ", " + std::to_string(s.input_tokens) + " input tokens reported for the first turn";
     }
@@ -470,7 +533,7 @@ std::string Summary(const Trace& t) {
   // from and written to it.
   const bool cache_used = t.totals.cached_tokens > 0 || t.totals.cache_write_tokens > 0;
   for (const auto& s : t.steps) {
-    if (s.kind == "model" && cache_used) {
+    if (s.kind == StepKind::kModel && cache_used) {
       char line[256];
       std::snprintf(line, sizeof line,
                     "  [%2d] %-14s %lld in, %lld cached, %lld written, %lld out%s\n", s.index,
@@ -481,16 +544,16 @@ std::string Summary(const Trace& t) {
       out += line;
       continue;
     }
-    if (s.kind != "tool" && s.kind != "clarification") continue;
+    if (s.kind != StepKind::kTool && s.kind != StepKind::kClarification) continue;
     char line[256];
     std::snprintf(line, sizeof line, "  [%2d] %-14s %-8s %-16s %6lld ms%s\n", s.index,
-                  s.tool.c_str(), s.status.c_str(),
+                  s.tool.c_str(), std::string(StepStatusName(s.status)).c_str(),
                   s.failure_class == "none" ? "" : s.failure_class.c_str(),
                   static_cast<long long>(s.duration_ms),
                   s.repair ? "  (repair)" : IsSendBack(s) ? "  (send-back)" : "");
     out += line;
   }
-  out += "stop:     " + t.stop_reason + (t.incomplete ? " (incomplete: rebuilt from events.jsonl)" : "") + "\n";
+  out += "stop:     " + std::string(StopReasonName(t.stop_reason)) + (t.incomplete ? " (incomplete: rebuilt from events.jsonl)" : "") + "\n";
   if (t.incomplete) {
     for (const auto& n : t.notes) out += "note:     " + n + "\n";
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,68 @@
 namespace quarry::trace {
 
 inline constexpr int kFormatVersion = 1;
+
+// Why a run ended (trace.json's "stop_reason"). The trace owns this vocabulary: the writer and
+// the reader are the only places that turn it into text and back.
+enum class StopReason {
+  kAnswered,          // "answered"
+  kUngrounded,        // "final_answer_ungrounded": the verify gate refused the answer twice
+  kExecutionFailed,   // "execution_failed": a tool failed with self-correction off
+  kStepBudget,        // "step_budget_exhausted"
+  kRepairBudget,      // "repair_budget_exhausted"
+  kCostBudget,        // "cost_budget_exhausted"
+  kToolCallBudget,    // "tool_call_budget_exhausted": one turn asked for too many tool calls
+  kNoToolCall,        // "no_tool_call": the model wrote text without calling a tool
+  kModelError,        // "model_error"
+  kInterrupted,       // "interrupted": the caller asked the run to stop
+  // "clarification_needed": the model called ask_user and no reply could be had during the
+  // run; the question is the last of trace.clarifications, waiting on its reply.
+  kClarification,
+  // "declined": the model declined (a write on a read-only connection, a question the data
+  // cannot answer); trace.declined holds its reply, never an answer.
+  kDeclined,
+  // "incomplete": rebuilt from events.jsonl with no end event (the run was killed).
+  kIncomplete,
+};
+
+// The name trace.json writes ("answered").
+std::string_view StopReasonName(StopReason reason);
+// The reason a name stands for; nullopt for a name no quarry writes.
+std::optional<StopReason> ParseStopReason(std::string_view name);
+
+// What a step is (trace.json's "kind").
+enum class StepKind {
+  kModel,          // "model": a model turn
+  kTool,           // "tool": a tool call's execution
+  kClarification,  // "clarification": an ask_user call, shaped like a tool step
+  kLoad,           // "load": opening the data
+};
+std::string_view StepKindName(StepKind kind);
+std::optional<StepKind> ParseStepKind(std::string_view name);
+
+// How a tool, clarification or load step ended (trace.json's "status"); kNone for a model turn,
+// which has no status and writes none.
+enum class StepStatus {
+  kNone,         // ""
+  kOk,           // "ok"
+  kFailed,       // "failed"
+  // "rejected": the verify gate refused the answer: a send-back, or the second refusal that
+  // ends the run final_answer_ungrounded
+  kRejected,
+  kWaiting,      // "waiting": an ask_user with no reply yet
+  kInterrupted,  // "interrupted": the run was asked to stop during the call
+};
+std::string_view StepStatusName(StepStatus status);
+std::optional<StepStatus> ParseStepStatus(std::string_view name);
+
+// In JSON these are their names, never their numbers: nlohmann finds these by argument-dependent
+// lookup wherever one is put into a JSON value, so no output can write "stop_reason": 0.
+template <typename Json>
+void to_json(Json& j, StopReason v) { j = std::string(StopReasonName(v)); }
+template <typename Json>
+void to_json(Json& j, StepKind v) { j = std::string(StepKindName(v)); }
+template <typename Json>
+void to_json(Json& j, StepStatus v) { j = std::string(StepStatusName(v)); }
 
 struct SourceRecord {
   std::string path;
@@ -43,7 +106,7 @@ struct ToolCallRecord {
 // and the parse cache's use). duration_ms is wall time for all.
 struct Step {
   int index = 0;
-  std::string kind;
+  StepKind kind = StepKind::kModel;
   int64_t duration_ms = 0;
   // model turns
   std::string content;
@@ -62,9 +125,7 @@ struct Step {
   std::string tool;
   std::string tool_call_id;
   std::string arguments;
-  // "ok", "failed", "rejected" (the verify gate refused the answer: a send-back, or the second
-  // refusal that ends the run final_answer_ungrounded)
-  std::string status;
+  StepStatus status = StepStatus::kNone;
   std::string failure_class;  // FailureClassName, "none" when ok
   std::string rule;           // the guard rule, for guard_violation
   std::string observation;
@@ -148,7 +209,7 @@ struct Trace {
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   std::vector<Step> steps;
   Totals totals;
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kIncomplete;
   std::string answer;
   std::vector<std::string> supporting_values;
   // The queries whose results hold the answer's values, in step order, joined by blank lines

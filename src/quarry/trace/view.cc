@@ -221,14 +221,14 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
     h += "<p><span class=\"badge failed\">incomplete</span> <span class=\"muted\">rebuilt from "
          "events.jsonl: the run was killed before it wrote trace.json</span></p>";
   }
-  if (t.stop_reason == "answered") {
+  if (t.stop_reason == StopReason::kAnswered) {
     h += "<p class=\"answer\">" + e(t.answer) + "</p>";
   } else if (!t.declined.empty()) {
     h += "<p class=\"muted\"><b>Declined, not an answer:</b> the model declined the question "
          "(checked to state no figure it was not shown):</p><blockquote class=\"reply "
          "declined\">" + e(t.declined) + "</blockquote>";
   } else {
-    h += "<p class=\"answer\">No answer: " + e(t.stop_reason) + "</p>";
+    h += "<p class=\"answer\">No answer: " + e(std::string(StopReasonName(t.stop_reason))) + "</p>";
     if (!t.reply.empty()) {
       h += "<p class=\"muted\">The model replied without a tool call (not verified):</p>"
            "<blockquote class=\"reply\">" + e(t.reply) + "</blockquote>";
@@ -240,7 +240,7 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
          e(t.explanation) + "</blockquote>";
   }
   h += std::string("<p><span class=\"badge ") + (t.grounded ? "ok\">grounded" : "failed\">not grounded") +
-       "</span> <span class=\"muted\">stop reason: " + e(t.stop_reason) + "</span></p>";
+       "</span> <span class=\"muted\">stop reason: " + e(std::string(StopReasonName(t.stop_reason))) + "</span></p>";
   if (!t.assumptions.empty()) {
     h += "<p><b>Assumptions</b></p><ul>";
     for (const auto& a : t.assumptions) h += "<li>" + e(a) + "</li>";
@@ -291,8 +291,8 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
        "<th>status</th><th>failure</th><th>ms</th><th>tokens in+out</th><th>cached</th>"
        "<th>cache written</th><th>cost</th></tr></thead><tbody>";
   for (const auto& s : t.steps) {
-    const bool model = s.kind == "model";
-    const std::string status = model ? "model" : s.status;
+    const bool model = s.kind == StepKind::kModel;
+    const std::string status = model ? "model" : std::string(StepStatusName(s.status));
     h += "<tr><td><a href=\"#step-" + std::to_string(s.index) + "\">" + std::to_string(s.index) +
          "</a></td><td>" +
          e(model ? (IsExplanation(s) ? "explanation (no tools)" : "model turn") : s.tool) +
@@ -311,7 +311,7 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   h += "<h2>Steps</h2>";
   for (const auto& s : t.steps) {
     h += "<div class=\"card\" id=\"step-" + std::to_string(s.index) + "\">";
-    if (s.kind == "model") {
+    if (s.kind == StepKind::kModel) {
       h += "<p><span class=\"badge model\">" +
            std::string(IsExplanation(s) ? "explanation, not an answer: step " : "model turn ") +
            std::to_string(s.index) + "</span> <span class=\"muted\">" +
@@ -322,7 +322,8 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
       if (!s.content.empty()) h += "<p>" + e(s.content) + "</p>";
       for (const auto& c : s.tool_calls) h += "<p class=\"muted\">calls " + e(c.name) + "</p>";
     } else {
-      h += "<p><span class=\"badge " + e(s.status) + "\">" + e(s.status) + "</span> <strong>" +
+      const std::string status(StepStatusName(s.status));
+      h += "<p><span class=\"badge " + e(status) + "\">" + e(status) + "</span> <strong>" +
            e(s.tool) + "</strong> <span class=\"muted\">" +
            e(s.failure_class == "none" ? "" : s.failure_class) + " · " +
            std::to_string(s.duration_ms) + " ms" + (s.repair ? " · repair" : "") + "</span></p>";
