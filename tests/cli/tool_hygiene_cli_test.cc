@@ -1,5 +1,6 @@
-// Tool hygiene as a user meets it (issue 9 §2): a model that answers in plain text has its
-// reply shown, labelled unverified, by `ask` (text and JSON), `trace` and `view`, with exit 5;
+// Tool hygiene as a user meets it, since an unverified reply must never pass for an answer: a
+// model that answers in plain text has its reply shown, labelled unverified, by `ask` (text and
+// JSON), `trace` and `view`, with exit 5;
 // `quarry sql` shows NULL, the text 'NULL' and the empty string apart; a fenced query runs.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// What the model reads of a result and of an unknown name (issue 9 §2): SQL NULL, the text
-// 'NULL' and the empty string render differently in both engines, and SQLite's "no such
-// column / table" errors name the real columns and tables, nearest first.
+// What the model reads of a result and of an unknown name, because it repairs from exactly that
+// text: SQL NULL, the text 'NULL' and the empty string render differently in both engines, and
+// SQLite's "no such column / table" errors name the real columns and tables, nearest first.
 #include <gtest/gtest.h>
 
 #include "quarry/engine/engine.h"

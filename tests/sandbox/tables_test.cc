@@ -1,4 +1,5 @@
-// Every registered table reaches Python with its types, whatever its format (issue 8 §5):
+// Every registered table reaches Python with its types, whatever its format, since a table
+// the model can query in SQL but not read in pandas would make it guess:
 // `quarry python` over a Parquet file and a .duckdb database made here by DuckDB, and over
 // data/chinook.sqlite, each script printing dtypes and an aggregate; and the row cap, told.
 #include <duckdb.h>
