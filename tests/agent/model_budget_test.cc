@@ -30,7 +30,7 @@ class ScriptedClient final : public llm::Client {
     turns.pop_front();
     return next;
   }
-  std::string provider() const override { return "scripted"; }
+  llm::Provider provider() const override { return llm::Provider::kReplay; }
   std::string model() const override { return "scripted-model"; }
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
     bounds_asked.push_back(prompt_tokens);

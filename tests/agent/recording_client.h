@@ -23,7 +23,7 @@ inline llm::Turn Scripted(std::vector<llm::ToolCall> calls, std::string content 
   llm::Turn t;
   t.content = std::move(content);
   t.tool_calls = std::move(calls);
-  t.finish_reason = t.tool_calls.empty() ? "stop" : "tool_calls";
+  t.finish_reason = t.tool_calls.empty() ? llm::FinishReason::kStop : llm::FinishReason::kToolCalls;
   t.usage = {1000, 40, 0};
   t.cost_usd = 0.001;
   t.cost_reported = true;
@@ -44,7 +44,7 @@ class RecordingClient final : public llm::Client {
     turns.pop_front();
     return next;
   }
-  std::string provider() const override { return "scripted"; }
+  llm::Provider provider() const override { return llm::Provider::kReplay; }
   std::string model() const override { return "scripted-model"; }
   std::optional<double> MaxCostUsd(int64_t) const override { return max_cost_usd; }
 };

@@ -182,7 +182,7 @@ TEST(ThreadStoreTest, AServerIsBoundByItsSpecAndItsSetOfTables) {
   const std::string spec = "postgresql://reader@db.example:5432/shop";
   const auto Server = [&](std::vector<std::string> tables, int64_t size) {
     engine::Source s = Src(spec, size, "");
-    s.format = "postgresql";
+    s.format = engine::SourceFormat::kPostgreSql;
     s.tables = std::move(tables);
     return std::vector<engine::Source>{s};
   };

@@ -557,7 +557,7 @@ TEST(BehaviourCommandTest, OfflineWritesBothResultFilesAndExitsZero) {
   o.run.runs_dir = (dir.path() / "runs").string();
   o.out_dir = (dir.path() / "results").string();
   o.only = {"count", "missing_entity", "write_refused"};
-  EXPECT_EQ(cli::RunBehaviourCommand(o), cli::kExitOk);
+  EXPECT_EQ(cli::RunBehaviourCommand(o), quarry::kExitOk);
   const json doc = json::parse(
       quarry::testing::ReadFile(dir.path() / "results" / "behaviour_results.json"));
   EXPECT_EQ(doc["counts"]["pass"], 3);
@@ -578,14 +578,14 @@ TEST(BehaviourCommandTest, LiveFailureExitsFiveAndReplayIsRefused) {
   o.run.runs_dir = (dir.path() / "runs").string();
   o.out_dir = (dir.path() / "results").string();
   o.only = {"count"};
-  EXPECT_EQ(cli::RunBehaviourCommand(o), cli::kExitNoAnswer);
+  EXPECT_EQ(cli::RunBehaviourCommand(o), quarry::kExitNoAnswer);
   const json doc = json::parse(
       quarry::testing::ReadFile(dir.path() / "results" / "behaviour_results.json"));
   EXPECT_EQ(doc["cases"][0]["status"], "fail");
   EXPECT_EQ(doc["turns"], "live");
 
   o.run.replay = "x.json";
-  EXPECT_EQ(cli::RunBehaviourCommand(o), cli::kExitUsage);
+  EXPECT_EQ(cli::RunBehaviourCommand(o), quarry::kExitUsage);
 }
 
 }  // namespace

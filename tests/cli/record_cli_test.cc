@@ -135,6 +135,17 @@ TEST(RecordCliTest, ALiveRunRecordedReplaysToTheSameAnswerSqlAndSteps) {
   EXPECT_NE(shown.out.find("cached 4,100 of 10,090 prompt tokens"), std::string::npos)
       << shown.out;
 
+  // The live run's own trace.json replays the same: its model steps are the turns.
+  const auto from_trace =
+      Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--data", Sales(), "--replay",
+                          live["trace"].get<std::string>(), kQuestion});
+  ASSERT_EQ(from_trace.exit_code, 0) << from_trace.out << from_trace.err;
+  const json traced = json::parse(from_trace.out);
+  EXPECT_EQ(traced["answer"], live["answer"]);
+  const json trace_replay = ReadJson(cwd.path() / traced["trace"].get<std::string>());
+  EXPECT_EQ(ModelSteps(trace_replay), ModelSteps(live_trace));
+  EXPECT_EQ(trace_replay["model"]["source"], "trace");
+
   // In a fixtures folder, --offline finds it by question and data file name.
   const auto offline = Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--data",
                                            Sales(), "--offline", "--fixtures", "rec", kQuestion});

@@ -338,7 +338,7 @@ TEST(CardNotesTest, AdviceNamingQuarrysOptionsIsTheUsersNotTheModels) {
     auto engine = Open({dates, latin}, options);
     ASSERT_TRUE(engine) << engine.error().message;
     ASSERT_EQ((*engine)->sources().size(), 2u);
-    EXPECT_EQ((*engine)->sources()[0].cache, cached ? "hit" : "miss");
+    EXPECT_EQ(CacheUseName((*engine)->sources()[0].cache), cached ? "hit" : "miss");
     const std::string text = RenderCards((*engine)->describe());
     // The model is told what was decided, and nothing about options.
     EXPECT_NE(text.find("  note: dates read in the format %d.%m.%Y (as the sniffer found it)\n"),

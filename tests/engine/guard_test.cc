@@ -2,6 +2,7 @@
 // the rule it broke, and the data files are byte-identical afterwards.
 #include <gtest/gtest.h>
 
+#include "quarry/engine/duckdb_internal.h"
 #include "quarry/engine/engine.h"
 #include "support/test_support.h"
 
@@ -104,6 +105,34 @@ TEST_F(GuardTest, DuckDbConfigurationHoldsWhenTheTextLayerIsBypassed) {
   ASSERT_TRUE(setting.has_value()) << setting.error().message;
   EXPECT_EQ(setting->rows[0][0].value_or(""), "true");
   EXPECT_EQ(setting->rows[0][1].value_or(""), "false");
+}
+
+// The settings DuckDB opens with are guards: a name a later DuckDB renamed, or a value it
+// refuses, stops the open instead of leaving autoloading on or the file writable.
+TEST(DuckDbConfigTest, ASettingDuckDbDoesNotTakeStopsTheOpen) {
+  // A value DuckDB refuses is refused at once, naming the setting.
+  internal::Config config;
+  EXPECT_TRUE(config.Set("autoload_known_extensions", "false"));
+  const Result<void> bad_value =
+      config.SetAll({{"memory_limit", "1GB"}, {"access_mode", "READ_MOSTLY"}, {"threads", "1"}});
+  ASSERT_FALSE(bad_value);
+  EXPECT_EQ(bad_value.error().code, Error::Code::kInternal);
+  EXPECT_NE(bad_value.error().message.find("access_mode = 'READ_MOSTLY'"), std::string::npos)
+      << bad_value.error().message;
+  // Before this check, enable_progress_bar sat in the engine's configuration and was dropped.
+  EXPECT_FALSE(config.Set("enable_progress_bar", "true"));
+  EXPECT_TRUE(config.Set("access_mode", "READ_ONLY"));
+
+  // A name DuckDB does not know (renamed in a later release) is taken by the configuration
+  // and refused by the open: either way the engine never opens without it.
+  internal::Config renamed;
+  ASSERT_TRUE(renamed.Set("autoload_known_extension", "false"));
+  duckdb_database db = nullptr;
+  char* err = nullptr;
+  EXPECT_EQ(duckdb_open_ext(nullptr, &db, renamed.get(), &err), DuckDBError);
+  ASSERT_NE(err, nullptr);
+  EXPECT_NE(std::string(err).find("autoload_known_extension"), std::string::npos) << err;
+  duckdb_free(err);
 }
 
 TEST_F(GuardTest, SqliteRejectsEachForbiddenConstruct) {

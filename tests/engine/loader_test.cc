@@ -155,7 +155,7 @@ class CacheTest : public LoaderTest {
   std::string Sum(const fs::path& file, const OpenOptions& o, std::string* cache = nullptr) {
     auto e = Open({file}, o);
     if (!e) return "error: " + e.error().message;
-    if (cache) *cache = (*e)->sources()[0].cache;
+    if (cache) *cache = CacheUseName((*e)->sources()[0].cache);
     return Cell((*e)->Query("SELECT sum(v) FROM data", {}));
   }
 };
@@ -436,7 +436,7 @@ TEST_F(CacheTest, LockDownHoldsOnACachedTable) {
   ASSERT_TRUE(BuildCacheEntry(file, Cached()));
   auto e = Open({file}, Cached());
   ASSERT_TRUE(e);
-  ASSERT_EQ((*e)->sources()[0].cache, "hit");
+  ASSERT_EQ(CacheUseName((*e)->sources()[0].cache), "hit");
   for (const std::string& sql :
        {"SELECT * FROM read_csv('" + secret.string() + "')",
         "ATTACH '" + (tmp_.path() / "x.duckdb").string() + "' AS x",

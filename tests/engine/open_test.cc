@@ -6,6 +6,7 @@
 #include <duckdb.h>
 
 #include "quarry/engine/engine.h"
+#include "quarry/engine/engine_internal.h"
 #include "support/test_support.h"
 
 namespace quarry::engine {
@@ -188,6 +189,24 @@ TEST(IsServerSpecTest, UrlsAndLibpqKeywordStringsButNotFiles) {
                            "host", "Host=db", "data/host=1.csv"}) {
     EXPECT_FALSE(IsServerSpec(spec)) << spec;
   }
+}
+
+// The names traces and `quarry data --format json` hold: each format and cache use keeps its
+// name both ways, and the extension decides the format past .gz.
+TEST(SourceFormatNamesTest, EveryFormatKeepsItsName) {
+  for (SourceFormat f : {SourceFormat::kCsv, SourceFormat::kTsv, SourceFormat::kParquet,
+                         SourceFormat::kJson, SourceFormat::kXlsx, SourceFormat::kXls,
+                         SourceFormat::kSqlite, SourceFormat::kDuckDb, SourceFormat::kPostgreSql}) {
+    EXPECT_EQ(ParseSourceFormat(SourceFormatName(f)), f) << SourceFormatName(f);
+  }
+  EXPECT_FALSE(ParseSourceFormat("db")) << "'.db' is decided by the file's header, never named";
+  EXPECT_EQ(CacheUseName(CacheUse::kNone), "");
+  EXPECT_EQ(CacheUseName(CacheUse::kHit), "hit");
+  EXPECT_EQ(CacheUseName(CacheUse::kMiss), "miss");
+  EXPECT_EQ(internal::FormatOf("Sales.CSV.gz"), SourceFormat::kCsv);
+  EXPECT_EQ(internal::FormatOf("x.tab"), SourceFormat::kTsv);
+  EXPECT_EQ(internal::DataExtension("shop.DB.zst"), ".db");
+  EXPECT_FALSE(internal::FormatOf("book.ods"));
 }
 
 }  // namespace

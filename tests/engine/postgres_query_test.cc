@@ -57,7 +57,7 @@ TEST(PostgresConnect, SpecsCredentialsAndRedaction) {
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->dialect(), Dialect::kPostgreSQL);
   ASSERT_EQ(engine->sources().size(), 1u);
-  EXPECT_EQ(engine->sources()[0].format, "postgresql");
+  EXPECT_EQ(SourceFormatName(engine->sources()[0].format), "postgresql");
   EXPECT_EQ(engine->sources()[0].path, internal::RedactServerSpec(pg.Url("chinook", "reader")));
   EXPECT_TRUE(engine->sources()[0].path.starts_with("postgresql://reader@/chinook?host="));
   EXPECT_EQ(engine->sources()[0].tables.size(), 11u);

@@ -64,7 +64,7 @@ class AnthropicClientTest : public ::testing::Test {
  protected:
   ClientConfig Config() {
     ClientConfig config;
-    config.provider = "anthropic";
+    config.provider = Provider::kAnthropic;
     config.base_url = server_.base_url();
     config.model = "claude-sonnet-4-5";
     config.api_key = kKey;
@@ -120,7 +120,7 @@ TEST_F(AnthropicClientTest, SendsHeadersSystemToolsAndMergedHistory) {
   Result<Turn> turn = client->Complete(request);
   ASSERT_TRUE(turn) << turn.error().message;
   EXPECT_EQ(turn->content, "There are 42 rows.");
-  EXPECT_EQ(client->provider(), "anthropic");
+  EXPECT_EQ(ProviderName(client->provider()), "anthropic");
   EXPECT_EQ(client->model(), "claude-sonnet-4-5");
 
   const auto requests = server_.requests();
@@ -251,7 +251,7 @@ TEST_F(AnthropicClientTest, ParsesTextAndParallelToolUse) {
   EXPECT_EQ(turn->tool_calls[0].arguments_json, R"({"sql":"SELECT 1","limit":5})");
   EXPECT_EQ(turn->tool_calls[1].id, "toolu_01B");
   EXPECT_EQ(turn->tool_calls[1].arguments_json, R"({"table":"sales"})");
-  EXPECT_EQ(turn->finish_reason, "tool_calls");
+  EXPECT_EQ(FinishReasonName(turn->finish_reason), "tool_calls");
   EXPECT_FALSE(turn->streamed);
   EXPECT_EQ(turn->attempts, 1);
 }
@@ -259,7 +259,8 @@ TEST_F(AnthropicClientTest, ParsesTextAndParallelToolUse) {
 TEST_F(AnthropicClientTest, MapsStopReasons) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"end_turn", "stop"},     {"stop_sequence", "stop"}, {"tool_use", "tool_calls"},
-      {"max_tokens", "length"}, {"refusal", "refusal"},    {"pause_turn", "pause_turn"}};
+      {"max_tokens", "length"}, {"refusal", "content_filter"},
+      {"pause_turn", "other"}};
   auto client = MakeAnthropicClient(Config());
   for (const auto& [stop_reason, finish] : cases) {
     ScriptedMessage reply;
@@ -268,7 +269,7 @@ TEST_F(AnthropicClientTest, MapsStopReasons) {
     server_.Enqueue({200, {}, MessagesBody(reply)});
     Result<Turn> turn = client->Complete(Question());
     ASSERT_TRUE(turn) << turn.error().message;
-    EXPECT_EQ(turn->finish_reason, finish) << stop_reason;
+    EXPECT_EQ(FinishReasonName(turn->finish_reason), finish) << stop_reason;
   }
 }
 

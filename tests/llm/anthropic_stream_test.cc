@@ -93,7 +93,7 @@ class AnthropicStreamTest : public ::testing::Test {
  protected:
   ClientConfig Config() {
     ClientConfig config;
-    config.provider = "anthropic";
+    config.provider = Provider::kAnthropic;
     config.base_url = server_.base_url();
     config.model = "claude-sonnet-4-5";
     config.api_key = kKey;
@@ -135,7 +135,7 @@ TEST_F(AnthropicStreamTest, StreamedTurnEqualsTheWholeReplysTurn) {
   EXPECT_TRUE(SameReply(*turn, whole));
   EXPECT_EQ(turn->tool_calls[0].arguments_json,
             R"({"sql":"SELECT region, count(*) FROM sales GROUP BY 1"})");
-  EXPECT_EQ(turn->finish_reason, "tool_calls");
+  EXPECT_EQ(FinishReasonName(turn->finish_reason), "tool_calls");
 
   const auto requests = server_.requests();
   ASSERT_EQ(requests.size(), 2u);

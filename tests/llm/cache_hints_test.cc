@@ -34,7 +34,7 @@ class CacheHintsTest : public ::testing::Test {
   ClientConfig Config(const std::string& provider, const std::string& model) {
     ClientConfig config;
     config.base_url = server_.base_url();
-    config.provider = provider;
+    config.provider = *ParseProvider(provider);
     config.model = model;
     config.api_key = "sk-or-test-0123456789abcdef";
     config.retry = RetryPolicy{1, 1, 1};

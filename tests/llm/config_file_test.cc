@@ -262,7 +262,7 @@ TEST_F(ConfigFileTest, AnSdkBaseUrlInTheEnvironmentBeatsTheProfilesEndpoint) {
                         {"QUARRY_MODEL", "m"}}),
       {}, &origins, &profile);
   ASSERT_TRUE(anthropic) << anthropic.error().message;
-  EXPECT_EQ(anthropic->provider, "anthropic");
+  EXPECT_EQ(ProviderName(anthropic->provider), "anthropic");
   EXPECT_EQ(anthropic->base_url, "http://127.0.0.1:18082/v1");
   EXPECT_EQ(anthropic->api_key, "sk-ant-0123456789abcdefghij");
   EXPECT_EQ(origins.base_url, "ANTHROPIC_BASE_URL");

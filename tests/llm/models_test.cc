@@ -44,7 +44,7 @@ ClientConfig Config(const std::string& base_url, const std::string& provider = "
                     const std::string& key = "") {
   ClientConfig config;
   config.base_url = base_url;
-  config.provider = provider;
+  config.provider = *ParseProvider(provider);
   config.api_key = key;
   config.connect_timeout_ms = 5000;
   return config;

@@ -67,10 +67,10 @@ TEST_F(OpenAiClientTest, ParsesToolCallsWithIdsAndRawArguments) {
   EXPECT_EQ(turn->tool_calls[0].name, "run_sql");
   EXPECT_EQ(turn->tool_calls[0].arguments_json, R"({"sql": "SELECT count(*) FROM sales"})");
   EXPECT_EQ(turn->tool_calls[1].name, "describe_table");
-  EXPECT_EQ(turn->finish_reason, "tool_calls");
+  EXPECT_EQ(FinishReasonName(turn->finish_reason), "tool_calls");
   EXPECT_EQ(turn->content, "");
   EXPECT_EQ(turn->attempts, 1);
-  EXPECT_EQ(client->provider(), "openai-compatible");
+  EXPECT_EQ(ProviderName(client->provider()), "openai-compatible");
   EXPECT_EQ(client->model(), "openai/gpt-4o-mini");
 }
 
@@ -90,7 +90,7 @@ TEST_F(OpenAiClientTest, SendsConversationToolsAndBearerKey) {
   Result<Turn> turn = MakeOpenAiClient(Config())->Complete(request);
   ASSERT_TRUE(turn) << turn.error().message;
   EXPECT_EQ(turn->content, "There are 42 rows.");
-  EXPECT_EQ(turn->finish_reason, "stop");
+  EXPECT_EQ(FinishReasonName(turn->finish_reason), "stop");
 
   std::vector<quarry::testing::RecordedRequest> sent = server_.requests();
   ASSERT_EQ(sent.size(), 1u);
@@ -133,7 +133,7 @@ TEST_F(OpenAiClientTest, OpenRouterReportedCostIsUsed) {
   reply.cost_usd = 0.00123;
   server_.Enqueue({200, {}, CompletionBody(reply)});
   ClientConfig config = Config();
-  config.provider = "openrouter";
+  config.provider = Provider::kOpenRouter;
   auto client = MakeOpenAiClient(config);
   Result<Turn> turn = client->Complete(Question());
   ASSERT_TRUE(turn) << turn.error().message;
@@ -142,7 +142,7 @@ TEST_F(OpenAiClientTest, OpenRouterReportedCostIsUsed) {
   EXPECT_EQ(turn->usage.input_tokens, 1000);
   EXPECT_EQ(turn->usage.output_tokens, 200);
   EXPECT_EQ(turn->usage.cached_tokens, 400);
-  EXPECT_EQ(client->provider(), "openrouter");
+  EXPECT_EQ(ProviderName(client->provider()), "openrouter");
   json body = server_.requests().at(0).Json();
   EXPECT_EQ(body["usage"], json({{"include", true}}));
 }

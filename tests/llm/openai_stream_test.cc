@@ -140,7 +140,7 @@ TEST_F(OpenAiStreamTest, StreamedTextEqualsTheWholeReply) {
   ASSERT_TRUE(streamed) << streamed.error().message;
   EXPECT_TRUE(streamed->streamed);
   EXPECT_EQ(streamed->content, TextCompletion().content);
-  EXPECT_EQ(streamed->finish_reason, "stop");
+  EXPECT_EQ(FinishReasonName(streamed->finish_reason), "stop");
   EXPECT_EQ(streamed->usage.input_tokens, 1200);
   EXPECT_GT(streamed->cost_usd, 0.0) << "priced from the table: usage arrived";
   ExpectSameTurn(*streamed, whole);
@@ -158,7 +158,7 @@ TEST_F(OpenAiStreamTest, StreamedParallelToolCallsEqualTheWholeReply) {
     EXPECT_EQ(streamed->tool_calls[0].id, "call_a");
     EXPECT_EQ(streamed->tool_calls[0].arguments_json, ParallelCalls().tool_calls[0].arguments);
     EXPECT_EQ(streamed->tool_calls[1].name, "describe_table");
-    EXPECT_EQ(streamed->finish_reason, "tool_calls");
+    EXPECT_EQ(FinishReasonName(streamed->finish_reason), "tool_calls");
     ExpectSameTurn(*streamed, whole);
   }
 }
@@ -167,7 +167,7 @@ TEST_F(OpenAiStreamTest, CachedTokensAndReportedCostEqualTheWholeReply) {
   ScriptedCompletion c = ParallelCalls();
   c.cost_usd = 0.000731;
   ClientConfig config = Config();
-  config.provider = "openrouter";
+  config.provider = Provider::kOpenRouter;
   const Turn whole = Whole(c, config);
   Result<Turn> streamed = Streamed(StreamedResponse(c), config);
   ASSERT_TRUE(streamed) << streamed.error().message;

@@ -80,7 +80,7 @@ TEST_P(ProviderChoiceTest, Resolves) {
   SettingOrigins origins;
   Result<ClientConfig> config = ResolveConfig(flags, FakeEnv(row.env), {}, &origins);
   if (!row.error.empty()) {
-    ASSERT_FALSE(config) << row.name << ": resolved to " << config->provider << " "
+    ASSERT_FALSE(config) << row.name << ": resolved to " << ProviderName(config->provider) << " "
                          << config->base_url;
     EXPECT_EQ(config.error().code, Error::Code::kUsage);
     EXPECT_NE(config.error().message.find(row.error), std::string::npos)
@@ -91,7 +91,7 @@ TEST_P(ProviderChoiceTest, Resolves) {
     return;
   }
   ASSERT_TRUE(config) << row.name << ": " << config.error().message;
-  EXPECT_EQ(config->provider, row.provider) << row.name;
+  EXPECT_EQ(ProviderName(config->provider), row.provider) << row.name;
   EXPECT_EQ(config->base_url, row.base_url) << row.name;
   EXPECT_EQ(config->model, row.model) << row.name;
   EXPECT_EQ(config->api_key, row.key) << row.name;
@@ -303,7 +303,7 @@ TEST(ProviderChoiceOriginsTest, DotEnvIsNamed) {
   Result<ClientConfig> config =
       ResolveConfig(Settings{}, FakeEnv({}), {{"ANTHROPIC_API_KEY", kAnthropic}}, &origins);
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->provider, "anthropic");
+  EXPECT_EQ(ProviderName(config->provider), "anthropic");
   EXPECT_EQ(origins.api_key, "ANTHROPIC_API_KEY in .env");
   EXPECT_EQ(origins.base_url, "ANTHROPIC_API_KEY in .env is set");
 }
@@ -314,12 +314,12 @@ TEST(ProviderChoiceOriginsTest, DefaultModelsArePriced) {
        std::map<std::string, std::string>{{"openai-compatible", "https://api.openai.com/v1"},
                                           {"openrouter", "https://openrouter.ai/api/v1"},
                                           {"anthropic", "https://api.anthropic.com/v1"}}) {
-    const std::optional<std::string> model = DefaultModel(provider, url);
+    const std::optional<std::string> model = DefaultModel(*ParseProvider(provider), url);
     ASSERT_TRUE(model) << provider;
     EXPECT_TRUE(prices.Find(*model)) << *model << " has no built-in price";
   }
-  EXPECT_FALSE(DefaultModel("openai-compatible", "http://127.0.0.1:8080/v1"));
-  EXPECT_FALSE(DefaultModel("anthropic", "http://127.0.0.1:8080/v1"))
+  EXPECT_FALSE(DefaultModel(Provider::kOpenAiCompatible, "http://127.0.0.1:8080/v1"));
+  EXPECT_FALSE(DefaultModel(Provider::kAnthropic, "http://127.0.0.1:8080/v1"))
       << "a proxy or stand-in gets no provider default";
 }
 

@@ -277,7 +277,7 @@ TEST_F(ProviderFaultsTest, CutOffReplyKeepsItsFinishReason) {
   server_.Enqueue({200, {}, CompletionBody(cut)});
   Result<Turn> turn = MakeOpenAiClient(Config())->Complete(Question());
   ASSERT_TRUE(turn) << turn.error().message;
-  EXPECT_EQ(turn->finish_reason, "length");
+  EXPECT_EQ(FinishReasonName(turn->finish_reason), "length");
   EXPECT_EQ(turn->tool_calls.at(0).arguments_json, R"({"sql": "SELECT reg)");
 }
 

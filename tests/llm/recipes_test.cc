@@ -92,7 +92,7 @@ TEST(RecipesTest, LlamaServerWithJinja) {
   //         export QUARRY_BASE_URL=http://127.0.0.1:8080/v1
   Result<ClientConfig> config = Resolve({{"QUARRY_BASE_URL", "http://127.0.0.1:8080/v1"}});
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->provider, "openai-compatible");
+  EXPECT_EQ(ProviderName(config->provider), "openai-compatible");
   EXPECT_EQ(config->base_url, "http://127.0.0.1:8080/v1");
   EXPECT_EQ(config->model, "") << "no QUARRY_MODEL: the server's only model";
   EXPECT_EQ(config->api_key, "");
@@ -131,7 +131,7 @@ TEST(RecipesTest, OllamaOpenAiEndpoint) {
   Result<ClientConfig> config =
       Resolve({{"QUARRY_BASE_URL", "http://localhost:11434/v1"}, {"QUARRY_MODEL", "qwen2.5:7b"}});
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->provider, "openai-compatible");
+  EXPECT_EQ(ProviderName(config->provider), "openai-compatible");
   EXPECT_EQ(config->model, "qwen2.5:7b");
   EXPECT_EQ(config->api_key, "");
 
@@ -189,7 +189,7 @@ TEST(RecipesTest, OpenRouter) {
   const std::string key = "sk-or-v1-recipe-key-00000000";
   Result<ClientConfig> config = Resolve({{"OPENROUTER_API_KEY", key}});
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->provider, "openrouter");
+  EXPECT_EQ(ProviderName(config->provider), "openrouter");
   EXPECT_EQ(config->base_url, "https://openrouter.ai/api/v1");
   EXPECT_EQ(config->model, "openai/gpt-4o-mini");
   EXPECT_EQ(config->api_key, key);
@@ -220,7 +220,7 @@ TEST(RecipesTest, OpenAi) {
   Result<ClientConfig> config =
       Resolve({{"QUARRY_BASE_URL", "https://api.openai.com/v1"}, {"QUARRY_API_KEY", key}});
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->provider, "openai-compatible");
+  EXPECT_EQ(ProviderName(config->provider), "openai-compatible");
   EXPECT_EQ(config->model, "gpt-4o-mini");
   EXPECT_EQ(config->api_key, key);
 
@@ -249,11 +249,11 @@ TEST(RecipesTest, Anthropic) {
   const std::string key = "sk-ant-api03-recipe-key-00000";
   Result<ClientConfig> config = Resolve({{"ANTHROPIC_API_KEY", key}});
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->provider, "anthropic");
+  EXPECT_EQ(ProviderName(config->provider), "anthropic");
   EXPECT_EQ(config->base_url, "https://api.anthropic.com/v1");
   EXPECT_EQ(config->model, "claude-haiku-4-5");
   EXPECT_EQ(config->api_key, key);
-  EXPECT_EQ(MakeLiveClient(*config)->provider(), "anthropic");
+  EXPECT_EQ(ProviderName(MakeLiveClient(*config)->provider()), "anthropic");
 
   // The model list `quarry doctor` reads: Anthropic's headers, its aliases matched.
   ProviderServer server;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "quarry/llm/llm.h"
+#include "quarry/trace/trace.h"
 #include "support/test_support.h"
 
 namespace quarry::llm {
@@ -20,7 +21,7 @@ class ScriptClient final : public Client {
     if (!next) return Fail(Error::Code::kModel, "HTTP 500: scripted failure");
     return *next;
   }
-  std::string provider() const override { return "openrouter"; }
+  Provider provider() const override { return Provider::kOpenRouter; }
   std::string model() const override { return "anthropic/claude-sonnet-4.5"; }
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
     return static_cast<double>(prompt_tokens) / 1e6;
@@ -36,7 +37,7 @@ Turn ToolTurn() {
   t.content = "Let me total it.";
   t.tool_calls = {{"toolu_01", "run_sql", R"({"sql": "SELECT sum(x) FROM t"})"},
                   {"toolu_02", "run_sql", R"({"sql": "SELECT)"}};  // malformed, kept raw
-  t.finish_reason = "tool_calls";
+  t.finish_reason = FinishReason::kToolCalls;
   t.usage = {5045, 91, 4100, 900};
   t.cost_usd = 0.0123;
   t.cost_reported = true;
@@ -51,7 +52,7 @@ Turn UnpricedTurn() {
   Turn t;
   t.content = "";
   t.tool_calls = {{"toolu_03", "final_answer", R"({"answer":"42","supporting_values":["42"]})"}};
-  t.finish_reason = "tool_calls";
+  t.finish_reason = FinishReason::kToolCalls;
   t.usage = {5200, 40, 0, 0};
   t.cost_known = false;
   return t;
@@ -60,7 +61,7 @@ Turn UnpricedTurn() {
 TEST(RecordClientTest, KeepsEachReturnedTurnAndForwardsTheRest) {
   ScriptClient inner({ToolTurn(), std::nullopt, UnpricedTurn()});
   RecordingClient recorder(inner);
-  EXPECT_EQ(recorder.provider(), "openrouter");
+  EXPECT_EQ(ProviderName(recorder.provider()), "openrouter");
   EXPECT_EQ(recorder.model(), "anthropic/claude-sonnet-4.5");
   EXPECT_EQ(recorder.MaxCostUsd(2000000), 2.0);
   ASSERT_TRUE(recorder.Complete(Request{}));
@@ -80,7 +81,7 @@ FixtureLabel Label() {
   label.question = "Which region sells most?";
   label.data = {"/home/someone/private/sales.csv", "data/extra/regions.csv"};
   label.model = "anthropic/claude-sonnet-4.5";
-  label.provider = "openrouter";
+  label.provider = Provider::kOpenRouter;
   label.recorded_at = "2026-12-01T10:38:26Z";
   label.quarry_version = "0.1.0";
   label.stop_reason = "answered";
@@ -127,7 +128,7 @@ TEST(RecordClientTest, FixtureReplaysAsTheRecordedTurns) {
   auto client = MakeReplayClient(path);
   ASSERT_TRUE(client) << client.error().message;
   EXPECT_EQ((*client)->model(), "anthropic/claude-sonnet-4.5");
-  EXPECT_EQ((*client)->provider(), "replay");
+  EXPECT_EQ(ProviderName((*client)->provider()), "replay");
   EXPECT_EQ((*client)->turns_source(), "recorded");
   for (const Turn& want : recorded) {
     Result<Turn> got = (*client)->Complete(Request{});
@@ -199,7 +200,7 @@ TEST(RecordClientTest, ReplayReadsCacheWritesAndOldFixturesWithout) {
       << refused.error().message;
 
   const json trace = json::parse(R"({"steps": [{"kind": "model", "content": "x"}]})");
-  auto from_trace = MakeReplayClientFromJson(trace, "trace.json");
+  auto from_trace = MakeReplayClientFromJson(*trace::ReplayFixtureOf(trace), "trace.json");
   ASSERT_TRUE(from_trace);
   EXPECT_EQ((*from_trace)->turns_source(), "trace");
 }

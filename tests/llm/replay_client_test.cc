@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "quarry/llm/llm.h"
+#include "quarry/trace/trace.h"
 #include "support/test_support.h"
 
 namespace quarry::llm {
@@ -26,7 +27,7 @@ json Fixture() {
 TEST(ReplayClientTest, PlaysTurnsInOrderThenIsExhausted) {
   Result<std::unique_ptr<Client>> client = MakeReplayClientFromJson(Fixture(), "fixture.json");
   ASSERT_TRUE(client) << client.error().message;
-  EXPECT_EQ((*client)->provider(), "replay");
+  EXPECT_EQ(ProviderName((*client)->provider()), "replay");
   EXPECT_EQ((*client)->model(), "replay");
 
   Result<Turn> first = (*client)->Complete(Request{});
@@ -37,7 +38,7 @@ TEST(ReplayClientTest, PlaysTurnsInOrderThenIsExhausted) {
   EXPECT_EQ(first->tool_calls[0].arguments_json, R"({"sql":"SELECT count(*) FROM sales"})");
   EXPECT_EQ(first->tool_calls[1].id, "mine");
   EXPECT_EQ(first->tool_calls[1].arguments_json, R"({"sql": "SELECT)");  // raw, malformed
-  EXPECT_EQ(first->finish_reason, "tool_calls");
+  EXPECT_EQ(FinishReasonName(first->finish_reason), "tool_calls");
   EXPECT_EQ(first->usage.input_tokens, 900);
   EXPECT_EQ(first->usage.output_tokens, 40);
   EXPECT_EQ(first->usage.cached_tokens, 512);
@@ -49,7 +50,7 @@ TEST(ReplayClientTest, PlaysTurnsInOrderThenIsExhausted) {
   ASSERT_TRUE(second) << second.error().message;
   EXPECT_EQ(second->content, "There are 42 sales.");
   EXPECT_TRUE(second->tool_calls.empty());
-  EXPECT_EQ(second->finish_reason, "stop");
+  EXPECT_EQ(FinishReasonName(second->finish_reason), "stop");
   EXPECT_FALSE(second->cost_reported);
 
   Result<Turn> third = (*client)->Complete(Request{});
@@ -69,7 +70,12 @@ TEST(ReplayClientTest, ReadsTheModelStepsOfATrace) {
       {"kind": "model", "content": "One.", "tool_calls": [],
        "usage": {"input_tokens": 20, "output_tokens": 3, "cached_tokens": 8}}
     ]})");
-  Result<std::unique_ptr<Client>> client = MakeReplayClientFromJson(trace, "trace.json");
+  // llm reads fixtures only: the trace module owns what a step's kind means.
+  EXPECT_FALSE(MakeReplayClientFromJson(trace, "trace.json"));
+  Result<json> fixture = trace::ReplayFixtureOf(trace);
+  ASSERT_TRUE(fixture) << fixture.error().message;
+  EXPECT_EQ((*fixture)["turns"].size(), 2u) << "the tool step is not a turn";
+  Result<std::unique_ptr<Client>> client = MakeReplayClientFromJson(*fixture, "trace.json");
   ASSERT_TRUE(client) << client.error().message;
   EXPECT_EQ((*client)->model(), "openai/gpt-4o-mini");
   Result<Turn> first = (*client)->Complete(Request{});
@@ -129,6 +135,32 @@ TEST(ReplayClientTest, DataNamesAServerByItsDatabase) {
   EXPECT_EQ(DataFileNames({"data/sensors.csv?types=humidity:VARCHAR"}),
             std::vector<std::string>{"sensors.csv"});
   EXPECT_EQ(DataFileNames({"data/what?.csv"}), std::vector<std::string>{"what?.csv"});
+}
+
+}  // namespace
+}  // namespace quarry::llm
+
+namespace quarry::llm {
+namespace {
+
+// The names fixtures, traces and --provider hold: each value keeps its name both ways, and a
+// name no provider documents is not silently one of ours.
+TEST(LlmNamesTest, EveryProviderAndFinishReasonKeepsItsName) {
+  for (Provider p : {Provider::kOpenAiCompatible, Provider::kOpenRouter, Provider::kAnthropic,
+                     Provider::kReplay}) {
+    EXPECT_EQ(ParseProvider(ProviderName(p)), p) << ProviderName(p);
+  }
+  EXPECT_EQ(ProviderName(Provider::kOpenAiCompatible), "openai-compatible");
+  EXPECT_FALSE(ParseProvider("claude"));
+  EXPECT_FALSE(ParseProvider("Anthropic")) << "names are case-sensitive, as --provider documents";
+  for (FinishReason r : {FinishReason::kNone, FinishReason::kStop, FinishReason::kToolCalls,
+                         FinishReason::kLength, FinishReason::kContentFilter, FinishReason::kError,
+                         FinishReason::kOther}) {
+    EXPECT_EQ(ParseFinishReason(FinishReasonName(r)), r) << FinishReasonName(r);
+  }
+  EXPECT_EQ(FinishReasonName(FinishReason::kLength), "length");
+  EXPECT_EQ(ParseFinishReason("function_call"), FinishReason::kOther);
+  EXPECT_EQ(ParseFinishReason(""), FinishReason::kNone);
 }
 
 }  // namespace

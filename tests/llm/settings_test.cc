@@ -46,7 +46,7 @@ TEST(SettingsTest, FlagsBeatEnvironmentWhichBeatsDotEnv) {
   ASSERT_TRUE(from_dotenv) << from_dotenv.error().message;
   EXPECT_EQ(from_dotenv->model, "dotenv-model");
   EXPECT_EQ(from_dotenv->base_url, "https://elsewhere/v1");
-  EXPECT_EQ(from_dotenv->provider, "openai-compatible");
+  EXPECT_EQ(ProviderName(from_dotenv->provider), "openai-compatible");
 }
 
 TEST(SettingsTest, OpenRouterKeyAloneSelectsOpenRouter) {
@@ -55,7 +55,7 @@ TEST(SettingsTest, OpenRouterKeyAloneSelectsOpenRouter) {
   Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->base_url, "https://openrouter.ai/api/v1");
-  EXPECT_EQ(config->provider, "openrouter");
+  EXPECT_EQ(ProviderName(config->provider), "openrouter");
   EXPECT_EQ(config->api_key, "sk-or-v1-routerkey0000");
 
   // QUARRY_API_KEY belongs to QUARRY_BASE_URL: OpenRouter's default URL gets OpenRouter's key.
@@ -72,7 +72,7 @@ TEST(SettingsTest, OpenRouterHostMeansOpenRouterProvider) {
   Env env = {{"OPENROUTER_API_KEY", "sk-or-v1-routerkey0000"}};
   Result<ClientConfig> config = ResolveConfig(flags, FakeEnv(env), {});
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->provider, "openrouter");
+  EXPECT_EQ(ProviderName(config->provider), "openrouter");
   EXPECT_EQ(config->base_url, "https://openrouter.ai/api/v1");
   EXPECT_EQ(config->api_key, "sk-or-v1-routerkey0000");
 }
@@ -93,7 +93,7 @@ TEST(SettingsTest, LocalServerNeedsNoKey) {
   Result<ClientConfig> config = ResolveConfig(Settings{}, FakeEnv(env), {});
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->api_key, "");
-  EXPECT_EQ(config->provider, "openai-compatible");
+  EXPECT_EQ(ProviderName(config->provider), "openai-compatible");
 }
 
 TEST(SettingsTest, MissingModelOrEndpointSaysWhatToSet) {

@@ -477,7 +477,7 @@ TEST_F(McpServerTest, RunPythonSeesTheLastSqlResultAndReturnsItsFigures) {
   ASSERT_EQ(s.responses.size(), 3u) << s.out;
   const json& result = s.responses[2]["result"];
   if (result["isError"] == true && Text(result).find("isolation") != std::string::npos) {
-    GTEST_SKIP() << "no sandbox isolation on this machine: " << Text(result);
+    QUARRY_SKIP_WITHOUT_SANDBOX(std::optional<std::string>(Text(result)));
   }
   EXPECT_EQ(result["isError"], false) << Text(result);
   EXPECT_NE(Text(result).find("3 Rock"), std::string::npos) << Text(result);

@@ -21,7 +21,7 @@ constexpr const char* kForever = "while True:\n    pass\n";
 class SandboxCancelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (NamespaceUnavailableReason()) GTEST_SKIP() << *NamespaceUnavailableReason();
+    QUARRY_SKIP_WITHOUT_SANDBOX(NamespaceUnavailableReason());
     options_.workdir = dir_.path() / "workdir";
     options_.timeout_ms = 60000;
     options_.stop = source_.get_token();

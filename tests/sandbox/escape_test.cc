@@ -25,9 +25,7 @@ namespace fs = std::filesystem;
 class EscapeTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    if (NamespaceUnavailableReason()) {
-      GTEST_SKIP() << "no user namespaces here: " << *NamespaceUnavailableReason();
-    }
+    QUARRY_SKIP_WITHOUT_SANDBOX(NamespaceUnavailableReason());
     marker_ = fs::path("/tmp") / ("quarry-escape-" + std::to_string(getpid()));
     fs::remove(marker_);
   }

@@ -12,7 +12,7 @@ namespace {
 class PythonGuardTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (NamespaceUnavailableReason()) GTEST_SKIP() << *NamespaceUnavailableReason();
+    QUARRY_SKIP_WITHOUT_SANDBOX(NamespaceUnavailableReason());
     options_.workdir = dir_.path() / "work";
   }
   PythonResult Check(const std::string& code) {

@@ -43,7 +43,7 @@ std::set<pid_t> Children() {
 class KernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (NamespaceUnavailableReason()) GTEST_SKIP() << *NamespaceUnavailableReason();
+    QUARRY_SKIP_WITHOUT_SANDBOX(NamespaceUnavailableReason());
     options_.workdir = dir_.path() / "workdir";
     options_.timeout_ms = 20000;
     TableFile sales;
@@ -353,7 +353,7 @@ class ScriptedClient : public llm::Client {
     during_.push_back(Children().size());
     return turns_[next_++];
   }
-  std::string provider() const override { return "replay"; }
+  llm::Provider provider() const override { return llm::Provider::kReplay; }
   std::string model() const override { return "scripted"; }
   std::vector<size_t> during_;
 

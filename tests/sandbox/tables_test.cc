@@ -35,7 +35,7 @@ void DuckDb(const std::string& path, const std::vector<std::string>& statements)
 class TablesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (NamespaceUnavailableReason()) GTEST_SKIP() << *NamespaceUnavailableReason();
+    QUARRY_SKIP_WITHOUT_SANDBOX(NamespaceUnavailableReason());
   }
   quarry::testing::ProcessResult Python(const std::string& data, const std::string& script) {
     const fs::path file = cwd_.Write("script.py", script);

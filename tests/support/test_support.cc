@@ -39,6 +39,11 @@ TempDir::TempDir() {
   throw std::runtime_error("cannot create a temp dir");
 }
 
+bool SandboxRequired() {
+  const char* v = std::getenv("QUARRY_REQUIRE_SANDBOX");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
 TempDir::~TempDir() {
   std::error_code ec;
   fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);

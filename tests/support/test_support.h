@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@ namespace quarry::testing {
 std::filesystem::path SourceDir();
 // The built quarry executable.
 std::filesystem::path QuarryBinary();
+
+// Whether QUARRY_REQUIRE_SANDBOX=1 (.ci/run sets it): where the sandbox must run, a test that
+// needs it fails instead of skipping, since a skipped escape test proves nothing.
+bool SandboxRequired();
 
 // A fresh directory under the system temp dir, removed with everything in it on destruction.
 class TempDir {
@@ -53,3 +58,15 @@ std::string ReadFile(const std::filesystem::path& path);
 void MakeSqlite(const std::filesystem::path& path, const std::string& sql);
 
 }  // namespace quarry::testing
+
+// Skips the test (or, under QUARRY_REQUIRE_SANDBOX=1, fails it) when `why_not` holds the reason
+// the sandbox cannot run here (sandbox::NamespaceUnavailableReason()). Use it where GTEST_SKIP
+// could go: a test body or SetUp.
+#define QUARRY_SKIP_WITHOUT_SANDBOX(why_not)                                              \
+  if (const std::optional<std::string> quarry_why_not_ = (why_not)) {                   \
+    if (::quarry::testing::SandboxRequired()) {                                         \
+      GTEST_FAIL() << "QUARRY_REQUIRE_SANDBOX=1, but the sandbox cannot run here: "     \
+                   << *quarry_why_not_;                                                 \
+    }                                                                                   \
+    GTEST_SKIP() << "no sandbox here: " << *quarry_why_not_;                            \
+  }

@@ -619,6 +619,11 @@ TEST(TraceTest, EveryStopReasonKeepsItsNameBothWays) {
     EXPECT_EQ(back->stop_reason, reason) << name;
   }
   EXPECT_EQ(ParseStopReason("Answered"), std::nullopt);
+  EXPECT_EQ(ParseAnswerOutcome(AnswerOutcomeName(AnswerOutcome::kDeclined)),
+            AnswerOutcome::kDeclined);
+  EXPECT_EQ(AnswerOutcomeName(AnswerOutcome::kAnswer), "answer");
+  EXPECT_EQ(ParseAnswerOutcome("refused"), std::nullopt);
+  EXPECT_EQ(json(AnswerOutcome::kDeclined), "declined");
   auto unknown = FromJson({{"format_version", 1}, {"stop_reason", "gave_up"}});
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message.find("field 'stop_reason' holds 'gave_up', which is no stop "
@@ -803,6 +808,69 @@ TEST(TraceTest, AKilledRunSumsItsCacheAccounting) {
   EXPECT_EQ(t->totals.cache_write_tokens, 30);
   EXPECT_DOUBLE_EQ(t->totals.cache_saved_usd, 0.5);
   EXPECT_FALSE(t->steps[1].cache_saved_usd.has_value());
+}
+
+// The one presenter: each kind of end reads the same wherever it is shown (CLI, chat, MCP).
+TEST(OutcomeTest, EachEndReadsOneWay) {
+  Trace answered;
+  answered.stop_reason = StopReason::kAnswered;
+  answered.answer = "North sold the most: 1,200.";
+  answered.assumptions = {"revenue is price times quantity"};
+  answered.answer_sql = "SELECT region FROM sales";
+  answered.artifacts = {"runs/x/chart-1.png"};
+  answered.notes = {"a note shown apart"};
+  EXPECT_EQ(OutcomeText(answered, answered.notes),
+            "North sold the most: 1,200.\n\nAssumptions:\n- revenue is price times quantity\n"
+            "\nSQL:\nSELECT region FROM sales\nfigure: runs/x/chart-1.png\n");
+
+  Trace ungrounded;
+  ungrounded.stop_reason = StopReason::kUngrounded;
+  ungrounded.explanation = "the totals were estimated";
+  auto check = [](std::string value, bool grounded, std::string reason) {
+    VerifyCheck c;
+    c.value = std::move(value);
+    c.grounded = grounded;
+    c.reason = std::move(reason);
+    return c;
+  };
+  ungrounded.verify = {check("1,250", false, "not in any result"), check("40%", true, ""),
+                       check("1,250", false, "said twice"), check("7", false, "")};
+  EXPECT_EQ(OutcomeText(ungrounded, {"cost: 2 model turns"}),
+            "no answer: final_answer_ungrounded\nnot an answer: the totals were estimated\n"
+            "values not supported by any result:\n- 1,250: not in any result\n- 7\n"
+            "cost: 2 model turns\n")
+      << "each value once, with its first reason";
+  ASSERT_EQ(UnsupportedValues(ungrounded).size(), 2u);
+
+  Trace declined;
+  declined.stop_reason = StopReason::kDeclined;
+  declined.declined = "The connection is read-only.";
+  EXPECT_EQ(OutcomeText(declined, {}), "declined (not an answer): The connection is read-only.\n");
+  const json program = OutcomeJson(declined);
+  EXPECT_EQ(program["stop_reason"], "declined");
+  EXPECT_EQ(program["declined"], json({{"text", "The connection is read-only."}, {"answer", false}}));
+  EXPECT_FALSE(program.contains("clarification"));
+
+  Trace asked;
+  asked.stop_reason = StopReason::kClarification;
+  ClarificationRecord question;
+  question.step = 2;
+  question.question = "By revenue or by count?";
+  question.choices = {"revenue", "count"};
+  asked.clarifications = {question};
+  EXPECT_EQ(OutcomeText(asked, {}),
+            "quarry needs a clarification: By revenue or by count?\n  1. revenue\n  2. count\n");
+  ASSERT_NE(WaitingClarification(asked), nullptr);
+  EXPECT_EQ(OutcomeJson(asked)["clarification"]["choices"], json({"revenue", "count"}));
+  EXPECT_EQ(WaitingClarification(declined), nullptr);
+
+  Trace silent;
+  silent.stop_reason = StopReason::kNoToolCall;
+  silent.reply = "Probably about 40.";
+  EXPECT_EQ(OutcomeText(silent, {}),
+            "no answer: no_tool_call\nthe model replied without a tool call (not verified): "
+            "Probably about 40.\n");
+  EXPECT_EQ(OutcomeJson(silent)["reply"], json({{"text", "Probably about 40."}, {"verified", false}}));
 }
 
 }  // namespace

@@ -243,6 +243,11 @@ struct RunInput {
   int64_t history_budget_tokens = 1500;
 };
 
+// The config of one run whose record is in `run_dir` (runs/<id>/): `base` with the sandbox's
+// work directory at run_dir/workdir and charts written to run_dir. Every front end (CLI, chat,
+// MCP, bench, the web app) sets a run up through this.
+Config ConfigForRun(Config base, const std::filesystem::path& run_dir);
+
 // Runs one question to its end. The returned trace is complete (also on budget stops and
 // model errors, which are recorded as stop reasons); `writer`, when given, receives events as
 // they happen and the final trace. Errors: none; failures are in trace.stop_reason.

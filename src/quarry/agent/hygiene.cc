@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 
+#include "quarry/common/text.h"
 #include "quarry/agent/hygiene_internal.h"
 
 namespace quarry::agent {
@@ -12,18 +13,6 @@ namespace {
 using json = nlohmann::ordered_json;
 
 bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Words a statement of either dialect can start with. Anything starting so goes to the
 // engine unchanged (the guard names a write; the parser names a typo).

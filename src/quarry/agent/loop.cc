@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "quarry/agent/agent.h"
+#include "quarry/common/text.h"
 #include "quarry/common/json.h"
 #include "quarry/agent/agent_internal.h"
 #include "quarry/common/scratch.h"
@@ -49,10 +50,12 @@ class Session {
     trace_.created_at = UtcNow();
     trace_.question = input.question;
     for (const auto& s : engine.sources()) {
-      trace_.sources.push_back({s.path, s.format, s.size_bytes, s.sha256, s.tables, s.cache});
+      trace_.sources.push_back({s.path, std::string(engine::SourceFormatName(s.format)),
+                                s.size_bytes, s.sha256, s.tables,
+                                std::string(engine::CacheUseName(s.cache))});
     }
     trace_.dialect = std::string(engine::DialectName(engine.dialect()));
-    trace_.provider = client.provider();
+    trace_.provider = llm::ProviderName(client.provider());
     trace_.model = client.model();
     trace_.turns_source = client.turns_source();
     trace_.config = {{"self_correction", config.self_correction},
@@ -202,7 +205,7 @@ class Session {
     step.attempts = turn->attempts;
     step.streamed = turn->streamed;
     for (const auto& e : turn->retried_errors) trace_.notes.push_back("retried: " + e);
-    if (!turn->cost_known && !cost_unknown_noted_ && trace_.provider != "replay") {
+    if (!turn->cost_known && !cost_unknown_noted_ && client_.provider() != llm::Provider::kReplay) {
       cost_unknown_noted_ = true;
       trace_.notes.push_back("no cost for model '" + trace_.model +
                              "': the provider reported none and the price table has no entry, "
@@ -215,7 +218,7 @@ class Session {
     last_prompt_tokens_ = turn->usage.input_tokens;
     last_output_tokens_ = turn->usage.output_tokens;
     last_prompt_messages_ = messages_.size();
-    cut_off_ = turn->finish_reason == "length";
+    cut_off_ = turn->finish_reason == llm::FinishReason::kLength;
     if (cut_off_) {
       trace_.notes.push_back("model turn " + std::to_string(trace_.totals.model_turns) +
                              " was cut off at the output token limit (finish_reason: length); "
@@ -282,7 +285,7 @@ class Session {
       problem = "your reply was cut off at the output token limit (finish_reason: length) "
                 "before these arguments were complete; send a shorter call";
     } else if (args.is_discarded()) {
-      problem = "the arguments are not valid JSON: " + call.arguments_json.substr(0, 200);
+      problem = "the arguments are not valid JSON: " + call.arguments_json.substr(0, Utf8Prefix(call.arguments_json, 200));
     } else {
       problem = ValidateArguments(tool->schema.parameters, args);
     }
@@ -378,7 +381,9 @@ class Session {
     }
     // What the user typed in reply to ask_user is theirs like the question: its numbers are
     // given. A picked choice is not: the model wrote it (TypedPart).
-    const bool declined = args.value("outcome", std::string("answer")) == "declined";
+    // The schema allows only the two names; anything else was refused as bad_arguments.
+    const bool declined = trace::ParseAnswerOutcome(args.value("outcome", "answer")) ==
+                          trace::AnswerOutcome::kDeclined;
     const VerifyReport report =
         declined ? VerifyDeclined(answer, evidence_, trace_.question + replies_)
                  : Verify(answer, values, evidence_, trace_.question + replies_);
@@ -435,7 +440,7 @@ class Session {
     obs.detail = {{"grounded", report.grounded()}, {"answer", answer}, {"supporting_values", values},
                   {"assumptions", assumptions}, {"unsupported", report.unsupported()},
                   {"checks", checks}};
-    if (declined) obs.detail["outcome"] = "declined";
+    if (declined) obs.detail["outcome"] = trace::AnswerOutcome::kDeclined;
     if (report.grounded()) {
       obs.text = declined ? "accepted as declined" : "accepted";
       stop_reason_ = declined ? trace::StopReason::kDeclined : trace::StopReason::kAnswered;
@@ -565,8 +570,8 @@ class Session {
     json sources = json::array();
     std::string text;
     for (const auto& s : engine_.sources()) {
-      sources.push_back({{"path", s.path}, {"size_bytes", s.size_bytes}, {"cache", s.cache}});
-      if (s.cache == "hit") text += s.path + ": read from the parse cache\n";
+      sources.push_back({{"path", s.path}, {"size_bytes", s.size_bytes}, {"cache", engine::CacheUseName(s.cache)}});
+      if (s.cache == engine::CacheUse::kHit) text += s.path + ": read from the parse cache\n";
     }
     for (const auto& card : engine_.describe()) {
       for (const auto& n : card.notes) text += card.name + ": " + n + "\n";
@@ -624,6 +629,12 @@ class Session {
 };
 
 }  // namespace
+
+Config ConfigForRun(Config base, const std::filesystem::path& run_dir) {
+  base.sandbox.workdir = run_dir / "workdir";
+  base.artifacts_dir = run_dir;
+  return base;
+}
 
 trace::Trace Run(const RunInput& input, engine::Engine& engine, llm::Client& client,
                  const Config& config, Observer* observer, trace::Writer* writer) {

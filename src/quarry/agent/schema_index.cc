@@ -5,15 +5,11 @@
 #include <cctype>
 #include <map>
 
+#include "quarry/common/text.h"
 #include "quarry/agent/agent_internal.h"
 
 namespace quarry::agent {
 namespace {
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // Levenshtein distance, with one row of the table kept.
 size_t EditDistance(const std::string& a, const std::string& b) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "quarry/common/text.h"
 #include "quarry/agent/agent.h"
 
 namespace quarry::agent {
@@ -15,11 +16,6 @@ namespace {
 constexpr double kRrfK = 60;                  // Cormack, Clarke and Buettcher, SIGIR 2009
 constexpr size_t kEmbeddingNeighbours = 10;   // tables the embeddings alone may call relevant
 constexpr size_t kEmbeddingTextBytes = 4000;  // of a card, sent to the embeddings endpoint
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // Whether `question` holds `name` as a whole word, ignoring case.
 bool NamedIn(const std::string& question, const std::string& name) {

@@ -1,10 +1,10 @@
 // The thread store (threads.h) on SQLite: opening and checking the file, the schema and its
 // version, and the transactions that start and finish a turn. What a turn's record holds is
 // derived from a finished trace in thread_records.cc.
+#include "quarry/common/sha256.h"
 #include "quarry/agent/threads.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -155,19 +155,6 @@ std::string Absolute(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
-std::string Sha256Hex(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) return "";
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
-}
-
 // How a thread remembers a source (see ThreadSource): a file by its absolute path, size and
 // sha256; a server by its redacted spec and its set of tables.
 ThreadSource Bound(const engine::Source& s) {
@@ -175,7 +162,8 @@ ThreadSource Bound(const engine::Source& s) {
   const std::set<std::string> tables(s.tables.begin(), s.tables.end());
   std::string names;
   for (const std::string& t : tables) names += t + "\n";
-  return {s.path, static_cast<int64_t>(tables.size()), Sha256Hex(names)};
+  // OpenSSL failing (never seen) leaves the digest empty, which no server's tables produce.
+  return {s.path, static_cast<int64_t>(tables.size()), Sha256Hex(names).value_or("")};
 }
 
 // A file as the notes name it: by its base name, or by its whole path when another file of the
@@ -478,6 +466,16 @@ Result<TurnStart> ThreadStore::StartTurn(std::string_view name, const std::strin
   if (auto r = internal::Touch(db, *id, now); !r) return std::unexpected(r.error());
   if (auto c = tx.Commit(); !c) return std::unexpected(c.error());
   return start;
+}
+
+Result<void> ThreadStore::KeepClarification(std::string_view name, const std::string& question,
+                                             const std::vector<engine::Source>& sources,
+                                             trace::Trace& trace) {
+  auto start = StartTurn(name, question, trace.id, sources);
+  if (!start) return std::unexpected(start.error());
+  trace.thread = std::string(name);
+  trace.thread_turn = start->number;
+  return FinishTurn(name, start->number, trace);
 }
 
 Result<void> ThreadStore::FinishTurn(std::string_view name, int number, const trace::Trace& trace) {

@@ -152,6 +152,11 @@ class ThreadStore {
   // Records how the turn's run ended: status, answer, SQL, preview, new clarifications.
   // Errors: kUsage when the thread or turn is gone (deleted meanwhile).
   Result<void> FinishTurn(std::string_view name, int number, const trace::Trace& trace);
+  // A run asked outside any thread that ended on a clarification still needs somewhere to
+  // wait for its reply: it becomes a turn of a new thread `name` (StartTurn, then FinishTurn),
+  // and `trace` records the thread and turn. Errors: as StartTurn and FinishTurn.
+  Result<void> KeepClarification(std::string_view name, const std::string& question,
+                                 const std::vector<engine::Source>& sources, trace::Trace& trace);
 
  private:
   ThreadStore(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "quarry/common/text.h"
 #include "quarry/agent/verify.h"
 #include "quarry/bench/behaviour_internal.h"
 
@@ -14,11 +15,6 @@ namespace quarry::bench::behaviour {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string Num(double v) {
   char buf[64];

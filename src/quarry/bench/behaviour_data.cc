@@ -3,12 +3,12 @@
 // API directly so no expected value passes through quarry's engine.
 #include <sqlite3.h>
 
-#include <openssl/evp.h>
 
 #include <cstdio>
 #include <fstream>
 #include <memory>
 
+#include "quarry/common/sha256.h"
 #include "quarry/bench/behaviour_internal.h"
 
 namespace quarry::bench {
@@ -16,25 +16,13 @@ namespace quarry::bench {
 Result<std::string> Sha256OfFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Fail(Error::Code::kData, "cannot read " + path.string() + " to hash it");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return Fail(Error::Code::kInternal, "sha256: OpenSSL could not start a digest");
-  }
+  Sha256 digest;
   std::vector<char> buf(1 << 16);
   while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+    digest.Update({buf.data(), static_cast<size_t>(in.gcount())});
   }
   if (in.bad()) return Fail(Error::Code::kData, "read error while hashing " + path.string());
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  std::string hex;
-  char two[3];
-  for (unsigned int i = 0; i < len; ++i) {
-    std::snprintf(two, sizeof two, "%02x", md[i]);
-    hex += two;
-  }
-  return hex;
+  return digest.Hex();
 }
 
 namespace behaviour {

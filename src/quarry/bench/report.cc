@@ -78,7 +78,7 @@ class Collector {
     run.question = trace->question;
     run.provider = trace->provider;
     run.model = trace->model;
-    if (run.provider == "replay") ++report_.replayed;
+    if (llm::ParseProvider(run.provider) == llm::Provider::kReplay) ++report_.replayed;
     run.stop_reason = trace::StopReasonName(trace->stop_reason);
     run.incomplete = trace->incomplete;
     run.metrics = MetricsOf(*trace);

@@ -14,9 +14,7 @@ Result<RunRecord> RunAgent(agent::RunInput input, engine::Engine& engine, llm::C
   if (input.run_id.empty()) input.run_id = trace::NewRunId();
   auto writer = trace::Writer::Create(runs_dir, input.run_id);
   if (!writer) return std::unexpected(writer.error());
-  agent::Config config = base;
-  config.sandbox.workdir = writer->dir() / "workdir";
-  config.artifacts_dir = writer->dir();
+  const agent::Config config = agent::ConfigForRun(base, writer->dir());
   RunRecord record;
   record.trace = agent::Run(input, engine, client, config, observer, &*writer);
   record.trace_path = writer->dir() / "trace.json";

@@ -8,23 +8,12 @@
 #include <iterator>
 #include <string>
 
+#include "quarry/common/text.h"
 #include "quarry/agent/verify.h"
 #include "quarry/bench/suite.h"
 
 namespace quarry::bench {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 bool Digit(char c) { return c >= '0' && c <= '9'; }
 

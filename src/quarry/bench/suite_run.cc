@@ -139,7 +139,7 @@ class Runner {
       std::lock_guard lock(shared_.mu);
       if (shared_.model.empty()) {
         shared_.model = (*client)->model();
-        shared_.provider = (*client)->provider();
+        shared_.provider = llm::ProviderName((*client)->provider());
       }
     }
     return client;
@@ -314,7 +314,7 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   result.mode = options.offline ? "offline" : "live";
   result.source = options.offline ? "scripted" : "live";
   result.model = options.offline ? "none (scripted turns)" : "";
-  result.provider = options.offline ? "replay" : "";
+  result.provider = options.offline ? llm::ProviderName(llm::Provider::kReplay) : "";
   result.judge_model = options.offline ? "none (scripted judge replies)" : "";
   result.runs_dir = options.runs_dir;
   result.samples = options.samples;

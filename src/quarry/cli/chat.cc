@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 
+#include "quarry/common/text.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
@@ -29,12 +30,6 @@ constexpr const char* kHelp =
     "Ctrl-C stops a running question; at the prompt it clears the line.\n";
 
 std::string NewThreadName() { return "chat-" + trace::NewRunId(); }
-
-std::string Trim(const std::string& s) {
-  const size_t first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
-}
 
 fs::path HistoryFile() {
   const fs::path dir = agent::StateDirectory();
@@ -78,7 +73,7 @@ class Chat {
         if (!reader_.interactive()) return kExitInterrupted;
         continue;
       }
-      const std::string text = Trim(in.text);
+      const std::string text(Trim(in.text));
       if (text.empty()) continue;
       if (!reader_.interactive()) std::cout << "\n> " << TerminalText(text) << "\n" << std::flush;
       if (text[0] == '/') {
@@ -186,7 +181,7 @@ class Chat {
         if (!reader_.interactive()) {
           std::cout << "> " << TerminalText(reply.text) << "\n" << std::flush;
         }
-        const std::string typed = Trim(reply.text);
+        const std::string typed(Trim(reply.text));
         if (typed.empty()) continue;
         if (typed[0] == '/') {
           const std::string name = typed.substr(0, typed.find_first_of(" \t"));

@@ -128,7 +128,7 @@ int RunSchema(const DataOptions& o) {
     // Source paths as the engine keeps them: a server's spec redacted, never a password.
     json sources = json::array();
     for (const auto& s : (*engine)->sources()) {
-      sources.push_back({{"path", s.path}, {"format", s.format}, {"notes", s.notes}});
+      sources.push_back({{"path", s.path}, {"format", engine::SourceFormatName(s.format)}, {"notes", s.notes}});
     }
     std::cout << Dump({{"dialect", engine::DialectName((*engine)->dialect())},
                        {"sources", sources},

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "quarry/cli/cli.h"
+#include "quarry/common/text.h"
 #include "quarry/cli/commands.h"
 #include "quarry/common/json.h"
 #include "quarry/llm/config_file.h"
@@ -120,7 +121,7 @@ bool Has(std::string_view text, std::string_view part) {
 
 // At most 80 bytes of a reply's text, for a check's line.
 std::string Excerpt(const std::string& text) {
-  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+  return text.size() > 80 ? text.substr(0, Utf8Prefix(text, 80)) + "..." : text;
 }
 
 int Doctor::Run() {
@@ -147,7 +148,7 @@ int Doctor::Run() {
              "); the command line, the environment and ./.env come before it",
          ""});
   }
-  Add({"provider", "ok", config_.provider + " (" + origins_.provider + ")", ""});
+  Add({"provider", "ok", std::string(llm::ProviderName(config_.provider)) + " (" + origins_.provider + ")", ""});
   Add({"endpoint", "ok", llm::RedactUrl(config_.base_url) + " (" + origins_.base_url + ")", ""});
   Add({"key", "ok",
        config_.api_key.empty() ? origins_.api_key
@@ -352,7 +353,7 @@ void Doctor::Probe() {
   const std::string used = std::to_string(turn->usage.input_tokens) + " + " +
                            std::to_string(turn->usage.output_tokens) + " tokens, " + cost;
   if (turn->tool_calls.empty()) {
-    std::string text = turn->content.substr(0, 80);
+    std::string text = turn->content.substr(0, Utf8Prefix(turn->content, 80));
     if (turn->content.size() > 80) text += "...";
     Fail(kExitModel, {"tools",
                       "",
@@ -368,7 +369,7 @@ void Doctor::Probe() {
 
 // The API root this provider's requests go to, for fixes that say the base URL is wrong.
 std::string Doctor::ApiRoot() const {
-  return config_.provider == "anthropic"
+  return config_.provider == llm::Provider::kAnthropic
              ? "the Messages API root, e.g. https://api.anthropic.com/v1"
              : "an OpenAI-compatible API root ending in /v1 (llama-server, vLLM and Ollama "
                "serve one at http://HOST:PORT/v1)";
@@ -466,7 +467,7 @@ int Doctor::Finish() {
     }
     json out = {{"ok", exit_ == kExitOk}, {"exit_code", exit_}};
     if (!config_.base_url.empty()) {
-      out["config"] = {{"provider", config_.provider},
+      out["config"] = {{"provider", llm::ProviderName(config_.provider)},
                        {"base_url", llm::RedactUrl(config_.base_url)},
                        {"model", config_.model},
                        {"api_key", llm::MaskSecret(config_.api_key)},

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "quarry/cli/cli_options.h"
+#include "quarry/common/text.h"
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -157,7 +158,7 @@ void PrintProgress(const json& line, size_t done, size_t total) {
   std::string why = line["error"].get<std::string>();
   if (why.empty()) why = line["reason"].get<std::string>();
   why = why.substr(0, why.find('\n'));
-  if (why.size() > 160) why = why.substr(0, 157) + "...";
+  if (why.size() > 160) why = why.substr(0, Utf8Prefix(why, 157)) + "...";
   if (!why.empty()) text += ": " + why;
   const char* color = outcome == "match" ? "32" : outcome == "harness_error" ? "33" : "31";
   std::cerr << Paint(TerminalText(text), color) << "\n";

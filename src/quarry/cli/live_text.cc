@@ -18,7 +18,7 @@ class LiveTextClient final : public llm::Client {
     display_->End();
     return turn;
   }
-  std::string provider() const override { return inner_->provider(); }
+  llm::Provider provider() const override { return inner_->provider(); }
   std::string model() const override { return inner_->model(); }
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
     return inner_->MaxCostUsd(prompt_tokens);

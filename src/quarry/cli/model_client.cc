@@ -18,6 +18,7 @@
 #include "quarry/common/json_fields.h"
 #include "quarry/common/read_file.h"
 #include "quarry/llm/models.h"
+#include "quarry/trace/trace.h"
 
 namespace quarry::cli {
 namespace {
@@ -125,7 +126,11 @@ Result<std::unique_ptr<llm::Client>> MakeClient(const AskOptions& o, bool live_t
                                            "\" about other data files or another question; "
                                            "replay it with the same question and --data files");
     }
-    return llm::MakeReplayClientFromJson(doc, o.replay);
+    const Result<json> fixture = trace::ReplayFixtureOf(doc);
+    if (!fixture) {
+      return Fail(Error::Code::kData, "replay file " + o.replay + ": " + fixture.error().message);
+    }
+    return llm::MakeReplayClientFromJson(*fixture, o.replay);
   }
   if (o.offline) return OfflineClient(o);
   return LiveClient(ModelSettings(o), live_text);

@@ -138,7 +138,7 @@ void FillCache(const engine::Engine& engine, const std::vector<std::string>& spe
   for (size_t i = 0; i < sources.size() && i < specs.size(); ++i) {
     // A server has no parse cache: its data is queried where it lives.
     if (engine::IsServerSpec(specs[i])) continue;
-    if (sources[i].cache == "miss" && sources[i].size_bytes >= engine::kCacheMinBytes) {
+    if (sources[i].cache == engine::CacheUse::kMiss && sources[i].size_bytes >= engine::kCacheMinBytes) {
       SpawnBuilder(specs[i], flags.cache_dir);
     }
   }

@@ -2,6 +2,7 @@
 // configuration, progress on stderr, the thread's turn started before and recorded after, and
 // the result printed.
 #include "quarry/cli/run_question.h"
+#include "quarry/common/text.h"
 
 #include <cstdio>
 #include <iostream>
@@ -26,11 +27,6 @@ std::string ShellQuote(const std::string& s) {
   return out + "'";
 }
 
-const trace::ClarificationRecord* Waiting(const trace::Trace& t) {
-  if (t.stop_reason != trace::StopReason::kClarification || t.clarifications.empty()) return nullptr;
-  return &t.clarifications.back();
-}
-
 // Without a thread: a run that ended on a clarification becomes turn 1 of a thread named
 // after the run, so the reply can continue it.
 void SaveAsNewThread(Threads& threads, const engine::Engine& engine, const std::string& text,
@@ -40,18 +36,13 @@ void SaveAsNewThread(Threads& threads, const engine::Engine& engine, const std::
     run.record_error = store.error().message;
     return;
   }
-  const std::string& name = run.trace.id;
-  auto start = (*store)->StartTurn(name, text, run.trace.id, engine.sources());
-  if (!start) {
-    run.record_error = start.error().message;
-    return;
-  }
-  if (auto f = (*store)->FinishTurn(name, start->number, run.trace); !f) {
-    run.record_error = f.error().message;
+  const std::string name = run.trace.id;
+  if (auto kept = (*store)->KeepClarification(name, text, engine.sources(), run.trace); !kept) {
+    run.record_error = kept.error().message;
     return;
   }
   run.thread = name;
-  run.turn = start->number;
+  run.turn = run.trace.thread_turn;
 }
 
 }  // namespace
@@ -93,7 +84,7 @@ void Progress::OnStep(const trace::Step& s) {
       from = s.observation.find('\n', from) + 1;
     }
     std::string first = s.observation.substr(from, s.observation.find('\n', from) - from);
-    if (first.size() > 160) first = first.substr(0, 157) + "...";
+    if (first.size() > 160) first = first.substr(0, Utf8Prefix(first, 157)) + "...";
     std::cerr << Paint("       " + TerminalText(first), "2") << "\n";
   }
 }
@@ -185,12 +176,10 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
     input.thread = in.thread;
     input.thread_turn = start->number;
   }
-  agent::Config config = base;
-  config.sandbox.workdir = writer->dir() / "workdir";
-  config.artifacts_dir = writer->dir();
+  const agent::Config config = agent::ConfigForRun(base, writer->dir());
   std::string where = "run " + id;
   if (store) where += ", thread " + TerminalText(in.thread) + " turn " + std::to_string(run.turn);
-  std::cerr << Paint("quarry: " + TerminalText(client.model() + " via " + client.provider()) + ", " +
+  std::cerr << Paint("quarry: " + TerminalText(client.model() + " via " + std::string(llm::ProviderName(client.provider()))) + ", " +
                          std::string(engine::DialectName(engine.dialect())) + ", " + where,
                      "2")
             << "\n";
@@ -235,28 +224,15 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
     if (!said || said->insert(n).second) notes.push_back(n);
   }
   const trace::Trace& t = run.trace;
-  if (t.stop_reason == trace::StopReason::kAnswered) {
-    std::cout << "\n" << TerminalText(t.answer) << "\n";
-    if (!t.assumptions.empty()) {
-      std::cout << "\nAssumptions:\n";
-      for (const auto& a : t.assumptions) std::cout << "- " << TerminalText(a) << "\n";
-    }
-    if (!t.answer_sql.empty()) std::cout << "\nSQL:\n" << TerminalText(t.answer_sql) << "\n";
-    for (const auto& a : t.artifacts) std::cout << "figure: " << TerminalText(a) << "\n";
-  } else if (t.stop_reason == trace::StopReason::kDeclined) {
-    std::cout << "\ndeclined (not an answer): " << TerminalText(t.declined) << "\n";
-    for (const auto& n : notes) std::cout << TerminalText(n) << "\n";
-  } else if (t.stop_reason == trace::StopReason::kClarification) {
-    if (const trace::ClarificationRecord* c = Waiting(t)) {
-      std::cout << "\nquarry needs a clarification: " << TerminalText(c->question) << "\n";
-      for (size_t i = 0; i < c->choices.size(); ++i) {
-        std::cout << "  " << i + 1 << ". " << TerminalText(c->choices[i]) << "\n";
-      }
-    } else {
-      std::cout << "\nno answer: the model asked for a clarification the trace does not hold\n";
-    }
+  // An answer's notes go to stderr below; a clarification's wait for the reply.
+  const bool notes_below = t.stop_reason == trace::StopReason::kAnswered ||
+                           t.stop_reason == trace::StopReason::kClarification;
+  std::cout << "\n" << TerminalText(trace::OutcomeText(t, notes_below ? std::vector<std::string>{}
+                                                                    : notes));
+  if (t.stop_reason == trace::StopReason::kClarification) {
+    const trace::ClarificationRecord* waiting = trace::WaitingClarification(t);
     const std::string pick =
-        Waiting(t) && !Waiting(t)->choices.empty() ? " (a number picks a choice)" : "";
+        waiting && !waiting->choices.empty() ? " (a number picks a choice)" : "";
     if (run.thread.empty()) {
       std::cout << "the question cannot be continued: it was not saved in a thread\n";
     } else if (in_chat) {
@@ -264,26 +240,6 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
     } else {
       std::cout << "continue with: " << TerminalText(ContinueCommand(o, run.thread)) << pick << "\n";
     }
-  } else {
-    std::cout << "\nno answer: " << trace::StopReasonName(t.stop_reason) << "\n";
-    if (!t.reply.empty()) {
-      std::cout << "the model replied without a tool call (not verified): " << TerminalText(t.reply)
-                << "\n";
-    }
-    if (!t.explanation.empty()) {
-      std::cout << "not an answer: " << TerminalText(t.explanation) << "\n";
-    }
-    if (t.stop_reason == trace::StopReason::kUngrounded) {
-      std::cout << "values not supported by any result:\n";
-      std::vector<std::string> seen;
-      for (const auto& c : t.verify) {
-        if (c.grounded || std::find(seen.begin(), seen.end(), c.value) != seen.end()) continue;
-        seen.push_back(c.value);
-        std::cout << "- " << TerminalText(c.value)
-                  << (c.reason.empty() ? "" : ": " + TerminalText(c.reason)) << "\n";
-      }
-    }
-    for (const auto& n : notes) std::cout << TerminalText(n) << "\n";
   }
   std::cout << "\n" << TerminalText(trace::TotalsLine(t)) << "\ntrace: "
             << TerminalText(run.trace_path.string()) << "\n";
@@ -297,24 +253,8 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
 
 void PrintRunJson(const QuestionRun& run) {
   const trace::Trace& t = run.trace;
-  const json whole = trace::ToJson(t);
-  json out = {{"answer", t.answer},
-              {"grounded", t.grounded},
-              {"stop_reason", t.stop_reason},
-              {"sql", t.answer_sql},
-              {"supporting_values", t.supporting_values},
-              {"assumptions", t.assumptions},
-              {"queries", whole["answer"]["queries"]},
-              {"verify", whole["verify"]["checks"]},
-              {"figures", t.artifacts},
-              {"trace", run.trace_path.string()},
-              {"totals", whole["totals"]}};
-  if (!t.notes.empty()) out["notes"] = t.notes;
-  if (!t.reply.empty()) out["reply"] = {{"text", t.reply}, {"verified", false}};
-  if (!t.explanation.empty()) out["explanation"] = {{"text", t.explanation}, {"answer", false}};
-  if (const trace::ClarificationRecord* c = Waiting(t)) {
-    out["clarification"] = {{"question", c->question}, {"choices", c->choices}};
-  }
+  json out = trace::OutcomeJson(t);
+  out["trace"] = run.trace_path.string();
   if (!run.thread.empty()) {
     out["thread"] = run.thread;
     out["turn"] = run.turn;

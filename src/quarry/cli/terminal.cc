@@ -1,6 +1,7 @@
 // Colour and the pager (terminal.h). The pager is `sh -c COMMAND` fed on a pipe, as git runs
 // its pager, so PAGER="less -R" and the like work as they do for other tools.
 #include "quarry/cli/terminal.h"
+#include "quarry/common/exit_codes.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -141,7 +142,7 @@ int FinishOutput(int code) {
   if (::poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0) return code;
   std::cerr << "quarry: the output could not be written"
             << (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()) << "\n";
-  return code == 0 ? 3 : code;  // kExitData
+  return code == 0 ? kExitData : code;
 }
 
 }  // namespace quarry::cli

@@ -1,5 +1,5 @@
 // Vocabulary shared by every module: the error value that expected failures carry, and the
-// failure classes a tool observation can have. Header-only; depends on nothing.
+// failure classes a tool observation can have. Header-only; depends only on common/text.h.
 #pragma once
 
 #include <expected>
@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "quarry/common/text.h"
 
 namespace quarry {
 
@@ -29,11 +31,32 @@ struct Error {
 // a Python child, a model request) stops within about a second and fails with kCancelled.
 using StopToken = std::stop_token;
 
+// A value or the Error that stopped it. [[nodiscard]] on the type marks every function that
+// returns one: a Result nobody looks at is an error dropped, and the compiler says where.
 template <typename T>
-using Result = std::expected<T, Error>;
+class [[nodiscard]] Result : public std::expected<T, Error> {
+ public:
+  using Base = std::expected<T, Error>;
+  using Base::Base;
+  Result() = default;
+  Result(const Base& base) : Base(base) {}        // NOLINT: a std::expected converts
+  Result(Base&& base) : Base(std::move(base)) {}  // NOLINT: a std::expected converts
+};
 
 inline std::unexpected<Error> Fail(Error::Code code, std::string message) {
   return std::unexpected<Error>(Error{code, std::move(message)});
+}
+
+// `error` with what the caller knows put in front, its code kept (LevelDB's
+// Status::IOError(fname, msg)): Context(e, "cannot load data/x.csv") reads "cannot load
+// data/x.csv: " + e.message. A message past 600 bytes is cut on a UTF-8 boundary, with "…":
+// DuckDB's CSV errors quote whole lines, and a 2 MB cell must not become a 2 MB error.
+inline Error Context(Error error, std::string_view what) {
+  if (constexpr size_t kMaxMessage = 600; error.message.size() > kMaxMessage) {
+    error.message = error.message.substr(0, Utf8Prefix(error.message, kMaxMessage)) + "…";
+  }
+  error.message = std::string(what) + ": " + error.message;
+  return error;
 }
 
 // Why a tool call failed, as the model is told (DESIGN.md, "Tools"). kNone means success.

@@ -24,9 +24,10 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
+#include "quarry/common/sha256.h"
 #include "quarry/common/private_dir.h"
+#include "quarry/engine/duckdb_internal.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine {
@@ -38,23 +39,6 @@ using json = nlohmann::ordered_json;
 // Bumped whenever the loader's decisions change, so old entries are rebuilt.
 constexpr const char* kLoaderVersion = "loader-5";
 
-std::string Hex(const unsigned char* md, unsigned int len) {
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += digits[md[i] >> 4];
-    hex += digits[md[i] & 15];
-  }
-  return hex;
-}
-
-std::string Sha256(std::string_view text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
-  return Hex(md, len);
-}
-
 // A short-lived DuckDB for building entries: quarry's own SQL only, never the model's.
 class Builder {
  public:
@@ -63,15 +47,15 @@ class Builder {
     if (db_) duckdb_close(&db_);
   }
   Result<void> Open(int64_t memory_limit_mb) {
-    duckdb_config config = nullptr;
-    duckdb_create_config(&config);
-    duckdb_set_config(config, "autoinstall_known_extensions", "false");
-    duckdb_set_config(config, "autoload_known_extensions", "false");
-    duckdb_set_config(config, "memory_limit", (std::to_string(memory_limit_mb) + "MB").c_str());
+    internal::Config config;
+    if (auto set = config.SetAll({{"autoinstall_known_extensions", "false"},
+                                  {"autoload_known_extensions", "false"},
+                                  {"memory_limit", std::to_string(memory_limit_mb) + "MB"}});
+        !set) {
+      return set;
+    }
     char* err = nullptr;
-    const auto state = duckdb_open_ext(nullptr, &db_, config, &err);
-    duckdb_destroy_config(&config);
-    if (state == DuckDBError) {
+    if (duckdb_open_ext(nullptr, &db_, config.get(), &err) == DuckDBError) {
       std::string msg = err ? err : "unknown error";
       duckdb_free(err);
       return Fail(Error::Code::kInternal, "duckdb open failed: " + msg);
@@ -231,7 +215,10 @@ std::optional<std::string> CacheKey(const std::filesystem::path& abs, const CsvO
       std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "\n" +
       std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec) + "\n" +
       std::to_string(st.st_ino) + "." + std::to_string(st.st_dev) + "\n" + OptionsText(options);
-  return Sha256(identity).substr(0, 40);
+  // No key when OpenSSL fails: the file is then read without the cache, never under a wrong key.
+  Result<std::string> digest = Sha256Hex(identity);
+  if (!digest) return std::nullopt;
+  return digest->substr(0, 40);
 }
 
 Result<std::optional<CacheHit>> LookupCache(const std::filesystem::path& abs,
@@ -400,8 +387,10 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     if (!parsed) return std::unexpected(Context(parsed.error(), text));
     csv = std::move(*parsed);
   }
-  const std::string format = FormatOf(path);
-  if (format != "csv" && format != "tsv" && format != "json") {
+  const std::optional<SourceFormat> known = FormatOf(path);
+  const SourceFormat format = known.value_or(SourceFormat::kParquet);
+  if (format != SourceFormat::kCsv && format != SourceFormat::kTsv &&
+      format != SourceFormat::kJson) {
     return Fail(Error::Code::kUsage, "the parse cache holds CSV, TSV and JSON files; " +
                                          path.string() + " is not one");
   }
@@ -469,7 +458,7 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
       if (!path.empty()) std::filesystem::remove(path, e);
     }
   } utf8_copy;
-  if (format == "json") {
+  if (format == SourceFormat::kJson) {
     auto p = PlanJson(run, abs.string());
     if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
     plan = std::move(*p);
@@ -489,7 +478,7 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     // once, with the quality checks that run only there.
     const bool sampled = source->size_bytes > kExactBytes;
     read_path = (*note ? copy : abs).string();
-    auto p = PlanCsv(run, read_path, format == "tsv", read_options, !sampled);
+    auto p = PlanCsv(run, read_path, format == SourceFormat::kTsv, read_options, !sampled);
     if (!p) return std::unexpected(Context(p.error(), "cannot load " + path.string()));
     plan = std::move(*p);
     if (*note) plan.table_notes.insert(plan.table_notes.begin(), **note);
@@ -508,7 +497,7 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   if (!created && plan.sampled) {
     // A row past the sample does not fit its reading: judge the file on every row instead.
     (void)run("DROP TABLE IF EXISTS entry.data");
-    auto p = PlanCsv(run, read_path, format == "tsv", read_options_used, true);
+    auto p = PlanCsv(run, read_path, format == SourceFormat::kTsv, read_options_used, true);
     if (!p) return fail(p.error());
     plan = std::move(*p);
     if (!transcoded_note.empty()) plan.table_notes.insert(plan.table_notes.begin(), transcoded_note);

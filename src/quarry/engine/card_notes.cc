@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "quarry/common/text.h"
 #include "quarry/engine/card_notes_internal.h"
 
 namespace quarry::engine::internal {
@@ -19,12 +20,6 @@ namespace {
 
 // In the order a sentinel is reported when a column holds several.
 constexpr double kSentinelLiterals[] = {-999, -9999, -99999, -99, 999, 9999, 99999, 999999, -1};
-
-std::string Lower(std::string_view text) {
-  std::string out;
-  for (const char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string Rows(int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); }
 

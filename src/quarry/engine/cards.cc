@@ -7,8 +7,8 @@
 #include <fstream>
 #include <unordered_set>
 
-#include <openssl/evp.h>
 
+#include "quarry/common/sha256.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine {
@@ -121,19 +121,7 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
   return card;
 }
 
-Error Context(Error error, const std::string& what) {
-  // DuckDB's CSV errors quote whole lines: a 2 MB cell must not become a 2 MB error.
-  constexpr size_t kMaxMessage = 600;
-  if (error.message.size() > kMaxMessage) {
-    size_t cut = kMaxMessage;
-    while (cut > 0 && (static_cast<unsigned char>(error.message[cut]) & 0xC0) == 0x80) --cut;
-    error.message = error.message.substr(0, cut) + "…";
-  }
-  error.message = what + ": " + error.message;
-  return error;
-}
-
-Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash,
+Result<Source> Fingerprint(const std::filesystem::path& path, SourceFormat format, bool hash,
                            const StopToken& stop) {
   if (!hash) {
     std::error_code ec;
@@ -150,7 +138,7 @@ Result<Source> Fingerprint(const std::filesystem::path& path, std::string format
     }
     Source source;
     source.path = path.string();
-    source.format = std::move(format);
+    source.format = format;
     source.size_bytes = static_cast<int64_t>(size);
     return source;
   }
@@ -160,15 +148,14 @@ Result<Source> Fingerprint(const std::filesystem::path& path, std::string format
                                         ": permission denied or unreadable; check the file's "
                                         "permissions");
   }
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  Sha256 digest;
   std::vector<char> buf(1 << 16);
   int64_t size = 0;
   while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
     if (stop.stop_requested()) {
       return Fail(Error::Code::kCancelled, "loading was interrupted: the caller asked it to stop");
     }
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+    digest.Update({buf.data(), static_cast<size_t>(in.gcount())});
     size += in.gcount();
   }
   if (in.bad()) {
@@ -179,20 +166,13 @@ Result<Source> Fingerprint(const std::filesystem::path& path, std::string format
     return Fail(Error::Code::kData, path.string() + " is empty: there is nothing to query; "
                                                     "point --data at a file with rows");
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  std::string hex;
-  char two[3];
-  for (unsigned int i = 0; i < len; ++i) {
-    std::snprintf(two, sizeof two, "%02x", md[i]);
-    hex += two;
-  }
+  Result<std::string> hex = digest.Hex();
+  if (!hex) return std::unexpected(Context(hex.error(), "cannot fingerprint " + path.string()));
   Source source;
   source.path = path.string();
-  source.format = std::move(format);
+  source.format = format;
   source.size_bytes = size;
-  source.sha256 = hex;
+  source.sha256 = std::move(*hex);
   return source;
 }
 

@@ -352,7 +352,7 @@ class DuckDbEngine final : public Engine {
     for (auto& f : files_) {
       if (!f.csv || f.deep) continue;
       auto plan = PlanCsv([this](const std::string& s) { return RunTrusted(s); }, f.read,
-                          f.format == "tsv", f.options, true);
+                          f.format == SourceFormat::kTsv, f.options, true);
       if (!plan) return std::unexpected(Context(plan.error(), "cannot load " + f.path));
       if (auto r = RunTrusted("CREATE OR REPLACE VIEW " + QuoteIdent(f.name) + " AS " + plan->select); !r) {
         return std::unexpected(Context(r.error(), "cannot load " + f.path));
@@ -393,7 +393,7 @@ class DuckDbEngine final : public Engine {
     // the notes that say what the copy changed.
     std::string read;
     std::vector<std::string> read_notes;
-    std::string format;
+    SourceFormat format = SourceFormat::kCsv;
     std::string name;
     CsvOptions options;
     std::string sheet;  // a workbook's sheet, or ""
@@ -431,7 +431,7 @@ class DuckDbEngine final : public Engine {
     for (auto& copy : *copies) {
       FileTable f = book;
       f.csv = true;
-      f.format = "csv";
+      f.format = SourceFormat::kCsv;
       f.read = copy.csv_path;
       f.read_notes = std::move(copy.notes);
       f.options.sheet.reset();
@@ -446,23 +446,20 @@ class DuckDbEngine final : public Engine {
   }
 
   Result<void> Connect(const char* path, bool read_only, const OpenOptions& options) {
-    Config config;
     // Extensions must never be fetched or loaded behind the user's back.
-    config.Set("autoinstall_known_extensions", "false");
-    config.Set("autoload_known_extensions", "false");
-    config.Set("allow_community_extensions", "false");
-    config.Set("memory_limit", (std::to_string(options.memory_limit_mb) + "MB").c_str());
-    if (!spill_.path().empty()) config.Set("temp_directory", spill_.path().c_str());
-    config.Set("max_temp_directory_size",
-               (std::to_string(4 * options.memory_limit_mb) + "MB").c_str());
-    // Progress is polled (duckdb_query_progress) only when someone shows it; DuckDB's own
-    // printed bar never runs.
-    if (options.progress) {
-      config.Set("enable_progress_bar", "true");
-      config.Set("enable_progress_bar_print", "false");
-      progress_ = options.progress;
-    }
-    if (read_only) config.Set("access_mode", "READ_ONLY");
+    Config::Settings settings = {
+        {"autoinstall_known_extensions", "false"},
+        {"autoload_known_extensions", "false"},
+        {"allow_community_extensions", "false"},
+        {"memory_limit", std::to_string(options.memory_limit_mb) + "MB"},
+        {"max_temp_directory_size", std::to_string(4 * options.memory_limit_mb) + "MB"}};
+    if (!spill_.path().empty()) settings.emplace_back("temp_directory", spill_.path());
+    // Progress is polled (duckdb_query_progress) only when someone shows it, and switched on
+    // per connection below: DuckDB refuses enable_progress_bar in a database's configuration.
+    if (options.progress) progress_ = options.progress;
+    if (read_only) settings.emplace_back("access_mode", "READ_ONLY");
+    Config config;
+    if (auto set = config.SetAll(settings); !set) return set;
     char* err = nullptr;
     if (duckdb_open_ext(path, db_.out(), config.get(), &err) == DuckDBError) {
       std::string msg = err ? err : "unknown error";
@@ -560,9 +557,9 @@ class DuckDbEngine final : public Engine {
       }};
 };
 
-std::string ReaderFor(const std::string& format, const std::string& path) {
+std::string ReaderFor(SourceFormat format, const std::string& path) {
   const std::string lit = QuoteLiteral(path);
-  if (format == "parquet") return "read_parquet(" + lit + ")";
+  if (format == SourceFormat::kParquet) return "read_parquet(" + lit + ")";
   return "read_json_auto(" + lit + ")";
 }
 
@@ -581,7 +578,7 @@ QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql,
 // The file pipeline: register (paths, names, fingerprints), create views (the CSV loader's
 // plans), describe and profile; then lock.
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
-                                                const std::vector<std::string>& formats,
+                                                const std::vector<SourceFormat>& formats,
                                                 const std::vector<CsvOptions>& csv_options,
                                                 const OpenOptions& options) {
   auto engine = std::make_unique<DuckDbEngine>();
@@ -600,9 +597,9 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     f.path = paths[i].string();
     f.abs = std::filesystem::absolute(paths[i]).lexically_normal().string();
     f.format = formats[i];
-    f.csv = formats[i] == "csv" || formats[i] == "tsv";
+    f.csv = formats[i] == SourceFormat::kCsv || formats[i] == SourceFormat::kTsv;
     f.options = i < csv_options.size() ? csv_options[i] : CsvOptions{};
-    if (f.format == "xlsx" || f.format == "xls") {
+    if (f.format == SourceFormat::kXlsx || f.format == SourceFormat::kXls) {
       auto source = Fingerprint(paths[i], formats[i], options.fingerprint, options.stop);
       if (!source) return std::unexpected(source.error());
       total_bytes += source->size_bytes;
@@ -625,7 +622,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       }
       continue;
     }
-    const bool cacheable = options.use_cache && (f.csv || f.format == "json");
+    const bool cacheable = options.use_cache && (f.csv || f.format == SourceFormat::kJson);
     if (cacheable) {
       auto hit = LookupCache(f.abs, f.options, options);
       if (!hit) return std::unexpected(hit.error());
@@ -635,7 +632,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     }
     auto source = Fingerprint(paths[i], formats[i], options.fingerprint && !f.cached, options.stop);
     if (!source) return std::unexpected(source.error());
-    if (cacheable) source->cache = f.cached ? "hit" : "miss";
+    if (cacheable) source->cache = f.cached ? CacheUse::kHit : CacheUse::kMiss;
     if (f.cached) {
       source->sha256 = f.cached->sha256;
       source->delimiter = f.cached->delimiter;
@@ -665,7 +662,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
         f.plan.table_notes.clear();
         source->notes.clear();
         if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint, options.stop); full) *source = *full;
-        source->cache = "miss";
+        source->cache = CacheUse::kMiss;
       }
     }
     taken.push_back(f.name);
@@ -688,7 +685,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       select = "SELECT * FROM quarry_cache_" + std::to_string(i) + ".data";
       engine->sources_[i].cache_entry = f.cached->entry;
     } else if (f.csv) {
-      auto plan = PlanCsv(run, f.read, f.format == "tsv", f.options, f.deep);
+      auto plan = PlanCsv(run, f.read, f.format == SourceFormat::kTsv, f.options, f.deep);
       if (!plan) return std::unexpected(Context(plan.error(), context));
       plan->table_notes.insert(plan->table_notes.begin(), f.read_notes.begin(), f.read_notes.end());
       select = plan->select;
@@ -697,7 +694,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       engine->sources_[i].padded = plan->padded;
       engine->sources_[i].notes = plan->user_notes;
       f.plan = std::move(*plan);
-    } else if (f.format == "json") {
+    } else if (f.format == SourceFormat::kJson) {
       auto plan = PlanJson(run, f.abs);
       if (!plan) return std::unexpected(Context(plan.error(), context));
       select = plan->select;
@@ -709,7 +706,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     if (f.read != f.abs && !f.cached) engine->sources_[i].read_copy = f.read;
     auto r = engine->RunTrusted("CREATE VIEW " + QuoteIdent(f.name) + " AS " + select);
     if (!r) {
-      return Fail(Error::Code::kData, context + " as " + f.format + ": " +
+      return Fail(Error::Code::kData, context + " as " + std::string(SourceFormatName(f.format)) + ": " +
                                           r.error().message.substr(0, 300));
     }
   }
@@ -731,7 +728,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
 Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,
                                                    const OpenOptions& options) {
   auto engine = std::make_unique<DuckDbEngine>();
-  auto source = Fingerprint(path, "duckdb", options.fingerprint, options.stop);
+  auto source = Fingerprint(path, SourceFormat::kDuckDb, options.fingerprint, options.stop);
   if (!source) return std::unexpected(source.error());
   const int64_t source_bytes = source->size_bytes;
   if (auto r = engine->Connect(path.c_str(), true, options); !r) return std::unexpected(r.error());

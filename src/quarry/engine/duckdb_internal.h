@@ -68,14 +68,33 @@ class Connection {
   duckdb_connection conn_ = nullptr;
 };
 
+// A DuckDB configuration being built. Every setting is checked: the ones quarry opens with
+// (no extension autoloading, read-only, memory limits) are its guards, and a value DuckDB
+// refuses must stop the open, never leave the engine writable or autoloading. (A name DuckDB
+// does not know, as after a rename, is accepted here and refused by duckdb_open_ext.)
 class Config {
  public:
+  using Settings = std::vector<std::pair<std::string, std::string>>;
   Config() { duckdb_create_config(&config_); }
   ~Config() { duckdb_destroy_config(&config_); }
   Config(const Config&) = delete;
   Config& operator=(const Config&) = delete;
-  bool Set(const char* name, const char* value) {
-    return duckdb_set_config(config_, name, value) == DuckDBSuccess;
+  // Errors: kInternal naming the setting and value DuckDB refused.
+  [[nodiscard]] Result<void> Set(const std::string& name, const std::string& value) {
+    if (config_ == nullptr ||
+        duckdb_set_config(config_, name.c_str(), value.c_str()) == DuckDBError) {
+      return Fail(Error::Code::kInternal, "duckdb refused the setting " + name + " = '" + value +
+                                              "', which quarry opens the engine with; the "
+                                              "engine stays closed (report this as a bug)");
+    }
+    return {};
+  }
+  // Each of `settings` in order; the first refused one is the error.
+  [[nodiscard]] Result<void> SetAll(const Settings& settings) {
+    for (const auto& [name, value] : settings) {
+      if (auto r = Set(name, value); !r) return r;
+    }
+    return {};
   }
   duckdb_config get() const { return config_; }
 

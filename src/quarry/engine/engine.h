@@ -70,13 +70,25 @@ struct TableCard {
   std::vector<std::string> notes;
 };
 
+// What a source is read as. Names (traces, `quarry data --format json`): "csv", "tsv",
+// "parquet", "json", "xlsx", "xls", "sqlite", "duckdb", "postgresql".
+enum class SourceFormat { kCsv, kTsv, kParquet, kJson, kXlsx, kXls, kSqlite, kDuckDb, kPostgreSql };
+std::string_view SourceFormatName(SourceFormat format);
+std::optional<SourceFormat> ParseSourceFormat(std::string_view name);
+
+// How a file met the parse cache. Names: "" (kNone: not cached, a database, Parquet, or the
+// cache was off), "hit" (opened from an entry), "miss" (no entry yet; CacheWorthy says whether
+// building one pays).
+enum class CacheUse { kNone, kHit, kMiss };
+std::string_view CacheUseName(CacheUse use);
+
 // A registered data file (or server), fingerprinted when opened so a trace says what was asked
 // about.
 struct Source {
   // As the user gave it; for a server, its URL redacted ("postgresql://reader@db:5432/shop",
   // never a password), which is what traces, threads and messages show.
   std::string path;
-  std::string format;  // "csv", "tsv", "parquet", "json", "sqlite", "duckdb", "postgresql"
+  SourceFormat format = SourceFormat::kCsv;
   int64_t size_bytes = 0;
   std::string sha256;  // hex; empty when OpenOptions::fingerprint was off
   std::vector<std::string> tables;
@@ -85,9 +97,7 @@ struct Source {
   std::string delimiter;
   bool header = true;
   bool padded = false;  // some rows had missing or extra fields, kept and padded with NULL
-  // The parse cache: "hit" (opened from an entry), "miss" (none yet; CacheWorthy says whether
-  // building one pays), or "" (not cached: a database, Parquet, or the cache was off).
-  std::string cache;
+  CacheUse cache = CacheUse::kNone;
   // For the user rather than the model, one sentence each: what the engine found about the
   // source as a whole (a PostgreSQL role that can write), and advice that names quarry's own
   // options ("give FILE?types=COLUMN:VARCHAR", "raise --timeout-ms"), which the model cannot

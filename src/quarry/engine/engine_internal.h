@@ -86,7 +86,7 @@ Result<TableCard> BuildCard(const std::string& table, const std::string& sql_nam
 
 // Hashes (when `hash`) and sizes the file; errors name the file (unreadable, directory, empty).
 // A stop request ends the hash of a large file early with kCancelled.
-Result<Source> Fingerprint(const std::filesystem::path& path, std::string format, bool hash = true,
+Result<Source> Fingerprint(const std::filesystem::path& path, SourceFormat format, bool hash = true,
                            const StopToken& stop = {});
 
 // A SQL-safe table name from a file stem: lower case, [a-z0-9_], not starting with a digit,
@@ -207,11 +207,11 @@ inline bool TakeTimeoutAdvice(std::string& message) {
   return true;
 }
 
-// Adds the context a per-file loop knows: "cannot load data/x.csv: " + the error.
-Error Context(Error error, const std::string& what);
-
-// "csv", "tsv", "parquet", "json", "sqlite", "duckdb", "db" (decided by header), or "".
-std::string FormatOf(const std::filesystem::path& path);
+// The format a file's extension names (".db": kSqlite, which Open corrects to kDuckDb by the
+// header), nullopt for an extension quarry does not read. A .gz or .zst suffix is looked past.
+std::optional<SourceFormat> FormatOf(const std::filesystem::path& path);
+// The extension FormatOf reads: lower case, past .gz/.zst (".csv" for "Sales.CSV.gz").
+std::string DataExtension(const std::filesystem::path& path);
 
 // A usable parse-cache entry: the materialised table (in `entry`, as table `data`), its card
 // and what the loader decided when it was built.
@@ -243,7 +243,7 @@ Result<std::optional<CacheHit>> WaitForCacheBuild(const std::filesystem::path& a
                                                   const OpenOptions& open);
 
 Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesystem::path>& paths,
-                                                const std::vector<std::string>& formats,
+                                                const std::vector<SourceFormat>& formats,
                                                 const std::vector<CsvOptions>& csv_options,
                                                 const OpenOptions& options);
 Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& path,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <shared_mutex>
 
+#include "quarry/engine/duckdb_internal.h"
 #include "quarry/engine/engine_internal.h"
 #include "quarry/engine/isolated_query.h"
 #include "quarry/engine/postgres_internal.h"
@@ -37,22 +38,17 @@ class Duck {
   // path: nullptr for in-memory; otherwise that database, read-only.
   Result<void> Open(const char* path) {
     std::shared_lock gate(internal::ForkGate());
-    duckdb_config config = nullptr;
-    duckdb_create_config(&config);
     // Extensions are never fetched; one thread is enough and leaves the other core to the run.
-    for (const auto& [k, v] :
-         std::map<std::string, std::string>{{"autoinstall_known_extensions", "false"},
-                                            {"autoload_known_extensions", "false"},
-                                            {"allow_community_extensions", "false"},
-                                            {"memory_limit", "1GB"},
-                                            {"threads", "1"}}) {
-      duckdb_set_config(config, k.c_str(), v.c_str());
-    }
-    if (path) duckdb_set_config(config, "access_mode", "READ_ONLY");
+    internal::Config::Settings settings = {{"autoinstall_known_extensions", "false"},
+                                           {"autoload_known_extensions", "false"},
+                                           {"allow_community_extensions", "false"},
+                                           {"memory_limit", "1GB"},
+                                           {"threads", "1"}};
+    if (path) settings.emplace_back("access_mode", "READ_ONLY");
+    internal::Config config;
+    if (auto set = config.SetAll(settings); !set) return set;
     char* err = nullptr;
-    const bool failed = duckdb_open_ext(path, &db_, config, &err) == DuckDBError;
-    duckdb_destroy_config(&config);
-    if (failed) {
+    if (duckdb_open_ext(path, &db_, config.get(), &err) == DuckDBError) {
       std::string msg = err ? err : "unknown error";
       duckdb_free(err);
       return Fail(Error::Code::kData, "export: duckdb open failed: " + msg);
@@ -104,7 +100,7 @@ std::string FileName(size_t index, const std::string& table) {
 std::string ReaderFor(const Source& s, const std::string& abs) {
   if (!s.select.empty()) return "(" + s.select + ")";
   const std::string lit = QuoteLiteral(abs);
-  if (s.format == "parquet") return "read_parquet(" + lit + ")";
+  if (s.format == SourceFormat::kParquet) return "read_parquet(" + lit + ")";
   return "read_json_auto(" + lit + ")";
 }
 
@@ -199,7 +195,7 @@ Result<std::vector<TableExport>> ExportDuckDb(const Engine& engine, const fs::pa
   for (const Source& s : engine.sources()) {
     const std::string abs = fs::absolute(s.path).lexically_normal().string();
     Duck duck;
-    const bool database = s.format == "duckdb";
+    const bool database = s.format == SourceFormat::kDuckDb;
     if (auto r = duck.Open(database ? abs.c_str() : nullptr); !r) return std::unexpected(r.error());
     if (!s.cache_entry.empty()) {
       // Read from the parse cache, as the engine did: the entry, read-only.

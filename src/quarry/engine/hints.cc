@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "quarry/common/text.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine::internal {
@@ -15,12 +16,6 @@ namespace {
 constexpr size_t kMaxListed = 60;  // columns listed per table; the rest are counted
 constexpr size_t kMaxTables = 8;   // tables listed when the query names none of them
 constexpr size_t kMaxNearest = 3;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Lowercase letters and digits only: "Total Sales ($)" and total_sales meet as "totalsales".
 std::string Folded(std::string_view s) {

@@ -7,38 +7,62 @@
 #include <cstring>
 #include <fstream>
 
+#include "quarry/common/text.h"
+#include "quarry/common/names.h"
 #include "quarry/engine/engine_internal.h"
 #include "quarry/engine/versions.h"
 
 namespace quarry::engine {
 namespace {
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 namespace internal {
-std::string FormatOf(const std::filesystem::path& path) {
+std::string DataExtension(const std::filesystem::path& path) {
   std::string name = Lower(path.filename().string());
   for (const char* gz : {".gz", ".zst"}) {
     if (name.ends_with(gz)) name.resize(name.size() - std::strlen(gz));
   }
-  const std::string ext = std::filesystem::path(name).extension().string();
-  if (ext == ".csv") return "csv";
-  if (ext == ".tsv" || ext == ".tab") return "tsv";
-  if (ext == ".parquet" || ext == ".pq") return "parquet";
-  if (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") return "json";
-  if (ext == ".sqlite" || ext == ".sqlite3") return "sqlite";
-  if (ext == ".duckdb" || ext == ".ddb") return "duckdb";
-  if (ext == ".db") return "db";
-  if (ext == ".xlsx" || ext == ".xlsm") return "xlsx";
-  if (ext == ".xls") return "xls";
-  return "";
+  return std::filesystem::path(name).extension().string();
+}
+
+std::optional<SourceFormat> FormatOf(const std::filesystem::path& path) {
+  const std::string ext = DataExtension(path);
+  if (ext == ".csv") return SourceFormat::kCsv;
+  if (ext == ".tsv" || ext == ".tab") return SourceFormat::kTsv;
+  if (ext == ".parquet" || ext == ".pq") return SourceFormat::kParquet;
+  if (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") return SourceFormat::kJson;
+  if (ext == ".sqlite" || ext == ".sqlite3") return SourceFormat::kSqlite;
+  if (ext == ".duckdb" || ext == ".ddb") return SourceFormat::kDuckDb;
+  if (ext == ".db") return SourceFormat::kSqlite;  // or DuckDB: Open reads its header
+  if (ext == ".xlsx" || ext == ".xlsm") return SourceFormat::kXlsx;
+  if (ext == ".xls") return SourceFormat::kXls;
+  return std::nullopt;
 }
 }  // namespace internal
+
+namespace {
+
+constexpr NamePair<SourceFormat> kSourceFormatNames[] = {
+    {SourceFormat::kCsv, "csv"},         {SourceFormat::kTsv, "tsv"},
+    {SourceFormat::kParquet, "parquet"}, {SourceFormat::kJson, "json"},
+    {SourceFormat::kXlsx, "xlsx"},       {SourceFormat::kXls, "xls"},
+    {SourceFormat::kSqlite, "sqlite"},   {SourceFormat::kDuckDb, "duckdb"},
+    {SourceFormat::kPostgreSql, "postgresql"},
+};
+
+constexpr NamePair<CacheUse> kCacheUseNames[] = {
+    {CacheUse::kNone, ""}, {CacheUse::kHit, "hit"}, {CacheUse::kMiss, "miss"}};
+
+}  // namespace
+
+std::string_view SourceFormatName(SourceFormat format) {
+  return NameOf(kSourceFormatNames, format);
+}
+std::optional<SourceFormat> ParseSourceFormat(std::string_view name) {
+  return ValueOf(kSourceFormatNames, name);
+}
+std::string_view CacheUseName(CacheUse use) { return NameOf(kCacheUseNames, use); }
 
 namespace {
 
@@ -98,7 +122,7 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
     }
     return internal::OpenPostgres(given.string(), options);
   }
-  std::vector<std::string> formats;
+  std::vector<SourceFormat> formats;
   std::vector<std::filesystem::path> files;
   std::vector<internal::CsvOptions> csv_options;
   bool database = false;
@@ -112,7 +136,7 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
         q != std::string::npos && !std::filesystem::exists(given, ec)) {
       path = text.substr(0, q);
       auto parsed = internal::ParseCsvOptions(std::string_view(text).substr(q + 1));
-      if (!parsed) return std::unexpected(internal::Context(parsed.error(), text));
+      if (!parsed) return std::unexpected(Context(parsed.error(), text));
       csv = std::move(*parsed);
     }
     const auto status = std::filesystem::status(path, ec);
@@ -137,8 +161,8 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
                                           ", not a file: copy the data into a file and pass "
                                           "that");
     }
-    std::string format = internal::FormatOf(path);
-    if (format.empty()) {
+    std::optional<SourceFormat> known = internal::FormatOf(path);
+    if (!known) {
       return Fail(Error::Code::kData,
                   "unsupported file type: " + path.string() +
                       "; quarry reads .csv, .tsv, .parquet, .json/.jsonl/.ndjson, "
@@ -148,17 +172,19 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
                            ? std::string(" (save this workbook as .xlsx and ask again)")
                            : std::string()));
     }
-    if (format == "db") {
+    SourceFormat format = *known;
+    if (internal::DataExtension(path) == ".db") {
       // The extension promises a database; the header says which kind, if any.
       std::ifstream probe(path, std::ios::binary);
       if (!probe) {
         return Fail(Error::Code::kData, "cannot read " + path.string() +
                                             ": permission denied or unreadable");
       }
-      format = HasDuckDbMagic(path) ? "duckdb" : "sqlite";
+      format = HasDuckDbMagic(path) ? SourceFormat::kDuckDb : SourceFormat::kSqlite;
     }
-    const bool workbook = format == "xlsx" || format == "xls";
-    if (!csv.empty() && format != "csv" && format != "tsv" && !workbook) {
+    const bool workbook = format == SourceFormat::kXlsx || format == SourceFormat::kXls;
+    const bool delimited = format == SourceFormat::kCsv || format == SourceFormat::kTsv;
+    if (!csv.empty() && !delimited && !workbook) {
       return Fail(Error::Code::kUsage, "reading options (after '?') apply to CSV/TSV files and "
                                        "workbooks only, not to " + path.string());
     }
@@ -179,7 +205,7 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
                                              paths[k].string() + "): pass it once");
       }
     }
-    database = database || format == "sqlite" || format == "duckdb";
+    database = database || format == SourceFormat::kSqlite || format == SourceFormat::kDuckDb;
     formats.push_back(format);
     files.push_back(path);
     csv_options.push_back(std::move(csv));
@@ -188,8 +214,8 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
     return Fail(Error::Code::kUsage, "a database must be the only data source: use " +
                                          paths[0].string() + " and the other files separately");
   }
-  if (formats[0] == "sqlite") return internal::OpenSqlite(files[0], options);
-  if (formats[0] == "duckdb") return internal::OpenDuckDbDatabase(files[0], options);
+  if (formats[0] == SourceFormat::kSqlite) return internal::OpenSqlite(files[0], options);
+  if (formats[0] == SourceFormat::kDuckDb) return internal::OpenDuckDbDatabase(files[0], options);
   return internal::OpenDuckDbFiles(files, formats, csv_options, options);
 }
 

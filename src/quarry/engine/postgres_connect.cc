@@ -247,7 +247,7 @@ Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const Open
   Source source;
   source.path = engine->spec_.shown;
   source.notes = engine->source_notes_;
-  source.format = "postgresql";
+  source.format = SourceFormat::kPostgreSql;
   source.tables = engine->table_names_;
   engine->sources_.push_back(std::move(source));
   return engine;

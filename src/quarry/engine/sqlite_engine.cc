@@ -469,7 +469,7 @@ QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql,
 
 Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
                                            const OpenOptions& options) {
-  auto source = Fingerprint(path, "sqlite");
+  auto source = Fingerprint(path, SourceFormat::kSqlite);
   if (!source) return std::unexpected(source.error());
   if (!HasSqliteMagic(path)) {
     return Fail(Error::Code::kData, path.string() + " is not a SQLite database (no SQLite header); "

@@ -174,7 +174,7 @@ std::optional<std::string> SerialToIso(double serial, bool date1904, DateStyle s
 }
 
 Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const std::string& label,
-                                               const std::string& format,
+                                               SourceFormat format,
                                                std::optional<std::string> sheet,
                                                const std::optional<std::string>& range,
                                                bool header, const std::string& dir, size_t index,
@@ -184,7 +184,7 @@ Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const st
     if (e.message.starts_with(path)) e.message = label + e.message.substr(path.size());
     return std::unexpected(std::move(e));
   };
-  auto book = format == "xls" ? OpenXls(path) : OpenXlsx(path);
+  auto book = format == SourceFormat::kXls ? OpenXls(path) : OpenXlsx(path);
   if (!book) return relabel(book.error());
   if (!book) return std::unexpected(book.error());
   const std::vector<std::string> names = (*book)->SheetNames();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "quarry/common/common.h"
+#include "quarry/engine/engine.h"
 
 namespace quarry::engine::internal {
 
@@ -117,7 +118,7 @@ struct SheetCopy {
 // `label` is the path as the user gave it, for messages.
 // `header`: false when the user said header=false (then a one-row sheet is data).
 Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const std::string& label,
-                                               const std::string& format,
+                                               SourceFormat format,
                                                std::optional<std::string> sheet,
                                                const std::optional<std::string>& range,
                                                bool header, const std::string& dir, size_t index,

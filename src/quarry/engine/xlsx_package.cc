@@ -1,5 +1,6 @@
 // The package layer of the .xlsx reader (xlsx_package.h): the zip's entries checked before
 // anything is inflated, XML parts streamed through expat, relationships resolved in the package.
+#include "quarry/common/text.h"
 #include "quarry/engine/xlsx_package.h"
 
 #include <cstdio>
@@ -79,11 +80,6 @@ std::optional<std::string> ResolveTarget(const std::string& base_dir, std::strin
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
   return out;
-}
-
-std::string Lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
 }
 
 Error NotAZip(const std::string& label, int code, bool ole) {

@@ -37,7 +37,7 @@ class AnthropicClient final : public Client {
   }
 
   Result<Turn> Complete(const Request& request) override;
-  std::string provider() const override { return config_.provider; }
+  Provider provider() const override { return config_.provider; }
   std::string model() const override { return config_.model; }
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
     return internal::MaxCallCostUsd(config_, prompt_tokens, config_.max_output_tokens);
@@ -133,7 +133,7 @@ Outcome ReadStream(const HttpReply& reply, const MessageStream& stream,
 Result<Turn> AnthropicClient::Complete(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   const int max_attempts = std::max(1, config_.retry.max_attempts);
-  const std::string where = config_.provider + " POST " + RedactUrl(url_);
+  const std::string where = std::string(ProviderName(config_.provider)) + " POST " + RedactUrl(url_);
   const std::string cancelled = where + ": cancelled (the model request was aborted)";
   const json body = internal::BuildMessagesBody(config_, request, config_.stream);
   if (body["messages"].empty()) {

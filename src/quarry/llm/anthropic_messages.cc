@@ -64,11 +64,14 @@ void Append(std::vector<Outgoing>& turns, const char* role, json block) {
 
 json Ephemeral() { return json{{"type", "ephemeral"}}; }
 
-const char* FinishReason(const std::string& stop_reason) {
-  if (stop_reason == "end_turn" || stop_reason == "stop_sequence") return "stop";
-  if (stop_reason == "tool_use") return "tool_calls";
-  if (stop_reason == "max_tokens") return "length";  // what the agent checks for a cut-off
-  return nullptr;
+// Anthropic's stop_reason in OpenAI's words (docs.anthropic.com, "Handling stop reasons").
+FinishReason FinishReasonOf(const std::string& stop_reason) {
+  if (stop_reason.empty()) return FinishReason::kNone;
+  if (stop_reason == "end_turn" || stop_reason == "stop_sequence") return FinishReason::kStop;
+  if (stop_reason == "tool_use") return FinishReason::kToolCalls;
+  if (stop_reason == "max_tokens") return FinishReason::kLength;
+  if (stop_reason == "refusal") return FinishReason::kContentFilter;
+  return FinishReason::kOther;
 }
 
 }  // namespace
@@ -194,9 +197,7 @@ Result<Turn> ParseMessagesReply(const json& doc, const ClientConfig& config) {
     }
     // thinking and server-tool blocks are not requested; anything else is skipped.
   }
-  const std::string stop_reason = JsonString(doc, "stop_reason");
-  const char* finish = FinishReason(stop_reason);
-  turn.finish_reason = finish ? finish : stop_reason;
+  turn.finish_reason = FinishReasonOf(JsonString(doc, "stop_reason"));
 
   static const json kNoUsage = json::object();
   const json* usage_ptr = ObjectField(doc, "usage");

@@ -33,11 +33,6 @@ std::string Snippet(std::string_view text) {
   return out;
 }
 
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 const json* ObjectField(const json& object, const char* key) {
   if (!object.is_object()) return nullptr;
   auto it = object.find(key);

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "quarry/common/text.h"
 #include "quarry/llm/http_internal.h"
 #include "quarry/llm/llm.h"
 
@@ -23,8 +24,6 @@ std::string Dump(const nlohmann::ordered_json& value);
 // One readable line of at most 300 characters ("..." when cut): error bodies can be HTML from
 // a proxy or megabytes long.
 std::string Snippet(std::string_view text);
-
-std::string Lower(std::string text);
 
 // nlohmann's value() throws on a type mismatch; provider JSON must never throw. nullptr /
 // 0 when the field is absent or of another type.

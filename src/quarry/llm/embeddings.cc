@@ -1,6 +1,7 @@
 // Embeddings from an OpenAI-compatible /v1/embeddings endpoint, over the same libcurl transport
 // as the chat client (http.cc). The agent ranks schema cards with them.
 #include "quarry/llm/http_internal.h"
+#include "quarry/common/text.h"
 #include "quarry/common/json.h"
 
 namespace quarry::llm {
@@ -17,7 +18,8 @@ std::string ServerMessage(const std::string& body) {
   if (doc.is_object() && doc.contains("error")) {
     const json& e = doc["error"];
     if (e.is_object() && e.contains("message") && e["message"].is_string()) {
-      return e["message"].get<std::string>().substr(0, 300);
+      const std::string message = e["message"].get<std::string>();
+      return message.substr(0, Utf8Prefix(message, 300));
     }
     if (e.is_string()) return e.get<std::string>().substr(0, 300);
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "quarry/common/text.h"
 #include "quarry/llm/http_internal.h"
 
 namespace quarry::llm::internal {
@@ -81,12 +82,6 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     }
   }
   return 0;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 bool NameIs(std::string_view name, std::string_view wanted) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,21 @@ struct ToolCall {
 };
 
 enum class Role { kSystem, kUser, kAssistant, kTool };
+
+// Who serves the model. Names: "openai-compatible" (Chat Completions: OpenAI, llama.cpp,
+// Ollama, vLLM), "openrouter", "anthropic" (Messages API), "replay" (turns from a fixture or
+// a trace). The names are what --provider, QUARRY_PROVIDER, fixtures and traces hold.
+enum class Provider { kOpenAiCompatible, kOpenRouter, kAnthropic, kReplay };
+std::string_view ProviderName(Provider provider);
+// nullopt for a name not in the list above.
+std::optional<Provider> ParseProvider(std::string_view name);
+
+// Why the model stopped writing, in OpenAI's words (Anthropic's stop_reason is mapped at its
+// edge): "stop", "tool_calls", "length" (cut off at the output token limit), "content_filter",
+// "error"; a reason no provider documents reads as kOther, "other". kNone: the reply named none.
+enum class FinishReason { kNone, kStop, kToolCalls, kLength, kContentFilter, kError, kOther };
+std::string_view FinishReasonName(FinishReason reason);  // kNone: ""
+FinishReason ParseFinishReason(std::string_view name);    // "": kNone; unknown: kOther
 
 struct Message {
   Role role = Role::kUser;
@@ -84,7 +100,7 @@ struct Request {
 struct Turn {
   std::string content;
   std::vector<ToolCall> tool_calls;
-  std::string finish_reason;
+  FinishReason finish_reason = FinishReason::kNone;
   Usage usage;
   double cost_usd = 0.0;
   bool cost_reported = false;
@@ -109,7 +125,7 @@ class Client {
   // masked), network failures after retries, timeouts, and replies that cannot be parsed;
   // Error::Code::kCancelled when request.stop is requested (the exchange is aborted).
   virtual Result<Turn> Complete(const Request& request) = 0;
-  virtual std::string provider() const = 0;  // "openrouter", "openai-compatible", "replay"
+  virtual Provider provider() const = 0;
   virtual std::string model() const = 0;
   // Where the turns come from when they are not a live model's: a replay fixture's "source"
   // label ("recorded": saved by --record from a live run; "scripted": written by hand), or
@@ -166,9 +182,8 @@ struct ClientConfig {
   std::string base_url;  // e.g. "https://openrouter.ai/api/v1"; "/chat/completions" is appended
   std::string model;
   std::string api_key;  // never logged, traced or passed to a child process
-  // "openrouter", "openai-compatible" or "anthropic" (Messages API; base_url then ends in /v1
-  // and "/messages" is appended).
-  std::string provider = "openai-compatible";
+  // kAnthropic: the Messages API (base_url then ends in /v1 and "/messages" is appended).
+  Provider provider = Provider::kOpenAiCompatible;
   int64_t request_timeout_ms = 120000;  // the whole exchange, reply included
   int64_t connect_timeout_ms = 10000;
   // Sampling settings sent with every request. temperature nullopt: not sent (the endpoint's
@@ -242,12 +257,11 @@ std::unique_ptr<Client> MakeLiveClient(ClientConfig config);
 //   {"source": ..., "model"?: ..., "turns": [{"content", "tool_calls": [{"id"?, "name",
 //    "arguments"}], "usage": {"input_tokens", "output_tokens", "cached_tokens",
 //    "cache_write_tokens"?}, "cost_usd"?, "cache_saved_usd"?, "finish_reason"?}]}
-// or a trace.json (the entries of "steps" whose "kind" is "model", same fields). Arguments
+// (a trace.json's model steps become one through trace::ReplayFixtureOf). Arguments
 // given as JSON are serialised; a string is passed on raw, so a fixture can hold malformed
 // arguments. A missing id becomes "call_<turn>_<i>" (both 0-based). The request is ignored;
 // cost is the turn's cost_usd (reported) or 0; latency 0. provider() is "replay", model() the
-// document's "model" or "replay", turns_source() its "source" ("trace" for a trace.json, ""
-// when a fixture has none). Errors: kUsage when the file is missing or malformed (names
+// document's "model" or "replay", turns_source() its "source" ("" when a fixture has none). Errors: kUsage when the file is missing or malformed (names
 // the file and the entry); a Complete() past the last turn is a kModel error
 // "replay exhausted".
 Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path);
@@ -258,7 +272,7 @@ class RecordingClient final : public Client {
  public:
   explicit RecordingClient(Client& inner) : inner_(inner) {}
   Result<Turn> Complete(const Request& request) override;
-  std::string provider() const override { return inner_.provider(); }
+  Provider provider() const override { return inner_.provider(); }
   std::string model() const override { return inner_.model(); }
   std::string turns_source() const override { return inner_.turns_source(); }
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
@@ -278,7 +292,7 @@ struct FixtureLabel {
   std::optional<std::string> reply;  // a clarification's continuation: the user's reply
   std::vector<std::string> data;     // the data files (only their base names are written)
   std::string model;
-  std::string provider;
+  Provider provider = Provider::kOpenAiCompatible;
   std::string recorded_at;  // UTC ISO 8601
   std::string quarry_version;
   std::string stop_reason;  // how the recorded run ended, for the reader
@@ -352,7 +366,7 @@ struct SettingOrigins {
 // The model used when none is configured, for endpoints whose provider documents one:
 // OpenAI (api.openai.com), OpenRouter and Anthropic (api.anthropic.com); each has a built-in
 // price. nullopt for any other endpoint.
-std::optional<std::string> DefaultModel(const std::string& provider, const std::string& base_url);
+std::optional<std::string> DefaultModel(Provider provider, const std::string& base_url);
 
 // An empty variable counts as unset. Each QUARRY_* setting is read from the flag, else the
 // environment, else ./.env, else `profile` (the config file's). The rules, in order:

@@ -80,7 +80,7 @@ ModelListReply ListModels(const ClientConfig& config) {
   internal::HttpPost request;
   request.url = config.base_url + "/models";
   request.headers = {"Accept: application/json"};
-  if (config.provider == "anthropic") {
+  if (config.provider == Provider::kAnthropic) {
     request.url += "?limit=1000";
     request.headers.push_back(std::string("anthropic-version: ") + kAnthropicVersion);
     if (!config.api_key.empty()) request.headers.push_back("x-api-key: " + config.api_key);

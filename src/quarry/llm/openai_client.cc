@@ -23,7 +23,6 @@ using internal::Dump;
 using internal::HttpPost;
 using internal::HttpReply;
 using internal::IntField;
-using internal::Lower;
 using internal::ObjectField;
 using internal::SaysTooLarge;
 using internal::Snippet;
@@ -61,7 +60,7 @@ struct Sampling {
 // breakpoints itself (openrouter.ai/docs, prompt caching: "cache_control" on content parts);
 // other models there cache on their own.
 bool WantsCacheHints(const ClientConfig& config) {
-  return config.provider == "openrouter" && config.model.starts_with("anthropic/");
+  return config.provider == Provider::kOpenRouter && config.model.starts_with("anthropic/");
 }
 
 json TextBlock(std::string text) {
@@ -144,7 +143,7 @@ json BuildBody(const ClientConfig& config, const Request& request, const Samplin
   if (sampling.temperature) body["temperature"] = *sampling.temperature;
   if (sampling.max_output_tokens) body[sampling.max_tokens_param] = *sampling.max_output_tokens;
   // OpenRouter reports the real cost (after its routing and caching) only when asked.
-  if (config.provider == "openrouter") body["usage"] = json{{"include", true}};
+  if (config.provider == Provider::kOpenRouter) body["usage"] = json{{"include", true}};
   if (sampling.stream) {
     body["stream"] = true;
     // Usage otherwise never arrives in a stream (OpenAI sends it in one last chunk).
@@ -264,7 +263,7 @@ Result<Turn> ParseCompletion(const json& doc, const ClientConfig& config) {
       turn.tool_calls.push_back(std::move(out));
     }
   }
-  turn.finish_reason = JsonString(choice, "finish_reason");
+  turn.finish_reason = ParseFinishReason(JsonString(choice, "finish_reason"));
 
   static const json kNoUsage = json::object();
   const json* usage_ptr = ObjectField(doc, "usage");
@@ -300,7 +299,7 @@ class OpenAiClient final : public Client {
                 // 1 s stall with servers that ignore it.
                 "Expect:"};
     if (!config_.api_key.empty()) headers_.push_back("Authorization: Bearer " + config_.api_key);
-    if (config_.provider == "openrouter") headers_.push_back("X-Title: quarry");
+    if (config_.provider == Provider::kOpenRouter) headers_.push_back("X-Title: quarry");
 
     sampling_ = {config_.temperature, config_.max_output_tokens, config_.max_tokens_param,
                  config_.stream, config_.stream};
@@ -308,7 +307,7 @@ class OpenAiClient final : public Client {
   }
 
   Result<Turn> Complete(const Request& request) override;
-  std::string provider() const override { return config_.provider; }
+  Provider provider() const override { return config_.provider; }
   std::string model() const override { return config_.model; }
   std::optional<double> MaxCostUsd(int64_t prompt_tokens) const override {
     if (!sampling_.max_output_tokens) return std::nullopt;
@@ -356,7 +355,7 @@ class OpenAiClient final : public Client {
 Result<Turn> OpenAiClient::Complete(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   const int max_attempts = std::max(1, config_.retry.max_attempts);
-  const std::string where = config_.provider + " POST " + RedactUrl(url_);
+  const std::string where = std::string(ProviderName(config_.provider)) + " POST " + RedactUrl(url_);
   const std::string cancelled = where + ": cancelled (the model request was aborted)";
   std::vector<std::string> retried;
   int adaptations = 0;  // resends without a rejected parameter, apart from max_attempts
@@ -502,7 +501,7 @@ std::unique_ptr<Client> MakeOpenAiClient(ClientConfig config) {
 }
 
 std::unique_ptr<Client> MakeLiveClient(ClientConfig config) {
-  if (config.provider == "anthropic") return MakeAnthropicClient(std::move(config));
+  if (config.provider == Provider::kAnthropic) return MakeAnthropicClient(std::move(config));
   return MakeOpenAiClient(std::move(config));
 }
 

@@ -34,7 +34,7 @@ json RecordedFixture(const FixtureLabel& label, const std::vector<Turn>& turns) 
   for (const std::string& name : DataFileNames(label.data)) data.push_back(name);
   doc["data"] = std::move(data);
   doc["model"] = label.model;
-  doc["provider"] = label.provider;
+  doc["provider"] = ProviderName(label.provider);
   doc["recorded_at"] = label.recorded_at;
   if (!label.quarry_version.empty()) doc["quarry_version"] = label.quarry_version;
   if (!label.stop_reason.empty()) doc["stop_reason"] = label.stop_reason;
@@ -56,7 +56,7 @@ json RecordedFixture(const FixtureLabel& label, const std::vector<Turn>& turns) 
     // Absent when no cost was known, so the replay shows it as unknown rather than free.
     if (t.cost_known || t.cost_reported) entry["cost_usd"] = t.cost_usd;
     if (t.cache_saved_usd) entry["cache_saved_usd"] = *t.cache_saved_usd;
-    entry["finish_reason"] = t.finish_reason;
+    entry["finish_reason"] = FinishReasonName(t.finish_reason);
     if (t.streamed) entry["streamed"] = true;
     list.push_back(std::move(entry));
   }

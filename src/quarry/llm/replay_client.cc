@@ -1,5 +1,6 @@
-// The replay client: recorded assistant turns (a fixture or a trace.json's model steps) played
-// in order, so a run is reproducible offline while every tool still executes for real.
+// The replay client: recorded assistant turns (a fixture, or a trace.json's model steps made
+// one by the trace module) played in order, so a run is reproducible offline while every tool
+// still executes for real.
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -114,9 +115,9 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
 
   auto finish = entry.find("finish_reason");
   if (finish != entry.end() && finish->is_string()) {
-    turn.finish_reason = finish->get<std::string>();
+    turn.finish_reason = ParseFinishReason(finish->get<std::string>());
   } else {
-    turn.finish_reason = turn.tool_calls.empty() ? "stop" : "tool_calls";
+    turn.finish_reason = turn.tool_calls.empty() ? FinishReason::kStop : FinishReason::kToolCalls;
   }
   return turn;
 }
@@ -137,7 +138,7 @@ class ReplayClient final : public Client {
     }
     return turns_[next_++];
   }
-  std::string provider() const override { return "replay"; }
+  Provider provider() const override { return Provider::kReplay; }
   std::string model() const override { return model_; }
   std::string turns_source() const override { return source_; }
 
@@ -166,19 +167,6 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
     if (!list->is_array()) return Fail(Error::Code::kData, name + ": \"turns\" must be an array");
     for (size_t i = 0; i < list->size(); ++i) {
       Result<Turn> turn = ParseTurn((*list)[i], i, name + ": turns[" + std::to_string(i) + "]");
-      if (!turn) return std::unexpected(turn.error());
-      turns.push_back(std::move(*turn));
-    }
-  } else if (auto steps = doc.find("steps"); steps != doc.end()) {
-    if (!steps->is_array()) return Fail(Error::Code::kData, name + ": \"steps\" must be an array");
-    source = "trace";
-    for (size_t i = 0; i < steps->size(); ++i) {
-      const json& step = (*steps)[i];
-      if (!step.is_object()) continue;
-      auto kind = step.find("kind");
-      if (kind == step.end() || !kind->is_string() || kind->get<std::string>() != "model") continue;
-      Result<Turn> turn =
-          ParseTurn(step, turns.size(), name + ": steps[" + std::to_string(i) + "]");
       if (!turn) return std::unexpected(turn.error());
       turns.push_back(std::move(*turn));
     }

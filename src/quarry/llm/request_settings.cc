@@ -2,16 +2,11 @@
 #include <cctype>
 #include <charconv>
 
+#include "quarry/common/text.h"
 #include "quarry/llm/settings_internal.h"
 
 namespace quarry::llm {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // A whole number or decimal within [low, high]; nullopt for anything else ("1e3", "12s", "").
 std::optional<double> ParseNumber(const std::string& text, double low, double high) {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "quarry/common/text.h"
 #include "quarry/llm/llm.h"
 #include "quarry/llm/settings_internal.h"
 
@@ -32,13 +33,6 @@ constexpr const char* kDefaultOpenAiModel = "gpt-4o-mini";
 constexpr const char* kDefaultOpenRouterModel = "openai/gpt-4o-mini";
 constexpr const char* kDefaultAnthropicModel = "claude-haiku-4-5";
 
-constexpr const char* kProviders[] = {"openai-compatible", "openrouter", "anthropic"};
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 bool IsEnvName(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
@@ -196,13 +190,22 @@ std::optional<std::string> ProcessEnv(const char* name) {
   return std::string(value);
 }
 
-std::optional<std::string> DefaultModel(const std::string& provider,
-                                        const std::string& base_url) {
+std::optional<std::string> DefaultModel(Provider provider, const std::string& base_url) {
   const std::optional<std::string> host = UrlHost(base_url);
   if (!host) return std::nullopt;
-  if (provider == "anthropic" && *host == kAnthropicHost) return kDefaultAnthropicModel;
-  if (provider == "openrouter" && IsOpenRouter(*host)) return kDefaultOpenRouterModel;
-  if (provider == "openai-compatible" && *host == kOpenAiHost) return kDefaultOpenAiModel;
+  switch (provider) {
+    case Provider::kAnthropic:
+      if (*host == kAnthropicHost) return kDefaultAnthropicModel;
+      break;
+    case Provider::kOpenRouter:
+      if (IsOpenRouter(*host)) return kDefaultOpenRouterModel;
+      break;
+    case Provider::kOpenAiCompatible:
+      if (*host == kOpenAiHost) return kDefaultOpenAiModel;
+      break;
+    case Provider::kReplay:
+      break;
+  }
   return std::nullopt;
 }
 
@@ -243,16 +246,23 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   };
   SettingOrigins from;
 
-  std::optional<std::string> provider = flag(flags.provider);
-  if (provider) {
+  std::optional<std::string> provider_name = flag(flags.provider);
+  if (provider_name) {
     from.provider = "--provider";
   } else {
-    provider = lookup_at("QUARRY_PROVIDER", &from.provider);
+    provider_name = lookup_at("QUARRY_PROVIDER", &from.provider);
   }
-  if (provider) {
-    const std::string& name = *provider;
-    if (std::find(std::begin(kProviders), std::end(kProviders), name) == std::end(kProviders)) {
-      return Fail(Error::Code::kUsage, "unknown provider \"" + name + "\" (" + from.provider +
+  // Whether a provider was chosen, and which: a plain pair, as g++ 12 reports an optional enum
+  // read on these paths as maybe uninitialized (GCC bug 80635).
+  bool chosen = false;
+  Provider provider = Provider::kOpenAiCompatible;
+  if (provider_name) {
+    const std::optional<Provider> parsed = ParseProvider(*provider_name);
+    chosen = parsed && *parsed != Provider::kReplay;
+    if (chosen) provider = *parsed;
+    if (!chosen) {
+      return Fail(Error::Code::kUsage, "unknown provider \"" + *provider_name + "\" (" +
+                                           from.provider +
                                            "): expected openai-compatible, openrouter or "
                                            "anthropic");
     }
@@ -309,8 +319,8 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   const bool profile_endpoint_yields =
       !flag(flags.base_url) && sdk_url_outside_profile &&
       lookup_at("QUARRY_BASE_URL", &profile_url_from) && in_profile(profile_url_from);
-  if (profile_endpoint_yields && provider && in_profile(from.provider)) {
-    provider.reset();
+  if (profile_endpoint_yields && chosen && in_profile(from.provider)) {
+    chosen = false;
     from.provider.clear();
   }
 
@@ -326,35 +336,39 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     from.base_url = "--base-url";
   } else if (!profile_endpoint_yields &&
              (base_url = lookup_at("QUARRY_BASE_URL", &from.base_url))) {
-  } else if (provider == "anthropic" && anthropic_url) {
+  } else if (chosen && provider == Provider::kAnthropic && anthropic_url) {
     base_url = *anthropic_url;
     from.base_url = anthropic_url_from;
     base_url_given = false;
-  } else if (provider == "anthropic" || provider == "openrouter") {
-    base_url = *provider == "anthropic" ? kAnthropicUrl : kOpenRouterUrl;
-    from.base_url = "the default for " + *provider;
+  } else if (chosen &&
+             (provider == Provider::kAnthropic || provider == Provider::kOpenRouter)) {
+    base_url = provider == Provider::kAnthropic ? kAnthropicUrl : kOpenRouterUrl;
+    from.base_url = "the default for " + std::string(ProviderName(provider));
     base_url_given = false;
-  } else if (provider == "openai-compatible" && (openai_url || openai_key)) {
+  } else if (chosen && provider == Provider::kOpenAiCompatible && (openai_url || openai_key)) {
     use_openai(openai_url ? openai_url_from : openai_from + " is set");
-  } else if (!provider && openrouter_key) {
+  } else if (!chosen && openrouter_key) {
     base_url = kOpenRouterUrl;
     from.base_url = from.provider = openrouter_from + " is set";
     base_url_given = false;
-  } else if (!provider && anthropic_key && !api_key) {
+  } else if (!chosen && anthropic_key && !api_key) {
     base_url = anthropic_url ? *anthropic_url : std::string(kAnthropicUrl);
     from.base_url = anthropic_url ? anthropic_url_from : anthropic_from + " is set";
     from.provider = anthropic_from + " is set";
-    provider = "anthropic";
+    chosen = true;
+    provider = Provider::kAnthropic;
     base_url_given = false;
-  } else if (!provider && (openai_key || openai_url) && !api_key) {
+  } else if (!chosen && (openai_key || openai_url) && !api_key) {
     const std::string why = openai_key ? openai_from + " is set" : openai_url_from + " is set";
     use_openai(why);
     from.provider = why;
-    provider = "openai-compatible";
+    chosen = true;
+    provider = Provider::kOpenAiCompatible;
   }
   if (!base_url) {
-    if (provider) {
-      return Fail(Error::Code::kUsage, "provider " + *provider + " (" + from.provider +
+    if (chosen) {
+      return Fail(Error::Code::kUsage, "provider " + std::string(ProviderName(provider)) + " (" +
+                                           from.provider +
                                            ") needs a base URL: set QUARRY_BASE_URL (e.g. "
                                            "http://127.0.0.1:8080/v1) or pass --base-url");
     }
@@ -397,14 +411,13 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   ClientConfig config;
   config.base_url = *base_url;
   while (config.base_url.ends_with('/')) config.base_url.pop_back();
-  if (provider) {
-    config.provider = *provider;
-  } else {
-    config.provider = *host == kAnthropicHost ? "anthropic"
-                      : IsOpenRouter(*host)   ? "openrouter"
-                                              : "openai-compatible";
+  if (!chosen) {
+    provider = *host == kAnthropicHost ? Provider::kAnthropic
+               : IsOpenRouter(*host)   ? Provider::kOpenRouter
+                                       : Provider::kOpenAiCompatible;
     if (from.provider.empty()) from.provider = "chosen from the base URL's host";
   }
+  config.provider = provider;
 
   // A provider's own key goes to that provider's host only: its public host, or the server
   // (scheme, host and port) its own base URL variable names. QUARRY_API_KEY belongs to the
@@ -470,7 +483,7 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     from.model = "--model";
   } else if ((model = lookup_at("QUARRY_MODEL", &from.model))) {
   } else if ((model = DefaultModel(config.provider, config.base_url))) {
-    from.model = "the default for " + config.provider;
+    from.model = "the default for " + std::string(ProviderName(config.provider));
   } else if (!IsLoopback(*host)) {
     return Fail(Error::Code::kUsage, "no model configured for " + RedactUrl(config.base_url) +
                                          ": set QUARRY_MODEL or pass --model");

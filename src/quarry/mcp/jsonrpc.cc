@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "quarry/mcp/mcp_internal.h"
+#include "quarry/common/text.h"
 #include "quarry/common/json.h"
 #include "quarry/engine/engine.h"
 
@@ -54,7 +55,7 @@ std::optional<std::string> Elicit(ClientRequests& requests, const agent::Clarifi
   }
   std::string text = content["reply"].get<std::string>();
   if (text.find_first_not_of(" \t\n") == std::string::npos) return std::nullopt;
-  return text.substr(0, 2000);
+  return text.substr(0, Utf8Prefix(text, 2000));
 }
 
 Dispatcher::Dispatcher(ToolBox& tools, std::string instructions)

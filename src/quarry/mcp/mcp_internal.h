@@ -44,9 +44,6 @@ inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
 // Implementation-defined server error (JSON-RPC reserves -32000 to -32099): too many calls.
 inline constexpr int kServerBusy = -32000;
-// The process exit code when a stop request ended serving (the CLI's kExitInterrupted).
-inline constexpr int kExitInterrupted = 6;
-
 // How many tools/call requests run at once, and how many more may wait for a worker; past
 // that a call is refused with kServerBusy. Other requests (ping, tools/list, ...) never wait.
 inline constexpr size_t kMaxRunningCalls = 4;

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "quarry/common/exit_codes.h"
 #include "quarry/mcp/mcp_internal.h"
 
 namespace quarry::mcp {

@@ -86,9 +86,7 @@ json RunInRunDir(ToolBox& box, const agent::Tool& tool, const json& arguments,
   const std::string id = trace::NewRunId();
   auto writer = trace::Writer::Create(box.options().runs_dir, id);
   if (!writer) return ToolResult(writer.error().message, true);
-  agent::Config config = box.options().config;
-  config.sandbox.workdir = writer->dir() / "workdir";
-  config.artifacts_dir = writer->dir();
+  const agent::Config config = agent::ConfigForRun(box.options().config, writer->dir());
   const agent::Observation obs = box.RunAgentTool(tool, arguments, config, call.stop);
   std::string text = obs.text;
   for (const auto& a : obs.artifacts) text += "\nfile: " + Absolute(a);
@@ -193,10 +191,8 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
 
   auto writer = trace::Writer::Create(options.runs_dir, id);
   if (!writer) return ToolResult(writer.error().message, true);
-  agent::Config config = options.config;
-  config.sandbox.workdir = writer->dir() / "workdir";
-  config.artifacts_dir = writer->dir();
-  Log("run " + id + ": " + (*client)->model() + " via " + (*client)->provider() +
+  const agent::Config config = agent::ConfigForRun(options.config, writer->dir());
+  Log("run " + id + ": " + (*client)->model() + " via " + std::string(llm::ProviderName((*client)->provider())) +
       (thread.empty() ? "" : ", thread '" + thread + "' turn " + std::to_string(turn)));
   StepLog progress(id, call);
   trace::Trace t = agent::Run(input, box.engine(), **client, config, &progress, &*writer);
@@ -209,14 +205,9 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
     // thread named after the run.
     if (auto opened = OpenThreads(options)) {
       thread = "ask-" + id;
-      auto start = opened->StartTurn(thread, text, id, box.engine().sources());
-      if (start) {
-        t.thread = thread;
-        t.thread_turn = start->number;
-        if (auto r = opened->FinishTurn(thread, start->number, t); !r) Log(r.error().message);
-      } else {
-        thread.clear();
-        Log(start.error().message);
+      if (auto kept = opened->KeepClarification(thread, text, box.engine().sources(), t); !kept) {
+        Log(kept.error().message);
+        if (t.thread.empty()) thread.clear();  // no turn was started: nothing to continue
       }
     }
   }
@@ -224,30 +215,14 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   if (t.stop_reason == trace::StopReason::kClarification && !t.clarifications.empty()) {
     return ClarificationResult(t.clarifications.back(), thread, trace_path);
   }
-  if (t.stop_reason == trace::StopReason::kDeclined) {
-    return ToolResult("declined (not an answer): " + t.declined + "\n\ntrace: " + trace_path, false);
-  }
-  if (t.stop_reason != trace::StopReason::kAnswered) {
-    std::string out = "no answer: " + std::string(trace::StopReasonName(t.stop_reason));
-    if (!t.explanation.empty()) out += "\nnot an answer, the agent's account: " + t.explanation;
-    if (!t.reply.empty()) {
-      out += "\nthe model replied without a tool call (not verified): " + t.reply;
-    }
-    if (t.stop_reason == trace::StopReason::kUngrounded) {
-      out += "\nvalues not supported by any query result:";
-      for (const auto& c : t.verify) {
-        if (!c.grounded) out += "\n- " + c.value + (c.reason.empty() ? "" : ": " + c.reason);
-      }
-    }
-    for (const auto& n : t.notes) out += "\n" + n;
-    return ToolResult(out + "\n\ntrace: " + trace_path, true);
-  }
-  std::string out = t.answer;
-  for (const auto& a : t.assumptions) out += "\nassumption: " + a;
-  if (!t.answer_sql.empty()) out += "\n\nSQL:\n" + t.answer_sql;
-  for (const auto& a : t.artifacts) out += "\nfigure: " + Absolute(a);
-  out += "\n\ntrace: " + trace_path;
-  json result = ToolResult(out, false);
+  // Figures by absolute path: the client may not share the server's working directory.
+  trace::Trace shown = t;
+  for (auto& a : shown.artifacts) a = Absolute(a);
+  const bool answered = t.stop_reason == trace::StopReason::kAnswered;
+  std::string out = trace::OutcomeText(shown, answered ? std::vector<std::string>{} : t.notes);
+  out += "\ntrace: " + trace_path;
+  // A declined question is an outcome the client asked for, not a failure of the tool.
+  json result = ToolResult(out, !answered && t.stop_reason != trace::StopReason::kDeclined);
   AddImages(t.artifacts, result);
   return result;
 }

@@ -281,6 +281,22 @@ Result<std::string> ReadText(const fs::path& path) {
 
 }  // namespace
 
+Result<json> ReplayFixtureOf(const json& doc) {
+  if (!doc.is_object() || !doc.contains("steps") || doc.contains("turns")) return doc;
+  const json& steps = doc["steps"];
+  if (!steps.is_array()) return Fail(Error::Code::kData, "\"steps\" must be an array");
+  json turns = json::array();
+  for (const json& step : steps) {
+    if (!step.is_object()) continue;
+    const auto kind = step.find("kind");
+    if (kind == step.end() || !kind->is_string()) continue;
+    if (ParseStepKind(kind->get<std::string>()) == StepKind::kModel) turns.push_back(step);
+  }
+  json fixture = {{"source", "trace"}, {"turns", std::move(turns)}};
+  if (const auto model = doc.find("model"); model != doc.end()) fixture["model"] = *model;
+  return fixture;
+}
+
 Result<Trace> FromJson(const json& j) {
   if (!j.is_object() || !j.contains("format_version")) {
     return Fail(Error::Code::kData,
@@ -433,7 +449,7 @@ Result<Trace> ReadTrace(const fs::path& path) {
   const json doc = ParseJson(*text, &problem);
   if (doc.is_discarded()) return Fail(Error::Code::kData, path.string() + ": " + problem);
   auto t = FromJson(doc);
-  if (!t) return Fail(Error::Code::kData, path.string() + ": " + t.error().message);
+  if (!t) return std::unexpected(Context(t.error(), path.string()));
   return t;
 }
 

@@ -1,6 +1,7 @@
 // Trace serialisation (stable key order), the run directory writer and the summary printer.
 #include "quarry/trace/trace.h"
 #include "quarry/common/json.h"
+#include "quarry/common/names.h"
 #include "quarry/common/replace_file.h"
 
 #include <dirent.h>
@@ -146,7 +147,7 @@ json ToJson(const Trace& t) {
 
 namespace {
 
-constexpr std::pair<StopReason, std::string_view> kStopReasonNames[] = {
+constexpr NamePair<StopReason> kStopReasonNames[] = {
     {StopReason::kAnswered, "answered"},
     {StopReason::kUngrounded, "final_answer_ungrounded"},
     {StopReason::kExecutionFailed, "execution_failed"},
@@ -162,36 +163,32 @@ constexpr std::pair<StopReason, std::string_view> kStopReasonNames[] = {
     {StopReason::kIncomplete, "incomplete"},
 };
 
-constexpr std::pair<StepKind, std::string_view> kStepKindNames[] = {
+constexpr NamePair<StepKind> kStepKindNames[] = {
     {StepKind::kModel, "model"},
     {StepKind::kTool, "tool"},
     {StepKind::kClarification, "clarification"},
     {StepKind::kLoad, "load"},
 };
 
-constexpr std::pair<StepStatus, std::string_view> kStepStatusNames[] = {
+constexpr NamePair<StepStatus> kStepStatusNames[] = {
     {StepStatus::kNone, ""},          {StepStatus::kOk, "ok"},
     {StepStatus::kFailed, "failed"},  {StepStatus::kRejected, "rejected"},
     {StepStatus::kWaiting, "waiting"}, {StepStatus::kInterrupted, "interrupted"},
 };
 
-template <typename E, size_t N>
-std::string_view NameOf(const std::pair<E, std::string_view> (&names)[N], E value) {
-  for (const auto& [v, name] : names) {
-    if (v == value) return name;
-  }
-  return names[0].second;
-}
-
-template <typename E, size_t N>
-std::optional<E> ValueOf(const std::pair<E, std::string_view> (&names)[N], std::string_view name) {
-  for (const auto& [v, n] : names) {
-    if (n == name) return v;
-  }
-  return std::nullopt;
-}
+constexpr NamePair<AnswerOutcome> kAnswerOutcomeNames[] = {
+    {AnswerOutcome::kAnswer, "answer"},
+    {AnswerOutcome::kDeclined, "declined"},
+};
 
 }  // namespace
+
+std::string_view AnswerOutcomeName(AnswerOutcome outcome) {
+  return NameOf(kAnswerOutcomeNames, outcome);
+}
+std::optional<AnswerOutcome> ParseAnswerOutcome(std::string_view name) {
+  return ValueOf(kAnswerOutcomeNames, name);
+}
 
 std::string_view StepKindName(StepKind kind) { return NameOf(kStepKindNames, kind); }
 std::optional<StepKind> ParseStepKind(std::string_view name) {

@@ -74,6 +74,15 @@ enum class StepStatus {
 std::string_view StepStatusName(StepStatus status);
 std::optional<StepStatus> ParseStepStatus(std::string_view name);
 
+// What a final_answer says it is (its "outcome" argument, and a final_answer step's detail
+// "outcome" when declined): an answer, or a reply declining the question.
+enum class AnswerOutcome {
+  kAnswer,    // "answer"
+  kDeclined,  // "declined"
+};
+std::string_view AnswerOutcomeName(AnswerOutcome outcome);
+std::optional<AnswerOutcome> ParseAnswerOutcome(std::string_view name);
+
 // In JSON these are their names, never their numbers: nlohmann finds these by argument-dependent
 // lookup wherever one is put into a JSON value, so no output can write "stop_reason": 0.
 template <typename Json>
@@ -82,6 +91,8 @@ template <typename Json>
 void to_json(Json& j, StepKind v) { j = std::string(StepKindName(v)); }
 template <typename Json>
 void to_json(Json& j, StepStatus v) { j = std::string(StepStatusName(v)); }
+template <typename Json>
+void to_json(Json& j, AnswerOutcome v) { j = std::string(AnswerOutcomeName(v)); }
 
 struct SourceRecord {
   std::string path;
@@ -254,6 +265,37 @@ nlohmann::ordered_json ToJson(const Step& step);
 bool IsSendBack(const Step& step);
 // Errors: kData naming the field of the wrong type by its path ("steps[2].duration_ms").
 Result<Trace> FromJson(const nlohmann::ordered_json& doc);
+// A trace document's model turns as a replay fixture (the format llm::MakeReplayClientFromJson
+// plays back): {"source": "trace", "model": the trace's "model", "turns": its steps of kind
+// "model", each as written}. `doc` without "steps" (a fixture already) comes back unchanged.
+// Errors: kData when "steps" is not an array.
+Result<nlohmann::ordered_json> ReplayFixtureOf(const nlohmann::ordered_json& doc);
+
+// The one presenter of a finished run: the CLI, chat, MCP and the web app show what a run came
+// to through these, so their words cannot drift apart (trace/outcome.cc).
+//
+// The clarification a run waits on (stop_reason clarification_needed): its last ask_user;
+// nullptr for any other run.
+const ClarificationRecord* WaitingClarification(const Trace& t);
+// The values the verify gate refused, each value once (its first check), in the order checked.
+std::vector<VerifyCheck> UnsupportedValues(const Trace& t);
+// For people, as lines of plain text (the caller escapes them for a terminal):
+// - answered: the answer, "Assumptions:" with one "- " line each, "SQL:" and the query, one
+//   "figure: PATH" line per figure;
+// - declined: "declined (not an answer): " and the model's reply;
+// - clarification_needed: "quarry needs a clarification: " and the question, then its choices
+//   numbered from 1 (how to reply is the caller's: a command, a chat prompt, an MCP thread);
+// - any other stop: "no answer: " and the stop reason's name, the model's unverified reply,
+//   the agent's account of the stop, and for final_answer_ungrounded each unsupported value
+//   with its reason;
+// then `notes`, one per line, for all but an answer (whose notes a caller shows apart). No
+// trace path, no totals.
+std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes);
+// For programs: {"answer", "grounded", "stop_reason", "sql", "supporting_values",
+// "assumptions", "queries", "verify" (every check), "figures", "totals", "notes"?, "reply"?:
+// {"text", "verified": false}, "explanation"?: {"text", "answer": false}, "declined"?:
+// {"text", "answer": false}, "clarification"?: {"question", "choices"}}.
+nlohmann::ordered_json OutcomeJson(const Trace& t);
 
 // A new run id: "<UTC yyyymmdd-hhmmss>-<6 hex>", sortable by time.
 std::string NewRunId();

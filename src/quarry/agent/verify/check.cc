@@ -259,7 +259,7 @@ VerifyReport Check(std::string_view answer, const std::vector<std::string>& supp
       claim.bound = internal::BoundAt(answer, t);
       claim.beside = BesideWords(answer, t);
       // "by 8.4% and 25%", "fell 3, 4 and 5 points": a list shares its direction.
-      if (claim.direction == 0 && previous && !previous->is_date &&
+      if (claim.direction == internal::Direction::kNone && previous && !previous->is_date &&
           ListBetween(answer.substr(previous->end, t.begin - previous->end))) {
         claim.direction = previous_claim.direction;
         claim.direction_word = previous_claim.direction_word;

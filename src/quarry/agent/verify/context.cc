@@ -15,27 +15,27 @@ bool In(std::string_view w, std::initializer_list<std::string_view> list) {
 }
 
 // Direction words read after a number ("58.69% higher", "17 fewer orders", "a 5% drop").
-int DirectionAfter(std::string_view w) {
+Direction DirectionAfter(std::string_view w) {
   if (In(w, {"higher", "more", "greater", "larger", "bigger", "above", "up", "increase",
              "increases", "gain", "gains", "rise", "growth", "jump", "over", "better",
              "stronger"})) {
-    return 1;
+    return Direction::kUp;
   }
   if (In(w, {"lower", "less", "fewer", "smaller", "below", "down", "decrease", "decreases",
              "drop", "drops", "decline", "declines", "loss", "losses", "fall", "reduction",
              "under", "short", "shortfall", "worse", "weaker", "dip"})) {
-    return -1;
+    return Direction::kDown;
   }
-  return 0;
+  return Direction::kNone;
 }
 
 // Direction words read before a number ("rose 5%", "fell by 5%", "a decline of 5%").
-int DirectionBefore(std::string_view w) {
+Direction DirectionBefore(std::string_view w) {
   if (In(w, {"increased", "increase", "increases", "increasing", "rose", "rise", "rises",
              "risen", "rising", "grew", "grow", "grows", "grown", "growing", "gained", "gain",
              "gains", "up", "jumped", "climbed", "surged", "higher", "growth", "added",
              "expanded", "improved", "plus"})) {
-    return 1;
+    return Direction::kUp;
   }
   if (In(w, {"decreased", "decrease", "decreases", "decreasing", "fell", "fall", "falls",
              "fallen", "falling", "dropped", "drop", "drops", "declined", "decline", "declines",
@@ -43,9 +43,9 @@ int DirectionBefore(std::string_view w) {
              "shrinks", "slipped", "plunged", "lower", "reduction", "reduced", "negative", "loss",
              "deficit", "contracted", "contraction", "tumbled", "dipped", "dip", "dips", "sank",
              "slid", "slumped", "minus", "shortfall", "worsened"})) {
-    return -1;
+    return Direction::kDown;
   }
-  return 0;
+  return Direction::kNone;
 }
 
 // Words that compare two things: the sign of their difference depends on which was taken
@@ -98,11 +98,11 @@ std::vector<std::string> WordsBefore(std::string_view s, size_t p, size_t count)
 
 }  // namespace
 
-int DirectionAt(std::string_view text, const NumberToken& token, std::string* word) {
+Direction DirectionAt(std::string_view text, const NumberToken& token, std::string* word) {
   const std::vector<std::string> after = WordsAfter(text, token.end, 2);
   if (!after.empty()) {
-    if (int d = DirectionAfter(after[0]); d != 0) return *word = after[0], d;
-    if (Relational(after[0])) return *word = after[0], kMagnitude;  // "$5 ahead of"
+    if (Direction d = DirectionAfter(after[0]); d != Direction::kNone) return *word = after[0], d;
+    if (Relational(after[0])) return *word = after[0], Direction::kMagnitude;  // "$5 ahead of"
   }
   // Before the number: direction words through fillers ("fell by about 5%"). After "by" the
   // verb may stand further back ("fell at Birch and Echo by 8.4%"), across commas; a "by"
@@ -116,18 +116,19 @@ int DirectionAt(std::string_view text, const NumberToken& token, std::string* wo
     while (b > 0 && IsAlpha(text[b - 1])) --b;
     const std::string w = LowerAscii(text.substr(b, p - b));
     p = b;
-    if (int d = DirectionBefore(w); d != 0) return *word = w, d;
-    if (Relational(w)) return *word = w, kMagnitude;
+    if (Direction d = DirectionBefore(w); d != Direction::kNone) return *word = w, d;
+    if (Relational(w)) return *word = w, Direction::kMagnitude;
     if (w == "by") by = true;
     if (!by && !Filler(w)) break;
   }
-  if (by) return *word = "by", kMagnitude;
+  if (by) return *word = "by", Direction::kMagnitude;
   // "5 points lower", "3 times higher": a unit between; not "5 or fewer", a threshold.
   if (after.size() == 2 && In(after[0], {"point", "points", "percentage", "pp", "times",
                                          "dollars", "units", "euros", "pounds"})) {
-    if (int d = DirectionAfter(after[1]); d != 0 && after[1] != "over") return *word = after[1], d;
+    Direction d = DirectionAfter(after[1]);
+    if (d != Direction::kNone && after[1] != "over") return *word = after[1], d;
   }
-  return 0;
+  return Direction::kNone;
 }
 
 int BoundAt(std::string_view text, const NumberToken& token) {

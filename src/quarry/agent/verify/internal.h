@@ -60,14 +60,24 @@ std::optional<NumberToken> DigitDate(std::string_view s, size_t i, size_t* resum
 std::optional<NumberToken> MonthDate(std::string_view s, size_t i, size_t* resume);
 std::optional<NumberToken> ClockTime(std::string_view s, size_t i, size_t* resume);
 
-// The direction the words next to a number give it: +1 ("58.69% higher", "rose 5%", "17 more
-// orders"), -1 ("lower", "fell", "fewer", "lost", "a decline of"), 0 when none does or the
-// number is a level ("fell to 500", "more than 500", "up from 3"), and kMagnitude when the
+// The direction the words next to a number give it: kUp ("58.69% higher", "rose 5%", "17 more
+// orders"), kDown ("lower", "fell", "fewer", "lost", "a decline of"), kNone when none does or
+// the number is a level ("fell to 500", "more than 500", "up from 3"), and kMagnitude when the
 // words compare two things whose order the gate cannot see ("North leads Central by $5",
 // "trails by", "a gap of", "$5 ahead"): then either sign of the value grounds it. `word`
 // receives the word found.
-inline constexpr int kMagnitude = 2;
-int DirectionAt(std::string_view text, const NumberToken& token, std::string* word);
+enum class Direction { kNone, kUp, kDown, kMagnitude };
+Direction DirectionAt(std::string_view text, const NumberToken& token, std::string* word);
+// +1 for kUp, -1 for kDown, 0 for a direction with no sign.
+constexpr int SignOf(Direction d) {
+  switch (d) {
+    case Direction::kUp: return 1;
+    case Direction::kDown: return -1;
+    case Direction::kNone:
+    case Direction::kMagnitude: return 0;
+  }
+  return 0;
+}
 
 // The word written right before a number, lower-cased and singular ("orders" -> "order"),
 // skipping "#", "no.", "number", "id": "customer #4" gives "customer". `marked` is set when

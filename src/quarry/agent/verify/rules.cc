@@ -223,11 +223,11 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
       *out = e.value;
       return true;
     }
-    if (claim.any_kind || claim.direction == internal::kMagnitude) {
+    if (claim.any_kind || claim.direction == internal::Direction::kMagnitude) {
       *out = std::fabs(e.value);
       return true;
     }
-    if (claim.direction == 0) {
+    if (claim.direction == internal::Direction::kNone) {
       if (e.value < 0) {
         if (sign_reason.empty()) {
           sign_reason = "the result shows " + e.shown + " (" + Where(e, ix) +
@@ -240,11 +240,11 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
       return true;
     }
     const int sign = e.value > 0 ? 1 : e.value < 0 ? -1 : 0;
-    if (sign != 0 && sign * e.direction != claim.direction) {
+    if (sign != 0 && sign * e.direction != internal::SignOf(claim.direction)) {
       if (sign_reason.empty()) {
         sign_reason = "the result shows " + e.shown + " (" + Where(e, ix) + "), but the answer "
                       "says '" + claim.direction_word + "', which means " +
-                      (claim.direction > 0 ? "an increase" : "a decrease") +
+                      (claim.direction == internal::Direction::kUp ? "an increase" : "a decrease") +
                       "; state the direction the value shows, or compute the difference the "
                       "other way round";
       }

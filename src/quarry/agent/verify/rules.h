@@ -15,7 +15,7 @@ inline constexpr const char* kNotFound = "not in any result you were shown, nor 
 
 // How a number in the answer is written: the words around it.
 struct Claim {
-  int direction = 0;          // +1 / -1 from a direction word, kMagnitude, 0 none
+  Direction direction = Direction::kNone;  // from the words around it (DirectionAt)
   std::string direction_word;
   std::string reference;      // the word before it ("order" in "order 17")
   bool marked = false;        // "id 17", "no. 17"
