@@ -53,9 +53,9 @@ struct ValueExpect {
   std::optional<std::string> origin;       // also picks the check when a value is checked twice
   std::optional<std::string> rule;         // MatchRuleName of the rule that grounded it
   std::optional<std::string> matched;      // the evidence it matched, exactly
-  std::optional<std::string> matched_has;  // ... or a part of it
+  std::vector<std::string> matched_has;    // parts of it
   std::optional<std::string> column;       // the column that grounded it
-  std::optional<std::string> reason_has;   // a part of the reason it was refused
+  std::vector<std::string> reason_has;     // parts of the reason it was refused
 };
 
 // One line of a `checks` block: the report's checks, all of them, in order.
@@ -232,9 +232,9 @@ std::vector<GateCase> ReadCases(const fs::path& file) {
       if (word == "origin") e.origin = v;
       if (word == "rule") e.rule = v;
       if (word == "matched") e.matched = v;
-      if (word == "matched-has") e.matched_has = v;
+      if (word == "matched-has") e.matched_has.push_back(v);
       if (word == "column") e.column = v;
-      if (word == "reason-has") e.reason_has = v;
+      if (word == "reason-has") e.reason_has.push_back(v);
     } else if (word == "checks") {
       if (!rest.empty()) fail("checks takes no text: its lines follow, up to end");
       const int start = number;
@@ -448,17 +448,19 @@ Outcome Judge(const GateCase& c) {
     if (e.matched && check->matched != *e.matched) {
       out.why += "\n  " + e.value + " matched \"" + check->matched + "\", not \"" + *e.matched + "\"";
     }
-    if (e.matched_has && check->matched.find(*e.matched_has) == std::string::npos) {
+    for (const std::string& part : e.matched_has) {
+      if (check->matched.find(part) != std::string::npos) continue;
       out.why += "\n  " + e.value + " matched \"" + check->matched + "\", which does not hold \"" +
-                 *e.matched_has + "\"";
+                 part + "\"";
     }
     if (e.column && check->column != *e.column) {
       out.why += "\n  " + e.value + " was grounded by the column \"" + check->column + "\", not \"" +
                  *e.column + "\"";
     }
-    if (e.reason_has && check->reason.find(*e.reason_has) == std::string::npos) {
-      out.why += "\n  " + e.value + " was refused for a reason without \"" + *e.reason_has +
-                 "\": " + check->reason;
+    for (const std::string& part : e.reason_has) {
+      if (check->reason.find(part) != std::string::npos) continue;
+      out.why += "\n  " + e.value + " was refused for a reason without \"" + part + "\": " +
+                 check->reason;
     }
   }
   if (c.checks) {

@@ -1,6 +1,7 @@
 // Tests of the verify gate's API that are no verdict on an answer (quarry/agent/verify.h): the
-// names of the matching rules and the numbers ExtractNumbers reads in a text. What the gate
-// accepts and refuses is data: tests/agent/gate/*.test, run by gate_suite_test.cc.
+// names of the matching rules, the numbers ExtractNumbers reads in a text, and what a column's
+// name says it holds. What the gate accepts and refuses is data: tests/agent/gate/*.test, run
+// by gate_suite_test.cc.
 #include "quarry/agent/verify.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +63,36 @@ TEST(VerifyTest, ExtractNumbersSentencePeriodSignsAndListMarkers) {
   EXPECT_EQ(ExtractNumbers("1. West: 10\n2. East: 8"), (Strings{"10", "8"}));
   EXPECT_EQ(ExtractNumbers("pandas says 1.234568e+06"), (Strings{"1.234568e+06"}));
   EXPECT_EQ(ExtractNumbers("(1,234) [5]"), (Strings{"1,234", "5"}));
+}
+
+TEST(VerifyTest, ExtractNumbersWrittenAsWords) {
+  EXPECT_EQ(ExtractNumbers("two thousand orders, a dozen regions, half of them"),
+            (Strings{"two thousand", "a dozen", "half"}));
+  EXPECT_EQ(ExtractNumbers("twenty-one, three hundred and five, two thirds of sales"),
+            (Strings{"twenty-one", "three hundred and five", "two thirds"}));
+  // Not claims: a lone "one", ordinals and periods.
+  EXPECT_EQ(ExtractNumbers("one of the regions in the first half of the third quarter"), Strings{});
+}
+
+TEST(VerifyTest, ExtractNumbersMultipliers) {
+  EXPECT_EQ(ExtractNumbers("it doubled, then halved, and grew 3x or 4 times"),
+            (Strings{"doubled", "halved", "3x", "4"}));
+}
+
+TEST(VerifyTest, RoleOfColumnByName) {
+  for (const char* id : {"id", "order_id", "CustomerId", "CustomerID", "InvoiceLineId", "order_no",
+                         "zip_code", "row_number", "rn", "rank", "row_number() OVER ()", "pk"}) {
+    EXPECT_EQ(RoleOfColumn(id), ColumnRole::kIdentifier) << id;
+  }
+  for (const char* measure : {"revenue", "paid", "valid", "n_orders", "total_number", "idle_minutes",
+                              "count_star()", "avg_id_length_x", "year"}) {
+    EXPECT_EQ(RoleOfColumn(measure), ColumnRole::kMeasure) << measure;
+  }
+  EXPECT_EQ(RoleOfColumn("Cust"), ColumnRole::kMeasure);
+  EXPECT_EQ(RoleOfColumn("Cust", {"cust"}), ColumnRole::kIdentifier);
+  EXPECT_EQ(DirectionOfColumn("drop_pct"), -1);
+  EXPECT_EQ(DirectionOfColumn("download_count"), 1);  // "down" only as a whole word
+  EXPECT_EQ(DirectionOfColumn("rel_diff"), 1);
 }
 
 }  // namespace
