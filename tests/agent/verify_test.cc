@@ -1,13 +1,16 @@
 // Tests of the verify gate's API that are no verdict on an answer (quarry/agent/verify.h): the
-// names of the matching rules, the numbers ExtractNumbers reads in a text, and what a column's
-// name says it holds. What the gate accepts and refuses is data: tests/agent/gate/*.test, run
-// by gate_suite_test.cc.
+// names of the matching rules, the numbers ExtractNumbers reads in a text (and the times of day
+// its scanner reads), and what a column's name says it holds. What the gate accepts and
+// refuses is data: tests/agent/gate/*.test, run by gate_suite_test.cc.
 #include "quarry/agent/verify.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "quarry/agent/verify/internal.h"
 
 namespace quarry::agent {
 namespace {
@@ -93,6 +96,48 @@ TEST(VerifyTest, RoleOfColumnByName) {
   EXPECT_EQ(DirectionOfColumn("drop_pct"), -1);
   EXPECT_EQ(DirectionOfColumn("download_count"), 1);  // "down" only as a whole word
   EXPECT_EQ(DirectionOfColumn("rel_diff"), 1);
+}
+
+// Adjectives are not multiples.
+TEST(VerifyTest, ExtractNumbersSkipsAdjectivesOfMultiples) {
+  EXPECT_EQ(ExtractNumbers("double quotes, a triple join, double-check"), Strings{});
+}
+
+TEST(VerifyTest, ExtractNumbersMonthNames) {
+  EXPECT_EQ(ExtractNumbers("in March 2025 and on Mar 12, 2025, but may 3 times"),
+            (Strings{"March 2025", "Mar 12, 2025", "3"}));
+}
+
+// Found by fuzzing (CI): a digit run longer than any date part before a dotted date threw
+// std::out_of_range from stoi and took the process down.
+TEST(VerifyTest, ExtractNumbersLongDigitRunBeforeDotsIsNoDateAndNoCrash) {
+  EXPECT_NO_THROW(ExtractNumbers("North-2222222222222222222.97.14 from customer #4."));
+  EXPECT_NO_THROW(ExtractNumbers("99999999999/12/2025 and 123456789012345678901234567890.1.2025"));
+  for (const std::string& n : ExtractNumbers("ID 2222222222222222222.97.14 closed.")) {
+    EXPECT_EQ(n.find('-'), std::string::npos) << n;  // read as no date key
+  }
+}
+
+// Times of day read as times (key "HH:MM" in 24 hours), and what only looks like one does not.
+TEST(ClockTimeTest, TimesOfDayAreReadAndNumbersThatLookLikeThemAreNot) {
+  auto keys = [](std::string_view text) {
+    Strings out;
+    for (const auto& t : internal::Scan(text, /*words=*/true)) {
+      out.push_back((t.is_time ? "time " : t.is_date ? "date " : "number ") +
+                    (t.is_date ? t.key : t.text));
+    }
+    return out;
+  };
+  EXPECT_EQ(keys("It began at 23:00 and ended at 23:45:10."),
+            (Strings{"time 23:00", "time 23:45:10"}));
+  EXPECT_EQ(keys("at 11 PM, at 9:30 am, at 12 a.m., at 12pm"),
+            (Strings{"time 23:00", "time 09:30", "time 00:00", "time 12:00"}));
+  EXPECT_EQ(keys("13 PM, 24:00, 9:60, 12:30:45:10"),
+            (Strings{"number 13", "number 24", "number 00", "number 9", "number 60", "number 12",
+                     "number 30", "number 45", "number 10"}));
+  EXPECT_EQ(keys("11 pmt and 11 people"), (Strings{"number 11", "number 11"}));
+  EXPECT_EQ(keys("on 14-Mar-2025, not 14-Mars-2025"), (Strings{"date 2025-03-14", "number 14"}));  // "Mars-2025" is one word
+  EXPECT_EQ(keys("2025-03-14 23:00:00"), (Strings{"date 2025-03-14 23:00:00"}));
 }
 
 }  // namespace
