@@ -50,12 +50,12 @@ Shown& Show(std::vector<Shown>& shown, Shown::Kind kind) {
 struct ValueExpect {
   std::string value;
   bool grounded = true;
-  std::optional<std::string> origin;       // also picks the check when a value is checked twice
-  std::optional<std::string> rule;         // MatchRuleName of the rule that grounded it
-  std::optional<std::string> matched;      // the evidence it matched, exactly
-  std::vector<std::string> matched_has;    // parts of it
-  std::optional<std::string> column;       // the column that grounded it
-  std::vector<std::string> reason_has;     // parts of the reason it was refused
+  std::optional<std::string> origin;     // also picks the check when a value is checked twice
+  std::optional<std::string> rule;       // MatchRuleName of the rule that grounded it
+  std::optional<std::string> matched;    // the evidence it matched, exactly
+  std::vector<std::string> matched_has;  // parts of it
+  std::optional<std::string> column;     // the column that grounded it
+  std::vector<std::string> reason_has;   // parts of the reason it was refused
 };
 
 // One line of a `checks` block: the report's checks, all of them, in order.
@@ -206,7 +206,9 @@ std::vector<GateCase> ReadCases(const fs::path& file) {
     } else if (word == "honest" || word == "false" || word == "declined") {
       if (c.answered) fail("a case has one answer; this is its second");
       c.answered = true;
-      c.truth = word == "honest" ? Truth::kHonest : word == "false" ? Truth::kFalse : Truth::kDeclined;
+      c.truth = word == "honest"  ? Truth::kHonest
+                : word == "false" ? Truth::kFalse
+                                  : Truth::kDeclined;
       c.answer = rest;
     } else if (word == "grounded" || word == "refused") {
       c.expect.emplace_back();
@@ -215,7 +217,8 @@ std::vector<GateCase> ReadCases(const fs::path& file) {
     } else if (word == "origin" || word == "rule" || word == "matched" || word == "matched-has" ||
                word == "column" || word == "reason-has") {
       if (!value_line) {
-        fail("\"" + word + "\" describes the check of a value: put it right under its grounded or "
+        fail("\"" + word +
+             "\" describes the check of a value: put it right under its grounded or "
              "refused line");
         continue;
       }
@@ -317,6 +320,7 @@ std::vector<GateCase> ReadCases(const fs::path& file) {
       fail("unknown line \"" + word + "\"");
     }
   }
+  if (cases.empty()) fail_at(number, "the file holds no case");
   for (GateCase& c : cases) {
     if (!c.error.empty()) continue;
     const std::string at = file_name + ":" + std::to_string(c.line) + ": case " + c.name;
@@ -414,8 +418,8 @@ struct Outcome {
 
 Outcome Judge(const GateCase& c) {
   const Evidence evidence = EvidenceOf(c);
-  const VerifyReport report =
-      c.truth == Truth::kDeclined ? VerifyDeclined(c.answer, evidence, c.question)
+  const VerifyReport report = c.truth == Truth::kDeclined
+                                  ? VerifyDeclined(c.answer, evidence, c.question)
                                   : Verify(c.answer, c.supporting, evidence, c.question);
   Outcome out;
   out.accepted = report.grounded();
@@ -426,27 +430,32 @@ Outcome Judge(const GateCase& c) {
     // The model acts on the reason: a refusal without one is a bug whatever the case says.
     if (v.reason.empty()) out.why += "\n  " + v.value + " was refused with no reason";
   }
-  if (c.truth != Truth::kFalse && !out.accepted) out.why += "\nan honest answer was refused" + refused;
+  if (c.truth != Truth::kFalse && !out.accepted) {
+    out.why += "\nan honest answer was refused" + refused;
+  }
   if (c.truth == Truth::kFalse && out.accepted) out.why += "\na false answer was accepted";
   for (const ValueExpect& e : c.expect) {
-    const auto check = std::find_if(report.checks.begin(), report.checks.end(), [&](const ValueCheck& v) {
-      return v.value == e.value && (!e.origin || v.origin == *e.origin);
-    });
+    const auto check =
+        std::find_if(report.checks.begin(), report.checks.end(), [&](const ValueCheck& v) {
+          return v.value == e.value && (!e.origin || v.origin == *e.origin);
+        });
     if (check == report.checks.end()) {
       out.why += "\n  no check of the value " + e.value + (e.origin ? " from " + *e.origin : "");
       continue;
     }
     const std::string rule(MatchRuleName(check->rule));
     if (check->grounded() != e.grounded) {
-      out.why += "\n  " + e.value + (e.grounded ? " was refused: " + check->reason
-                                                : " was grounded by " + rule + " against " + check->matched);
+      out.why += "\n  " + e.value +
+                 (e.grounded ? " was refused: " + check->reason
+                             : " was grounded by " + rule + " against " + check->matched);
       continue;
     }
     if (e.rule && rule != *e.rule) {
       out.why += "\n  " + e.value + " was grounded by " + rule + ", not " + *e.rule;
     }
     if (e.matched && check->matched != *e.matched) {
-      out.why += "\n  " + e.value + " matched \"" + check->matched + "\", not \"" + *e.matched + "\"";
+      out.why +=
+          "\n  " + e.value + " matched \"" + check->matched + "\", not \"" + *e.matched + "\"";
     }
     for (const std::string& part : e.matched_has) {
       if (check->matched.find(part) != std::string::npos) continue;
@@ -454,18 +463,20 @@ Outcome Judge(const GateCase& c) {
                  part + "\"";
     }
     if (e.column && check->column != *e.column) {
-      out.why += "\n  " + e.value + " was grounded by the column \"" + check->column + "\", not \"" +
-                 *e.column + "\"";
+      out.why += "\n  " + e.value + " was grounded by the column \"" + check->column +
+                 "\", not \"" + *e.column + "\"";
     }
     for (const std::string& part : e.reason_has) {
       if (check->reason.find(part) != std::string::npos) continue;
-      out.why += "\n  " + e.value + " was refused for a reason without \"" + part + "\": " +
-                 check->reason;
+      out.why +=
+          "\n  " + e.value + " was refused for a reason without \"" + part + "\": " + check->reason;
     }
   }
   if (c.checks) {
     std::string want, got;
-    for (const CheckLine& l : *c.checks) want += "\n    " + l.value + " | " + l.origin + " | " + l.rule;
+    for (const CheckLine& l : *c.checks) {
+      want += "\n    " + l.value + " | " + l.origin + " | " + l.rule;
+    }
     for (const ValueCheck& v : report.checks) {
       got += "\n    " + v.value + " | " + v.origin + " | " + std::string(MatchRuleName(v.rule));
     }

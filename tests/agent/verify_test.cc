@@ -87,8 +87,8 @@ TEST(VerifyTest, RoleOfColumnByName) {
                          "zip_code", "row_number", "rn", "rank", "row_number() OVER ()", "pk"}) {
     EXPECT_EQ(RoleOfColumn(id), ColumnRole::kIdentifier) << id;
   }
-  for (const char* measure : {"revenue", "paid", "valid", "n_orders", "total_number", "idle_minutes",
-                              "count_star()", "avg_id_length_x", "year"}) {
+  for (const char* measure : {"revenue", "paid", "valid", "n_orders", "total_number",
+                              "idle_minutes", "count_star()", "avg_id_length_x", "year"}) {
     EXPECT_EQ(RoleOfColumn(measure), ColumnRole::kMeasure) << measure;
   }
   EXPECT_EQ(RoleOfColumn("Cust"), ColumnRole::kMeasure);
@@ -136,7 +136,8 @@ TEST(ClockTimeTest, TimesOfDayAreReadAndNumbersThatLookLikeThemAreNot) {
             (Strings{"number 13", "number 24", "number 00", "number 9", "number 60", "number 12",
                      "number 30", "number 45", "number 10"}));
   EXPECT_EQ(keys("11 pmt and 11 people"), (Strings{"number 11", "number 11"}));
-  EXPECT_EQ(keys("on 14-Mar-2025, not 14-Mars-2025"), (Strings{"date 2025-03-14", "number 14"}));  // "Mars-2025" is one word
+  // "Mars-2025" is one word.
+  EXPECT_EQ(keys("on 14-Mar-2025, not 14-Mars-2025"), (Strings{"date 2025-03-14", "number 14"}));
   EXPECT_EQ(keys("2025-03-14 23:00:00"), (Strings{"date 2025-03-14 23:00:00"}));
 }
 
