@@ -1,5 +1,7 @@
-// Tests for the verify gate (quarry/agent/verify.h): number extraction, each matching rule
-// passing and failing, and whole answers checked against result cells.
+// Tests of the verify gate's API that are no verdict on an answer (quarry/agent/verify.h): the
+// names of the matching rules, the numbers ExtractNumbers reads in a text (and the times of day
+// its scanner reads), and what a column's name says it holds. What the gate accepts and
+// refuses is data: tests/agent/gate/*.test, run by gate_suite_test.cc.
 #include "quarry/agent/verify.h"
 
 #include <gtest/gtest.h>
@@ -8,32 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "quarry/agent/verify/internal.h"
+
 namespace quarry::agent {
 namespace {
 
 using Strings = std::vector<std::string>;
 
-class VerifyTest : public ::testing::Test {
- protected:
-  void Cells(const Strings& cells) {
-    for (const std::string& c : cells) evidence_.AddValue(c);
-  }
-
-  // Checks one supporting value (with no answer text) and returns its check.
-  ValueCheck CheckValue(const std::string& value, std::string_view question = "") {
-    VerifyReport report = Verify("", {value}, evidence_, question);
-    EXPECT_EQ(report.checks.size(), 1u) << value;
-    return report.checks.empty() ? ValueCheck{} : report.checks.front();
-  }
-  // The name of the rule that grounds `value`, so failures print readably.
-  std::string_view Rule(const std::string& value, std::string_view question = "") {
-    return MatchRuleName(CheckValue(value, question).rule);
-  }
-
-  Evidence evidence_;
-};
-
-TEST_F(VerifyTest, MatchRuleNames) {
+TEST(VerifyTest, MatchRuleNames) {
   EXPECT_EQ(MatchRuleName(MatchRule::kNone), "none");
   EXPECT_EQ(MatchRuleName(MatchRule::kVerbatim), "verbatim");
   EXPECT_EQ(MatchRuleName(MatchRule::kNumeric), "numeric");
@@ -42,40 +26,41 @@ TEST_F(VerifyTest, MatchRuleNames) {
   EXPECT_EQ(MatchRuleName(MatchRule::kQuestion), "question");
 }
 
-TEST_F(VerifyTest, ExtractNumbersCurrencyThousandsAndPercent) {
+TEST(VerifyTest, ExtractNumbersCurrencyThousandsAndPercent) {
   EXPECT_EQ(ExtractNumbers("Revenue was $1,234,567.89 and costs \u20ac2,500 or \u00a3300."),
             (Strings{"$1,234,567.89", "\u20ac2,500", "\u00a3300"}));
   EXPECT_EQ(ExtractNumbers("margin -3.5%, share 12.5 %, growth 7 percent"),
             (Strings{"-3.5%", "12.5 %", "7 percent"}));
+  EXPECT_EQ(ExtractNumbers("up 3.5 percentage points"), (Strings{"3.5 percentage points"}));
   EXPECT_EQ(ExtractNumbers("a loss of -$42.10 and \u22125"), (Strings{"-$42.10", "\u22125"}));
 }
 
-TEST_F(VerifyTest, ExtractNumbersThousandsNeedWholeGroups) {
+TEST(VerifyTest, ExtractNumbersThousandsNeedWholeGroups) {
   EXPECT_EQ(ExtractNumbers("items 1, 2 and 3"), (Strings{"1", "2", "3"}));
   EXPECT_EQ(ExtractNumbers("1,23 and 12345,678"), (Strings{"1", "23", "12345", "678"}));
   EXPECT_EQ(ExtractNumbers("1,234,56"), (Strings{"1,234", "56"}));
 }
 
-TEST_F(VerifyTest, ExtractNumbersMagnitudeSuffixes) {
+TEST(VerifyTest, ExtractNumbersMagnitudeSuffixes) {
   EXPECT_EQ(ExtractNumbers("1.2M users, 3.4k and 3.4K rows, 2.1B, 2.1bn, $5 bn"),
             (Strings{"1.2M", "3.4k", "3.4K", "2.1B", "2.1bn", "$5 bn"}));
   EXPECT_EQ(ExtractNumbers("about 1.2 million, 2.1 billion and 3 thousand"),
             (Strings{"1.2 million", "2.1 billion", "3 thousand"}));
 }
 
-TEST_F(VerifyTest, ExtractNumbersKeepsIsoDatesWhole) {
+TEST(VerifyTest, ExtractNumbersKeepsIsoDatesWhole) {
   EXPECT_EQ(ExtractNumbers("from 2025-03-01 to 2025-03-31 12:30:00, month 2025-04."),
             (Strings{"2025-03-01", "2025-03-31 12:30:00", "2025-04"}));
   EXPECT_EQ(ExtractNumbers("at 2025-03-01T08:15:00Z"), (Strings{"2025-03-01T08:15:00Z"}));
   EXPECT_EQ(ExtractNumbers("fiscal 2024-2025"), (Strings{"2024", "2025"}));
 }
 
-TEST_F(VerifyTest, ExtractNumbersSkipsNumbersGluedToLetters) {
+TEST(VerifyTest, ExtractNumbersSkipsNumbersGluedToLetters) {
   EXPECT_EQ(ExtractNumbers("Q4 H2O 3rd 2nd COVID-19 v1.2 1.2.3 x_2 #1"), Strings{});
   EXPECT_EQ(ExtractNumbers("In Q4, 3rd place had 17 sales"), (Strings{"17"}));
 }
 
-TEST_F(VerifyTest, ExtractNumbersSentencePeriodSignsAndListMarkers) {
+TEST(VerifyTest, ExtractNumbersSentencePeriodSignsAndListMarkers) {
   EXPECT_EQ(ExtractNumbers("The total was 42."), (Strings{"42"}));
   EXPECT_EQ(ExtractNumbers("It was 42.5. Then -7 and +3."), (Strings{"42.5", "-7", "+3"}));
   EXPECT_EQ(ExtractNumbers("1. West: 10\n2. East: 8"), (Strings{"10", "8"}));
@@ -83,224 +68,77 @@ TEST_F(VerifyTest, ExtractNumbersSentencePeriodSignsAndListMarkers) {
   EXPECT_EQ(ExtractNumbers("(1,234) [5]"), (Strings{"1,234", "5"}));
 }
 
-TEST_F(VerifyTest, VerbatimTextIgnoresCaseQuotesAndWhitespace) {
-  Cells({"west", "North  America", "NULL"});
-  EXPECT_EQ(Rule("West"), "verbatim");
-  EXPECT_EQ(Rule("  \"north america\" "), "verbatim");
-  ValueCheck check = CheckValue("WEST");
-  EXPECT_EQ(check.matched, "west");
-  EXPECT_EQ(check.origin, "supporting_values");
+TEST(VerifyTest, ExtractNumbersWrittenAsWords) {
+  EXPECT_EQ(ExtractNumbers("two thousand orders, a dozen regions, half of them"),
+            (Strings{"two thousand", "a dozen", "half"}));
+  EXPECT_EQ(ExtractNumbers("twenty-one, three hundred and five, two thirds of sales"),
+            (Strings{"twenty-one", "three hundred and five", "two thirds"}));
+  // Not claims: a lone "one", ordinals and periods.
+  EXPECT_EQ(ExtractNumbers("one of the regions in the first half of the third quarter"), Strings{});
 }
 
-TEST_F(VerifyTest, VerbatimTextIsNotGroundedByPartOfACell) {
-  Cells({"Northwest", "Eastern Europe"});
-  EXPECT_EQ(Rule("West"), "none");
-  EXPECT_EQ(Rule("Eastern"), "none");
-  EXPECT_EQ(Rule("Antarctica"), "none");
+TEST(VerifyTest, ExtractNumbersMultipliers) {
+  EXPECT_EQ(ExtractNumbers("it doubled, then halved, and grew 3x or 4 times"),
+            (Strings{"doubled", "halved", "3x", "4"}));
 }
 
-TEST_F(VerifyTest, VerbatimTextFromFreeTextAtWordBoundaries) {
-  evidence_.AddText("region   revenue\nWest     1234567.89\nNorthEast 99\n");
-  ValueCheck check = CheckValue("west");
-  EXPECT_EQ(MatchRuleName(check.rule), "verbatim");
-  EXPECT_NE(check.matched.find("west"), std::string::npos);
-  EXPECT_EQ(Rule("East"), "none");  // only inside "NorthEast"
-  EXPECT_EQ(Rule("South"), "none");
+TEST(VerifyTest, RoleOfColumnByName) {
+  for (const char* id : {"id", "order_id", "CustomerId", "CustomerID", "InvoiceLineId", "order_no",
+                         "zip_code", "row_number", "rn", "rank", "row_number() OVER ()", "pk"}) {
+    EXPECT_EQ(RoleOfColumn(id), ColumnRole::kIdentifier) << id;
+  }
+  for (const char* measure : {"revenue", "paid", "valid", "n_orders", "total_number",
+                              "idle_minutes", "count_star()", "avg_id_length_x", "year"}) {
+    EXPECT_EQ(RoleOfColumn(measure), ColumnRole::kMeasure) << measure;
+  }
+  EXPECT_EQ(RoleOfColumn("Cust"), ColumnRole::kMeasure);
+  EXPECT_EQ(RoleOfColumn("Cust", {"cust"}), ColumnRole::kIdentifier);
+  EXPECT_EQ(DirectionOfColumn("drop_pct"), -1);
+  EXPECT_EQ(DirectionOfColumn("download_count"), 1);  // "down" only as a whole word
+  EXPECT_EQ(DirectionOfColumn("rel_diff"), 1);
 }
 
-TEST_F(VerifyTest, VerbatimNumbersIgnoreCurrencyAndThousands) {
-  Cells({"1234567.89", "2025-03-01 00:00:00"});
-  ValueCheck check = CheckValue("$1,234,567.89");
-  EXPECT_EQ(MatchRuleName(check.rule), "verbatim");
-  EXPECT_EQ(check.matched, "1234567.89");
-  EXPECT_EQ(Rule("2025-03-01"), "verbatim");  // a date grounds by prefix
-  EXPECT_EQ(Rule("2025-03"), "verbatim");
-  EXPECT_EQ(Rule("2025"), "verbatim");  // a year within a date cell
-  EXPECT_EQ(Rule("2025-03-02"), "none");
-  EXPECT_EQ(Rule("2024"), "none");
+// Adjectives are not multiples.
+TEST(VerifyTest, ExtractNumbersSkipsAdjectivesOfMultiples) {
+  EXPECT_EQ(ExtractNumbers("double quotes, a triple join, double-check"), Strings{});
 }
 
-TEST_F(VerifyTest, NumericWithinRelativeTolerance) {
-  Cells({"1234567.8900004", "0.0", "-17.25"});
-  EXPECT_EQ(Rule("1234567.89"), "numeric");
-  EXPECT_EQ(Rule("0.0"), "verbatim");
-  EXPECT_EQ(Rule("0"), "numeric");
-  EXPECT_EQ(Rule("0.000"), "numeric");
-  EXPECT_EQ(Rule("-17.250"), "numeric");
-  EXPECT_EQ(Rule("1246913.57"), "none");  // 1% too high
-  EXPECT_EQ(Rule("1222222.21"), "none");  // 1% too low
+TEST(VerifyTest, ExtractNumbersMonthNames) {
+  EXPECT_EQ(ExtractNumbers("in March 2025 and on Mar 12, 2025, but may 3 times"),
+            (Strings{"March 2025", "Mar 12, 2025", "3"}));
 }
 
-TEST_F(VerifyTest, RoundingAtTheWrittenPrecisionPasses) {
-  Cells({"0.44705882352941176", "1234.4", "12.04", "1234567", "3391", "2083000000", "-3.46"});
-  ValueCheck check = CheckValue("0.4471");
-  EXPECT_EQ(MatchRuleName(check.rule), "rounding");
-  EXPECT_EQ(check.matched, "0.44705882352941176");
-  EXPECT_EQ(Rule("0.45"), "rounding");
-  EXPECT_EQ(Rule("0.447"), "rounding");
-  EXPECT_EQ(Rule("1,234"), "rounding");
-  EXPECT_EQ(Rule("12.0"), "rounding");
-  EXPECT_EQ(Rule("1.2M"), "rounding");
-  EXPECT_EQ(Rule("1.2 million"), "rounding");
-  EXPECT_EQ(Rule("$1.23M"), "rounding");
-  EXPECT_EQ(Rule("3.4k"), "rounding");
-  EXPECT_EQ(Rule("3.4K"), "rounding");
-  EXPECT_EQ(Rule("2.1bn"), "rounding");
-  EXPECT_EQ(Rule("2.1 billion"), "rounding");
-  EXPECT_EQ(Rule("-3.5"), "rounding");
+// Found by fuzzing (CI): a digit run longer than any date part before a dotted date threw
+// std::out_of_range from stoi and took the process down.
+TEST(VerifyTest, ExtractNumbersLongDigitRunBeforeDotsIsNoDateAndNoCrash) {
+  EXPECT_NO_THROW(ExtractNumbers("North-2222222222222222222.97.14 from customer #4."));
+  EXPECT_NO_THROW(ExtractNumbers("99999999999/12/2025 and 123456789012345678901234567890.1.2025"));
+  for (const std::string& n : ExtractNumbers("ID 2222222222222222222.97.14 closed.")) {
+    EXPECT_EQ(n.find('-'), std::string::npos) << n;  // read as no date key
+  }
 }
 
-TEST_F(VerifyTest, RoundingHalfEitherWayAtTheBoundary) {
-  Cells({"0.125", "2.5"});
-  EXPECT_EQ(Rule("0.12"), "rounding");
-  EXPECT_EQ(Rule("0.13"), "rounding");
-  EXPECT_EQ(Rule("2"), "rounding");
-  EXPECT_EQ(Rule("3"), "rounding");
-}
-
-TEST_F(VerifyTest, WrongRoundingFails) {
-  Cells({"0.447", "12.06", "1234567", "-3.46"});
-  EXPECT_EQ(Rule("0.44"), "none");
-  EXPECT_EQ(Rule("12.0"), "none");  // d=1 means 12.06 rounds to 12.1
-  EXPECT_EQ(Rule("1.3M"), "none");
-  EXPECT_EQ(Rule("1,234,000"), "none");  // written to the unit, not the thousand
-  EXPECT_EQ(Rule("+3.5"), "none");       // an explicit sign must agree
-  evidence_ = Evidence();
-  Cells({"0.47"});
-  EXPECT_EQ(Rule("0.4"), "none");
-  EXPECT_EQ(Rule("0.5"), "rounding");
-}
-
-TEST_F(VerifyTest, UnsignedSupportingValueMatchesEitherSign) {
-  // The answer's words carry the direction; a supporting value only cites the result.
-  Cells({"-0.05", "-1200"});
-  EXPECT_EQ(Rule("5%"), "percent");
-  EXPECT_EQ(Rule("1,200"), "numeric");
-  EXPECT_EQ(Rule("-1,200.0"), "numeric");
-}
-
-TEST_F(VerifyTest, PercentAndProportionConvert) {
-  Cells({"0.44705882352941176", "12.5"});
-  ValueCheck check = CheckValue("44.71%");
-  EXPECT_EQ(MatchRuleName(check.rule), "percent");
-  EXPECT_EQ(check.matched, "0.44705882352941176");
-  EXPECT_EQ(Rule("44.7%"), "percent");
-  EXPECT_EQ(Rule("45%"), "percent");
-  EXPECT_EQ(Rule("44.71 percent"), "percent");
-  EXPECT_EQ(Rule("0.125"), "percent");  // a proportion of the percentage 12.5
-  EXPECT_EQ(Rule("12.5%"), "numeric");  // the percentage itself
-}
-
-TEST_F(VerifyTest, PercentWhoseProportionIsAbsentFails) {
-  Cells({"0.44705882352941176", "12.5"});
-  EXPECT_EQ(Rule("44.70%"), "none");  // wrong rounding of 44.7059
-  EXPECT_EQ(Rule("46%"), "none");
-  EXPECT_EQ(Rule("0.14"), "none");  // 14 is not 12.5
-  EXPECT_EQ(Rule("0.1251"), "none");
-}
-
-TEST_F(VerifyTest, ValuesFromTheQuestionAreGrounded) {
-  Cells({"West"});
-  const std::string question = "Which of the top 5 regions grew fastest since 2024-01-01, East?";
-  EXPECT_EQ(Rule("5", question), "question");
-  EXPECT_EQ(Rule("5.0", question), "question");
-  EXPECT_EQ(Rule("2024-01-01", question), "question");
-  EXPECT_EQ(Rule("2024", question), "question");
-  ValueCheck check = CheckValue("east", question);
-  EXPECT_EQ(MatchRuleName(check.rule), "question");
-  EXPECT_NE(check.matched.find("east"), std::string::npos);
-  EXPECT_EQ(Rule("6", question), "none");
-  EXPECT_EQ(Rule("grew fast", question), "none");  // not at a word boundary
-}
-
-TEST_F(VerifyTest, MixedValueNeedsEveryNumberGrounded) {
-  Cells({"West", "1234567.89", "1097393.68"});
-  ValueCheck check = CheckValue("West: 1,234,567.89");
-  EXPECT_EQ(MatchRuleName(check.rule), "verbatim");
-  EXPECT_EQ(check.matched, "1234567.89");
-  check = CheckValue("$1.2M vs $1.1M");
-  EXPECT_EQ(MatchRuleName(check.rule), "rounding");
-  EXPECT_EQ(check.matched, "1234567.89; 1097393.68");
-  EXPECT_EQ(Rule("West: 1,234,567.89, East: 9,999"), "none");
-  EXPECT_EQ(Rule("Q4"), "none");  // digits only glued: checked as text
-  Cells({"Q4"});
-  EXPECT_EQ(Rule("q4"), "verbatim");
-}
-
-TEST_F(VerifyTest, NumbersInFreeTextAreEvidence) {
-  evidence_.AddText("mean revenue: 1.234568e+06\nshare of West: 44.705882%\nrows: 12.\n");
-  EXPECT_EQ(Rule("1.23M"), "rounding");
-  EXPECT_EQ(Rule("44.71%"), "rounding");
-  EXPECT_EQ(Rule("0.4471"), "percent");
-  EXPECT_EQ(Rule("12"), "verbatim");
-  EXPECT_EQ(Rule("13"), "none");
-}
-
-TEST_F(VerifyTest, EmptySupportingValuesAreSkipped) {
-  Cells({"1"});
-  VerifyReport report = Verify("", {"", "  \"\" "}, evidence_, "");
-  EXPECT_TRUE(report.checks.empty());
-  EXPECT_TRUE(report.grounded());
-}
-
-TEST_F(VerifyTest, ReportListsUnsupportedOnceInFirstSeenOrder) {
-  Cells({"West", "10"});
-  VerifyReport report = Verify("West had 10, then 11, then 99, then 11 again.",
-                               {"West", "99", "Mars"}, evidence_, "");
-  ASSERT_EQ(report.checks.size(), 7u);
-  EXPECT_EQ(report.checks[3].origin, "answer_text");
-  EXPECT_EQ(report.checks[3].value, "10");
-  EXPECT_TRUE(report.checks[3].grounded());
-  EXPECT_FALSE(report.grounded());
-  EXPECT_EQ(report.unsupported(), (Strings{"99", "Mars", "11"}));
-}
-
-TEST_F(VerifyTest, EndToEndGroundedAnswer) {
-  Cells({"region", "revenue", "pct_ahead", "West", "1234567.89", "0.125", "East", "1097393.68",
-         "0.0"});
-  const std::string answer =
-      "West leads with $1,234,567.89 in revenue, 12.5% ahead of East ($1,097,393.68).";
-  VerifyReport report = Verify(answer, {"West", "1234567.89", "12.5%", "East: $1,097,393.68"},
-                               evidence_, "Which region has the highest revenue, and by how much?");
-  ASSERT_EQ(report.checks.size(), 7u);
-  EXPECT_TRUE(report.grounded());
-  EXPECT_TRUE(report.unsupported().empty());
-  EXPECT_EQ(MatchRuleName(report.checks[2].rule), "percent");
-  EXPECT_EQ(MatchRuleName(report.checks[3].rule), "verbatim");
-  EXPECT_EQ(report.checks[4].value, "$1,234,567.89");
-  EXPECT_EQ(MatchRuleName(report.checks[4].rule), "verbatim");
-  EXPECT_EQ(report.checks[5].value, "12.5%");
-  EXPECT_EQ(report.checks[5].matched, "0.125");
-  EXPECT_EQ(report.checks[6].value, "$1,097,393.68");
-  EXPECT_EQ(report.checks[6].origin, "answer_text");
-}
-
-TEST_F(VerifyTest, EndToEndHallucinatedNumbersAreUnsupported) {
-  Cells({"West", "1234567.89", "0.125", "East", "1097393.68"});
-  const std::string answer =
-      "West leads with $1,234,567.89 in revenue, 14% ahead of East ($1,097,393.68), "
-      "and North trails at $850,000.";
-  VerifyReport report =
-      Verify(answer, {"West", "North", "14%"}, evidence_, "Which region sells the most?");
-  EXPECT_FALSE(report.grounded());
-  EXPECT_EQ(report.unsupported(), (Strings{"North", "14%", "$850,000"}));
-}
-
-TEST_F(VerifyTest, PercentagePointsAreAPercentOfADifference) {
-  Cells({"0.48113"});
-  EXPECT_TRUE(Verify("a gap of 48.11 percentage points", {}, evidence_, "").grounded());
-  EXPECT_TRUE(Verify("a gap of 48.1 pp", {}, evidence_, "").grounded());
-  EXPECT_FALSE(Verify("a gap of 48.2 percentage points", {}, evidence_, "").grounded());
-  EXPECT_EQ(ExtractNumbers("up 3.5 percentage points"), std::vector<std::string>{"3.5 percentage points"});
-}
-
-TEST_F(VerifyTest, GluedUnitsStillStateTheirNumber) {
-  Cells({"7.1", "0.5"});
-  EXPECT_TRUE(Verify("North is 7.1x the size of East", {}, evidence_, "").grounded());
-  EXPECT_FALSE(Verify("North is 9x the size of East", {}, evidence_, "").grounded());
-  EXPECT_TRUE(Verify("50pct of orders", {}, evidence_, "").grounded());
-  EXPECT_FALSE(Verify("60pct of orders", {}, evidence_, "").grounded());
-  EXPECT_TRUE(Verify("the 3rd region", {}, evidence_, "").grounded());  // an ordinal
+// Times of day read as times (key "HH:MM" in 24 hours), and what only looks like one does not.
+TEST(ClockTimeTest, TimesOfDayAreReadAndNumbersThatLookLikeThemAreNot) {
+  auto keys = [](std::string_view text) {
+    Strings out;
+    for (const auto& t : internal::Scan(text, /*words=*/true)) {
+      out.push_back((t.is_time ? "time " : t.is_date ? "date " : "number ") +
+                    (t.is_date ? t.key : t.text));
+    }
+    return out;
+  };
+  EXPECT_EQ(keys("It began at 23:00 and ended at 23:45:10."),
+            (Strings{"time 23:00", "time 23:45:10"}));
+  EXPECT_EQ(keys("at 11 PM, at 9:30 am, at 12 a.m., at 12pm"),
+            (Strings{"time 23:00", "time 09:30", "time 00:00", "time 12:00"}));
+  EXPECT_EQ(keys("13 PM, 24:00, 9:60, 12:30:45:10"),
+            (Strings{"number 13", "number 24", "number 00", "number 9", "number 60", "number 12",
+                     "number 30", "number 45", "number 10"}));
+  EXPECT_EQ(keys("11 pmt and 11 people"), (Strings{"number 11", "number 11"}));
+  // "Mars-2025" is one word.
+  EXPECT_EQ(keys("on 14-Mar-2025, not 14-Mars-2025"), (Strings{"date 2025-03-14", "number 14"}));
+  EXPECT_EQ(keys("2025-03-14 23:00:00"), (Strings{"date 2025-03-14 23:00:00"}));
 }
 
 }  // namespace
