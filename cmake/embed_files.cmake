@@ -1,5 +1,5 @@
 # Turns text files into a C++ source so the binary carries them while they stay files in the
-# repo (prompts/*.md, the sandbox's runner.py). Invoked at build time:
+# repo (prompts/*.md, the sandbox's runner.py, the behaviour cases). Invoked at build time:
 #   cmake -DGLOB=<pattern> -DFUNCTION=<qualified name> -DOUT=<file.cc> -P embed_files.cmake
 # FUNCTION (e.g. quarry::agent::EmbeddedPrompts) returns a map from file stem to contents.
 file(GLOB files "${GLOB}")

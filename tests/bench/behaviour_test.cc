@@ -103,7 +103,9 @@ TEST(BehaviourSuiteTest, OfflineSuitePassesEveryCaseOnTheCopyAndLeavesTheSourceU
   const std::string before = quarry::testing::Sha256File(Chinook());
   auto out = RunOffline(Fixtures(), {});
   const BehaviourReport& r = out->report;
-  ASSERT_EQ(r.cases.size(), BehaviourCases().size());
+  const auto cases = BehaviourCases();
+  ASSERT_TRUE(cases.has_value()) << cases.error().message;
+  ASSERT_EQ(r.cases.size(), cases->size());
   EXPECT_EQ(r.cases.size(), 15u);
   for (const auto& c : r.cases) {
     EXPECT_EQ(c.status, CaseStatus::kPass) << c.id << ": " << c.reason;

@@ -140,9 +140,10 @@ CaseResult RunCase(const CaseDef& def, const BehaviourOptions& o, const behaviou
   run.copy = def.wide ? copies.wide : copies.copy;
   run.max_tool_calls = o.config.max_tool_calls;
   run.max_cost_usd = o.config.max_cost_usd;
-  if (def.expect) {
+  if (!def.references.empty()) {
     auto db = behaviour::ReferenceDb::Open(run.copy);
-    auto expected = db ? def.expect(*db) : Result<json>(std::unexpected(db.error()));
+    auto expected =
+        db ? behaviour::Expected(def, *db) : Result<json>(std::unexpected(db.error()));
     if (!expected) {
       result.status = CaseStatus::kFail;
       result.reason = expected.error().message;
@@ -174,17 +175,21 @@ std::string_view CaseStatusName(CaseStatus status) {
   return "skipped";
 }
 
-std::vector<BehaviourCase> BehaviourCases() {
+Result<std::vector<BehaviourCase>> BehaviourCases() {
+  const auto& defs = behaviour::CaseDefs();
+  if (!defs) return std::unexpected(defs.error());
   std::vector<BehaviourCase> out;
-  for (const auto& d : behaviour::CaseDefs()) out.push_back({d.id, d.checks, d.questions});
+  for (const auto& d : *defs) out.push_back({d.id, d.checks, d.questions});
   return out;
 }
 
 Result<BehaviourReport> RunBehaviour(const BehaviourOptions& o, const ClientFactory& clients) {
+  const auto& defs = behaviour::CaseDefs();
+  if (!defs) return std::unexpected(defs.error());
   for (const auto& id : o.only) {
     if (!behaviour::FindCase(id)) {
       std::string known;
-      for (const auto& d : behaviour::CaseDefs()) known += (known.empty() ? "" : ", ") + d.id;
+      for (const auto& d : *defs) known += (known.empty() ? "" : ", ") + d.id;
       return Fail(Error::Code::kUsage,
                   "no behaviour case named \"" + id + "\"; the cases are: " + known);
     }
@@ -207,7 +212,7 @@ Result<BehaviourReport> RunBehaviour(const BehaviourOptions& o, const ClientFact
   report.copy = copies->copy.string();
   report.wide_copy = copies->wide.string();
   report.planted = behaviour::PlantedSql();
-  for (const auto& def : behaviour::CaseDefs()) {
+  for (const auto& def : *defs) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), def.id) == o.only.end()) {
       continue;
     }

@@ -33,8 +33,9 @@ struct BehaviourCase {
   std::string checks;
   std::vector<std::string> questions;  // asked in order; two are turns of one thread
 };
-// Every case, in the order the suite runs them.
-std::vector<BehaviourCase> BehaviourCases();
+// Every case, in the order the suite runs them: the bundled case file, tasks/behaviour/cases.json.
+// Errors: kData naming the file, the case and the field when it does not load.
+Result<std::vector<BehaviourCase>> BehaviourCases();
 
 struct CaseResult {
   std::string id;
@@ -92,7 +93,8 @@ struct BehaviourReport {
 // `clients(question, {copy path})`; a kUsage error from it skips the case (no recording), any
 // other error fails it. The thread case keeps its turns in a threads database in the work
 // directory, never the user's. Errors: kUsage (an unknown case id; a work dir that holds the
-// source), kData (the source is missing or not a SQLite database; a copy cannot be made).
+// source), kData (the source is missing or not a SQLite database; a copy cannot be made; the
+// case file does not load, as BehaviourCases).
 Result<BehaviourReport> RunBehaviour(const BehaviourOptions& options, const ClientFactory& clients);
 
 // Recorded turns for the suite: every *.json in `dir` ({"source": "scripted", "question",

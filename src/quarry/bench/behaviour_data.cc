@@ -1,6 +1,6 @@
 // The behaviour suite's data (behaviour_internal.h): the copies of Chinook with their planted
-// rows and generated tables, file hashes, and the reference queries, all through the SQLite C
-// API directly so no expected value passes through quarry's engine.
+// rows and generated tables, file hashes, and the cases' reference queries, all through the
+// SQLite C API directly so no expected value passes through quarry's engine.
 #include <sqlite3.h>
 
 
@@ -190,6 +190,16 @@ Result<json> ReferenceDb::Value(const std::string& sql) {
     return Fail(Error::Code::kData, "reference query returned no row: " + sql);
   }
   return (*rows)[0][0];
+}
+
+Result<json> Expected(const CaseDef& def, ReferenceDb& db) {
+  json expected;
+  for (const Reference& ref : def.references) {
+    auto value = ref.rows ? db.Rows(ref.sql) : db.Value(ref.sql);
+    if (!value) return std::unexpected(value.error());
+    expected[ref.key] = std::move(*value);
+  }
+  return expected;
 }
 
 }  // namespace behaviour

@@ -1,12 +1,13 @@
 // The behaviour suite's parts (behaviour.h): the copies with their planted rows, the reference
-// queries run on a copy with SQLite directly (no quarry engine), and the case table with each
-// case's check. Only the suite and its tests include this.
+// queries run on a copy with SQLite directly (no quarry engine), the cases read from their data
+// file, and the named kinds of check they use. Only the suite and its tests include this.
 #pragma once
 
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,17 +75,82 @@ struct Verdict {
   std::string reason;
 };
 
+using CheckFn = std::function<Verdict(const CaseRun&)>;
+
+// A reference query: its result goes into the expected values under `key`.
+struct Reference {
+  std::string key;
+  std::string sql;
+  bool rows = false;  // every row, each an array of cells; else the first cell of the first row
+};
+
+// One case as the case file gives it (tasks/README.md, "The behaviour cases").
 struct CaseDef {
   std::string id;
-  std::string checks;
+  std::string checks;  // what the check asserts, in words
   std::vector<std::string> questions;
   bool wide = false;    // runs on the wide copy
   bool thread = false;  // the questions are turns of one thread
-  // The expected values, from reference queries on the copy; null: none.
-  std::function<Result<json>(ReferenceDb&)> expect;
-  std::function<Verdict(const CaseRun&)> check;
+  std::vector<Reference> references;  // empty: no expected values
+  std::string check_kind;
+  CheckFn check;  // the kind bound to the case's parameters
 };
-const std::vector<CaseDef>& CaseDefs();
+
+// The expected values of `def` on a copy: each reference's key and result, in the file's
+// order; null when the case has no reference query. Errors: ReferenceDb's.
+Result<json> Expected(const CaseDef& def, ReferenceDb& db);
+
+// A check's parameters (the case's "check" object) read field by field. The first problem (a
+// missing field, a wrong type, a key no reference query has, a field no reader asked for) is
+// kept, named by its path ("check.turns[1].key"); readers then return a default, so a kind
+// reads on and the loader reports the problem. `object` and `def` must outlive this.
+class CheckParams {
+ public:
+  CheckParams(const json& object, std::string path, const CaseDef& def, std::string& problem);
+  // A non-empty string; the second form returns `fallback` when the field is absent.
+  std::string Text(const std::string& name);
+  std::string Text(const std::string& name, std::string fallback);
+  // A string naming one of the case's reference queries.
+  std::string Key(const std::string& name);
+  double Tolerance(const std::string& name);  // a finite number >= 0
+  int Count(const std::string& name);         // an integer >= 1
+  // Reads each object of the non-empty array `name` with `read`; returns how many there are.
+  size_t Each(const std::string& name, const std::function<void(CheckParams&)>& read);
+  // Records `problem` about the field `name` unless a problem is already kept.
+  void Fail(const std::string& name, const std::string& problem);
+  // Records the first field no reader asked for; called by the loader once a kind has read.
+  void Finish();
+  const CaseDef& def() const { return def_; }
+
+ private:
+  const json* Find(const std::string& name, bool required);
+  std::string Path(const std::string& name) const;
+
+  const json& object_;
+  std::string path_;
+  const CaseDef& def_;
+  std::string& problem_;
+  std::vector<std::string> read_;
+};
+
+// A named kind of check: reads its parameters and returns the check bound to them.
+struct CheckKind {
+  std::string_view name;
+  CheckFn (*make)(CheckParams& params);
+};
+// Every kind a case file may name, in the order tasks/README.md lists them.
+const std::vector<CheckKind>& CheckKinds();
+
+// The cases of a case file's `text`, in order; `file` names it in errors. Errors: kData
+// "FILE: case ID: field 'check.tolerance' should be a number >= 0, found a string" (or
+// "cases[N]" before the id is known) for JSON that does not parse, a missing field, a wrong
+// type, an unknown field or check kind, a check key no reference query has, an id used twice.
+Result<std::vector<CaseDef>> ParseCases(std::string_view text, const std::string& file);
+// ParseCases on the file's bytes. Errors: ParseCases', or kData when it cannot be read.
+Result<std::vector<CaseDef>> LoadCases(const std::filesystem::path& file);
+// The bundled cases: tasks/behaviour/cases.json, carried in the binary and parsed once.
+const Result<std::vector<CaseDef>>& CaseDefs();
+// The bundled case `id`; nullptr when there is none or the bundled cases do not load.
 const CaseDef* FindCase(const std::string& id);
 
 // The numbers of an answer as the verify gate reads them (agent::ExtractNumbers), as values:
