@@ -25,6 +25,7 @@ if [ "$tests" = 1 ]; then
     python3-openpyxl  # one of the writers of the workbook corpus (tests/engine/workbooks)
     chromium
     clang-16 libclang-rt-16-dev  # libFuzzer and its sanitizers (scripts/fuzz.sh)
+    clang-format  # the format check (scripts/check_format.sh)
   )
 fi
 # Node.js may come from elsewhere (NodeSource bundles npm and conflicts with Debian's npm
