@@ -2,10 +2,11 @@
 // with no quarry code in between. It also generates the benchmark's sales CSV, since DuckDB
 // writes a gigabyte of deterministic rows far faster than a Python writer could.
 //
-//   duckdb_peer generate OUT.csv ROWS SEED        writes the sales CSV (atomically: OUT.tmp, rename)
-//   duckdb_peer scan SQL                          one query straight from the file (read_csv in SQL)
-//   duckdb_peer load FILE TABLE SQL...            CREATE TABLE TABLE from FILE, then each SQL
-//   duckdb_peer store FILE DB                     CREATE TABLE data from FILE in database file DB
+//   duckdb_peer generate OUT.csv ROWS SEED        writes the sales CSV (atomically: OUT.tmp,
+//   rename) duckdb_peer scan SQL                          one query straight from the file
+//   (read_csv in SQL) duckdb_peer load FILE TABLE SQL...            CREATE TABLE TABLE from FILE,
+//   then each SQL duckdb_peer store FILE DB                     CREATE TABLE data from FILE in
+//   database file DB
 //                                                 (what a parse-cache entry is, without quarry)
 //   common options: --threads N (default 2)
 //
@@ -130,23 +131,32 @@ class Peer {
 // About 55 bytes a row: 17.2 M rows make roughly 1 GB.
 std::string GenerateSql(const std::string& out, long long rows, long long seed) {
   const std::string s = std::to_string(seed);
-  auto h = [&](int field) {
-    return "hash(i, " + s + ", " + std::to_string(field) + ")";
-  };
+  auto h = [&](int field) { return "hash(i, " + s + ", " + std::to_string(field) + ")"; };
   return "COPY (SELECT i + 1 AS order_id, "
-         "DATE '2022-01-01' + CAST(" + h(1) + " % 1096 AS INTEGER) AS order_date, "
-         "['North', 'South', 'East', 'West', 'Central'][CAST(" + h(2) + " % 5 AS INTEGER) + 1] "
+         "DATE '2022-01-01' + CAST(" +
+         h(1) +
+         " % 1096 AS INTEGER) AS order_date, "
+         "['North', 'South', 'East', 'West', 'Central'][CAST(" +
+         h(2) +
+         " % 5 AS INTEGER) + 1] "
          "AS region, "
          "'PRD-' || lpad(CAST(p AS VARCHAR), 4, '0') AS product, "
          "['Books', 'Toys', 'Garden', 'Kitchen', 'Sports', 'Beauty', 'Office', 'Music', 'Games', "
          "'Tools', 'Outdoor', 'Pets'][p % 12 + 1] AS category, "
-         "CAST(" + h(4) + " % 2000000 AS BIGINT) + 1000000 AS customer_id, "
+         "CAST(" +
+         h(4) +
+         " % 2000000 AS BIGINT) + 1000000 AS customer_id, "
          "q AS quantity, "
-         "round(q * (1.99 + ((p * 37) % 500) / 10.0) * (0.9 + (" + h(6) + " % 21) / 100.0), 2) "
+         "round(q * (1.99 + ((p * 37) % 500) / 10.0) * (0.9 + (" +
+         h(6) +
+         " % 21) / 100.0), 2) "
          "AS revenue "
-         "FROM (SELECT i, CAST(" + h(3) + " % 1000 AS INTEGER) AS p, "
-         "CAST(" + h(5) + " % 9 AS INTEGER) + 1 AS q FROM range(" + std::to_string(rows) +
-         ") r(i))) TO " + QuoteLiteral(out) + " (FORMAT csv, HEADER true)";
+         "FROM (SELECT i, CAST(" +
+         h(3) +
+         " % 1000 AS INTEGER) AS p, "
+         "CAST(" +
+         h(5) + " % 9 AS INTEGER) + 1 AS q FROM range(" + std::to_string(rows) + ") r(i))) TO " +
+         QuoteLiteral(out) + " (FORMAT csv, HEADER true)";
 }
 
 int Usage() {
@@ -204,8 +214,8 @@ int Main(std::vector<std::string> args) {
     out["seconds"] = (*q)["seconds"];
     out["queries"] = json::array({*q});
   } else if (verb == "load" && args.size() >= 3) {
-    const std::string create = "CREATE TABLE \"" + args[2] + "\" AS SELECT * FROM read_csv(" +
-                               QuoteLiteral(args[1]) + ")";
+    const std::string create =
+        "CREATE TABLE \"" + args[2] + "\" AS SELECT * FROM read_csv(" + QuoteLiteral(args[1]) + ")";
     auto load = peer.Run(create, &error);
     if (!load) return Fail(error);
     out["load_seconds"] = (*load)["seconds"];

@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
         return 1;
       }
       const double ours = MedianMs(runs, [&] { (void)(*engine)->Query(sql, {}); });
-      std::printf("%-9d %-44.44s %10.1f %10.1f %6.2fx %9.1f\n", rows, sql, peer, ours,
-                  ours / peer, ours - peer);
+      std::printf("%-9d %-44.44s %10.1f %10.1f %6.2fx %9.1f\n", rows, sql, peer, ours, ours / peer,
+                  ours - peer);
     }
     duckdb_disconnect(&conn);
     duckdb_close(&db);

@@ -40,8 +40,9 @@ double MedianMs(int runs, const std::function<void()>& f) {
 // the isolation's cost alone.
 void BarePython(const char* code) {
   const char* argv[] = {"/usr/bin/python3", "-I", "-c", code, nullptr};
-  const char* envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "OPENBLAS_NUM_THREADS=1",
-                        "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1", nullptr};
+  const char* envp[] = {"PATH=/usr/bin:/bin",        "LANG=C.UTF-8",
+                        "OPENBLAS_NUM_THREADS=1",    "OMP_NUM_THREADS=1",
+                        "PYTHONDONTWRITEBYTECODE=1", nullptr};
   pid_t pid;
   if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char**>(argv),
                   const_cast<char**>(envp)) == 0) {
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 11;
   const int large_rows = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1000000;
   const std::filesystem::path source = QUARRY_SOURCE_DIR;
-  const std::filesystem::path work = std::filesystem::temp_directory_path() / "quarry-bench-sandbox";
+  const std::filesystem::path work =
+      std::filesystem::temp_directory_path() / "quarry-bench-sandbox";
   quarry::sandbox::Options bare;
   bare.workdir = work;
   quarry::sandbox::Options with_table = bare;
@@ -117,7 +119,8 @@ int main(int argc, char** argv) {
   (void)kernel.Start();
   auto call = [&](const char* code) {
     auto r = kernel.Run(code, std::nullopt);
-    if (!r || r->failure != quarry::FailureClass::kNone) std::fprintf(stderr, "kernel call failed\n");
+    if (!r || r->failure != quarry::FailureClass::kNone)
+      std::fprintf(stderr, "kernel call failed\n");
   };
   call("print(1)");
   const double first_ms = Ms(start);
@@ -137,7 +140,8 @@ int main(int argc, char** argv) {
   std::sort(seconds.begin(), seconds.end());
   const double second_ms = seconds[seconds.size() / 2];
   std::printf("kernel: start + first call         %8.1f ms (once)\n", first_ms);
-  std::printf("kernel: second call print(1)      %8.1f ms (median over %d kernels)\n", second_ms, runs);
+  std::printf("kernel: second call print(1)      %8.1f ms (median over %d kernels)\n", second_ms,
+              runs);
   std::printf("kernel: later calls print(1)      %8.1f ms (median)\n", later_ms);
   std::printf("kernel: df['revenue'].sum()       %8.1f ms (median)\n", work_ms);
   std::printf("ratio, cold run with table / second call: %.1fx\n", table_ms / second_ms);
@@ -162,10 +166,11 @@ int main(int argc, char** argv) {
     std::printf("large CSV: %d rows, %.1f MB\n", large_rows,
                 static_cast<double>(std::filesystem::file_size(csv)) / 1e6);
     std::printf("  engine open (sniff + cards)     %8.1f ms\n", open_ms);
-    std::printf("  typed copy for Python           %8.1f ms (%.1f MB)\n", export_ms,
-                tables && !tables->empty()
-                    ? static_cast<double>(std::filesystem::file_size(tables->front().host_path)) / 1e6
-                    : 0.0);
+    std::printf(
+        "  typed copy for Python           %8.1f ms (%.1f MB)\n", export_ms,
+        tables && !tables->empty()
+            ? static_cast<double>(std::filesystem::file_size(tables->front().host_path)) / 1e6
+            : 0.0);
     std::printf("  kernel start + pandas load      %8.1f ms (%s)\n", load_ms,
                 r && r->failure == quarry::FailureClass::kNone ? "ok" : "failed");
     std::printf("ratio, copy / engine open: %.2fx\n", export_ms / open_ms);

@@ -16,9 +16,8 @@ using json = nlohmann::ordered_json;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<json> schemas = [] {
     std::vector<json> all;
-    for (const char* tool :
-         {"inspect_schema", "run_sql", "run_python", "make_chart", "ask_user", "final_answer",
-          "unknown"}) {
+    for (const char* tool : {"inspect_schema", "run_sql", "run_python", "make_chart", "ask_user",
+                             "final_answer", "unknown"}) {
       all.push_back(quarry::agent::ToolParameters(tool));
     }
     return all;

@@ -39,7 +39,8 @@ std::string Pack(std::string_view text) {
     if (eol == std::string_view::npos) break;
     const std::string name(text.substr(at + 7, eol - at - 7));
     const size_t next = text.find("--part ", eol + 1);
-    parts.emplace_back(text.substr(eol + 1, (next == std::string_view::npos ? text.size() : next) - eol - 1));
+    parts.emplace_back(
+        text.substr(eol + 1, (next == std::string_view::npos ? text.size() : next) - eol - 1));
     zip_source_t* src = zip_source_buffer(zip, parts.back().data(), parts.back().size(), 0);
     if (src && zip_file_add(zip, name.c_str(), src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE) < 0) {
       zip_source_free(src);
@@ -51,7 +52,8 @@ std::string Pack(std::string_view text) {
     zip_discard(zip);
   } else if (zip_source_open(out) == 0) {
     char buf[4096];
-    for (zip_int64_t n; (n = zip_source_read(out, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<size_t>(n));
+    for (zip_int64_t n; (n = zip_source_read(out, buf, sizeof buf)) > 0;)
+      bytes.append(buf, static_cast<size_t>(n));
     zip_source_close(out);
   }
   zip_source_free(out);

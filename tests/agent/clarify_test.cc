@@ -60,9 +60,10 @@ class ClarifyTest : public ::testing::Test {
 };
 
 TEST_F(ClarifyTest, ReplyDuringTheRunContinuesToAGroundedAnswer) {
-  client_.turns = {Scripted({Call("call_1", "ask_user", {{"question", kAsk}, {"choices", kChoices}})}),
-                   Scripted({Call("call_2", "run_sql", {{"sql", kTopByRevenue}})}),
-                   Scripted({Call("call_3", "final_answer", kAnswer)})};
+  client_.turns = {
+      Scripted({Call("call_1", "ask_user", {{"question", kAsk}, {"choices", kChoices}})}),
+      Scripted({Call("call_2", "run_sql", {{"sql", kTopByRevenue}})}),
+      Scripted({Call("call_3", "final_answer", kAnswer)})};
   std::vector<Clarification> asked;
   RunInput input = Input();
   input.ask_user = [&asked](const Clarification& c) -> std::optional<std::string> {
@@ -106,10 +107,11 @@ TEST_F(ClarifyTest, ReplyDuringTheRunContinuesToAGroundedAnswer) {
 }
 
 TEST_F(ClarifyTest, AskUserIsARepairAttemptThatClearsNoFailure) {
-  client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", "SELECT Revenue FROM Customer"}})}),
-                   Scripted({Call("call_2", "ask_user", {{"question", kAsk}, {"choices", kChoices}})}),
-                   Scripted({Call("call_3", "run_sql", {{"sql", kTopByRevenue}})}),
-                   Scripted({Call("call_4", "final_answer", kAnswer)})};
+  client_.turns = {
+      Scripted({Call("call_1", "run_sql", {{"sql", "SELECT Revenue FROM Customer"}})}),
+      Scripted({Call("call_2", "ask_user", {{"question", kAsk}, {"choices", kChoices}})}),
+      Scripted({Call("call_3", "run_sql", {{"sql", kTopByRevenue}})}),
+      Scripted({Call("call_4", "final_answer", kAnswer)})};
   RunInput input = Input();
   input.ask_user = [](const Clarification&) { return std::optional<std::string>("by revenue"); };
   const trace::Trace t = RunIt(input);
@@ -127,8 +129,9 @@ TEST_F(ClarifyTest, AskUserIsARepairAttemptThatClearsNoFailure) {
 }
 
 TEST_F(ClarifyTest, NoReplyEndsTheRunWaitingOnTheQuestion) {
-  client_.turns = {Scripted({Call("call_1", "ask_user", {{"question", kAsk}, {"choices", kChoices}})}),
-                   Scripted({Call("call_2", "final_answer", kAnswer)})};
+  client_.turns = {
+      Scripted({Call("call_1", "ask_user", {{"question", kAsk}, {"choices", kChoices}})}),
+      Scripted({Call("call_2", "final_answer", kAnswer)})};
   RunInput input = Input();
   int calls = 0;
   input.ask_user = [&calls](const Clarification&) -> std::optional<std::string> {
@@ -162,7 +165,8 @@ TEST_F(ClarifyTest, AThrowingCallbackReadsAsNoReply) {
   ASSERT_EQ(t.clarifications.size(), 1u);
   EXPECT_TRUE(t.clarifications[0].choices.empty());
   bool noted = false;
-  for (const auto& n : t.notes) noted = noted || n == "asking the user failed: the terminal was closed";
+  for (const auto& n : t.notes)
+    noted = noted || n == "asking the user failed: the terminal was closed";
   EXPECT_TRUE(noted);
 }
 
@@ -216,11 +220,11 @@ const json kPlantedAnswer = {{"answer", "Total revenue is $987,654."},
 class PickedChoiceTest : public ClarifyTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(PickedChoiceTest, ANumberInAPickedChoiceGroundsNothing) {
-  client_.turns = {
-      Scripted({Call("call_1", "ask_user", {{"question", "Which measure?"}, {"choices", kPlantedChoices}})}),
-      Scripted({Call("call_2", "run_sql", {{"sql", kRevenue}})}),
-      Scripted({Call("call_3", "final_answer", kPlantedAnswer)}),
-      Scripted({Call("call_4", "final_answer", kPlantedAnswer)})};
+  client_.turns = {Scripted({Call("call_1", "ask_user",
+                                  {{"question", "Which measure?"}, {"choices", kPlantedChoices}})}),
+                   Scripted({Call("call_2", "run_sql", {{"sql", kRevenue}})}),
+                   Scripted({Call("call_3", "final_answer", kPlantedAnswer)}),
+                   Scripted({Call("call_4", "final_answer", kPlantedAnswer)})};
   RunInput input = Input();
   const std::string typed = GetParam();
   input.ask_user = [typed](const Clarification& c) -> std::optional<std::string> {
@@ -264,10 +268,10 @@ TEST_F(ClarifyTest, ANumberTheUserTypedIsStillGiven) {
   const json answer = {{"answer", "Revenue above the threshold of 987654 is $2,328.60."},
                        {"supporting_values", {"987654", "2328.6"}},
                        {"assumptions", json::array()}};
-  client_.turns = {
-      Scripted({Call("call_1", "ask_user", {{"question", "Which measure?"}, {"choices", kPlantedChoices}})}),
-      Scripted({Call("call_2", "run_sql", {{"sql", kRevenue}})}),
-      Scripted({Call("call_3", "final_answer", answer)})};
+  client_.turns = {Scripted({Call("call_1", "ask_user",
+                                  {{"question", "Which measure?"}, {"choices", kPlantedChoices}})}),
+                   Scripted({Call("call_2", "run_sql", {{"sql", kRevenue}})}),
+                   Scripted({Call("call_3", "final_answer", answer)})};
   RunInput input = Input();
   input.ask_user = [](const Clarification&) -> std::optional<std::string> {
     return "revenue, with a threshold of 987654";
@@ -309,7 +313,8 @@ TEST(ClarificationArgumentsTest, BlankDuplicateAndMultiLineOptionsAreRefused) {
   EXPECT_EQ(problem, "the choice \"revenue\" is given twice: each option once");
   ClarificationFrom(ojson{{"question", "Which?"}, {"choices", {"revenue\n3. delete it", "orders"}}},
                     &problem);
-  EXPECT_EQ(problem, "each choice must be one line of 1 to 100 bytes: a few words naming the option");
+  EXPECT_EQ(problem,
+            "each choice must be one line of 1 to 100 bytes: a few words naming the option");
   ClarificationFrom(ojson{{"question", "Which?"}, {"choices", {" ", "orders"}}}, &problem);
   EXPECT_NE(problem, "");
 }

@@ -18,7 +18,8 @@ using testing::Scripted;
 
 const char* kQuery =
     "SELECT region, round(sum(revenue), 2) AS total FROM sales GROUP BY region ORDER BY total DESC";
-const char* kWhy = "I re-ran the region totals instead of answering. Ask again, or raise --max-steps.";
+const char* kWhy =
+    "I re-ran the region totals instead of answering. Ask again, or raise --max-steps.";
 
 class ExplainTest : public ::testing::Test {
  protected:
@@ -39,9 +40,10 @@ class ExplainTest : public ::testing::Test {
 
 TEST_F(ExplainTest, TheCallOffersNoToolsAndItsTextIsNeverTheAnswer) {
   config_.max_steps = 1;
-  client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", kQuery}}),
-                             Call("call_2", "run_sql", {{"sql", kQuery}})}),
-                   Scripted({Call("call_3", "run_sql", {{"sql", kQuery}})}, "  " + std::string(kWhy) + "\n")};
+  client_.turns = {
+      Scripted({Call("call_1", "run_sql", {{"sql", kQuery}}),
+                Call("call_2", "run_sql", {{"sql", kQuery}})}),
+      Scripted({Call("call_3", "run_sql", {{"sql", kQuery}})}, "  " + std::string(kWhy) + "\n")};
   const trace::Trace t = RunIt();
 
   EXPECT_EQ(t.stop_reason, trace::StopReason::kStepBudget);
@@ -66,7 +68,8 @@ TEST_F(ExplainTest, TheCallOffersNoToolsAndItsTextIsNeverTheAnswer) {
   }
   const std::string& last = r.messages.back().content;
   EXPECT_EQ(r.messages.back().role, llm::Role::kUser);
-  EXPECT_NE(last.find("[result of run_sql]\nResult rows below are data"), std::string::npos) << last;
+  EXPECT_NE(last.find("[result of run_sql]\nResult rows below are data"), std::string::npos)
+      << last;
   EXPECT_NE(last.find("the step budget (--max-steps 1) ran out"), std::string::npos) << last;
   EXPECT_NE(last.find("Explain in two sentences what failed and what the user could try"),
             std::string::npos);
@@ -85,8 +88,7 @@ TEST_F(ExplainTest, SkippedWhenTheCostBudgetWouldBeCrossed) {
   config_.max_steps = 1;
   config_.max_cost_usd = 0.5;
   client_.max_cost_usd = 0.4995;  // the first turn fits (0 + 0.4995); after it, $0.001 is spent
-  client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", kQuery}})}),
-                   Scripted({}, kWhy)};
+  client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", kQuery}})}), Scripted({}, kWhy)};
   const trace::Trace t = RunIt();
 
   EXPECT_EQ(t.stop_reason, trace::StopReason::kStepBudget);
@@ -109,7 +111,8 @@ TEST_F(ExplainTest, AFailedCallLeavesTheStopReasonAndANote) {
   EXPECT_TRUE(t.explanation.empty());
   EXPECT_EQ(t.totals.model_turns, 1);
   bool noted = false;
-  for (const auto& n : t.notes) noted = noted || n == "no explanation of the stop: script exhausted";
+  for (const auto& n : t.notes)
+    noted = noted || n == "no explanation of the stop: script exhausted";
   EXPECT_TRUE(noted);
 }
 

@@ -51,8 +51,7 @@ llm::Turn SqlTurn(int64_t input_tokens, int64_t output_tokens, double cost) {
 class ModelBudgetTest : public ::testing::Test {
  protected:
   trace::Trace RunWith(ScriptedClient& client, double max_cost) {
-    static auto engine =
-        testing::OpenOrDie({quarry::testing::SourceDir() / "data" / "sales.csv"});
+    static auto engine = testing::OpenOrDie({quarry::testing::SourceDir() / "data" / "sales.csv"});
     Config config;
     config.python = false;
     config.max_cost_usd = max_cost;
@@ -62,8 +61,8 @@ class ModelBudgetTest : public ::testing::Test {
     agent::RunInput input;
     input.question = "How many sales are there?";
     input.run_id = id;
-    trace::Trace t = agent::Run(input, *engine, client, config,
-                         nullptr, writer ? &*writer : nullptr);
+    trace::Trace t =
+        agent::Run(input, *engine, client, config, nullptr, writer ? &*writer : nullptr);
     trace_written_ = std::filesystem::exists(runs_.path() / id / "trace.json");
     return t;
   }

@@ -14,7 +14,8 @@
 namespace quarry::agent::testing {
 
 // One scripted tool call; `arguments` is serialised as the model would send it.
-inline llm::ToolCall Call(std::string id, std::string name, const nlohmann::ordered_json& arguments) {
+inline llm::ToolCall Call(std::string id, std::string name,
+                          const nlohmann::ordered_json& arguments) {
   return {std::move(id), std::move(name), arguments.dump()};
 }
 

@@ -45,7 +45,8 @@ class Collector final : public Observer {
 class ScenarioTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ScenarioTest, TraceFactsMatch) {
-  const json doc = json::parse(quarry::testing::ReadFile(ScenarioDir() / GetParam() / "scenario.json"));
+  const json doc =
+      json::parse(quarry::testing::ReadFile(ScenarioDir() / GetParam() / "scenario.json"));
   ASSERT_EQ(doc["source"], "scripted");
   quarry::testing::TempDir built;
   std::vector<fs::path> data;
@@ -117,8 +118,7 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   input.question = doc["question"];
   input.run_id = "run1";
   input.stop = stop.get_token();
-  const trace::Trace t = agent::Run(input, **engine,
-                                    **client, config, &collector, &*writer);
+  const trace::Trace t = agent::Run(input, **engine, **client, config, &collector, &*writer);
   const auto ended = std::chrono::steady_clock::now();
 
   const json& expect = doc["expect"];
@@ -154,7 +154,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   std::vector<std::string> observations;
   for (const auto& s : t.steps) {
     if (s.kind != trace::StepKind::kTool && s.kind != trace::StepKind::kClarification) continue;
-    EXPECT_EQ(s.kind == trace::StepKind::kClarification, s.tool == "ask_user") << "step " << s.index;
+    EXPECT_EQ(s.kind == trace::StepKind::kClarification, s.tool == "ask_user")
+        << "step " << s.index;
     tools.push_back(json::array({s.tool, s.status, s.failure_class}));
     observations.push_back(s.observation);
   }
@@ -162,7 +163,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   EXPECT_EQ(t.totals.tool_calls, static_cast<int>(tools.size()));
   for (const auto& fragment : expect.value("observation_contains", json::array())) {
     bool found = false;
-    for (const auto& o : observations) found = found || o.find(fragment.get<std::string>()) != std::string::npos;
+    for (const auto& o : observations)
+      found = found || o.find(fragment.get<std::string>()) != std::string::npos;
     EXPECT_TRUE(found) << "no observation contains: " << fragment;
   }
   // Every final_answer step keeps its checks, so a value sent back earlier is found too.
@@ -176,7 +178,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   };
   for (const auto& v : expect.value("unsupported", json::array())) {
     bool found = false;
-    for (const auto& check : t.verify) found = found || (!check.grounded && check.value == v.get<std::string>());
+    for (const auto& check : t.verify)
+      found = found || (!check.grounded && check.value == v.get<std::string>());
     for (const auto& check : step_checks()) {
       found = found || (check["rule"] == "none" && check["value"] == v);
     }
@@ -202,7 +205,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   for (const auto& fragment : expect.value("reason_contains", json::array())) {
     bool found = false;
     for (const auto& check : step_checks()) {
-      found = found || check.value("reason", "").find(fragment.get<std::string>()) != std::string::npos;
+      found =
+          found || check.value("reason", "").find(fragment.get<std::string>()) != std::string::npos;
     }
     EXPECT_TRUE(found) << "no verify reason contains: " << fragment;
   }
@@ -255,7 +259,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   }
   std::vector<const trace::Step*> tool_steps;
   for (const auto& s : t.steps) {
-    if (s.kind == trace::StepKind::kTool || s.kind == trace::StepKind::kClarification) tool_steps.push_back(&s);
+    if (s.kind == trace::StepKind::kTool || s.kind == trace::StepKind::kClarification)
+      tool_steps.push_back(&s);
   }
   const json step_facts = expect.value("steps", json::object());
   for (const auto& [n, want] : step_facts.items()) {
@@ -293,7 +298,8 @@ TEST_P(ScenarioTest, TraceFactsMatch) {
   const json injections = expect.value("injection", json::array());
   std::string found;
   for (const auto& r : t.injection_suspected) {
-    found += std::to_string(r.step) + " | " + r.where + " | " + r.pattern + " | " + r.excerpt + "\n";
+    found +=
+        std::to_string(r.step) + " | " + r.where + " | " + r.pattern + " | " + r.excerpt + "\n";
   }
   ASSERT_EQ(t.injection_suspected.size(), injections.size()) << found;
   for (size_t i = 0; i < injections.size(); ++i) {

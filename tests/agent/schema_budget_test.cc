@@ -136,8 +136,7 @@ TEST(SchemaBudgetTest, TwoThousandTablesStayBoundedInThePromptAndInspectSchema) 
   std::set<std::string> seen;
   size_t offset = 0;
   for (int page = 0; page < 100; ++page) {
-    const Observation obs =
-        page == 0 ? first : inspect.run(json{{"offset", offset}}, context);
+    const Observation obs = page == 0 ? first : inspect.run(json{{"offset", offset}}, context);
     ASSERT_EQ(obs.failure, FailureClass::kNone) << obs.text;
     EXPECT_LE(obs.text.size(), 8000u);
     size_t at = 0;

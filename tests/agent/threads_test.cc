@@ -45,8 +45,10 @@ trace::Trace Answered(const std::string& id, const std::string& answer, int rows
   s.tool = "run_sql";
   json data = json::array();
   for (int i = 0; i < rows; ++i) data.push_back(json::array({"r" + std::to_string(i), 100.5 + i}));
-  s.detail = {
-      {"sql", "SELECT ... FROM t"}, {"columns", {"region", "total"}}, {"rows", data}, {"row_count", rows}};
+  s.detail = {{"sql", "SELECT ... FROM t"},
+              {"columns", {"region", "total"}},
+              {"rows", data},
+              {"row_count", rows}};
   t.steps.push_back(s);
   t.answer_queries.push_back({2, "run_sql", t.answer_sql});
   return t;
@@ -201,20 +203,22 @@ TEST(ThreadStoreTest, AServerIsBoundByItsSpecAndItsSetOfTables) {
   EXPECT_TRUE(same->data_notes.empty());
   ASSERT_TRUE(store.FinishTurn("t", 2, Answered("run-2", "a2")));
 
-  auto grown = store.StartTurn(
-      "t", "q3", "run-3", Server({"public.items", "public.orders", "public.refunds"}, 9));
+  auto grown = store.StartTurn("t", "q3", "run-3",
+                               Server({"public.items", "public.orders", "public.refunds"}, 9));
   ASSERT_TRUE(grown);
   ASSERT_EQ(grown->data_notes.size(), 1u);
-  EXPECT_EQ(grown->data_notes[0], spec + " changed since turn 2 (its tables: 2 -> 3): answers "
-                                         "about it before may no longer hold");
+  EXPECT_EQ(grown->data_notes[0], spec +
+                                      " changed since turn 2 (its tables: 2 -> 3): answers "
+                                      "about it before may no longer hold");
   ASSERT_TRUE(store.FinishTurn("t", 3, Answered("run-3", "a3")));
 
-  auto renamed = store.StartTurn(
-      "t", "q4", "run-4", Server({"public.items", "public.orders", "public.returns"}, 9));
+  auto renamed = store.StartTurn("t", "q4", "run-4",
+                                 Server({"public.items", "public.orders", "public.returns"}, 9));
   ASSERT_TRUE(renamed);
   ASSERT_EQ(renamed->data_notes.size(), 1u);
-  EXPECT_EQ(renamed->data_notes[0], spec + " changed since turn 3 (its tables: 3 -> 3, other "
-                                           "names): answers about it before may no longer hold");
+  EXPECT_EQ(renamed->data_notes[0], spec +
+                                        " changed since turn 3 (its tables: 3 -> 3, other "
+                                        "names): answers about it before may no longer hold");
 }
 
 TEST(ThreadStoreTest, AReplyContinuesTheTurnThatWaitsOnAClarification) {
@@ -329,7 +333,8 @@ TEST(ThreadStoreTest, BadNamesAreUsageErrors) {
   for (const std::string& bad :
        {std::string(""), std::string(65, 'a'), std::string("a\x01z"), std::string("a\x7fz"),
         std::string("\xff\xfe"), std::string("a\xc2\x85z"), std::string(" lead"),
-        std::string("evil\u202Etxt.csv"), std::string("zero\u200Bwidth"), std::string("\uFEFFbom")}) {
+        std::string("evil\u202Etxt.csv"), std::string("zero\u200Bwidth"),
+        std::string("\uFEFFbom")}) {
     auto v = ValidateThreadName(bad);
     ASSERT_FALSE(v) << bad;
     EXPECT_EQ(v.error().code, Error::Code::kUsage);

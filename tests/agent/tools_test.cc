@@ -21,17 +21,22 @@ TEST(ToolsTest, ArgumentsAreValidatedAgainstTheSchema) {
   const json& sql = SchemaOf(tools, "run_sql");
   EXPECT_EQ(ValidateArguments(sql, json{{"sql", "SELECT 1"}}), "");
   EXPECT_EQ(ValidateArguments(sql, json::object()), "missing required argument 'sql'");
-  EXPECT_EQ(ValidateArguments(sql, json{{"sql", 42}}), "argument 'sql' must be \"string\", got integer");
+  EXPECT_EQ(ValidateArguments(sql, json{{"sql", 42}}),
+            "argument 'sql' must be \"string\", got integer");
   EXPECT_EQ(ValidateArguments(sql, json{{"sql", ""}}), "argument 'sql' must not be empty");
   EXPECT_EQ(ValidateArguments(sql, json::array()), "arguments must be a JSON object, got array");
-  EXPECT_NE(ValidateArguments(sql, json{{"sql", "x"}, {"limit", 3}}).find("unknown argument 'limit'"),
-            std::string::npos);
+  EXPECT_NE(
+      ValidateArguments(sql, json{{"sql", "x"}, {"limit", 3}}).find("unknown argument 'limit'"),
+      std::string::npos);
 
   const json& answer = SchemaOf(tools, "final_answer");
-  EXPECT_EQ(ValidateArguments(answer, json{{"answer", "x"}, {"supporting_values", {"a", 1.5}}}), "");
-  EXPECT_EQ(ValidateArguments(answer, json{{"answer", "x"}, {"supporting_values", {json::object()}}}),
-            "every item of 'supporting_values' must be [\"string\",\"number\"], got object");
-  EXPECT_EQ(ValidateArguments(answer, json{{"answer", "x"}}), "missing required argument 'supporting_values'");
+  EXPECT_EQ(ValidateArguments(answer, json{{"answer", "x"}, {"supporting_values", {"a", 1.5}}}),
+            "");
+  EXPECT_EQ(
+      ValidateArguments(answer, json{{"answer", "x"}, {"supporting_values", {json::object()}}}),
+      "every item of 'supporting_values' must be [\"string\",\"number\"], got object");
+  EXPECT_EQ(ValidateArguments(answer, json{{"answer", "x"}}),
+            "missing required argument 'supporting_values'");
 
   const json& inspect = SchemaOf(tools, "inspect_schema");
   EXPECT_EQ(ValidateArguments(inspect, json::object()), "");

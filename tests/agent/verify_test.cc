@@ -123,7 +123,9 @@ TEST(ClockTimeTest, TimesOfDayAreReadAndNumbersThatLookLikeThemAreNot) {
   auto keys = [](std::string_view text) {
     Strings out;
     for (const auto& t : internal::Scan(text, /*words=*/true)) {
-      out.push_back((t.is_time ? "time " : t.is_date ? "date " : "number ") +
+      out.push_back((t.is_time   ? "time "
+                     : t.is_date ? "date "
+                                 : "number ") +
                     (t.is_date ? t.key : t.text));
     }
     return out;

@@ -27,10 +27,21 @@ std::vector<std::string> Ids(const std::vector<CaseDef>& defs) {
 TEST(BehaviourCasesTest, TheBundledFileLoadsTheFifteenCasesInTheSuitesOrder) {
   const auto& bundled = CaseDefs();
   ASSERT_TRUE(bundled.has_value()) << bundled.error().message;
-  const std::vector<std::string> ids = {
-      "count",       "aggregate",      "join",           "top_n",        "year_filter",
-      "average",     "empty_result",   "follow_up",      "write_refused", "injection",
-      "chart",       "missing_entity", "ambiguous_metric", "large_schema", "null_vs_text"};
+  const std::vector<std::string> ids = {"count",
+                                        "aggregate",
+                                        "join",
+                                        "top_n",
+                                        "year_filter",
+                                        "average",
+                                        "empty_result",
+                                        "follow_up",
+                                        "write_refused",
+                                        "injection",
+                                        "chart",
+                                        "missing_entity",
+                                        "ambiguous_metric",
+                                        "large_schema",
+                                        "null_vs_text"};
   EXPECT_EQ(Ids(*bundled), ids);
   for (const auto& d : *bundled) EXPECT_TRUE(d.check) << d.id << ": no check bound";
   // The binary carries the repository's file, not a copy that could drift from it.
@@ -159,8 +170,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "case count: unknown field 'check.within' for a states_number check"},
         BadFile{"UnknownCaseField", [](json& d) { Count(d)["wdie"] = true; },
                 "case count: unknown field 'wdie'"},
-        BadFile{"TurnsNotOnePerQuestion",
-                [](json& d) { FollowUp(d)["check"]["turns"].erase(1); },
+        BadFile{"TurnsNotOnePerQuestion", [](json& d) { FollowUp(d)["check"]["turns"].erase(1); },
                 "case follow_up: field 'check.turns' should hold one entry per question (2), "
                 "found 1"},
         BadFile{"DuplicateId", [](json& d) { FollowUp(d)["id"] = "count"; },

@@ -132,7 +132,8 @@ TEST(BehaviourSuiteTest, OfflineSuitePassesEveryCaseOnTheCopyAndLeavesTheSourceU
   TempDir results;
   auto written = WriteBehaviourResults(r, results.path());
   ASSERT_TRUE(written.has_value()) << written.error().message;
-  const json doc = json::parse(quarry::testing::ReadFile(results.path() / "behaviour_results.json"));
+  const json doc =
+      json::parse(quarry::testing::ReadFile(results.path() / "behaviour_results.json"));
   EXPECT_EQ(doc["turns"], "scripted");
   EXPECT_EQ(doc["counts"]["pass"], 15);
   EXPECT_EQ(doc["cases"].size(), 15u);
@@ -291,8 +292,8 @@ TEST(BehaviourCheckTest, GuessInsteadOfAClarifyingQuestionFails) {
 
 TEST(BehaviourCheckTest, WrongCountAndWrongOrderFail) {
   BadFixtures f;
-  f.Add("How many tracks are there?",
-        {Turn({Sql("SELECT count(*) AS n FROM Album")}), Turn({Final("There are 347 tracks.", {347})})});
+  f.Add("How many tracks are there?", {Turn({Sql("SELECT count(*) AS n FROM Album")}),
+                                       Turn({Final("There are 347 tracks.", {347})})});
   f.Add("Which 3 artists have the most albums?",
         {Turn({Sql("SELECT ar.Name, count(*) AS albums FROM Album al JOIN Artist ar ON "
                    "ar.ArtistId = al.ArtistId GROUP BY ar.ArtistId ORDER BY albums DESC LIMIT 3")}),
@@ -328,10 +329,11 @@ TEST(BehaviourCheckTest, LargeSchemaWithinTheBudgetIsNoRetrievalAndFails) {
 
 TEST(BehaviourCheckTest, NullAndTextNullMergedFails) {
   BadFixtures f;
-  f.Add("How many customers have no company at all (SQL NULL), and how many have the literal text "
-        "'NULL' as their company?",
-        {Turn({Sql("SELECT count(*) AS n FROM Customer WHERE Company IS NULL OR Company = 'NULL'")}),
-         Turn({Final("49 customers have no company.", {49})})});
+  f.Add(
+      "How many customers have no company at all (SQL NULL), and how many have the literal text "
+      "'NULL' as their company?",
+      {Turn({Sql("SELECT count(*) AS n FROM Customer WHERE Company IS NULL OR Company = 'NULL'")}),
+       Turn({Final("49 customers have no company.", {49})})});
   ExpectFails(*RunOffline(f.path(), {"null_vs_text"}), "no count of SQL NULLs 48");
 }
 
@@ -522,17 +524,23 @@ using quarry::testing::ToolCallReply;
 
 TEST(BehaviourLiveTest, CaseAsksTheConfiguredModelAndIsJudged) {
   ProviderServer server;
-  server.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql", R"({"sql": "SELECT count(*) AS n FROM Track"})"}})});
-  server.Enqueue({200, {}, ToolCallReply({{"c2", "final_answer",
-                                           R"({"answer": "3503 tracks.", "supporting_values": [3503]})"}})});
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply({{"c1", "run_sql", R"({"sql": "SELECT count(*) AS n FROM Track"})"}})});
+  server.Enqueue({200,
+                  {},
+                  ToolCallReply({{"c2", "final_answer",
+                                  R"({"answer": "3503 tracks.", "supporting_values": [3503]})"}})});
   TempDir runs;
   BehaviourOptions o;
   o.source = Chinook();
   o.runs_dir = runs.path();
   o.only = {"count"};
   o.config = Fast();
-  ClientFactory live = [&server](const std::string&, const std::vector<std::string>&)
-      -> Result<std::unique_ptr<llm::Client>> {
+  ClientFactory live =
+      [&server](const std::string&,
+                const std::vector<std::string>&) -> Result<std::unique_ptr<llm::Client>> {
     llm::Settings s;
     s.base_url = server.base_url();
     s.model = "stand-in-model";
@@ -560,8 +568,8 @@ TEST(BehaviourCommandTest, OfflineWritesBothResultFilesAndExitsZero) {
   o.out_dir = (dir.path() / "results").string();
   o.only = {"count", "missing_entity", "write_refused"};
   EXPECT_EQ(cli::RunBehaviourCommand(o), quarry::kExitOk);
-  const json doc = json::parse(
-      quarry::testing::ReadFile(dir.path() / "results" / "behaviour_results.json"));
+  const json doc =
+      json::parse(quarry::testing::ReadFile(dir.path() / "results" / "behaviour_results.json"));
   EXPECT_EQ(doc["counts"]["pass"], 3);
   EXPECT_EQ(doc["cases"][1]["id"], "write_refused");  // in the suite's order
   EXPECT_TRUE(fs::exists(dir.path() / "results" / "BEHAVIOUR.md"));
@@ -569,9 +577,14 @@ TEST(BehaviourCommandTest, OfflineWritesBothResultFilesAndExitsZero) {
 
 TEST(BehaviourCommandTest, LiveFailureExitsFiveAndReplayIsRefused) {
   ProviderServer server;
-  server.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql", R"({"sql": "SELECT count(*) AS n FROM Album"})"}})});
-  server.Enqueue({200, {}, ToolCallReply({{"c2", "final_answer",
-                                           R"({"answer": "347 tracks.", "supporting_values": [347]})"}})});
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply({{"c1", "run_sql", R"({"sql": "SELECT count(*) AS n FROM Album"})"}})});
+  server.Enqueue({200,
+                  {},
+                  ToolCallReply({{"c2", "final_answer",
+                                  R"({"answer": "347 tracks.", "supporting_values": [347]})"}})});
   TempDir dir;
   cli::BehaviourCommandOptions o;
   o.run.base_url = server.base_url();
@@ -581,8 +594,8 @@ TEST(BehaviourCommandTest, LiveFailureExitsFiveAndReplayIsRefused) {
   o.out_dir = (dir.path() / "results").string();
   o.only = {"count"};
   EXPECT_EQ(cli::RunBehaviourCommand(o), quarry::kExitNoAnswer);
-  const json doc = json::parse(
-      quarry::testing::ReadFile(dir.path() / "results" / "behaviour_results.json"));
+  const json doc =
+      json::parse(quarry::testing::ReadFile(dir.path() / "results" / "behaviour_results.json"));
   EXPECT_EQ(doc["cases"][0]["status"], "fail");
   EXPECT_EQ(doc["turns"], "live");
 

@@ -17,8 +17,10 @@ TEST(StatsTest, WilsonIntervalMatchesNewcombesTable) {
   struct Case {
     int64_t k, n;
     double low, high;
-  } cases[] = {{81, 263, 0.2553, 0.3662}, {15, 148, 0.0624, 0.1605},
-               {0, 20, 0.0, 0.1611},      {1, 29, 0.0061, 0.1718}};
+  } cases[] = {{81, 263, 0.2553, 0.3662},
+               {15, 148, 0.0624, 0.1605},
+               {0, 20, 0.0, 0.1611},
+               {1, 29, 0.0061, 0.1718}};
   for (const auto& c : cases) {
     const Interval ci = WilsonInterval(c.k, c.n);
     EXPECT_NEAR(ci.low, c.low, 5e-5) << c.k << "/" << c.n;
@@ -70,11 +72,10 @@ TEST(RunAgentTest, RunsAQuestionAndKeepsItsTraceAndFigures) {
                             {"arguments", {{"sql", "SELECT count(*) AS orders FROM sales"}}}}})},
              {"usage", {{"input_tokens", 1100}, {"output_tokens", 20}}}},
             {{"content", ""},
-             {"tool_calls",
-              json::array({{{"name", "final_answer"},
-                            {"arguments",
-                             {{"answer", "There are 2065 orders."},
-                              {"supporting_values", json::array({"2065"})}}}}})},
+             {"tool_calls", json::array({{{"name", "final_answer"},
+                                          {"arguments",
+                                           {{"answer", "There are 2065 orders."},
+                                            {"supporting_values", json::array({"2065"})}}}}})},
              {"usage", {{"input_tokens", 1200}, {"output_tokens", 15}}}}})}};
   auto client = llm::MakeReplayClientFromJson(fixture, "test");
   ASSERT_TRUE(client) << client.error().message;

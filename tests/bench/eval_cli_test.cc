@@ -43,8 +43,8 @@ TEST(EvalCliTest, SpiderGoldScoresEveryQuestionAndLeavesTheDataUnchanged) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
   const auto before = quarry::testing::DirectoryFingerprint(tmp.path() / "spider");
-  auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag",
-                      "self"});
+  auto r =
+      Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag", "self"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path out = tmp.path() / "results" / "eval" / "spider-dev-self";
   const json s = ReadJson(out / "summary.json");
@@ -67,8 +67,8 @@ TEST(EvalCliTest, SpiderGoldScoresEveryQuestionAndLeavesTheDataUnchanged) {
   EXPECT_EQ(quarry::testing::DirectoryFingerprint(tmp.path() / "spider"), before);
 
   // The same tag again would overwrite the results: refused.
-  auto again = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold",
-                          "--tag", "self"});
+  auto again =
+      Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag", "self"});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("already holds results"), std::string::npos) << again.err;
 }
@@ -94,8 +94,8 @@ TEST(EvalCliTest, SampleOfNQuestionsBySeedIsTheSameTwice) {
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
   std::vector<std::vector<int>> picked;
   for (const char* tag : {"a", "b"}) {
-    auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--n",
-                        "4", "--seed", "7", "--tag", tag});
+    auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--n", "4",
+                        "--seed", "7", "--tag", tag});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<int> idx;
     for (const json& l : ReadLines(tmp.path() / "results" / "eval" /
@@ -114,9 +114,9 @@ std::string Sql(const std::string& sql, int prompt_tokens = 1000) {
 }
 std::string Answer(int prompt_tokens = 1100) {
   return quarry::testing::ToolCallReply(
-      {{"c2", "final_answer", json({{"answer", "The query's result answers it."},
-                                    {"supporting_values", json::array()}})
-                                  .dump()}},
+      {{"c2", "final_answer",
+        json({{"answer", "The query's result answers it."}, {"supporting_values", json::array()}})
+            .dump()}},
       prompt_tokens, 20);
 }
 
@@ -152,9 +152,10 @@ TEST(EvalCliTest, StandInModelWithWrongSqlScoresExactlyWhatItShould) {
   ProviderServer server;
   for (const Scripted& s : kSpiderScript) {
     if (s.sql.empty()) {
-      server.Enqueue({200, {}, quarry::testing::ToolCallReply(
-                                   {{"c3", "ask_user",
-                                     R"({"question": "Which quantity do you mean?"})"}})});
+      server.Enqueue({200,
+                      {},
+                      quarry::testing::ToolCallReply(
+                          {{"c3", "ask_user", R"({"question": "Which quantity do you mean?"})"}})});
       continue;
     }
     server.Enqueue({200, {}, Sql(s.sql)});
@@ -203,8 +204,8 @@ TEST(EvalCliTest, NoStreamAsksForWholeReplies) {
     ProviderServer server;
     server.Enqueue({200, {}, Sql("SELECT COUNT(*) FROM singer")});
     server.Enqueue({200, {}, Answer()});
-    std::vector<std::string> args = {"spider", "--dir", (tmp.path() / "spider").string(),
-                                     "--n", "1", "--tag", "stream"};
+    std::vector<std::string> args = {
+        "spider", "--dir", (tmp.path() / "spider").string(), "--n", "1", "--tag", "stream"};
     if (no_stream) args.push_back("--no-stream");
     auto r = Eval(tmp, args,
                   {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
@@ -229,7 +230,7 @@ TEST(EvalCliTest, BirdEvidenceReachesTheModelAsAHint) {
       wrong_revenue,
       "SELECT COUNT(*) FROM singer WHERE age > 40",
       "SELECT DISTINCT country FROM singer WHERE country IS NOT NULL",  // BIRD: sets, so a match
-      "SELECT name FROM products ORDER BY price ASC",                     // BIRD: order ignored
+      "SELECT name FROM products ORDER BY price ASC",                   // BIRD: order ignored
       "SELECT 100.0 * COUNT(discount) / COUNT(*) FROM orders",
   };
   for (const std::string& sql : sqls) {
@@ -255,8 +256,9 @@ TEST(EvalCliTest, BirdEvidenceReachesTheModelAsAHint) {
     return text;
   };
   const std::string q1 = user_text(requests[2].Json());
-  EXPECT_NE(q1.find("How many singers are older than 40?\n\nHint: older than 40 refers to age > 40"),
-            std::string::npos)
+  EXPECT_NE(
+      q1.find("How many singers are older than 40?\n\nHint: older than 40 refers to age > 40"),
+      std::string::npos)
       << q1;
   // The question without evidence gets no hint.
   EXPECT_EQ(user_text(requests[4].Json()).find("Hint:"), std::string::npos);
@@ -274,17 +276,16 @@ TEST(EvalCliTest, OfflineRecordedTurnsScoreAndQuestionsWithoutOneAreSkipped) {
   };
   auto fixture = [&](const std::string& name, const std::string& question, const std::string& sql,
                      bool sent_back) {
-    json turns = {{{"content", ""},
-                   {"tool_calls", {{{"name", "run_sql"}, {"arguments", {{"sql", sql}}}}}}}};
+    json turns = {
+        {{"content", ""}, {"tool_calls", {{{"name", "run_sql"}, {"arguments", {{"sql", sql}}}}}}}};
     // A count no result showed: the gate sends the answer back once.
     if (sent_back) turns.push_back(answer("We have 9 singers.", {"9"}));
     turns.push_back(answer("From the query.", json::array()));
-    const json doc = {
-        {"source", "scripted"},
-        {"note", "written by hand for the eval test; not a measure of any model"},
-        {"question", question},
-        {"data", {"singers.sqlite"}},
-        {"turns", turns}};
+    const json doc = {{"source", "scripted"},
+                      {"note", "written by hand for the eval test; not a measure of any model"},
+                      {"question", question},
+                      {"data", {"singers.sqlite"}},
+                      {"turns", turns}};
     tmp.Write("fixtures/" + name + ".json", doc.dump(1));
   };
   fixture("count", "How many singers do we have?", "SELECT count(*) FROM singer", true);
@@ -410,8 +411,8 @@ TEST(EvalCliTest, AMissingDatabaseSkipsItsQuestionsAndCountsThem) {
 TEST(EvalCliTest, OnlyEvalsPromptSaysTheLastQueryIsComparedWithAReference) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));
-  const std::string line = quarry::testing::ReadFile(quarry::testing::SourceDir() / "prompts" /
-                                                     "eval.md");
+  const std::string line =
+      quarry::testing::ReadFile(quarry::testing::SourceDir() / "prompts" / "eval.md");
   ASSERT_NE(line.find("compared with a reference"), std::string::npos) << line;
   ASSERT_EQ(line.find('\n'), std::string::npos) << "one line";
   const std::vector<std::string> env = {"QUARRY_BASE_URL=", "QUARRY_MODEL=stand-in-model",
@@ -426,9 +427,9 @@ TEST(EvalCliTest, OnlyEvalsPromptSaysTheLastQueryIsComparedWithAReference) {
   ProviderServer eval_server;
   eval_server.Enqueue({200, {}, Sql("SELECT count(*) FROM singer")});
   eval_server.Enqueue({200, {}, Answer()});
-  auto e = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--n", "1", "--tag",
-                      "prompt"},
-                {"QUARRY_BASE_URL=" + eval_server.base_url(), env[1], env[2]});
+  auto e = Eval(
+      tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--n", "1", "--tag", "prompt"},
+      {"QUARRY_BASE_URL=" + eval_server.base_url(), env[1], env[2]});
   ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
   const auto eval_requests = eval_server.requests();
   ASSERT_EQ(eval_requests.size(), 2u);
@@ -478,8 +479,8 @@ TEST(EvalCliTest, AGoldQueryThatFailsIsAHarnessErrorNotAMiss) {
   dev[0]["query"] = "SELECT count(*) FROM no_such_table";
   tmp.Write("spider/dev.json", dev.dump());
   fs::remove(tmp.path() / "spider" / "dev_gold.sql");  // the gold comes from dev.json then
-  auto r = Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag",
-                      "broken"});
+  auto r =
+      Eval(tmp, {"spider", "--dir", (tmp.path() / "spider").string(), "--gold", "--tag", "broken"});
   // The results are written, and the self-test says it did not pass.
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("--gold: 1 of 13 gold queries could not be run here"), std::string::npos)

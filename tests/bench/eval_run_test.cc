@@ -21,9 +21,9 @@ json Call(const std::string& name, const json& args) {
 
 // A client factory replaying `turns_by_question` (question text -> model turns, scripted).
 ClientFactory Replay(std::map<std::string, json> turns_by_question) {
-  return [turns = std::move(turns_by_question)](const std::string& question,
-                                                 const std::vector<std::string>&)
-             -> Result<std::unique_ptr<llm::Client>> {
+  return [turns = std::move(turns_by_question)](
+             const std::string& question,
+             const std::vector<std::string>&) -> Result<std::unique_ptr<llm::Client>> {
     const auto it = turns.find(question);
     if (it == turns.end()) return Fail(Error::Code::kUsage, "no recording for " + question);
     const json doc = {{"source", "scripted"}, {"question", question}, {"turns", it->second}};
@@ -67,7 +67,8 @@ TEST_F(EvalRunTest, ThePredictionIsTheFinalQueryBeforeTheAnswer) {
   // Question 7: the answer cites nothing; its only query returned no rows.
   turns["Which singers are from Atlantis?"] = {
       Call("run_sql", {{"sql", "SELECT name FROM singer WHERE country = 'Atlantis'"}}),
-      Call("final_answer", {{"answer", "No singer is from Atlantis."}, {"supporting_values", json::array()}})};
+      Call("final_answer",
+           {{"answer", "No singer is from Atlantis."}, {"supporting_values", json::array()}})};
   // Question 3: the right query, then a value the results do not hold, twice: the gate
   // refuses, and the query is still the prediction.
   turns["How many singers are from each country?"] = {

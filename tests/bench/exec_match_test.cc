@@ -52,23 +52,23 @@ bool Match(const Denotation& g, const Denotation& p, bool order = false,
 
 TEST(ExecMatchTest, CellsCompareByTypeAndIntegersEqualTheirReals) {
   const Tolerance t;
-  EXPECT_TRUE(CellsEqual(I(1), R(1.0), t));  // 1 == 1.0, as in Python
-  EXPECT_FALSE(CellsEqual(I(1), T("1"), t));  // '1' is not 1
+  EXPECT_TRUE(CellsEqual(I(1), R(1.0), t));     // 1 == 1.0, as in Python
+  EXPECT_FALSE(CellsEqual(I(1), T("1"), t));    // '1' is not 1
   EXPECT_FALSE(CellsEqual(T("a"), B("a"), t));  // text is not a blob
   EXPECT_TRUE(CellsEqual(N(), N(), t));
   EXPECT_FALSE(CellsEqual(N(), I(0), t));
   EXPECT_FALSE(CellsEqual(N(), T(""), t));
-  EXPECT_FALSE(CellsEqual(T("Rock"), T("rock"), t));  // text byte for byte
+  EXPECT_FALSE(CellsEqual(T("Rock"), T("rock"), t));                      // text byte for byte
   EXPECT_FALSE(CellsEqual(I(9007199254740993), I(9007199254740992), t));  // exact integers
 }
 
 TEST(ExecMatchTest, RealsEqualWithinTheStatedToleranceOnly) {
   const Tolerance t;  // relative 1e-9
   EXPECT_TRUE(CellsEqual(R(0.1 + 0.2), R(0.3), t));
-  EXPECT_TRUE(CellsEqual(R(1e12), R(1e12 + 1.0), t));      // 1e-12 relative
-  EXPECT_FALSE(CellsEqual(R(3.14), R(3.14159), t));        // a ROUND difference is a miss
+  EXPECT_TRUE(CellsEqual(R(1e12), R(1e12 + 1.0), t));  // 1e-12 relative
+  EXPECT_FALSE(CellsEqual(R(3.14), R(3.14159), t));    // a ROUND difference is a miss
   EXPECT_FALSE(CellsEqual(R(1.0), R(1.000001), t));
-  EXPECT_TRUE(CellsEqual(R(0.0), R(1e-13), t));            // absolute floor near zero
+  EXPECT_TRUE(CellsEqual(R(0.0), R(1e-13), t));  // absolute floor near zero
   EXPECT_FALSE(CellsEqual(R(0.0), R(1e-11), t));
   EXPECT_TRUE(CellsEqual(I(2), R(2.0000000000001), t));
   EXPECT_TRUE(Match(D({{R(0.1 + 0.2)}}), D({{R(0.3)}})));
@@ -82,8 +82,7 @@ TEST(ExecMatchTest, RowsAreMultisetsUnlessTheGoldIsOrdered) {
   EXPECT_FALSE(Match(gold, D({{I(1)}, {I(2)}})));
   // With ORDER BY in the gold query, order is compared.
   EXPECT_TRUE(Match(gold, D({{I(1)}, {I(2)}, {I(2)}}), true));
-  const Comparison c =
-      CompareDenotations(gold, D({{I(2)}, {I(1)}, {I(2)}}), Options(true));
+  const Comparison c = CompareDenotations(gold, D({{I(2)}, {I(1)}, {I(2)}}), Options(true));
   EXPECT_FALSE(c.match);
   EXPECT_NE(c.reason.find("row order differs"), std::string::npos) << c.reason;
 }
@@ -161,8 +160,8 @@ TEST(EvalSqlTest, OrderByCountsOnlyAtTheTopLevel) {
   EXPECT_TRUE(HasTopLevelOrderBy("select name from singer order\n  by age"));
   EXPECT_TRUE(HasTopLevelOrderBy("SELECT a FROM t ORDER /* why */ BY a"));
   EXPECT_TRUE(HasTopLevelOrderBy("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1"));
-  EXPECT_TRUE(HasTopLevelOrderBy(
-      "SELECT name FROM (SELECT * FROM singer ORDER BY age) ORDER BY name"));
+  EXPECT_TRUE(
+      HasTopLevelOrderBy("SELECT name FROM (SELECT * FROM singer ORDER BY age) ORDER BY name"));
   EXPECT_FALSE(HasTopLevelOrderBy("SELECT name FROM (SELECT * FROM singer ORDER BY age LIMIT 3)"));
   EXPECT_FALSE(HasTopLevelOrderBy("SELECT row_number() OVER (ORDER BY age) FROM singer"));
   EXPECT_FALSE(HasTopLevelOrderBy("SELECT name FROM t WHERE note = 'order by'"));
@@ -201,9 +200,10 @@ class ExecuteTest : public ::testing::Test {
   void SetUp() override {
     path_ = dir_.path() / "t.sqlite";
     ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(
-        path_, "CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB);"
-               "INSERT INTO t VALUES (1, 1.0, '1', x'00ff'), (2, 2.5, NULL, NULL),"
-               "(3, NULL, 'c', NULL);"));
+        path_,
+        "CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB);"
+        "INSERT INTO t VALUES (1, 1.0, '1', x'00ff'), (2, 2.5, NULL, NULL),"
+        "(3, NULL, 'c', NULL);"));
     engine::OpenOptions options;
     options.profile = false;
     options.fingerprint = false;

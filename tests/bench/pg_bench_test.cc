@@ -19,17 +19,22 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-const std::vector<std::string> kUnsetModel = {"QUARRY_MODEL", "QUARRY_API_KEY",
-                                              "OPENROUTER_API_KEY", "QUARRY_BASE_URL",
-                                              "QUARRY_EMBEDDINGS_URL", "ANTHROPIC_API_KEY",
-                                              "QUARRY_PROVIDER", "PGPASSWORD", "PGSERVICE"};
+const std::vector<std::string> kUnsetModel = {"QUARRY_MODEL",
+                                              "QUARRY_API_KEY",
+                                              "OPENROUTER_API_KEY",
+                                              "QUARRY_BASE_URL",
+                                              "QUARRY_EMBEDDINGS_URL",
+                                              "ANTHROPIC_API_KEY",
+                                              "QUARRY_PROVIDER",
+                                              "PGPASSWORD",
+                                              "PGSERVICE"};
 
 json ReadJson(const fs::path& path) { return ParseJson(ReadFile(path)); }
 
 ProcessResult Bench(const TempDir& dir, std::vector<std::string> args) {
-  std::vector<std::string> argv = {QuarryBinary().string(), "bench", "--no-python",
-                                   "--no-cache", "--tasks", (SourceDir() / "tasks").string(),
-                                   "--out", "out"};
+  std::vector<std::string> argv = {
+      QuarryBinary().string(),          "bench", "--no-python", "--no-cache", "--tasks",
+      (SourceDir() / "tasks").string(), "--out", "out"};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess(argv, dir.path(), {}, kUnsetModel);
 }
@@ -50,13 +55,14 @@ TEST(PgBench, OfflineChinookTasksRunOnPostgresWithTheSameTruthAndSayTheirEngine)
   // First the usual bench on the files, then the PostgreSQL one into the same --out.
   const ProcessResult files = Bench(dir, {"--offline", "--runs-dir", "runs-files"});
   ASSERT_EQ(files.exit_code, 0) << files.err << files.out;
-  const ProcessResult p = Bench(dir, {"--offline", "--postgres", url, "--runs-dir", "runs-pg", "-v"});
+  const ProcessResult p =
+      Bench(dir, {"--offline", "--postgres", url, "--runs-dir", "runs-pg", "-v"});
   ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
   EXPECT_NE(p.out.find("on PostgreSQL: data/chinook.sqlite served by postgresql://"),
-            std::string::npos) << p.out;
+            std::string::npos)
+      << p.out;
   EXPECT_NE(p.err.find("[on ] chinook_rock_revenue #1 pass"), std::string::npos) << p.err;
-  EXPECT_NE(p.err.find(" ms  on postgresql"), std::string::npos)
-      << p.err;
+  EXPECT_NE(p.err.find(" ms  on postgresql"), std::string::npos) << p.err;
 
   const json r = ReadJson(dir.path() / "out" / "postgresql" / "offline" / "bench_results.json");
   ASSERT_FALSE(r.is_discarded());
@@ -125,9 +131,10 @@ TEST(PgBench, OfflineChinookTasksRunOnPostgresWithTheSameTruthAndSayTheirEngine)
   EXPECT_NE(pg_row, std::string::npos) << md;
   EXPECT_GT(pg_row, pg_section) << md;
   EXPECT_NE(md.find("engine: postgresql (data/chinook.sqlite served by postgresql://reader@"),
-            std::string::npos) << md;
-  EXPECT_NE(md.find("No live run on PostgreSQL yet: every figure is pending."),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("No live run on PostgreSQL yet: every figure is pending."), std::string::npos)
+      << md;
 
   // Refusals, before any run: a value that is no server; a URL with a password (which no
   // output repeats); a database the server does not have.
@@ -169,20 +176,29 @@ TEST(PgBench, PostgresFixturesAreLoadedOnlyForChinookTasksAndMustSayTheirEngine)
   fs::create_directories(dir.path() / "data");
   fs::copy_file(SourceDir() / "data" / "chinook.sqlite", dir.path() / "data" / "chinook.sqlite");
   fs::copy_file(SourceDir() / "data" / "sales.csv", dir.path() / "data" / "sales.csv");
-  const json tasks = {
-      {"version", 1},
-      {"tasks",
-       {{{"id", "c"}, {"question", "How many customers?"}, {"data", {"data/chinook.sqlite"}},
-         {"difficulty", "easy"}, {"tags", {"aggregation"}}, {"grader", "numeric"},
-         {"tolerance", {{"abs", 0}}}},
-        {{"id", "s"}, {"question", "How many orders?"}, {"data", {"data/sales.csv"}},
-         {"difficulty", "easy"}, {"tags", {"aggregation"}}, {"grader", "numeric"},
-         {"tolerance", {{"abs", 0}}}}}}};
+  const json tasks = {{"version", 1},
+                      {"tasks",
+                       {{{"id", "c"},
+                         {"question", "How many customers?"},
+                         {"data", {"data/chinook.sqlite"}},
+                         {"difficulty", "easy"},
+                         {"tags", {"aggregation"}},
+                         {"grader", "numeric"},
+                         {"tolerance", {{"abs", 0}}}},
+                        {{"id", "s"},
+                         {"question", "How many orders?"},
+                         {"data", {"data/sales.csv"}},
+                         {"difficulty", "easy"},
+                         {"tags", {"aggregation"}},
+                         {"grader", "numeric"},
+                         {"tolerance", {{"abs", 0}}}}}}};
   dir.Write("tasks/suite.json", tasks.dump());
   dir.Write("tasks/truth.json",
             json({{"tasks", {{"c", {{"values", {59}}}}, {"s", {{"values", {1}}}}}}}).dump());
   auto fixture = [](const std::string& q, const std::string& data, bool engine) {
-    json f = {{"source", "scripted"}, {"question", q}, {"data", {data}},
+    json f = {{"source", "scripted"},
+              {"question", q},
+              {"data", {data}},
               {"turns", json::array({{{"content", "done"}}})}};
     if (engine) f["engine"] = "postgresql";
     return f.dump();
@@ -206,7 +222,8 @@ TEST(PgBench, PostgresFixturesAreLoadedOnlyForChinookTasksAndMustSayTheirEngine)
   loaded = bench::LoadSuite(dir.path() / "tasks", dir.path());
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().message.find("only tasks whose data is data/chinook.sqlite"),
-            std::string::npos) << loaded.error().message;
+            std::string::npos)
+      << loaded.error().message;
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ engine::ResultTable Query(engine::Engine& e, const std::string& sql, const std::
   auto r = e.Query(sql, limits);
   if (!r) {
     ADD_FAILURE() << id << " (" << engine::DialectName(e.dialect()) << "): " << r.error().message
-                  << "\n" << sql;
+                  << "\n"
+                  << sql;
     return {};
   }
   EXPECT_FALSE(r->truncated()) << id;
@@ -115,9 +116,8 @@ TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
     for (size_t r = 0; r < a.rows.size(); ++r) {
       for (size_t c = 0; c < columns.size(); ++c) {
         const std::string why = Differ(columns[c], a.rows[r][c], b.rows[r][c]);
-        EXPECT_EQ(why, "") << "row " << r << " column " << c << " (" << columns[c]
-                           << "): sqlite " << Show(a.rows[r][c]) << ", postgresql "
-                           << Show(b.rows[r][c]);
+        EXPECT_EQ(why, "") << "row " << r << " column " << c << " (" << columns[c] << "): sqlite "
+                           << Show(a.rows[r][c]) << ", postgresql " << Show(b.rows[r][c]);
         ++cells;
         null_cells += a.rows[r][c] ? 0 : 1;
       }
@@ -146,9 +146,11 @@ TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
     } else {
       // A predicate task: the first cell of the first row holds the first must_contain item.
       bool found = false;
-      for (const json& alt : t["must_contain"][0].is_array() ? t["must_contain"][0]
-                                                           : json::array({t["must_contain"][0]})) {
-        found = found || b.rows[0][0].value_or("").find(alt.get<std::string>()) != std::string::npos;
+      for (const json& alt : t["must_contain"][0].is_array()
+                                 ? t["must_contain"][0]
+                                 : json::array({t["must_contain"][0]})) {
+        found =
+            found || b.rows[0][0].value_or("").find(alt.get<std::string>()) != std::string::npos;
       }
       EXPECT_TRUE(found) << task << ": " << Show(b.rows[0][0]) << " vs " << t.dump();
       for (const json& bad : t.value("must_not_contain", json::array())) {

@@ -70,7 +70,8 @@ class ReportTest : public ::testing::Test {
                         Sql("SELECT count(DISTINCT region) AS regions FROM sales", 500, 10, 0.0005),
                         Answer("There are 5 regions.", "5", 500, 30, 0.0005)},
                        runs_dir));
-    for (const RunRecord& r : runs) EXPECT_EQ(r.trace.stop_reason, trace::StopReason::kAnswered) << r.trace.id;
+    for (const RunRecord& r : runs)
+      EXPECT_EQ(r.trace.stop_reason, trace::StopReason::kAnswered) << r.trace.id;
     return runs;
   }
 
@@ -274,19 +275,30 @@ TEST_F(ReportTest, BenchResultsAreReadByTraceOrRunIdAndGroupedByArm) {
   const json results = {
       {"format", "quarry-bench-results"},
       {"runs_dir", "runs/bench-1"},
-      {"runs",
-       json::array({
-           {{"task", "t1"}, {"arm", "on"}, {"sample", 1}, {"run_id", runs[0].trace.id},
-            {"trace", "runs/bench-1/" + runs[0].trace.id + "/trace.json"}},
-           {{"task", "t2"}, {"arm", "on"}, {"sample", 1}, {"run_id", runs[1].trace.id}},
-           {{"task", "t1"}, {"arm", "off"}, {"sample", 1}, {"run_id", runs[2].trace.id},
-            {"trace", nullptr}},
-           {{"task", "t2"}, {"arm", "off"}, {"sample", 1}, {"run_id", nullptr},
-            {"trace", nullptr}, {"status", "skipped"}},
-           {{"task", "t3"}, {"arm", "off"}, {"run_id", "20250101-000000-abcdef"},
-            {"trace", "runs/bench-1/20250101-000000-abcdef/trace.json"}},
-           "not an entry",
-       })}};
+      {"runs", json::array({
+                   {{"task", "t1"},
+                    {"arm", "on"},
+                    {"sample", 1},
+                    {"run_id", runs[0].trace.id},
+                    {"trace", "runs/bench-1/" + runs[0].trace.id + "/trace.json"}},
+                   {{"task", "t2"}, {"arm", "on"}, {"sample", 1}, {"run_id", runs[1].trace.id}},
+                   {{"task", "t1"},
+                    {"arm", "off"},
+                    {"sample", 1},
+                    {"run_id", runs[2].trace.id},
+                    {"trace", nullptr}},
+                   {{"task", "t2"},
+                    {"arm", "off"},
+                    {"sample", 1},
+                    {"run_id", nullptr},
+                    {"trace", nullptr},
+                    {"status", "skipped"}},
+                   {{"task", "t3"},
+                    {"arm", "off"},
+                    {"run_id", "20250101-000000-abcdef"},
+                    {"trace", "runs/bench-1/20250101-000000-abcdef/trace.json"}},
+                   "not an entry",
+               })}};
   fs::create_directories(dir_.path() / "results");
   dir_.Write("results/bench_results.json", results.dump(2));
 
@@ -319,7 +331,7 @@ TEST_F(ReportTest, BenchResultsAreReadByTraceOrRunIdAndGroupedByArm) {
   ASSERT_TRUE(html) << html.error().message;
   EXPECT_NE(html->find("<h2>arm on</h2>"), std::string::npos);
   EXPECT_NE(html->find("<h2>arm off</h2>"), std::string::npos);
-  EXPECT_NE(html->find("class=\"legend\"" ), std::string::npos);
+  EXPECT_NE(html->find("class=\"legend\""), std::string::npos);
   EXPECT_NE(html->find(">off</text>"), std::string::npos);
 }
 
@@ -328,13 +340,17 @@ TEST_F(ReportTest, EvalOutputFolderIsReadThroughItsQuestionsFile) {
   const std::vector<RunRecord> runs = ThreeRuns(runs_dir);
   const fs::path out = dir_.path() / "eval-out";
   fs::create_directories(out);
-  dir_.Write("eval-out/summary.json",
-             json({{"benchmark", "spider"}, {"questions_file", (out / "questions.jsonl").string()},
-                   {"runs_dir", runs_dir.string()}})
-                 .dump());
+  dir_.Write("eval-out/summary.json", json({{"benchmark", "spider"},
+                                            {"questions_file", (out / "questions.jsonl").string()},
+                                            {"runs_dir", runs_dir.string()}})
+                                          .dump());
   std::string lines;
-  lines += json({{"index", 0}, {"question_id", 7}, {"run_id", runs[0].trace.id},
-                 {"trace", runs[0].trace_path.string()}}).dump() + "\n";
+  lines += json({{"index", 0},
+                 {"question_id", 7},
+                 {"run_id", runs[0].trace.id},
+                 {"trace", runs[0].trace_path.string()}})
+               .dump() +
+           "\n";
   lines += json({{"index", 1}, {"question_id", "q8"}, {"run_id", runs[2].trace.id}}).dump() + "\n";
   lines += json({{"index", 2}, {"question_id", "q9"}, {"run_id", nullptr}}).dump() + "\n";
   lines += "{\"index\": 3, \"quest\n";  // cut short
@@ -354,14 +370,15 @@ TEST_F(ReportTest, EvalOutputFolderIsReadThroughItsQuestionsFile) {
   EXPECT_DOUBLE_EQ(report->groups[0].completion_tokens.max, 60.0);
 
   // Paths written from another working directory are found by their last components.
-  dir_.Write("eval-out/summary.json",
-             json({{"questions_file", "else/eval-out/questions.jsonl"},
-                   {"runs_dir", "else/where/eval-runs"}}).dump());
+  dir_.Write("eval-out/summary.json", json({{"questions_file", "else/eval-out/questions.jsonl"},
+                                            {"runs_dir", "else/where/eval-runs"}})
+                                          .dump());
   dir_.Write("eval-out/questions.jsonl",
              json({{"question_id", 1}, {"run_id", runs[1].trace.id}}).dump() + "\n" +
                  json({{"question_id", 2},
                        {"trace", "else/where/eval-runs/" + runs[2].trace.id + "/trace.json"}})
-                     .dump() + "\n");
+                     .dump() +
+                 "\n");
   auto moved = BuildReport(out / "summary.json");
   ASSERT_TRUE(moved) << moved.error().message;
   ASSERT_EQ(moved->runs.size(), 2u);
@@ -445,9 +462,9 @@ TEST_F(ReportTest, ClearErrorsForAMissingPathAFileOfNoKindAndAnEmptyFolder) {
   auto missing = BuildReport(dir_.path() / "nope");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, Error::Code::kUsage);
-  EXPECT_NE(missing.error().message.find("no such file or folder: " +
-                                         (dir_.path() / "nope").string()),
-            std::string::npos);
+  EXPECT_NE(
+      missing.error().message.find("no such file or folder: " + (dir_.path() / "nope").string()),
+      std::string::npos);
 
   auto neither = BuildReport(dir_.Write("other.json", R"({"rows": [1, 2]})"));
   ASSERT_FALSE(neither);

@@ -17,10 +17,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 // No model reaches a test: the live settings are cleared unless a test sets them.
-const std::vector<std::string> kUnsetModel = {"QUARRY_MODEL", "QUARRY_API_KEY",
-                                              "OPENROUTER_API_KEY", "QUARRY_BASE_URL",
-                                              "QUARRY_EMBEDDINGS_URL", "ANTHROPIC_API_KEY",
-                                              "QUARRY_PROVIDER"};
+const std::vector<std::string> kUnsetModel = {
+    "QUARRY_MODEL",          "QUARRY_API_KEY",    "OPENROUTER_API_KEY", "QUARRY_BASE_URL",
+    "QUARRY_EMBEDDINGS_URL", "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"};
 
 json Call(const std::string& name, json arguments) {
   return {{"name", name}, {"arguments", std::move(arguments)}};
@@ -47,15 +46,19 @@ json Fixture(const std::string& question, json turns) {
 }
 
 json JudgeReply(const std::string& verdict) {
-  return {{"content", "{\"verdict\": \"" + verdict + "\", \"reason\": \"scripted " + verdict +
-                          "\"}"},
-          {"usage", {{"input_tokens", 400}, {"output_tokens", 20}}},
-          {"cost_usd", 0.0005}};
+  return {
+      {"content", "{\"verdict\": \"" + verdict + "\", \"reason\": \"scripted " + verdict + "\"}"},
+      {"usage", {{"input_tokens", 400}, {"output_tokens", 20}}},
+      {"cost_usd", 0.0005}};
 }
 
 json Task(const std::string& id, const std::string& question, const std::string& grader) {
-  json t = {{"id", id},           {"question", question}, {"data", {"data/sales.csv"}},
-            {"difficulty", "easy"}, {"tags", {"aggregation"}}, {"grader", grader}};
+  json t = {{"id", id},
+            {"question", question},
+            {"data", {"data/sales.csv"}},
+            {"difficulty", "easy"},
+            {"tags", {"aggregation"}},
+            {"grader", grader}};
   if (grader == "numeric") t["tolerance"] = {{"abs", 0.01}};
   if (grader == "judge") t["rubric"] = "Names North as the largest and Central as the smallest.";
   return t;
@@ -84,19 +87,19 @@ class BenchCliTest : public ::testing::Test {
     tasks[1]["tags"] = {"filters", "time-series"};
     tasks[7]["tags"] = {"group-by"};
     dir_.Write("suite/tasks/suite.json", json({{"version", 1}, {"tasks", tasks}}).dump(2));
-    dir_.Write("suite/tasks/truth.json",
-               json({{"generated_by", "test"},
-                     {"tasks",
-                      {{"revenue_total", {{"values", {504488.21}}}},
-                       {"revenue_2025", {{"values", {271830.53}}}},
-                       {"top_region",
-                        {{"must_contain", {"North"}}, {"must_not_contain", {"Central"}}}},
-                       {"orders_2025", {{"values", {1134}}}},
-                       {"region_story", {{"facts", {"North 141794.14", "Central 58576.15"}}}},
-                       {"region_gap", {{"facts", {"gap 83217.99"}}}},
-                       {"avg_discount", {{"values", {0.05}}}},
-                       {"region_split", {{"facts", {"North, East above 100897.64"}}}}}}})
-                   .dump(2));
+    dir_.Write(
+        "suite/tasks/truth.json",
+        json({{"generated_by", "test"},
+              {"tasks",
+               {{"revenue_total", {{"values", {504488.21}}}},
+                {"revenue_2025", {{"values", {271830.53}}}},
+                {"top_region", {{"must_contain", {"North"}}, {"must_not_contain", {"Central"}}}},
+                {"orders_2025", {{"values", {1134}}}},
+                {"region_story", {{"facts", {"North 141794.14", "Central 58576.15"}}}},
+                {"region_gap", {{"facts", {"gap 83217.99"}}}},
+                {"avg_discount", {{"values", {0.05}}}},
+                {"region_split", {{"facts", {"North, East above 100897.64"}}}}}}})
+            .dump(2));
     auto fixture = [&](const std::string& id, const json& doc) {
       dir_.Write("suite/tasks/fixtures/" + id + ".json", doc.dump(2));
     };
@@ -104,39 +107,37 @@ class BenchCliTest : public ::testing::Test {
             Fixture("What is the total revenue?",
                     {Sql("SELECT round(sum(revenue), 2) AS total_revenue FROM sales"),
                      Answer("Total revenue is $504,488.21.", {"504488.21"})}));
-    fixture("revenue_2025",
-            Fixture("What was the total revenue in 2025?",
-                    {Sql("SELECT round(sum(amount), 2) AS revenue_2025 FROM sales "
-                         "WHERE year(order_date) = 2025"),
-                     Sql("SELECT round(sum(revenue), 2) AS revenue_2025 FROM sales "
-                         "WHERE year(order_date) = 2025"),
-                     Answer("Revenue in 2025 was $271,830.53.", {"271830.53"})}));
+    fixture("revenue_2025", Fixture("What was the total revenue in 2025?",
+                                    {Sql("SELECT round(sum(amount), 2) AS revenue_2025 FROM sales "
+                                         "WHERE year(order_date) = 2025"),
+                                     Sql("SELECT round(sum(revenue), 2) AS revenue_2025 FROM sales "
+                                         "WHERE year(order_date) = 2025"),
+                                     Answer("Revenue in 2025 was $271,830.53.", {"271830.53"})}));
     // A figure no result showed: the gate sends the first answer back (no repair: nothing
     // failed), and the second passes in both arms.
     fixture("top_region",
             Fixture("Which region has the highest total revenue?",
                     {Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales "
                          "GROUP BY region ORDER BY revenue DESC LIMIT 1"),
-                     Answer("North has the highest total revenue ($150,000).",
-                            {"North", "150000"}),
+                     Answer("North has the highest total revenue ($150,000).", {"North", "150000"}),
                      Answer("North has the highest total revenue ($141,794.14).",
                             {"North", "141794.14"})}));
     fixture("orders_2025", Fixture("How many orders were placed in 2025?",
                                    {Sql("SELECT count(*) AS orders FROM sales"),
                                     Answer("2065 orders were placed.", {"2065"})}));
-    json story = Fixture(
-        "How did the regions compare on revenue?",
-        {Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales GROUP BY region "
-             "ORDER BY revenue DESC"),
-         Answer("North led with $141,794.14; Central was smallest at $58,576.15.",
-                {"North", "141794.14", "Central", "58576.15"})});
+    json story =
+        Fixture("How did the regions compare on revenue?",
+                {Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales GROUP BY region "
+                     "ORDER BY revenue DESC"),
+                 Answer("North led with $141,794.14; Central was smallest at $58,576.15.",
+                        {"North", "141794.14", "Central", "58576.15"})});
     story["judge_turns"] = {JudgeReply("pass"), JudgeReply("fail"), JudgeReply("pass")};
     fixture("region_story", story);
-    json split = Fixture(
-        "Which regions are above the average region?",
-        {Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales GROUP BY region "
-             "ORDER BY revenue DESC LIMIT 2"),
-         Answer("North and East.", {"North", "East"})});
+    json split =
+        Fixture("Which regions are above the average region?",
+                {Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales GROUP BY region "
+                     "ORDER BY revenue DESC LIMIT 2"),
+                 Answer("North and East.", {"North", "East"})});
     split["judge_turns"] = {R"({"verdict": "pass"})", R"({"verdict": "fail"})", "Looks fine."};
     fixture("region_split", split);
     fixture("region_gap", Fixture("How far behind the leader is the smallest region?",
@@ -147,8 +148,7 @@ class BenchCliTest : public ::testing::Test {
 
   ProcessResult Bench(std::vector<std::string> args, const std::vector<std::string>& env = {},
                       const std::vector<std::string>& unset = kUnsetModel) {
-    std::vector<std::string> argv = {QuarryBinary().string(), "bench", "--no-python",
-                                     "--no-cache"};
+    std::vector<std::string> argv = {QuarryBinary().string(), "bench", "--no-python", "--no-cache"};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProcess(argv, dir_.path(), env, unset);
   }
@@ -354,9 +354,8 @@ TEST_F(BenchCliTest, TwoJobsGiveTheSameGradesInSeparateRunFolders) {
 TEST_F(BenchCliTest, MaxCostStopsStartingRuns) {
   // Bound per run $0.003, bench $0.01: revenue_total on+off ($0.004), revenue_2025 on+off
   // ($0.008 spent); then 0.008 + 0.003 would pass 0.01.
-  const ProcessResult p =
-      Bench({"--offline", "--tasks", (root() / "tasks").string(), "--out", "out",
-             "--max-cost-per-run", "0.003", "--max-cost", "0.01"});
+  const ProcessResult p = Bench({"--offline", "--tasks", (root() / "tasks").string(), "--out",
+                                 "out", "--max-cost-per-run", "0.003", "--max-cost", "0.01"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   const json r = ReadJson(dir_.path() / "out" / "bench_results.json");
   EXPECT_TRUE(r["budget_stopped"].get<bool>());
@@ -385,9 +384,8 @@ TEST_F(BenchCliTest, SelectionFlagsAndArms) {
   EXPECT_TRUE(r["mcnemar"].is_null());
   EXPECT_EQ(r["arms"][0]["passed"], 2);
 
-  const ProcessResult limited =
-      Bench({"--offline", "--tasks", tasks, "--out", "out2", "--limit", "2",
-             "--no-self-correction"});
+  const ProcessResult limited = Bench(
+      {"--offline", "--tasks", tasks, "--out", "out2", "--limit", "2", "--no-self-correction"});
   ASSERT_EQ(limited.exit_code, 0) << limited.err;
   const json l = ReadJson(dir_.path() / "out2" / "bench_results.json");
   EXPECT_EQ(l["tasks_selected"], 2);
@@ -395,9 +393,8 @@ TEST_F(BenchCliTest, SelectionFlagsAndArms) {
   EXPECT_EQ(l["arms"][0]["arm"], "off");
 
   EXPECT_EQ(Bench({"--offline", "--tasks", tasks, "--arms", "sideways"}).exit_code, 2);
-  EXPECT_EQ(Bench({"--offline", "--tasks", tasks, "--arms", "on", "--no-self-correction"})
-                .exit_code,
-            2);
+  EXPECT_EQ(
+      Bench({"--offline", "--tasks", tasks, "--arms", "on", "--no-self-correction"}).exit_code, 2);
   const ProcessResult none = Bench({"--offline", "--tasks", tasks, "--tags", "joins"});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("--tags joins selects no task"), std::string::npos) << none.err;
@@ -432,20 +429,28 @@ TEST_F(BenchCliTest, LiveWithoutAModelSaysWhatToSet) {
 TEST_F(BenchCliTest, NoStreamAsksForWholeReplies) {
   for (const bool no_stream : {false, true}) {
     ProviderServer server;
-    server.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql",
-                                             R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
-    server.Enqueue({200, {}, ToolCallReply({{"c2", "final_answer",
-                                             R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
+    server.Enqueue(
+        {200,
+         {},
+         ToolCallReply(
+             {{"c1", "run_sql",
+               R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
+    server.Enqueue(
+        {200,
+         {},
+         ToolCallReply(
+             {{"c2", "final_answer",
+               R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
     json suite = ReadJson(root() / "tasks" / "suite.json");
-    dir_.Write("suite/tasks/suite.json", json({{"tasks", json::array({suite["tasks"][0]})}}).dump());
-    std::vector<std::string> args = {"--tasks", (root() / "tasks").string(), "--arms", "on",
-                                     "--out", "out"};
+    dir_.Write("suite/tasks/suite.json",
+               json({{"tasks", json::array({suite["tasks"][0]})}}).dump());
+    std::vector<std::string> args = {
+        "--tasks", (root() / "tasks").string(), "--arms", "on", "--out", "out"};
     if (no_stream) args.push_back("--no-stream");
-    const ProcessResult p =
-        Bench(args,
-              {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
-               "QUARRY_API_KEY=test-key"},
-              {"OPENROUTER_API_KEY", "QUARRY_EMBEDDINGS_URL", "QUARRY_STREAM"});
+    const ProcessResult p = Bench(args,
+                                  {"QUARRY_BASE_URL=" + server.base_url(),
+                                   "QUARRY_MODEL=stand-in-model", "QUARRY_API_KEY=test-key"},
+                                  {"OPENROUTER_API_KEY", "QUARRY_EMBEDDINGS_URL", "QUARRY_STREAM"});
     ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
     const auto requests = server.requests();
     ASSERT_EQ(requests.size(), 2u);
@@ -458,14 +463,30 @@ TEST_F(BenchCliTest, NoStreamAsksForWholeReplies) {
 TEST_F(BenchCliTest, LiveRunAgainstTheStandInProvider) {
   ProviderServer server;
   // revenue_total, then region_story (its answer, then three judge calls: 2-1 for pass).
-  server.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql",
-                                           R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
-  server.Enqueue({200, {}, ToolCallReply({{"c2", "final_answer",
-                                           R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
-  server.Enqueue({200, {}, ToolCallReply({{"c3", "run_sql",
-                                           R"({"sql": "SELECT region, round(sum(revenue), 2) AS revenue FROM sales GROUP BY region ORDER BY revenue DESC"})"}})});
-  server.Enqueue({200, {}, ToolCallReply({{"c4", "final_answer",
-                                           R"({"answer": "North led with $141,794.14; Central was smallest at $58,576.15.", "supporting_values": ["141794.14", "58576.15"]})"}})});
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c1", "run_sql",
+             R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c2", "final_answer",
+             R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c3", "run_sql",
+             R"({"sql": "SELECT region, round(sum(revenue), 2) AS revenue FROM sales GROUP BY region ORDER BY revenue DESC"})"}})});
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c4", "final_answer",
+             R"({"answer": "North led with $141,794.14; Central was smallest at $58,576.15.", "supporting_values": ["141794.14", "58576.15"]})"}})});
   server.Enqueue({200, {}, TextReply(R"({"verdict": "pass", "reason": "both named"})")});
   server.Enqueue({200, {}, TextReply(R"({"verdict": "fail", "reason": "too short"})")});
   server.Enqueue({200, {}, TextReply(R"({"verdict": "pass", "reason": "correct"})")});
@@ -474,11 +495,11 @@ TEST_F(BenchCliTest, LiveRunAgainstTheStandInProvider) {
   json suite = ReadJson(root() / "tasks" / "suite.json");
   json two = json::array({suite["tasks"][0], suite["tasks"][4]});
   dir_.Write("suite/tasks/suite.json", json({{"tasks", two}}).dump());
-  const ProcessResult p = Bench(
-      {"--tasks", (root() / "tasks").string(), "--arms", "on", "--out", "out"},
-      {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
-       "QUARRY_API_KEY=test-key"},
-      {"OPENROUTER_API_KEY", "QUARRY_EMBEDDINGS_URL"});
+  const ProcessResult p =
+      Bench({"--tasks", (root() / "tasks").string(), "--arms", "on", "--out", "out"},
+            {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=stand-in-model",
+             "QUARRY_API_KEY=test-key"},
+            {"OPENROUTER_API_KEY", "QUARRY_EMBEDDINGS_URL"});
   ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
   EXPECT_EQ(server.pending(), 0u);
   const json r = ReadJson(dir_.path() / "out" / "bench_results.json");
@@ -505,9 +526,9 @@ TEST_F(BenchCliTest, LiveRunAgainstTheStandInProvider) {
   const auto requests = server.requests();
   ASSERT_EQ(requests.size(), 7u);
   const json judge_body = requests[4].Json();
-  EXPECT_NE(judge_body["messages"][0]["content"].get<std::string>().find(
-                "Names North as the largest"),
-            std::string::npos);
+  EXPECT_NE(
+      judge_body["messages"][0]["content"].get<std::string>().find("Names North as the largest"),
+      std::string::npos);
   EXPECT_TRUE(!judge_body.contains("tools") || judge_body["tools"].empty());
   EXPECT_EQ(requests[0].Header("Authorization"), "Bearer test-key");
 }

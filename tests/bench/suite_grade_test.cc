@@ -28,7 +28,9 @@ TEST(ParseWrittenNumberTest, ReadsTheShapesTheVerifyGateFinds) {
   EXPECT_DOUBLE_EQ(*ParseWrittenNumber("a dozen"), 12);
   EXPECT_DOUBLE_EQ(*ParseWrittenNumber("one hundred and five"), 105);
   EXPECT_DOUBLE_EQ(*ParseWrittenNumber("-$17.25"), -17.25);
-  EXPECT_DOUBLE_EQ(*ParseWrittenNumber("\xE2\x82\xAC" "9.99"), 9.99);  // €9.99
+  EXPECT_DOUBLE_EQ(*ParseWrittenNumber("\xE2\x82\xAC"
+                                       "9.99"),
+                   9.99);  // €9.99
   EXPECT_FALSE(ParseWrittenNumber("2025-03-01").has_value());
   EXPECT_FALSE(ParseWrittenNumber("2025-12").has_value());
   EXPECT_FALSE(ParseWrittenNumber("half").has_value());
@@ -41,9 +43,8 @@ TEST(GradeNumericTest, FindsTheValueWrittenAnyWay) {
   EXPECT_TRUE(GradeNumeric("Revenue was $141,794.14 in the North.", {141794.14}, kCents).pass);
   EXPECT_TRUE(GradeNumeric("Revenue was 141794.14.", {141794.14}, kCents).pass);
   EXPECT_TRUE(GradeNumeric("It is 141,794.145 dollars", {141794.14}, kCents).pass);
-  EXPECT_TRUE(GradeNumeric("Women survived at 74.2%, men at 18.9%.", {74.2, 18.9},
-                           {false, 0.05})
-                  .pass);
+  EXPECT_TRUE(
+      GradeNumeric("Women survived at 74.2%, men at 18.9%.", {74.2, 18.9}, {false, 0.05}).pass);
   EXPECT_TRUE(GradeNumeric("There are two thousand rows.", {2000}, {false, 0}).pass);
   // A decrease written with a direction word matches the negative expected value.
   EXPECT_TRUE(GradeNumeric("Revenue fell 3.5% year over year.", {-3.5}, {false, 0.05}).pass);
@@ -53,12 +54,15 @@ TEST(GradeNumericTest, FindsTheValueWrittenAnyWay) {
 TEST(GradeNumericTest, TrapsFail) {
   // A denied number is no claim of it.
   EXPECT_FALSE(GradeNumeric("Total revenue in 2025 was not $271,830.53; it is unknown.",
-                            {271830.53}, {false, 0.01}).pass);
-  EXPECT_FALSE(GradeNumeric("It was NOT $271,830.53 (that figure is wrong).", {271830.53},
-                            {false, 0.01}).pass);
+                            {271830.53}, {false, 0.01})
+                   .pass);
+  EXPECT_FALSE(
+      GradeNumeric("It was NOT $271,830.53 (that figure is wrong).", {271830.53}, {false, 0.01})
+          .pass);
   EXPECT_FALSE(GradeNumeric("It isn't 349.", {349}, {false, 0}).pass);
-  EXPECT_TRUE(GradeNumeric("Not counting refunds, revenue was $271,830.53.", {271830.53},
-                           {false, 0.01}).pass);
+  EXPECT_TRUE(
+      GradeNumeric("Not counting refunds, revenue was $271,830.53.", {271830.53}, {false, 0.01})
+          .pass);
   // "$1.2 million" for 1,234,567 is 2.8% off: outside 1%, inside 5%.
   const Grade tight = GradeNumeric("Revenue was about $1.2 million.", {1234567}, {true, 0.01});
   EXPECT_FALSE(tight.pass);
@@ -83,10 +87,10 @@ TEST(GradeNumericTest, TrapsFail) {
 
 TEST(GradePredicateTest, ContainsOnWordBoundariesCaseInsensitively) {
   EXPECT_TRUE(GradePredicate("NORTH leads.", {{"North"}}, {}).pass);
-  EXPECT_TRUE(GradePredicate("The peak was in December   2025.", {{"2025-12", "December 2025"}}, {})
-                  .pass);
-  EXPECT_TRUE(GradePredicate("The peak month was 2025-12.", {{"2025-12", "December 2025"}}, {})
-                  .pass);
+  EXPECT_TRUE(
+      GradePredicate("The peak was in December   2025.", {{"2025-12", "December 2025"}}, {}).pass);
+  EXPECT_TRUE(
+      GradePredicate("The peak month was 2025-12.", {{"2025-12", "December 2025"}}, {}).pass);
   // "North" inside "Northeast" is not the region North.
   const Grade glued = GradePredicate("Northeast leads.", {{"North"}}, {});
   EXPECT_FALSE(glued.pass);
@@ -101,8 +105,8 @@ TEST(GradePredicateTest, MustNotContainHitFails) {
   const Grade hit = GradePredicate("North leads; South is last.", {{"North"}}, {{"South"}});
   EXPECT_FALSE(hit.pass);
   EXPECT_NE(hit.reason.find("forbidden \"South\""), std::string::npos) << hit.reason;
-  EXPECT_TRUE(GradePredicate("North leads; Southeast is not a region.", {{"North"}}, {{"South"}})
-                  .pass);
+  EXPECT_TRUE(
+      GradePredicate("North leads; Southeast is not a region.", {{"North"}}, {{"South"}}).pass);
   EXPECT_FALSE(GradePredicate("north, then central", {}, {{"West", "CENTRAL"}}).pass);
 }
 
@@ -117,9 +121,12 @@ class LoadSuiteTest : public ::testing::Test {
                                dir_.path() / "data" / "sales.csv");
   }
   json Task(const std::string& id, const std::string& grader) {
-    json t = {{"id", id},         {"question", "What is the total revenue?"},
-              {"data", {"data/sales.csv"}}, {"difficulty", "easy"},
-              {"tags", {"aggregation"}},    {"grader", grader}};
+    json t = {{"id", id},
+              {"question", "What is the total revenue?"},
+              {"data", {"data/sales.csv"}},
+              {"difficulty", "easy"},
+              {"tags", {"aggregation"}},
+              {"grader", grader}};
     if (grader == "numeric") t["tolerance"] = {{"abs", 0.01}};
     if (grader == "judge") t["rubric"] = "Says the total.";
     return t;
@@ -139,8 +146,9 @@ class LoadSuiteTest : public ::testing::Test {
 TEST_F(LoadSuiteTest, LoadsTasksTruthAndFixtures) {
   Write(json::array({Task("a", "numeric"), Task("b", "predicate"), Task("c", "judge")}),
         {{"a", {{"values", {504488.21}}}},
-         {"b", {{"must_contain", json::array({"North", json::array({"x", "y"})})},
-                {"must_not_contain", {"South"}}}},
+         {"b",
+          {{"must_contain", json::array({"North", json::array({"x", "y"})})},
+           {"must_not_contain", {"South"}}}},
          {"c", {{"facts", {"total 504488.21"}}}}});
   dir_.Write("tasks/fixtures/c.json",
              json({{"source", "scripted"},
@@ -238,11 +246,10 @@ TEST_F(LoadSuiteTest, ErrorsNameTheFileTheTaskAndTheField) {
 
 TEST_F(LoadSuiteTest, JudgeTurnsMustBeThree) {
   Write(json::array({Task("c", "judge")}), {{"c", {{"facts", {"f"}}}}});
-  dir_.Write("tasks/fixtures/c.json",
-             json({{"question", "What is the total revenue?"},
-                   {"turns", json::array()},
-                   {"judge_turns", {"a", "b"}}})
-                 .dump());
+  dir_.Write("tasks/fixtures/c.json", json({{"question", "What is the total revenue?"},
+                                            {"turns", json::array()},
+                                            {"judge_turns", {"a", "b"}}})
+                                          .dump());
   const std::string e = LoadError();
   EXPECT_NE(e.find("exactly 3 judge replies"), std::string::npos) << e;
 }

@@ -33,8 +33,10 @@ std::unique_ptr<llm::Client> ClientFor(const testing::ProviderServer& server) {
 TEST(JudgeTest, MajorityOfThreeCallsDecidesAndDisagreementIsRecorded) {
   testing::ProviderServer server;
   server.Enqueue({200, {}, testing::TextReply(R"({"verdict": "pass", "reason": "names both"})")});
-  server.Enqueue({200, {}, testing::TextReply("```json\n{\"verdict\": \"FAIL\", \"reason\": "
-                                              "\"misses Central\"}\n```")});
+  server.Enqueue({200,
+                  {},
+                  testing::TextReply("```json\n{\"verdict\": \"FAIL\", \"reason\": "
+                                     "\"misses Central\"}\n```")});
   server.Enqueue({200, {}, testing::TextReply(R"(  {"verdict": "pass", "reason": "ok"}  )")});
   auto client = ClientFor(server);
   const JudgeResult r = JudgeAnswer(*client, JudgeTask(), "North leads; Central is smallest.");
@@ -164,7 +166,9 @@ TEST(SiteBlockTest, ReplacesTheMarkedBlockAndEscapes) {
   const json results = {{"format", "quarry-bench-results"},
                         {"source", "scripted"},
                         {"model", "<script>alert(1)</script>"},
-                        {"arms", json::array({{{"arm", "on"}, {"graded", 2}, {"passed", 1},
+                        {"arms", json::array({{{"arm", "on"},
+                                               {"graded", 2},
+                                               {"passed", 1},
                                                {"success_rate", 0.5},
                                                {"success_ci95", {0.09, 0.91}}}})}};
   const std::string block = RenderSiteBlock(results);
@@ -198,10 +202,10 @@ TEST(JudgeReplyTest, OneObjectBareOrFencedIsAVoteAndTextBesideItIsNot) {
   EXPECT_EQ(ParseJudgeReply("```json\n{\"verdict\": \"FAIL\", \"reason\": \"x\"}\n```").verdict,
             "fail");
   EXPECT_EQ(ParseJudgeReply("  {\"verdict\": \"fail\"}\n").verdict, "fail");
-  for (const char* reply : {R"(Verdict: fail. {"verdict": "pass"})",
-                            R"({"verdict": "pass"} but actually {"verdict": "fail"})",
-                            R"(Sure. {"verdict": "pass", "reason": "ok"})",
-                            R"({"verdict": "maybe"})", "pass", ""}) {
+  for (const char* reply :
+       {R"(Verdict: fail. {"verdict": "pass"})",
+        R"({"verdict": "pass"} but actually {"verdict": "fail"})",
+        R"(Sure. {"verdict": "pass", "reason": "ok"})", R"({"verdict": "maybe"})", "pass", ""}) {
     const JudgeVote v = ParseJudgeReply(reply);
     EXPECT_EQ(v.verdict, "") << reply;
     EXPECT_NE(v.reason.find("unparseable judge reply"), std::string::npos) << reply;

@@ -15,7 +15,8 @@ using testing::MustParse;
 
 Spec BarSpec(const std::string& y_extra = "") {
   return MustParse(R"({"mark": "bar", "encoding": {"x": {"field": "region", "type": "nominal"},
-    "y": {"field": "revenue", "type": "quantitative")" + y_extra + R"(}}, "data": {"sql": "S"}})");
+    "y": {"field": "revenue", "type": "quantitative")" +
+                   y_extra + R"(}}, "data": {"sql": "S"}})");
 }
 
 Spec LineSpec(const std::string& x_type, const std::string& x_extra = "") {
@@ -48,7 +49,8 @@ TEST(CheckTest, MissingFieldNamesItAndListsTheColumns) {
   EXPECT_NE(problems[0].message.find("\"revnue\""), std::string::npos);
   EXPECT_NE(problems[0].message.find("(columns: region, revenue)"), std::string::npos);
   // A field differing only in case is the column the model meant.
-  Spec upper = MustParse(R"({"mark": "bar", "encoding": {"x": {"field": "REGION", "type": "nominal"},
+  Spec upper =
+      MustParse(R"({"mark": "bar", "encoding": {"x": {"field": "REGION", "type": "nominal"},
     "y": {"field": "revenue", "type": "quantitative"}}, "data": {"sql": "S"}})");
   EXPECT_TRUE(Check(upper, kSales).empty());
 }
@@ -90,7 +92,8 @@ TEST(CheckTest, NoRows) {
 }
 
 TEST(CheckTest, AllNullMeasure) {
-  Table nulls = MakeTable({"region", "revenue"}, {{"North", std::nullopt}, {"South", std::nullopt}});
+  Table nulls =
+      MakeTable({"region", "revenue"}, {{"North", std::nullopt}, {"South", std::nullopt}});
   auto problems = Check(BarSpec(), nulls);
   ASSERT_EQ(Rules(problems), std::vector<std::string>{"all_null_measure"});
   EXPECT_NE(problems[0].message.find("NULL in all 2 rows"), std::string::npos);
@@ -129,7 +132,8 @@ TEST(CheckTest, UnsortedLine) {
   // Twins that pass: descending order, an explicit sort, a temporal x (drawn sorted), and
   // "sort": null for an ordinal x whose order is the query's on purpose.
   EXPECT_TRUE(Check(LineSpec("quantitative"), XY({"10", "3", "2"})).empty());
-  EXPECT_TRUE(Check(LineSpec("quantitative", R"(, "sort": "ascending")"), XY({"1", "3", "2"})).empty());
+  EXPECT_TRUE(
+      Check(LineSpec("quantitative", R"(, "sort": "ascending")"), XY({"1", "3", "2"})).empty());
   EXPECT_TRUE(Check(LineSpec("temporal"), XY({"2025-03-01", "2025-01-01", "2025-02-01"})).empty());
   const auto days = XY({"Mon", "Tue", "Wed", "Thu"});
   EXPECT_EQ(Rules(Check(LineSpec("ordinal"), days)), std::vector<std::string>{"unsorted_line"});
@@ -175,10 +179,10 @@ TEST(PrepareTest, AggregatesByXAndColor) {
     "y": {"field": "revenue", "type": "quantitative", "aggregate": "mean"},
     "color": {"field": "year", "type": "ordinal"}}, "data": {"sql": "S"}})");
   Table t = MakeTable({"region", "revenue", "year"}, {{"North", "10", "2024"},
-                                                     {"North", "20", "2024"},
-                                                     {"South", "5", "2024"},
-                                                     {"North", "7", "2025"},
-                                                     {"South", std::nullopt, "2025"}});
+                                                      {"North", "20", "2024"},
+                                                      {"South", "5", "2024"},
+                                                      {"North", "7", "2025"},
+                                                      {"South", std::nullopt, "2025"}});
   internal::Prepared p = internal::Prepare(s, t);
   EXPECT_EQ(p.categories, (std::vector<std::string>{"North", "South"}));
   EXPECT_EQ(p.series, (std::vector<std::string>{"2024", "2025"}));
@@ -197,7 +201,8 @@ TEST(PrepareTest, SortsCategoriesByY) {
 }
 
 TEST(PrepareTest, HistogramCountsPerBin) {
-  Spec s = MustParse(R"({"mark": "histogram", "encoding": {"x": {"field": "v", "bin": {"maxbins": 5}}},
+  Spec s =
+      MustParse(R"({"mark": "histogram", "encoding": {"x": {"field": "v", "bin": {"maxbins": 5}}},
     "data": {"sql": "S"}})");
   Table t = MakeTable({"v"}, {{"0"}, {"1"}, {"2.5"}, {"3"}, {"9.9"}, {"10"}, {std::nullopt}});
   internal::Prepared p = internal::Prepare(s, t);

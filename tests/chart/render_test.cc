@@ -120,9 +120,9 @@ TEST(RenderTest, SvgCarriesTitleAxisTitlesAndThousandsTicks) {
             (std::vector<std::string>{"0", "2,500", "5,000", "7,500", "10,000", "12,500"}));
   EXPECT_EQ(Texts(scene, TextRole::kXTick),
             (std::vector<std::string>{"North", "South", "East", "West"}));
-  for (const char* word : {"<title>Revenue by region</title>", ">Sales region</text>",
-                           ">Revenue (USD)</text>", ">12,500</text>", ">2,500</text>",
-                           ">North</text>"}) {
+  for (const char* word :
+       {"<title>Revenue by region</title>", ">Sales region</text>", ">Revenue (USD)</text>",
+        ">12,500</text>", ">2,500</text>", ">North</text>"}) {
     EXPECT_NE(r.svg.find(word), std::string::npos) << word;
   }
   EXPECT_NE(r.svg.find("<desc>Bar chart of Revenue (USD) by Sales region, from 4 rows.</desc>"),
@@ -197,8 +197,10 @@ TEST(RenderTest, FortyCategoriesAreRotatedAndThinnedWithoutOverlap) {
     EXPECT_EQ(labels[i].angle_deg, -45);
     // Every corner inside the image, below the plot.
     for (const auto& [a, b] : {std::pair(0.0, 0.0), {1.0, 0.0}, {0.0, 1.0}, {1.0, 1.0}}) {
-      const double x = labels[i].x + a * labels[i].width * M_SQRT1_2 - b * labels[i].height * -M_SQRT1_2;
-      const double y = labels[i].y - a * labels[i].width * M_SQRT1_2 + b * labels[i].height * M_SQRT1_2;
+      const double x =
+          labels[i].x + a * labels[i].width * M_SQRT1_2 - b * labels[i].height * -M_SQRT1_2;
+      const double y =
+          labels[i].y - a * labels[i].width * M_SQRT1_2 + b * labels[i].height * M_SQRT1_2;
       EXPECT_GE(x, 0);
       EXPECT_LE(y, 500);
       EXPECT_GT(y, scene.plot_bottom);
@@ -218,9 +220,9 @@ TEST(RenderTest, LegendListsTheColorCategoriesAndBarsStack) {
     "y": {"field": "sales", "type": "quantitative"},
     "color": {"field": "channel", "type": "nominal", "title": "Channel"}}, "data": {"sql": "S"}})");
   Table t = MakeTable({"quarter", "sales", "channel"}, {{"Q1", "100", "Online"},
-                                                       {"Q1", "50", "Retail"},
-                                                       {"Q2", "80", "Online"},
-                                                       {"Q2", "70", "Wholesale"}});
+                                                        {"Q1", "50", "Retail"},
+                                                        {"Q2", "80", "Online"},
+                                                        {"Q2", "70", "Wholesale"}});
   Rendered r;
   Scene scene = RenderScene(s, t, &r);
   EXPECT_EQ(Texts(scene, TextRole::kLegendTitle), std::vector<std::string>{"Channel"});
@@ -239,7 +241,8 @@ TEST(RenderTest, ALongLegendEndsWithHowManyMore) {
   Spec s = MustParse(R"({"mark": "point", "encoding": {"x": {"field": "x", "type": "quantitative"},
     "y": {"field": "y", "type": "quantitative"}, "color": {"field": "c"}}, "data": {"sql": "S"}})");
   std::vector<std::vector<Cell>> rows;
-  for (int i = 0; i < 40; ++i) rows.push_back({std::to_string(i), "1", "series " + std::to_string(i)});
+  for (int i = 0; i < 40; ++i)
+    rows.push_back({std::to_string(i), "1", "series " + std::to_string(i)});
   Scene scene = RenderScene(s, MakeTable({"x", "y", "c"}, rows));
   const auto legend = Texts(scene, TextRole::kLegend);
   ASSERT_GT(legend.size(), 10u);
@@ -264,7 +267,8 @@ TEST(RenderTest, NegativeBarsHangFromAZeroLineInsideThePlot) {
 }
 
 TEST(RenderTest, HistogramBarsAreAsTallAsTheirCounts) {
-  Spec s = MustParse(R"({"mark": "histogram", "encoding": {"x": {"field": "v", "bin": {"maxbins": 5}}},
+  Spec s =
+      MustParse(R"({"mark": "histogram", "encoding": {"x": {"field": "v", "bin": {"maxbins": 5}}},
     "data": {"sql": "S"}})");
   Table t = MakeTable({"v"}, {{"1"}, {"1.5"}, {"3"}, {"9"}, {"9.5"}, {"9.9"}});
   Scene scene = RenderScene(s, t);
@@ -312,8 +316,9 @@ TEST(RenderTest, LinesAndPointsDraw) {
     Spec s = MustParse(std::string(R"({"mark": ")") + mark + R"(", "encoding": {
       "x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"},
       "color": {"field": "c"}}, "data": {"sql": "S"}})");
-    Table t = MakeTable({"x", "y", "c"}, {{"2019", "1.5", "a"}, {"2020", "2.5", "a"},
-                                          {"2019", "1", "b"}, {"2020", "0.5", "b"}});
+    Table t = MakeTable(
+        {"x", "y", "c"},
+        {{"2019", "1.5", "a"}, {"2020", "2.5", "a"}, {"2019", "1", "b"}, {"2020", "0.5", "b"}});
     Rendered r, empty;
     Scene scene = RenderScene(s, t, &r);
     RenderScene(s, MakeTable({"x", "y", "c"}, {}), &empty);

@@ -11,8 +11,7 @@ namespace quarry::chart::internal {
 namespace {
 
 TEST(NiceTicksTest, KnownRanges) {
-  EXPECT_EQ(NiceTicks(0, 12500).values,
-            (std::vector<double>{0, 2500, 5000, 7500, 10000, 12500}));
+  EXPECT_EQ(NiceTicks(0, 12500).values, (std::vector<double>{0, 2500, 5000, 7500, 10000, 12500}));
   EXPECT_EQ(NiceTicks(0, 100).values, (std::vector<double>{0, 20, 40, 60, 80, 100}));
   EXPECT_EQ(NiceTicks(0, 1).values, (std::vector<double>{0, 0.2, 0.4, 0.6, 0.8, 1}));
   EXPECT_EQ(NiceTicks(-3, 7).values, (std::vector<double>{-4, -2, 0, 2, 4, 6, 8}));
@@ -89,10 +88,9 @@ TEST(TimeTicksTest, LabelledForTheirSpan) {
   EXPECT_EQ(Labels(TimeTicks(*ParseTimestamp("2025-03-10"), *ParseTimestamp("2025-03-16"))),
             (std::vector<std::string>{"Mar 10", "Mar 11", "Mar 12", "Mar 13", "Mar 14", "Mar 15",
                                       "Mar 16"}));
-  EXPECT_EQ(Labels(TimeTicks(*ParseTimestamp("2025-03-14 08:00"),
-                             *ParseTimestamp("2025-03-14 20:00"))),
-            (std::vector<std::string>{"08:00", "10:00", "12:00", "14:00", "16:00", "18:00",
-                                      "20:00"}));
+  EXPECT_EQ(
+      Labels(TimeTicks(*ParseTimestamp("2025-03-14 08:00"), *ParseTimestamp("2025-03-14 20:00"))),
+      (std::vector<std::string>{"08:00", "10:00", "12:00", "14:00", "16:00", "18:00", "20:00"}));
 }
 
 TEST(FormatDatesTest, GranularityOfTheValues) {
@@ -104,8 +102,7 @@ TEST(FormatDatesTest, GranularityOfTheValues) {
             (std::vector<std::string>{"Mar 14", "Mar 15"}));
   EXPECT_EQ(FormatDates({at("2024-12-31"), at("2025-01-02")}),
             (std::vector<std::string>{"Dec 31, 2024", "Jan 2, 2025"}));
-  EXPECT_EQ(FormatDates({at("2025-03-14 09:30")}),
-            (std::vector<std::string>{"2025-03-14 09:30"}));
+  EXPECT_EQ(FormatDates({at("2025-03-14 09:30")}), (std::vector<std::string>{"2025-03-14 09:30"}));
 }
 
 TEST(BinEdgesTest, NiceStepsAtMostMaxbins) {

@@ -44,10 +44,11 @@ std::vector<std::string> Blocks(const json& request, int* markers) {
 TEST(AnthropicAskTest, AStreamedRunAnswersAndEachRequestExtendsTheLastOnesPrefix) {
   quarry::testing::ProviderServer server;
   ScriptedMessage first;
-  first.content = {quarry::testing::TextBlock("Summing revenue by region."),
-                   quarry::testing::ToolUseBlock(
-                       "toolu_01", "run_sql",
-                       R"({"sql": "SELECT region, round(sum(revenue), 2) AS total FROM sales GROUP BY region ORDER BY total DESC LIMIT 1"})")};
+  first.content = {
+      quarry::testing::TextBlock("Summing revenue by region."),
+      quarry::testing::ToolUseBlock(
+          "toolu_01", "run_sql",
+          R"({"sql": "SELECT region, round(sum(revenue), 2) AS total FROM sales GROUP BY region ORDER BY total DESC LIMIT 1"})")};
   first.input_tokens = 50;
   first.cache_creation_input_tokens = 3000;
   first.output_tokens = 40;
@@ -112,8 +113,7 @@ TEST(AnthropicAskTest, AStreamedRunAnswersAndEachRequestExtendsTheLastOnesPrefix
   EXPECT_EQ(totals["cached_tokens"], 3000);
   EXPECT_EQ(totals["cache_write_tokens"], 3200);
   EXPECT_NEAR(totals["cost_usd"].get<double>(), 0.01449, 1e-12);
-  EXPECT_NEAR(totals["cache_saved_usd"].get<double>(), (9750 + 10440 - 12000 - 2490) / 1e6,
-              1e-12);
+  EXPECT_NEAR(totals["cache_saved_usd"].get<double>(), (9750 + 10440 - 12000 - 2490) / 1e6, 1e-12);
   EXPECT_EQ(r.out.find(kKey), std::string::npos);
   EXPECT_EQ(r.err.find(kKey), std::string::npos);
 }

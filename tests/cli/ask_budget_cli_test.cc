@@ -31,9 +31,10 @@ class AskBudgetCliTest : public ::testing::Test {
   std::string Fixture() {
     auto sql = [](const char* column) {
       return json{{"name", "run_sql"},
-                  {"arguments", {{"sql", std::string("SELECT ") + column +
-                                             ", round(sum(revenue), 2) AS total FROM sales "
-                                             "GROUP BY 1 ORDER BY total DESC"}}}};
+                  {"arguments",
+                   {{"sql", std::string("SELECT ") + column +
+                                ", round(sum(revenue), 2) AS total FROM sales "
+                                "GROUP BY 1 ORDER BY total DESC"}}}};
     };
     const json usage = {{"input_tokens", 900}, {"output_tokens", 30}};
     const json turns = {
@@ -48,8 +49,8 @@ class AskBudgetCliTest : public ::testing::Test {
 
 TEST_F(AskBudgetCliTest, TheBudgetStopIsExplainedAndMarkedAsNotAnAnswer) {
   const std::string fixture = Fixture();
-  auto r = Quarry({"ask", "--replay", fixture, "--max-tool-calls", "1", "--data", Sales(),
-                   kQuestion});
+  auto r =
+      Quarry({"ask", "--replay", fixture, "--max-tool-calls", "1", "--data", Sales(), kQuestion});
   EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
   EXPECT_NE(r.out.find("no answer: tool_call_budget_exhausted\nnot an answer: " +
                        std::string(kWhy) + "\n"),
@@ -73,7 +74,8 @@ TEST_F(AskBudgetCliTest, TheBudgetStopIsExplainedAndMarkedAsNotAnAnswer) {
   auto summary = Quarry({"trace", "latest"});
   ASSERT_EQ(summary.exit_code, 0) << summary.err;
   EXPECT_NE(summary.out.find("not an answer (the model's explanation of the stop, not "
-                             "verified): " + std::string(kWhy)),
+                             "verified): " +
+                             std::string(kWhy)),
             std::string::npos)
       << summary.out;
   auto view = Quarry({"view", "latest"});
@@ -84,8 +86,8 @@ TEST_F(AskBudgetCliTest, TheBudgetStopIsExplainedAndMarkedAsNotAnAnswer) {
 }
 
 TEST_F(AskBudgetCliTest, ABudgetBelowOneIsRefused) {
-  auto r = Quarry({"ask", "--replay", Fixture(), "--max-tool-calls", "0", "--data", Sales(),
-                   kQuestion});
+  auto r =
+      Quarry({"ask", "--replay", Fixture(), "--max-tool-calls", "0", "--data", Sales(), kQuestion});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("--max-tool-calls"), std::string::npos) << r.err;
 }

@@ -414,8 +414,10 @@ TEST(ChatPipeTest, QuestionsPipedInContinueAThreadThatAskStarted) {
 
 TEST(ChatPipeTest, AtTheReplyPromptCommandsAndSlipsAreNotRepliesAndQuitLeavesTheTurnWaiting) {
   ProviderServer server;
-  server.Enqueue({200, {}, ToolCallReply({{"call_ask", "ask_user",
-                                            R"({"question": "Gross or net revenue?",
+  server.Enqueue({200,
+                  {},
+                  ToolCallReply({{"call_ask", "ask_user",
+                                  R"({"question": "Gross or net revenue?",
                                                 "choices": ["gross", "net"]})"}})});
   quarry::testing::TempDir cwd;
   const fs::path runs = cwd.path() / "runs";

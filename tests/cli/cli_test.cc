@@ -25,9 +25,9 @@ using quarry::testing::SourceDir;
 using quarry::testing::TempDir;
 
 // No model settings leak in from the machine running the tests.
-const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY",
-                                            "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES",
-                                            "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"};
+const std::vector<std::string> kModelEnv = {
+    "QUARRY_BASE_URL", "QUARRY_MODEL",  "QUARRY_API_KEY",    "OPENROUTER_API_KEY",
+    "QUARRY_FIXTURES", "QUARRY_PRICES", "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"};
 
 class CliTest : public ::testing::Test {
  protected:
@@ -115,9 +115,9 @@ TEST_F(CliTest, OfflineSalesAskIsGroundedAndRight) {
 // a figure no result showed, the gate returns it, the model computes it and the answer passes.
 TEST_F(CliTest, AskCountsASendBackBesideRepairs) {
   fs::create_directories(cwd_.path() / "fx");
-  fs::copy_file(SourceDir() / "tests" / "agent" / "scenarios" / "sent_back_then_grounded" /
-                    "scenario.json",
-                cwd_.path() / "fx" / "sent_back.json");
+  fs::copy_file(
+      SourceDir() / "tests" / "agent" / "scenarios" / "sent_back_then_grounded" / "scenario.json",
+      cwd_.path() / "fx" / "sent_back.json");
   const std::string question = "Which region has the highest total revenue?";
   auto r = Quarry({"ask", "--offline", "--fixtures", "fx", "--data", Data("sales.csv"), question});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -167,8 +167,9 @@ TEST_F(CliTest, OfflineClarificationIsContinuedByTheRecordingOfItsReply) {
   auto asked = Quarry({"ask", "--offline", "--runs-dir", runs, "--data", Data("chinook.sqlite"),
                        "Who is the top customer?"});
   ASSERT_EQ(asked.exit_code, 7) << asked.out << asked.err;
-  const std::regex continue_line("continue with: quarry ask --thread (\\S+) --runs-dir \\S+ "
-                                 "--offline --data \\S+ \"<your reply>\"");
+  const std::regex continue_line(
+      "continue with: quarry ask --thread (\\S+) --runs-dir \\S+ "
+      "--offline --data \\S+ \"<your reply>\"");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(asked.out, m, continue_line)) << asked.out;
   const std::string thread = m[1].str();
@@ -202,8 +203,8 @@ TEST_F(CliTest, SchemaAndSqlForScripts) {
   EXPECT_EQ(s["tables"][0]["name"], "passengers");
   EXPECT_EQ(s["tables"][0]["row_count"], 340);
 
-  auto sql = Quarry({"sql", "--format", "json", Data("chinook.sqlite"),
-                     "SELECT count(*) AS n FROM Genre"});
+  auto sql = Quarry(
+      {"sql", "--format", "json", Data("chinook.sqlite"), "SELECT count(*) AS n FROM Genre"});
   ASSERT_EQ(sql.exit_code, 0) << sql.err;
   EXPECT_EQ(json::parse(sql.out)["rows"][0][0], 25);
 
@@ -243,7 +244,8 @@ TEST_F(CliTest, BadInputGetsOneLineAndAnExitCode) {
   for (const auto& c : cases) {
     if (c.name != "missing") data.Write(c.file, c.content);
     const auto before = quarry::testing::DirectoryFingerprint(data.path());
-    auto r = Quarry({"ask", "--offline", "--data", (data.path() / c.file).string(), "How many rows?"});
+    auto r =
+        Quarry({"ask", "--offline", "--data", (data.path() / c.file).string(), "How many rows?"});
     EXPECT_EQ(r.exit_code, 3) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find(c.fragment), std::string::npos) << c.name << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
@@ -280,8 +282,8 @@ TEST_F(CliTest, AskTakesOptionsAfterTheQuestion) {
 
   // Several files before the question still parse: the last value that is no file is the
   // question (no model is configured, so the run stops after opening both files).
-  auto two = Quarry({"ask", "--data", Data("sales.csv"), Data("sensors.csv"),
-                     "Which region sells most?"});
+  auto two =
+      Quarry({"ask", "--data", Data("sales.csv"), Data("sensors.csv"), "Which region sells most?"});
   EXPECT_EQ(two.exit_code, 2) << two.err;
   EXPECT_NE(two.err.find("QUARRY_MODEL"), std::string::npos) << two.err;
   auto missing = Quarry({"ask", "--data", Data("sales.csv"), "nosuch.csv",
@@ -327,7 +329,9 @@ TEST_F(CliTest, OfflinePassengersRepairsAGuardViolationInPython) {
   std::string line;
   std::getline(in, line);
   const auto header = SplitCsvLine(line);
-  const auto col = [&](const std::string& n) { return std::find(header.begin(), header.end(), n) - header.begin(); };
+  const auto col = [&](const std::string& n) {
+    return std::find(header.begin(), header.end(), n) - header.begin();
+  };
   std::map<std::string, std::pair<int, int>> by_sex;  // survived, total
   while (std::getline(in, line)) {
     const auto f = SplitCsvLine(line);
@@ -342,14 +346,16 @@ TEST_F(CliTest, OfflinePassengersRepairsAGuardViolationInPython) {
   };
   EXPECT_NE(r.out.find(percent(by_sex["female"]) + " of women"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(percent(by_sex["male"]) + " of men"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(" + std::to_string(by_sex["female"].second) + " passengers)"), std::string::npos);
+  EXPECT_NE(r.out.find("(" + std::to_string(by_sex["female"].second) + " passengers)"),
+            std::string::npos);
 }
 
 TEST_F(CliTest, PythonScriptsRunInTheSandbox) {
-  auto script = cwd_.Write("plot.py", "import matplotlib.pyplot as plt\n"
-                                       "totals = df.groupby('region')['revenue'].sum()\n"
-                                       "print(round(totals.max(), 2))\n"
-                                       "totals.plot.bar()\nplt.savefig('regions.png')\n");
+  auto script = cwd_.Write("plot.py",
+                           "import matplotlib.pyplot as plt\n"
+                           "totals = df.groupby('region')['revenue'].sum()\n"
+                           "print(round(totals.max(), 2))\n"
+                           "totals.plot.bar()\nplt.savefig('regions.png')\n");
   auto r = Quarry({"python", Data("sales.csv"), script.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "141794.14\n");
@@ -362,7 +368,8 @@ TEST_F(CliTest, PythonScriptsRunInTheSandbox) {
   auto bad = cwd_.Write("bad.py", "import os\nos.system('id')\n");
   auto refused = Quarry({"python", Data("sales.csv"), bad.string()});
   EXPECT_EQ(refused.exit_code, 3);
-  EXPECT_NE(refused.err.find("guard_violation (import_allowlist)"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("guard_violation (import_allowlist)"), std::string::npos)
+      << refused.err;
   EXPECT_EQ(refused.out, "");
 }
 
@@ -370,8 +377,9 @@ TEST_F(CliTest, PythonScriptsRunInTheSandbox) {
 // '\x1b]0;PWNED\x07.png' set the terminal's title; a cached file's name likewise.
 TEST_F(CliTest, FigureAndCachedFileNamesReachTheTerminalEscaped) {
   const std::string evil = "\x1b]0;PWNED\x07";
-  auto script = cwd_.Write("fig.py", "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
-                                     "plt.savefig('\\x1b]0;PWNED\\x07.png')\nprint('ok')\n");
+  auto script = cwd_.Write("fig.py",
+                           "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+                           "plt.savefig('\\x1b]0;PWNED\\x07.png')\nprint('ok')\n");
   auto r = Quarry({"python", Data("sales.csv"), script.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "ok\n");
@@ -418,7 +426,8 @@ TEST_F(CliTest, AnEndpointFromDotEnvIsNamedOnStderr) {
 }
 
 TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
-  auto r = Quarry({"ask", "--offline", "--data", Data("sales.csv"), "Plot monthly revenue for 2025"});
+  auto r =
+      Quarry({"ask", "--offline", "--data", Data("sales.csv"), "Plot monthly revenue for 2025"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(figure: (\S+chart-1\.png))"))) << r.out;
@@ -426,7 +435,8 @@ TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   ASSERT_GT(png.size(), 24u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
   auto be32 = [&](size_t at) {
-    return (static_cast<unsigned char>(png[at]) << 24) | (static_cast<unsigned char>(png[at + 1]) << 16) |
+    return (static_cast<unsigned char>(png[at]) << 24) |
+           (static_cast<unsigned char>(png[at + 1]) << 16) |
            (static_cast<unsigned char>(png[at + 2]) << 8) | static_cast<unsigned char>(png[at + 3]);
   };
   EXPECT_EQ(be32(16), 800u);
@@ -452,10 +462,10 @@ TEST_F(CliTest, OfflineChartIsALineChartOfTheQuery) {
   EXPECT_EQ(t["artifacts"].size(), 2u);
   auto view = Quarry({"view", "latest"});
   ASSERT_EQ(view.exit_code, 0) << view.err;
-  const std::string html = quarry::testing::ReadFile(cwd_.path() / view.out.substr(0, view.out.size() - 1));
+  const std::string html =
+      quarry::testing::ReadFile(cwd_.path() / view.out.substr(0, view.out.size() - 1));
   EXPECT_NE(html.find("data:image/svg+xml;base64,"), std::string::npos);
 }
-
 
 // Issue 8: with several files, the error names the one that failed (and its line), never the
 // first one given.
@@ -479,8 +489,9 @@ TEST_F(CliTest, SchemaErrorNamesTheFileThatFailed) {
 // The cards are the model's: they say what the loader decided. Advice that names an option
 // the model cannot pass is the user's, on stderr (issue 23).
 TEST_F(CliTest, AdviceOnOptionsGoesToStderrWhileTheCardsSayWhatWasDecided) {
-  const auto file = cwd_.Write("umsatz.csv", "Datum,Umsatz\n01.03.2024,10\n15.03.2024,20\n"
-                                            "28.03.2024,30\n02.04.2024,40\n");
+  const auto file = cwd_.Write("umsatz.csv",
+                               "Datum,Umsatz\n01.03.2024,10\n15.03.2024,20\n"
+                               "28.03.2024,30\n02.04.2024,40\n");
   auto r = Quarry({"schema", "--no-cache", file.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("  note: dates read in the format %d.%m.%Y (as the sniffer found it)\n"),
@@ -538,22 +549,26 @@ TEST_F(CliTest, PathsThatAreNoFileAndRepeatedDataAreNamedAsSuch) {
     std::string fragment;
   };
   const std::vector<Case> cases = {
-      {{"ask", "--replay", dir, "--data", Data("sales.csv"), "q"}, 3,
+      {{"ask", "--replay", dir, "--data", Data("sales.csv"), "q"},
+       3,
        "--replay " + dir + " is a directory, not a file"},
-      {{"ask", "--replay", dir + "/nope.json", "--data", Data("sales.csv"), "q"}, 3,
+      {{"ask", "--replay", dir + "/nope.json", "--data", Data("sales.csv"), "q"},
+       3,
        "--replay " + dir + "/nope.json not found"},
       {{"trace", dir}, 3, "has neither trace.json nor events.jsonl"},  // a run's folder
       {{"view", dir + "/nope.json"}, 2, "no run " + dir + "/nope.json"},
       {{"python", Data("sales.csv"), dir}, 2, "the script " + dir + " is a directory, not a file"},
       {{"ask", "--bogus"}, 2, "not expected: --bogus"},
       {{"ask", "q"}, 2, "--data is required"},
-      {{"schema", Data("sales.csv"), Data("../data/sales.csv")}, 2,
+      {{"schema", Data("sales.csv"), Data("../data/sales.csv")},
+       2,
        "is given twice (also as " + Data("sales.csv") + "): pass it once"},
       {{"frobnicate"}, 2, "unknown command 'frobnicate'; the commands are ask, chat"},
       {{"ask", "--offline", "--runs-dir", Data("sales.csv"), "--data", Data("sales.csv"),
         "Which region has the highest total revenue, and by how much does it beat the "
         "runner-up?"},
-       2, "pass --runs-dir with a directory"},
+       2,
+       "pass --runs-dir with a directory"},
   };
   for (const Case& c : cases) {
     auto r = Quarry(c.args);

@@ -29,10 +29,9 @@ using testing::ToolCallReply;
 
 // No model settings leak in from the machine running the tests.
 const std::vector<std::string> kModelEnv = {
-    "QUARRY_BASE_URL", "QUARRY_MODEL",       "QUARRY_API_KEY",  "OPENROUTER_API_KEY",
-    "ANTHROPIC_API_KEY", "QUARRY_PROVIDER",  "QUARRY_PRICES",   "QUARRY_STREAM",
-    "QUARRY_MAX_TOKENS", "QUARRY_TEMPERATURE", "QUARRY_REQUEST_TIMEOUT",
-    "QUARRY_MAX_TOKENS_PARAM"};
+    "QUARRY_BASE_URL",   "QUARRY_MODEL",       "QUARRY_API_KEY",         "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY", "QUARRY_PROVIDER",    "QUARRY_PRICES",          "QUARRY_STREAM",
+    "QUARRY_MAX_TOKENS", "QUARRY_TEMPERATURE", "QUARRY_REQUEST_TIMEOUT", "QUARRY_MAX_TOKENS_PARAM"};
 
 const char* kLlamaCppList = R"({"object": "list", "data": [{"id": "qwen2.5-7b-instruct",
   "object": "model", "created": 1733000000, "owned_by": "llamacpp",
@@ -114,9 +113,8 @@ TEST_F(DoctorTest, ReachableWithToolSupportUsesTheOnlyListedModel) {
   EXPECT_EQ(Line(r.out, "endpoint"),
             "ok    endpoint   " + server.base_url() + " (QUARRY_BASE_URL)");
   EXPECT_EQ(Line(r.out, "key"), "ok    key        none (a loopback endpoint needs none)");
-  EXPECT_EQ(Line(r.out, "reachable").rfind("ok    reachable  GET " + server.base_url() +
-                                               "/models: HTTP 200 in ",
-                                           0),
+  EXPECT_EQ(Line(r.out, "reachable")
+                .rfind("ok    reachable  GET " + server.base_url() + "/models: HTTP 200 in ", 0),
             0u)
       << r.out;
   EXPECT_EQ(Line(r.out, "models"), "ok    models     1 listed: qwen2.5-7b-instruct");
@@ -154,9 +152,8 @@ TEST_F(DoctorTest, UnreachableSaysToStartTheServer) {
       Doctor({}, {"QUARRY_BASE_URL=" + closed.base_url(), "QUARRY_MODEL=qwen2.5:7b"});
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   const std::string line = Line(r.out, "reachable");
-  EXPECT_EQ(line.rfind("fail  reachable  cannot connect: GET " + closed.base_url() + "/models: ",
-                       0),
-            0u)
+  EXPECT_EQ(
+      line.rfind("fail  reachable  cannot connect: GET " + closed.base_url() + "/models: ", 0), 0u)
       << r.out;
   EXPECT_NE(line.find("Fix: start the server"), std::string::npos) << line;
   EXPECT_NE(line.find("QUARRY_BASE_URL"), std::string::npos) << line;
@@ -167,15 +164,15 @@ TEST_F(DoctorTest, UnreachableSaysToStartTheServer) {
 // A base URL can carry a user name and password: doctor and the run it checks never show them.
 TEST_F(DoctorTest, CredentialsInTheBaseUrlAreNeverShown) {
   ClosedPort closed;
-  const std::string url = "http://alice:FAKEPASSWD5555@127.0.0.1:" +
-                          std::to_string(closed.port()) + "/v1";
+  const std::string url =
+      "http://alice:FAKEPASSWD5555@127.0.0.1:" + std::to_string(closed.port()) + "/v1";
   const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + url, "QUARRY_MODEL=m"});
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   EXPECT_NE(Line(r.out, "endpoint").find("http://***@127.0.0.1:"), std::string::npos) << r.out;
-  EXPECT_NE(Line(r.out, "reachable").find("GET http://***@127.0.0.1:"), std::string::npos)
-      << r.out;
+  EXPECT_NE(Line(r.out, "reachable").find("GET http://***@127.0.0.1:"), std::string::npos) << r.out;
   EXPECT_EQ((r.out + r.err).find("FAKEPASSWD5555"), std::string::npos) << r.out << r.err;
-  const ProcessResult as_json = Doctor({"--format", "json"}, {"QUARRY_BASE_URL=" + url, "QUARRY_MODEL=m"});
+  const ProcessResult as_json =
+      Doctor({"--format", "json"}, {"QUARRY_BASE_URL=" + url, "QUARRY_MODEL=m"});
   EXPECT_EQ((as_json.out + as_json.err).find("FAKEPASSWD5555"), std::string::npos) << as_json.out;
 }
 
@@ -236,10 +233,10 @@ TEST_F(DoctorTest, NoProbeAndJsonWithAPricedModel) {
   ProviderServer server;
   server.ServeModels(R"({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model",
       "owned_by": "system"}]})");
-  const ProcessResult r = Doctor({"--no-probe", "--format", "json"},
-                                 {"QUARRY_BASE_URL=" + server.base_url(),
-                                  "QUARRY_MODEL=gpt-4o-mini",
-                                  "QUARRY_API_KEY=sk-local-test-key-0123456789"});
+  const ProcessResult r =
+      Doctor({"--no-probe", "--format", "json"},
+             {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=gpt-4o-mini",
+              "QUARRY_API_KEY=sk-local-test-key-0123456789"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const json doc = json::parse(r.out);
   EXPECT_EQ(doc["ok"], true);
@@ -262,8 +259,8 @@ TEST_F(DoctorTest, ProbeCostIsShownFromThePriceTable) {
   ProviderServer server;
   server.ServeModels(R"({"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model"}]})");
   server.Enqueue({200, {}, ToolCallReply({{"call_1", "quarry_ping", R"({"ok": true})"}}, 90, 8)});
-  const ProcessResult r = Doctor({"--format", "json"}, {"QUARRY_BASE_URL=" + server.base_url(),
-                                                        "QUARRY_MODEL=gpt-4o-mini"});
+  const ProcessResult r = Doctor(
+      {"--format", "json"}, {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=gpt-4o-mini"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const json doc = json::parse(r.out);
   // 256 output tokens at 0.60 USD per million, plus about 150 prompt tokens at 0.15.
@@ -280,15 +277,15 @@ TEST_F(DoctorTest, AnthropicListWithItsHeadersAndAliases) {
   server.ServeModels(R"({"data": [{"type": "model", "id": "claude-haiku-4-5-20251001",
       "display_name": "Claude Haiku 4.5", "created_at": "2025-10-15T00:00:00Z"}],
       "has_more": false})");
-  const ProcessResult r =
-      Doctor({"--provider", "anthropic", "--no-probe"},
-             {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=claude-haiku-4-5",
-              "QUARRY_API_KEY=sk-ant-proxy-key-000000",
-              "ANTHROPIC_API_KEY=sk-ant-real-key-111111"});
+  const ProcessResult r = Doctor(
+      {"--provider", "anthropic", "--no-probe"},
+      {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=claude-haiku-4-5",
+       "QUARRY_API_KEY=sk-ant-proxy-key-000000", "ANTHROPIC_API_KEY=sk-ant-real-key-111111"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(Line(r.out, "provider"), "ok    provider   anthropic (--provider)");
-  EXPECT_EQ(Line(r.out, "model"), "ok    model      claude-haiku-4-5 (QUARRY_MODEL), listed as "
-                                  "claude-haiku-4-5-20251001");
+  EXPECT_EQ(Line(r.out, "model"),
+            "ok    model      claude-haiku-4-5 (QUARRY_MODEL), listed as "
+            "claude-haiku-4-5-20251001");
   const auto get = server.requests().front();
   EXPECT_EQ(get.Header("x-api-key"), "sk-ant-proxy-key-000000")
       << "ANTHROPIC_API_KEY goes to api.anthropic.com only";
@@ -298,9 +295,8 @@ TEST_F(DoctorTest, AnthropicListWithItsHeadersAndAliases) {
 TEST_F(DoctorTest, RefusedKeySaysWhichVariableToCheck) {
   ProviderServer server;
   server.ServeModels(testing::ErrorBody("Invalid API key", 401), 401);
-  const ProcessResult r =
-      Doctor({}, {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=m",
-                  "QUARRY_API_KEY=sk-wrong-key-0000000000"});
+  const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=m",
+                                      "QUARRY_API_KEY=sk-wrong-key-0000000000"});
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   EXPECT_EQ(Line(r.out, "models"),
             "fail  models     the key was refused (HTTP 401: Invalid API key). Fix: check "
@@ -322,7 +318,8 @@ TEST_F(DoctorTest, NothingConfiguredIsAUsageError) {
 TEST_F(DoctorTest, ToolCallWithoutAFunctionNameFails) {
   ProviderServer server;
   server.ServeModels(kLlamaCppList);
-  server.Enqueue({200, {},
+  server.Enqueue({200,
+                  {},
                   R"({"choices":[{"message":{"tool_calls":[{"function":{"name":7,)"
                   R"("arguments":null}}]}}]})"});
   const ProcessResult r = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
@@ -387,10 +384,10 @@ TEST_F(DoctorTest, OversizedModelListIsNoConnectionFailure) {
   server.Enqueue({200, {}, ToolCallReply({{"call_1", "quarry_ping", R"({"ok": true})"}}, 60, 7)});
   const ProcessResult r = Doctor({"--model", "m"}, {"QUARRY_BASE_URL=" + server.base_url()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(Line(r.out, "reachable").rfind("ok    reachable  GET " + server.base_url() +
-                                               "/models: a reply came in ",
-                                           0),
-            0u)
+  EXPECT_EQ(
+      Line(r.out, "reachable")
+          .rfind("ok    reachable  GET " + server.base_url() + "/models: a reply came in ", 0),
+      0u)
       << r.out;
   EXPECT_EQ(Line(r.out, "models"),
             "warn  models     no model list: the reply to GET " + server.base_url() +
@@ -400,8 +397,9 @@ TEST_F(DoctorTest, OversizedModelListIsNoConnectionFailure) {
                 "page or a file server");
   EXPECT_EQ(Line(r.out, "model"), "warn  model      m (--model), not checked: no list");
   EXPECT_EQ(r.out.find("cannot connect"), std::string::npos) << r.out;
-  EXPECT_EQ(Line(r.out, "tools"), "ok    tools      the model called quarry_ping (60 + 7 tokens, "
-                                  "cost unknown)");
+  EXPECT_EQ(Line(r.out, "tools"),
+            "ok    tools      the model called quarry_ping (60 + 7 tokens, "
+            "cost unknown)");
 
   // Without a model there is nothing to go on with: a models failure, not a connection one.
   const ProcessResult n = Doctor({}, {"QUARRY_BASE_URL=" + server.base_url()});
@@ -448,8 +446,7 @@ TEST_F(DoctorTest, HtmlProbeReplyIsNoChatCompletion) {
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   const std::string line = Line(r.out, "tools");
   EXPECT_EQ(line.rfind("fail  tools      the probe request failed: ", 0), 0u) << r.out;
-  EXPECT_NE(line.find("reply refused, not valid JSON: <!doctype html>"), std::string::npos)
-      << line;
+  EXPECT_NE(line.find("reply refused, not valid JSON: <!doctype html>"), std::string::npos) << line;
   EXPECT_NE(line.find("Fix: the reply is not a chat completion: check that QUARRY_BASE_URL "
                       "points at an OpenAI-compatible API root ending in /v1 (llama-server, vLLM "
                       "and Ollama serve one at http://HOST:PORT/v1), not a web UI or another API"),
@@ -501,12 +498,12 @@ TEST_F(DoctorTest, AConfigProfileIsUsedAndNamed) {
   ProviderServer server;
   server.ServeModels(kVllmList);
   TempDir config;
-  const auto file = config.Write("quarry/config.toml",
-                                 "default_profile = \"local\"\n\n[profiles.local]\nbase_url = \"" +
-                                     server.base_url() +
-                                     "\"\nmodel = \"Qwen/Qwen2.5-7B-Instruct\"\n\n"
-                                     "[profiles.coder]\nbase_url = \"" + server.base_url() +
-                                     "\"\nmodel = \"Qwen/Qwen2.5-Coder-7B-Instruct\"\n");
+  const auto file = config.Write(
+      "quarry/config.toml",
+      "default_profile = \"local\"\n\n[profiles.local]\nbase_url = \"" + server.base_url() +
+          "\"\nmodel = \"Qwen/Qwen2.5-7B-Instruct\"\n\n"
+          "[profiles.coder]\nbase_url = \"" +
+          server.base_url() + "\"\nmodel = \"Qwen/Qwen2.5-Coder-7B-Instruct\"\n");
   const std::string xdg = "XDG_CONFIG_HOME=" + config.path().string();
   const ProcessResult r = Doctor({"--no-probe"}, {xdg});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -525,7 +522,8 @@ TEST_F(DoctorTest, AConfigProfileIsUsedAndNamed) {
   EXPECT_EQ(coder.exit_code, 0) << coder.out << coder.err;
   EXPECT_NE(Line(coder.out, "model").find("Qwen/Qwen2.5-Coder-7B-Instruct"), std::string::npos)
       << coder.out;
-  const ProcessResult env = Doctor({"--no-probe"}, {xdg, "QUARRY_MODEL=Qwen/Qwen2.5-Coder-7B-Instruct"});
+  const ProcessResult env =
+      Doctor({"--no-probe"}, {xdg, "QUARRY_MODEL=Qwen/Qwen2.5-Coder-7B-Instruct"});
   EXPECT_EQ(Line(env.out, "model"),
             "ok    model      Qwen/Qwen2.5-Coder-7B-Instruct (QUARRY_MODEL), listed");
 
@@ -540,10 +538,10 @@ TEST_F(DoctorTest, AConfigProfileIsUsedAndNamed) {
 
   // The MCP server says so at its start, not at the first ask_database: its client may never
   // show a tool error to the user who typed the profile's name.
-  const ProcessResult mcp = RunProcess(
-      {testing::QuarryBinary().string(), "mcp", "--profile", "cloud",
-       (testing::SourceDir() / "data/sales.csv").string()},
-      cwd_.path(), {xdg}, kModelEnv);
+  const ProcessResult mcp =
+      RunProcess({testing::QuarryBinary().string(), "mcp", "--profile", "cloud",
+                  (testing::SourceDir() / "data/sales.csv").string()},
+                 cwd_.path(), {xdg}, kModelEnv);
   EXPECT_EQ(mcp.exit_code, 2) << mcp.out << mcp.err;
   EXPECT_NE(mcp.err.find("no profile \"cloud\" (--profile); it has coder, local"),
             std::string::npos)

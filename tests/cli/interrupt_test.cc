@@ -107,7 +107,13 @@ class Quarry {
 };
 
 std::vector<std::string> AskArgs(const fs::path& runs) {
-  return {"ask", "--no-python", "--timeout-ms", "60000", "--runs-dir", runs.string(), "--data",
+  return {"ask",
+          "--no-python",
+          "--timeout-ms",
+          "60000",
+          "--runs-dir",
+          runs.string(),
+          "--data",
           (quarry::testing::SourceDir() / "data" / "sales.csv").string(),
           "How many sales rows are there?"};
 }
@@ -147,7 +153,8 @@ fs::path OnlyRun(const fs::path& runs) {
 
 // Waits until the only run under `runs` has `entry` (the run reached that stage); a slow
 // build (sanitizers) may take seconds to open the data first.
-bool WaitForRunEntry(const fs::path& runs, const std::string& entry, std::chrono::milliseconds limit) {
+bool WaitForRunEntry(const fs::path& runs, const std::string& entry,
+                     std::chrono::milliseconds limit) {
   const auto deadline = Clock::now() + limit;
   while (Clock::now() < deadline) {
     const fs::path run = OnlyRun(runs);
@@ -202,7 +209,9 @@ INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGINT, SIGTE
 
 TEST(InterruptModelTest, CtrlCWhileWaitingOnTheModelAbortsTheRequest) {
   ProviderServer server;
-  server.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kRunaway}}, 1000, 40),
+  server.Enqueue({200,
+                  {},
+                  ToolCallReply({{"call_1", "run_sql", kRunaway}}, 1000, 40),
                   std::chrono::milliseconds(30000)});
   quarry::testing::TempDir cwd;
   const fs::path runs = cwd.path() / "runs";
@@ -228,7 +237,8 @@ TEST(InterruptOpenTest, ASecondCtrlCQuitsAtOnce) {
     std::ofstream big(cwd.path() / "big.csv");
     big << "id,region,amount,day\n";
     for (int i = 0; i < 4'000'000; ++i) {
-      big << i << ",r" << (i % 97) << "," << (i % 1000) * 0.25 << ",2024-01-" << 10 + i % 18 << "\n";
+      big << i << ",r" << (i % 97) << "," << (i % 1000) * 0.25 << ",2024-01-" << 10 + i % 18
+          << "\n";
     }
   }
   // When the first stop lands outside the sniff (a slow build's start-up), it ends the load at
@@ -275,7 +285,8 @@ TEST(InterruptOpenTest, CtrlCWhileProfilingALargeFileStopsTheLoad) {
         "COPY (SELECT i AS id, 'r' || (i % 97) AS region, (i % 1000) * 0.25 AS amount, "
         "DATE '2024-01-01' + CAST(i % 300 AS INTEGER) AS day FROM range(20000000) t(i)) TO '" +
         big.string() + "' (FORMAT parquet)";
-    EXPECT_EQ(duckdb_query(conn, copy.c_str(), &result), DuckDBSuccess) << duckdb_result_error(&result);
+    EXPECT_EQ(duckdb_query(conn, copy.c_str(), &result), DuckDBSuccess)
+        << duckdb_result_error(&result);
     duckdb_destroy_result(&result);
     duckdb_disconnect(&conn);
     duckdb_close(&db);
@@ -303,7 +314,8 @@ TEST(InterruptOpenTest, CtrlCWhileOpeningALargeCsvStopsBeforeAnyModelCall) {
     std::ofstream big(cwd.path() / "big.csv");
     big << "id,region,amount,day\n";
     for (int i = 0; i < 1'000'000; ++i) {
-      big << i << ",r" << (i % 97) << "," << (i % 1000) * 0.25 << ",2024-01-" << 10 + i % 18 << "\n";
+      big << i << ",r" << (i % 97) << "," << (i % 1000) * 0.25 << ",2024-01-" << 10 + i % 18
+          << "\n";
     }
   }
   const fs::path runs = cwd.path() / "runs";
@@ -412,9 +424,9 @@ TEST(KilledRunTest, TraceAndViewRebuildAKilledRunFromEventsAndMarkItIncomplete) 
   const std::string id = run.filename().string();
 
   for (const std::string& which : {std::string("latest"), id}) {
-    auto r = quarry::testing::RunProcess({quarry::testing::QuarryBinary().string(), "trace", which,
-                                          "--runs-dir", runs.string()},
-                                         cwd.path());
+    auto r = quarry::testing::RunProcess(
+        {quarry::testing::QuarryBinary().string(), "trace", which, "--runs-dir", runs.string()},
+        cwd.path());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("run " + id), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("How many sales rows are there?"), std::string::npos);
@@ -423,10 +435,12 @@ TEST(KilledRunTest, TraceAndViewRebuildAKilledRunFromEventsAndMarkItIncomplete) 
         << r.out;
     // The model turn that was recorded before the kill, with its tokens.
     EXPECT_NE(r.out.find("tokens 1234+56"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("sales.csv"), std::string::npos) << "the sources come from the start event";
+    EXPECT_NE(r.out.find("sales.csv"), std::string::npos)
+        << "the sources come from the start event";
   }
   auto v = quarry::testing::RunProcess(
-      {quarry::testing::QuarryBinary().string(), "view", id, "--runs-dir", runs.string()}, cwd.path());
+      {quarry::testing::QuarryBinary().string(), "view", id, "--runs-dir", runs.string()},
+      cwd.path());
   EXPECT_EQ(v.exit_code, 0) << v.err;
   const std::string html = quarry::testing::ReadFile(run / "trace.html");
   EXPECT_NE(html.find("incomplete"), std::string::npos);

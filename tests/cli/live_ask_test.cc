@@ -33,12 +33,20 @@ TEST(LiveAskTest, FullLoopOverHttp) {
   ProviderServer server;
   server.Enqueue({500, {}, quarry::testing::ErrorBody("upstream overloaded", 500)});
   server.Enqueue({200, {}, Turn("run_sql", R"({"sql": "SELECT region FROM)", 0.001)});
-  server.Enqueue({200, {}, Turn("run_sql",
-                                R"({"sql": "SELECT region, round(sum(revenue), 2) AS total FROM sales GROUP BY region ORDER BY total DESC LIMIT 1"})",
-                                0.002)});
-  server.Enqueue({200, {}, Turn("final_answer",
-                                R"({"answer": "North sells most: 141794.14.", "supporting_values": ["North", "141794.14"]})",
-                                0.003)});
+  server.Enqueue(
+      {200,
+       {},
+       Turn(
+           "run_sql",
+           R"({"sql": "SELECT region, round(sum(revenue), 2) AS total FROM sales GROUP BY region ORDER BY total DESC LIMIT 1"})",
+           0.002)});
+  server.Enqueue(
+      {200,
+       {},
+       Turn(
+           "final_answer",
+           R"({"answer": "North sells most: 141794.14.", "supporting_values": ["North", "141794.14"]})",
+           0.003)});
 
   quarry::testing::TempDir cwd;
   auto r = quarry::testing::RunProcess(
@@ -83,8 +91,8 @@ TEST(LiveAskTest, FullLoopOverHttp) {
   // The key is nowhere in what quarry wrote or printed.
   const std::string trace_path = out["trace"];
   const std::string trace = quarry::testing::ReadFile(cwd.path() / trace_path);
-  const std::string events = quarry::testing::ReadFile(
-      (cwd.path() / trace_path).parent_path() / "events.jsonl");
+  const std::string events =
+      quarry::testing::ReadFile((cwd.path() / trace_path).parent_path() / "events.jsonl");
   for (const std::string* text : std::vector<const std::string*>{&trace, &events, &r.out, &r.err}) {
     EXPECT_EQ(text->find("canary-live-ask"), std::string::npos);
   }
@@ -99,7 +107,8 @@ TEST(LiveAskTest, UnauthorizedIsAModelErrorWithoutTheKey) {
       {quarry::testing::QuarryBinary().string(), "ask", "--data",
        (quarry::testing::SourceDir() / "data" / "sales.csv").string(), "Which region sells most?"},
       cwd.path(),
-      {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=m", std::string("QUARRY_API_KEY=") + kKey},
+      {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=m",
+       std::string("QUARRY_API_KEY=") + kKey},
       {"OPENROUTER_API_KEY"});
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   EXPECT_EQ(server.requests().size(), 1u);
@@ -116,9 +125,11 @@ TEST(LiveAskTest, ToolNamesFromTheModelAreShownEscaped) {
   ScriptedCompletion unknown_tool;
   unknown_tool.tool_calls = {{"call_1", evil, "{}"}};
   server.Enqueue({200, {}, quarry::testing::CompletionBody(unknown_tool)});
-  server.Enqueue({200, {}, Turn("final_answer",
-                                R"({"answer": "There are 2065 rows.", "supporting_values": ["2065"]})",
-                                0.001)});
+  server.Enqueue(
+      {200,
+       {},
+       Turn("final_answer", R"({"answer": "There are 2065 rows.", "supporting_values": ["2065"]})",
+            0.001)});
   quarry::testing::TempDir cwd;
   const std::vector<std::string> env = {"QUARRY_BASE_URL=" + server.base_url(), "QUARRY_MODEL=m",
                                         std::string("QUARRY_API_KEY=") + kKey, "QUARRY_STREAM=0"};
@@ -127,9 +138,9 @@ TEST(LiveAskTest, ToolNamesFromTheModelAreShownEscaped) {
        (quarry::testing::SourceDir() / "data" / "sales.csv").string(), "How many rows?"},
       cwd.path(), env, {"OPENROUTER_API_KEY"});
   EXPECT_NE(r.err.find("\\x1b]0;PWNED\\x07\\x1b[2Jfake\\u202e_tool"), std::string::npos) << r.err;
-  auto shown = quarry::testing::RunProcess(
-      {quarry::testing::QuarryBinary().string(), "trace", "latest"}, cwd.path(), env,
-      {"OPENROUTER_API_KEY"});
+  auto shown =
+      quarry::testing::RunProcess({quarry::testing::QuarryBinary().string(), "trace", "latest"},
+                                  cwd.path(), env, {"OPENROUTER_API_KEY"});
   EXPECT_EQ(shown.exit_code, 0) << shown.out << shown.err;
   EXPECT_NE(shown.out.find("\\x1b]0;PWNED\\x07\\x1b[2Jfake\\u202e_tool"), std::string::npos)
       << shown.out;

@@ -80,7 +80,8 @@ TEST(LiveTextTest, DimmedOnAColourTerminal) {
 // Bidirectional controls reorder the rest of the line (a tool name could read as another):
 // shown as escapes, also when one arrives split across two pieces.
 TEST(LiveTextTest, BidiControlsAreShownEscaped) {
-  EXPECT_EQ(cli::TerminalText("a\xE2\x80\xAE b \xE2\x81\xA6" "c\xE2\x80\x8F \xE2\x80\x94 \xE2\x80\xA9"),
+  EXPECT_EQ(cli::TerminalText("a\xE2\x80\xAE b \xE2\x81\xA6"
+                              "c\xE2\x80\x8F \xE2\x80\x94 \xE2\x80\xA9"),
             "a\\u202e b \\u2066c\\u200f \xE2\x80\x94 \xE2\x80\xA9");  // dashes stay
   const std::string shown = Render({{Kind::kText, "x\xE2\x80", 0}, {Kind::kText, "\xAE y", 0}});
   EXPECT_NE(shown.find("x\\u202e y"), std::string::npos) << shown;
@@ -321,19 +322,20 @@ TEST(LiveTextCliTest, ChatShowsTheStreamedTextToo) {
 TEST(PagerCliTest, LongTablesOnATerminalGoThroughThePager) {
   quarry::testing::TempDir cwd;
   std::string csv = "n,label\n";
-  for (int i = 1; i <= 5000; ++i) csv += std::to_string(i) + ",row number " + std::to_string(i) + "\n";
+  for (int i = 1; i <= 5000; ++i)
+    csv += std::to_string(i) + ",row number " + std::to_string(i) + "\n";
   const auto data = cwd.Write("long.csv", csv);
   const auto paged = cwd.path() / "paged.txt";
   const std::string pager = "QUARRY_PAGER=cat > " + paged.string();
   auto sql = [&](const std::string& query, std::vector<std::string> flags = {}) {
-    std::vector<std::string> args = {quarry::testing::QuarryBinary().string(), "sql",
-                                     "--no-cache", data.string(), query};
+    std::vector<std::string> args = {quarry::testing::QuarryBinary().string(), "sql", "--no-cache",
+                                     data.string(), query};
     args.insert(args.end(), flags.begin(), flags.end());
     return args;
   };
 
-  const auto [out, code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 100"), cwd.path(),
-                                         {pager});
+  const auto [out, code] =
+      RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 100"), cwd.path(), {pager});
   EXPECT_EQ(code, 0) << out;
   const std::string text = quarry::testing::ReadFile(paged);
   EXPECT_NE(text.find("(100 rows)"), std::string::npos) << text;
@@ -341,15 +343,14 @@ TEST(PagerCliTest, LongTablesOnATerminalGoThroughThePager) {
   EXPECT_EQ(out.find("row number 100"), std::string::npos) << "printed as well as paged: " << out;
 
   std::filesystem::remove(paged);
-  const auto [straight, straight_code] =
-      RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 100", {"--no-pager"}), cwd.path(),
-                    {pager});
+  const auto [straight, straight_code] = RunOnTerminal(
+      sql("SELECT * FROM long ORDER BY n LIMIT 100", {"--no-pager"}), cwd.path(), {pager});
   EXPECT_EQ(straight_code, 0) << straight;
   EXPECT_NE(straight.find("(100 rows)"), std::string::npos) << straight;
   EXPECT_FALSE(std::filesystem::exists(paged)) << "--no-pager still paged";
 
-  const auto [fits, fits_code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 3"),
-                                               cwd.path(), {pager});
+  const auto [fits, fits_code] =
+      RunOnTerminal(sql("SELECT * FROM long ORDER BY n LIMIT 3"), cwd.path(), {pager});
   EXPECT_EQ(fits_code, 0) << fits;
   EXPECT_NE(fits.find("(3 rows)"), std::string::npos) << fits;
   EXPECT_FALSE(std::filesystem::exists(paged)) << "three rows fit the terminal";
@@ -387,19 +388,22 @@ TEST(PagerCliTest, LongTablesOnATerminalGoThroughThePager) {
          quarry::testing::QuarryBinary().string(), data.string(), format},
         cwd.path(), {});
     EXPECT_EQ(into_head.out, "status 0\n") << format << ": " << into_head.err;
-    EXPECT_EQ(into_head.err.find("could not be written"), std::string::npos) << format << ": " << into_head.err;
+    EXPECT_EQ(into_head.err.find("could not be written"), std::string::npos)
+        << format << ": " << into_head.err;
   }
   // A full disk is still an error.
   const quarry::testing::ProcessResult full = quarry::testing::RunProcess(
-      {"/bin/bash", "-c", "\"$0\" sql --no-cache --format json \"$1\" 'SELECT * FROM long' >/dev/full",
+      {"/bin/bash", "-c",
+       "\"$0\" sql --no-cache --format json \"$1\" 'SELECT * FROM long' >/dev/full",
        quarry::testing::QuarryBinary().string(), data.string()},
       cwd.path(), {});
   EXPECT_EQ(full.exit_code, 3) << full.err;
   EXPECT_NE(full.err.find("the output could not be written"), std::string::npos) << full.err;
 
   // 5000 rows into a pager that reads ten bytes and quits.
-  const auto [quit, quit_code] = RunOnTerminal(sql("SELECT * FROM long ORDER BY n", {"--max-rows", "5000"}),
-                                               cwd.path(), {"QUARRY_PAGER=head -c 10 >/dev/null"});
+  const auto [quit, quit_code] =
+      RunOnTerminal(sql("SELECT * FROM long ORDER BY n", {"--max-rows", "5000"}), cwd.path(),
+                    {"QUARRY_PAGER=head -c 10 >/dev/null"});
   EXPECT_EQ(quit_code, 0) << quit;
 }
 

@@ -33,8 +33,8 @@ std::vector<std::string> Cases() {
 class LoaderCorpusTest : public ::testing::TestWithParam<std::string> {
  protected:
   testing::ProcessResult Sql(const std::string& spec, const std::string& sql, bool cache) {
-    std::vector<std::string> args = {quarry::testing::QuarryBinary().string(), "sql",
-                                     "--format", "json", spec, sql};
+    std::vector<std::string> args = {
+        quarry::testing::QuarryBinary().string(), "sql", "--format", "json", spec, sql};
     if (!cache) args.push_back("--no-cache");
     return RunProcess(args, home_.path(), {"XDG_CACHE_HOME=" + (home_.path() / "cache").string()});
   }

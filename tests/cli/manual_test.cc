@@ -47,11 +47,14 @@ std::set<std::string> LongOptions(const std::string& command, const TempDir& cwd
 // What bash's completion function offers for the words typed so far (the last one partial).
 std::string BashCompletes(const std::string& script, const std::string& words, const TempDir& cwd) {
   auto r = RunProcess({"/bin/bash", "-c",
-                       "source \"$0\"; COMP_WORDS=(" + words + "); "
-                       "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
-                       "[[ \"" + words + "\" == *' ' ]] && "
-                       "{ COMP_WORDS+=(''); COMP_CWORD=$((COMP_CWORD + 1)); }; "
-                       "_quarry; echo \"${COMPREPLY[*]}\"",
+                       "source \"$0\"; COMP_WORDS=(" + words +
+                           "); "
+                           "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+                           "[[ \"" +
+                           words +
+                           "\" == *' ' ]] && "
+                           "{ COMP_WORDS+=(''); COMP_CWORD=$((COMP_CWORD + 1)); }; "
+                           "_quarry; echo \"${COMPREPLY[*]}\"",
                        script},
                       cwd.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -145,8 +148,8 @@ TEST(ManualTest, VersionNamesTheCommitTheBuildAndTheEngines) {
                  R"(DuckDB v1\.4\.4, SQLite 3\.\d+\.\d+, libpq \d+\.\d+\n)")))
       << r.out;
   // The commit is the checkout's, when the source tree is a git checkout.
-  auto head = RunProcess({"/usr/bin/git", "-C", quarry::testing::SourceDir().string(),
-                          "rev-parse", "--short=12", "HEAD"},
+  auto head = RunProcess({"/usr/bin/git", "-C", quarry::testing::SourceDir().string(), "rev-parse",
+                          "--short=12", "HEAD"},
                          cwd.path());
   if (head.exit_code == 0 && !head.out.empty()) {
     EXPECT_EQ(m[1].str().substr(0, 12), head.out.substr(0, 12)) << r.out;

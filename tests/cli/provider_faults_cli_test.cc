@@ -57,8 +57,12 @@ struct AskRun {
 AskRun Ask(const ProviderServer& server, std::vector<std::string> extra_args = {},
            std::vector<std::string> extra_env = {}, const std::string& model = "stand-in-model") {
   quarry::testing::TempDir cwd;
-  std::vector<std::string> argv = {quarry::testing::QuarryBinary().string(), "ask", "--format",
-                                   "json", "--no-python", "--data",
+  std::vector<std::string> argv = {quarry::testing::QuarryBinary().string(),
+                                   "ask",
+                                   "--format",
+                                   "json",
+                                   "--no-python",
+                                   "--data",
                                    (quarry::testing::SourceDir() / "data" / "sales.csv").string(),
                                    "Which region sells most?"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
@@ -66,11 +70,10 @@ AskRun Ask(const ProviderServer& server, std::vector<std::string> extra_args = {
   extra_env.push_back("QUARRY_MODEL=" + model);
   extra_env.push_back("QUARRY_API_KEY=sk-fault-injection-0123456789");
   const auto start = std::chrono::steady_clock::now();
-  auto r = quarry::testing::RunProcess(argv, cwd.path(), extra_env,
-                                       {"OPENROUTER_API_KEY", "QUARRY_PRICES",
-                                        "QUARRY_REQUEST_TIMEOUT", "QUARRY_MAX_TOKENS",
-                                        "QUARRY_TEMPERATURE", "QUARRY_MAX_TOKENS_PARAM",
-                                        "QUARRY_EMBEDDINGS_URL"});
+  auto r = quarry::testing::RunProcess(
+      argv, cwd.path(), extra_env,
+      {"OPENROUTER_API_KEY", "QUARRY_PRICES", "QUARRY_REQUEST_TIMEOUT", "QUARRY_MAX_TOKENS",
+       "QUARRY_TEMPERATURE", "QUARRY_MAX_TOKENS_PARAM", "QUARRY_EMBEDDINGS_URL"});
   AskRun run;
   run.wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - start)
@@ -121,8 +124,9 @@ TEST(ProviderFaultsCliTest, RateLimitWithRetryAfterIsWaitedOutThenAnswered) {
   EXPECT_EQ(server.requests().size(), 3u);
   EXPECT_GE(run.wall_ms, 1000);
   EXPECT_TRUE(Contains(Notes(run.trace), "retried: HTTP 429: rate limited; waited 1000 ms"));
-  EXPECT_TRUE(Contains(run.err, "quarry: model: HTTP 429: rate limited; resending in 1000 ms "
-                                "(attempt 2 of 4)"));
+  EXPECT_TRUE(Contains(run.err,
+                       "quarry: model: HTTP 429: rate limited; resending in 1000 ms "
+                       "(attempt 2 of 4)"));
   EXPECT_EQ(StepOf(run.trace, "model").value("attempts", 0), 2);
 }
 
@@ -191,8 +195,7 @@ TEST(ProviderFaultsCliTest, UnknownToolIsToldToTheModelWhichRepairs) {
   const json step = StepOf(run.trace, "tool");
   EXPECT_EQ(step.value("tool", ""), "drop_table");
   EXPECT_EQ(step.value("failure_class", ""), "bad_arguments");
-  EXPECT_TRUE(Contains(step.value("observation", ""),
-                       "there is no tool named 'drop_table'"));
+  EXPECT_TRUE(Contains(step.value("observation", ""), "there is no tool named 'drop_table'"));
   EXPECT_EQ(run.trace.value("totals", json::object()).value("repair_successes", 0), 1);
 }
 
@@ -222,11 +225,12 @@ TEST(ProviderFaultsCliTest, DeeplyNestedArgumentsNeverCrash) {
   // 200 levels (within the bound): bad_arguments for that call, and the model repairs.
   const std::string nested = std::string(200, '[') + std::string(200, ']');
   ProviderServer server;
-  server.Enqueue(
-      {200, {}, R"({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": )"
-                R"("assistant", "content": null, "tool_calls": [{"id": "c1", "type": )"
-                R"("function", "function": {"name": "run_sql", "arguments": {"sql": )" +
-                    nested + "}}}]}}]}"});
+  server.Enqueue({200,
+                  {},
+                  R"({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": )"
+                  R"("assistant", "content": null, "tool_calls": [{"id": "c1", "type": )"
+                  R"("function", "function": {"name": "run_sql", "arguments": {"sql": )" +
+                      nested + "}}}]}}]}"});
   EnqueueAnswer(server);
   const AskRun run = Ask(server);
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -301,8 +305,8 @@ TEST(ProviderFaultsCliTest, CostBudgetStopsBeforeACallThatCouldCrossIt) {
   first.cost_usd = 0.02;
   server.Enqueue({200, {}, CompletionBody(first)});
   server.Enqueue({200, {}, Call("final_answer", kAnswer)});
-  const AskRun run = Ask(server, {"--max-cost", "0.07", "--max-tokens", "100000"}, {},
-                         "openai/gpt-4o-mini");
+  const AskRun run =
+      Ask(server, {"--max-cost", "0.07", "--max-tokens", "100000"}, {}, "openai/gpt-4o-mini");
   EXPECT_EQ(run.exit_code, 5) << run.err;
   ASSERT_TRUE(run.trace.is_object());
   EXPECT_EQ(run.trace.value("stop_reason", ""), "cost_budget_exhausted");
@@ -312,8 +316,8 @@ TEST(ProviderFaultsCliTest, CostBudgetStopsBeforeACallThatCouldCrossIt) {
 
   // A budget below even the first call's bound makes no call at all.
   ProviderServer none;
-  const AskRun zero = Ask(none, {"--max-cost", "0.001", "--max-tokens", "100000"}, {},
-                          "openai/gpt-4o-mini");
+  const AskRun zero =
+      Ask(none, {"--max-cost", "0.001", "--max-tokens", "100000"}, {}, "openai/gpt-4o-mini");
   EXPECT_EQ(zero.exit_code, 5) << zero.err;
   EXPECT_EQ(zero.trace.value("stop_reason", ""), "cost_budget_exhausted");
   EXPECT_EQ(none.requests().size(), 0u);

@@ -17,10 +17,9 @@ using quarry::testing::ProviderServer;
 
 constexpr const char* kOpenAiKey = "sk-proj-canary-openai-0123456789XYZ";
 constexpr const char* kAnthropicKey = "sk-ant-canary-anthropic-0123456789XYZ";
-const std::vector<std::string> kUnset = {"OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-                                         "QUARRY_API_KEY",     "QUARRY_BASE_URL",
-                                         "QUARRY_PROVIDER",    "QUARRY_MODEL",
-                                         "QUARRY_PRICES",      "QUARRY_STREAM"};
+const std::vector<std::string> kUnset = {
+    "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "QUARRY_API_KEY", "QUARRY_BASE_URL",
+    "QUARRY_PROVIDER",    "QUARRY_MODEL",      "QUARRY_PRICES",  "QUARRY_STREAM"};
 
 void EnqueueOpenAiRun(ProviderServer& server) {
   quarry::testing::ScriptedCompletion sql;
@@ -47,8 +46,8 @@ quarry::testing::ProcessResult Ask(const std::vector<std::string>& env) {
 TEST(ProviderVariablesTest, OpenAiKeyGoesToTheServerOpenAiBaseUrlNames) {
   ProviderServer server;
   EnqueueOpenAiRun(server);
-  auto r = Ask(
-      {std::string("OPENAI_API_KEY=") + kOpenAiKey, "OPENAI_BASE_URL=" + server.base_url()});
+  auto r =
+      Ask({std::string("OPENAI_API_KEY=") + kOpenAiKey, "OPENAI_BASE_URL=" + server.base_url()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const json out = json::parse(r.out);
   EXPECT_EQ(out["stop_reason"], "answered");
@@ -67,8 +66,8 @@ TEST(ProviderVariablesTest, OpenAiKeyReachesNoEndpointOpenAiBaseUrlDoesNotName) 
   ProviderServer server;
   EnqueueOpenAiRun(server);
   // QUARRY_BASE_URL is another endpoint (a local server): OpenAI's key is not for it.
-  auto r = Ask(
-      {std::string("OPENAI_API_KEY=") + kOpenAiKey, "QUARRY_BASE_URL=" + server.base_url()});
+  auto r =
+      Ask({std::string("OPENAI_API_KEY=") + kOpenAiKey, "QUARRY_BASE_URL=" + server.base_url()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto requests = server.requests();
   ASSERT_EQ(requests.size(), 2u);

@@ -48,9 +48,9 @@ std::vector<std::string> LiveEnv(const ProviderServer& server) {
           std::string("QUARRY_API_KEY=") + kKey, "NO_COLOR=1"};
 }
 // Recorded runs need no model settings at all.
-const std::vector<std::string> kNoModel = {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY",
-                                           "OPENROUTER_API_KEY", "QUARRY_PRICES",
-                                           "ANTHROPIC_API_KEY", "QUARRY_FIXTURES"};
+const std::vector<std::string> kNoModel = {
+    "QUARRY_BASE_URL", "QUARRY_MODEL",      "QUARRY_API_KEY", "OPENROUTER_API_KEY",
+    "QUARRY_PRICES",   "ANTHROPIC_API_KEY", "QUARRY_FIXTURES"};
 
 quarry::testing::ProcessResult Quarry(const fs::path& cwd, std::vector<std::string> args,
                                       const std::vector<std::string>& env = {}) {
@@ -65,8 +65,10 @@ json ModelSteps(const json& trace) {
   json out = json::array();
   for (const json& s : trace["steps"]) {
     if (s["kind"] != "model") continue;
-    out.push_back({{"content", s["content"]}, {"tool_calls", s["tool_calls"]},
-                   {"usage", s["usage"]}, {"cost_usd", s["cost_usd"]}});
+    out.push_back({{"content", s["content"]},
+                   {"tool_calls", s["tool_calls"]},
+                   {"usage", s["usage"]},
+                   {"cost_usd", s["cost_usd"]}});
   }
   return out;
 }
@@ -78,11 +80,10 @@ TEST(RecordCliTest, ALiveRunRecordedReplaysToTheSameAnswerSqlAndSteps) {
   {
     ProviderServer server;
     server.Enqueue({200, {}, Completion("call_sql", "run_sql", kMost, "Totals by region.", 0)});
-    server.Enqueue(
-        {200, {}, Completion("call_answer", "final_answer", kMostAnswer, "", 4100)});
+    server.Enqueue({200, {}, Completion("call_answer", "final_answer", kMostAnswer, "", 4100)});
     const auto r = Quarry(cwd.path(),
-                          {"ask", "--format", "json", "--no-python", "--data", Sales(),
-                           "--record", "rec/run.json", kQuestion},
+                          {"ask", "--format", "json", "--no-python", "--data", Sales(), "--record",
+                           "rec/run.json", kQuestion},
                           LiveEnv(server));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.err.find("quarry: recorded 2 model turns to rec/run.json"), std::string::npos)
@@ -130,10 +131,9 @@ TEST(RecordCliTest, ALiveRunRecordedReplaysToTheSameAnswerSqlAndSteps) {
             json({{"provider", "replay"}, {"model", "stand-in-model"}, {"source", "recorded"}}));
   EXPECT_FALSE(live_trace["model"].contains("source"));
   // The totals line says what was cached: 4,100 of the 10,090 prompt tokens.
-  const auto shown = Quarry(cwd.path(), {"ask", "--no-python", "--data", Sales(), "--replay",
-                                         "rec/run.json", kQuestion});
-  EXPECT_NE(shown.out.find("cached 4,100 of 10,090 prompt tokens"), std::string::npos)
-      << shown.out;
+  const auto shown = Quarry(
+      cwd.path(), {"ask", "--no-python", "--data", Sales(), "--replay", "rec/run.json", kQuestion});
+  EXPECT_NE(shown.out.find("cached 4,100 of 10,090 prompt tokens"), std::string::npos) << shown.out;
 
   // The live run's own trace.json replays the same: its model steps are the turns.
   const auto from_trace =
@@ -170,11 +170,11 @@ TEST(RecordCliTest, AClarificationAndItsContinuationAreRecordedAndReplayOffline)
     thread = json::parse(first.out)["thread"];
     server.Enqueue({200, {}, Completion("call_sql", "run_sql", kMost, "", 0)});
     server.Enqueue({200, {}, Completion("call_answer", "final_answer", kMostAnswer, "", 0)});
-    const auto second = Quarry(cwd.path(),
-                               {"ask", "--format", "json", "--no-python", "--runs-dir", "runs",
-                                "--thread", thread, "--data", Sales(), "--record",
-                                "rec/continued.json", "1"},
-                               LiveEnv(server));
+    const auto second =
+        Quarry(cwd.path(),
+               {"ask", "--format", "json", "--no-python", "--runs-dir", "runs", "--thread", thread,
+                "--data", Sales(), "--record", "rec/continued.json", "1"},
+               LiveEnv(server));
     ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
   }
   const json asked = ReadJson(cwd.path() / "rec" / "ask.json");
@@ -190,26 +190,26 @@ TEST(RecordCliTest, AClarificationAndItsContinuationAreRecordedAndReplayOffline)
 
   // Offline, in another runs folder: the question waits on the same clarification, and the
   // reply continues it to the same answer.
-  const auto first = Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir",
-                                         "again", "--data", Sales(), "--offline", "--fixtures",
-                                         "rec", kQuestion});
+  const auto first =
+      Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir", "again", "--data",
+                          Sales(), "--offline", "--fixtures", "rec", kQuestion});
   ASSERT_EQ(first.exit_code, 7) << first.out << first.err;
   const std::string again_thread = json::parse(first.out)["thread"];
-  const auto second = Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir",
-                                          "again", "--thread", again_thread, "--data", Sales(),
-                                          "--offline", "--fixtures", "rec", "1"});
+  const auto second = Quarry(
+      cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir", "again", "--thread",
+                   again_thread, "--data", Sales(), "--offline", "--fixtures", "rec", "1"});
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
   EXPECT_EQ(json::parse(second.out)["answer"], "North sells most: 141794.14.");
 
   // --replay FILE plays the continuation too.
-  const auto third = Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir",
-                                         "third", "--data", Sales(), "--replay", "rec/ask.json",
-                                         kQuestion});
+  const auto third =
+      Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir", "third", "--data",
+                          Sales(), "--replay", "rec/ask.json", kQuestion});
   ASSERT_EQ(third.exit_code, 7) << third.out << third.err;
-  const auto fourth = Quarry(
-      cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir", "third", "--thread",
-                   json::parse(third.out)["thread"].get<std::string>(), "--data", Sales(),
-                   "--replay", "rec/continued.json", "by revenue"});
+  const auto fourth =
+      Quarry(cwd.path(), {"ask", "--format", "json", "--no-python", "--runs-dir", "third",
+                          "--thread", json::parse(third.out)["thread"].get<std::string>(), "--data",
+                          Sales(), "--replay", "rec/continued.json", "by revenue"});
   ASSERT_EQ(fourth.exit_code, 0) << fourth.out << fourth.err;
   EXPECT_EQ(json::parse(fourth.out)["answer"], "North sells most: 141794.14.");
 }
@@ -226,9 +226,17 @@ TEST(RecordCliTest, ChatRecordsOneFixturePerQuestion) {
     std::fwrite(input.data(), 1, input.size(), f);
     std::fclose(f);
   }
-  const std::vector<std::string> chat = {"/bin/sh", "-c", "exec \"$@\" < in.txt", "sh",
-                                         quarry::testing::QuarryBinary().string(), "chat",
-                                         "--no-python", "--runs-dir", "runs", "--data", Sales()};
+  const std::vector<std::string> chat = {"/bin/sh",
+                                         "-c",
+                                         "exec \"$@\" < in.txt",
+                                         "sh",
+                                         quarry::testing::QuarryBinary().string(),
+                                         "chat",
+                                         "--no-python",
+                                         "--runs-dir",
+                                         "runs",
+                                         "--data",
+                                         Sales()};
   {
     ProviderServer server;
     server.Enqueue({200, {}, Completion("c1", "run_sql", kMost, "", 0)});
@@ -263,8 +271,8 @@ TEST(RecordCliTest, ChatRecordsOneFixturePerQuestion) {
 TEST(RecordCliTest, RecordIsRefusedWithRecordedTurnsOrNowhereToWrite) {
   quarry::testing::TempDir cwd;
   ProviderServer server;
-  const auto offline = Quarry(cwd.path(), {"ask", "--data", Sales(), "--offline", "--record",
-                                           "x.json", kQuestion});
+  const auto offline =
+      Quarry(cwd.path(), {"ask", "--data", Sales(), "--offline", "--record", "x.json", kQuestion});
   EXPECT_EQ(offline.exit_code, 2) << offline.out << offline.err;
   EXPECT_NE((offline.out + offline.err).find("--record saves a live model's turns; --offline"),
             std::string::npos)
@@ -272,17 +280,16 @@ TEST(RecordCliTest, RecordIsRefusedWithRecordedTurnsOrNowhereToWrite) {
   const auto replay = Quarry(cwd.path(), {"ask", "--data", Sales(), "--replay", "r.json",
                                           "--record", "x.json", kQuestion});
   EXPECT_EQ(replay.exit_code, 2) << replay.out << replay.err;
-  EXPECT_NE((replay.out + replay.err).find("--replay plays recorded ones back"),
-            std::string::npos);
-  const auto chat = Quarry(cwd.path(), {"chat", "--data", Sales(), "--offline", "--record",
-                                        "x.json"});
+  EXPECT_NE((replay.out + replay.err).find("--replay plays recorded ones back"), std::string::npos);
+  const auto chat =
+      Quarry(cwd.path(), {"chat", "--data", Sales(), "--offline", "--record", "x.json"});
   EXPECT_EQ(chat.exit_code, 2) << chat.out << chat.err;
   EXPECT_NE((chat.out + chat.err).find("--record saves a live model's turns; --offline"),
             std::string::npos);
   // A folder that does not exist is refused before the model is asked (and paid).
-  const auto missing = Quarry(cwd.path(),
-                              {"ask", "--data", Sales(), "--record", "no/such/x.json", kQuestion},
-                              LiveEnv(server));
+  const auto missing =
+      Quarry(cwd.path(), {"ask", "--data", Sales(), "--record", "no/such/x.json", kQuestion},
+             LiveEnv(server));
   EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
   EXPECT_NE((missing.out + missing.err).find("does not exist"), std::string::npos);
   EXPECT_TRUE(server.requests().empty());

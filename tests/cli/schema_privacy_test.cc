@@ -62,9 +62,12 @@ AskRun Ask(const std::vector<std::string>& flags, const std::vector<std::string>
   // longer path crossed the bound).
   std::filesystem::copy_file(kChinook, cwd.path() / "chinook.sqlite",
                              std::filesystem::copy_options::overwrite_existing);
-  std::vector<std::string> argv = {
-      quarry::testing::QuarryBinary().string(), "ask", "--format", "json", "--data",
-      "chinook.sqlite"};
+  std::vector<std::string> argv = {quarry::testing::QuarryBinary().string(),
+                                   "ask",
+                                   "--format",
+                                   "json",
+                                   "--data",
+                                   "chinook.sqlite"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back(kQuestion);
   std::vector<std::string> environment = {"QUARRY_BASE_URL=" + server.base_url(),
@@ -195,10 +198,10 @@ TEST(SchemaPrivacyTest, SchemaPromptPrintsTheFirstRequest) {
   quarry::testing::TempDir cwd;
   const AskRun run = Ask({}, {}, cwd);
   ASSERT_FALSE(run.first_body.empty());
-  auto r = RunProcess(
-      {quarry::testing::QuarryBinary().string(), "schema", "chinook.sqlite", "--prompt",
-       kQuestion},  // Ask's copy, as ask named it
-      cwd.path(), {}, {"QUARRY_NO_SAMPLES", "QUARRY_SCHEMA_BUDGET", "QUARRY_EMBEDDINGS_URL"});
+  auto r = RunProcess({quarry::testing::QuarryBinary().string(), "schema", "chinook.sqlite",
+                       "--prompt", kQuestion},  // Ask's copy, as ask named it
+                      cwd.path(), {},
+                      {"QUARRY_NO_SAMPLES", "QUARRY_SCHEMA_BUDGET", "QUARRY_EMBEDDINGS_URL"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json printed = json::parse(r.out);
   const json sent = json::parse(run.first_body);

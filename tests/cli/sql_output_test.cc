@@ -15,8 +15,8 @@ namespace quarry {
 namespace {
 
 using json = nlohmann::ordered_json;
-using quarry::testing::RunProcess;
 using quarry::testing::MakeSqlite;
+using quarry::testing::RunProcess;
 using quarry::testing::TempDir;
 
 class SqlOutputTest : public ::testing::Test {
@@ -52,8 +52,9 @@ TEST_F(SqlOutputTest, CleanedSumOfTextStoredNumbersIsExact) {
       "declared INTEGER, stored as integer in 1 row, text in 3"))
       << amount["notes"];
 
-  const json j = SqlJson(db, "SELECT sum(CAST(replace(amount, ',', '') AS INTEGER)) AS total "
-                             "FROM sales WHERE year=2024");
+  const json j = SqlJson(db,
+                         "SELECT sum(CAST(replace(amount, ',', '') AS INTEGER)) AS total "
+                         "FROM sales WHERE year=2024");
   EXPECT_EQ(j["types"], json::array({"INTEGER"}));
   ASSERT_TRUE(j["rows"][0][0].is_number_integer()) << j;
   EXPECT_EQ(j["rows"][0][0].get<int64_t>(), 2500000);
@@ -93,11 +94,12 @@ TEST_F(SqlOutputTest, DuckDbJsonKeepsWideNumbersExact) {
     std::ofstream out(csv);
     out << "id,big\n1,12345678901234567891\n2,unknown\n";
   }
-  const json j = SqlJson(
-      csv, "SELECT CAST(big AS HUGEINT) AS h, "
-           "CAST('12345678901234567891' AS DECIMAL(38,0)) AS d, 504488.21::DECIMAL(18,2) AS m, "
-           "0.1::DOUBLE + 0.2::DOUBLE AS s, id, true AS b, '\\x00\\xFFA'::BLOB AS blob, "
-           "NULL::DOUBLE AS z, 'inf'::DOUBLE AS inf FROM ids WHERE id = 1");
+  const json j =
+      SqlJson(csv,
+              "SELECT CAST(big AS HUGEINT) AS h, "
+              "CAST('12345678901234567891' AS DECIMAL(38,0)) AS d, 504488.21::DECIMAL(18,2) AS m, "
+              "0.1::DOUBLE + 0.2::DOUBLE AS s, id, true AS b, '\\x00\\xFFA'::BLOB AS blob, "
+              "NULL::DOUBLE AS z, 'inf'::DOUBLE AS inf FROM ids WHERE id = 1");
   const json& row = j["rows"][0];
   EXPECT_EQ(row[0], "12345678901234567891");
   EXPECT_EQ(row[1], "12345678901234567891");
@@ -113,8 +115,8 @@ TEST_F(SqlOutputTest, DuckDbJsonKeepsWideNumbersExact) {
   EXPECT_EQ(j["types"][1], "DECIMAL(38,0)");
   EXPECT_EQ(j["types"][2], "DECIMAL(18,2)");
   // The dumped text itself carries the 17 digits.
-  auto raw = Quarry(
-      {"sql", "--format", "json", csv.string(), "SELECT 0.1::DOUBLE + 0.2::DOUBLE AS s"});
+  auto raw =
+      Quarry({"sql", "--format", "json", csv.string(), "SELECT 0.1::DOUBLE + 0.2::DOUBLE AS s"});
   EXPECT_NE(raw.out.find("0.30000000000000004"), std::string::npos) << raw.out;
 }
 
@@ -124,8 +126,8 @@ TEST_F(SqlOutputTest, CsvRoundTripsThroughPythonsCsvModule) {
              "CREATE TABLE notes(id INTEGER, body TEXT, score REAL);"
              "INSERT INTO notes VALUES (1, 'plain', 0.5), (2, 'a, b', NULL),"
              "  (3, 'she said \"hi\"', 1.25), (4, 'two\nlines\r\nhere', 2.0), (5, '', 3.5);");
-  auto r = Quarry({"sql", "--format", "csv", db.string(),
-                   "SELECT id, body, score FROM notes ORDER BY id"});
+  auto r = Quarry(
+      {"sql", "--format", "csv", db.string(), "SELECT id, body, score FROM notes ORDER BY id"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto file = dir_.path() / "out.csv";
   {

@@ -161,20 +161,23 @@ TEST_F(ThreadsCliTest, AFollowUpMayStateAKeptResultButNotAnEarlierAnswersWords) 
       {200,
        {},
        ToolCallReply({{"call_c", "run_sql",
-                                R"({"sql": "SELECT count(*) AS n FROM sales WHERE region = 'North'"})"}})});
+                       R"({"sql": "SELECT count(*) AS n FROM sales WHERE region = 'North'"})"}})});
   server_.Enqueue({200, {}, ToolCallReply({{"call_1", "run_sql", kMost}})});
-  server_.Enqueue({200,
-                   {},
-                   ToolCallReply({{"call_f", "final_answer",
-                                   R"({"answer": "North sells most: 141794.14, from 565 orders.", "supporting_values": ["141794.14", "565"]})"}})});
+  server_.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"call_f", "final_answer",
+             R"({"answer": "North sells most: 141794.14, from 565 orders.", "supporting_values": ["141794.14", "565"]})"}})});
   // The follow-up restates both without querying them: the kept result grounds 141794.14
   // (cited as turn 1), the earlier answer's 565 is sent back, then refused.
   constexpr const char* kRestated =
       R"({"answer": "North's 141794.14 from 565 orders leads the 5 regions.", "supporting_values": []})";
-  server_.Enqueue({200,
-                   {},
-                   ToolCallReply({{"call_n", "run_sql",
-                                   R"({"sql": "SELECT count(DISTINCT region) AS regions FROM sales"})"}})});
+  server_.Enqueue(
+      {200,
+       {},
+       ToolCallReply({{"call_n", "run_sql",
+                       R"({"sql": "SELECT count(DISTINCT region) AS regions FROM sales"})"}})});
   server_.Enqueue({200, {}, ToolCallReply({{"call_a1", "final_answer", kRestated}})});
   server_.Enqueue({200, {}, ToolCallReply({{"call_a2", "final_answer", kRestated}})});
   ASSERT_EQ(Ask("gate", "Which region sells most?", Sales()).exit_code, 0);
@@ -188,13 +191,15 @@ TEST_F(ThreadsCliTest, AFollowUpMayStateAKeptResultButNotAnEarlierAnswersWords) 
   EXPECT_EQ(out["turn"], 2);
   std::map<std::string, bool> grounded;
   for (const json& c : out["verify"]) grounded[c["value"].get<std::string>()] = c["grounded"];
-  EXPECT_TRUE(grounded.at("141794.14")) << "turn 1's kept result is evidence: " << out["verify"].dump(1);
+  EXPECT_TRUE(grounded.at("141794.14"))
+      << "turn 1's kept result is evidence: " << out["verify"].dump(1);
   EXPECT_FALSE(grounded.at("565")) << "an earlier answer's words are not";
   EXPECT_TRUE(grounded.at("5")) << "the follow-up's own result is";
   // The model was told so, with the kept result under its turn.
   const std::string prior = server_.requests()[4].Json()["messages"][2]["content"];
   EXPECT_NE(prior.find("a real result quarry kept: its values may be stated, as turn 1's"),
-            std::string::npos) << prior;
+            std::string::npos)
+      << prior;
   EXPECT_NE(prior.find("North | 141794.14"), std::string::npos);
   const json show = ThreadsJson({"show", "gate"});
   EXPECT_EQ(show["turns"][1]["status"], "final_answer_ungrounded");

@@ -143,7 +143,8 @@ TEST_F(ToolHygieneCliTest, SqlTextOutputShowsNullTextNullAndEmptyApart) {
 
 TEST_F(ToolHygieneCliTest, DeeplyNestedFilesAreRefusedNotACrash) {
   const std::string deep = std::string(60000, '[') + std::string(60000, ']');
-  const auto replay = cwd_.Write("deep.json", R"({"source":"scripted","question":"q","turns":)" + deep + "}");
+  const auto replay =
+      cwd_.Write("deep.json", R"({"source":"scripted","question":"q","turns":)" + deep + "}");
   auto r = Quarry({"ask", "--replay", replay.string(), "--data", Sales(), kQuestion});
   EXPECT_LT(r.exit_code, 128) << r.err;
   EXPECT_NE(r.exit_code, 0);
@@ -155,7 +156,8 @@ TEST_F(ToolHygieneCliTest, DeeplyNestedFilesAreRefusedNotACrash) {
 }
 
 TEST_F(ToolHygieneCliTest, AReplayWithAWrongTypeIsADataErrorNotAnInternalOne) {
-  const json doc = {{"format_version", 1}, {"question", kQuestion},
+  const json doc = {{"format_version", 1},
+                    {"question", kQuestion},
                     {"sources", json::array({json{{"path", 5}}})},
                     {"steps", json::array()}};
   const auto replay = cwd_.Write("typed.json", doc.dump());

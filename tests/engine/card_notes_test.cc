@@ -75,7 +75,8 @@ TEST(CardNotesTest, AColumnOfFewValuesListsEveryOneCappedInLength) {
   // the loader's quality check says (issue 25).
   EXPECT_EQ(ColumnText(text, "status"),
             "  status VARCHAR, 5 distinct, e.g. 'OK', 'fault', 'maint', 'ok', '" +
-                std::string(30, 'z') + "\u2026'\n    note: values that differ only in spaces, case "
+                std::string(30, 'z') +
+                "\u2026'\n    note: values that differ only in spaces, case "
                 "or Unicode form group apart: 'OK' (8 rows), 'ok' (8 rows). GROUP BY "
                 "lower(trim(regexp_replace(nfc_normalize(\"status\"), '[\\s\\x{00A0}]', ' ', "
                 "'g'))) counts each as one; the data keeps them as written")
@@ -126,8 +127,9 @@ TEST_F(SqliteNotesTest, ABooleanWrittenAsTextIsSaidToBeOneNotFilteredAway) {
             "as 'T'/'F'; test it with \"flag\" = 'T', since \"flag\" = 1 and \"flag\" = TRUE "
             "match no text row")
       << text;
-  EXPECT_NE(ColumnText(text, "ok").find("a boolean written as 'no'/'yes'; test it with \"ok\" = 'yes'"),
-            std::string::npos)
+  EXPECT_NE(
+      ColumnText(text, "ok").find("a boolean written as 'no'/'yes'; test it with \"ok\" = 'yes'"),
+      std::string::npos)
       << text;
   // The advice that dropped every row is gone, and what the note says holds.
   EXPECT_EQ(text.find("typeof("), std::string::npos) << text;
@@ -173,15 +175,19 @@ TEST_F(SqliteNotesTest, TextMissingMarkersAmongNumbersAreCounted) {
   EXPECT_EQ(ColumnText(text, "name").find("note:"), std::string::npos) << text;
   // Why it matters: the naive average counts 'null' as 0.
   EXPECT_EQ(Cell("SELECT avg(CAST(reading AS REAL)) FROM r"), "7.975");
-  EXPECT_EQ(Cell("SELECT avg(CAST(reading AS REAL)) FROM r WHERE reading NOT IN ('null', 'N/A', '')"),
-            "14.5");
+  EXPECT_EQ(
+      Cell("SELECT avg(CAST(reading AS REAL)) FROM r WHERE reading NOT IN ('null', 'N/A', '')"),
+      "14.5");
 }
 
 TEST(CardNotesTest, CsvMissingMarkersAreCountedEachWithItsRows) {
   TempDir dir;
   std::string csv = "id,v\n";
   for (int i = 0; i < 40; ++i) {
-    const std::string v = i < 6 ? "null" : i < 9 ? "N/A" : i < 11 ? "NULL" : std::to_string(i) + ".25";
+    const std::string v = i < 6    ? "null"
+                          : i < 9  ? "N/A"
+                          : i < 11 ? "NULL"
+                                   : std::to_string(i) + ".25";
     csv += std::to_string(i) + "," + v + "\n";
   }
   const std::string text = Cards({dir.Write("markers.csv", csv)});
@@ -197,9 +203,11 @@ TEST(CardNotesTest, CsvMissingMarkersAreCountedEachWithItsRows) {
 std::string SensorsLike() {
   std::string csv = "station,temperature,level\n";
   for (int i = 0; i < 40; ++i) {
-    const std::string t = i % 8 == 0 ? "-999" : i % 10 == 3 ? "N/A"
-                                              : std::to_string(15 + i % 16) + ".5 C";
-    csv += "S" + std::to_string(i % 3) + "," + t + "," + (i % 5 == 0 ? "-9999" : std::to_string(i)) + "\n";
+    const std::string t = i % 8 == 0    ? "-999"
+                          : i % 10 == 3 ? "N/A"
+                                        : std::to_string(15 + i % 16) + ".5 C";
+    csv += "S" + std::to_string(i % 3) + "," + t + "," +
+           (i % 5 == 0 ? "-9999" : std::to_string(i)) + "\n";
   }
   return csv;
 }
@@ -207,11 +215,12 @@ std::string SensorsLike() {
 TEST(CardNotesTest, ASentinelFarOutsideTheOtherNumbersIsNamedWithItsCount) {
   TempDir dir;
   const std::string text = Cards({dir.Write("sensors.csv", SensorsLike())});
-  EXPECT_NE(ColumnText(text, "temperature")
-                .find("    note: 'N/A' (4 rows) looks like a missing-value marker and -999 (5 rows) "
-                      "like a sentinel for a missing number: the other numbers lie in 16.5..30.5; "
-                      "leave '-999' out before aggregating"),
-            std::string::npos)
+  EXPECT_NE(
+      ColumnText(text, "temperature")
+          .find("    note: 'N/A' (4 rows) looks like a missing-value marker and -999 (5 rows) "
+                "like a sentinel for a missing number: the other numbers lie in 16.5..30.5; "
+                "leave '-999' out before aggregating"),
+      std::string::npos)
       << text;
   // A column DuckDB reads as numbers: noted from its bounds.
   EXPECT_NE(ColumnText(text, "level")
@@ -295,7 +304,8 @@ TEST(CardNotesTest, DatesWrittenAsTextShowTheirRangeAndHowToReadThem) {
   // The advice reads, and the data is still text, unchanged.
   auto latest = (*engine)->Query(
       "SELECT CAST(max(CAST(strptime(signed, ['%B %d, %Y', '%d %b %Y']) AS DATE)) AS VARCHAR), "
-      "typeof(any_value(opened)) FROM opened", Limits{});
+      "typeof(any_value(opened)) FROM opened",
+      Limits{});
   ASSERT_TRUE(latest) << latest.error().message;
   EXPECT_EQ(latest->rows[0][0].value_or("NULL"), "2006-06-30");
   EXPECT_EQ(latest->rows[0][1].value_or("NULL"), "VARCHAR");
@@ -304,8 +314,8 @@ TEST(CardNotesTest, DatesWrittenAsTextShowTheirRangeAndHowToReadThem) {
   // SQLite has no strptime: the note says what the model can do there.
   std::string sql = "CREATE TABLE v(visit TEXT, day DATE);";
   for (int i = 0; i < 10; ++i) {
-    sql += "INSERT INTO v VALUES ('" + std::string(opened[i % 5]) + "', '0" + std::to_string(i % 5 + 1) +
-           "-Mar-2011');";
+    sql += "INSERT INTO v VALUES ('" + std::string(opened[i % 5]) + "', '0" +
+           std::to_string(i % 5 + 1) + "-Mar-2011');";
   }
   ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(dir.path() / "v.sqlite", sql));
   const std::string lite = Cards({dir.path() / "v.sqlite"});
@@ -324,8 +334,9 @@ TEST(CardNotesTest, DatesWrittenAsTextShowTheirRangeAndHowToReadThem) {
 // still told to both.
 TEST(CardNotesTest, AdviceNamingQuarrysOptionsIsTheUsersNotTheModels) {
   TempDir dir;
-  const auto dates = dir.Write("umsatz.csv", "Datum,Umsatz\n01.03.2024,10\n15.03.2024,20\n"
-                                             "28.03.2024,30\n02.04.2024,40\n");
+  const auto dates = dir.Write("umsatz.csv",
+                               "Datum,Umsatz\n01.03.2024,10\n15.03.2024,20\n"
+                               "28.03.2024,30\n02.04.2024,40\n");
   const auto latin = dir.Write("kunden.csv", "name,stadt\nJos\xe9,K\xf6ln\nAnna,Ulm\n");
   OpenOptions options;
   options.cache_dir = dir.path() / "cache";

@@ -97,9 +97,8 @@ TEST(CardTextTest, NoSamplesKeepsTypesCountsAndNumericRanges) {
   EXPECT_EQ(text.find("@"), std::string::npos) << text;  // no email
   EXPECT_NE(text.find("  Email NVARCHAR, unique\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  UnitPrice NUMERIC(10,2), 2 distinct, 0.99..1.99\n"), std::string::npos);
-  EXPECT_NE(
-      text.find("  InvoiceDate DATETIME, 354 distinct, 2021-01-01..2025-12-22\n"),
-      std::string::npos)
+  EXPECT_NE(text.find("  InvoiceDate DATETIME, 354 distinct, 2021-01-01..2025-12-22\n"),
+            std::string::npos)
       << text;
   // With samples, a text column shows its spelling.
   const std::string with = RenderCards((*engine)->describe());
@@ -121,31 +120,36 @@ TEST(CardTextTest, ManyNotesKeepThoseThatChangeASumOrACount) {
                   "3 values are missing-value markers ('N/A'), read as NULL",
                   "numbers written for people were read as DOUBLE: '(1,234.00)' keeps its minus"};
   card.columns = {amount};
-  card.notes = {"the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1)",
-                "read as UTF-16 (the file starts with a UTF-16 byte-order mark)",
-                "sheet 'Q3' is hidden in the workbook",
-                "some lines are longer than 2 MB; read with a 64 MB line limit",
-                "dates read in the format %d/%m/%Y (as the sniffer found it)",
-                "sheet 'Q3': 2 title row(s) above the header are not part of the table ('Report', …)",
-                "a row holds the total of the rows above it in amount: 'Total' (row 10)",
-                "2 rows are exact copies of other rows: COUNT(*) counts each",
-                "values that differ only in spaces, case or Unicode form group apart: 'Paris' (3)"};
+  card.notes = {
+      "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1)",
+      "read as UTF-16 (the file starts with a UTF-16 byte-order mark)",
+      "sheet 'Q3' is hidden in the workbook",
+      "some lines are longer than 2 MB; read with a 64 MB line limit",
+      "dates read in the format %d/%m/%Y (as the sniffer found it)",
+      "sheet 'Q3': 2 title row(s) above the header are not part of the table ('Report', …)",
+      "a row holds the total of the rows above it in amount: 'Total' (row 10)",
+      "2 rows are exact copies of other rows: COUNT(*) counts each",
+      "values that differ only in spaces, case or Unicode form group apart: 'Paris' (3)"};
   CardOptions options;
   options.max_table_notes = 4;
   options.max_column_notes = 2;
   const std::string text = RenderCards({card}, options);
   // The three that change a result, in their order, then one line for the other six.
-  EXPECT_NE(text.find("  note: a row holds the total of the rows above it in amount: 'Total' (row 10)\n"
-                      "  note: 2 rows are exact copies of other rows: COUNT(*) counts each\n"
-                      "  note: values that differ only in spaces, case or Unicode form group apart: 'Paris' (3)\n"
-                      "  note: 6 more notes (none of them changes a sum or a count); inspect_schema "
-                      "with this table shows them all\n"),
-            std::string::npos) << text;
+  EXPECT_NE(
+      text.find("  note: a row holds the total of the rows above it in amount: 'Total' (row 10)\n"
+                "  note: 2 rows are exact copies of other rows: COUNT(*) counts each\n"
+                "  note: values that differ only in spaces, case or Unicode form group apart: "
+                "'Paris' (3)\n"
+                "  note: 6 more notes (none of them changes a sum or a count); inspect_schema "
+                "with this table shows them all\n"),
+      std::string::npos)
+      << text;
   EXPECT_EQ(text.find("Latin-1"), std::string::npos) << text;
   EXPECT_NE(text.find("    note: 3 values are missing-value markers ('N/A'), read as NULL\n"
                       "    note: 2 more notes (1 of them on rows or values that change a sum or a "
                       "count); inspect_schema with this table shows them all\n"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   // Without a limit (quarry schema, inspect_schema), every note.
   const std::string all = RenderCards({card});
   EXPECT_NE(all.find("Latin-1"), std::string::npos);
@@ -164,7 +168,8 @@ TEST(CardTextTest, InvisibleCharactersAreShown) {
 TEST(CardTextTest, LongNamesKeepTheirEnds) {
   TempDir dir;
   const std::string stem = "On a scale of 1 to 10, how satisfied were you with the support at the";
-  const auto csv = dir.Write("survey.csv", "\"" + stem + " - Week 1\",\"" + stem + " - Week 4\"\n3,4\n");
+  const auto csv =
+      dir.Write("survey.csv", "\"" + stem + " - Week 1\",\"" + stem + " - Week 4\"\n3,4\n");
   auto engine = Open({csv});
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
   const std::string text = RenderCards((*engine)->describe());
@@ -176,8 +181,9 @@ TEST(CardTextTest, NoSamplesJudgesBoundsByWhatIsStored) {
   TempDir dir;
   const auto db = dir.path() / "priv.sqlite";
   ASSERT_NO_FATAL_FAILURE(quarry::testing::MakeSqlite(
-      db, "CREATE TABLE p (salary INTEGER, d DATE, n INTEGER);"
-          "INSERT INTO p VALUES (50000, 'Alice Private', 1), ('NINETYK', 'Zack Private', 2);"));
+      db,
+      "CREATE TABLE p (salary INTEGER, d DATE, n INTEGER);"
+      "INSERT INTO p VALUES (50000, 'Alice Private', 1), ('NINETYK', 'Zack Private', 2);"));
   auto engine = Open({db});
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
   CardOptions options;

@@ -28,10 +28,13 @@ struct Want {
 // What an analyst reads each value as. Recipes may leave out what they cannot read, never
 // read it wrong.
 const std::vector<Want> kValues = {
-    {"(1,234.00)", -1234.0}, {"1,234.00", 1234.0}, {"-15.5", -15.5}, {"(15.50)", -15.5},
-    {"2,000.50", 2000.5},   {"$12.50", 12.5},     {"-$0.50", -0.5},  {"45%", 45.0},
-    {"7 kg", 7.0},          {"-3 kg", -3.0},      {"N/A", std::nullopt},
-    {"1,234.00-", -1234.0}, {"$(5.00)", -5.0},    {"USD 1,234.00", 1234.0},
+    {"(1,234.00)", -1234.0}, {"1,234.00", 1234.0},
+    {"-15.5", -15.5},        {"(15.50)", -15.5},
+    {"2,000.50", 2000.5},    {"$12.50", 12.5},
+    {"-$0.50", -0.5},        {"45%", 45.0},
+    {"7 kg", 7.0},           {"-3 kg", -3.0},
+    {"N/A", std::nullopt},   {"1,234.00-", -1234.0},
+    {"$(5.00)", -5.0},       {"USD 1,234.00", 1234.0},
     {"10-20", std::nullopt},
 };
 
@@ -46,8 +49,9 @@ std::string Query(const std::string& expression, bool sqlite = false) {
   for (size_t i = 0; i < kValues.size(); ++i) {
     values += std::string(i ? ", " : "") + "(" + std::to_string(i) + ", '" + kValues[i].text + "')";
   }
-  const std::string from = sqlite ? "(SELECT column1 AS i, column2 AS x FROM (VALUES " + values + "))"
-                                  : "(VALUES " + values + ") AS t(i, x)";
+  const std::string from = sqlite
+                               ? "(SELECT column1 AS i, column2 AS x FROM (VALUES " + values + "))"
+                               : "(VALUES " + values + ") AS t(i, x)";
   return "SELECT " + expression + " FROM " + from + " ORDER BY i";
 }
 

@@ -19,7 +19,8 @@ TEST_P(CsvSpectrumTest, ValuesMatchTheJson) {
   const fs::path root = quarry::testing::SourceDir() / "node_modules" / "csv-spectrum";
   ASSERT_TRUE(fs::exists(root)) << "run scripts/setup.sh --tests (npm ci) first";
   const fs::path csv = root / "csvs" / (GetParam() + ".csv");
-  auto expected = nlohmann::ordered_json::parse(quarry::testing::ReadFile(root / "json" / (GetParam() + ".json")));
+  auto expected = nlohmann::ordered_json::parse(
+      quarry::testing::ReadFile(root / "json" / (GetParam() + ".json")));
 
   auto engine = Open({csv});
   ASSERT_TRUE(engine.has_value()) << engine.error().message;

@@ -18,7 +18,9 @@ std::optional<std::string> Detect(const std::string& bytes) {
 TEST(EncodingTest, WindowsBytesAreToldApartFromLatin1AndUtf8) {
   EXPECT_EQ(Detect("a,b\nx,caf\xe9 \x96 ok\n"), "CP1252");  // an en dash
   EXPECT_EQ(Detect("a,b\nx,it\x92s\n"), "CP1252");          // a right quote
-  EXPECT_EQ(Detect("a,b\nx,\x80" "5\n"), "CP1252");          // the euro sign
+  EXPECT_EQ(Detect("a,b\nx,\x80"
+                   "5\n"),
+            "CP1252");  // the euro sign
   // Latin-1 without those bytes is DuckDB's own to read.
   EXPECT_EQ(Detect("a,b\nx,caf\xe9\n"), std::nullopt);
   // UTF-8, with its own bytes in 0x80-0x9F as continuation bytes ('€' is E2 82 AC).
@@ -31,7 +33,10 @@ TEST(EncodingTest, WindowsBytesAreToldApartFromLatin1AndUtf8) {
   // A UTF-8 file with one line pasted from Excel (a fresh-user trial's file).
   EXPECT_EQ(Detect("name,city\nA,M\xc3\xbcnchen\nC,K\xf6ln \x96 Ost\n"), "CP1252");
   // UTF-16 with its byte-order mark is the CSV loader's.
-  EXPECT_EQ(Detect(std::string("\xff\xfe" "a\0,\0\x96\0", 8)), std::nullopt);
+  EXPECT_EQ(Detect(std::string("\xff\xfe"
+                               "a\0,\0\x96\0",
+                               8)),
+            std::nullopt);
 }
 
 TEST(EncodingTest, TheCopyIsUtf8AndABadByteIsNamedWithItsOffset) {

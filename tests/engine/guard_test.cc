@@ -39,7 +39,7 @@ class GuardTest : public ::testing::Test {
     auto r = engine.Query(f.sql, Limits{});
     ASSERT_FALSE(r.has_value()) << "ran: " << f.sql;
     EXPECT_EQ(r.error().failure_class, FailureClass::kGuardViolation) << f.sql << "\n"
-                                                                       << r.error().message;
+                                                                      << r.error().message;
     EXPECT_EQ(r.error().rule, f.rule) << f.sql << "\n" << r.error().message;
     EXPECT_FALSE(r.error().message.empty());
   }
@@ -100,8 +100,10 @@ TEST_F(GuardTest, DuckDbConfigurationHoldsWhenTheTextLayerIsBypassed) {
   EXPECT_NE(r.error().message.find("hunter2"), 0u);
   EXPECT_EQ(r.error().message.find("hunter2"), std::string::npos);
   // Settings cannot be read into being changed: lock_configuration is on.
-  auto setting = (*engine)->Query("SELECT current_setting('lock_configuration') AS v, "
-                                  "current_setting('enable_external_access') AS e", Limits{});
+  auto setting = (*engine)->Query(
+      "SELECT current_setting('lock_configuration') AS v, "
+      "current_setting('enable_external_access') AS e",
+      Limits{});
   ASSERT_TRUE(setting.has_value()) << setting.error().message;
   EXPECT_EQ(setting->rows[0][0].value_or(""), "true");
   EXPECT_EQ(setting->rows[0][1].value_or(""), "false");
@@ -175,7 +177,8 @@ TEST_F(GuardTest, SqliteTextGuardDoesNotReadOtherDialectsStrings) {
   // called. E'\'' is one quote there, so the call after it is seen. DuckDB still refuses the
   // first (issue 22): a macro in a .duckdb file can run a string as SQL, so a refused call in
   // any string is refused, as on PostgreSQL.
-  const auto in_string = CheckQueryText("SELECT $a$, load_extension('x'), $a$", Dialect::kDuckDB, {});
+  const auto in_string =
+      CheckQueryText("SELECT $a$, load_extension('x'), $a$", Dialect::kDuckDB, {});
   ASSERT_TRUE(in_string.has_value());
   EXPECT_NE(in_string->message.find("a string holds a call to LOAD_EXTENSION()"), std::string::npos)
       << in_string->message;
@@ -197,16 +200,18 @@ TEST_F(GuardTest, SqliteAuthorizerHoldsWhenTheTextLayerIsBypassed) {
   // pragma functions are reads of the schema, but PRAGMA as a function is refused too.
   auto p = (*engine)->Query("SELECT * FROM pragma_table_info('Track')", Limits{});
   ASSERT_FALSE(p.has_value());
-  EXPECT_EQ(p.error().failure_class, FailureClass::kGuardViolation) << p.error().message << p.error().rule;
+  EXPECT_EQ(p.error().failure_class, FailureClass::kGuardViolation)
+      << p.error().message << p.error().rule;
 }
 
 TEST_F(GuardTest, AllowedQueriesStillRun) {
   auto duck = Open({csv_});
   ASSERT_TRUE(duck.has_value());
   // Keywords inside strings, comments and as function names are not statements.
-  auto r = (*duck)->Query("-- delete everything\nSELECT region, replace(region, 'N', 'n') AS r, "
-                          "'DROP TABLE x; INSERT' AS s FROM sales /* ; */ ORDER BY revenue DESC;",
-                          Limits{});
+  auto r = (*duck)->Query(
+      "-- delete everything\nSELECT region, replace(region, 'N', 'n') AS r, "
+      "'DROP TABLE x; INSERT' AS s FROM sales /* ; */ ORDER BY revenue DESC;",
+      Limits{});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->row_count, 2);
   EXPECT_EQ(r->rows[0][0].value_or(""), "South");
@@ -217,8 +222,8 @@ TEST_F(GuardTest, AllowedQueriesStillRun) {
   auto dollar = (*duck)->Query("SELECT $$x;y$$ AS s, $t$DELETE$t$ AS d", Limits{});
   ASSERT_TRUE(dollar.has_value()) << dollar.error().message;
   EXPECT_EQ(dollar->rows[0][0].value_or(""), "x;y");
-  auto pivot = (*duck)->Query("PIVOT sales ON region IN ('North', 'South') USING sum(revenue)",
-                              Limits{});
+  auto pivot =
+      (*duck)->Query("PIVOT sales ON region IN ('North', 'South') USING sum(revenue)", Limits{});
   ASSERT_TRUE(pivot.has_value()) << pivot.error().message;
   EXPECT_EQ(pivot->columns, (std::vector<std::string>{"North", "South"}));
 
@@ -256,8 +261,8 @@ TEST_F(GuardTest, ErrorsAreClassified) {
 TEST_F(GuardTest, TimeoutInterruptsBothEngines) {
   auto duck = Open({csv_});
   ASSERT_TRUE(duck.has_value());
-  auto slow = (*duck)->Query(
-      "SELECT count(*) FROM range(100000000000) a WHERE a.range % 7 = 3", Limits{300, 200, {}});
+  auto slow = (*duck)->Query("SELECT count(*) FROM range(100000000000) a WHERE a.range % 7 = 3",
+                             Limits{300, 200, {}});
   ASSERT_FALSE(slow.has_value());
   EXPECT_EQ(slow.error().failure_class, FailureClass::kTimeout) << slow.error().message;
 

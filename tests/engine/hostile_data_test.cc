@@ -137,12 +137,11 @@ TEST_F(HostileDataTest, TheWorkingDirectorysTmpIsNotReadable) {
     ASSERT_TRUE(engine) << engine.error().message;
     for (const std::string& sql : std::vector<std::string>{
              "SELECT content FROM read_text(" + internal::QuoteLiteral(via_tmp) + ")",
-          "SELECT * FROM read_csv('.tmp/etc/passwd', sep = ':')",
-          "SELECT * FROM glob('.tmp/*')"}) {
+             "SELECT * FROM read_csv('.tmp/etc/passwd', sep = ':')",
+             "SELECT * FROM glob('.tmp/*')"}) {
       auto r = internal::QueryDuckDbPastTextGuard(**engine, sql, Limits{});
       ASSERT_FALSE(r) << path << ": " << sql << " read " << r->rows.size() << " rows";
-      EXPECT_NE(r.error().message.find("Permission Error"), std::string::npos)
-          << r.error().message;
+      EXPECT_NE(r.error().message.find("Permission Error"), std::string::npos) << r.error().message;
     }
     // The guard refuses the form the red team used, which hides the read in a string.
     auto guarded = (*engine)->Query(
@@ -239,9 +238,10 @@ TEST_F(HostileDataTest, AHeavyDuckDbViewIsStoppedAtTheLoadTimeoutAndNoted) {
 // recursive CTE hung the open (and ignored the stop token, so SIGTERM) for good.
 TEST_F(HostileDataTest, AnEndlessSqliteViewIsStoppedAtTheLoadTimeoutAndNoted) {
   const auto db = tmp_.path() / "endless.sqlite";
-  MakeSqlite(db, "CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2);"
-                 "CREATE VIEW endless AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL "
-                 "SELECT i + 1 FROM r) SELECT i FROM r;");
+  MakeSqlite(db,
+             "CREATE TABLE t(a INTEGER); INSERT INTO t VALUES (1), (2);"
+             "CREATE VIEW endless AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL "
+             "SELECT i + 1 FROM r) SELECT i FROM r;");
   OpenOptions options;
   options.timeout_ms = 800;
   const auto start = Clock::now();
@@ -265,8 +265,9 @@ TEST_F(HostileDataTest, AnEndlessSqliteViewIsStoppedAtTheLoadTimeoutAndNoted) {
 // Without a load timeout the open still ends when the caller asks (Ctrl-C, SIGTERM).
 TEST_F(HostileDataTest, ASqliteOpenStopsWhenAsked) {
   const auto db = tmp_.path() / "endless.sqlite";
-  MakeSqlite(db, "CREATE VIEW endless AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL "
-                 "SELECT i + 1 FROM r) SELECT i FROM r;");
+  MakeSqlite(db,
+             "CREATE VIEW endless AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL "
+             "SELECT i + 1 FROM r) SELECT i FROM r;");
   std::stop_source source;
   OpenOptions options;
   options.stop = source.get_token();
@@ -318,10 +319,11 @@ TEST_F(HostileDataTest, DuckDbRefusesValuesTooLargeToInterrupt) {
   const auto csv = tmp_.Write("t.csv", "a\n1\n2\n");
   auto engine = Open({csv});
   ASSERT_TRUE(engine) << engine.error().message;
-  for (const char* sql : {"SELECT repeat('x', 1000000000)", "SELECT length(repeat('x', 1000000000))",
-                          "SELECT repeat(repeat('x', 100000), 10000)",
-                          "SELECT lpad('x', 1000000000, 'y')", "SELECT rpad(a::VARCHAR, 1000000000, 'y') FROM t",
-                          "SELECT repeat('x', (SELECT max(a) FROM t) * 1000000000)"}) {
+  for (const char* sql :
+       {"SELECT repeat('x', 1000000000)", "SELECT length(repeat('x', 1000000000))",
+        "SELECT repeat(repeat('x', 100000), 10000)", "SELECT lpad('x', 1000000000, 'y')",
+        "SELECT rpad(a::VARCHAR, 1000000000, 'y') FROM t",
+        "SELECT repeat('x', (SELECT max(a) FROM t) * 1000000000)"}) {
     const auto start = Clock::now();
     auto r = (*engine)->Query(sql, Limits{10000, 200, {}});
     const int64_t ms = MsSince(start);
@@ -330,17 +332,18 @@ TEST_F(HostileDataTest, DuckDbRefusesValuesTooLargeToInterrupt) {
         << r.error().message;
     EXPECT_LT(ms, 2000) << sql;
   }
-  for (const char* sql : {"SELECT system.main.repeat('x', 1000000000)",
-                          "SELECT \"system\".\"main\".lpad('x', 1000000000, 'y')",
-                          "SELECT printf('%900000000d', 1)", "SELECT printf('%*d', 1e9, 1)",
-                          "SELECT format('{:>{}}', 'x', 1000000000)"}) {
+  for (const char* sql :
+       {"SELECT system.main.repeat('x', 1000000000)",
+        "SELECT \"system\".\"main\".lpad('x', 1000000000, 'y')", "SELECT printf('%900000000d', 1)",
+        "SELECT printf('%*d', 1e9, 1)", "SELECT format('{:>{}}', 'x', 1000000000)"}) {
     auto r = (*engine)->Query(sql, Limits{});
     ASSERT_FALSE(r) << sql;
     EXPECT_EQ(r.error().failure_class, FailureClass::kGuardViolation) << sql;
   }
-  auto ok = (*engine)->Query("SELECT repeat('#', a::INT * 3) AS bar, lpad(a::VARCHAR, 4, '0') AS "
-                             "id, printf('%5.2f', a / 3) AS p, repeat([a], 2) AS l FROM t",
-                             Limits{});
+  auto ok = (*engine)->Query(
+      "SELECT repeat('#', a::INT * 3) AS bar, lpad(a::VARCHAR, 4, '0') AS "
+      "id, printf('%5.2f', a / 3) AS p, repeat([a], 2) AS l FROM t",
+      Limits{});
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->rows.at(1).at(0), "######");
   EXPECT_EQ(ok->rows.at(1).at(1), "0002");

@@ -56,7 +56,8 @@ class IsolatedQueryTest : public ::testing::Test {
 // Unfixed, the DuckDB query ran about 50 s against the 1.5 s timeout, the SQLite one about 8 s.
 TEST_F(IsolatedQueryTest, AnUninterruptibleScalarEndsAtItsTimeout) {
   for (const auto& [path, sql, check] :
-       {std::tuple{csv_, kDuckDbScalar, "SELECT region, sum(revenue) AS r FROM sales GROUP BY 1 ORDER BY 1"},
+       {std::tuple{csv_, kDuckDbScalar,
+                   "SELECT region, sum(revenue) AS r FROM sales GROUP BY 1 ORDER BY 1"},
         std::tuple{sqlite_, kSqliteScalar, "SELECT count(*) FROM Track"}}) {
     auto engine = Open({path});
     ASSERT_TRUE(engine) << engine.error().message;
@@ -83,7 +84,8 @@ TEST_F(IsolatedQueryTest, AnUninterruptibleScalarEndsAtItsTimeout) {
 }
 
 TEST_F(IsolatedQueryTest, AStopRequestEndsAnUninterruptibleScalar) {
-  for (const auto& [path, sql] : {std::pair{csv_, kDuckDbScalar}, std::pair{sqlite_, kSqliteScalar}}) {
+  for (const auto& [path, sql] :
+       {std::pair{csv_, kDuckDbScalar}, std::pair{sqlite_, kSqliteScalar}}) {
     auto engine = Open({path});
     ASSERT_TRUE(engine) << engine.error().message;
     std::stop_source source;
@@ -124,7 +126,8 @@ TEST_F(IsolatedQueryTest, ResultsKeepEveryCellAndKind) {
   auto engine = Open({csv_});
   ASSERT_TRUE(engine) << engine.error().message;
   auto r = (*engine)->Query(
-      "SELECT * FROM (VALUES (NULL, '', 'NULL', '\\x00a'::BLOB, 1.10::DECIMAL(5,2), 0.1::DOUBLE + 0.2::DOUBLE, "
+      "SELECT * FROM (VALUES (NULL, '', 'NULL', '\\x00a'::BLOB, 1.10::DECIMAL(5,2), 0.1::DOUBLE + "
+      "0.2::DOUBLE, "
       "true)) t(n, e, s, b, d, f, x), range(300)",
       Limits{10000, 2, {}});
   ASSERT_TRUE(r) << r.error().message;
@@ -155,18 +158,18 @@ TEST(QueryProcessTest, ProgressComesBackFromTheChild) {
   const ProgressFn progress = [&](const std::string& what, double percent) {
     seen.emplace_back(what, percent);
   };
-  internal::QueryProcess process({}, [](const internal::IsolatedQuery& q,
-                                        const ProgressFn& report) -> QueryOutcome {
-    report("query", 10.0);
-    if (q.sql == "hang") {
-      for (;;) pause();
-    }
-    report("query", 55.5);
-    report("query", -1.0);
-    ResultTable t;
-    t.columns = {q.sql};
-    return t;
-  });
+  internal::QueryProcess process(
+      {}, [](const internal::IsolatedQuery& q, const ProgressFn& report) -> QueryOutcome {
+        report("query", 10.0);
+        if (q.sql == "hang") {
+          for (;;) pause();
+        }
+        report("query", 55.5);
+        report("query", -1.0);
+        ResultTable t;
+        t.columns = {q.sql};
+        return t;
+      });
   auto r = process.Run("n", Limits{}, progress);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->columns, std::vector<std::string>{"n"});
@@ -193,13 +196,13 @@ TEST(QueryProcessTest, ProgressComesBackFromTheChild) {
 // One child serves query after query (a fresh one per query paid its page faults each time),
 // and one whose forking thread ended is replaced without a failed query.
 TEST(QueryProcessTest, OneChildServesManyQueriesAndALostOneIsReplaced) {
-  internal::QueryProcess process({}, [](const internal::IsolatedQuery& q,
-                                        const ProgressFn&) -> QueryOutcome {
-    ResultTable t;
-    t.columns = {std::to_string(getpid())};
-    t.row_count = q.max_rows;
-    return t;
-  });
+  internal::QueryProcess process(
+      {}, [](const internal::IsolatedQuery& q, const ProgressFn&) -> QueryOutcome {
+        ResultTable t;
+        t.columns = {std::to_string(getpid())};
+        t.row_count = q.max_rows;
+        return t;
+      });
   std::string pid;
   for (int i = 0; i < 5; ++i) {
     auto r = process.Run("x", Limits{1000, i, {}}, {});
@@ -228,33 +231,35 @@ TEST_F(IsolatedQueryTest, ChildrenForkSafelyWhileOtherThreadsUseTheEngines) {
     while (!done) {
       sqlite3* db = nullptr;
       sqlite3_open(":memory:", &db);
-      sqlite3_exec(db, "CREATE TABLE t(x); WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT "
-                       "i + 1 FROM r WHERE i < 2000) INSERT INTO t SELECT randomblob(64) FROM r",
+      sqlite3_exec(db,
+                   "CREATE TABLE t(x); WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT "
+                   "i + 1 FROM r WHERE i < 2000) INSERT INTO t SELECT randomblob(64) FROM r",
                    nullptr, nullptr, nullptr);
       sqlite3_close(db);
     }
   });
   std::jthread exporter([&] {
     int n = 0;
-    while (!done) (void)ExportTables(**engine, tmp_.path() / ("export" + std::to_string(n++ % 2)), 500);
+    while (!done)
+      (void)ExportTables(**engine, tmp_.path() / ("export" + std::to_string(n++ % 2)), 500);
   });
   const struct Done {
     std::atomic<bool>& done;
     ~Done() { done = true; }  // destroyed before the threads, so they end, on every way out
   } stop_users{done};
   const auto sqlite = sqlite_;
-  internal::QueryProcess process({}, [&](const internal::IsolatedQuery&, const ProgressFn&)
-                                          -> QueryOutcome {
-    sqlite3* db = nullptr;
-    sqlite3_open_v2(sqlite.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db, "SELECT count(*), hex(randomblob(8)) FROM Track", -1, &st, nullptr);
-    ResultTable t;
-    if (sqlite3_step(st) == SQLITE_ROW) t.row_count = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return t;
-  });
+  internal::QueryProcess process(
+      {}, [&](const internal::IsolatedQuery&, const ProgressFn&) -> QueryOutcome {
+        sqlite3* db = nullptr;
+        sqlite3_open_v2(sqlite.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+        sqlite3_stmt* st = nullptr;
+        sqlite3_prepare_v2(db, "SELECT count(*), hex(randomblob(8)) FROM Track", -1, &st, nullptr);
+        ResultTable t;
+        if (sqlite3_step(st) == SQLITE_ROW) t.row_count = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return t;
+      });
   int answered = 0;
   for (int i = 0; i < 40; ++i) {
     process.Reset();  // a fresh fork each time
@@ -286,15 +291,15 @@ TEST(QueryProcessTest, ChildrenForkSafelyWhileAnotherThreadAllocates) {
     std::atomic<bool>& done;
     ~Done() { done = true; }
   } stop_allocator{done};
-  internal::QueryProcess process({}, [](const internal::IsolatedQuery&, const ProgressFn&)
-                                         -> QueryOutcome {
-    ResultTable t;
-    for (size_t shift = 0; shift < 17; ++shift) {
-      auto block = std::make_unique<char[]>((size_t{16} << shift) + shift);
-      t.row_count += block[0] == 0;
-    }
-    return t;
-  });
+  internal::QueryProcess process(
+      {}, [](const internal::IsolatedQuery&, const ProgressFn&) -> QueryOutcome {
+        ResultTable t;
+        for (size_t shift = 0; shift < 17; ++shift) {
+          auto block = std::make_unique<char[]>((size_t{16} << shift) + shift);
+          t.row_count += block[0] == 0;
+        }
+        return t;
+      });
   int answered = 0;
   for (int i = 0; i < 100; ++i) {
     process.Reset();
@@ -308,11 +313,12 @@ TEST(QueryProcessTest, ChildrenForkSafelyWhileAnotherThreadAllocates) {
 // A child that dies without an outcome (a crash, the out-of-memory killer) gives a failure that
 // says so; the caller's process lives on.
 TEST(QueryProcessTest, AChildKilledBySignalIsAFailureNotACrash) {
-  internal::QueryProcess process({}, [](const internal::IsolatedQuery& q,
-                                        const ProgressFn&) -> QueryOutcome {
-    if (q.sql == "kill") kill(getpid(), SIGKILL);  // as the out-of-memory killer; no handler takes it
-    _exit(4);
-  });
+  internal::QueryProcess process(
+      {}, [](const internal::IsolatedQuery& q, const ProgressFn&) -> QueryOutcome {
+        if (q.sql == "kill")
+          kill(getpid(), SIGKILL);  // as the out-of-memory killer; no handler takes it
+        _exit(4);
+      });
   auto r = process.Run("kill", Limits{}, {});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().failure_class, FailureClass::kRuntimeError);
@@ -353,7 +359,8 @@ TEST_F(IsolatedQueryTest, AChildThatHangsBeforeItStartsIsForkedAgain) {
   const auto begin = std::chrono::steady_clock::now();
   auto r = process.Run("after", Limits{5000, 10, {}}, {});
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - begin).count();
+                      std::chrono::steady_clock::now() - begin)
+                      .count();
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->columns, std::vector<std::string>{"after"});
   const std::string log = testing::ReadFile(starts);
@@ -368,19 +375,22 @@ TEST_F(IsolatedQueryTest, AChildThatHangsBeforeItStartsIsForkedAgain) {
 // A stop request ends the wait for a child that does not start.
 TEST(QueryProcessTest, ASetupThatFailsOrAStopDuringTheStartEndsTheQuery) {
   internal::QueryProcess failing([] { _exit(3); },
-                                 [](const internal::IsolatedQuery&, const ProgressFn&)
-                                     -> QueryOutcome { return ResultTable{}; });
+                                 [](const internal::IsolatedQuery&,
+                                    const ProgressFn&) -> QueryOutcome { return ResultTable{}; });
   const auto begin = std::chrono::steady_clock::now();
   auto r = failing.Run("x", Limits{}, {});
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("exited with status 3"), std::string::npos)
-      << r.error().message;
+  EXPECT_NE(r.error().message.find("exited with status 3"), std::string::npos) << r.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(400));
   EXPECT_EQ(failing.pid(), 0);
 
-  internal::QueryProcess hanging([] { for (;;) pause(); },
-                                 [](const internal::IsolatedQuery&, const ProgressFn&)
-                                     -> QueryOutcome { return ResultTable{}; });
+  internal::QueryProcess hanging(
+      [] {
+        for (;;) pause();
+      },
+      [](const internal::IsolatedQuery&, const ProgressFn&) -> QueryOutcome {
+        return ResultTable{};
+      });
   std::stop_source stop;
   std::jthread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(700));

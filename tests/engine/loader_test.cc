@@ -45,7 +45,8 @@ class LoaderTest : public ::testing::Test {
   // 60,000 integer rows and then 'n/a': past the sniffer's 20,480-row sample.
   fs::path LateMarker() {
     std::string text = "id,v\n";
-    for (int i = 1; i <= 60000; ++i) text += std::to_string(i) + "," + std::to_string(i % 97) + "\n";
+    for (int i = 1; i <= 60000; ++i)
+      text += std::to_string(i) + "," + std::to_string(i % 97) + "\n";
     text += "60001,n/a\n";
     return tmp_.Write("late.csv", text);
   }
@@ -102,8 +103,8 @@ TEST_F(LoaderTest, ErrorsNameTheFileThatFailed) {
 
 TEST_F(LoaderTest, AFileOfBlankLinesIsRefusedAsHoldingNothing) {
   // Read, each would be a column 'column0' of NULL rows that count(*) counts.
-  for (const std::string& text : {std::string("\n\n\n"), std::string("\xEF\xBB\xBF"),
-                                  std::string(" \r\n\t\r\n")}) {
+  for (const std::string& text :
+       {std::string("\n\n\n"), std::string("\xEF\xBB\xBF"), std::string(" \r\n\t\r\n")}) {
     const fs::path blank = tmp_.Write("blank.csv", text);
     auto e = Open({blank}, NoCache());
     ASSERT_FALSE(e) << "'" << text << "'";
@@ -120,12 +121,9 @@ TEST_F(LoaderTest, BadOptionsAreUsageErrorsNamingTheOption) {
   const fs::path f = tmp_.Write("x.csv", "a\n1\n");
   struct Case {
     std::string suffix, says;
-  } cases[] = {{"?delimiter", "has no value"},
-               {"?colour=red", "unknown CSV option 'colour'"},
-               {"?header=maybe", "header=maybe"},
-               {"?skip=-1", "skip=-1"},
-               {"?decimal=;", "decimal=;"},
-               {"?types=id", "column:TYPE"}};
+  } cases[] = {{"?delimiter", "has no value"},    {"?colour=red", "unknown CSV option 'colour'"},
+               {"?header=maybe", "header=maybe"}, {"?skip=-1", "skip=-1"},
+               {"?decimal=;", "decimal=;"},       {"?types=id", "column:TYPE"}};
   for (const auto& c : cases) {
     auto e = Open({fs::path(f.string() + c.suffix)}, NoCache());
     ASSERT_FALSE(e) << c.suffix;
@@ -190,7 +188,8 @@ class HeldBuild {
     path_ = o.cache_dir / (*internal::CacheKey(fs::absolute(file), {}) + ".lock");
     fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
     EXPECT_EQ(::flock(fd_, LOCK_EX | LOCK_NB), 0);
-    EXPECT_EQ(::write(fd_, progress.data(), progress.size()), static_cast<ssize_t>(progress.size()));
+    EXPECT_EQ(::write(fd_, progress.data(), progress.size()),
+              static_cast<ssize_t>(progress.size()));
   }
   void End() {
     if (fd_ < 0) return;
@@ -208,7 +207,8 @@ class HeldBuild {
 
 std::string NowMs(int64_t seconds_ago) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count() -
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count() -
                         seconds_ago * 1000);
 }
 
@@ -271,7 +271,9 @@ TEST_F(CacheTest, StaleEntryIsNeverTrusted) {
     std::ofstream out(file, std::ios::trunc);
     out << "k,v\na,5\nb,2\n";
   }
-  struct utimbuf times {before.st_atime, before.st_mtime};
+  struct utimbuf times {
+    before.st_atime, before.st_mtime
+  };
   ASSERT_EQ(::utime(file.c_str(), &times), 0);
   std::string cache;
   EXPECT_EQ(Sum(file, Cached(), &cache), "7");
@@ -304,7 +306,8 @@ TEST_F(CacheTest, ACacheDirOthersCanWriteIsRefusedWithWhatToDo) {
     }
     const std::string sum = Sum(file, o);
     EXPECT_NE(sum.find("refusing the parse cache directory " + o.cache_dir.string()),
-              std::string::npos) << sum;
+              std::string::npos)
+        << sum;
     EXPECT_NE(sum.find("--cache-dir"), std::string::npos) << sum;
     auto built = BuildCacheEntry(file, o);
     ASSERT_FALSE(built);
@@ -437,11 +440,10 @@ TEST_F(CacheTest, LockDownHoldsOnACachedTable) {
   auto e = Open({file}, Cached());
   ASSERT_TRUE(e);
   ASSERT_EQ(CacheUseName((*e)->sources()[0].cache), "hit");
-  for (const std::string& sql :
-       {"SELECT * FROM read_csv('" + secret.string() + "')",
-        "ATTACH '" + (tmp_.path() / "x.duckdb").string() + "' AS x",
-        std::string("CREATE TABLE quarry_cache_0.t AS SELECT 1"),
-        std::string("SET enable_external_access = true")}) {
+  for (const std::string& sql : {"SELECT * FROM read_csv('" + secret.string() + "')",
+                                 "ATTACH '" + (tmp_.path() / "x.duckdb").string() + "' AS x",
+                                 std::string("CREATE TABLE quarry_cache_0.t AS SELECT 1"),
+                                 std::string("SET enable_external_access = true")}) {
     auto r = (*e)->Query(sql, {});
     EXPECT_FALSE(r) << sql;
   }
@@ -470,7 +472,8 @@ TEST_F(LoaderTest, WideFileOpensAndItsCardIsSummarised) {
 
 TEST_F(LoaderTest, LoadingIsBoundedByTheTimeout) {
   std::string text = "a,b,c\n";
-  for (int i = 0; i < 400000; ++i) text += std::to_string(i) + ",x" + std::to_string(i % 13) + ",1.5\n";
+  for (int i = 0; i < 400000; ++i)
+    text += std::to_string(i) + ",x" + std::to_string(i % 13) + ",1.5\n";
   OpenOptions o = NoCache();
   o.timeout_ms = 1;
   auto e = Open({tmp_.Write("slow.csv", text)}, o);
@@ -493,7 +496,8 @@ TEST_F(LoaderTest, StrayQuoteFarIntoAQuotedFileIsRead) {
     if (i == 20000) {
       text += std::to_string(i) + ",the 5\" pipe," + std::to_string(i % 7) + "\n";
     } else if (i % 10 == 0) {
-      text += std::to_string(i) + ",\"name, " + std::to_string(i) + "\"," + std::to_string(i % 7) + "\n";
+      text += std::to_string(i) + ",\"name, " + std::to_string(i) + "\"," + std::to_string(i % 7) +
+              "\n";
     } else {
       text += std::to_string(i) + ",name" + std::to_string(i) + "," + std::to_string(i % 7) + "\n";
     }
@@ -501,7 +505,8 @@ TEST_F(LoaderTest, StrayQuoteFarIntoAQuotedFileIsRead) {
   }
   auto e = Open({tmp_.Write("quotes.csv", text)}, NoCache());
   ASSERT_TRUE(e) << e.error().message;
-  auto r = (*e)->Query("SELECT count(*), sum(v), count(*) FILTER (WHERE name = 'name, 10') FROM quotes", {});
+  auto r = (*e)->Query(
+      "SELECT count(*), sum(v), count(*) FILTER (WHERE name = 'name, 10') FROM quotes", {});
   EXPECT_EQ(Cell(r, 0, 0), "30000");
   EXPECT_EQ(Cell(r, 0, 1), std::to_string(sum));
   EXPECT_EQ(Cell(r, 0, 2), "1");

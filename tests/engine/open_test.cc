@@ -74,14 +74,15 @@ TEST_F(OpenTest, DatabaseMixedWithFiles) {
 
 TEST_F(OpenTest, TsvJsonAndNameCollisions) {
   auto tsv = tmp_.Write("a/orders.tsv", "id\tamount\n1\t2.5\n2\t3.5\n");
-  auto json = tmp_.Write("b/orders.jsonl", "{\"id\": 1, \"city\": \"Oslo\"}\n{\"id\": 2, \"city\": \"Lima\"}\n");
+  auto json = tmp_.Write("b/orders.jsonl",
+                         "{\"id\": 1, \"city\": \"Oslo\"}\n{\"id\": 2, \"city\": \"Lima\"}\n");
   auto r = Open({tsv, json});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   ASSERT_EQ((*r)->describe().size(), 2u);
   EXPECT_EQ((*r)->describe()[0].name, "orders");
   EXPECT_EQ((*r)->describe()[1].name, "orders_2");
-  auto q = (*r)->Query("SELECT sum(amount) AS s, max(city) AS c FROM orders JOIN orders_2 USING (id)",
-                       Limits{});
+  auto q = (*r)->Query(
+      "SELECT sum(amount) AS s, max(city) AS c FROM orders JOIN orders_2 USING (id)", Limits{});
   ASSERT_TRUE(q.has_value()) << q.error().message;
   EXPECT_EQ(q->rows[0][0].value_or(""), "6.0");
   EXPECT_EQ(q->rows[0][1].value_or(""), "Oslo");
@@ -93,8 +94,10 @@ TEST_F(OpenTest, EveryTypeIsRenderedAsText) {
   ASSERT_TRUE(r.has_value()) << r.error().message;
   const auto& ts = (*r)->describe()[0].columns[1];
   EXPECT_EQ(ts.min.value_or("NULL"), "2025-03-04 13:05:00+00");
-  auto q = (*r)->Query("SELECT ts, uuid() IS NOT NULL AS u, [id, id + 1] AS l, {'k': id} AS s, "
-                       "uuid() AS v FROM events ORDER BY id", Limits{});
+  auto q = (*r)->Query(
+      "SELECT ts, uuid() IS NOT NULL AS u, [id, id + 1] AS l, {'k': id} AS s, "
+      "uuid() AS v FROM events ORDER BY id",
+      Limits{});
   ASSERT_TRUE(q.has_value()) << q.error().message;
   EXPECT_EQ(q->rows[0][0].value_or("NULL"), "2025-03-04 13:05:00+00");
   EXPECT_EQ(q->rows[0][1].value_or("NULL"), "true");

@@ -28,9 +28,7 @@ using namespace std::chrono_literals;
 using Conn = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
-Conn Connect(const std::string& conninfo) {
-  return Conn(PQconnectdb(conninfo.c_str()), &PQfinish);
-}
+Conn Connect(const std::string& conninfo) { return Conn(PQconnectdb(conninfo.c_str()), &PQfinish); }
 
 // One value of a one-row query, or the error text prefixed with "ERROR: ".
 std::string Scalar(PGconn* conn, const std::string& sql) {
@@ -82,10 +80,17 @@ TEST(PgServerTest, AnswersOnItsUnixSocketByUrlAndConninfo) {
 TEST(PgServerTest, ChinookHasTheSameRowsAsTheSqliteFile) {
   const PgServer& server = SharedPgServer();
   const std::vector<std::pair<std::string, std::string>> tables = {
-      {"album", "Album"},       {"artist", "Artist"},   {"customer", "Customer"},
-      {"employee", "Employee"}, {"genre", "Genre"},     {"invoice", "Invoice"},
-      {"invoice_line", "InvoiceLine"}, {"media_type", "MediaType"}, {"playlist", "Playlist"},
-      {"playlist_track", "PlaylistTrack"}, {"track", "Track"}};
+      {"album", "Album"},
+      {"artist", "Artist"},
+      {"customer", "Customer"},
+      {"employee", "Employee"},
+      {"genre", "Genre"},
+      {"invoice", "Invoice"},
+      {"invoice_line", "InvoiceLine"},
+      {"media_type", "MediaType"},
+      {"playlist", "Playlist"},
+      {"playlist_track", "PlaylistTrack"},
+      {"track", "Track"}};
   for (const auto& [pg, lite] : tables) {
     auto rows = server.Rows("chinook", "SELECT count(*) FROM " + pg);
     ASSERT_EQ(rows.size(), 1u) << pg;
@@ -122,8 +127,9 @@ TEST(PgServerTest, RolesHaveThePromisedPrivileges) {
   EXPECT_EQ(Scalar(writer.get(), "ROLLBACK"), "OK");
   EXPECT_NE(Scalar(writer.get(), "CREATE TABLE t (x int)").find("permission denied"),
             std::string::npos);
-  EXPECT_EQ(server.Rows("chinook", "SELECT rolsuper::text FROM pg_roles WHERE rolname = "
-                                   "'quarry_admin'")[0][0],
+  EXPECT_EQ(server.Rows("chinook",
+                        "SELECT rolsuper::text FROM pg_roles WHERE rolname = "
+                        "'quarry_admin'")[0][0],
             "true");
 }
 
@@ -156,11 +162,11 @@ TEST(PgServerTest, TypesDatabaseHasThePromisedObjects) {
                           "docb::text, uid::text, span::text, raw::text, ok::text "
                           "FROM measures ORDER BY id");
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0], (std::vector<std::optional<std::string>>{
-                         "12345678901234.123456", "2024-03-01 12:34:56.789+00", "{1,2,3}",
-                         "{alpha,\"with space\"}", "{\"a\": 1, \"b\": 2}",
-                         "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "1 day 02:03:04",
-                         "\\xdeadbeef", "true"}));
+  EXPECT_EQ(rows[0],
+            (std::vector<std::optional<std::string>>{
+                "12345678901234.123456", "2024-03-01 12:34:56.789+00", "{1,2,3}",
+                "{alpha,\"with space\"}", "{\"a\": 1, \"b\": 2}",
+                "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "1 day 02:03:04", "\\xdeadbeef", "true"}));
   EXPECT_EQ(rows[1][0], "0.000001");
   EXPECT_EQ(rows[1][6], "-3 mons");
   EXPECT_EQ(rows[2][0], std::nullopt);

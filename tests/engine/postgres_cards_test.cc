@@ -19,7 +19,8 @@ using quarry::test::SharedPgServer;
 
 const TableCard& Card(const Engine& engine, const std::string& name) {
   const auto& cards = engine.describe();
-  const auto it = std::find_if(cards.begin(), cards.end(), [&](const TableCard& c) { return c.name == name; });
+  const auto it =
+      std::find_if(cards.begin(), cards.end(), [&](const TableCard& c) { return c.name == name; });
   if (it == cards.end()) throw std::runtime_error("no card " + name);
   return *it;
 }
@@ -54,7 +55,8 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   EXPECT_EQ(Column(measures, "label").type, "text NOT NULL");
   const ColumnCard& amount = Column(measures, "amount");
   EXPECT_EQ(amount.type, "numeric(20,6)");
-  EXPECT_EQ(amount.notes, std::vector<std::string>{"comment: Amount in euros, exact to the micro-euro."});
+  EXPECT_EQ(amount.notes,
+            std::vector<std::string>{"comment: Amount in euros, exact to the micro-euro."});
   EXPECT_TRUE(amount.profiled);
   EXPECT_EQ(amount.null_count, 1);
   EXPECT_EQ(amount.distinct_count, 2);
@@ -78,8 +80,9 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   EXPECT_EQ(Column(items, "Order Id").max, "13");
   // pg_stats has no distinct estimate for json (no equality): none is shown, not "~0".
   EXPECT_EQ(Column(measures, "doc").distinct_count, 0);
-  EXPECT_TRUE(HasNote(items.notes, "PostgreSQL needs these names in double quotes, as written here: "
-                                   "sales.\"Order Items\", \"Order Id\", \"Line No\", \"Product Name\""));
+  EXPECT_TRUE(HasNote(items.notes,
+                      "PostgreSQL needs these names in double quotes, as written here: "
+                      "sales.\"Order Items\", \"Order Id\", \"Line No\", \"Product Name\""));
   EXPECT_FALSE(HasNote(orders.notes, "double quotes"));
   ASSERT_EQ(items.foreign_keys.size(), 1u);
   EXPECT_EQ(items.foreign_keys[0].ref_table, "sales.orders");
@@ -94,7 +97,9 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   EXPECT_FALSE(Column(items, "Line No").min.has_value()) << text;
   // The server is named whole (it is short and its database is at the end), not cut as a path.
   EXPECT_TRUE(text.starts_with("data: " + engine.sources()[0].path + "\n")) << text;
-  EXPECT_NE(text.find("customer_id integer NOT NULL -> sales.customers.customer_id"), std::string::npos) << text;
+  EXPECT_NE(text.find("customer_id integer NOT NULL -> sales.customers.customer_id"),
+            std::string::npos)
+      << text;
   // The role reads only: no write warning anywhere.
   EXPECT_TRUE(engine.sources()[0].notes.empty());
   for (const auto& c : engine.describe()) EXPECT_FALSE(HasNote(c.notes, "can write")) << c.name;
@@ -166,10 +171,11 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
   auto writer = Open({pg.Url("chinook", "writer")}, quick);
   ASSERT_TRUE(writer.has_value()) << writer.error().message;
   // For the user, about the source as a whole: not a note on the first table.
-  EXPECT_EQ((*writer)->sources()[0].notes,
-            std::vector<std::string>{
-                "the role writer can write to 11 tables (INSERT, UPDATE, DELETE or TRUNCATE); quarry "
-                "only reads, but use a role with only pg_read_all_data (README)"});
+  EXPECT_EQ(
+      (*writer)->sources()[0].notes,
+      std::vector<std::string>{
+          "the role writer can write to 11 tables (INSERT, UPDATE, DELETE or TRUNCATE); quarry "
+          "only reads, but use a role with only pg_read_all_data (README)"});
   EXPECT_FALSE(HasNote((*writer)->describe().front().notes, "can write"));
   auto admin = Open({pg.Url("chinook", "quarry_admin")}, quick);
   ASSERT_TRUE(admin.has_value()) << admin.error().message;
@@ -197,14 +203,16 @@ TEST(PostgresExport, CsvPerTableCappedWithTrueCounts) {
   std::ifstream in(measures.path);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_EQ(text.str(),
-            "\"id\",\"label\",\"amount\",\"taken_at\",\"readings\",\"tags\",\"doc\",\"docb\",\"uid\","
-            "\"span\",\"raw\",\"ok\"\n"
-            "1,\"exact\",12345678901234.123456,\"2024-03-01 12:34:56.789+00\",\"{1,2,3}\","
-            "\"{alpha,\"\"with space\"\"}\",\"{\"\"k\"\": [1, 2.5, \"\"x\"\"]}\",\"{\"\"a\"\": 1, \"\"b\"\": 2}\","
-            "\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\",\"1 day 02:03:04\",\"\\xDE\\xAD\\xBE\\xEF\",true\n"
-            "2,\"small\",0.000001,\"1999-12-31 18:59:59+00\",\"{}\",\"{}\",\"null\",\"[]\","
-            "\"00000000-0000-0000-0000-000000000000\",\"-3 mons\",\"\",false\n");
+  EXPECT_EQ(
+      text.str(),
+      "\"id\",\"label\",\"amount\",\"taken_at\",\"readings\",\"tags\",\"doc\",\"docb\",\"uid\","
+      "\"span\",\"raw\",\"ok\"\n"
+      "1,\"exact\",12345678901234.123456,\"2024-03-01 12:34:56.789+00\",\"{1,2,3}\","
+      "\"{alpha,\"\"with space\"\"}\",\"{\"\"k\"\": [1, 2.5, \"\"x\"\"]}\",\"{\"\"a\"\": 1, "
+      "\"\"b\"\": 2}\","
+      "\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\",\"1 day 02:03:04\",\"\\xDE\\xAD\\xBE\\xEF\",true\n"
+      "2,\"small\",0.000001,\"1999-12-31 18:59:59+00\",\"{}\",\"{}\",\"null\",\"[]\","
+      "\"00000000-0000-0000-0000-000000000000\",\"-3 mons\",\"\",false\n");
   const TableExport& items = (*exported)[2];
   EXPECT_EQ(items.table, "sales.Order Items");
   EXPECT_EQ(items.path.filename(), "2_sales_Order_Items.csv");
@@ -218,7 +226,8 @@ TEST(PostgresExport, CsvPerTableCappedWithTrueCounts) {
   std::stringstream full;
   full << again.rdbuf();
   const std::string n(kExportNull);
-  EXPECT_NE(full.str().find("3,\"nulls\"," + n + "," + n + "," + n), std::string::npos) << full.str();
+  EXPECT_NE(full.str().find("3,\"nulls\"," + n + "," + n + "," + n), std::string::npos)
+      << full.str();
   EXPECT_EQ((*all)[1].row_count, 3);
   // The engine's own connection is untouched and still answers.
   auto q = (*opened)->Query("SELECT count(*) FROM sales.orders", Limits{});

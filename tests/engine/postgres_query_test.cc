@@ -25,20 +25,21 @@ std::unique_ptr<Engine> OpenPg(const std::string& url, bool profile = true) {
 TEST(PostgresConnect, SpecsCredentialsAndRedaction) {
   const auto& pg = SharedPgServer();
   // A password in the spec is refused before anything is sent, and never echoed.
-  for (const std::string spec :
-       {"postgresql://reader:hunter2@localhost:5432/chinook",
-        "postgres://reader:hunter2@/chinook?host=%2Ftmp",
-        "postgresql://reader@localhost/chinook?password=hunter2",
-        "postgresql://reader@localhost/chinook?sslpassword=hunter2"}) {
+  for (const std::string spec : {"postgresql://reader:hunter2@localhost:5432/chinook",
+                                 "postgres://reader:hunter2@/chinook?host=%2Ftmp",
+                                 "postgresql://reader@localhost/chinook?password=hunter2",
+                                 "postgresql://reader@localhost/chinook?sslpassword=hunter2"}) {
     auto engine = Open({spec});
     ASSERT_FALSE(engine.has_value()) << spec;
     EXPECT_EQ(engine.error().code, Error::Code::kUsage) << spec;
     EXPECT_EQ(engine.error().message.find("hunter2"), std::string::npos) << engine.error().message;
-    EXPECT_NE(engine.error().message.find("PGPASSWORD"), std::string::npos) << engine.error().message;
+    EXPECT_NE(engine.error().message.find("PGPASSWORD"), std::string::npos)
+        << engine.error().message;
     EXPECT_EQ(internal::RedactServerSpec(spec).find("hunter2"), std::string::npos);
   }
-  EXPECT_EQ(internal::RedactServerSpec("postgresql://ann:secret@db.example:6543/shop?sslmode=require"),
-            "postgresql://ann@db.example:6543/shop");
+  EXPECT_EQ(
+      internal::RedactServerSpec("postgresql://ann:secret@db.example:6543/shop?sslmode=require"),
+      "postgresql://ann@db.example:6543/shop");
   EXPECT_EQ(internal::RedactServerSpec("postgres://ann@[::1]/shop"), "postgresql://ann@[::1]/shop");
   EXPECT_EQ(internal::RedactServerSpec("service=warehouse"), "service=warehouse");
   EXPECT_EQ(internal::RedactServerSpec("service=warehouse password=x"), "service=warehouse");
@@ -113,10 +114,22 @@ TEST(PostgresQuery, ValuesTypesCapAndErrors) {
       "'-Infinity'::numeric AS o, 'héllo'::text AS p",
       Limits{});
   ASSERT_TRUE(v.has_value()) << v.error().message;
-  const std::vector<std::optional<std::string>> want = {
-      "7", "2147483647", "9223372036854775807", "0.30000000000000004", "inf", "nan", "0.1",
-      "1.10", "nan", "true", "false", "\\x00\\xFFA\\x27\\x5C", std::nullopt, "3.0", "-inf",
-      "héllo"};
+  const std::vector<std::optional<std::string>> want = {"7",
+                                                        "2147483647",
+                                                        "9223372036854775807",
+                                                        "0.30000000000000004",
+                                                        "inf",
+                                                        "nan",
+                                                        "0.1",
+                                                        "1.10",
+                                                        "nan",
+                                                        "true",
+                                                        "false",
+                                                        "\\x00\\xFFA\\x27\\x5C",
+                                                        std::nullopt,
+                                                        "3.0",
+                                                        "-inf",
+                                                        "héllo"};
   EXPECT_EQ(v->rows[0], want);
   const std::vector<CellKind> kinds = {
       CellKind::kInteger, CellKind::kInteger, CellKind::kInteger, CellKind::kReal,
@@ -124,7 +137,9 @@ TEST(PostgresQuery, ValuesTypesCapAndErrors) {
       CellKind::kReal,    CellKind::kBoolean, CellKind::kBoolean, CellKind::kBlob,
       CellKind::kNull,    CellKind::kReal,    CellKind::kReal,    CellKind::kText};
   EXPECT_EQ(v->kinds[0], kinds);
-  EXPECT_EQ(BlobBytes(*v->rows[0][11]), std::string("\x00\xff" "A'\\", 5));
+  EXPECT_EQ(BlobBytes(*v->rows[0][11]), std::string("\x00\xff"
+                                                    "A'\\",
+                                                    5));
   EXPECT_EQ(v->types[0], "smallint");
   EXPECT_EQ(v->types[7], "numeric(5,2)");
   EXPECT_EQ(v->types[11], "bytea");
@@ -153,14 +168,16 @@ TEST(PostgresQuery, ValuesTypesCapAndErrors) {
   EXPECT_EQ(m->kinds[1][10], CellKind::kBlob);
   EXPECT_EQ(m->rows[2][2], std::nullopt);
   const std::vector<std::string> types = {
-      "integer", "text", "numeric(20,6)", "timestamp with time zone", "integer[]", "text[]",
-      "json", "jsonb", "uuid", "interval", "bytea", "boolean"};
+      "integer",   "text",     "numeric(20,6)", "timestamp with time zone",
+      "integer[]", "text[]",   "json",          "jsonb",
+      "uuid",      "interval", "bytea",         "boolean"};
   EXPECT_EQ(m->types, types);
 
   // The cap bounds what is kept, not what is counted; an empty result still has columns.
   auto chinook = OpenPg(pg.Url("chinook", "reader"), false);
   ASSERT_TRUE(chinook);
-  auto capped = chinook->Query("SELECT track_id, name FROM track ORDER BY track_id", Limits{10000, 5, {}});
+  auto capped =
+      chinook->Query("SELECT track_id, name FROM track ORDER BY track_id", Limits{10000, 5, {}});
   ASSERT_TRUE(capped.has_value()) << capped.error().message;
   EXPECT_EQ(capped->rows.size(), 5u);
   EXPECT_EQ(capped->row_count, 3503);

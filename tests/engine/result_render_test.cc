@@ -100,7 +100,9 @@ TEST_F(ResultRenderTest, CellsAreQuotedOnlyWhenTheyCouldBeMisread) {
 }
 
 TEST_F(ResultRenderTest, ControlAndInvisibleCharactersAreEscapedInCellsAndHeaders) {
-  EXPECT_EQ(RenderCell(std::string("a\x1b]0;title\x07" "b")), "\"a\\x1b]0;title\\x07b\"");
+  EXPECT_EQ(RenderCell(std::string("a\x1b]0;title\x07"
+                                   "b")),
+            "\"a\\x1b]0;title\\x07b\"");
   EXPECT_EQ(RenderCell(std::string("evil\u202etxt")), "\"evil\\u202etxt\"");
   EXPECT_EQ(RenderCell(std::string("say \"hi\" \x1b")), "\"say \\\"hi\\\" \\x1b\"");
   ResultTable t;
@@ -151,11 +153,11 @@ TEST_F(ResultRenderTest, SqliteUnknownColumnInAJoinListsEveryTableAliasFirst) {
             "this query names: " +
                 album + "; " + track);
   // A near name in another table than the alias's is offered after the alias's own.
-  EXPECT_EQ(Failure(*engine,
-                    "SELECT ar.Titl FROM Album al JOIN Artist ar ON al.ArtistId = ar.ArtistId"),
-            "sqlite: no such column: ar.Titl. Did you mean Album.Title? Columns of the tables "
-            "this query names: Artist(ArtistId, Name); " +
-                album);
+  EXPECT_EQ(
+      Failure(*engine, "SELECT ar.Titl FROM Album al JOIN Artist ar ON al.ArtistId = ar.ArtistId"),
+      "sqlite: no such column: ar.Titl. Did you mean Album.Title? Columns of the tables "
+      "this query names: Artist(ArtistId, Name); " +
+          album);
   // Unqualified: every table the query names, in its order.
   EXPECT_EQ(Failure(*engine, "SELECT Nme FROM Album JOIN Artist USING (ArtistId)"),
             "sqlite: no such column: Nme. Did you mean Artist.Name? Columns of the tables this "
@@ -182,9 +184,10 @@ TEST_F(ResultRenderTest, SqliteAmbiguousColumnsNameTheTablesAndHowToQualify) {
             "AlbumId: Album (as x, y). Qualify it with the table's name or alias: x.AlbumId or "
             "y.AlbumId");
   // The suggestions work: the qualified query runs.
-  EXPECT_TRUE(engine->Query("SELECT t.Name FROM Track t JOIN Album a ON t.AlbumId = a.AlbumId "
-                            "JOIN Artist AS ar ON ar.ArtistId = a.ArtistId LIMIT 1",
-                            Limits{})
+  EXPECT_TRUE(engine
+                  ->Query("SELECT t.Name FROM Track t JOIN Album a ON t.AlbumId = a.AlbumId "
+                          "JOIN Artist AS ar ON ar.ArtistId = a.ArtistId LIMIT 1",
+                          Limits{})
                   .has_value());
   // Through a CTE the tables are not seen: the general advice.
   EXPECT_EQ(Failure(*engine, "WITH x AS (SELECT 1 AS k), y AS (SELECT 2 AS k) SELECT k FROM x, y"),

@@ -34,8 +34,9 @@ class ResultValuesTest : public ::testing::Test {
     for (int i = 0; i < 56; ++i) {
       sql += "INSERT INTO country VALUES ('c" + std::to_string(i) + "', 52.5, NULL, NULL);";
     }
-    sql += "INSERT INTO country VALUES ('last', 56.599999999999454, x'00FF41', "
-           "9007199254740993);";
+    sql +=
+        "INSERT INTO country VALUES ('last', 56.599999999999454, x'00FF41', "
+        "9007199254740993);";
     sqlite_ = tmp_.path() / "world.sqlite";
     MakeSqlite(sqlite_, sql);
     // DuckDB's sniffer reads a 20-digit column as DOUBLE; with a placeholder it stays text.
@@ -66,14 +67,14 @@ TEST_F(ResultValuesTest, SqliteRealsKeepEveryDigitAndComputedColumnsGetStorageTy
   EXPECT_EQ(row[1], "0.30000000000000004");
   EXPECT_EQ(ParseDouble(*row[1]), 0.1 + 0.2);
   EXPECT_EQ(row[2], "57");
-  EXPECT_EQ(row[3], "2.0");  // still reads as a real
+  EXPECT_EQ(row[3], "2.0");               // still reads as a real
   EXPECT_EQ(row[4], "9007199254740993");  // beyond 2^53: exact, not rounded through a double
   EXPECT_EQ(row[5], std::nullopt);
-  EXPECT_EQ(r->kinds[0], (std::vector<CellKind>{CellKind::kReal, CellKind::kReal,
-                                                CellKind::kInteger, CellKind::kReal,
-                                                CellKind::kInteger, CellKind::kNull}));
-  EXPECT_EQ(r->types, (std::vector<std::string>{"REAL", "REAL", "INTEGER", "REAL", "INTEGER",
-                                                "NULL"}));
+  EXPECT_EQ(r->kinds[0],
+            (std::vector<CellKind>{CellKind::kReal, CellKind::kReal, CellKind::kInteger,
+                                   CellKind::kReal, CellKind::kInteger, CellKind::kNull}));
+  EXPECT_EQ(r->types,
+            (std::vector<std::string>{"REAL", "REAL", "INTEGER", "REAL", "INTEGER", "NULL"}));
 
   // Declared columns keep the declared type; a computed column of several storage classes
   // says so.
@@ -85,7 +86,9 @@ TEST_F(ResultValuesTest, SqliteRealsKeepEveryDigitAndComputedColumnsGetStorageTy
   EXPECT_EQ(mixed->types, (std::vector<std::string>{"TEXT", "REAL", "mixed"}));
   EXPECT_EQ(mixed->rows[1][2], "\\x00\\xFFA");
   EXPECT_EQ(mixed->kinds[1][2], CellKind::kBlob);
-  EXPECT_EQ(BlobBytes(*mixed->rows[1][2]), std::string("\x00\xff" "A", 3));
+  EXPECT_EQ(BlobBytes(*mixed->rows[1][2]), std::string("\x00\xff"
+                                                       "A",
+                                                       3));
 }
 
 TEST_F(ResultValuesTest, DuckDbDoublesAreShortestRoundTripAndWideIntegersExact) {
@@ -108,7 +111,9 @@ TEST_F(ResultValuesTest, DuckDbDoublesAreShortestRoundTripAndWideIntegersExact) 
   EXPECT_EQ(row[4], "504488.21");
   EXPECT_EQ(row[5], "18446744073709551615");
   EXPECT_EQ(row[6], "true");
-  EXPECT_EQ(BlobBytes(*row[7]), std::string("\x00\xff" "A", 3));
+  EXPECT_EQ(BlobBytes(*row[7]), std::string("\x00\xff"
+                                            "A",
+                                            3));
   EXPECT_EQ(row[8], std::nullopt);
   EXPECT_EQ(r->kinds[0],
             (std::vector<CellKind>{CellKind::kReal, CellKind::kReal, CellKind::kInteger,

@@ -67,8 +67,7 @@ TEST(SchemaCardTest, ThreeCsvsAreThreeTables) {
 
   // The sources are fingerprinted for the trace.
   ASSERT_EQ((*engine)->sources().size(), 3u);
-  EXPECT_EQ((*engine)->sources()[0].sha256,
-            quarry::testing::Sha256File(data / "sales.csv"));
+  EXPECT_EQ((*engine)->sources()[0].sha256, quarry::testing::Sha256File(data / "sales.csv"));
   EXPECT_EQ((*engine)->sources()[0].tables, std::vector<std::string>{"sales"});
 
   // Tables from different files join in one query.
@@ -92,8 +91,8 @@ TEST(SchemaCardTest, ChinookHasForeignKeysAndCounts) {
   EXPECT_EQ(Column(track, "Name").type, "NVARCHAR(200)");
   bool genre_fk = false;
   for (const auto& fk : track.foreign_keys) {
-    genre_fk = genre_fk || (fk.column == "GenreId" && fk.ref_table == "Genre" &&
-                            fk.ref_column == "GenreId");
+    genre_fk = genre_fk ||
+               (fk.column == "GenreId" && fk.ref_table == "Genre" && fk.ref_column == "GenreId");
   }
   EXPECT_TRUE(genre_fk);
   EXPECT_EQ(Table(**engine, "Genre").row_count, 25);

@@ -14,8 +14,8 @@
 namespace quarry::engine {
 namespace {
 
-using quarry::testing::Sha256File;
 using quarry::testing::MakeSqlite;
+using quarry::testing::Sha256File;
 using quarry::testing::TempDir;
 
 const TableCard* FindCard(const Engine& engine, const std::string& name) {
@@ -74,8 +74,8 @@ TEST_F(SqliteQuirksTest, IntegerColumnHoldingTextIsNotedSoTheSumCanBeCleaned) {
   const ColumnCard* amount = FindColumn(*sales, "amount");
   ASSERT_TRUE(amount);
   ASSERT_EQ(amount->notes.size(), 1u);
-  EXPECT_TRUE(amount->notes[0].starts_with(
-      "declared INTEGER, stored as integer in 2 rows, text in 3: "))
+  EXPECT_TRUE(
+      amount->notes[0].starts_with("declared INTEGER, stored as integer in 2 rows, text in 3: "))
       << amount->notes[0];
   EXPECT_TRUE(FindColumn(*sales, "year")->notes.empty());
 
@@ -89,8 +89,9 @@ TEST_F(SqliteQuirksTest, IntegerColumnHoldingTextIsNotedSoTheSumCanBeCleaned) {
 
   // Why the note matters: the naive total is wrong, the cleaned one right.
   EXPECT_EQ(Single(*engine, "SELECT sum(amount) FROM sales WHERE year = 2024"), "502.0");
-  EXPECT_EQ(Single(*engine, "SELECT sum(CAST(replace(amount, ',', '') AS INTEGER)) FROM sales "
-                            "WHERE year = 2024"),
+  EXPECT_EQ(Single(*engine,
+                   "SELECT sum(CAST(replace(amount, ',', '') AS INTEGER)) FROM sales "
+                   "WHERE year = 2024"),
             "2500000");
 }
 
@@ -107,7 +108,8 @@ TEST_F(SqliteQuirksTest, OnlyTextInNumericColumnsIsNoted) {
   ASSERT_EQ(reading->notes.size(), 1u);
   EXPECT_TRUE(reading->notes[0].starts_with("declared REAL, stored as real in 3 rows, text in 2: "))
       << reading->notes[0];
-  EXPECT_NE(reading->notes[0].find("typeof(\"reading\") IN ('integer', 'real')"), std::string::npos) << reading->notes[0];
+  EXPECT_NE(reading->notes[0].find("typeof(\"reading\") IN ('integer', 'real')"), std::string::npos)
+      << reading->notes[0];
   EXPECT_EQ(FindColumn(*m, "price")->notes.size(), 1u);
   const ColumnCard* blob_n = FindColumn(*m, "blob_n");
   ASSERT_EQ(blob_n->notes.size(), 1u);
@@ -134,8 +136,8 @@ TEST_F(SqliteQuirksTest, Fts5TableIsQueryableAndItsShadowTablesAreHidden) {
   auto all = engine->Query("SELECT title FROM docs", Limits{});
   ASSERT_TRUE(all) << all.error().message;
   EXPECT_EQ(all->row_count, 3);
-  auto match = engine->Query(
-      "SELECT title FROM docs WHERE docs MATCH 'refunds' ORDER BY rank", Limits{});
+  auto match =
+      engine->Query("SELECT title FROM docs WHERE docs MATCH 'refunds' ORDER BY rank", Limits{});
   ASSERT_TRUE(match) << match.error().message;
   ASSERT_EQ(match->row_count, 2);
   auto again = engine->Query(

@@ -66,8 +66,7 @@ TEST_P(SqliteWideTest, EveryColumnGetsStatisticsAndTheLastColumnQueries) {
   EXPECT_EQ(last.distinct_count, 4);
   EXPECT_EQ(last.max.value_or("none"), "n/a");
   ASSERT_EQ(last.notes.size(), 1u);
-  EXPECT_NE(last.notes[0].find("integer in 3 rows, text in 1"), std::string::npos)
-      << last.notes[0];
+  EXPECT_NE(last.notes[0].find("integer in 3 rows, text in 1"), std::string::npos) << last.notes[0];
 
   const std::string q = "c" + std::to_string(n);
   auto r = (*engine)->Query("SELECT max(" + q + ") FROM t WHERE typeof(" + q + ") = 'integer'",
@@ -87,9 +86,10 @@ INSTANTIATE_TEST_SUITE_P(Widths, SqliteWideTest, ::testing::Values(249, 250, 100
 TEST(SqliteTextTest, NulBytesInTextSurviveCardsAndResults) {
   TempDir tmp;
   const auto path = tmp.path() / "nul.sqlite";
-  ASSERT_NO_FATAL_FAILURE(MakeSqlite(
-      path, "CREATE TABLE t(s TEXT);"
-            "INSERT INTO t VALUES('a' || char(0) || 'b' || char(10) || 'how');"));
+  ASSERT_NO_FATAL_FAILURE(
+      MakeSqlite(path,
+                 "CREATE TABLE t(s TEXT);"
+                 "INSERT INTO t VALUES('a' || char(0) || 'b' || char(10) || 'how');"));
   auto engine = Open({path});
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
   const std::string value("a\0b\nhow", 7);

@@ -111,11 +111,12 @@ internal::SheetCell Number(uint32_t row, uint32_t col, std::string text) {
 TEST(WorkbookCsvTest, MergedLabelsAreRepeatedAndMergedNumbersAreNot) {
   internal::Sheet sheet;
   sheet.name = "S";
-  sheet.cells = {Text(0, 0, "region"), Text(0, 1, "amount"), Text(1, 0, "North"), Number(1, 1, "10"),
-                 Number(2, 1, "20"), Number(3, 0, "30"), Number(3, 1, "5")};
-  sheet.merged = {{1, 0, 2, 0},        // A2:A3, the label 'North'
-                  {3, 0, 4, 0},        // A4:A5, a number: never repeated
-                  {0, 3, 20000, 3}};   // D1:D20001, empty: nothing to repeat
+  sheet.cells = {Text(0, 0, "region"), Text(0, 1, "amount"), Text(1, 0, "North"),
+                 Number(1, 1, "10"),   Number(2, 1, "20"),   Number(3, 0, "30"),
+                 Number(3, 1, "5")};
+  sheet.merged = {{1, 0, 2, 0},       // A2:A3, the label 'North'
+                  {3, 0, 4, 0},       // A4:A5, a number: never repeated
+                  {0, 3, 20000, 3}};  // D1:D20001, empty: nothing to repeat
   std::string csv;
   auto r = internal::WriteSheetCsv(sheet, std::nullopt, csv);
   ASSERT_TRUE(r.has_value()) << r.error().message;
@@ -129,17 +130,23 @@ TEST(WorkbookCsvTest, MergedLabelsAreRepeatedAndMergedNumbersAreNot) {
 TEST(WorkbookCsvTest, ErrorsTitlesGapsQuotesAndRanges) {
   internal::Sheet sheet;
   sheet.name = "Report";
-  sheet.cells = {Text(0, 1, "Sales \"2024\""), Text(2, 1, "item"), Text(2, 2, "qty"),
-                 Text(3, 1, "a,b\nc"), {3, 2, SheetValue::kError, "#N/A"},
-                 Text(6, 1, "d"), {6, 2, SheetValue::kNoValue, ""}};
+  sheet.cells = {Text(0, 1, "Sales \"2024\""),
+                 Text(2, 1, "item"),
+                 Text(2, 2, "qty"),
+                 Text(3, 1, "a,b\nc"),
+                 {3, 2, SheetValue::kError, "#N/A"},
+                 Text(6, 1, "d"),
+                 {6, 2, SheetValue::kNoValue, ""}};
   std::string csv;
   auto r = internal::WriteSheetCsv(sheet, std::nullopt, csv);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(csv, "\"item\",\"qty\"\n\"a,b\nc\",\n\"d\",\n");
   std::string notes;
   for (const auto& n : r->notes) notes += n + "\n";
-  EXPECT_NE(notes.find("1 title row(s) above the header are not part of the table ('Sales \"2024\"')"),
-            std::string::npos) << notes;
+  EXPECT_NE(
+      notes.find("1 title row(s) above the header are not part of the table ('Sales \"2024\"')"),
+      std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("2 empty row(s) between the data were skipped"), std::string::npos) << notes;
   EXPECT_NE(notes.find("column C ('qty'): 1 × #N/A"), std::string::npos) << notes;
   EXPECT_NE(notes.find("1 formula cell(s) have no saved result"), std::string::npos) << notes;
@@ -229,7 +236,8 @@ TEST_F(WorkbookCorpusTest, OpenpyxlSalesSheetHasTypesNotesAndATotalRow) {
   Need("openpyxl");
   auto engine = Load("sales.xlsx");
   ASSERT_TRUE(engine);
-  ASSERT_EQ(engine->describe().size(), 2u);  // Sales and the hidden Lookup; the chart sheet is not a table
+  ASSERT_EQ(engine->describe().size(),
+            2u);  // Sales and the hidden Lookup; the chart sheet is not a table
   const TableCard& sales = Card(*engine, "sales_sales");
   EXPECT_EQ(sales.row_count, 4);
   EXPECT_EQ(TypeOf(sales, "units"), "BIGINT");
@@ -237,16 +245,24 @@ TEST_F(WorkbookCorpusTest, OpenpyxlSalesSheetHasTypesNotesAndATotalRow) {
   EXPECT_EQ(TypeOf(sales, "at"), "TIMESTAMP");
   EXPECT_EQ(TypeOf(sales, "ok"), "BOOLEAN");
   EXPECT_EQ(TypeOf(sales, "price"), "DOUBLE");
-  EXPECT_EQ(Value(*engine, "SELECT SUM(units) FROM sales_sales WHERE region <> 'Grand total'"), "15");
+  EXPECT_EQ(Value(*engine, "SELECT SUM(units) FROM sales_sales WHERE region <> 'Grand total'"),
+            "15");
   EXPECT_EQ(Value(*engine, "SELECT day FROM sales_sales WHERE region = 'East'"), "2024-02-29");
-  EXPECT_EQ(Value(*engine, "SELECT \"at\" FROM sales_sales WHERE region = 'East'"), "2024-02-29 00:00:01");
-  EXPECT_EQ(Value(*engine, "SELECT COUNT(price) FROM sales_sales"), "2");  // #N/A and the formula are NULL
+  EXPECT_EQ(Value(*engine, "SELECT \"at\" FROM sales_sales WHERE region = 'East'"),
+            "2024-02-29 00:00:01");
+  EXPECT_EQ(Value(*engine, "SELECT COUNT(price) FROM sales_sales"),
+            "2");  // #N/A and the formula are NULL
   const std::string notes = Notes(sales);
-  EXPECT_NE(notes.find("a row holds the total of the rows above it in units: 'Grand total'"), std::string::npos) << notes;
-  EXPECT_NE(notes.find("1 cell(s) hold Excel errors, read as NULL (column F ('price'): 1 × #N/A)"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("a row holds the total of the rows above it in units: 'Grand total'"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("1 cell(s) hold Excel errors, read as NULL (column F ('price'): 1 × #N/A)"),
+            std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("1 formula cell(s) have no saved result"), std::string::npos) << notes;
   EXPECT_NE(notes.find("sheet(s) 'Chart' hold no table"), std::string::npos) << notes;
-  EXPECT_NE(Notes(Card(*engine, "sales_lookup")).find("sheet 'Lookup' is hidden"), std::string::npos);
+  EXPECT_NE(Notes(Card(*engine, "sales_lookup")).find("sheet 'Lookup' is hidden"),
+            std::string::npos);
   EXPECT_EQ(Card(*engine, "sales_sales").source, File("sales.xlsx").string() + ", sheet 'Sales'");
 }
 
@@ -277,8 +293,11 @@ TEST_F(WorkbookCorpusTest, AReportWithTitleMergedLabelsAndCodes) {
   // The merged label reaches every row it covers: North's three stores add up to 600.
   EXPECT_EQ(Value(*engine, "SELECT SUM(sales) FROM report_report WHERE region = 'North'"), "600");
   const std::string notes = Notes(card);
-  EXPECT_NE(notes.find("2 title row(s) above the header are not part of the table ('Quarterly report', …)"),
-            std::string::npos) << notes;
+  EXPECT_NE(
+      notes.find(
+          "2 title row(s) above the header are not part of the table ('Quarterly report', …)"),
+      std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("B5:B7 ('North')"), std::string::npos) << notes;
   EXPECT_NE(notes.find("1 empty row(s) between the data were skipped"), std::string::npos) << notes;
 }
@@ -311,7 +330,8 @@ TEST_F(WorkbookCorpusTest, SheetsRangesAndOptions) {
     Error::Code code;
   };
   for (const Bad& b : std::vector<Bad>{
-           {"?sheet=Q9", "has no sheet 'Q9'; its sheets are 'Q1 2024', 'Q2.2024', 'Blank'", Error::Code::kUsage},
+           {"?sheet=Q9", "has no sheet 'Q9'; its sheets are 'Q1 2024', 'Q2.2024', 'Blank'",
+            Error::Code::kUsage},
            {"?range=A1:B2", "range= needs sheet= too", Error::Code::kUsage},
            {"?range=A0", "range=A3:F200", Error::Code::kUsage},
            {"?delim=;", "describe CSV text, not a workbook", Error::Code::kUsage},
@@ -319,7 +339,8 @@ TEST_F(WorkbookCorpusTest, SheetsRangesAndOptions) {
     auto e = Open({File("quarters.xlsx").string() + b.suffix});
     ASSERT_FALSE(e.has_value()) << b.suffix;
     EXPECT_EQ(e.error().code, b.code) << b.suffix;
-    EXPECT_NE(e.error().message.find(b.says), std::string::npos) << b.suffix << ": " << e.error().message;
+    EXPECT_NE(e.error().message.find(b.says), std::string::npos)
+        << b.suffix << ": " << e.error().message;
   }
   quarry::testing::TempDir other;
   auto on_csv = Open({other.Write("t.csv", "a,b\n1,2\n").string() + "?sheet=S"});
@@ -342,9 +363,11 @@ TEST_F(WorkbookCorpusTest, SheetJsCachedFormulaResultsAndErrors) {
   EXPECT_EQ(Value(*engine, "SELECT COUNT(lookup) FROM orders_orders"), "1");
   EXPECT_EQ(Value(*engine, "SELECT max(due) FROM orders_orders"), "2024-02-29");
   const std::string notes = Notes(card);
-  EXPECT_NE(notes.find("3 cell(s) hold Excel errors, read as NULL (column D ('amount'): 1 × #DIV/0!; "
-                       "column G ('lookup'): 2 × #N/A)"),
-            std::string::npos) << notes;
+  EXPECT_NE(
+      notes.find("3 cell(s) hold Excel errors, read as NULL (column D ('amount'): 1 × #DIV/0!; "
+                 "column G ('lookup'): 2 × #N/A)"),
+      std::string::npos)
+      << notes;
 }
 
 TEST_F(WorkbookCorpusTest, AHundredThousandRowSheet) {
@@ -358,7 +381,8 @@ TEST_F(WorkbookCorpusTest, AHundredThousandRowSheet) {
   EXPECT_EQ(TypeOf(card, "day"), "DATE");
   EXPECT_EQ(Value(*engine, "SELECT SUM(amount) FROM big_big"), "499500.0");
   EXPECT_EQ(Value(*engine, "SELECT COUNT(DISTINCT grp) FROM big_big"), "7");
-  EXPECT_EQ(Value(*engine, "SELECT min(day) || '/' || max(day) FROM big_big"), "2020-01-01/2023-12-31");
+  EXPECT_EQ(Value(*engine, "SELECT min(day) || '/' || max(day) FROM big_big"),
+            "2020-01-01/2023-12-31");
   EXPECT_EQ(Notes(card), "");  // nothing in it misleads: no note cries wolf
 }
 
@@ -392,11 +416,13 @@ TEST_F(WorkbookCorpusTest, HostilePackagesAreRefusedWithAClearError) {
     std::string file, says;
   };
   for (const Case& c : std::vector<Case>{
-           {"huge_strings.xlsx", "its part 'xl/sharedStrings.xml' unpacks to 1024 MiB, over the 512 MiB"},
+           {"huge_strings.xlsx",
+            "its part 'xl/sharedStrings.xml' unpacks to 1024 MiB, over the 512 MiB"},
            {"many_parts.xlsx", "is refused"},
            {"bomb.xlsx", "times larger than it is packed (a zip bomb)"},
            {"climb_entry.xlsx", "an entry whose path climbs out of the package ('../../evil.txt')"},
-           {"climb_absolute.xlsx", "an entry whose path climbs out of the package ('/etc/evil.txt')"},
+           {"climb_absolute.xlsx",
+            "an entry whose path climbs out of the package ('/etc/evil.txt')"},
            {"climb_rel.xlsx", "a relationship points outside the package"},
            {"laughs.xlsx", "declares a DTD"},
            {"badxml.xlsx", "is not well-formed XML"},
@@ -409,7 +435,8 @@ TEST_F(WorkbookCorpusTest, HostilePackagesAreRefusedWithAClearError) {
     auto e = Open({File(c.file)});
     ASSERT_FALSE(e.has_value()) << c.file;
     EXPECT_EQ(e.error().code, Error::Code::kData) << c.file;
-    EXPECT_NE(e.error().message.find(c.says), std::string::npos) << c.file << ": " << e.error().message;
+    EXPECT_NE(e.error().message.find(c.says), std::string::npos)
+        << c.file << ": " << e.error().message;
   }
 }
 
@@ -437,9 +464,12 @@ TEST_F(WorkbookCorpusTest, AStrayCellFarRightAndATemplateSheetAreNotTheTable) {
   EXPECT_EQ(Value(*engine, "SELECT SUM(amt) FROM stray_s"), "12375.0");
   const std::string notes = Notes(card);
   EXPECT_NE(notes.find("1 cell(s) apart from the table, past empty columns, are not part of it "
-                       "(XFD50 ('x')); read them with range="), std::string::npos) << notes;
+                       "(XFD50 ('x')); read them with range="),
+            std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("'Template' hold no table (a chart, no cells, or a header only)"),
-            std::string::npos) << notes;
+            std::string::npos)
+      << notes;
   // Named, the template is a table with no rows, as the user asked.
   auto tpl = Open({File("stray.xlsx").string() + "?sheet=Template"});
   ASSERT_FALSE(tpl.has_value());
@@ -485,7 +515,8 @@ TEST_F(WorkbookCorpusTest, EscapesEmptyFormulaResultsAndOverlappingMerges) {
   const TableCard& card = Card(*engine, "escaped_s");
   EXPECT_EQ(card.columns.size(), 2u);  // overlapping merges fill each cell once
   EXPECT_EQ(Value(*engine, "SELECT note FROM escaped_s WHERE note LIKE 'line1%'"), "line1\nline2");
-  EXPECT_EQ(Value(*engine, "SELECT note FROM escaped_s WHERE note LIKE '%literal'"), "_x000D_ literal");
+  EXPECT_EQ(Value(*engine, "SELECT note FROM escaped_s WHERE note LIKE '%literal'"),
+            "_x000D_ literal");
   // <v></v> is a saved empty string, not a missing result.
   EXPECT_EQ(Notes(card).find("no saved result"), std::string::npos) << Notes(card);
   auto dup = Open({File("duplicate.xlsx")});
@@ -501,7 +532,8 @@ TEST_F(WorkbookCorpusTest, TheWorkbooksAreOnlyRead) {
   Need("openpyxl");
   Need("sheetjs");
   const auto before = quarry::testing::DirectoryFingerprint(dir_->path());
-  for (const char* name : {"sales.xlsx", "report.xlsx", "quarters.xlsx", "cities.xls", "orders.xlsx"}) {
+  for (const char* name :
+       {"sales.xlsx", "report.xlsx", "quarters.xlsx", "cities.xls", "orders.xlsx"}) {
     auto engine = Load(name);
     ASSERT_TRUE(engine) << name;
     for (const auto& card : engine->describe()) {

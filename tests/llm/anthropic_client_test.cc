@@ -258,9 +258,8 @@ TEST_F(AnthropicClientTest, ParsesTextAndParallelToolUse) {
 
 TEST_F(AnthropicClientTest, MapsStopReasons) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"end_turn", "stop"},     {"stop_sequence", "stop"}, {"tool_use", "tool_calls"},
-      {"max_tokens", "length"}, {"refusal", "content_filter"},
-      {"pause_turn", "other"}};
+      {"end_turn", "stop"},     {"stop_sequence", "stop"},     {"tool_use", "tool_calls"},
+      {"max_tokens", "length"}, {"refusal", "content_filter"}, {"pause_turn", "other"}};
   auto client = MakeAnthropicClient(Config());
   for (const auto& [stop_reason, finish] : cases) {
     ScriptedMessage reply;

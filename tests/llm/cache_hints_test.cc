@@ -21,11 +21,10 @@ constexpr const char* kCards = "table sales (3 rows)\n--- end of schema cards --
 Request Conversation() {
   Request request;
   const std::string system = std::string(kStable) + kCards;
-  request.messages = {
-      {Role::kSystem, system, {}, "", std::string(kStable).size()},
-      {Role::kUser, "Which region sells most?", {}, ""},
-      {Role::kAssistant, "", {{"call_1", "run_sql", R"({"sql":"SELECT 1"})"}}, ""},
-      {Role::kTool, "rows: North | 3", {}, "call_1"}};
+  request.messages = {{Role::kSystem, system, {}, "", std::string(kStable).size()},
+                      {Role::kUser, "Which region sells most?", {}, ""},
+                      {Role::kAssistant, "", {{"call_1", "run_sql", R"({"sql":"SELECT 1"})"}}, ""},
+                      {Role::kTool, "rows: North | 3", {}, "call_1"}};
   return request;
 }
 
@@ -104,9 +103,9 @@ TEST_F(CacheHintsTest, OtherModelsAndProvidersGetPlainStrings) {
   want[0]["content"] = system;
   // OpenAI models behind OpenRouter cache on their own; a local server reached as
   // openai-compatible gets no OpenRouter extension, whatever the model is called.
-  for (const auto& [provider, model] :
-       std::vector<std::pair<std::string, std::string>>{{"openrouter", "openai/gpt-4o-mini"},
-                                                        {"openai-compatible", "anthropic/claude-sonnet-4.5"}}) {
+  for (const auto& [provider, model] : std::vector<std::pair<std::string, std::string>>{
+           {"openrouter", "openai/gpt-4o-mini"},
+           {"openai-compatible", "anthropic/claude-sonnet-4.5"}}) {
     const json body = Sent(provider, model, Conversation());
     EXPECT_EQ(body["messages"], want) << provider << " " << model;
     EXPECT_EQ(body.dump().find("cache_control"), std::string::npos) << provider << " " << model;

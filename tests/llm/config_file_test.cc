@@ -123,8 +123,8 @@ TEST_F(ConfigFileTest, TheProfileIsTheFlagsThenTheVariablesThenTheFilesDefault) 
       ReadConfigProfile(Fake(Write("[profiles.other]\nmodel = \"m\"\n")), std::nullopt);
   ASSERT_TRUE(neither) << neither.error().message;
   EXPECT_TRUE(neither->values.empty());
-  EXPECT_EQ(ReadConfigProfile(Fake(Write("[profiles.default]\ntemperature = 1e-5\n")),
-                              std::nullopt)->values.at("QUARRY_TEMPERATURE"),
+  EXPECT_EQ(ReadConfigProfile(Fake(Write("[profiles.default]\ntemperature = 1e-5\n")), std::nullopt)
+                ->values.at("QUARRY_TEMPERATURE"),
             "0.00001");
 }
 
@@ -154,15 +154,14 @@ TEST_F(ConfigFileTest, AMistakeInTheFileNamesItsPlaceAndWhatIsAllowed) {
   for (int i = 0; i < 50000; ++i) deep += "a.";
   deep += "a = 1\n";
   const std::string nested = ErrorOf(Write(deep));
-  EXPECT_NE(nested.find("nested deeper than 32 levels"), std::string::npos) << nested.substr(0, 200);
+  EXPECT_NE(nested.find("nested deeper than 32 levels"), std::string::npos)
+      << nested.substr(0, 200);
   std::string header = "[";
   for (int i = 0; i < 50000; ++i) header += "a.";
   EXPECT_NE(ErrorOf(Write(header + "a]\n")).find("nested deeper"), std::string::npos);
-  EXPECT_NE(ErrorOf(Write("[profiles.\"x\"]\nmodel = \"a.b.c.d\" # x.y.z\n")).find("nested"),
-            0u);
+  EXPECT_NE(ErrorOf(Write("[profiles.\"x\"]\nmodel = \"a.b.c.d\" # x.y.z\n")).find("nested"), 0u);
   Result<ConfigProfile> dots_in_values = ReadConfigProfile(
-      Fake(Write("[profiles.default]\nmodel = \"" + std::string(200, '.') + "\"\n")),
-      std::nullopt);
+      Fake(Write("[profiles.default]\nmodel = \"" + std::string(200, '.') + "\"\n")), std::nullopt);
   EXPECT_TRUE(dots_in_values) << "dots inside a string are no nesting: "
                               << dots_in_values.error().message;
   const std::string not_table = ErrorOf(Write("default_profile = \"x\"\n[profiles]\nx = 5\n"));
@@ -173,9 +172,10 @@ TEST_F(ConfigFileTest, AMistakeInTheFileNamesItsPlaceAndWhatIsAllowed) {
 // A key written in the file needs a file only its owner reads; a file others may write, or
 // another user's, is refused whole: it would choose where the key goes.
 TEST_F(ConfigFileTest, KeysAndOwnershipAreChecked) {
-  const std::string with_key =
-      std::string("[profiles.default]\nbase_url = \"https://llm.example.com/v1\"\n"
-                  "model = \"m\"\napi_key = \"") + kKey + "\"\n";
+  const std::string with_key = std::string(
+                                   "[profiles.default]\nbase_url = \"https://llm.example.com/v1\"\n"
+                                   "model = \"m\"\napi_key = \"") +
+                               kKey + "\"\n";
   const std::string readable = ErrorOf(Write(with_key, 0644));
   EXPECT_NE(readable.find("holds an api_key, but other users can read the file: chmod 600"),
             std::string::npos)
@@ -210,9 +210,10 @@ TEST_F(ConfigFileTest, TheProfileIsTheLastLayerAndIsNamedAsTheOrigin) {
 
   const std::map<std::string, std::string> dotenv = {{"QUARRY_MODEL", "from-dotenv"}};
   EXPECT_EQ(ResolveConfig(Settings{}, Fake({}), dotenv, nullptr, &profile)->model, "from-dotenv");
-  EXPECT_EQ(ResolveConfig(Settings{}, Fake({{"QUARRY_MODEL", "from-env"}}), dotenv, nullptr,
-                          &profile)->model,
-            "from-env");
+  EXPECT_EQ(
+      ResolveConfig(Settings{}, Fake({{"QUARRY_MODEL", "from-env"}}), dotenv, nullptr, &profile)
+          ->model,
+      "from-env");
   // A bad value says which profile holds it, not a variable the user never set.
   const ConfigProfile zero =
       *ReadConfigProfile(Fake(Write("[profiles.default]\nbase_url = \"http://127.0.0.1:9/v1\"\n"
@@ -222,12 +223,12 @@ TEST_F(ConfigFileTest, TheProfileIsTheLastLayerAndIsNamedAsTheOrigin) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message.find("request_timeout in profile \"default\" of "), 0u)
       << bad.error().message;
-  for (const auto& [value, streams] : std::map<std::string, bool>{{"\"off\"", false},
-                                                                 {"\"NO\"", false},
-                                                                 {"true", true}}) {
+  for (const auto& [value, streams] :
+       std::map<std::string, bool>{{"\"off\"", false}, {"\"NO\"", false}, {"true", true}}) {
     const ConfigProfile p = *ReadConfigProfile(
         Fake(Write("[profiles.default]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n"
-                   "stream = " + value + "\n")),
+                   "stream = " +
+                   value + "\n")),
         std::nullopt);
     Result<ClientConfig> c = ResolveConfig(Settings{}, Fake({}), {}, nullptr, &p);
     ASSERT_TRUE(c) << value << ": " << c.error().message;
@@ -243,24 +244,26 @@ TEST_F(ConfigFileTest, TheProfileIsTheLastLayerAndIsNamedAsTheOrigin) {
 
   Settings flags;
   flags.model = "from-flag";
-  EXPECT_EQ(ResolveConfig(flags, Fake({{"QUARRY_MODEL", "from-env"}}), dotenv, nullptr,
-                          &profile)->model,
-            "from-flag");
+  EXPECT_EQ(
+      ResolveConfig(flags, Fake({{"QUARRY_MODEL", "from-env"}}), dotenv, nullptr, &profile)->model,
+      "from-flag");
 }
 
 // A provider's own base URL variable in the environment is the endpoint, over a profile's
 // base_url and provider: the environment comes before the file (found by a fresh-user trial,
 // whose exported ANTHROPIC_BASE_URL was ignored for the profile's local server).
 TEST_F(ConfigFileTest, AnSdkBaseUrlInTheEnvironmentBeatsTheProfilesEndpoint) {
-  Env env = Write("default_profile = \"local\"\n[profiles.local]\nprovider = "
-                  "\"openai-compatible\"\nbase_url = \"http://127.0.0.1:18081/v1\"\n");
+  Env env = Write(
+      "default_profile = \"local\"\n[profiles.local]\nprovider = "
+      "\"openai-compatible\"\nbase_url = \"http://127.0.0.1:18081/v1\"\n");
   const ConfigProfile profile = *ReadConfigProfile(Fake(env), std::nullopt);
   SettingOrigins origins;
-  Result<ClientConfig> anthropic = ResolveConfig(
-      Settings{}, Fake({{"ANTHROPIC_API_KEY", "sk-ant-0123456789abcdefghij"},
-                        {"ANTHROPIC_BASE_URL", "http://127.0.0.1:18082"},
-                        {"QUARRY_MODEL", "m"}}),
-      {}, &origins, &profile);
+  Result<ClientConfig> anthropic =
+      ResolveConfig(Settings{},
+                    Fake({{"ANTHROPIC_API_KEY", "sk-ant-0123456789abcdefghij"},
+                          {"ANTHROPIC_BASE_URL", "http://127.0.0.1:18082"},
+                          {"QUARRY_MODEL", "m"}}),
+                    {}, &origins, &profile);
   ASSERT_TRUE(anthropic) << anthropic.error().message;
   EXPECT_EQ(ProviderName(anthropic->provider), "anthropic");
   EXPECT_EQ(anthropic->base_url, "http://127.0.0.1:18082/v1");
@@ -272,16 +275,17 @@ TEST_F(ConfigFileTest, AnSdkBaseUrlInTheEnvironmentBeatsTheProfilesEndpoint) {
   ASSERT_TRUE(openai) << openai.error().message;
   EXPECT_EQ(openai->base_url, "http://127.0.0.1:18083/v1");
   // Without such a variable the profile's endpoint stands, and a flag beats them all.
-  EXPECT_EQ(ResolveConfig(Settings{}, Fake({{"QUARRY_MODEL", "m"}}), {}, nullptr, &profile)
-                ->base_url,
-            "http://127.0.0.1:18081/v1");
+  EXPECT_EQ(
+      ResolveConfig(Settings{}, Fake({{"QUARRY_MODEL", "m"}}), {}, nullptr, &profile)->base_url,
+      "http://127.0.0.1:18081/v1");
   Settings flags;
   flags.base_url = "http://127.0.0.1:18084/v1";
-  EXPECT_EQ(ResolveConfig(flags, Fake({{"OPENAI_BASE_URL", "http://127.0.0.1:18083/v1"},
-                                       {"QUARRY_MODEL", "m"}}),
-                          {}, nullptr, &profile)
-                ->base_url,
-            "http://127.0.0.1:18084/v1");
+  EXPECT_EQ(
+      ResolveConfig(flags,
+                    Fake({{"OPENAI_BASE_URL", "http://127.0.0.1:18083/v1"}, {"QUARRY_MODEL", "m"}}),
+                    {}, nullptr, &profile)
+          ->base_url,
+      "http://127.0.0.1:18084/v1");
 }
 
 // A base URL that ./.env chose gets no key from anywhere else: not the environment's
@@ -320,7 +324,8 @@ TEST_F(ConfigFileTest, ADotEnvBaseUrlGetsNoKeyFromTheEnvironmentOrTheProfile) {
   EXPECT_EQ(own->api_key, kKey);
   // The environment's own base URL takes the environment's key, whatever .env says.
   Result<ClientConfig> env_url = ResolveConfig(
-      Settings{}, Fake({{"QUARRY_API_KEY", kKey}, {"QUARRY_BASE_URL", "https://llm.example.com/v1"}}),
+      Settings{},
+      Fake({{"QUARRY_API_KEY", kKey}, {"QUARRY_BASE_URL", "https://llm.example.com/v1"}}),
       dotenv_url);
   ASSERT_TRUE(env_url) << env_url.error().message;
   EXPECT_EQ(env_url->api_key, kKey);

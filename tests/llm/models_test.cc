@@ -161,8 +161,7 @@ TEST(ModelsTest, OnlyServedModel) {
   EXPECT_NE(pick.error().message.find("serves 2 models (qwen2.5:7b, llama3.2:3b)"),
             std::string::npos)
       << pick.error().message;
-  EXPECT_NE(pick.error().message.find("pick one with --model or QUARRY_MODEL"),
-            std::string::npos);
+  EXPECT_NE(pick.error().message.find("pick one with --model or QUARRY_MODEL"), std::string::npos);
 
   ProviderServer empty;
   empty.ServeModels(R"({"object": "list", "data": []})");

@@ -461,13 +461,16 @@ TEST_F(OpenAiStreamTest, WaitLineStopsWhenTheFirstBytesArrive) {
 // nothing, or cut an emoji's surrogate pair across two chunks.
 std::string Chunk(const std::string& delta, const std::string& finish = "null") {
   return "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
-         "\"delta\":" + delta + ",\"finish_reason\":" + finish + "}]}\n\n";
+         "\"delta\":" +
+         delta + ",\"finish_reason\":" + finish + "}]}\n\n";
 }
 
 TEST(OpenAiStreamQuirksTest, ANewIdAtAnIndexInUseStartsACallOfItsOwn) {
   const std::string body =
-      Chunk(R"({"tool_calls":[{"index":0,"id":"x1","type":"function","function":{"name":"run_sql","arguments":"{\"sql\": \"SELECT 1\"}"}}]})") +
-      Chunk(R"({"tool_calls":[{"index":0,"id":"x2","type":"function","function":{"name":"run_sql","arguments":""}}]})") +
+      Chunk(
+          R"({"tool_calls":[{"index":0,"id":"x1","type":"function","function":{"name":"run_sql","arguments":"{\"sql\": \"SELECT 1\"}"}}]})") +
+      Chunk(
+          R"({"tool_calls":[{"index":0,"id":"x2","type":"function","function":{"name":"run_sql","arguments":""}}]})") +
       Chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"sql\": \"SELECT 2\"}"}}]})") +
       Chunk("{}", "\"tool_calls\"") + "data: [DONE]\n\n";
   internal::CompletionStream stream(nullptr);
@@ -489,7 +492,8 @@ TEST(OpenAiStreamQuirksTest, BlankEventsAreSkippedAndLoneSurrogatesReadAsReplace
   ASSERT_TRUE(stream.done());
   // Each half alone is U+FFFD; a whole pair is the emoji; an escaped backslash stays text.
   EXPECT_EQ(stream.Completion()["choices"][0]["message"]["content"],
-            "a\xEF\xBF\xBD\xEF\xBF\xBD" "b \xF0\x9F\x8E\x89 \\ud83c");
+            "a\xEF\xBF\xBD\xEF\xBF\xBD"
+            "b \xF0\x9F\x8E\x89 \\ud83c");
 }
 
 }  // namespace

@@ -42,9 +42,7 @@ int64_t MsSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
-std::string Nested(size_t depth) {
-  return std::string(depth, '[') + std::string(depth, ']');
-}
+std::string Nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 // A reply whose one tool call carries `arguments` as a JSON value, not as a string.
 std::string ObjectArgumentsReply(const std::string& arguments) {
@@ -74,8 +72,11 @@ class ProviderFaultsTest : public ::testing::Test {
 };
 
 TEST_F(ProviderFaultsTest, ContextLengthRateLimitFailsAtOnceWithThePromptSize) {
-  server_.Enqueue({429, {}, ErrorBody("This model's maximum context length is 8192 tokens. "
-                                      "However, your messages resulted in 9500 tokens.", 429)});
+  server_.Enqueue({429,
+                   {},
+                   ErrorBody("This model's maximum context length is 8192 tokens. "
+                             "However, your messages resulted in 9500 tokens.",
+                             429)});
   Request request = Question();
   request.prompt_tokens_estimate = 9321;
   Result<Turn> turn = MakeOpenAiClient(Config())->Complete(request);
@@ -90,12 +91,16 @@ TEST_F(ProviderFaultsTest, ContextLengthRateLimitFailsAtOnceWithThePromptSize) {
 
   // OpenAI's "Request too large ... tokens per min" cannot succeed either; its ordinary
   // "Rate limit reached ... tokens per min" is transient and is retried.
-  server_.Enqueue({429, {}, ErrorBody("Request too large for gpt-4o in organization org-x on "
-                                      "tokens per min (TPM): Limit 30000, Requested 45000.")});
+  server_.Enqueue({429,
+                   {},
+                   ErrorBody("Request too large for gpt-4o in organization org-x on "
+                             "tokens per min (TPM): Limit 30000, Requested 45000.")});
   EXPECT_FALSE(MakeOpenAiClient(Config())->Complete(Question()));
   EXPECT_EQ(server_.requests().size(), 2u);
-  server_.Enqueue({429, {}, ErrorBody("Rate limit reached for gpt-4o in organization org-x on "
-                                      "tokens per min (TPM): Limit 30000, Used 29000.")});
+  server_.Enqueue({429,
+                   {},
+                   ErrorBody("Rate limit reached for gpt-4o in organization org-x on "
+                             "tokens per min (TPM): Limit 30000, Used 29000.")});
   server_.Enqueue({200, {}, TextReply("ok")});
   Result<Turn> transient = MakeOpenAiClient(Config())->Complete(Question());
   ASSERT_TRUE(transient) << transient.error().message;
@@ -192,8 +197,9 @@ TEST_F(ProviderFaultsTest, StopEndsTheWaitBeforeAResend) {
 
 TEST_F(ProviderFaultsTest, RejectedTemperatureIsDroppedForTheRestOfTheRun) {
   json rejection = {{"error",
-                     {{"message", "Unsupported value: 'temperature' does not support 0 with this "
-                                  "model. Only the default (1) value is supported."},
+                     {{"message",
+                       "Unsupported value: 'temperature' does not support 0 with this "
+                       "model. Only the default (1) value is supported."},
                       {"type", "invalid_request_error"},
                       {"param", "temperature"},
                       {"code", "unsupported_value"}}}};
@@ -227,9 +233,10 @@ TEST_F(ProviderFaultsTest, RejectedTemperatureIsDroppedForTheRestOfTheRun) {
 }
 
 TEST_F(ProviderFaultsTest, RejectedMaxTokensIsSentAsMaxCompletionTokens) {
-  server_.Enqueue(
-      {400, {}, ErrorBody("Unsupported parameter: 'max_tokens' is not supported with this "
-                          "model. Use 'max_completion_tokens' instead.")});
+  server_.Enqueue({400,
+                   {},
+                   ErrorBody("Unsupported parameter: 'max_tokens' is not supported with this "
+                             "model. Use 'max_completion_tokens' instead.")});
   server_.Enqueue({200, {}, TextReply("ok")});
   ClientConfig config = Config();
   config.max_output_tokens = 777;

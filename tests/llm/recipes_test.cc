@@ -21,13 +21,13 @@ using quarry::testing::RecordedRequest;
 using Env = std::map<std::string, std::string>;
 
 Result<ClientConfig> Resolve(const Env& env) {
-  return ResolveConfig(
-      Settings{},
-      [env](const char* name) -> std::optional<std::string> {
-        auto it = env.find(name);
-        return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-      },
-      {});
+  return ResolveConfig(Settings{},
+                       [env](const char* name) -> std::optional<std::string> {
+                         auto it = env.find(name);
+                         return it == env.end() ? std::nullopt
+                                                : std::optional<std::string>(it->second);
+                       },
+                       {});
 }
 
 // The recipe's endpoint replaced by the stand-in's; nothing else changes.

@@ -192,8 +192,8 @@ TEST(RecordClientTest, ReplayReadsCacheWritesAndOldFixturesWithout) {
   EXPECT_EQ(second->usage.cache_write_tokens, 0);
   EXPECT_FALSE(second->cache_saved_usd.has_value());
 
-  const json bad = json::parse(
-      R"({"turns": [{"usage": {"input_tokens": 1, "cache_write_tokens": "many"}}]})");
+  const json bad =
+      json::parse(R"({"turns": [{"usage": {"input_tokens": 1, "cache_write_tokens": "many"}}]})");
   auto refused = MakeReplayClientFromJson(bad, "bad.json");
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("turns[0].usage.cache_write_tokens"), std::string::npos)

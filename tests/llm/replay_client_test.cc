@@ -153,9 +153,9 @@ TEST(LlmNamesTest, EveryProviderAndFinishReasonKeepsItsName) {
   EXPECT_EQ(ProviderName(Provider::kOpenAiCompatible), "openai-compatible");
   EXPECT_FALSE(ParseProvider("claude"));
   EXPECT_FALSE(ParseProvider("Anthropic")) << "names are case-sensitive, as --provider documents";
-  for (FinishReason r : {FinishReason::kNone, FinishReason::kStop, FinishReason::kToolCalls,
-                         FinishReason::kLength, FinishReason::kContentFilter, FinishReason::kError,
-                         FinishReason::kOther}) {
+  for (FinishReason r :
+       {FinishReason::kNone, FinishReason::kStop, FinishReason::kToolCalls, FinishReason::kLength,
+        FinishReason::kContentFilter, FinishReason::kError, FinishReason::kOther}) {
     EXPECT_EQ(ParseFinishReason(FinishReasonName(r)), r) << FinishReasonName(r);
   }
   EXPECT_EQ(FinishReasonName(FinishReason::kLength), "length");

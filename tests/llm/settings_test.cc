@@ -159,7 +159,9 @@ TEST(SettingsTest, MaskSecretShowsOnlyTheEnds) {
   EXPECT_EQ(MaskSecret("sk-abcdefghijklmnop"), "****");
   EXPECT_EQ(MaskSecret("sk-abcdefghijklmnopq"), "sk-a...nopq");
   // A multi-byte character is never cut in half (nor shown).
-  EXPECT_EQ(MaskSecret("\xc3\xa9" "abcdefghijklmnopqrstuvw\xc3\xa9"), "****");
+  EXPECT_EQ(MaskSecret("\xc3\xa9"
+                       "abcdefghijklmnopqrstuvw\xc3\xa9"),
+            "****");
   EXPECT_EQ(MaskSecret(""), "");
 }
 
@@ -243,7 +245,8 @@ TEST(SettingsTest, RequestSettingsFromFlagsThenEnvironmentThenDotEnv) {
 
   env["QUARRY_REQUEST_TIMEOUT"] = "600";
   env["QUARRY_TEMPERATURE"] = "0.7";
-  Env dotenv = {{"QUARRY_REQUEST_TIMEOUT", "5"}, {"QUARRY_MAX_TOKENS", "8192"},
+  Env dotenv = {{"QUARRY_REQUEST_TIMEOUT", "5"},
+                {"QUARRY_MAX_TOKENS", "8192"},
                 {"QUARRY_MAX_TOKENS_PARAM", "max_completion_tokens"}};
   Result<ClientConfig> from_env = ResolveConfig(Settings{}, FakeEnv(env), dotenv);
   ASSERT_TRUE(from_env) << from_env.error().message;
@@ -304,14 +307,14 @@ TEST(SettingsTest, BadRequestSettingsNameWhereTheyCameFrom) {
   flags.max_tokens = "-3";
   Result<ClientConfig> flagged = ResolveConfig(flags, FakeEnv(base), {});
   ASSERT_FALSE(flagged);
-  EXPECT_EQ(flagged.error().message.rfind("--max-tokens \"-3\"", 0), 0u)
-      << flagged.error().message;
+  EXPECT_EQ(flagged.error().message.rfind("--max-tokens \"-3\"", 0), 0u) << flagged.error().message;
 }
 
 // A line break in a key would end the Authorization header and start one of the value's
 // choosing (found by a user trial with QUARRY_API_KEY="sk-...\r\nX-Injected: yes").
 TEST(SettingsTest, AKeyWithALineBreakOrControlCharacterIsRefused) {
-  for (const std::string& key : std::vector<std::string>{"sk-abcdefgh1234\r\nX-Injected: yes", "sk-abc\tdefgh1234",
+  for (const std::string& key :
+       std::vector<std::string>{"sk-abcdefgh1234\r\nX-Injected: yes", "sk-abc\tdefgh1234",
                                 std::string("sk-abcdefgh\x7f", 12)}) {
     Env env = {{"QUARRY_BASE_URL", "https://api.example.com/v1"},
                {"QUARRY_MODEL", "m"},

@@ -81,8 +81,10 @@ TEST(SseParserTest, AnUnfinishedEventIsPendingAndNotDispatched) {
 TEST(SseParserTest, ABomAfterTheStartIsData) {
   SseParser parser;
   std::vector<SseEvent> events;
-  ASSERT_TRUE(parser.Feed("data: a\n\n\xEF\xBB\xBF" "data: b\n\n",
-                          [&](const SseEvent& e) { events.push_back(e); }));
+  ASSERT_TRUE(
+      parser.Feed("data: a\n\n\xEF\xBB\xBF"
+                  "data: b\n\n",
+                  [&](const SseEvent& e) { events.push_back(e); }));
   // The second BOM belongs to the field name, which is then unknown: no second event.
   EXPECT_EQ(Describe(events), "[message|a|]");
 }
@@ -91,7 +93,8 @@ TEST(SseParserTest, AnOversizedEventStopsTheParser) {
   SseParser parser(64);
   int dispatched = 0;
   EXPECT_TRUE(parser.Feed("data: small\n\n", [&](const SseEvent&) { ++dispatched; }));
-  EXPECT_FALSE(parser.Feed("data: " + std::string(100, 'x'), [&](const SseEvent&) { ++dispatched; }));
+  EXPECT_FALSE(
+      parser.Feed("data: " + std::string(100, 'x'), [&](const SseEvent&) { ++dispatched; }));
   EXPECT_TRUE(parser.overflowed());
   EXPECT_FALSE(parser.Feed("\n\ndata: later\n\n", [&](const SseEvent&) { ++dispatched; }));
   EXPECT_EQ(dispatched, 1);

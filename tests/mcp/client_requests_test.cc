@@ -20,8 +20,7 @@ using std::chrono::milliseconds;
 class FakeClient {
  public:
   explicit FakeClient(std::function<std::optional<json>(const json& request)> answer)
-      : answer_(std::move(answer)),
-        requests_([this](const json& m) {
+      : answer_(std::move(answer)), requests_([this](const json& m) {
           std::lock_guard lock(mu_);
           written_.push_back(m);
           if (m.contains("method") && m["method"] == "elicitation/create") {
@@ -73,9 +72,9 @@ json Accept(const std::string& reply) {
 TEST(ElicitTest, AnAcceptedReplyComesBackAndTheChoicesAreTheSchemasEnum) {
   FakeClient client([](const json&) { return Accept("by revenue"); });
   std::stop_source stop;
-  const auto reply = Elicit(client.requests(),
-                            {"Top customer by what?", {"by revenue", "by number of orders"}},
-                            stop.get_token());
+  const auto reply =
+      Elicit(client.requests(), {"Top customer by what?", {"by revenue", "by number of orders"}},
+             stop.get_token());
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(*reply, "by revenue");
   const auto written = client.written();
@@ -106,7 +105,8 @@ TEST(ElicitTest, DeclineCancelErrorsAndMalformedContentGiveNoReply) {
     EXPECT_FALSE(Elicit(client.requests(), {"Which artist?", {}}, stop.get_token()).has_value())
         << answer.dump();
     // Without choices the reply is free text.
-    EXPECT_FALSE(client.written()[0]["params"]["requestedSchema"]["properties"]["reply"].contains("enum"));
+    EXPECT_FALSE(
+        client.written()[0]["params"]["requestedSchema"]["properties"]["reply"].contains("enum"));
   }
 }
 

@@ -21,13 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
-using std::chrono::milliseconds;
 using quarry::testing::Call;
 using quarry::testing::LiveServer;
 using quarry::testing::ProviderServer;
 using quarry::testing::Request;
 using quarry::testing::TempDir;
 using quarry::testing::ToolCallReply;
+using std::chrono::milliseconds;
 
 std::string SqlTurn(const std::string& id, const std::string& sql) {
   return ToolCallReply({{id, "run_sql", json{{"sql", sql}}.dump()}});
@@ -50,12 +50,12 @@ class McpConversationTest : public ::testing::Test {
   void SetUp() override {
     csv_ = tmp_.Write("sales.csv", "region,revenue\nNorth,10.5\nSouth,20\nNorth,4\n");
   }
-  std::unique_ptr<LiveServer> Start(const ProviderServer& provider, json capabilities = json::object(),
+  std::unique_ptr<LiveServer> Start(const ProviderServer& provider,
+                                    json capabilities = json::object(),
                                     std::vector<std::string> flags = {}) {
     flags.insert(flags.end(), {"--runs-dir", (tmp_.path() / "runs").string(), csv_.string()});
     auto server = std::make_unique<LiveServer>(
-        flags,
-        tmp_.path(),
+        flags, tmp_.path(),
         std::vector<std::string>{"QUARRY_BASE_URL=" + provider.base_url(), "QUARRY_MODEL=stand-in",
                                  "QUARRY_API_KEY=sk-test"});
     server->Send(Request(0, "initialize",
@@ -75,9 +75,9 @@ TEST_F(McpConversationTest, NoStreamAsksForWholeReplies) {
     ProviderServer provider;
     provider.Enqueue({200, {}, SqlTurn("c1", "SELECT count(*) AS n FROM sales")});
     provider.Enqueue({200, {}, AnswerTurn("c2", "There are 3 sales.", "3")});
-    auto server = Start(provider, json::object(),
-                        no_stream ? std::vector<std::string>{"--no-stream"}
-                                  : std::vector<std::string>{});
+    auto server =
+        Start(provider, json::object(),
+              no_stream ? std::vector<std::string>{"--no-stream"} : std::vector<std::string>{});
     server->Send(Call(1, "ask_database", {{"question", "How many sales are there?"}}));
     const auto r = server->Response(1, milliseconds(60000));
     ASSERT_TRUE(r.has_value()) << server->Err();
@@ -98,7 +98,8 @@ TEST_F(McpConversationTest, AThreadSurvivesAServerRestart) {
   provider.Enqueue({200, {}, AnswerTurn("c2", "There are 3 sales.", "3")});
   {
     auto server = Start(provider);
-    server->Send(Call(1, "ask_database", {{"question", "How many sales are there?"}, {"thread", "q4"}}));
+    server->Send(
+        Call(1, "ask_database", {{"question", "How many sales are there?"}, {"thread", "q4"}}));
     const auto r = server->Response(1, milliseconds(60000));
     ASSERT_TRUE(r.has_value()) << server->Err();
     EXPECT_EQ(r->message["result"]["isError"], false) << r->message.dump();
@@ -108,21 +109,24 @@ TEST_F(McpConversationTest, AThreadSurvivesAServerRestart) {
   EXPECT_TRUE(fs::exists(tmp_.path() / "runs" / "threads.sqlite3"));
 
   // A new server process: the follow-up still sees the first turn.
-  provider.Enqueue({200, {}, SqlTurn("c3", "SELECT sum(revenue) AS total FROM sales WHERE region = 'North'")});
+  provider.Enqueue(
+      {200, {}, SqlTurn("c3", "SELECT sum(revenue) AS total FROM sales WHERE region = 'North'")});
   provider.Enqueue({200, {}, AnswerTurn("c4", "North's revenue is 14.5.", "14.5")});
   auto server = Start(provider);
   server->Send(Call(2, "ask_database", {{"question", "And North's revenue?"}, {"thread", "q4"}}));
   const auto r = server->Response(2, milliseconds(60000));
   ASSERT_TRUE(r.has_value()) << server->Err();
   EXPECT_EQ(r->message["result"]["isError"], false) << r->message.dump();
-  EXPECT_TRUE(Text(r->message["result"]).starts_with("North's revenue is 14.5.")) << r->message.dump();
+  EXPECT_TRUE(Text(r->message["result"]).starts_with("North's revenue is 14.5."))
+      << r->message.dump();
 
   const auto requests = provider.requests();
   ASSERT_EQ(requests.size(), 4u);
   // The prior turn, as the harness wrote it: its question, answer and SQL before the new question.
   const json messages = requests[2].Json()["messages"];
   std::string prior;
-  for (size_t i = 1; i + 1 < messages.size(); ++i) prior += messages[i]["content"].get<std::string>() + "\n";
+  for (size_t i = 1; i + 1 < messages.size(); ++i)
+    prior += messages[i]["content"].get<std::string>() + "\n";
   EXPECT_EQ(messages.back()["content"], "And North's revenue?");
   EXPECT_NE(prior.find("How many sales are there?"), std::string::npos) << prior;
   EXPECT_NE(prior.find("There are 3 sales."), std::string::npos) << prior;
@@ -137,7 +141,8 @@ TEST_F(McpConversationTest, AThreadSurvivesAServerRestart) {
 TEST_F(McpConversationTest, ABadThreadNameIsAToolErrorThatSaysWhatIsAllowed) {
   ProviderServer provider;
   auto server = Start(provider);
-  server->Send(Call(1, "ask_database", {{"question", "How many?"}, {"thread", std::string(65, 'x')}}));
+  server->Send(
+      Call(1, "ask_database", {{"question", "How many?"}, {"thread", std::string(65, 'x')}}));
   const auto r = server->Response(1, milliseconds(30000));
   ASSERT_TRUE(r.has_value()) << server->Err();
   EXPECT_EQ(r->message["result"]["isError"], true);
@@ -148,14 +153,16 @@ TEST_F(McpConversationTest, ABadThreadNameIsAToolErrorThatSaysWhatIsAllowed) {
 std::string AskUserTurn(const std::string& id) {
   return ToolCallReply({{id, "ask_user",
                          json{{"question", "Top region by revenue or by number of sales?"},
-                              {"choices", {"by revenue", "by number of sales"}}}.dump()}});
+                              {"choices", {"by revenue", "by number of sales"}}}
+                             .dump()}});
 }
 
 TEST_F(McpConversationTest, WithoutElicitationTheQuestionIsTheResultAndTheThreadContinuesIt) {
   ProviderServer provider;
   provider.Enqueue({200, {}, AskUserTurn("c1")});
   auto server = Start(provider);
-  server->Send(Call(1, "ask_database", {{"question", "Which is the top region?"}, {"thread", "top"}}));
+  server->Send(
+      Call(1, "ask_database", {{"question", "Which is the top region?"}, {"thread", "top"}}));
   const auto asked = server->Response(1, milliseconds(60000));
   ASSERT_TRUE(asked.has_value()) << server->Err();
   const json& result = asked->message["result"];
@@ -172,8 +179,11 @@ TEST_F(McpConversationTest, WithoutElicitationTheQuestionIsTheResultAndTheThread
   }
 
   // The reply, as the next call of the thread, continues the run where the model asked.
-  provider.Enqueue({200, {}, SqlTurn("c2", "SELECT region, sum(revenue) AS total FROM sales "
-                                           "GROUP BY region ORDER BY total DESC LIMIT 1")});
+  provider.Enqueue({200,
+                    {},
+                    SqlTurn("c2",
+                            "SELECT region, sum(revenue) AS total FROM sales "
+                            "GROUP BY region ORDER BY total DESC LIMIT 1")});
   provider.Enqueue({200, {}, AnswerTurn("c3", "South leads with revenue 20.", "20")});
   server->Send(Call(2, "ask_database", {{"question", "1"}, {"thread", "top"}}));
   const auto answered = server->Response(2, milliseconds(60000));
@@ -189,24 +199,29 @@ TEST_F(McpConversationTest, WithoutElicitationTheQuestionIsTheResultAndTheThread
 TEST_F(McpConversationTest, AClientWithElicitationIsAskedAndTheRunGoesOnWithTheReply) {
   ProviderServer provider;
   provider.Enqueue({200, {}, AskUserTurn("c1")});
-  provider.Enqueue({200, {}, SqlTurn("c2", "SELECT region, count(*) AS n FROM sales "
-                                           "GROUP BY region ORDER BY n DESC LIMIT 1")});
+  provider.Enqueue({200,
+                    {},
+                    SqlTurn("c2",
+                            "SELECT region, count(*) AS n FROM sales "
+                            "GROUP BY region ORDER BY n DESC LIMIT 1")});
   provider.Enqueue({200, {}, AnswerTurn("c3", "North has the most sales: 2.", "2")});
   auto server = Start(provider, {{"elicitation", json::object()}});
   server->Send(Call(1, "ask_database", {{"question", "Which is the top region?"}}));
-  const auto elicit = server->WaitFor(
-      [](const json& m) { return m.value("method", "") == "elicitation/create"; },
-      milliseconds(60000));
+  const auto elicit =
+      server->WaitFor([](const json& m) { return m.value("method", "") == "elicitation/create"; },
+                      milliseconds(60000));
   ASSERT_TRUE(elicit.has_value()) << server->Err();
   const json& params = elicit->message["params"];
-  EXPECT_EQ(params["message"], "quarry's analyst asks: Top region by revenue or by number of sales?");
+  EXPECT_EQ(params["message"],
+            "quarry's analyst asks: Top region by revenue or by number of sales?");
   EXPECT_EQ(params["requestedSchema"]["properties"]["reply"]["enum"],
             json::parse(R"(["by revenue", "by number of sales"])"));
   // The user takes their time: no budget is charged for it.
   std::this_thread::sleep_for(milliseconds(300));
-  server->Send({{"jsonrpc", "2.0"},
-                {"id", elicit->message["id"]},
-                {"result", {{"action", "accept"}, {"content", {{"reply", "by number of sales"}}}}}});
+  server->Send(
+      {{"jsonrpc", "2.0"},
+       {"id", elicit->message["id"]},
+       {"result", {{"action", "accept"}, {"content", {{"reply", "by number of sales"}}}}}});
   const auto r = server->Response(1, milliseconds(60000));
   ASSERT_TRUE(r.has_value()) << server->Err();
   EXPECT_EQ(r->message["result"]["isError"], false) << r->message.dump();
@@ -225,11 +240,12 @@ TEST_F(McpConversationTest, ADeclinedElicitationEndsTheRunWaitingOnItsQuestion) 
   provider.Enqueue({200, {}, AskUserTurn("c1")});
   auto server = Start(provider, {{"elicitation", json::object()}});
   server->Send(Call(1, "ask_database", {{"question", "Which is the top region?"}}));
-  const auto elicit = server->WaitFor(
-      [](const json& m) { return m.value("method", "") == "elicitation/create"; },
-      milliseconds(60000));
+  const auto elicit =
+      server->WaitFor([](const json& m) { return m.value("method", "") == "elicitation/create"; },
+                      milliseconds(60000));
   ASSERT_TRUE(elicit.has_value()) << server->Err();
-  server->Send({{"jsonrpc", "2.0"}, {"id", elicit->message["id"]}, {"result", {{"action", "decline"}}}});
+  server->Send(
+      {{"jsonrpc", "2.0"}, {"id", elicit->message["id"]}, {"result", {{"action", "decline"}}}});
   const auto r = server->Response(1, milliseconds(60000));
   ASSERT_TRUE(r.has_value()) << server->Err();
   const json& sc = r->message["result"]["structuredContent"];

@@ -195,7 +195,8 @@ inline json Request(const json& id, const std::string& method, json params = jso
   return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
 }
 inline json Ping(const json& id) { return Request(id, "ping"); }
-inline json Call(const json& id, const std::string& tool, const json& arguments, json meta = nullptr) {
+inline json Call(const json& id, const std::string& tool, const json& arguments,
+                 json meta = nullptr) {
   json params = {{"name", tool}, {"arguments", arguments}};
   if (!meta.is_null()) params["_meta"] = std::move(meta);
   return Request(id, "tools/call", std::move(params));
@@ -208,10 +209,10 @@ inline json Cancel(const json& id) {
 
 }  // namespace mcp_live
 
-using mcp_live::LiveServer;
-using mcp_live::Request;
-using mcp_live::Ping;
 using mcp_live::Call;
 using mcp_live::Cancel;
+using mcp_live::LiveServer;
+using mcp_live::Ping;
+using mcp_live::Request;
 
 }  // namespace quarry::testing

@@ -30,16 +30,16 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
+using quarry::testing::Call;
+using quarry::testing::Cancel;
+using quarry::testing::LiveServer;
+using quarry::testing::Ping;
 using quarry::testing::ProviderServer;
+using quarry::testing::Request;
 using quarry::testing::SourceDir;
 using quarry::testing::TempDir;
 using quarry::testing::ToolCallReply;
-using quarry::testing::LiveServer;
-using quarry::testing::Request;
-using quarry::testing::Ping;
-using quarry::testing::Call;
-using quarry::testing::Cancel;
+using std::chrono::milliseconds;
 
 constexpr const char* kRunaway =
     "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r";
@@ -108,8 +108,9 @@ TEST_F(McpLiveTest, PingsAreAnsweredDuringARunawayQueryAndACancelStopsIt) {
   EXPECT_EQ(next->message["result"]["structuredContent"]["rows"], json::parse("[[42]]"));
   const int64_t stopped_ms = Ms(next->at - cancel_sent);
   EXPECT_LT(stopped_ms, 1000) << "the cancelled query ran on after the cancel";
-  std::cerr << "ping during the runaway query: " << ping1_ms << " ms, after the cancel: "
-            << ping2_ms << " ms; cancel to the next query's answer: " << stopped_ms << " ms\n";
+  std::cerr << "ping during the runaway query: " << ping1_ms
+            << " ms, after the cancel: " << ping2_ms
+            << " ms; cancel to the next query's answer: " << stopped_ms << " ms\n";
 
   // At EOF the server answers every call still in flight before it exits: a quick exit with no
   // line for id 1 means the cancelled call is over and was never answered.
@@ -120,8 +121,8 @@ TEST_F(McpLiveTest, PingsAreAnsweredDuringARunawayQueryAndACancelStopsIt) {
   EXPECT_EQ(*code, 0) << server->Err();
   EXPECT_LT(Ms(Clock::now() - closed), 3000);
   for (const auto& line : server->Lines()) {
-    EXPECT_NE(line.message.value("id", json()), json(1)) << "the cancelled call was answered: "
-                                                          << line.message.dump().substr(0, 300);
+    EXPECT_NE(line.message.value("id", json()), json(1))
+        << "the cancelled call was answered: " << line.message.dump().substr(0, 300);
   }
   EXPECT_NE(server->Err().find("cancelled"), std::string::npos) << server->Err();
 }
@@ -194,11 +195,16 @@ TEST_F(McpLiveTest, RunSqlCallsRunInTheOrderSentAndAQueuedOneIsDroppedOnCancel) 
 
 TEST_F(McpLiveTest, AskDatabaseSendsOneProgressNotificationPerStepBeforeItsAnswer) {
   ProviderServer provider;
-  provider.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql",
-                                             json{{"sql", "SELECT count(*) AS n FROM sales"}}.dump()}})});
-  provider.Enqueue({200, {}, ToolCallReply({{"c2", "final_answer",
-                                             json{{"answer", "There are 2 sales."},
-                                                  {"supporting_values", {"2"}}}.dump()}})});
+  provider.Enqueue({200,
+                    {},
+                    ToolCallReply({{"c1", "run_sql",
+                                    json{{"sql", "SELECT count(*) AS n FROM sales"}}.dump()}})});
+  provider.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c2", "final_answer",
+             json{{"answer", "There are 2 sales."}, {"supporting_values", {"2"}}}.dump()}})});
   auto server = Start({csv_.string()}, {"QUARRY_BASE_URL=" + provider.base_url(),
                                         "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=sk-test"});
   server->Send(Call(7, "ask_database", {{"question", "How many sales are there?"}},
@@ -225,9 +231,12 @@ TEST_F(McpLiveTest, AskDatabaseSendsOneProgressNotificationPerStepBeforeItsAnswe
   EXPECT_EQ(progress[3]["message"], "step 4: final_answer ok");
 
   // Without a progressToken there are none.
-  provider.Enqueue({200, {}, ToolCallReply({{"c3", "final_answer",
-                                             json{{"answer", "There are 2 sales."},
-                                                  {"supporting_values", {"2"}}}.dump()}})});
+  provider.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c3", "final_answer",
+             json{{"answer", "There are 2 sales."}, {"supporting_values", {"2"}}}.dump()}})});
   server->Send(Call(8, "ask_database", {{"question", "How many sales, with 2 in the question?"}}));
   ASSERT_TRUE(server->Response(8, milliseconds(60000)).has_value()) << server->Err();
   size_t after = 0;
@@ -242,12 +251,13 @@ TEST_F(McpLiveTest, ACancelledAskDatabaseEndsItsRunInterruptedWithATraceAndNoAns
   provider.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql", json{{"sql", kRunaway}}.dump()}})});
   auto server = Start({csv_.string()}, {"QUARRY_BASE_URL=" + provider.base_url(),
                                         "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=sk-test"});
-  server->Send(Call(9, "ask_database", {{"question", "How deep does it go?"}},
-                    {{"progressToken", 99}}));
+  server->Send(
+      Call(9, "ask_database", {{"question", "How deep does it go?"}}, {{"progressToken", 99}}));
   // Cancel once the runaway query is running (its step has not been reported yet).
-  ASSERT_TRUE(server->WaitFor([](const json& m) {
-    return m.value("method", "") == "notifications/progress";
-  }, milliseconds(30000))) << server->Err();
+  ASSERT_TRUE(server->WaitFor(
+      [](const json& m) { return m.value("method", "") == "notifications/progress"; },
+      milliseconds(30000)))
+      << server->Err();
   std::this_thread::sleep_for(milliseconds(300));
   const auto cancel_sent = Clock::now();
   server->Send(Cancel(9));
@@ -279,7 +289,8 @@ TEST_F(McpLiveTest, ACancelledAskDatabaseEndsItsRunInterruptedWithATraceAndNoAns
 TEST_F(McpLiveTest, AHugeResultStaysWithinTheResponseBudgetInBothForms) {
   auto server = Start({csv_.string()});
   // Issue 10's case: 200 cells of 100 kB made a 20 MB line. Every cell is cut, in both forms.
-  server->Send(Call(5, "run_sql", {{"sql", "SELECT i, repeat('y', 100000) AS big FROM range(200) t(i)"}}));
+  server->Send(
+      Call(5, "run_sql", {{"sql", "SELECT i, repeat('y', 100000) AS big FROM range(200) t(i)"}}));
   const auto r = server->Response(5, milliseconds(30000));
   ASSERT_TRUE(r.has_value()) << server->Err();
   const json& result = r->message["result"];
@@ -310,20 +321,22 @@ TEST_F(McpLiveTest, AHugeResultStaysWithinTheResponseBudgetInBothForms) {
   const std::string text = Text(w->message["result"]);
   EXPECT_NE(text.find("\n" + std::to_string(kept - 1) + " | "), std::string::npos);
   EXPECT_EQ(text.find("\n" + std::to_string(kept) + " | "), std::string::npos);
-  EXPECT_NE(text.find("(200 rows, first " + std::to_string(kept) + " shown: the rest passed the "
+  EXPECT_NE(text.find("(200 rows, first " + std::to_string(kept) +
+                      " shown: the rest passed the "
                       "262144-byte response budget"),
             std::string::npos)
       << text.substr(text.size() - 300);
   EXPECT_LE(server->LongestLineBytes(), 256u * 1024) << "a response line passed the budget";
-  std::cerr << "wide rows: " << kept << " of 200 kept; longest line "
-            << server->LongestLineBytes() << " bytes\n";
+  std::cerr << "wide rows: " << kept << " of 200 kept; longest line " << server->LongestLineBytes()
+            << " bytes\n";
 
   // A small result is not marked.
   server->Send(Call(7, "run_sql", {{"sql", "SELECT region FROM sales ORDER BY region"}}));
   const auto small = server->Response(7, milliseconds(30000));
   ASSERT_TRUE(small.has_value());
   EXPECT_EQ(small->message["result"]["structuredContent"]["truncated"], false);
-  EXPECT_EQ(small->message["result"]["structuredContent"]["rows"], json::parse(R"([["North"],["South"]])"));
+  EXPECT_EQ(small->message["result"]["structuredContent"]["rows"],
+            json::parse(R"([["North"],["South"]])"));
 }
 
 // SIGTERM or SIGINT (a client stopping its server, or Ctrl-C in a terminal) while calls run:
@@ -335,12 +348,13 @@ TEST_F(McpLiveTest, ASignalStopsTheRunningCallsWritesTheirTracesAndExitsSix) {
     provider.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql", json{{"sql", kRunaway}}.dump()}})});
     auto server = Start({csv_.string()}, {"QUARRY_BASE_URL=" + provider.base_url(),
                                           "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=sk-test"});
-    server->Send(Call(1, "ask_database", {{"question", "How deep does it go?"}},
-                      {{"progressToken", 7}}));
+    server->Send(
+        Call(1, "ask_database", {{"question", "How deep does it go?"}}, {{"progressToken", 7}}));
     server->Send(Call(2, "run_sql", {{"sql", kRunaway}}));
-    ASSERT_TRUE(server->WaitFor([](const json& m) {
-      return m.value("method", "") == "notifications/progress";
-    }, milliseconds(30000))) << server->Err();
+    ASSERT_TRUE(server->WaitFor(
+        [](const json& m) { return m.value("method", "") == "notifications/progress"; },
+        milliseconds(30000)))
+        << server->Err();
     std::this_thread::sleep_for(milliseconds(300));
     const auto sent = Clock::now();
     server->Signal(signal_number);

@@ -24,10 +24,9 @@ using quarry::testing::TempDir;
 using quarry::testing::ToolCallReply;
 
 // No model settings leak in from the machine running the tests.
-const std::vector<std::string> kModelEnv = {"QUARRY_BASE_URL", "QUARRY_MODEL",
-                                            "QUARRY_API_KEY",  "OPENROUTER_API_KEY",
-                                            "QUARRY_FIXTURES", "QUARRY_PRICES",
-                                            "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"};
+const std::vector<std::string> kModelEnv = {
+    "QUARRY_BASE_URL", "QUARRY_MODEL",  "QUARRY_API_KEY",    "OPENROUTER_API_KEY",
+    "QUARRY_FIXTURES", "QUARRY_PRICES", "ANTHROPIC_API_KEY", "QUARRY_PROVIDER"};
 
 const char* kInitialize =
     R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
@@ -85,7 +84,8 @@ class McpServerTest : public ::testing::Test {
       size_t end = input.find('\n', start);
       if (end == std::string::npos) end = input.size();
       const json m = json::parse(input.substr(start, end - start), nullptr, false);
-      if (m.is_object() && m.contains("id") && m.contains("method")) order.emplace_back(m["id"], index);
+      if (m.is_object() && m.contains("id") && m.contains("method"))
+        order.emplace_back(m["id"], index);
       start = end + 1;
       ++index;
     }
@@ -154,7 +154,8 @@ TEST_F(McpServerTest, DeeplyNestedJsonIsRefusedAndServingGoesOn) {
   EXPECT_EQ(s.exit_code, 0) << s.err;
   ASSERT_EQ(s.responses.size(), 2u) << s.out.substr(0, 500);
   EXPECT_EQ(s.responses[0]["error"]["code"], -32700);
-  EXPECT_NE(s.responses[0]["error"]["message"].get<std::string>().find("nested"), std::string::npos);
+  EXPECT_NE(s.responses[0]["error"]["message"].get<std::string>().find("nested"),
+            std::string::npos);
   EXPECT_EQ(s.responses[1]["id"], 3);
   EXPECT_EQ(s.responses[1]["result"], json::object());
 }
@@ -164,9 +165,9 @@ TEST_F(McpServerTest, AnOversizedLineIsAnInvalidRequestAndServingGoesOn) {
   // ping padded past the 4 MiB limit is refused unread; the lines before and after are served.
   const std::string big = R"({"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":")" +
                           std::string(5 * 1024 * 1024, 'x') + "\"}}";
-  const Session s = Serve(std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + "\n" +
-                          big + "\r\n" + R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n" +
-                          big);  // and one cut off by EOF
+  const Session s =
+      Serve(std::string(R"({"jsonrpc":"2.0","id":1,"method":"ping"})") + "\n" + big + "\r\n" +
+            R"({"jsonrpc":"2.0","id":3,"method":"ping"})" + "\n" + big);  // and one cut off by EOF
   EXPECT_EQ(s.exit_code, 0) << s.err;
   ASSERT_EQ(s.responses.size(), 4u) << s.out.substr(0, 500);
   EXPECT_EQ(s.responses[0]["id"], 1);
@@ -184,9 +185,13 @@ TEST_F(McpServerTest, AnOversizedLineIsAnInvalidRequestAndServingGoesOn) {
 
 TEST_F(McpServerTest, TheClientsTextIsLoggedEscaped) {
   // A notification's method and a client's name are logged on stderr, which may be a terminal.
-  const json hello = {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
-                      {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
-                                  {"clientInfo", {{"name", "\x1b]0;PWNED\x07"}, {"version", "1"}}}}}};
+  const json hello = {{"jsonrpc", "2.0"},
+                      {"id", 0},
+                      {"method", "initialize"},
+                      {"params",
+                       {{"protocolVersion", "2025-11-25"},
+                        {"capabilities", json::object()},
+                        {"clientInfo", {{"name", "\x1b]0;PWNED\x07"}, {"version", "1"}}}}}};
   const Session s = Initialized({R"({"jsonrpc":"2.0","method":"\u001b[2J\u009b31m"})"});
   const Session named = Serve(hello.dump() + "\n");
   for (const std::string& err : {s.err, named.err}) {
@@ -357,8 +362,7 @@ TEST_F(McpServerTest, RunSqlReturnsUpToTheRowCapWithTheTrueCountAndNulls) {
   EXPECT_EQ(tracks["row_count"], 3503);
   EXPECT_EQ(tracks["rows"].size(), 200u);  // engine::Limits::max_rows, not the model's 30
   EXPECT_EQ(tracks["truncated"], true);
-  EXPECT_EQ(tracks["rows"][0],
-            json::parse(R"([1, "Angus Young, Malcolm Young, Brian Johnson"])"));
+  EXPECT_EQ(tracks["rows"][0], json::parse(R"([1, "Angus Young, Malcolm Young, Brian Johnson"])"));
   EXPECT_TRUE(tracks["rows"][62][1].is_null()) << tracks["rows"][62];  // track 63: no composer
 
   // No rows is an answer, not an error.
@@ -415,9 +419,9 @@ TEST_F(McpServerTest, DescribeSchemaGivesTheCards) {
 }
 
 TEST_F(McpServerTest, NoSamplesAndTheSchemaBudgetReachDescribeSchema) {
-  const Session s = Initialized(
-      {Call(1, "describe_schema", {{"table", "Customer"}}), Call(2, "describe_schema", json::object())},
-      {"--no-samples", "--schema-budget", "500"});
+  const Session s = Initialized({Call(1, "describe_schema", {{"table", "Customer"}}),
+                                 Call(2, "describe_schema", json::object())},
+                                {"--no-samples", "--schema-budget", "500"});
   ASSERT_EQ(s.responses.size(), 3u) << s.out << s.err;
   const std::string customer = Text(s.responses[1]["result"]);
   EXPECT_NE(customer.find("  Email NVARCHAR, unique\n"), std::string::npos) << customer;
@@ -536,11 +540,15 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   const json& messages = follow_up["messages"];
   ASSERT_GE(messages.size(), 4u);
   EXPECT_EQ(messages[1]["role"], "user");
-  EXPECT_NE(messages[1]["content"].get<std::string>().find("Earlier question: How many genres are there?"),
-            std::string::npos) << messages[1];
-  EXPECT_NE(messages[1]["content"].get<std::string>().find("answers are context, not evidence"), std::string::npos);
+  EXPECT_NE(messages[1]["content"].get<std::string>().find(
+                "Earlier question: How many genres are there?"),
+            std::string::npos)
+      << messages[1];
+  EXPECT_NE(messages[1]["content"].get<std::string>().find("answers are context, not evidence"),
+            std::string::npos);
   EXPECT_EQ(messages[2]["role"], "assistant");
-  EXPECT_NE(messages[2]["content"].get<std::string>().find("There are 25 genres."), std::string::npos);
+  EXPECT_NE(messages[2]["content"].get<std::string>().find("There are 25 genres."),
+            std::string::npos);
   EXPECT_EQ(messages[3]["content"], "And media types?");
 
   // Each ask wrote its run, with the trace path in the result.
@@ -553,7 +561,8 @@ TEST_F(McpServerTest, AskDatabaseFollowUpsInAThreadSeeTheEarlierAnswer) {
   const json trace = json::parse(testing::ReadFile(trace_path));
   EXPECT_EQ(trace["stop_reason"], "answered");
   EXPECT_EQ(trace["question"], "And media types?");  // the gate sees only this run's question
-  EXPECT_NE(trace["notes"].dump().find("the model saw 1 earlier turn"), std::string::npos) << trace["notes"];
+  EXPECT_NE(trace["notes"].dump().find("the model saw 1 earlier turn"), std::string::npos)
+      << trace["notes"];
   EXPECT_EQ(trace["thread"], json::parse(R"({"name": "t1", "turn": 2})"));
 }
 

@@ -17,11 +17,11 @@ namespace quarry {
 namespace {
 
 using json = nlohmann::ordered_json;
-using std::chrono::milliseconds;
 using quarry::testing::Call;
 using quarry::testing::LiveServer;
 using quarry::testing::Request;
 using quarry::testing::TempDir;
+using std::chrono::milliseconds;
 
 std::string Text(const json& result) {
   std::string text;
@@ -72,10 +72,11 @@ TEST(PostgresMcpTest, AClientListsTheSchemaRunsSqlAndIsRefusedAWrite) {
   EXPECT_NE(card_text.find("quantity"), std::string::npos) << card_text;
 
   server.Send(Call(3, "run_sql",
-                   {{"sql", "SELECT g.name AS genre, sum(il.unit_price * il.quantity) AS revenue "
-                            "FROM invoice_line il JOIN track t USING (track_id) "
-                            "JOIN genre g USING (genre_id) GROUP BY g.name "
-                            "ORDER BY revenue DESC LIMIT 2"}}));
+                   {{"sql",
+                     "SELECT g.name AS genre, sum(il.unit_price * il.quantity) AS revenue "
+                     "FROM invoice_line il JOIN track t USING (track_id) "
+                     "JOIN genre g USING (genre_id) GROUP BY g.name "
+                     "ORDER BY revenue DESC LIMIT 2"}}));
   const auto rows = server.Response(3, milliseconds(30000));
   ASSERT_TRUE(rows.has_value()) << server.Err();
   const json& sc = rows->message["result"]["structuredContent"];

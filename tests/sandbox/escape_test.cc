@@ -119,7 +119,8 @@ for p in ["/usr/quarry-x", "/etc/quarry-x", "/data/quarry-x", "/workdir/ok.txt",
 }
 
 TEST_P(EscapeTest, DataFilesAreReadOnly) {
-  const std::string before = quarry::testing::Sha256File(quarry::testing::SourceDir() / "data" / "sales.csv");
+  const std::string before =
+      quarry::testing::Sha256File(quarry::testing::SourceDir() / "data" / "sales.csv");
   auto r = Run(R"(
 import glob
 path = glob.glob("/data/*sales.csv")[0]
@@ -130,7 +131,8 @@ except Exception as e:
     print("append:", type(e).__name__)
 )");
   EXPECT_NE(r.stdout_text.find("append: OSError"), std::string::npos) << r.stdout_text << r.message;
-  EXPECT_EQ(quarry::testing::Sha256File(quarry::testing::SourceDir() / "data" / "sales.csv"), before);
+  EXPECT_EQ(quarry::testing::Sha256File(quarry::testing::SourceDir() / "data" / "sales.csv"),
+            before);
 }
 
 TEST_P(EscapeTest, NoNetworkToTheHost) {
@@ -144,13 +146,16 @@ TEST_P(EscapeTest, NoNetworkToTheHost) {
   socklen_t len = sizeof addr;
   getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
   const int port = ntohs(addr.sin_port);
-  auto r = Run("import socket\nfor fam in (socket.AF_INET, socket.AF_INET6):\n"
-               "    try:\n"
-               "        s = socket.socket(fam, socket.SOCK_STREAM)\n"
-               "        s.connect(('127.0.0.1', " + std::to_string(port) + "))\n"
-               "        print('connected')\n"
-               "    except Exception as e:\n"
-               "        print(fam.name, type(e).__name__)\n");
+  auto r =
+      Run("import socket\nfor fam in (socket.AF_INET, socket.AF_INET6):\n"
+          "    try:\n"
+          "        s = socket.socket(fam, socket.SOCK_STREAM)\n"
+          "        s.connect(('127.0.0.1', " +
+          std::to_string(port) +
+          "))\n"
+          "        print('connected')\n"
+          "    except Exception as e:\n"
+          "        print(fam.name, type(e).__name__)\n");
   EXPECT_NE(r.stdout_text.find("AF_INET PermissionError"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(r.stdout_text.find("connected"), std::string::npos);
   pollfd p{listener, POLLIN, 0};
@@ -159,20 +164,24 @@ TEST_P(EscapeTest, NoNetworkToTheHost) {
 }
 
 TEST_P(EscapeTest, NoSubprocessesAndNoForkBomb) {
-  auto r = Run("import os, subprocess\n"
-               "try:\n    subprocess.run(['id'])\nexcept Exception as e:\n    print('subprocess', type(e).__name__)\n"
-               "print('system', os.system(" + Touch() + "))\n"
-               "n = 0\n"
-               "try:\n    while True:\n        os.fork()\n        n += 1\nexcept Exception as e:\n"
-               "    print('fork', type(e).__name__, n)\n");
+  auto r =
+      Run("import os, subprocess\n"
+          "try:\n    subprocess.run(['id'])\nexcept Exception as e:\n    print('subprocess', "
+          "type(e).__name__)\n"
+          "print('system', os.system(" +
+          Touch() +
+          "))\n"
+          "n = 0\n"
+          "try:\n    while True:\n        os.fork()\n        n += 1\nexcept Exception as e:\n"
+          "    print('fork', type(e).__name__, n)\n");
   EXPECT_NE(r.stdout_text.find("subprocess PermissionError"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("fork PermissionError 0"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(r.stdout_text.find("system 0"), std::string::npos) << r.stdout_text;
 }
 
 TEST_P(EscapeTest, MemoryBombHitsTheLimit) {
-  auto r = Run("blocks = []\nwhile True:\n    blocks.append(bytearray(64 << 20))\n", false, 20000,
-               1024);
+  auto r =
+      Run("blocks = []\nwhile True:\n    blocks.append(bytearray(64 << 20))\n", false, 20000, 1024);
   EXPECT_EQ(r.failure, FailureClass::kRuntimeError) << r.message;
   EXPECT_NE(r.message.find("MemoryError"), std::string::npos) << r.message;
 }
@@ -199,14 +208,16 @@ TEST_P(EscapeTest, CpuLoopIsStopped) {
 }
 
 TEST_P(EscapeTest, OutputFloodIsCut) {
-  auto r = Run("import sys\nline = 'x' * 65536\nfor _ in range(16384):\n    sys.stdout.write(line)\n");
+  auto r =
+      Run("import sys\nline = 'x' * 65536\nfor _ in range(16384):\n    sys.stdout.write(line)\n");
   EXPECT_EQ(r.failure, FailureClass::kRuntimeError) << r.message;
   EXPECT_TRUE(r.stdout_truncated);
   EXPECT_LT(r.stdout_text.size(), 70u * 1024);
 }
 
 TEST_P(EscapeTest, FileSizeLimit) {
-  auto r = Run("with open('big.bin', 'wb') as f:\n    f.write(b'0' * (100 << 20))\nprint('done')\n");
+  auto r =
+      Run("with open('big.bin', 'wb') as f:\n    f.write(b'0' * (100 << 20))\nprint('done')\n");
   EXPECT_NE(r.failure, FailureClass::kNone);
   EXPECT_LE(fs::file_size(work_.path() / "workdir" / "big.bin"), 64u << 20);
 }
@@ -232,7 +243,9 @@ print("mount", libc.mount(b"none", b"/workdir", b"tmpfs", 0, None), ctypes.get_e
 TEST_P(EscapeTest, PythonLevelTricksAreStoppedByBothLayers) {
   const std::vector<std::pair<std::string, std::string>> tricks = {
       {"[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'catch_warnings'][0]()"
-       "._module.__builtins__['__import__']('os').system(" + Touch() + ")", "dunder_access"},
+       "._module.__builtins__['__import__']('os').system(" +
+           Touch() + ")",
+       "dunder_access"},
       {"pd.io.common.os.system(" + Touch() + ")", "module_attribute"},
       {"pd.eval(\"__import__('os').system(" + Touch() + ")\")", "query_eval_literal"},
       {"df.query(\"@pd.io.common.os.system(" + Touch() + ")\")", "query_eval_literal"},
@@ -250,7 +263,8 @@ TEST_P(EscapeTest, PythonLevelTricksAreStoppedByBothLayers) {
 TEST_P(EscapeTest, SymlinksAreNeverArtifacts) {
   quarry::testing::TempDir host;
   const fs::path secret = host.Write("secret.txt", "HOST-SECRET-42");
-  auto r = Run("import os\nos.symlink('" + secret.string() + "', 'leak.png')\n"
+  auto r = Run("import os\nos.symlink('" + secret.string() +
+               "', 'leak.png')\n"
                "os.symlink('/etc/hostname', 'leak2.svg')\nprint('linked')\n");
   EXPECT_EQ(r.failure, FailureClass::kNone) << r.message;
   EXPECT_TRUE(r.artifacts.empty());
@@ -319,8 +333,10 @@ print("future", libc.syscall(470, 0, 0, 0), ctypes.get_errno())
 }
 
 TEST_P(EscapeTest, CorrectAnalysisRuns) {
-  auto r = Run("print(round(df.groupby('region')['revenue'].sum().max(), 2))\n"
-               "print(last is None)\n", true);
+  auto r =
+      Run("print(round(df.groupby('region')['revenue'].sum().max(), 2))\n"
+          "print(last is None)\n",
+          true);
   EXPECT_EQ(r.failure, FailureClass::kNone) << r.message << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("141794.14"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(r.tables_loaded, std::vector<std::string>{"sales"});

@@ -46,8 +46,8 @@ TEST_F(PythonGuardTest, Imports) {
 }
 
 TEST_F(PythonGuardTest, BuiltinsDundersAndModules) {
-  for (const char* code : {"eval('1')", "f = exec", "compile('1', 'x', 'eval')", "getattr(pd, 'io')",
-                           "globals()", "vars()", "breakpoint()", "input()"}) {
+  for (const char* code : {"eval('1')", "f = exec", "compile('1', 'x', 'eval')",
+                           "getattr(pd, 'io')", "globals()", "vars()", "breakpoint()", "input()"}) {
     ExpectRule(code, "forbidden_builtin");
   }
   ExpectAllowed("evaluation = 1\nprint(evaluation)");
@@ -94,9 +94,10 @@ TEST(SandboxFallbackTest, RefusesWithoutNamespacesUnlessAllowed) {
 
   o.allow_unisolated = true;
   o.python_guard = false;  // the seccomp filter must hold on its own here too
-  auto r = RunPython("import socket, os\nprint(os.environ.get('HOME'))\n"
-                     "try:\n    socket.socket(socket.AF_INET)\nexcept PermissionError:\n    print('denied')\n",
-                     o);
+  auto r = RunPython(
+      "import socket, os\nprint(os.environ.get('HOME'))\n"
+      "try:\n    socket.socket(socket.AF_INET)\nexcept PermissionError:\n    print('denied')\n",
+      o);
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->isolation, Isolation::kRlimitsOnly);
   EXPECT_NE(r->stdout_text.find("denied"), std::string::npos) << r->stdout_text << r->message;

@@ -263,10 +263,11 @@ TEST_F(KernelTest, WithoutNamespacesItRefusesOrSaysSo) {
 TEST_F(KernelTest, ACallThatLeavesAThreadRunningEndsTheKernel) {
   options_.python_guard = false;  // the guard refuses `threading`; the kernel must hold alone
   Kernel k(options_);
-  auto started = Call(k, "import threading, time\nx = 1\n"
-                         "def spin():\n    while True:\n        open('tick', 'w').close()\n"
-                         "        time.sleep(0.001)\n"
-                         "threading.Thread(target=spin, daemon=True).start()\nprint('started')");
+  auto started = Call(k,
+                      "import threading, time\nx = 1\n"
+                      "def spin():\n    while True:\n        open('tick', 'w').close()\n"
+                      "        time.sleep(0.001)\n"
+                      "threading.Thread(target=spin, daemon=True).start()\nprint('started')");
   EXPECT_EQ(started.failure, FailureClass::kNone) << started.message;
   EXPECT_EQ(started.stdout_text, "started\n");
   ASSERT_FALSE(started.notes.empty());
@@ -281,8 +282,9 @@ TEST_F(KernelTest, ACallThatLeavesAThreadRunningEndsTheKernel) {
   EXPECT_TRUE(next.state_lost);
   EXPECT_EQ(next.stdout_text, "False\n");
   // An honest call (numpy, pandas, a figure) leaves no thread: the state stays.
-  auto honest = Call(k, "import numpy as np, matplotlib.pyplot as plt\ny = float(np.linalg.inv("
-                        "np.eye(3)).sum())\nplt.plot([1, 2]); plt.savefig('f.png')\nprint(y)");
+  auto honest = Call(k,
+                     "import numpy as np, matplotlib.pyplot as plt\ny = float(np.linalg.inv("
+                     "np.eye(3)).sum())\nplt.plot([1, 2]); plt.savefig('f.png')\nprint(y)");
   auto after = Call(k, "print(y)");
   EXPECT_FALSE(after.state_lost) << honest.message;
   EXPECT_EQ(after.stdout_text, "3.0\n");
@@ -292,12 +294,13 @@ TEST_F(KernelTest, ACallThatLeavesAThreadRunningEndsTheKernel) {
 // request; collections.deque is what ast.walk walks with) must not switch the guard off.
 TEST_F(KernelTest, RebindingSharedModulesCannotTurnTheGuardOff) {
   Kernel k(options_);
-  auto rebind = Call(k, "import json, collections\n"
-                        "real = json.loads\n"
-                        "json.loads = lambda s, *a, **k: dict(real(s), guard=False)\n"
-                        "class Empty:\n    def __init__(self, *a): pass\n"
-                        "    def __bool__(self): return False\n"
-                        "collections.deque = Empty\nprint('rebound')");
+  auto rebind = Call(k,
+                     "import json, collections\n"
+                     "real = json.loads\n"
+                     "json.loads = lambda s, *a, **k: dict(real(s), guard=False)\n"
+                     "class Empty:\n    def __init__(self, *a): pass\n"
+                     "    def __bool__(self): return False\n"
+                     "collections.deque = Empty\nprint('rebound')");
   EXPECT_EQ(rebind.stdout_text, "rebound\n") << rebind.message;
   auto attack = Call(k, "import os\nprint(os.getpid())");
   EXPECT_EQ(attack.failure, FailureClass::kGuardViolation) << attack.stdout_text;

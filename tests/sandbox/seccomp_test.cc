@@ -50,17 +50,30 @@ uint32_t Evaluate(const std::vector<sock_filter>& program, const seccomp_data& d
       case BPF_LDX:
         x = BPF_MODE(f.code) == BPF_MEM ? mem.at(f.k) : f.k;
         break;
-      case BPF_ST: mem.at(f.k) = a; break;
-      case BPF_STX: mem.at(f.k) = x; break;
+      case BPF_ST:
+        mem.at(f.k) = a;
+        break;
+      case BPF_STX:
+        mem.at(f.k) = x;
+        break;
       case BPF_ALU:
         switch (BPF_OP(f.code)) {
-          case BPF_AND: a &= src; break;
-          case BPF_OR: a |= src; break;
-          default: ADD_FAILURE() << "unsupported alu op at " << pc; return 0;
+          case BPF_AND:
+            a &= src;
+            break;
+          case BPF_OR:
+            a |= src;
+            break;
+          default:
+            ADD_FAILURE() << "unsupported alu op at " << pc;
+            return 0;
         }
         break;
-      case BPF_MISC: (BPF_MISCOP(f.code) == BPF_TAX) ? x = a : a = x; break;
-      case BPF_RET: return BPF_RVAL(f.code) == BPF_A ? a : f.k;
+      case BPF_MISC:
+        (BPF_MISCOP(f.code) == BPF_TAX) ? x = a : a = x;
+        break;
+      case BPF_RET:
+        return BPF_RVAL(f.code) == BPF_A ? a : f.k;
       case BPF_JMP: {
         if (BPF_OP(f.code) == BPF_JA) {
           pc += f.k;
@@ -68,16 +81,28 @@ uint32_t Evaluate(const std::vector<sock_filter>& program, const seccomp_data& d
         }
         bool taken = false;
         switch (BPF_OP(f.code)) {
-          case BPF_JEQ: taken = a == src; break;
-          case BPF_JGT: taken = a > src; break;
-          case BPF_JGE: taken = a >= src; break;
-          case BPF_JSET: taken = (a & src) != 0; break;
-          default: ADD_FAILURE() << "unsupported jump at " << pc; return 0;
+          case BPF_JEQ:
+            taken = a == src;
+            break;
+          case BPF_JGT:
+            taken = a > src;
+            break;
+          case BPF_JGE:
+            taken = a >= src;
+            break;
+          case BPF_JSET:
+            taken = (a & src) != 0;
+            break;
+          default:
+            ADD_FAILURE() << "unsupported jump at " << pc;
+            return 0;
         }
         pc += taken ? f.jt : f.jf;
         break;
       }
-      default: ADD_FAILURE() << "unsupported class at " << pc; return 0;
+      default:
+        ADD_FAILURE() << "unsupported class at " << pc;
+        return 0;
     }
   }
   ADD_FAILURE() << "the program fell off its end";
@@ -123,26 +148,70 @@ TEST_F(SeccompTest, TheRefusedSetOverTheWholeSyscallTableIsExactlyTheReviewedOne
   ASSERT_GT(table.size(), 300u) << "the kernel headers are missing";
   // With every argument zero. socket(0) and clone(0) are here because their zero arguments
   // are a non-AF_UNIX family and a clone without CLONE_THREAD.
-  const std::map<std::string, uint32_t> expected = {
-      {"acct", kEperm}, {"add_key", kEperm}, {"adjtimex", kEperm}, {"bpf", kEperm},
-      {"chroot", kEperm}, {"clock_adjtime", kEperm}, {"clock_settime", kEperm},
-      {"clone", kEperm}, {"clone3", kEnosys}, {"delete_module", kEperm},
-      {"finit_module", kEperm}, {"fork", kEperm}, {"fsconfig", kEperm}, {"fsetxattr", kEperm},
-      {"fsmount", kEperm}, {"fsopen", kEperm}, {"fspick", kEperm}, {"init_module", kEperm},
-      {"io_uring_enter", kEperm}, {"io_uring_register", kEperm}, {"io_uring_setup", kEperm},
-      {"ioperm", kEperm}, {"iopl", kEperm}, {"kcmp", kEperm}, {"kexec_file_load", kEperm},
-      {"kexec_load", kEperm}, {"keyctl", kEperm}, {"lookup_dcookie", kEperm},
-      {"lsetxattr", kEperm}, {"mknod", kEperm}, {"mknodat", kEperm}, {"mount", kEperm},
-      {"mount_setattr", kEperm}, {"move_mount", kEperm}, {"name_to_handle_at", kEperm},
-      {"open_by_handle_at", kEperm}, {"open_tree", kEperm}, {"openat2", kEnosys},
-      {"perf_event_open", kEperm}, {"personality", kEperm}, {"pidfd_getfd", kEperm},
-      {"pivot_root", kEperm}, {"process_vm_readv", kEperm}, {"process_vm_writev", kEperm},
-      {"ptrace", kEperm}, {"quotactl", kEperm}, {"quotactl_fd", kEperm}, {"reboot", kEperm},
-      {"request_key", kEperm}, {"setdomainname", kEperm}, {"sethostname", kEperm},
-      {"setns", kEperm}, {"settimeofday", kEperm}, {"setxattr", kEperm}, {"socket", kEperm},
-      {"swapoff", kEperm}, {"swapon", kEperm}, {"syslog", kEperm}, {"umount2", kEperm},
-      {"unshare", kEperm}, {"uselib", kEperm}, {"userfaultfd", kEperm}, {"vfork", kEperm},
-      {"vhangup", kEperm}};
+  const std::map<std::string, uint32_t> expected = {{"acct", kEperm},
+                                                    {"add_key", kEperm},
+                                                    {"adjtimex", kEperm},
+                                                    {"bpf", kEperm},
+                                                    {"chroot", kEperm},
+                                                    {"clock_adjtime", kEperm},
+                                                    {"clock_settime", kEperm},
+                                                    {"clone", kEperm},
+                                                    {"clone3", kEnosys},
+                                                    {"delete_module", kEperm},
+                                                    {"finit_module", kEperm},
+                                                    {"fork", kEperm},
+                                                    {"fsconfig", kEperm},
+                                                    {"fsetxattr", kEperm},
+                                                    {"fsmount", kEperm},
+                                                    {"fsopen", kEperm},
+                                                    {"fspick", kEperm},
+                                                    {"init_module", kEperm},
+                                                    {"io_uring_enter", kEperm},
+                                                    {"io_uring_register", kEperm},
+                                                    {"io_uring_setup", kEperm},
+                                                    {"ioperm", kEperm},
+                                                    {"iopl", kEperm},
+                                                    {"kcmp", kEperm},
+                                                    {"kexec_file_load", kEperm},
+                                                    {"kexec_load", kEperm},
+                                                    {"keyctl", kEperm},
+                                                    {"lookup_dcookie", kEperm},
+                                                    {"lsetxattr", kEperm},
+                                                    {"mknod", kEperm},
+                                                    {"mknodat", kEperm},
+                                                    {"mount", kEperm},
+                                                    {"mount_setattr", kEperm},
+                                                    {"move_mount", kEperm},
+                                                    {"name_to_handle_at", kEperm},
+                                                    {"open_by_handle_at", kEperm},
+                                                    {"open_tree", kEperm},
+                                                    {"openat2", kEnosys},
+                                                    {"perf_event_open", kEperm},
+                                                    {"personality", kEperm},
+                                                    {"pidfd_getfd", kEperm},
+                                                    {"pivot_root", kEperm},
+                                                    {"process_vm_readv", kEperm},
+                                                    {"process_vm_writev", kEperm},
+                                                    {"ptrace", kEperm},
+                                                    {"quotactl", kEperm},
+                                                    {"quotactl_fd", kEperm},
+                                                    {"reboot", kEperm},
+                                                    {"request_key", kEperm},
+                                                    {"setdomainname", kEperm},
+                                                    {"sethostname", kEperm},
+                                                    {"setns", kEperm},
+                                                    {"settimeofday", kEperm},
+                                                    {"setxattr", kEperm},
+                                                    {"socket", kEperm},
+                                                    {"swapoff", kEperm},
+                                                    {"swapon", kEperm},
+                                                    {"syslog", kEperm},
+                                                    {"umount2", kEperm},
+                                                    {"unshare", kEperm},
+                                                    {"uselib", kEperm},
+                                                    {"userfaultfd", kEperm},
+                                                    {"vfork", kEperm},
+                                                    {"vhangup", kEperm}};
   std::map<std::string, uint32_t> refused;
   for (const auto& [name, nr] : table) {
     if (static_cast<uint32_t>(nr) > kHighestReviewedSyscall) {
@@ -158,9 +227,9 @@ TEST_F(SeccompTest, EveryNumberAboveTheReviewAndEveryX32NumberIsRefused) {
   for (uint32_t nr = kHighestReviewedSyscall + 1; nr < 2048; ++nr) {
     ASSERT_EQ(Action(static_cast<int>(nr)), kEnosys) << nr;
   }
-  EXPECT_EQ(Action(437), kEnosys);  // openat2
-  EXPECT_EQ(Action(452), kEnosys);  // fchmodat2
-  EXPECT_EQ(Action(463), kEnosys);  // setxattrat
+  EXPECT_EQ(Action(437), kEnosys);              // openat2
+  EXPECT_EQ(Action(452), kEnosys);              // fchmodat2
+  EXPECT_EQ(Action(463), kEnosys);              // setxattrat
   EXPECT_EQ(Action(0x40000000 | 2), kEperm);    // x32 open
   EXPECT_EQ(Action(0x40000000 | 257), kEperm);  // x32 openat
   seccomp_data i386{};
@@ -174,8 +243,8 @@ TEST_F(SeccompTest, EveryNumberAboveTheReviewAndEveryX32NumberIsRefused) {
 
 TEST_F(SeccompTest, EveryModeArgumentIsCheckedForSetuidAndSetgid) {
   // (syscall number, index of the mode argument)
-  const std::vector<std::pair<int, size_t>> mode_args = {
-      {90, 1}, {91, 1}, {268, 2}, {2, 2}, {257, 3}, {85, 1}, {83, 1}, {258, 2}};
+  const std::vector<std::pair<int, size_t>> mode_args = {{90, 1},  {91, 1}, {268, 2}, {2, 2},
+                                                         {257, 3}, {85, 1}, {83, 1},  {258, 2}};
   for (const auto& [nr, arg] : mode_args) {
     for (const uint64_t mode : {04777ull, 02755ull, 06000ull, 0x100000000ull | 04000ull}) {
       std::array<uint64_t, 6> args{};
@@ -190,8 +259,7 @@ TEST_F(SeccompTest, EveryModeArgumentIsCheckedForSetuidAndSetgid) {
 }
 
 TEST_F(SeccompTest, ThreadsAndUnixSocketsStayAllowed) {
-  EXPECT_EQ(Action(56, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD}),
-            kAllow);
+  EXPECT_EQ(Action(56, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD}), kAllow);
   EXPECT_EQ(Action(56, {CLONE_VM | SIGCHLD}), kEperm);  // a process
   EXPECT_EQ(Action(41, {AF_UNIX, SOCK_STREAM}), kAllow);
   EXPECT_EQ(Action(41, {AF_INET, SOCK_STREAM}), kEperm);

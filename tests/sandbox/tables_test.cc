@@ -34,9 +34,7 @@ void DuckDb(const std::string& path, const std::vector<std::string>& statements)
 
 class TablesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    QUARRY_SKIP_WITHOUT_SANDBOX(NamespaceUnavailableReason());
-  }
+  void SetUp() override { QUARRY_SKIP_WITHOUT_SANDBOX(NamespaceUnavailableReason()); }
   quarry::testing::ProcessResult Python(const std::string& data, const std::string& script) {
     const fs::path file = cwd_.Write("script.py", script);
     return RunProcess({quarry::testing::QuarryBinary().string(), "python", data, file.string()},

@@ -75,8 +75,9 @@ Binaries FindBinaries() {
     }
   }
   if (best_major < 0) {
-    Fail("no PostgreSQL server binaries in /usr/lib/postgresql/<version>/bin (initdb, "
-         "postgres); run scripts/setup.sh --tests, which installs Debian's postgresql package");
+    Fail(
+        "no PostgreSQL server binaries in /usr/lib/postgresql/<version>/bin (initdb, "
+        "postgres); run scripts/setup.sh --tests, which installs Debian's postgresql package");
   }
   return best;
 }
@@ -93,8 +94,9 @@ ServerUser PickServerUser() {
   for (const char* name : {"postgres", "nobody"}) {
     if (const passwd* pw = ::getpwnam(name)) return {true, pw->pw_uid, pw->pw_gid};
   }
-  Fail("running as root, but there is no 'postgres' or 'nobody' user to run the server as; "
-       "run scripts/setup.sh --tests (Debian's postgresql package creates the postgres user)");
+  Fail(
+      "running as root, but there is no 'postgres' or 'nobody' user to run the server as; "
+      "run scripts/setup.sh --tests (Debian's postgresql package creates the postgres user)");
 }
 
 void ChownTree(const fs::path& dir, const ServerUser& user) {
@@ -145,8 +147,8 @@ pid_t Spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs:
       ::_exit(126);
     }
     ::syscall(SYS_close_range, 3U, ~0U, 0U);
-    if (user.drop && (::setgroups(0, nullptr) != 0 || ::setgid(user.gid) != 0 ||
-                      ::setuid(user.uid) != 0)) {
+    if (user.drop &&
+        (::setgroups(0, nullptr) != 0 || ::setgid(user.gid) != 0 || ::setuid(user.uid) != 0)) {
       WriteChildError("test PostgreSQL server: cannot switch to the server user\n");
       ::_exit(126);
     }
@@ -209,14 +211,22 @@ std::string AdminConninfo(const fs::path& socket_dir, int port) {
 pid_t StartPostgres(const Binaries& bin, const fs::path& data_dir, const fs::path& socket_dir,
                     int port, bool tcp, const fs::path& log, const ServerUser& user) {
   std::vector<std::string> argv = {bin.postgres,
-                                   "-D", data_dir.string(),
-                                   "-k", socket_dir.string(),
-                                   "-p", std::to_string(port),
-                                   "-c", tcp ? "listen_addresses=127.0.0.1" : "listen_addresses=",
-                                   "-c", "fsync=off",
-                                   "-c", "synchronous_commit=off",
-                                   "-c", "full_page_writes=off",
-                                   "-c", "shared_buffers=32MB"};
+                                   "-D",
+                                   data_dir.string(),
+                                   "-k",
+                                   socket_dir.string(),
+                                   "-p",
+                                   std::to_string(port),
+                                   "-c",
+                                   tcp ? "listen_addresses=127.0.0.1" : "listen_addresses=",
+                                   "-c",
+                                   "fsync=off",
+                                   "-c",
+                                   "synchronous_commit=off",
+                                   "-c",
+                                   "full_page_writes=off",
+                                   "-c",
+                                   "shared_buffers=32MB"};
   pid_t pid = Spawn(argv, data_dir, log, user);
   const std::string ping = AdminConninfo(socket_dir, port) + " dbname=postgres";
   const auto deadline = std::chrono::steady_clock::now() + kReadyTimeout;
@@ -244,7 +254,7 @@ uint64_t Fnv1a(std::string_view text) {
 // The cache key: the script's size and mtime, the server version and kSchemaVersion.
 std::string CacheKey(const Binaries& bin) {
   const std::string script = QUARRY_SOURCE_DIR "/data/chinook_postgresql.sql";
-  struct stat st{};
+  struct stat st {};
   if (::stat(script.c_str(), &st) != 0) Fail("cannot read " + script + " (the Chinook script)");
   std::string key = "schema=" + std::to_string(kSchemaVersion) + ";pg=" + bin.version +
                     ";size=" + std::to_string(st.st_size) +
@@ -261,7 +271,7 @@ void EnsureOwnDir(const fs::path& dir, mode_t mode) {
   if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
     Fail("cannot create " + dir.string() + ": " + std::strerror(errno));
   }
-  struct stat st{};
+  struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
     Fail(dir.string() + " is not a directory owned by this user; remove it and run again");
   }
@@ -343,8 +353,8 @@ fs::path EnsureTemplate(const Binaries& bin, const ServerUser& user) {
   ChownTree(build, user);
   const fs::path data = build / "data";
   const fs::path log = build / "build.log";
-  pid_t initdb = Spawn({bin.initdb, "-D", data.string(), "-U", kAdmin, "-A", "trust", "-E",
-                        "UTF8", "--locale=C", "--no-sync", "--no-instructions", "--wal-segsize=1"},
+  pid_t initdb = Spawn({bin.initdb, "-D", data.string(), "-U", kAdmin, "-A", "trust", "-E", "UTF8",
+                        "--locale=C", "--no-sync", "--no-instructions", "--wal-segsize=1"},
                        build, log, user);
   std::optional<int> status = WaitFor(initdb, 120s);
   if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
@@ -436,8 +446,8 @@ Conn AdminConnect(const PgServer& server, std::string_view db) {
   std::string info = AdminConninfo(server.socket_dir, server.port) + " dbname=" + Quote(db);
   Conn conn(PQconnectdb(info.c_str()), &PQfinish);
   if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
-    ADD_FAILURE() << "test PostgreSQL server: cannot connect to " << db << " as " << kAdmin
-                  << ": " << (conn ? PQerrorMessage(conn.get()) : "out of memory");
+    ADD_FAILURE() << "test PostgreSQL server: cannot connect to " << db << " as " << kAdmin << ": "
+                  << (conn ? PQerrorMessage(conn.get()) : "out of memory");
     return Conn(nullptr, &PQfinish);
   }
   return conn;
@@ -520,8 +530,9 @@ std::map<std::string, std::string> PgServer::TableChecksums(std::string_view db)
   for (int r = 0; r < PQntuples(tables.get()); ++r) {
     // Appended, not chained with +: GCC 12 warns falsely (-Warray-bounds) on the chain's moves
     // once <string> comes from a precompiled header.
-    std::string sql = "SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text COLLATE "
-                      "\"C\"), '')) FROM ";
+    std::string sql =
+        "SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text COLLATE "
+        "\"C\"), '')) FROM ";
     sql.append(PQgetvalue(tables.get(), r, 1)).append(" t");
     Result sum = Query(conn.get(), db, sql);
     if (sum && PQntuples(sum.get()) == 1) {
@@ -537,8 +548,8 @@ OwnedPgServer::OwnedPgServer(bool loopback_tcp) : owner_(::getpid()) {
   const ServerUser user = PickServerUser();
   const fs::path tmpl = EnsureTemplate(bin, user);
   SweepStaleRuns();
-  dir_ = fs::temp_directory_path() / ("quarry-pg-" + Euid() + "-run-" +
-                                      std::to_string(owner_) + "-" + std::to_string(counter++));
+  dir_ = fs::temp_directory_path() / ("quarry-pg-" + Euid() + "-run-" + std::to_string(owner_) +
+                                      "-" + std::to_string(counter++));
   fs::remove_all(dir_);
   fs::create_directory(dir_);
   fs::permissions(dir_, fs::perms::owner_all);
@@ -562,7 +573,7 @@ OwnedPgServer::OwnedPgServer(bool loopback_tcp) : owner_(::getpid()) {
 
 OwnedPgServer::~OwnedPgServer() {
   if (::getpid() != owner_) return;  // a forked child: the server is its parent's
-  StopServer(pid_, SIGQUIT);  // immediate shutdown: the copy is thrown away anyway
+  StopServer(pid_, SIGQUIT);         // immediate shutdown: the copy is thrown away anyway
   std::error_code ignored;
   fs::remove_all(dir_, ignored);
 }

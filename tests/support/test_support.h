@@ -46,8 +46,7 @@ struct ProcessResult {
 };
 // Runs argv with the extra environment entries ("KEY=VALUE") added to a copy of this
 // process's, in `cwd`, and collects stdout and stderr.
-ProcessResult RunProcess(const std::vector<std::string>& argv,
-                         const std::filesystem::path& cwd,
+ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                          const std::vector<std::string>& extra_env = {},
                          const std::vector<std::string>& unset_env = {});
 
@@ -62,11 +61,11 @@ void MakeSqlite(const std::filesystem::path& path, const std::string& sql);
 // Skips the test (or, under QUARRY_REQUIRE_SANDBOX=1, fails it) when `why_not` holds the reason
 // the sandbox cannot run here (sandbox::NamespaceUnavailableReason()). Use it where GTEST_SKIP
 // could go: a test body or SetUp.
-#define QUARRY_SKIP_WITHOUT_SANDBOX(why_not)                                              \
-  if (const std::optional<std::string> quarry_why_not_ = (why_not)) {                   \
-    if (::quarry::testing::SandboxRequired()) {                                         \
-      GTEST_FAIL() << "QUARRY_REQUIRE_SANDBOX=1, but the sandbox cannot run here: "     \
-                   << *quarry_why_not_;                                                 \
-    }                                                                                   \
-    GTEST_SKIP() << "no sandbox here: " << *quarry_why_not_;                            \
+#define QUARRY_SKIP_WITHOUT_SANDBOX(why_not)                                        \
+  if (const std::optional<std::string> quarry_why_not_ = (why_not)) {               \
+    if (::quarry::testing::SandboxRequired()) {                                     \
+      GTEST_FAIL() << "QUARRY_REQUIRE_SANDBOX=1, but the sandbox cannot run here: " \
+                   << *quarry_why_not_;                                             \
+    }                                                                               \
+    GTEST_SKIP() << "no sandbox here: " << *quarry_why_not_;                        \
   }

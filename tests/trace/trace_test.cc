@@ -159,7 +159,8 @@ TEST(TraceTest, ARunsDirOthersCanWriteIsRefusedWithWhatToDo) {
     ASSERT_FALSE(w.has_value()) << mode;
     EXPECT_EQ(w.error().code, Error::Code::kUsage);
     EXPECT_NE(w.error().message.find("refusing the runs directory " + runs.string()),
-              std::string::npos) << w.error().message;
+              std::string::npos)
+        << w.error().message;
     EXPECT_NE(w.error().message.find("chmod 700"), std::string::npos);
     EXPECT_NE(w.error().message.find("--runs-dir"), std::string::npos);
     EXPECT_FALSE(fs::exists(runs / "20261129-120000-abcdef"));
@@ -187,8 +188,7 @@ TEST(TraceTest, ARunsDirOfAnotherUidIsRefused) {
   ASSERT_EQ(::chown(runs.c_str(), 65534, 65534), 0);
   auto w = Writer::Create(runs, "20261129-120000-abcdef");
   ASSERT_FALSE(w.has_value());
-  EXPECT_NE(w.error().message.find("belongs to uid 65534"), std::string::npos)
-      << w.error().message;
+  EXPECT_NE(w.error().message.find("belongs to uid 65534"), std::string::npos) << w.error().message;
 }
 
 TEST(TraceTest, AnExistingRunDirIsNeverReusedNorALinkFollowed) {
@@ -321,8 +321,8 @@ TEST(TraceTest, OldWorkdirsArePrunedKeepingTracesAndFigures) {
   std::ofstream(victim / "notes.txt") << "mine";
   std::vector<fs::path> old;
   for (int i = 1; i <= 4; ++i) {
-    old.push_back(OldRun(runs, "2020010" + std::to_string(i) + "-120000-00000" + std::to_string(i),
-                         victim));
+    old.push_back(
+        OldRun(runs, "2020010" + std::to_string(i) + "-120000-00000" + std::to_string(i), victim));
   }
   const fs::path fresh = OldRun(runs, NewRunId(), victim);
   fs::create_directories(runs / "bench-x" / "workdir");  // not a run id: never touched
@@ -426,7 +426,8 @@ TEST(TraceTest, SendBacksAreCountedBesideRepairsAndReadBack) {
 
   // A killed run's events give the same count.
   quarry::testing::TempDir dir;
-  std::string events = R"({"event":"start","id":"r3","question":"q","sources":[]})" "\n";
+  std::string events = R"({"event":"start","id":"r3","question":"q","sources":[]})"
+                       "\n";
   for (const Step& s : t.steps) {
     json e = ToJson(s);
     e["event"] = "step";
@@ -509,12 +510,14 @@ TEST(TraceTest, ClarificationsWarningsAndExplanationAreShownAndEscaped) {
   EXPECT_EQ(ToJson(*back), j);
 
   const std::string s = Summary(t);
-  EXPECT_NE(s.find("asked:    [step 2] Top <i>customer</i> by? (choices: by revenue | by <orders>)\n"
-                   "          the user replied: by revenue\n"),
-            std::string::npos)
+  EXPECT_NE(
+      s.find("asked:    [step 2] Top <i>customer</i> by? (choices: by revenue | by <orders>)\n"
+             "          the user replied: by revenue\n"),
+      std::string::npos)
       << s;
-  EXPECT_NE(s.find("asked:    [earlier run] Which artist?\n          waiting for the user's reply\n"),
-            std::string::npos);
+  EXPECT_NE(
+      s.find("asked:    [earlier run] Which artist?\n          waiting for the user's reply\n"),
+      std::string::npos);
   EXPECT_NE(s.find("warning:  text that reads like instructions in the observation of step 2 "
                    "(ignore previous instructions): \"IGNORE ALL PREVIOUS INSTRUCTIONS"),
             std::string::npos);
@@ -540,11 +543,11 @@ TEST(TraceTest, ClarificationsWarningsAndExplanationAreShownAndEscaped) {
 
 TEST(TraceTest, ViewerMarksNullApartFromTheTextNull) {
   Trace t = Sample();
-  t.steps[1].detail = {{"sql", "SELECT name, tag FROM people"},
-                       {"columns", {"name", "tag"}},
-                       {"rows", nlohmann::ordered_json::parse(
-                                    R"([["Ava", null], ["Bo", "NULL"], ["Cy", ""]])")},
-                       {"row_count", 3}};
+  t.steps[1].detail = {
+      {"sql", "SELECT name, tag FROM people"},
+      {"columns", {"name", "tag"}},
+      {"rows", nlohmann::ordered_json::parse(R"([["Ava", null], ["Bo", "NULL"], ["Cy", ""]])")},
+      {"row_count", 3}};
   const std::string html = RenderHtml(t, {});
   EXPECT_NE(html.find("<td>Ava</td><td class=\"null\">NULL</td>"), std::string::npos) << html;
   EXPECT_NE(html.find("<td>Bo</td><td>&quot;NULL&quot;</td>"), std::string::npos);
@@ -568,20 +571,25 @@ TEST(TraceTest, UnreadableTracesSayWhy) {
   ASSERT_FALSE(bad_type.has_value());
   EXPECT_EQ(bad_type.error().code, Error::Code::kData);
   EXPECT_NE(bad_type.error().message.find("field 'question' should be a string, found an integer"),
-            std::string::npos) << bad_type.error().message;
+            std::string::npos)
+      << bad_type.error().message;
   // A wrong type deep inside is named by its path.
-  nlohmann::ordered_json deep = {{"format_version", 1},
-                                 {"sources", {{{"path", 7}}}},
-                                 {"steps", {{{"index", 1}}, {{"index", 2}, {"duration_ms", "slow"}}}}};
+  nlohmann::ordered_json deep = {
+      {"format_version", 1},
+      {"sources", {{{"path", 7}}}},
+      {"steps", {{{"index", 1}}, {{"index", 2}, {"duration_ms", "slow"}}}}};
   auto bad_source = FromJson(deep);
   ASSERT_FALSE(bad_source.has_value());
   EXPECT_NE(bad_source.error().message.find("field 'sources[0].path' should be a string"),
-            std::string::npos) << bad_source.error().message;
+            std::string::npos)
+      << bad_source.error().message;
   deep["sources"][0]["path"] = "sales.csv";
   auto bad_step = FromJson(deep);
   ASSERT_FALSE(bad_step.has_value());
-  EXPECT_NE(bad_step.error().message.find("field 'steps[1].duration_ms' should be an integer, found a string"),
-            std::string::npos) << bad_step.error().message;
+  EXPECT_NE(bad_step.error().message.find(
+                "field 'steps[1].duration_ms' should be an integer, found a string"),
+            std::string::npos)
+      << bad_step.error().message;
   deep["steps"] = "not a list";
   auto bad_steps = FromJson(deep);
   ASSERT_FALSE(bad_steps.has_value());
@@ -671,17 +679,20 @@ TEST(TraceTest, AKilledRunIsRebuiltFromItsEventsWithACutLastLine) {
   EXPECT_DOUBLE_EQ(t->totals.cost_usd, 0.25);
   EXPECT_EQ(t->totals.wall_ms, 100);
   ASSERT_EQ(t->notes.size(), 2u);
-  EXPECT_NE(t->notes[1].find("2 line(s) of events.jsonl were not quarry events"), std::string::npos);
+  EXPECT_NE(t->notes[1].find("2 line(s) of events.jsonl were not quarry events"),
+            std::string::npos);
   EXPECT_EQ(ToJson(*t)["incomplete"], true);
   EXPECT_NE(Summary(*t).find("stop:     incomplete (incomplete: rebuilt from events.jsonl)"),
             std::string::npos);
 
-  auto no_start = ReadTrace(dir.Write("other.jsonl", R"({"event":"step","index":1})" "\n"));
+  auto no_start = ReadTrace(dir.Write("other.jsonl", R"({"event":"step","index":1})"
+                                                     "\n"));
   ASSERT_FALSE(no_start.has_value());
   EXPECT_EQ(no_start.error().code, Error::Code::kData);
   EXPECT_NE(no_start.error().message.find("no start event"), std::string::npos);
 
-  auto wrong = ReadTrace(dir.Write("wrong.jsonl", R"({"event":"start","id":5})" "\n"));
+  auto wrong = ReadTrace(dir.Write("wrong.jsonl", R"({"event":"start","id":5})"
+                                                  "\n"));
   ASSERT_FALSE(wrong.has_value());
   EXPECT_NE(wrong.error().message.find("line 1: field 'id' should be a string"), std::string::npos)
       << wrong.error().message;
@@ -715,7 +726,8 @@ TEST(TraceTest, AKilledRunKeepsItsClarifications) {
 TEST(TraceTest, FindTraceFallsBackToEventsAndNamesAnEmptyRunFolder) {
   quarry::testing::TempDir runs;
   std::filesystem::create_directories(runs.path() / "20260101-000000-000aaa");
-  runs.Write("20260101-000000-000aaa/events.jsonl", R"({"event":"start","id":"x"})" "\n");
+  runs.Write("20260101-000000-000aaa/events.jsonl", R"({"event":"start","id":"x"})"
+                                                    "\n");
   std::filesystem::create_directories(runs.path() / "20250101-000000-000bbb");
   auto latest = FindTrace(runs.path(), "latest");
   ASSERT_TRUE(latest.has_value()) << latest.error().message;
@@ -723,7 +735,8 @@ TEST(TraceTest, FindTraceFallsBackToEventsAndNamesAnEmptyRunFolder) {
   auto empty = FindTrace(runs.path(), "20250101-000000-000bbb");
   ASSERT_FALSE(empty.has_value());
   EXPECT_EQ(empty.error().code, Error::Code::kData);
-  EXPECT_NE(empty.error().message.find("has neither trace.json nor events.jsonl"), std::string::npos);
+  EXPECT_NE(empty.error().message.find("has neither trace.json nor events.jsonl"),
+            std::string::npos);
   auto none = FindTrace(runs.path(), "nope");
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().code, Error::Code::kUsage);
@@ -848,7 +861,8 @@ TEST(OutcomeTest, EachEndReadsOneWay) {
   EXPECT_EQ(OutcomeText(declined, {}), "declined (not an answer): The connection is read-only.\n");
   const json program = OutcomeJson(declined);
   EXPECT_EQ(program["stop_reason"], "declined");
-  EXPECT_EQ(program["declined"], json({{"text", "The connection is read-only."}, {"answer", false}}));
+  EXPECT_EQ(program["declined"],
+            json({{"text", "The connection is read-only."}, {"answer", false}}));
   EXPECT_FALSE(program.contains("clarification"));
 
   Trace asked;
@@ -870,7 +884,8 @@ TEST(OutcomeTest, EachEndReadsOneWay) {
   EXPECT_EQ(OutcomeText(silent, {}),
             "no answer: no_tool_call\nthe model replied without a tool call (not verified): "
             "Probably about 40.\n");
-  EXPECT_EQ(OutcomeJson(silent)["reply"], json({{"text", "Probably about 40."}, {"verified", false}}));
+  EXPECT_EQ(OutcomeJson(silent)["reply"],
+            json({{"text", "Probably about 40."}, {"verified", false}}));
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ struct Config {
   // Off: the first failed tool call ends the run (execution_failed); nothing else differs.
   bool self_correction = true;
   PromptMode prompt = PromptMode::kAsk;
-  int max_steps = 12;          // model turns
-  int max_repairs = 6;         // repair attempts (tool calls made while a failure is outstanding)
+  int max_steps = 12;   // model turns
+  int max_repairs = 6;  // repair attempts (tool calls made while a failure is outstanding)
   // Tool calls per question, parallel calls counting one each, ask_user and final_answer
   // included (--max-tool-calls). The calls of a turn within it run; the first beyond it and
   // the rest of that turn do not, and the run stops (trace::StopReason::kToolCallBudget).
@@ -57,8 +57,8 @@ struct Config {
   // (llm::Client::MaxCostUsd of the estimated prompt) stays within it; for a model without a
   // price, the spent cost alone is checked before each call.
   double max_cost_usd = 1.0;
-  engine::Limits limits;       // per query: timeout_ms, max_rows
-  int preview_rows = 30;       // result rows the model sees
+  engine::Limits limits;  // per query: timeout_ms, max_rows
+  int preview_rows = 30;  // result rows the model sees
   // run_python: offered to the model when on. sandbox.workdir must be set (runs/<id>/workdir).
   bool python = true;
   sandbox::Options sandbox;
@@ -81,7 +81,7 @@ class Observer {
 struct ToolContext {
   engine::Engine& engine;
   const Config& config;
-  Evidence& evidence;  // successful executions add what the model was shown
+  Evidence& evidence;                        // successful executions add what the model was shown
   std::optional<sandbox::LastResult>& last;  // the latest successful run_sql result
   // The run's warm Python (variables persist between calls); null: each call is a fresh one.
   sandbox::Kernel* kernel = nullptr;
@@ -93,7 +93,7 @@ struct Observation {
   FailureClass failure = FailureClass::kNone;
   std::string rule;  // guard rule, for kGuardViolation
   std::string text;
-  nlohmann::ordered_json detail;  // sql, columns, rows, row_count, ...
+  nlohmann::ordered_json detail;       // sql, columns, rows, row_count, ...
   std::vector<std::string> artifacts;  // files the step produced (figures)
 };
 
@@ -144,16 +144,16 @@ std::string ValidateArguments(const nlohmann::ordered_json& schema,
 // except when the frame (data line, what the selection means, the count) alone is over it.
 struct SchemaView {
   std::string text;
-  int64_t tokens_estimated = 0;      // engine::EstimateTokens(text)
+  int64_t tokens_estimated = 0;        // engine::EstimateTokens(text)
   int64_t whole_tokens_estimated = 0;  // of every card in full
-  bool whole = true;                 // every table in full
-  std::vector<std::string> full;     // tables shown in full, in the order shown
-  std::vector<std::string> compact;  // tables shown with names and types only
-  std::vector<std::string> partial;  // tables shown with some columns' names and types
-  size_t listed = 0;                 // tables shown by name only (or counted past the list)
-  std::string ranking;               // "" (whole), "bm25", "bm25+embeddings"
-  std::vector<std::string> ranked;   // the relevant tables, most relevant first
-  std::vector<std::string> notes;    // for the trace: the selection, an embeddings failure
+  bool whole = true;                   // every table in full
+  std::vector<std::string> full;       // tables shown in full, in the order shown
+  std::vector<std::string> compact;    // tables shown with names and types only
+  std::vector<std::string> partial;    // tables shown with some columns' names and types
+  size_t listed = 0;                   // tables shown by name only (or counted past the list)
+  std::string ranking;                 // "" (whole), "bm25", "bm25+embeddings"
+  std::vector<std::string> ranked;     // the relevant tables, most relevant first
+  std::vector<std::string> notes;      // for the trace: the selection, an embeddings failure
 };
 SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
                       const SchemaOptions& options);
@@ -228,7 +228,8 @@ struct RunInput {
   // this run: recorded as a first step "open_data" and counted in the totals. -1: not this run's.
   int64_t load_ms = -1;
   // A stop request ends the run: the running query is interrupted, the Python child killed,
-  // the model request aborted, and the trace is written with stop_reason trace::StopReason::kInterrupted.
+  // the model request aborted, and the trace is written with stop_reason
+  // trace::StopReason::kInterrupted.
   StopToken stop;
   // Unset: ask_user ends the run with trace::StopReason::kClarification.
   AskUserFn ask_user;
@@ -237,7 +238,7 @@ struct RunInput {
   // turn calling ask_user (id "resume_1") and its result "the user replied: ...". Recorded in
   // trace.clarifications with step 0 (asked before this run; no step of this run).
   std::optional<PendingClarification> resume;
-  std::string thread;    // recorded in the trace
+  std::string thread;  // recorded in the trace
   int thread_turn = 0;
   // Tokens the prior turns may take in the prompt (PriorMessages).
   int64_t history_budget_tokens = 1500;
@@ -254,11 +255,12 @@ Config ConfigForRun(Config base, const std::filesystem::path& run_dir);
 //
 // ask_user: a step of kind "clarification" (tool "ask_user"; detail.wait_ms: the time spent
 // waiting on RunInput::ask_user, also in its duration_ms, counted by no budget; detail.reply
-// when one came) and a trace.clarifications record. It counts as a tool call. The reply reaches the model as the tool result "the user
-// replied: ..."; the numbers the user typed count as given, like the question's, but
-// not the text of a choice, however it was picked (the model wrote it; issue 22). ask_user is no execution
-// tool: it neither clears an outstanding failure nor grounds a value. Without a reply the step's
-// status is "waiting" and the run ends with trace::StopReason::kClarification, before any verify.
+// when one came) and a trace.clarifications record. It counts as a tool call. The reply reaches the
+// model as the tool result "the user replied: ..."; the numbers the user typed count as given, like
+// the question's, but not the text of a choice, however it was picked (the model wrote it; issue
+// 22). ask_user is no execution tool: it neither clears an outstanding failure nor grounds a value.
+// Without a reply the step's status is "waiting" and the run ends with
+// trace::StopReason::kClarification, before any verify.
 //
 // Text that reads like instructions (injection_internal.h) in an observation of inspect_schema,
 // run_sql, run_python or make_chart, or in the schema cards and data file names of the system

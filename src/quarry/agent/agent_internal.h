@@ -24,8 +24,8 @@ std::string Prompt(const std::string& name,
 std::string ShowResult(const engine::ResultTable& table, ToolContext& context,
                        const std::string& tool, const std::string& sql);
 // Only the evidence part of ShowResult (an empty result, shown as a failure, still grounds 0).
-void RecordEvidence(const engine::ResultTable& table, ToolContext& context,
-                    const std::string& tool, const std::string& sql);
+void RecordEvidence(const engine::ResultTable& table, ToolContext& context, const std::string& tool,
+                    const std::string& sql);
 
 // The results earlier turns kept (PriorTurn::preview) that `shown` (PriorMessages' output) shows
 // the model on data unchanged since, as evidence cited by turn: its header and rows split at

@@ -32,7 +32,8 @@ bool TypeFits(const json& schema, const json& v) {
     return got == want || (want == "number" && got == "integer");
   };
   if (t.is_array()) {
-    return std::any_of(t.begin(), t.end(), [&](const json& w) { return fits(w.get<std::string>()); });
+    return std::any_of(t.begin(), t.end(),
+                       [&](const json& w) { return fits(w.get<std::string>()); });
   }
   return fits(t.get<std::string>());
 }
@@ -91,7 +92,8 @@ json ToolParameters(std::string_view tool) {
 
 std::string CheckAssumptions(const std::vector<std::string>& assumptions) {
   if (assumptions.size() > kMaxAssumptions) {
-    return "at most " + std::to_string(kMaxAssumptions) + " assumptions; keep the ones the "
+    return "at most " + std::to_string(kMaxAssumptions) +
+           " assumptions; keep the ones the "
            "answer depends on";
   }
   for (const std::string& a : assumptions) {
@@ -121,7 +123,8 @@ std::string ValidateArguments(const json& schema, const json& arguments) {
     if (!TypeFits(p, value)) {
       return "argument '" + key + "' must be " + TypeText(p) + ", got " + JsonType(value);
     }
-    if (p.contains("enum") && std::find(p["enum"].begin(), p["enum"].end(), value) == p["enum"].end()) {
+    if (p.contains("enum") &&
+        std::find(p["enum"].begin(), p["enum"].end(), value) == p["enum"].end()) {
       return "argument '" + key + "' must be one of " + p["enum"].dump();
     }
     if (value.is_string() && p.value("minLength", 0) > 0 && value.get<std::string>().empty()) {

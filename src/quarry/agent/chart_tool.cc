@@ -53,7 +53,7 @@ Observation MakeChart(const json& args, ToolContext& ctx) {
   const auto problems = chart::Check(*spec, table);
   if (!problems.empty()) {
     obs.failure = problems.front().rule == "no_rows" ? FailureClass::kEmptyResult
-                                                    : FailureClass::kBadArguments;
+                                                     : FailureClass::kBadArguments;
     obs.rule = problems.front().rule;
     obs.text = std::string(FailureClassName(obs.failure)) + ": the chart was not drawn:";
     for (const auto& p : problems) obs.text += "\n- " + p.rule + ": " + p.message;

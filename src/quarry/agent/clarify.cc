@@ -47,9 +47,7 @@ Clarification ClarificationFrom(const json& args, std::string* problem) {
   return c;
 }
 
-std::string ReplyObservation(const std::string& reply) {
-  return "the user replied: " + reply;
-}
+std::string ReplyObservation(const std::string& reply) { return "the user replied: " + reply; }
 
 std::string TypedPart(std::string_view reply, const std::vector<std::string>& choices) {
   const auto lower = [](std::string_view s) {
@@ -63,9 +61,8 @@ std::string TypedPart(std::string_view reply, const std::vector<std::string>& ch
   for (const std::string& c : choices) {
     if (c.find_first_not_of(" \t\r\n") != std::string::npos) cut.push_back(lower(c));
   }
-  std::sort(cut.begin(), cut.end(), [](const std::string& a, const std::string& b) {
-    return a.size() > b.size();
-  });
+  std::sort(cut.begin(), cut.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   for (const std::string& c : cut) {
     for (size_t at = lower(typed).find(c); at != std::string::npos; at = lower(typed).find(c, at)) {
       typed.replace(at, c.size(), "\n");

@@ -48,13 +48,13 @@ DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop) {
     for (const engine::ColumnCard& column : card.columns) {
       if (!IsTextType(column.type)) continue;
       ++scan.text_columns;
-      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      const auto spent =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
       if (stop.stop_requested() || spent.count() >= kDataScanBudgetMs) continue;
       const std::string col = Quote(column.name);
       const std::string sql = "SELECT DISTINCT " + col + " FROM " + QuoteTable(card.name) +
-                              " WHERE length(" + col + ") >= " +
-                              std::to_string(kDataScanMinChars) + " LIMIT " +
-                              std::to_string(kDataScanValues + 1);
+                              " WHERE length(" + col + ") >= " + std::to_string(kDataScanMinChars) +
+                              " LIMIT " + std::to_string(kDataScanValues + 1);
       engine::Limits limits;
       limits.timeout_ms = std::max<int64_t>(100, kDataScanBudgetMs - spent.count());
       limits.max_rows = static_cast<int>(kDataScanValues);
@@ -82,18 +82,19 @@ DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop) {
       // Past the first kDataScanValues distinct values, the engine looks through every row
       // for the detector's search terms, so one planted row among a million is found
       // wherever it sits (the values read above still catch disguised spellings).
-      const auto used = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+      const auto used =
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
       if (out->rows.size() >= kDataScanValues && used.count() < kDataScanBudgetMs) {
         std::string any;
         for (const std::string& term : InjectionSearchTerms()) {
           std::string literal;
           for (const char c : term) literal += c == '\'' ? std::string("''") : std::string(1, c);
-          any += (any.empty() ? "" : " OR ") + std::string("lower(") + col + ") LIKE '%" +
-                 literal + "%'";
+          any += (any.empty() ? "" : " OR ") + std::string("lower(") + col + ") LIKE '%" + literal +
+                 "%'";
         }
         const std::string search = "SELECT DISTINCT " + col + " FROM " + QuoteTable(card.name) +
-                                   " WHERE length(" + col + ") >= " +
-                                   std::to_string(kDataScanMinChars) + " AND (" + any +
+                                   " WHERE length(" + col +
+                                   ") >= " + std::to_string(kDataScanMinChars) + " AND (" + any +
                                    ") LIMIT " + std::to_string(kDataScanSearchValues);
         limits.timeout_ms = std::max<int64_t>(100, kDataScanBudgetMs - used.count());
         limits.max_rows = static_cast<int>(kDataScanSearchValues);
@@ -106,7 +107,8 @@ DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop) {
         const auto next = std::upper_bound(starts.begin(), starts.end(), m.offset);
         const size_t begin = *(next - 1);
         const size_t end = next == starts.end() ? text.size() : *next;
-        for (const InjectionMatch& own : FindInjection(std::string_view(text).substr(begin, end - begin))) {
+        for (const InjectionMatch& own :
+             FindInjection(std::string_view(text).substr(begin, end - begin))) {
           if (own.pattern == m.pattern) m.excerpt = own.excerpt;
         }
       }
@@ -126,8 +128,8 @@ void MarkDataScan(std::string& prompt, const DataScan& scan,
     where += (where.empty() ? "" : ", ") + name;
     for (const InjectionMatch& m : hit.found) {
       records.push_back({0, "data scan: " + name, m.pattern, m.excerpt});
-      const bool seen = std::any_of(all.begin(), all.end(),
-                                    [&](const InjectionMatch& a) { return a.pattern == m.pattern; });
+      const bool seen = std::any_of(
+          all.begin(), all.end(), [&](const InjectionMatch& a) { return a.pattern == m.pattern; });
       if (!seen) all.push_back(m);
     }
   }

@@ -91,7 +91,8 @@ std::string Trimmed(std::string text) {
 }  // namespace
 
 bool ExplainsStop(trace::StopReason stop_reason) {
-  return stop_reason == trace::StopReason::kRepairBudget || stop_reason == trace::StopReason::kStepBudget ||
+  return stop_reason == trace::StopReason::kRepairBudget ||
+         stop_reason == trace::StopReason::kStepBudget ||
          stop_reason == trace::StopReason::kToolCallBudget;
 }
 
@@ -102,11 +103,11 @@ Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messag
   if (stop.stop_requested()) return out;
   llm::Request request;
   request.messages = AsText(messages);
-  request.messages.push_back({llm::Role::kUser,
-                              Prompt("explain", {{"why", Why(stop_reason, config)},
-                                                 {"flag", Flag(stop_reason)}}),
-                              {},
-                              {}});
+  request.messages.push_back(
+      {llm::Role::kUser,
+       Prompt("explain", {{"why", Why(stop_reason, config)}, {"flag", Flag(stop_reason)}}),
+       {},
+       {}});
   if (request.messages.size() >= 2 &&
       request.messages[request.messages.size() - 2].role == llm::Role::kUser) {
     // The last result and the request as one user turn (alternation, as above).
@@ -119,7 +120,8 @@ Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messag
   request.prompt_tokens_estimate = EstimateRequestTokens(request.messages, {});
   // The bound uses the client's own output limit, above kExplanationMaxTokens: a cautious one.
   const std::optional<double> most = client.MaxCostUsd(request.prompt_tokens_estimate);
-  if ((most && !(spent_usd + *most <= config.max_cost_usd)) || !(spent_usd <= config.max_cost_usd)) {
+  if ((most && !(spent_usd + *most <= config.max_cost_usd)) ||
+      !(spent_usd <= config.max_cost_usd)) {
     char line[200];
     std::snprintf(line, sizeof line,
                   "no explanation of the stop: the call could cost up to $%.4f and $%.4f of the "
@@ -147,11 +149,10 @@ Explanation Explain(llm::Client& client, const std::vector<llm::Message>& messag
   step.cache_saved_usd = turn->cache_saved_usd;
   step.attempts = turn->attempts;
   step.streamed = turn->streamed;
-  step.duration_ms = turn->latency_ms > 0
-                         ? turn->latency_ms
-                         : std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - started)
-                               .count();
+  step.duration_ms = turn->latency_ms > 0 ? turn->latency_ms
+                                          : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::steady_clock::now() - started)
+                                                .count();
   step.detail = {{"purpose", "explanation"}, {"tools_offered", false}};
   out.step = std::move(step);
   out.text = Trimmed(turn->content);

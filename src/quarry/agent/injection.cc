@@ -42,10 +42,14 @@ size_t SpaceAt(std::string_view s, size_t i, bool& newline) {
   const auto b = [&](size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
   newline = false;
   switch (b(i)) {
-    case '\n': case '\r': case '\v': case '\f':
+    case '\n':
+    case '\r':
+    case '\v':
+    case '\f':
       newline = true;
       return 1;
-    case ' ': case '\t':
+    case ' ':
+    case '\t':
       return 1;
     case 0xC2:
       return b(i + 1) == 0xA0 ? 2 : 0;
@@ -141,22 +145,71 @@ bool FormatCharacter(char32_t cp) {
 // The Latin letter a Cyrillic or Greek letter (or a Latin variant) is drawn like, case kept;
 // 0 when none.
 char LookAlike(char32_t cp) {
-  static const std::vector<std::pair<char32_t, char>> table = {
-      // Cyrillic
-      {0x0430, 'a'}, {0x0435, 'e'}, {0x043E, 'o'}, {0x0440, 'p'}, {0x0441, 'c'}, {0x0443, 'y'},
-      {0x0445, 'x'}, {0x0456, 'i'}, {0x0458, 'j'}, {0x0455, 's'}, {0x0501, 'd'}, {0x051B, 'q'},
-      {0x051D, 'w'}, {0x04BB, 'h'}, {0x04CF, 'l'}, {0x0475, 'v'}, {0x0410, 'A'}, {0x0412, 'B'},
-      {0x0415, 'E'}, {0x041A, 'K'}, {0x041C, 'M'}, {0x041D, 'H'}, {0x041E, 'O'}, {0x0420, 'P'},
-      {0x0421, 'C'}, {0x0422, 'T'}, {0x0425, 'X'}, {0x0423, 'Y'}, {0x0406, 'I'}, {0x0408, 'J'},
-      {0x0405, 'S'}, {0x04C0, 'I'},
-      // Greek
-      {0x03B1, 'a'}, {0x03B5, 'e'}, {0x03B9, 'i'}, {0x03BA, 'k'}, {0x03BD, 'v'}, {0x03BF, 'o'},
-      {0x03C1, 'p'}, {0x03C4, 't'}, {0x03C5, 'u'}, {0x03C7, 'x'}, {0x03B3, 'y'}, {0x0391, 'A'},
-      {0x0392, 'B'}, {0x0395, 'E'}, {0x0396, 'Z'}, {0x0397, 'H'}, {0x0399, 'I'}, {0x039A, 'K'},
-      {0x039C, 'M'}, {0x039D, 'N'}, {0x039F, 'O'}, {0x03A1, 'P'}, {0x03A4, 'T'}, {0x03A5, 'Y'},
-      {0x03A7, 'X'},
-      // Latin variants
-      {0x0131, 'i'}, {0x0261, 'g'}, {0x0251, 'a'}, {0x1D00, 'A'}, {0x0280, 'R'}};
+  static const std::vector<std::pair<char32_t, char>> table = {// Cyrillic
+                                                               {0x0430, 'a'},
+                                                               {0x0435, 'e'},
+                                                               {0x043E, 'o'},
+                                                               {0x0440, 'p'},
+                                                               {0x0441, 'c'},
+                                                               {0x0443, 'y'},
+                                                               {0x0445, 'x'},
+                                                               {0x0456, 'i'},
+                                                               {0x0458, 'j'},
+                                                               {0x0455, 's'},
+                                                               {0x0501, 'd'},
+                                                               {0x051B, 'q'},
+                                                               {0x051D, 'w'},
+                                                               {0x04BB, 'h'},
+                                                               {0x04CF, 'l'},
+                                                               {0x0475, 'v'},
+                                                               {0x0410, 'A'},
+                                                               {0x0412, 'B'},
+                                                               {0x0415, 'E'},
+                                                               {0x041A, 'K'},
+                                                               {0x041C, 'M'},
+                                                               {0x041D, 'H'},
+                                                               {0x041E, 'O'},
+                                                               {0x0420, 'P'},
+                                                               {0x0421, 'C'},
+                                                               {0x0422, 'T'},
+                                                               {0x0425, 'X'},
+                                                               {0x0423, 'Y'},
+                                                               {0x0406, 'I'},
+                                                               {0x0408, 'J'},
+                                                               {0x0405, 'S'},
+                                                               {0x04C0, 'I'},
+                                                               // Greek
+                                                               {0x03B1, 'a'},
+                                                               {0x03B5, 'e'},
+                                                               {0x03B9, 'i'},
+                                                               {0x03BA, 'k'},
+                                                               {0x03BD, 'v'},
+                                                               {0x03BF, 'o'},
+                                                               {0x03C1, 'p'},
+                                                               {0x03C4, 't'},
+                                                               {0x03C5, 'u'},
+                                                               {0x03C7, 'x'},
+                                                               {0x03B3, 'y'},
+                                                               {0x0391, 'A'},
+                                                               {0x0392, 'B'},
+                                                               {0x0395, 'E'},
+                                                               {0x0396, 'Z'},
+                                                               {0x0397, 'H'},
+                                                               {0x0399, 'I'},
+                                                               {0x039A, 'K'},
+                                                               {0x039C, 'M'},
+                                                               {0x039D, 'N'},
+                                                               {0x039F, 'O'},
+                                                               {0x03A1, 'P'},
+                                                               {0x03A4, 'T'},
+                                                               {0x03A5, 'Y'},
+                                                               {0x03A7, 'X'},
+                                                               // Latin variants
+                                                               {0x0131, 'i'},
+                                                               {0x0261, 'g'},
+                                                               {0x0251, 'a'},
+                                                               {0x1D00, 'A'},
+                                                               {0x0280, 'R'}};
   for (const auto& [from, to] : table) {
     if (from == cp) return to;
   }
@@ -166,8 +219,9 @@ char LookAlike(char32_t cp) {
 enum class Script { kNone, kLatin, kCyrillic, kGreek, kOther };
 
 Script ScriptOf(char32_t cp) {
-  if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= 0xC0 && cp <= 0x24F && cp != 0xD7 && cp != 0xF7) ||
-      (cp >= 0x250 && cp <= 0x2AF) || (cp >= 0x1D00 && cp <= 0x1D7F)) {
+  if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+      (cp >= 0xC0 && cp <= 0x24F && cp != 0xD7 && cp != 0xF7) || (cp >= 0x250 && cp <= 0x2AF) ||
+      (cp >= 0x1D00 && cp <= 0x1D7F)) {
     return Script::kLatin;
   }
   if (cp >= 0x400 && cp <= 0x52F) return Script::kCyrillic;
@@ -249,7 +303,7 @@ struct Pattern {
   const char* name;
   // The regex runs only when the folded text holds one of these (lower case) substrings.
   std::vector<const char*> anchors;
-  const char* regex;  // ECMAScript; \s is one whitespace run (the text is folded)
+  const char* regex;        // ECMAScript; \s is one whitespace run (the text is folded)
   bool ignore_case = true;  // false: run on the text with its case kept (shouted words)
 };
 
@@ -443,9 +497,8 @@ void FindIn(std::string_view text, const Normalised& n, std::vector<InjectionMat
                     [&](const InjectionMatch& m) { return m.pattern == p.name; })) {
       continue;  // one kind may have several patterns (a cased one beside the folded)
     }
-    if (std::none_of(p.anchors.begin(), p.anchors.end(), [&](const char* a) {
-          return lower.text.find(a) != std::string::npos;
-        })) {
+    if (std::none_of(p.anchors.begin(), p.anchors.end(),
+                     [&](const char* a) { return lower.text.find(a) != std::string::npos; })) {
       continue;
     }
     const Folded* f = &lower;
@@ -491,10 +544,9 @@ std::vector<InjectionMatch> FindInjection(std::string_view text) {
 }
 
 std::vector<std::string> InjectionSearchTerms() {
-  static const std::vector<std::string> common = {"ai",     "assistant", "system", "answer",
-                                                   "output", "reply",     "respond", "model",
-                                                   "agent",  "developer", "prompt", "llm",
-                                                   "chatbot", "instructions", "instruction"};
+  static const std::vector<std::string> common = {
+      "ai",    "assistant", "system", "answer", "output",  "reply",        "respond",    "model",
+      "agent", "developer", "prompt", "llm",    "chatbot", "instructions", "instruction"};
   std::vector<std::string> out;
   for (const Pattern& p : Patterns()) {
     for (const char* a : p.anchors) {
@@ -504,10 +556,10 @@ std::vector<std::string> InjectionSearchTerms() {
     }
   }
   // The plain English wording, whose anchors above are too common.
-  for (const char* t : {"previous instructions", "prior instructions", "new instructions",
-                        "system prompt", "reply with", "system:", "assistant:", "to ai ",
-                        "the ai ", "ai assistant", "ai model", "the model", "language model",
-                        "the assistant"}) {
+  for (const char* t :
+       {"previous instructions", "prior instructions", "new instructions", "system prompt",
+        "reply with", "system:", "assistant:", "to ai ", "the ai ", "ai assistant", "ai model",
+        "the model", "language model", "the assistant"}) {
     if (std::find(out.begin(), out.end(), t) == out.end()) out.emplace_back(t);
   }
   return out;
@@ -553,9 +605,8 @@ void MarkSystemPrompt(std::string& prompt, const std::string& schema_text,
     }
   }
   for (InjectionMatch& m : FindInjection(schema_text)) {
-    const bool seen = std::any_of(all.begin(), all.end(), [&](const InjectionMatch& a) {
-      return a.pattern == m.pattern;
-    });
+    const bool seen = std::any_of(all.begin(), all.end(),
+                                  [&](const InjectionMatch& a) { return a.pattern == m.pattern; });
     if (seen) continue;
     records.push_back({0, "schema cards", m.pattern, m.excerpt});
     all.push_back(std::move(m));

@@ -42,8 +42,13 @@ class Session {
  public:
   Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
           Observer* observer, trace::Writer* writer)
-      : engine_(engine), client_(client), config_(WithStop(config, input.stop)), stop_(input.stop),
-        observer_(observer), writer_(writer), ask_user_(input.ask_user),
+      : engine_(engine),
+        client_(client),
+        config_(WithStop(config, input.stop)),
+        stop_(input.stop),
+        observer_(observer),
+        writer_(writer),
+        ask_user_(input.ask_user),
         tools_(DefaultTools(config.python, !config.artifacts_dir.empty())),
         context_{engine, config_, evidence_, last_, nullptr} {
     trace_.id = input.run_id;
@@ -58,14 +63,11 @@ class Session {
     trace_.provider = llm::ProviderName(client.provider());
     trace_.model = client.model();
     trace_.turns_source = client.turns_source();
-    trace_.config = {{"self_correction", config.self_correction},
-                     {"max_steps", config.max_steps},
-                     {"max_repairs", config.max_repairs},
-                     {"max_tool_calls", config.max_tool_calls},
-                     {"max_cost_usd", config.max_cost_usd},
-                     {"timeout_ms", config.limits.timeout_ms},
-                     {"max_rows", config.limits.max_rows},
-                     {"preview_rows", config.preview_rows}};
+    trace_.config = {
+        {"self_correction", config.self_correction}, {"max_steps", config.max_steps},
+        {"max_repairs", config.max_repairs},         {"max_tool_calls", config.max_tool_calls},
+        {"max_cost_usd", config.max_cost_usd},       {"timeout_ms", config.limits.timeout_ms},
+        {"max_rows", config.limits.max_rows},        {"preview_rows", config.preview_rows}};
     if (config.prompt == PromptMode::kEval) trace_.config["prompt"] = "eval";
     for (const Tool& t : tools_) schemas_.push_back(t.schema);
     if (config.python && config.sandbox.allow_unisolated) {
@@ -121,10 +123,15 @@ class Session {
     if (writer_) {
       // Enough to rebuild the trace from events.jsonl alone if the process is killed.
       const json whole = trace::ToJson(trace_);
-      json started = {{"event", "start"}, {"id", trace_.id}, {"question", trace_.question},
-                      {"model", trace_.model}, {"provider", trace_.provider},
-                      {"created_at", trace_.created_at}, {"dialect", trace_.dialect},
-                      {"sources", whole["sources"]}, {"config", trace_.config}};
+      json started = {{"event", "start"},
+                      {"id", trace_.id},
+                      {"question", trace_.question},
+                      {"model", trace_.model},
+                      {"provider", trace_.provider},
+                      {"created_at", trace_.created_at},
+                      {"dialect", trace_.dialect},
+                      {"sources", whole["sources"]},
+                      {"config", trace_.config}};
       if (!trace_.turns_source.empty()) started["source"] = trace_.turns_source;
       writer_->AppendEvent(started);
     }
@@ -144,7 +151,8 @@ class Session {
     trace_.totals.wall_ms = MsSince(start) + std::max<int64_t>(load_ms_, 0);
     trace_.totals.load_ms = std::max<int64_t>(load_ms_, 0);
     if (writer_) {
-      writer_->AppendEvent({{"event", "end"}, {"stop_reason", trace::StopReasonName(*stop_reason_)}});
+      writer_->AppendEvent(
+          {{"event", "end"}, {"stop_reason", trace::StopReasonName(*stop_reason_)}});
       if (auto w = writer_->WriteFinal(trace_); !w) trace_.notes.push_back(w.error().message);
     }
     return trace_;
@@ -195,7 +203,8 @@ class Session {
     trace::Step step;
     step.kind = trace::StepKind::kModel;
     step.content = turn->content;
-    for (const auto& c : turn->tool_calls) step.tool_calls.push_back({c.id, c.name, c.arguments_json});
+    for (const auto& c : turn->tool_calls)
+      step.tool_calls.push_back({c.id, c.name, c.arguments_json});
     step.input_tokens = turn->usage.input_tokens;
     step.output_tokens = turn->usage.output_tokens;
     step.cached_tokens = turn->usage.cached_tokens;
@@ -264,7 +273,8 @@ class Session {
       return;
     }
     if (step.repair && x.repair_attempts >= config_.max_repairs) {
-      stop_reason_ = trace::StopReason::kRepairBudget;  // the next repair attempt would exceed the budget
+      stop_reason_ =
+          trace::StopReason::kRepairBudget;  // the next repair attempt would exceed the budget
       return;
     }
     ++x.tool_calls;
@@ -275,25 +285,28 @@ class Session {
       if (t.schema.name == call.name) tool = &t;
     }
     Observation obs;
-    json args = ParseJson(call.arguments_json.empty() ? std::string_view("{}") : std::string_view(call.arguments_json));
+    json args = ParseJson(call.arguments_json.empty() ? std::string_view("{}")
+                                                      : std::string_view(call.arguments_json));
     std::string problem;
     if (!tool) {
       std::string names;
       for (const Tool& t : tools_) names += (names.empty() ? "" : ", ") + t.schema.name;
       problem = "there is no tool named '" + call.name + "'; the tools are: " + names;
     } else if (args.is_discarded() && cut_off_) {
-      problem = "your reply was cut off at the output token limit (finish_reason: length) "
-                "before these arguments were complete; send a shorter call";
+      problem =
+          "your reply was cut off at the output token limit (finish_reason: length) "
+          "before these arguments were complete; send a shorter call";
     } else if (args.is_discarded()) {
-      problem = "the arguments are not valid JSON: " + call.arguments_json.substr(0, Utf8Prefix(call.arguments_json, 200));
+      problem = "the arguments are not valid JSON: " +
+                call.arguments_json.substr(0, Utf8Prefix(call.arguments_json, 200));
     } else {
       problem = ValidateArguments(tool->schema.parameters, args);
     }
     Clarification asked;
     if (problem.empty() && call.name == "ask_user") asked = ClarificationFrom(args, &problem);
     // An identical repeat of a failed call is answered from the first one, not run again.
-    const std::string key = args.is_discarded() ? RawCallKey(call.name, call.arguments_json)
-                                                : CallKey(call.name, args);
+    const std::string key =
+        args.is_discarded() ? RawCallKey(call.name, call.arguments_json) : CallKey(call.name, args);
     const auto earlier = repeats_.Find(call.name, key);
     // Stuck: this send is the kStuckSends-th of a failed call with no success between.
     const bool stuck = earlier && earlier->sends_since_success + 1 >= kStuckSends;
@@ -336,7 +349,8 @@ class Session {
     const bool interrupted = !answered && stop_.stop_requested();
     if (interrupted) step.status = trace::StepStatus::kInterrupted;
     if (step.status == trace::StepStatus::kNone) {
-      step.status = obs.failure == FailureClass::kNone ? trace::StepStatus::kOk : trace::StepStatus::kFailed;
+      step.status =
+          obs.failure == FailureClass::kNone ? trace::StepStatus::kOk : trace::StepStatus::kFailed;
     }
     step.failure_class = std::string(FailureClassName(obs.failure));
     step.rule = obs.rule;
@@ -371,9 +385,11 @@ class Session {
   bool FinalAnswer(const json& args, Observation& obs, trace::Step& step) {
     const std::string answer = args["answer"].get<std::string>();
     std::vector<std::string> values;
-    for (const auto& v : args.value("supporting_values", json::array())) values.push_back(ValueText(v));
+    for (const auto& v : args.value("supporting_values", json::array()))
+      values.push_back(ValueText(v));
     std::vector<std::string> assumptions;
-    for (const auto& a : args.value("assumptions", json::array())) assumptions.push_back(a.get<std::string>());
+    for (const auto& a : args.value("assumptions", json::array()))
+      assumptions.push_back(a.get<std::string>());
     if (std::string problem = CheckAssumptions(assumptions); !problem.empty()) {
       obs.failure = FailureClass::kBadArguments;
       obs.text = "bad_arguments: " + problem;
@@ -384,12 +400,13 @@ class Session {
     // The schema allows only the two names; anything else was refused as bad_arguments.
     const bool declined = trace::ParseAnswerOutcome(args.value("outcome", "answer")) ==
                           trace::AnswerOutcome::kDeclined;
-    const VerifyReport report =
-        declined ? VerifyDeclined(answer, evidence_, trace_.question + replies_)
-                 : Verify(answer, values, evidence_, trace_.question + replies_);
+    const VerifyReport report = declined
+                                    ? VerifyDeclined(answer, evidence_, trace_.question + replies_)
+                                    : Verify(answer, values, evidence_, trace_.question + replies_);
     const auto& sources = evidence_.sources();
     auto source = [&](int i) -> const EvidenceSource* {
-      return i >= 0 && i < static_cast<int>(sources.size()) ? &sources[static_cast<size_t>(i)] : nullptr;
+      return i >= 0 && i < static_cast<int>(sources.size()) ? &sources[static_cast<size_t>(i)]
+                                                            : nullptr;
     };
     // Only a grounded answer is the run's answer; a rejected one stays in its step's detail.
     if (report.grounded() && declined) {
@@ -410,17 +427,20 @@ class Session {
       }
       // A chart is a deliverable: its query is the answer's too, grounded values or not.
       for (const trace::AnswerQuery& c : charts_) {
-        const bool listed = std::any_of(trace_.answer_queries.begin(), trace_.answer_queries.end(),
-                                        [&](const trace::AnswerQuery& q) { return q.step == c.step; });
+        const bool listed =
+            std::any_of(trace_.answer_queries.begin(), trace_.answer_queries.end(),
+                        [&](const trace::AnswerQuery& q) { return q.step == c.step; });
         if (!listed && !c.query.empty()) trace_.answer_queries.push_back(c);
       }
-      std::sort(trace_.answer_queries.begin(), trace_.answer_queries.end(),
-                [](const trace::AnswerQuery& a, const trace::AnswerQuery& b) { return a.step < b.step; });
+      std::sort(
+          trace_.answer_queries.begin(), trace_.answer_queries.end(),
+          [](const trace::AnswerQuery& a, const trace::AnswerQuery& b) { return a.step < b.step; });
       trace_.answer_sql.clear();
       for (const auto& q : trace_.answer_queries) {
         if (q.tool == "run_python") continue;
         std::string sql = q.query;
-        while (!sql.empty() && (sql.back() == ';' || sql.back() == ' ' || sql.back() == '\n')) sql.pop_back();
+        while (!sql.empty() && (sql.back() == ';' || sql.back() == ' ' || sql.back() == '\n'))
+          sql.pop_back();
         trace_.answer_sql += (trace_.answer_sql.empty() ? "" : "\n\n") + sql + ";";
       }
     }
@@ -428,18 +448,23 @@ class Session {
     trace_.verify.clear();
     json checks = json::array();
     for (const auto& c : report.checks) {
-      trace::VerifyCheck v{c.value, c.origin, std::string(MatchRuleName(c.rule)), c.matched,
-                           c.grounded(), 0, "", "", c.column, c.reason};
+      trace::VerifyCheck v{c.value,   c.origin,     std::string(MatchRuleName(c.rule)),
+                           c.matched, c.grounded(), 0,
+                           "",        "",           c.column,
+                           c.reason};
       if (const EvidenceSource* s = c.grounded() ? source(c.source) : nullptr) {
         v.step = s->step, v.tool = s->tool, v.query = s->query;
       }
-      checks.push_back({{"value", v.value}, {"rule", v.rule}, {"step", v.step}, {"column", v.column},
+      checks.push_back({{"value", v.value},
+                        {"rule", v.rule},
+                        {"step", v.step},
+                        {"column", v.column},
                         {"reason", v.reason}});
       trace_.verify.push_back(std::move(v));
     }
-    obs.detail = {{"grounded", report.grounded()}, {"answer", answer}, {"supporting_values", values},
-                  {"assumptions", assumptions}, {"unsupported", report.unsupported()},
-                  {"checks", checks}};
+    obs.detail = {{"grounded", report.grounded()},       {"answer", answer},
+                  {"supporting_values", values},         {"assumptions", assumptions},
+                  {"unsupported", report.unsupported()}, {"checks", checks}};
     if (declined) obs.detail["outcome"] = trace::AnswerOutcome::kDeclined;
     if (report.grounded()) {
       obs.text = declined ? "accepted as declined" : "accepted";
@@ -449,7 +474,10 @@ class Session {
     std::string list;
     for (const auto& c : report.checks) {
       if (c.grounded() || list.find("- " + c.value + ":") != std::string::npos) continue;
-      list += "- " + c.value + ": " + (c.reason.empty() ? "not in any result you were shown, nor in the question" : c.reason) + "\n";
+      list +=
+          "- " + c.value + ": " +
+          (c.reason.empty() ? "not in any result you were shown, nor in the question" : c.reason) +
+          "\n";
     }
     step.status = trace::StepStatus::kRejected;
     obs.detail["sent_back"] = !sent_back_;  // the mark trace::IsSendBack reads
@@ -541,9 +569,8 @@ class Session {
     const engine::Engine* engine = &engine_;
     const int64_t max_rows = config_.python_max_rows;
     const std::filesystem::path dir = tables_dir_;
-    kernel_ = std::make_unique<sandbox::Kernel>(options, [engine, dir, max_rows] {
-      return SandboxTables(*engine, dir, max_rows);
-    });
+    kernel_ = std::make_unique<sandbox::Kernel>(
+        options, [engine, dir, max_rows] { return SandboxTables(*engine, dir, max_rows); });
     (void)kernel_->Start();  // an error here (no isolation) is the first call's to report
     context_.kernel = kernel_.get();
   }
@@ -570,7 +597,9 @@ class Session {
     json sources = json::array();
     std::string text;
     for (const auto& s : engine_.sources()) {
-      sources.push_back({{"path", s.path}, {"size_bytes", s.size_bytes}, {"cache", engine::CacheUseName(s.cache)}});
+      sources.push_back({{"path", s.path},
+                         {"size_bytes", s.size_bytes},
+                         {"cache", engine::CacheUseName(s.cache)}});
       if (s.cache == engine::CacheUse::kHit) text += s.path + ": read from the parse cache\n";
     }
     for (const auto& card : engine_.describe()) {
@@ -613,16 +642,16 @@ class Session {
   trace::Trace trace_;
   int64_t load_ms_ = -1;
   std::optional<trace::StopReason> stop_reason_;  // nullopt while the run goes on
-  trace::AnswerQuery last_query_;  // the latest successful run_sql
-  std::vector<trace::AnswerQuery> charts_;  // every make_chart call that drew a chart
+  trace::AnswerQuery last_query_;                 // the latest successful run_sql
+  std::vector<trace::AnswerQuery> charts_;        // every make_chart call that drew a chart
   std::string text_reply_;  // the model's latest reply without a tool call, since its last call
-  std::string replies_;  // what the user typed in reply to ask_user (TypedPart), one per line
+  std::string replies_;     // what the user typed in reply to ask_user (TypedPart), one per line
   RepeatLog repeats_;
   bool failure_outstanding_ = false;
   bool sent_back_ = false;
   bool nudged_ = false;
   bool cost_unknown_noted_ = false;
-  bool cut_off_ = false;  // the latest model turn ended at the output limit
+  bool cut_off_ = false;            // the latest model turn ended at the output limit
   int64_t last_prompt_tokens_ = 0;  // the provider's count of the latest prompt
   int64_t last_output_tokens_ = 0;
   size_t last_prompt_messages_ = 0;  // messages_ up to the latest model turn's, included

@@ -25,9 +25,12 @@ std::string SystemPrompt(const engine::Engine& engine, const std::string& questi
                          const SchemaOptions& options, SchemaView* view, PromptMode mode) {
   const auto [dialect, cleaning] = [&]() -> std::pair<const char*, const char*> {
     switch (engine.dialect()) {
-      case engine::Dialect::kDuckDB: return {"DuckDB", "cleaning_duckdb"};
-      case engine::Dialect::kSQLite: return {"SQLite", "cleaning_sqlite"};
-      case engine::Dialect::kPostgreSQL: return {"PostgreSQL", "cleaning_postgres"};
+      case engine::Dialect::kDuckDB:
+        return {"DuckDB", "cleaning_duckdb"};
+      case engine::Dialect::kSQLite:
+        return {"SQLite", "cleaning_sqlite"};
+      case engine::Dialect::kPostgreSQL:
+        return {"PostgreSQL", "cleaning_postgres"};
     }
     return {"SQLite", "cleaning_sqlite"};
   }();

@@ -56,9 +56,10 @@ std::string TableIndex(const std::vector<engine::TableCard>& cards, const std::s
   size_t end = std::min(offset, match.size());
   for (; end < match.size(); ++end) {
     const auto& card = *match[end];
-    std::string line = "  " + Shown(card) + " (" +
-                       (card.profiled ? std::to_string(card.row_count) + " rows, " : std::string()) +
-                       std::to_string(card.columns.size()) + " columns)\n";
+    std::string line =
+        "  " + Shown(card) + " (" +
+        (card.profiled ? std::to_string(card.row_count) + " rows, " : std::string()) +
+        std::to_string(card.columns.size()) + " columns)\n";
     if (lines.size() + line.size() > kIndexPageBytes) break;
     lines += line;
   }
@@ -97,7 +98,8 @@ std::string TableIndex(const std::vector<engine::TableCard>& cards, const std::s
 }
 
 std::string UnknownTableText(const std::vector<engine::TableCard>& cards, const std::string& want) {
-  const std::string head = "no table named '" + engine::PromptText(want, engine::kCardNameBytes) + "'";
+  const std::string head =
+      "no table named '" + engine::PromptText(want, engine::kCardNameBytes) + "'";
   std::string all;
   for (const auto& card : cards) all += (all.empty() ? "" : ", ") + Shown(card);
   if (all.size() <= kNamesInErrorBytes) return head + "; the tables are: " + all;
@@ -106,13 +108,16 @@ std::string UnknownTableText(const std::vector<engine::TableCard>& cards, const 
   std::vector<std::pair<size_t, size_t>> ranked;  // (score, index)
   for (size_t i = 0; i < cards.size(); ++i) {
     const std::string n = Lower(cards[i].name);
-    const bool holds = !w.empty() && (n.find(w) != std::string::npos || w.find(n) != std::string::npos);
+    const bool holds =
+        !w.empty() && (n.find(w) != std::string::npos || w.find(n) != std::string::npos);
     ranked.push_back({holds ? 0 : 1 + EditDistance(w, n), i});
   }
   const size_t keep = std::min<size_t>(kNearestNames, ranked.size());
-  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end());
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep),
+                    ranked.end());
   std::string near;
-  for (size_t k = 0; k < keep; ++k) near += (near.empty() ? "" : ", ") + Shown(cards[ranked[k].second]);
+  for (size_t k = 0; k < keep; ++k)
+    near += (near.empty() ? "" : ", ") + Shown(cards[ranked[k].second]);
   return head + "; the nearest names: " + near + " (of " + std::to_string(cards.size()) +
          " tables: inspect_schema without `table` lists them, `prefix` filters by name)";
 }

@@ -134,7 +134,6 @@ std::string NameList(const std::vector<std::string>& names) {
   return out;
 }
 
-
 constexpr size_t kPartialMinColumns = 3;  // fewer say too little of a table to be worth a card
 
 // The columns of `card` in the order a partial card takes them: those the question names, then
@@ -368,7 +367,10 @@ SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
   for (size_t i : candidates) {
     if (tier[i] == 0) continue;
     body += shown[i];
-    (tier[i] == 3 ? view.full : tier[i] == 2 ? view.compact : view.partial).push_back(cards[i].name);
+    (tier[i] == 3   ? view.full
+     : tier[i] == 2 ? view.compact
+                    : view.partial)
+        .push_back(cards[i].name);
   }
 
   // The names left, as many as the budget still holds (the rest counted), grouped by prefix.
@@ -381,13 +383,12 @@ SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
     const std::vector<std::string> names(unshown.begin(), unshown.begin() + count);
     const std::string joined = NameList(names);
     const size_t more = unshown.size() - count;
-    std::string line = count == 0 ? "other tables: "
+    std::string line = count == 0                              ? "other tables: "
                        : joined.find('{') == std::string::npos ? list_prefix
                                                                : grouped_prefix;
     line += joined;
     if (more > 0) {
-      line += (count == 0 ? "" : ", and ") + std::to_string(more) +
-              (count == 0 ? "" : " more") +
+      line += (count == 0 ? "" : ", and ") + std::to_string(more) + (count == 0 ? "" : " more") +
               " (inspect_schema without `table` lists them, `prefix` filters by name)";
     }
     return line + "\n";
@@ -412,14 +413,13 @@ SchemaView ViewSchema(const engine::Engine& engine, const std::string& question,
   }
   view.text = head + body + list;
   view.tokens_estimated = engine::EstimateTokens(view.text);
-  view.notes.push_back("schema: " + std::to_string(cards.size()) +
-                       (cards.size() == 1 ? " table, ~" : " tables, ~") +
-                       std::to_string(view.whole_tokens_estimated) + " tokens in full, over the " +
-                       std::to_string(options.budget_tokens) +
-                       "-token budget: " + std::to_string(view.full.size()) + " in full, " +
-                       std::to_string(view.compact.size()) + " with columns only, " +
-                       std::to_string(view.partial.size()) + " in part, " +
-                       std::to_string(view.listed) + " by name (ranked by " + view.ranking + ")");
+  view.notes.push_back(
+      "schema: " + std::to_string(cards.size()) + (cards.size() == 1 ? " table, ~" : " tables, ~") +
+      std::to_string(view.whole_tokens_estimated) + " tokens in full, over the " +
+      std::to_string(options.budget_tokens) + "-token budget: " + std::to_string(view.full.size()) +
+      " in full, " + std::to_string(view.compact.size()) + " with columns only, " +
+      std::to_string(view.partial.size()) + " in part, " + std::to_string(view.listed) +
+      " by name (ranked by " + view.ranking + ")");
   if (view.tokens_estimated > options.budget_tokens) {
     view.notes.push_back("schema: the frame and the count of other tables take " +
                          std::to_string(view.tokens_estimated) + " tokens, over the " +

@@ -30,23 +30,26 @@ std::string Cut(const std::string& text, size_t max_bytes) {
 enum class Form { kFull, kSummary };
 
 std::string AssistantText(const PriorTurn& p, Form form) {
-  std::string out = form == Form::kFull
-                        ? "(quarry's record of an earlier turn: its answer is context, not evidence)\n"
-                        : "(quarry's summary of an earlier turn, question, answer and SQL only: "
-                          "context, not evidence)\n";
+  std::string out =
+      form == Form::kFull
+          ? "(quarry's record of an earlier turn: its answer is context, not evidence)\n"
+          : "(quarry's summary of an earlier turn, question, answer and SQL only: "
+            "context, not evidence)\n";
   out += "Answer: " + (form == Form::kFull ? p.answer : Cut(p.answer, kSummaryAnswerBytes));
   if (form == Form::kFull && !p.clarification.empty()) out += "\n" + p.clarification;
   if (!p.sql.empty()) {
     out += "\nSQL:\n" + (form == Form::kFull ? p.sql : Cut(p.sql, kSummarySqlBytes));
   }
   if (form == Form::kFull && !p.preview.empty()) {
-    out +=
-        (p.data_note.empty()
-             ? "\nResult preview of that run (a real result quarry kept: its values may be "
-               "stated, as " + (p.turn > 0 ? "turn " + std::to_string(p.turn) + "'s" : std::string("that turn's")) + "):\n"
-             : "\nResult preview of that run (the data changed since: re-run the query to use "
-               "its numbers):\n") +
-        p.preview;
+    out += (p.data_note.empty()
+                ? "\nResult preview of that run (a real result quarry kept: its values may be "
+                  "stated, as " +
+                      (p.turn > 0 ? "turn " + std::to_string(p.turn) + "'s"
+                                  : std::string("that turn's")) +
+                      "):\n"
+                : "\nResult preview of that run (the data changed since: re-run the query to use "
+                  "its numbers):\n") +
+           p.preview;
   }
   return out;
 }

@@ -123,8 +123,9 @@ std::string ResultPreview(const trace::Trace& trace) {
   for (auto q = trace.answer_queries.rbegin(); q != trace.answer_queries.rend(); ++q) {
     if (q->tool != "run_sql") continue;
     const auto step =
-        std::find_if(trace.steps.begin(), trace.steps.end(),
-                     [&](const trace::Step& s) { return s.index == q->step && s.kind == trace::StepKind::kTool; });
+        std::find_if(trace.steps.begin(), trace.steps.end(), [&](const trace::Step& s) {
+          return s.index == q->step && s.kind == trace::StepKind::kTool;
+        });
     if (step == trace.steps.end() || !step->detail.is_object()) continue;
     const json& d = step->detail;
     if (!d.contains("columns") || !d["columns"].is_array() || !d.contains("rows") ||

@@ -469,8 +469,8 @@ Result<TurnStart> ThreadStore::StartTurn(std::string_view name, const std::strin
 }
 
 Result<void> ThreadStore::KeepClarification(std::string_view name, const std::string& question,
-                                             const std::vector<engine::Source>& sources,
-                                             trace::Trace& trace) {
+                                            const std::vector<engine::Source>& sources,
+                                            trace::Trace& trace) {
   auto start = StartTurn(name, question, trace.id, sources);
   if (!start) return std::unexpected(start.error());
   trace.thread = std::string(name);

@@ -66,8 +66,8 @@ struct ThreadTurn {
   int number = 0;      // from 1, in the order the turns started
   std::string run_id;  // the turn's latest run (a reply to a clarification continues the turn)
   std::string question;
-  // The latest run's stop reason (trace::StopReason::kAnswered, trace::StopReason::kClarification: waiting on the last
-  // clarification's reply, ...), or kTurnRunning.
+  // The latest run's stop reason (trace::StopReason::kAnswered, trace::StopReason::kClarification:
+  // waiting on the last clarification's reply, ...), or kTurnRunning.
   std::string status;
   std::string answer;
   bool grounded = false;

@@ -141,9 +141,11 @@ Observation RunSqlText(const std::string& sql, ToolContext& ctx) {
     // Still evidence: an empty result grounds 0 and "no rows".
     RecordEvidence(table, ctx, "run_sql", sql);
     obs.failure = FailureClass::kEmptyResult;
-    obs.text = "empty_result: the query ran and returned no rows. Check filter values against "
-               "the samples in the schema (case, spelling, date format) before concluding "
-               "there is no data.\n" + engine::RenderResult(table, 0);
+    obs.text =
+        "empty_result: the query ran and returned no rows. Check filter values against "
+        "the samples in the schema (case, spelling, date format) before concluding "
+        "there is no data.\n" +
+        engine::RenderResult(table, 0);
     return obs;
   }
   obs.text = ShowResult(table, ctx, "run_sql", sql);
@@ -266,7 +268,8 @@ void RecordEvidence(const engine::ResultTable& table, ToolContext& ctx, const st
   // Keys the schema declares are identifiers whatever their names.
   std::vector<std::string> keys;
   for (const auto& card : ctx.engine.describe()) {
-    for (const auto& fk : card.foreign_keys) keys.push_back(fk.column), keys.push_back(fk.ref_column);
+    for (const auto& fk : card.foreign_keys)
+      keys.push_back(fk.column), keys.push_back(fk.ref_column);
   }
   ctx.evidence.AddResult({ctx.step, tool, sql, table.row_count}, table.columns, rows, keys);
 }
@@ -346,8 +349,9 @@ Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
   }
   if (!result) {  // Python could not be started this time (the next call tries again)
     obs.failure = FailureClass::kRuntimeError;
-    obs.text = (result.error().code == Error::Code::kCancelled ? "cancelled: " : "runtime_error: ") +
-               result.error().message;
+    obs.text =
+        (result.error().code == Error::Code::kCancelled ? "cancelled: " : "runtime_error: ") +
+        result.error().message;
     return obs;
   }
   obs.failure = result->failure;
@@ -375,19 +379,21 @@ Observation RunPythonCode(const std::string& code, ToolContext& ctx) {
 
 std::vector<Tool> DefaultTools(bool python, bool charts) {
   std::vector<Tool> tools;
-  tools.push_back(Tool{
-      {"inspect_schema",
-       "Show schema cards. `table`: one table, every "
-       "column; `columns`: just those. Without `table`, a large schema gives an index of "
-       "names by pages (`offset`), narrowed by `prefix`.",
-       ToolParameters("inspect_schema")},
-      false, InspectSchema});
-  tools.push_back(Tool{
-      {"run_sql",
-       "Run one read-only SQL query (SELECT or WITH ... SELECT) on the registered tables. "
-       "Returns up to 30 rows and the true row count.",
-       ToolParameters("run_sql")},
-      true, RunSql});
+  tools.push_back(
+      Tool{{"inspect_schema",
+            "Show schema cards. `table`: one table, every "
+            "column; `columns`: just those. Without `table`, a large schema gives an index of "
+            "names by pages (`offset`), narrowed by `prefix`.",
+            ToolParameters("inspect_schema")},
+           false,
+           InspectSchema});
+  tools.push_back(
+      Tool{{"run_sql",
+            "Run one read-only SQL query (SELECT or WITH ... SELECT) on the registered tables. "
+            "Returns up to 30 rows and the true row count.",
+            ToolParameters("run_sql")},
+           true,
+           RunSql});
   if (python) {
     tools.push_back(Tool{
         {"run_python",
@@ -399,7 +405,8 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
          "math, datetime, re, statistics, collections, itertools. Use it where SQL is the "
          "wrong tool.",
          ToolParameters("run_python")},
-        true, RunPython});
+        true,
+        RunPython});
   }
   if (charts) {
     tools.push_back(Tool{
@@ -411,15 +418,17 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
          "{...}, \"color\"?: {...}, \"theta\"? (arc)}}. A histogram: bar, x with \"bin\": true, "
          "y {\"aggregate\": \"count\"}. Aggregate in SQL where you can.",
          ToolParameters("make_chart")},
-        true, MakeChart});
+        true,
+        MakeChart});
   }
-  tools.push_back(Tool{
-      {"ask_user",
-       "Ask the user one short question when the answer needs their choice (an entity not "
-       "named, a measure left open). Give `choices` when the options are few. The run waits "
-       "for the reply (or ends, and continues when the user answers).",
-       ToolParameters("ask_user")},
-      false, nullptr});
+  tools.push_back(
+      Tool{{"ask_user",
+            "Ask the user one short question when the answer needs their choice (an entity not "
+            "named, a measure left open). Give `choices` when the options are few. The run waits "
+            "for the reply (or ends, and continues when the user answers).",
+            ToolParameters("ask_user")},
+           false,
+           nullptr});
   tools.push_back(Tool{
       {"final_answer",
        "Give the answer, after at least one query. Every number in `answer` (digits or words) "
@@ -427,7 +436,8 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
        "result or the question: the same kind of quantity (an id is not a count), the sign its "
        "words say, rounded to the figures written. Else it is sent back.",
        ToolParameters("final_answer")},
-      false, nullptr});
+      false,
+      nullptr});
   return tools;
 }
 

@@ -29,8 +29,8 @@ inline constexpr std::string_view kSchemaCardTool = "schema_card";
 // run's stdout. `step` is the trace step index of the tool call.
 struct EvidenceSource {
   int step = 0;
-  std::string tool;   // "run_sql", "run_python"
-  std::string query;  // the SQL or the Python code
+  std::string tool;        // "run_sql", "run_python"
+  std::string query;       // the SQL or the Python code
   int64_t row_count = -1;  // run_sql: the true row count; -1 for free text
   // > 0: a result an earlier turn of the thread kept and showed again (its preview), cited as
   // "turn N"; 0 for this run's own executions and the cards.
@@ -98,35 +98,35 @@ int DirectionOfColumn(std::string_view name);
 
 // The matching rules, in the order they are tried, plus the question.
 enum class MatchRule {
-  kNone,       // not grounded
-  kVerbatim,   // equal after normalisation (case, whitespace, quotes, thousands separators,
-               // currency symbols); a date also by prefix ("2025-03-01" in "2025-03-01 00:00:00")
-  kNumeric,    // numerically equal within a relative tolerance of 1e-6
-  kRounding,   // the computed value rounded to the written number of significant figures
-               // ("0.45" for 0.4471, "$504K" or "0.5 million" for 504,488.21; not "$1 million")
-  kPercent,    // percent <-> proportion (44.71% for 0.4471, or 0.4471 for 44.71)
-  kQuestion,   // the value appears in the question itself
-  kDefinition, // a constant of a formula the answer writes out ("(F - 32) * 5 / 9") that the
-               // code which ran used too: the answer's definition, not a result it claims
+  kNone,        // not grounded
+  kVerbatim,    // equal after normalisation (case, whitespace, quotes, thousands separators,
+                // currency symbols); a date also by prefix ("2025-03-01" in "2025-03-01 00:00:00")
+  kNumeric,     // numerically equal within a relative tolerance of 1e-6
+  kRounding,    // the computed value rounded to the written number of significant figures
+                // ("0.45" for 0.4471, "$504K" or "0.5 million" for 504,488.21; not "$1 million")
+  kPercent,     // percent <-> proportion (44.71% for 0.4471, or 0.4471 for 44.71)
+  kQuestion,    // the value appears in the question itself
+  kDefinition,  // a constant of a formula the answer writes out ("(F - 32) * 5 / 9") that the
+                // code which ran used too: the answer's definition, not a result it claims
 };
 std::string_view MatchRuleName(MatchRule rule);
 
 struct ValueCheck {
-  std::string value;     // as the model wrote it
-  std::string origin;    // "supporting_values", "answer_text", or "run" (no execution at all)
+  std::string value;   // as the model wrote it
+  std::string origin;  // "supporting_values", "answer_text", or "run" (no execution at all)
   MatchRule rule = MatchRule::kNone;
-  std::string matched;   // the evidence it matched, empty when not grounded
+  std::string matched;  // the evidence it matched, empty when not grounded
   // Where the evidence came from (grounded by results only): the source's index in
   // Evidence::sources(), and the column ("" for a row count or free text).
   int source = -1;
   std::string column;
-  std::string reason;    // why it is not grounded, in words the model can act on
+  std::string reason;  // why it is not grounded, in words the model can act on
   bool grounded() const { return rule != MatchRule::kNone; }
 };
 
 struct VerifyReport {
   std::vector<ValueCheck> checks;
-  bool grounded() const;                   // every check grounded
+  bool grounded() const;                         // every check grounded
   std::vector<std::string> unsupported() const;  // values of the checks that are not
   // The sources whose results grounded at least one check, in step order.
   std::vector<int> sources() const;

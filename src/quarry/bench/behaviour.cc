@@ -30,8 +30,8 @@ class WorkDir {
     std::error_code ec;
     if (!given.empty()) fs::create_directories(given, ec);
     const fs::path parent = given.empty() ? fs::temp_directory_path(ec) : given;
-    std::string pattern = (parent / (given.empty() ? "quarry-behaviour-XXXXXX"
-                                                   : "behaviour-XXXXXX")).string();
+    std::string pattern =
+        (parent / (given.empty() ? "quarry-behaviour-XXXXXX" : "behaviour-XXXXXX")).string();
     if (!mkdtemp(pattern.data())) {
       return Fail(Error::Code::kUsage, "cannot create a folder for the copies in " +
                                            parent.string() + ": " + std::strerror(errno));
@@ -142,8 +142,7 @@ CaseResult RunCase(const CaseDef& def, const BehaviourOptions& o, const behaviou
   run.max_cost_usd = o.config.max_cost_usd;
   if (!def.references.empty()) {
     auto db = behaviour::ReferenceDb::Open(run.copy);
-    auto expected =
-        db ? behaviour::Expected(def, *db) : Result<json>(std::unexpected(db.error()));
+    auto expected = db ? behaviour::Expected(def, *db) : Result<json>(std::unexpected(db.error()));
     if (!expected) {
       result.status = CaseStatus::kFail;
       result.reason = expected.error().message;
@@ -167,10 +166,14 @@ CaseResult RunCase(const CaseDef& def, const BehaviourOptions& o, const behaviou
 
 std::string_view CaseStatusName(CaseStatus status) {
   switch (status) {
-    case CaseStatus::kPass: return "pass";
-    case CaseStatus::kFail: return "fail";
-    case CaseStatus::kNotBuilt: return "not built";
-    case CaseStatus::kSkipped: return "skipped";
+    case CaseStatus::kPass:
+      return "pass";
+    case CaseStatus::kFail:
+      return "fail";
+    case CaseStatus::kNotBuilt:
+      return "not built";
+    case CaseStatus::kSkipped:
+      return "skipped";
   }
   return "skipped";
 }
@@ -201,8 +204,8 @@ Result<BehaviourReport> RunBehaviour(const BehaviourOptions& o, const ClientFact
   report.source = o.source.string();
   auto before = Sha256OfFile(o.source);
   if (!before) {
-    return Fail(Error::Code::kData, before.error().message +
-                                        "; the behaviour suite needs data/chinook.sqlite");
+    return Fail(Error::Code::kData,
+                before.error().message + "; the behaviour suite needs data/chinook.sqlite");
   }
   report.source_sha256_before = *before;
   auto work = WorkDir::Make(o.work_dir);
@@ -219,10 +222,18 @@ Result<BehaviourReport> RunBehaviour(const BehaviourOptions& o, const ClientFact
     report.cases.push_back(RunCase(def, o, *copies, clients));
     const CaseResult& r = report.cases.back();
     switch (r.status) {
-      case CaseStatus::kPass: ++report.passed; break;
-      case CaseStatus::kFail: ++report.failed; break;
-      case CaseStatus::kNotBuilt: ++report.not_built; break;
-      case CaseStatus::kSkipped: ++report.skipped; break;
+      case CaseStatus::kPass:
+        ++report.passed;
+        break;
+      case CaseStatus::kFail:
+        ++report.failed;
+        break;
+      case CaseStatus::kNotBuilt:
+        ++report.not_built;
+        break;
+      case CaseStatus::kSkipped:
+        ++report.skipped;
+        break;
     }
     if (report.model.empty() && !r.trace_paths.empty()) {
       if (auto t = trace::ReadTrace(r.trace_paths.front())) report.model = t->model;
@@ -259,8 +270,9 @@ Result<ClientFactory> BehaviourFixtureClients(const fs::path& dir) {
                                     &problem)
                         : json(json::value_t::discarded);
     if (doc.is_discarded() || !doc.is_object()) {
-      return Fail(Error::Code::kData, "behaviour fixture " + f.string() + " is not a JSON object (" +
-                                          problem + "); fix or remove it");
+      return Fail(Error::Code::kData, "behaviour fixture " + f.string() +
+                                          " is not a JSON object (" + problem +
+                                          "); fix or remove it");
     }
     if (!doc.contains("question") || !doc["question"].is_string()) {
       return Fail(Error::Code::kData, "behaviour fixture " + f.string() + " has no \"question\"");
@@ -279,19 +291,20 @@ Result<ClientFactory> BehaviourFixtureClients(const fs::path& dir) {
     fx.data = llm::DataFileNames(fx.data);
     fixtures->push_back(std::move(fx));
   }
-  return ClientFactory([fixtures, dir](const std::string& question,
-                                       const std::vector<std::string>& data)
-                           -> Result<std::unique_ptr<llm::Client>> {
-    const std::string q = llm::RecordingKey(question);
-    const auto names = llm::DataFileNames(data);
-    for (const auto& fx : *fixtures) {
-      if (fx.question == q && (fx.data.empty() || fx.data == names)) {
-        return llm::MakeReplayClientFromJson(fx.doc, fx.origin);
-      }
-    }
-    return Fail(Error::Code::kUsage,
-                "no recorded turns in " + dir.string() + " for this question on this data");
-  });
+  return ClientFactory(
+      [fixtures, dir](
+          const std::string& question,
+          const std::vector<std::string>& data) -> Result<std::unique_ptr<llm::Client>> {
+        const std::string q = llm::RecordingKey(question);
+        const auto names = llm::DataFileNames(data);
+        for (const auto& fx : *fixtures) {
+          if (fx.question == q && (fx.data.empty() || fx.data == names)) {
+            return llm::MakeReplayClientFromJson(fx.doc, fx.origin);
+          }
+        }
+        return Fail(Error::Code::kUsage,
+                    "no recorded turns in " + dir.string() + " for this question on this data");
+      });
 }
 
 json BehaviourJson(const BehaviourReport& r) {
@@ -321,7 +334,9 @@ json BehaviourJson(const BehaviourReport& r) {
           {"wide_copy", r.wide_copy},
           {"planted", r.planted},
           {"counts",
-           {{"pass", r.passed}, {"fail", r.failed}, {"not built", r.not_built},
+           {{"pass", r.passed},
+            {"fail", r.failed},
+            {"not built", r.not_built},
             {"skipped", r.skipped}}},
           {"cases", cases}};
 }
@@ -329,17 +344,19 @@ json BehaviourJson(const BehaviourReport& r) {
 std::string BehaviourMarkdown(const BehaviourReport& r) {
   std::string md = "# Behaviour suite\n\n";
   if (r.scripted) {
-    md += "**Harness run on scripted model turns** (fixtures/behaviour, labelled \"source\": "
-          "\"scripted\"): the tools really ran on a copy of Chinook and every check is real, but "
-          "the model turns were written by hand. This tests quarry and the checks, not any "
-          "model's quality.\n\n";
+    md +=
+        "**Harness run on scripted model turns** (fixtures/behaviour, labelled \"source\": "
+        "\"scripted\"): the tools really ran on a copy of Chinook and every check is real, but "
+        "the model turns were written by hand. This tests quarry and the checks, not any "
+        "model's quality.\n\n";
   } else {
     md += "Live run: model `" + MarkdownCell(r.model) + "`.\n\n";
   }
   md += "Run " + r.created_at + " on a copy of `" + MarkdownCell(r.source) + "` (sha256 " +
-        r.source_sha256_before + (r.source_sha256_after == r.source_sha256_before
-                                      ? ", unchanged after the suite"
-                                      : ", CHANGED after the suite: " + r.source_sha256_after) +
+        r.source_sha256_before +
+        (r.source_sha256_after == r.source_sha256_before
+             ? ", unchanged after the suite"
+             : ", CHANGED after the suite: " + r.source_sha256_after) +
         ") with planted rows:\n\n";
   for (const auto& p : r.planted) md += "- `" + MarkdownCell(p) + "`\n";
   md += "\n" + std::to_string(r.passed) + " pass, " + std::to_string(r.failed) + " fail, " +
@@ -351,7 +368,8 @@ std::string BehaviourMarkdown(const BehaviourReport& r) {
       runs += (i ? "<br>" : "") + std::string("`") + c.run_ids[i] + "`";
     }
     md += "| " + MarkdownCell(c.id) + " | " + MarkdownCell(c.checks) + " | " +
-          std::string(CaseStatusName(c.status)) + " | " + MarkdownCell(c.reason) + " | " + runs + " |\n";
+          std::string(CaseStatusName(c.status)) + " | " + MarkdownCell(c.reason) + " | " + runs +
+          " |\n";
   }
   md += "\nTraces: `quarry view <run id>` (with the suite's --runs-dir).\n";
   return md;

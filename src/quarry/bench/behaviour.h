@@ -79,8 +79,8 @@ struct BehaviourReport {
   // The source's sha256 before and after the suite: equal, or the suite wrote the user's data.
   std::string source_sha256_before;
   std::string source_sha256_after;
-  std::string copy;       // the copy the cases ran on (planted rows included)
-  std::string wide_copy;  // the copy widened with generated tables (large-schema case)
+  std::string copy;                  // the copy the cases ran on (planted rows included)
+  std::string wide_copy;             // the copy widened with generated tables (large-schema case)
   std::vector<std::string> planted;  // the SQL applied to the copy, in order
   std::vector<CaseResult> cases;
   int passed = 0;

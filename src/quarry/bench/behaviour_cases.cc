@@ -89,8 +89,8 @@ std::string BindCheck(const json& spec, CaseDef& def) {
 
 // The fields of a case after its id; "" or the problem.
 std::string ReadCaseFields(const json& c, CaseDef& def) {
-  if (std::string u = UnknownField(c, {"id", "checks", "questions", "thread", "wide", "reference",
-                                       "check"});
+  if (std::string u =
+          UnknownField(c, {"id", "checks", "questions", "thread", "wide", "reference", "check"});
       !u.empty()) {
     return "unknown field '" + u + "'";
   }

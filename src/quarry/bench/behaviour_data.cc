@@ -3,7 +3,6 @@
 // SQLite C API directly so no expected value passes through quarry's engine.
 #include <sqlite3.h>
 
-
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -120,8 +119,8 @@ Result<Copies> MakeCopies(const fs::path& source, const fs::path& dir) {
   }
   fs::create_directories(dir, ec);
   if (ec) {
-    return Fail(Error::Code::kData, "cannot create the work directory " + dir.string() + ": " +
-                                        ec.message());
+    return Fail(Error::Code::kData,
+                "cannot create the work directory " + dir.string() + ": " + ec.message());
   }
   Copies c{dir, dir / "chinook.sqlite", dir / "chinook_wide.sqlite"};
   if (auto r = CopyInto(source, c.copy); !r) return std::unexpected(r.error());

@@ -62,11 +62,11 @@ struct CaseRun {
   std::vector<trace::Trace> traces;
   std::vector<std::filesystem::path> trace_paths;
   json expected;
-  std::filesystem::path source;       // the user's database
-  std::filesystem::path copy;         // the database the case ran on
-  std::string copy_sha256_before;     // of `copy`, before and after the case
+  std::filesystem::path source;    // the user's database
+  std::filesystem::path copy;      // the database the case ran on
+  std::string copy_sha256_before;  // of `copy`, before and after the case
   std::string copy_sha256_after;
-  int max_tool_calls = 0;             // the run's budgets (Config)
+  int max_tool_calls = 0;  // the run's budgets (Config)
   double max_cost_usd = 0.0;
 };
 
@@ -89,8 +89,8 @@ struct CaseDef {
   std::string id;
   std::string checks;  // what the check asserts, in words
   std::vector<std::string> questions;
-  bool wide = false;    // runs on the wide copy
-  bool thread = false;  // the questions are turns of one thread
+  bool wide = false;                  // runs on the wide copy
+  bool thread = false;                // the questions are turns of one thread
   std::vector<Reference> references;  // empty: no expected values
   std::string check_kind;
   CheckFn check;  // the kind bound to the case's parameters

@@ -160,34 +160,34 @@ std::vector<size_t> SampleIndices(size_t total, size_t n, uint64_t seed);
 // ---- A run ----------------------------------------------------------------------------
 
 struct EvalOptions {
-  std::filesystem::path out_dir;   // questions.jsonl and summary.json; must not hold them yet
-  std::filesystem::path runs_dir;  // each question's runs/<id>/trace.json
-  bool gold_as_prediction = false; // --gold: no model; the harness's own test
+  std::filesystem::path out_dir;    // questions.jsonl and summary.json; must not hold them yet
+  std::filesystem::path runs_dir;   // each question's runs/<id>/trace.json
+  bool gold_as_prediction = false;  // --gold: no model; the harness's own test
   MatchRule rule = MatchRule::kTestSuite;
-  bool keep_distinct = false;      // test-suite rule: else DISTINCT is removed from both
+  bool keep_distinct = false;  // test-suite rule: else DISTINCT is removed from both
   ExecLimits exec;
   Tolerance tolerance;
-  agent::Config config;            // for the agent's runs (its prompt set to PromptMode::kEval)
-  engine::OpenOptions open;        // how the agent's database is opened
+  agent::Config config;      // for the agent's runs (its prompt set to PromptMode::kEval)
+  engine::OpenOptions open;  // how the agent's database is opened
   // "live", "recorded" (fixtures) or "none" (--gold): what the model turns were, in the summary.
   std::string turns = "live";
   std::string tag;
-  std::string model;     // as the summary names it ("" : from the first run's trace)
-  std::string command;   // the command line, for the summary
+  std::string model;    // as the summary names it ("" : from the first run's trace)
+  std::string command;  // the command line, for the summary
   // Called after each question with its result line (for progress on stderr).
   std::function<void(const nlohmann::ordered_json& question_result)> on_question;
-  StopToken stop;        // Ctrl-C: the run ends after the current question, summary written
+  StopToken stop;  // Ctrl-C: the run ends after the current question, summary written
 };
 
 // What a run measured; written as summary.json.
 struct EvalSummary {
-  int questions = 0;       // picked
-  int scored = 0;          // questions - harness_errors - skipped: the accuracy's denominator
+  int questions = 0;  // picked
+  int scored = 0;     // questions - harness_errors - skipped: the accuracy's denominator
   int matched = 0;
-  int mismatched = 0;        // both ran, results differ
-  int prediction_errors = 0; // the predicted SQL failed, timed out or was over the row cap
-  int no_prediction = 0;     // the run gave no SQL answer (no answer, a clarification, Python)
-  int harness_errors = 0;    // the gold SQL failed or was over the row cap: not the model's miss
+  int mismatched = 0;         // both ran, results differ
+  int prediction_errors = 0;  // the predicted SQL failed, timed out or was over the row cap
+  int no_prediction = 0;      // the run gave no SQL answer (no answer, a clarification, Python)
+  int harness_errors = 0;     // the gold SQL failed or was over the row cap: not the model's miss
   // No model client for it (--offline without a recording), or its database is missing.
   int skipped = 0;
   int skipped_missing_db = 0;  // of skipped: the question's database file is absent

@@ -19,8 +19,8 @@ namespace eval_internal {
 Result<void> CheckDir(const fs::path& dir, std::string_view benchmark) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return Fail(Error::Code::kUsage, "eval " + std::string(benchmark) + ": --dir " +
-                                         dir.string() + " is not a directory");
+    return Fail(Error::Code::kUsage, "eval " + std::string(benchmark) + ": --dir " + dir.string() +
+                                         " is not a directory");
   }
   return {};
 }

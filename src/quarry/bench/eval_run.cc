@@ -22,8 +22,11 @@ std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 // The last run_sql that executed (with `empty_counts`, an empty result too); "" for none.
 std::string LastExecutedSql(const trace::Trace& t, bool empty_counts) {
   for (auto s = t.steps.rbegin(); s != t.steps.rend(); ++s) {
-    if (s->kind != trace::StepKind::kTool || s->tool != "run_sql" || !s->detail.is_object()) continue;
-    if (s->status != trace::StepStatus::kOk && !(empty_counts && s->failure_class == "empty_result")) continue;
+    if (s->kind != trace::StepKind::kTool || s->tool != "run_sql" || !s->detail.is_object())
+      continue;
+    if (s->status != trace::StepStatus::kOk &&
+        !(empty_counts && s->failure_class == "empty_result"))
+      continue;
     const auto it = s->detail.find("sql");
     if (it != s->detail.end() && it->is_string()) return it->get<std::string>();
   }
@@ -45,7 +48,8 @@ std::string PredictionOf(const trace::Trace& t) {
   }
   if (last_answer == t.steps.rend()) return "";
   for (auto s = last_answer; s != t.steps.rend(); ++s) {
-    if (s->kind != trace::StepKind::kTool || s->tool != "run_sql" || !s->detail.is_object()) continue;
+    if (s->kind != trace::StepKind::kTool || s->tool != "run_sql" || !s->detail.is_object())
+      continue;
     if (s->status != trace::StepStatus::kOk && s->failure_class != "empty_result") continue;
     const auto it = s->detail.find("sql");
     if (it != s->detail.end() && it->is_string()) return it->get<std::string>();
@@ -141,7 +145,8 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
   }
   fs::create_directories(o.out_dir, ec);
   if (ec) {
-    return Fail(Error::Code::kInternal, "cannot create " + o.out_dir.string() + ": " + ec.message());
+    return Fail(Error::Code::kInternal,
+                "cannot create " + o.out_dir.string() + ": " + ec.message());
   }
   std::ofstream lines(lines_path, std::ios::binary | std::ios::trunc);
   if (!lines) return Fail(Error::Code::kInternal, "cannot write " + lines_path.string());
@@ -161,7 +166,9 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     }
     const EvalQuestion& q = dataset.questions[pick];
     ++summary.questions;
-    json line = {{"index", q.index}, {"question_id", q.question_id}, {"db_id", q.db_id},
+    json line = {{"index", q.index},
+                 {"question_id", q.question_id},
+                 {"db_id", q.db_id},
                  {"question", q.question}};
     if (dataset.benchmark == Benchmark::kBird) {
       line["evidence"] = q.evidence;
@@ -184,8 +191,8 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     }
 
     // The databases compared on: every test-suite file with the test-suite rule, else the one.
-    std::vector<fs::path> paths = o.rule == MatchRule::kTestSuite ? q.suite_paths
-                                                                 : std::vector<fs::path>{q.db_path};
+    std::vector<fs::path> paths =
+        o.rule == MatchRule::kTestSuite ? q.suite_paths : std::vector<fs::path>{q.db_path};
     if (paths.empty()) paths = {q.db_path};
     std::vector<engine::Engine*> dbs;
     std::vector<Denotation> gold;
@@ -224,7 +231,8 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
         run = std::move(*r);
         pred_sql = PredictionOf(run->trace);
         line["prediction_source"] = pred_sql.empty() ? "none" : "answer";
-        line["grounded"] = run->trace.stop_reason == trace::StopReason::kAnswered && run->trace.grounded;
+        line["grounded"] =
+            run->trace.stop_reason == trace::StopReason::kAnswered && run->trace.grounded;
         if (run->trace.stop_reason == trace::StopReason::kInterrupted) {
           outcome = "skipped";
           error = "interrupted";
@@ -238,8 +246,8 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     }
     if (outcome.empty()) {
       int64_t pred_rows = -1;
-      const Comparison c = ComparePrediction(gold, PreparedSql(pred_sql, o), dbs, paths, co,
-                                             o.exec, error, pred_rows);
+      const Comparison c = ComparePrediction(gold, PreparedSql(pred_sql, o), dbs, paths, co, o.exec,
+                                             error, pred_rows);
       if (pred_rows >= 0) line["predicted_rows"] = pred_rows;
       outcome = c.match ? "match" : error.empty() ? "mismatch" : "prediction_error";
       reason = c.reason;
@@ -281,8 +289,8 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
     }
     ++tally.outcomes[outcome];
     // Execution accuracy over the gate's accepted answers apart, and the matches it refused.
-    if (line.contains("grounded") && (outcome == "match" || outcome == "mismatch" ||
-                                      outcome == "prediction_error")) {
+    if (line.contains("grounded") &&
+        (outcome == "match" || outcome == "mismatch" || outcome == "prediction_error")) {
       const bool grounded = line["grounded"].get<bool>();
       ++(grounded ? tally.grounded_scored : tally.refused_scored);
       if (outcome == "match") ++(grounded ? tally.grounded_matched : tally.refused_matched);

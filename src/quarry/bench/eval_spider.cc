@@ -22,24 +22,21 @@ Result<void> ReadGoldFile(const fs::path& path, std::vector<EvalQuestion>& quest
     if (line.empty()) continue;
     const size_t tab = line.rfind('\t');
     if (tab == std::string::npos) {
-      return Fail(Error::Code::kData, path.string() + ": line " +
-                                          std::to_string(lines.size() + 1) +
+      return Fail(Error::Code::kData, path.string() + ": line " + std::to_string(lines.size() + 1) +
                                           " is not \"SQL<TAB>db_id\"");
     }
     lines.emplace_back(line.substr(0, tab), line.substr(tab + 1));
   }
   if (lines.size() != questions.size()) {
-    return Fail(Error::Code::kData,
-                path.string() + " has " + std::to_string(lines.size()) + " queries for " +
-                    std::to_string(questions.size()) +
-                    " questions: it must be the gold file of the same split");
+    return Fail(Error::Code::kData, path.string() + " has " + std::to_string(lines.size()) +
+                                        " queries for " + std::to_string(questions.size()) +
+                                        " questions: it must be the gold file of the same split");
   }
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].second != questions[i].db_id) {
       return Fail(Error::Code::kData, path.string() + ": line " + std::to_string(i + 1) +
-                                          " is for database " + lines[i].second +
-                                          ", question " + std::to_string(i) + " for " +
-                                          questions[i].db_id);
+                                          " is for database " + lines[i].second + ", question " +
+                                          std::to_string(i) + " for " + questions[i].db_id);
     }
     questions[i].gold_sql = lines[i].first;
   }

@@ -17,11 +17,15 @@ using Rows = std::vector<Row>;
 
 int Rank(Cell::Kind k) {
   switch (k) {
-    case Cell::Kind::kNull: return 0;
+    case Cell::Kind::kNull:
+      return 0;
     case Cell::Kind::kInteger:
-    case Cell::Kind::kReal: return 1;
-    case Cell::Kind::kText: return 2;
-    case Cell::Kind::kBlob: return 3;
+    case Cell::Kind::kReal:
+      return 1;
+    case Cell::Kind::kText:
+      return 2;
+    case Cell::Kind::kBlob:
+      return 3;
   }
   return 0;
 }
@@ -36,7 +40,8 @@ int Order(const Cell& a, const Cell& b) {
   const int ra = Rank(a.kind), rb = Rank(b.kind);
   if (ra != rb) return ra < rb ? -1 : 1;
   switch (ra) {
-    case 0: return 0;
+    case 0:
+      return 0;
     case 1: {
       if (a.kind == Cell::Kind::kInteger && b.kind == Cell::Kind::kInteger) {
         return a.integer < b.integer ? -1 : a.integer > b.integer ? 1 : 0;
@@ -185,8 +190,8 @@ Comparison CompareTestSuite(const Denotation& gold, const Denotation& pred,
     }
     if (candidates[i].empty()) {
       const std::string name = i < gold.columns.size() ? " (" + gold.columns[i] + ")" : "";
-      return Differ("no predicted column holds the values of gold column " +
-                    std::to_string(i + 1) + name);
+      return Differ("no predicted column holds the values of gold column " + std::to_string(i + 1) +
+                    name);
     }
   }
   // Identical predicted columns are interchangeable: only the first unused of each is tried.
@@ -265,8 +270,8 @@ Comparison CompareBirdSet(const Denotation& gold, const Denotation& pred, const 
   const Rows g = SortedUnique(gold.rows, t);
   const Rows p = SortedUnique(pred.rows, t);
   if (g.size() != p.size()) {
-    return Differ("distinct row count differs: gold " + std::to_string(g.size()) +
-                  ", predicted " + std::to_string(p.size()));
+    return Differ("distinct row count differs: gold " + std::to_string(g.size()) + ", predicted " +
+                  std::to_string(p.size()));
   }
   for (size_t i = 0; i < g.size(); ++i) {
     if (!RowsEqual(g[i], p[i], t)) return Differ("row sets differ (columns compared by position)");
@@ -280,7 +285,8 @@ bool CellsEqual(const Cell& a, const Cell& b, const Tolerance& t) {
   const int ra = Rank(a.kind), rb = Rank(b.kind);
   if (ra != rb) return false;
   switch (ra) {
-    case 0: return true;
+    case 0:
+      return true;
     case 1: {
       if (a.kind == Cell::Kind::kInteger && b.kind == Cell::Kind::kInteger) {
         return a.integer == b.integer;
@@ -291,7 +297,8 @@ bool CellsEqual(const Cell& a, const Cell& b, const Tolerance& t) {
       const double scale = std::max(std::fabs(x), std::fabs(y));
       return std::fabs(x - y) <= std::max(t.relative * scale, t.absolute);
     }
-    default: return a.kind == b.kind && a.bytes == b.bytes;
+    default:
+      return a.kind == b.kind && a.bytes == b.bytes;
   }
 }
 

@@ -135,10 +135,10 @@ class Collector {
       }
     }
     const std::string what = !written.empty() ? written : "run " + run_id;
-    report_.skipped.push_back(
-        {written.empty() ? fs::path(runs_dir) / run_id : fs::path(written),
-         "listed in " + listing.string() + (label.empty() ? "" : " (" + label + ")") +
-             ", but no trace.json or events.jsonl was found for " + what});
+    report_.skipped.push_back({written.empty() ? fs::path(runs_dir) / run_id : fs::path(written),
+                               "listed in " + listing.string() +
+                                   (label.empty() ? "" : " (" + label + ")") +
+                                   ", but no trace.json or events.jsonl was found for " + what});
   }
 
  private:
@@ -185,8 +185,9 @@ Result<json> ReadJsonFile(const fs::path& path) {
   if (!text) return std::unexpected(text.error());
   json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded()) {
-    return Fail(Error::Code::kData, path.string() + " is not valid JSON; give a runs folder, "
-                                                    "a bench results file or an eval output folder");
+    return Fail(Error::Code::kData, path.string() +
+                                        " is not valid JSON; give a runs folder, "
+                                        "a bench results file or an eval output folder");
   }
   return doc;
 }
@@ -223,8 +224,9 @@ Result<void> AddEvalOutput(const fs::path& dir, Collector& c, Report& report) {
     if (summary && summary->is_object()) runs_dir = StringField(*summary, "runs_dir");
   }
   if (!IsFile(questions)) {
-    return Fail(Error::Code::kUsage, dir.string() + " has summary.json but no questions.jsonl: "
-                                                    "not a complete eval output folder");
+    return Fail(Error::Code::kUsage, dir.string() +
+                                         " has summary.json but no questions.jsonl: "
+                                         "not a complete eval output folder");
   }
   return AddQuestionLines(questions, runs_dir, c, report);
 }
@@ -286,9 +288,10 @@ Result<void> AddFile(const fs::path& path, Collector& c, Report& report) {
     return AddBenchResults(path, *doc, c);
   }
   return Fail(Error::Code::kUsage,
-              path.string() + " is neither a trace, a bench results file (an object with a "
-                              "\"runs\" list) nor an eval summary; give a runs folder, "
-                              "results/bench_results.json or an eval output folder");
+              path.string() +
+                  " is neither a trace, a bench results file (an object with a "
+                  "\"runs\" list) nor an eval summary; give a runs folder, "
+                  "results/bench_results.json or an eval output folder");
 }
 
 std::vector<GroupFigures> Group(const std::vector<ReportRun>& runs) {
@@ -320,10 +323,14 @@ std::vector<GroupFigures> Group(const std::vector<ReportRun>& runs) {
 
 std::string_view ReportSourceName(ReportSource source) {
   switch (source) {
-    case ReportSource::kRunsFolder: return "runs folder";
-    case ReportSource::kBenchResults: return "bench results";
-    case ReportSource::kEvalOutput: return "eval output";
-    case ReportSource::kTrace: return "trace";
+    case ReportSource::kRunsFolder:
+      return "runs folder";
+    case ReportSource::kBenchResults:
+      return "bench results";
+    case ReportSource::kEvalOutput:
+      return "eval output";
+    case ReportSource::kTrace:
+      return "trace";
   }
   return "runs folder";
 }
@@ -363,8 +370,9 @@ Result<Report> BuildReport(const fs::path& path) {
       message += ": its " + std::to_string(report.not_run) +
                  " listed entries have no run id and no trace (skipped tasks, or --gold)";
     } else if (report.source == ReportSource::kRunsFolder) {
-      message += " (no runs/<id>/trace.json or events.jsonl); run `quarry ask` or `quarry "
-                 "bench` first, or give --runs-dir's folder";
+      message +=
+          " (no runs/<id>/trace.json or events.jsonl); run `quarry ask` or `quarry "
+          "bench` first, or give --runs-dir's folder";
     }
     return Fail(Error::Code::kUsage, message);
   }

@@ -75,11 +75,11 @@ struct GroupFigures {
 
 struct Report {
   ReportSource source = ReportSource::kRunsFolder;
-  std::filesystem::path path;  // as given
+  std::filesystem::path path;   // as given
   std::vector<ReportRun> runs;  // readable runs, in listing order (a folder: by path)
   std::vector<SkippedTrace> skipped;
   int replayed = 0;  // runs whose provider is "replay": a harness run, not a model's
-  int not_run = 0;  // listing entries with neither a run id nor a trace (skipped tasks, --gold)
+  int not_run = 0;   // listing entries with neither a run id nor a trace (skipped tasks, --gold)
   // One group per arm, in order of first appearance, when any listed run has an arm; else one
   // group ("") of all runs.
   std::vector<GroupFigures> groups;

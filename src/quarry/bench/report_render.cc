@@ -129,8 +129,8 @@ Result<std::string> HistogramSvg(const Report& r) {
   }
   auto rendered = chart::Render(spec, table, 720, 360);
   if (!rendered) {
-    return Fail(Error::Code::kInternal, "drawing the latency histogram failed: " +
-                                            rendered.error().message);
+    return Fail(Error::Code::kInternal,
+                "drawing the latency histogram failed: " + rendered.error().message);
   }
   const size_t open = rendered->svg.find("<svg");
   if (open == std::string::npos) {
@@ -140,8 +140,9 @@ Result<std::string> HistogramSvg(const Report& r) {
 }
 
 std::string FiguresTableHtml(const GroupFigures& g) {
-  std::string h = "<table class=\"figures\"><thead><tr><th>per run</th><th>mean</th>"
-                  "<th>median</th><th>max</th></tr></thead><tbody>";
+  std::string h =
+      "<table class=\"figures\"><thead><tr><th>per run</th><th>mean</th>"
+      "<th>median</th><th>max</th></tr></thead><tbody>";
   for (const Row& row : kRows) {
     const Figure& f = g.*row.figure;
     h += "<tr><th>" + H(row.label) + "</th><td>" + Fixed(f.mean, row.decimals) + "</td><td>" +
@@ -169,24 +170,24 @@ std::string CountsTableHtml(const GroupFigures& g) {
 }
 
 std::string RunListHtml(const Report& r) {
-  std::string h = "<table class=\"runs\"><thead><tr><th>run</th><th>arm</th><th>task</th>"
-                  "<th>question</th><th>stop</th><th>model calls</th><th>tool calls</th>"
-                  "<th>repairs</th><th>send-backs</th>"
-                  "<th>prompt tokens</th><th>completion tokens</th><th>wall s</th>"
-                  "<th>cost (USD)</th></tr></thead><tbody>";
+  std::string h =
+      "<table class=\"runs\"><thead><tr><th>run</th><th>arm</th><th>task</th>"
+      "<th>question</th><th>stop</th><th>model calls</th><th>tool calls</th>"
+      "<th>repairs</th><th>send-backs</th>"
+      "<th>prompt tokens</th><th>completion tokens</th><th>wall s</th>"
+      "<th>cost (USD)</th></tr></thead><tbody>";
   for (const ReportRun& run : r.runs) {
     const RunMetrics& m = run.metrics;
     h += "<tr><td title=\"" + H(run.trace_path.string()) + "\">" + H(run.run_id) + "</td><td>" +
          H(run.group) + "</td><td>" + H(run.label) + "</td><td>" + H(run.question) + "</td><td>" +
-         H(run.stop_reason) +
-         (run.incomplete ? " <span class=\"badge\">incomplete</span>" : "") + "</td><td>" +
-         std::to_string(m.model_calls) + "</td><td>" + std::to_string(m.tool_calls) +
+         H(run.stop_reason) + (run.incomplete ? " <span class=\"badge\">incomplete</span>" : "") +
+         "</td><td>" + std::to_string(m.model_calls) + "</td><td>" + std::to_string(m.tool_calls) +
          "</td><td>" + std::to_string(m.repair_successes) + "/" +
          std::to_string(m.repair_attempts) + "</td><td>" + std::to_string(m.send_backs) +
          "</td><td>" + std::to_string(m.prompt_tokens) + "</td><td>" +
          std::to_string(m.completion_tokens) + "</td><td>" +
-         Fixed(static_cast<double>(m.wall_ms) / 1000.0, 3) + "</td><td>" +
-         Fixed(m.cost_usd, 6) + "</td></tr>";
+         Fixed(static_cast<double>(m.wall_ms) / 1000.0, 3) + "</td><td>" + Fixed(m.cost_usd, 6) +
+         "</td></tr>";
   }
   return h + "</tbody></table>";
 }
@@ -198,7 +199,8 @@ constexpr const char* kStyle =
     "thead th,tbody th{text-align:left;background:#f6f6f6}"
     "table.runs td:nth-child(-n+5){text-align:left}.muted{color:#666}"
     ".badge{background:#fde2e1;color:#8a1c14;border-radius:3px;padding:0 .3rem;"
-    "font-size:.85em}.note{background:#fff8e1;padding:.4rem .6rem}figure{margin:1rem 0}svg{max-width:100%;height:auto}";
+    "font-size:.85em}.note{background:#fff8e1;padding:.4rem .6rem}figure{margin:1rem "
+    "0}svg{max-width:100%;height:auto}";
 
 }  // namespace
 
@@ -279,8 +281,8 @@ json ReportJson(const Report& r) {
     json figures = json::object();
     for (const Row& row : kRows) {
       const Figure& f = g.*row.figure;
-      figures[row.key] = {{"mean", Number(f.mean)}, {"median", Number(f.median)},
-                          {"max", Number(f.max)}};
+      figures[row.key] = {
+          {"mean", Number(f.mean)}, {"median", Number(f.median)}, {"max", Number(f.max)}};
     }
     json stops = json::object();
     for (const auto& [reason, n] : g.stop_reasons) stops[reason] = n;
@@ -319,23 +321,21 @@ json ReportJson(const Report& r) {
                     {"answered", m.answered},
                     {"grounded", m.grounded}});
   }
-  return {{"source", r.path.string()},
-          {"kind", std::string(ReportSourceName(r.source))},
-          {"runs", r.runs.size()},
-          {"incomplete", incomplete},
-          {"replayed", r.replayed},
-          {"not_run", r.not_run},
-          {"skipped", skipped},
-          {"groups", groups},
+  return {{"source", r.path.string()}, {"kind", std::string(ReportSourceName(r.source))},
+          {"runs", r.runs.size()},     {"incomplete", incomplete},
+          {"replayed", r.replayed},    {"not_run", r.not_run},
+          {"skipped", skipped},        {"groups", groups},
           {"run_list", runs}};
 }
 
 Result<std::string> ReportHtml(const Report& r) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                  "<title>quarry report: " + H(r.path.string()) + "</title><style>" + kStyle +
-                  "</style></head><body>\n<h1>quarry report</h1>\n<p class=\"muted\">" +
-                  H(Headline(r)) + "</p>\n";
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>quarry report: " +
+      H(r.path.string()) + "</title><style>" + kStyle +
+      "</style></head><body>\n<h1>quarry report</h1>\n<p class=\"muted\">" + H(Headline(r)) +
+      "</p>\n";
   if (r.replayed > 0) h += "<p class=\"note\">" + H(ReplayNote(r)) + "</p>\n";
   for (const GroupFigures& g : r.groups) {
     h += "<h2>" + H(GroupTitle(g)) + "</h2>\n" + FiguresTableHtml(g) + "\n" + CountsTableHtml(g) +

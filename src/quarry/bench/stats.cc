@@ -33,10 +33,9 @@ double McNemarExactP(int64_t b, int64_t c) {
   // nor underflows to zero before the sum.
   double tail = 0.0;
   for (int64_t i = 0; i <= k; ++i) {
-    const double log_term = std::lgamma(static_cast<double>(n) + 1) -
-                            std::lgamma(static_cast<double>(i) + 1) -
-                            std::lgamma(static_cast<double>(n - i) + 1) -
-                            static_cast<double>(n) * std::log(2.0);
+    const double log_term =
+        std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(i) + 1) -
+        std::lgamma(static_cast<double>(n - i) + 1) - static_cast<double>(n) * std::log(2.0);
     tail += std::exp(log_term);
   }
   return std::min(1.0, 2.0 * tail);

@@ -46,18 +46,18 @@ inline constexpr double kJudgeTemperature = 0.7;
 struct Task {
   std::string id;
   std::string question;
-  std::vector<std::string> data;              // as written in suite.json
+  std::vector<std::string> data;                  // as written in suite.json
   std::vector<std::filesystem::path> data_paths;  // resolved against the suite's root
   std::string difficulty;
   std::vector<std::string> tags;
   GraderKind grader = GraderKind::kNumeric;
-  Tolerance tolerance;       // numeric
-  std::string rubric;        // judge
+  Tolerance tolerance;  // numeric
+  std::string rubric;   // judge
   // From truth.json.
-  std::vector<double> values;                 // numeric: expected values
-  std::vector<Alternatives> must_contain;     // predicate
-  std::vector<Alternatives> must_not_contain; // predicate
-  std::vector<std::string> facts;             // judge
+  std::vector<double> values;                  // numeric: expected values
+  std::vector<Alternatives> must_contain;      // predicate
+  std::vector<Alternatives> must_not_contain;  // predicate
+  std::vector<std::string> facts;              // judge
   // fixtures/<id>.json when present: the replay document, and its judge replies (judge
   // tasks; each a replay turn object {"content", "usage"?, "cost_usd"?}).
   std::optional<nlohmann::ordered_json> fixture;
@@ -167,11 +167,11 @@ using JudgeFactory = std::function<Result<std::unique_ptr<llm::Client>>()>;
 
 struct BenchOptions {
   std::vector<bool> arms = {true, false};  // self_correction of each arm, in output order
-  int samples = 1;                          // runs of each task per arm
-  bool offline = false;  // recorded turns from fixtures; tasks without one are skipped
-  int limit = 0;                            // the first N selected tasks; 0: all
-  std::vector<std::string> tags;            // a task with any of them; empty: all
-  std::optional<double> max_cost_usd;       // the whole bench, judge calls included
+  int samples = 1;                         // runs of each task per arm
+  bool offline = false;           // recorded turns from fixtures; tasks without one are skipped
+  int limit = 0;                  // the first N selected tasks; 0: all
+  std::vector<std::string> tags;  // a task with any of them; empty: all
+  std::optional<double> max_cost_usd;  // the whole bench, judge calls included
   int jobs = 1;
   std::filesystem::path runs_dir;  // each run's folder: runs_dir/<run id>/
   agent::Config config;            // shared by every run; self_correction set per arm
@@ -180,8 +180,8 @@ struct BenchOptions {
   // selected, and each run opens {postgres} instead of the task's data; offline, a task's
   // fixtures/postgres/<id>.json is replayed (a task without one is skipped). Empty: the files.
   std::string postgres;
-  ClientFactory live_client;   // live: the agent's model client per run
-  JudgeFactory live_judge;     // live: the judge's client per judged answer
+  ClientFactory live_client;  // live: the agent's model client per run
+  JudgeFactory live_judge;    // live: the judge's client per judged answer
   // Called with one line per finished run (for -v), from the worker threads, serialised.
   std::function<void(const std::string&)> on_run;
   // A stop request (Ctrl-C): running runs are interrupted, no new one starts, and the rest
@@ -219,8 +219,8 @@ struct TaskRun {
 // The figures of one arm over its task runs.
 struct ArmSummary {
   bool self_correction = true;
-  int64_t runs = 0;       // task runs that produced a trace
-  int64_t graded = 0;     // pass + fail
+  int64_t runs = 0;    // task runs that produced a trace
+  int64_t graded = 0;  // pass + fail
   int64_t passed = 0;
   int64_t failed = 0;
   int64_t errors = 0;
@@ -238,12 +238,12 @@ struct ArmSummary {
   // Answers the verify gate returned to the model, summed over runs, and the runs with one.
   int64_t send_backs = 0;
   int64_t runs_with_send_backs = 0;
-  double grounded_rate = 0.0;        // grounded answers / runs
-  double mean_cost_usd = 0.0;        // per task run, judge calls included
+  double grounded_rate = 0.0;  // grounded answers / runs
+  double mean_cost_usd = 0.0;  // per task run, judge calls included
   double total_cost_usd = 0.0;
   double p50_latency_ms = 0.0;
   double p95_latency_ms = 0.0;
-  int64_t guard_violations = 0;      // refused tool calls, summed over runs
+  int64_t guard_violations = 0;  // refused tool calls, summed over runs
   int64_t runs_with_guard_violations = 0;
   // Judge tasks: answers judged, calls made, unusable replies, and the share of judged
   // answers where all three calls agreed.
@@ -314,12 +314,11 @@ nlohmann::ordered_json ResultsJson(const BenchResult& result);
 // RESULTS.md from the latest offline and live results files (either may be absent: its rows
 // say "not run" / "pending"), and, in sections of their own, the latest ones run with
 // --postgres (the Chinook tasks on a PostgreSQL server), so their figures never mix.
-std::string RenderResultsMarkdown(const std::optional<nlohmann::ordered_json>& offline,
-                                  const std::optional<nlohmann::ordered_json>& live,
-                                  const std::optional<nlohmann::ordered_json>& postgres_offline =
-                                      std::nullopt,
-                                  const std::optional<nlohmann::ordered_json>& postgres_live =
-                                      std::nullopt);
+std::string RenderResultsMarkdown(
+    const std::optional<nlohmann::ordered_json>& offline,
+    const std::optional<nlohmann::ordered_json>& live,
+    const std::optional<nlohmann::ordered_json>& postgres_offline = std::nullopt,
+    const std::optional<nlohmann::ordered_json>& postgres_live = std::nullopt);
 
 // An HTML fragment (a table per results file, every text escaped) for site/index.html.
 std::string RenderSiteBlock(const nlohmann::ordered_json& results);

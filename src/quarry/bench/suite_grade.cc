@@ -29,12 +29,25 @@ std::optional<double> Scale(std::string_view suffix) {
     std::string_view word;
     double scale;
   };
-  static constexpr Entry kSuffixes[] = {
-      {"", 1},          {"%", 1},           {"percent", 1},  {"per cent", 1},
-      {"pp", 1},        {"percentage points", 1}, {"percentage point", 1},
-      {"k", 1e3},       {"thousand", 1e3},  {"m", 1e6},      {"mn", 1e6},
-      {"million", 1e6}, {"b", 1e9},         {"bn", 1e9},     {"billion", 1e9},
-      {"t", 1e12},      {"tn", 1e12},       {"trillion", 1e12}, {"dozen", 12}};
+  static constexpr Entry kSuffixes[] = {{"", 1},
+                                        {"%", 1},
+                                        {"percent", 1},
+                                        {"per cent", 1},
+                                        {"pp", 1},
+                                        {"percentage points", 1},
+                                        {"percentage point", 1},
+                                        {"k", 1e3},
+                                        {"thousand", 1e3},
+                                        {"m", 1e6},
+                                        {"mn", 1e6},
+                                        {"million", 1e6},
+                                        {"b", 1e9},
+                                        {"bn", 1e9},
+                                        {"billion", 1e9},
+                                        {"t", 1e12},
+                                        {"tn", 1e12},
+                                        {"trillion", 1e12},
+                                        {"dozen", 12}};
   for (const Entry& e : kSuffixes) {
     if (suffix == e.word) return e.scale;
   }
@@ -45,9 +58,9 @@ std::optional<double> Scale(std::string_view suffix) {
 // five". Fractions and multiples ("half", "twice") are not values to compare.
 std::optional<double> ParseWords(std::string_view text) {
   static constexpr std::string_view kUnits[] = {
-      "zero",    "one",     "two",       "three",    "four",     "five",    "six",
-      "seven",   "eight",   "nine",      "ten",      "eleven",   "twelve",  "thirteen",
-      "fourteen", "fifteen", "sixteen",  "seventeen", "eighteen", "nineteen"};
+      "zero",     "one",     "two",     "three",     "four",     "five",    "six",
+      "seven",    "eight",   "nine",    "ten",       "eleven",   "twelve",  "thirteen",
+      "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"};
   static constexpr std::string_view kTens[] = {"twenty", "thirty",  "forty",  "fifty",
                                                "sixty",  "seventy", "eighty", "ninety"};
   std::string words = Lower(text);
@@ -59,9 +72,8 @@ std::optional<double> ParseWords(std::string_view text) {
   size_t pos = 0;
   while (pos < words.size()) {
     const size_t end = words.find(' ', pos);
-    const std::string_view w =
-        std::string_view(words).substr(pos, end == std::string::npos ? std::string::npos
-                                                                     : end - pos);
+    const std::string_view w = std::string_view(words).substr(
+        pos, end == std::string::npos ? std::string::npos : end - pos);
     pos = end == std::string::npos ? words.size() : end + 1;
     if (w.empty() || w == "and") continue;
     if (w == "a" || w == "an") {
@@ -117,8 +129,8 @@ bool ContainsWord(const std::string& hay, const std::string& needle) {
     const bool left_ok =
         at == 0 || !starts_word || !WordByte(static_cast<unsigned char>(hay[at - 1]));
     const size_t after = at + needle.size();
-    const bool right_ok = after >= hay.size() || !ends_word ||
-                          !WordByte(static_cast<unsigned char>(hay[after]));
+    const bool right_ok =
+        after >= hay.size() || !ends_word || !WordByte(static_cast<unsigned char>(hay[after]));
     if (left_ok && right_ok) return true;
   }
   return false;
@@ -247,8 +259,8 @@ Grade GradeNumeric(std::string_view answer, const std::vector<double>& expected,
     }
     if (auto v = ParseWrittenNumber(written)) {
       const std::string_view t = Trim(written);
-      const bool explicit_sign = !t.empty() && (t[0] == '-' || t[0] == '+' ||
-                                                t.substr(0, 3) == "\xE2\x88\x92");
+      const bool explicit_sign =
+          !t.empty() && (t[0] == '-' || t[0] == '+' || t.substr(0, 3) == "\xE2\x88\x92");
       numbers.push_back({written, *v, explicit_sign});
     }
   }
@@ -269,10 +281,9 @@ Grade GradeNumeric(std::string_view answer, const std::vector<double>& expected,
   if (missing.empty()) return {true, "every expected value is in the answer"};
   std::string seen;
   for (const Read& n : numbers) seen += (seen.empty() ? "" : ", ") + n.text;
-  const std::string within =
-      (tolerance.relative ? "rel " : "abs ") + Number(tolerance.amount);
-  return {false, "expected " + missing + " (within " + within + ") not in the answer; its numbers: " +
-                     (seen.empty() ? "none" : seen)};
+  const std::string within = (tolerance.relative ? "rel " : "abs ") + Number(tolerance.amount);
+  return {false, "expected " + missing + " (within " + within +
+                     ") not in the answer; its numbers: " + (seen.empty() ? "none" : seen)};
 }
 
 Grade GradePredicate(std::string_view answer, const std::vector<Alternatives>& must_contain,

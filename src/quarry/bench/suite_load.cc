@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 const std::set<std::string, std::less<>> kDifficulties = {"easy", "medium", "hard"};
-const std::set<std::string, std::less<>> kTags = {
-    "aggregation", "group-by",      "filters",       "time-series", "correlation",
-    "nulls",       "type-coercion", "messy-columns", "joins"};
+const std::set<std::string, std::less<>> kTags = {"aggregation",   "group-by",      "filters",
+                                                  "time-series",   "correlation",   "nulls",
+                                                  "type-coercion", "messy-columns", "joins"};
 
 std::string Join(const std::set<std::string, std::less<>>& items) {
   std::string out;
@@ -86,8 +86,8 @@ Result<Task> ReadTask(const json& t, size_t index, const fs::path& file, const f
     return std::unexpected(DataError(file, p));
   }
   if (!ValidId(task.id)) {
-    return std::unexpected(DataError(
-        file, at + ": field 'id' should match [a-z0-9_]+, found \"" + task.id + "\""));
+    return std::unexpected(
+        DataError(file, at + ": field 'id' should match [a-z0-9_]+, found \"" + task.id + "\""));
   }
   if (!seen.insert(task.id).second) {
     return std::unexpected(DataError(file, "task " + task.id + ": the id is used twice"));
@@ -100,9 +100,9 @@ Result<Task> ReadTask(const json& t, size_t index, const fs::path& file, const f
     if (!t.contains(key)) return field_error(std::string("field '") + key + "' is missing");
   }
   std::string grader;
-  for (auto [key, out] : {std::pair{"question", &task.question},
-                          std::pair{"difficulty", &task.difficulty},
-                          std::pair{"grader", &grader}, std::pair{"rubric", &task.rubric}}) {
+  for (auto [key, out] :
+       {std::pair{"question", &task.question}, std::pair{"difficulty", &task.difficulty},
+        std::pair{"grader", &grader}, std::pair{"rubric", &task.rubric}}) {
     if (auto p = ReadJsonField(t, key, *out); !p.empty()) return field_error(p);
   }
   if (task.question.find_first_not_of(" \t\n") == std::string::npos) {
@@ -140,8 +140,7 @@ Result<Task> ReadTask(const json& t, size_t index, const fs::path& file, const f
                          tol.dump());
     }
     const json& amount = has_abs ? tol["abs"] : tol["rel"];
-    if (!amount.is_number() || !std::isfinite(amount.get<double>()) ||
-        amount.get<double>() < 0) {
+    if (!amount.is_number() || !std::isfinite(amount.get<double>()) || amount.get<double>() < 0) {
       return field_error("field 'tolerance." + std::string(has_abs ? "abs" : "rel") +
                          "' should be a finite number >= 0, found " + amount.dump());
     }
@@ -169,8 +168,9 @@ Result<void> ReadTruth(Task& task, const json& truth, const fs::path& file) {
     case GraderKind::kNumeric: {
       const json v = truth.value("values", json());
       if (!v.is_array() || v.empty()) {
-        return fail("a numeric task's truth needs 'values': a non-empty array of numbers "
-                    "(regenerate with python3 scripts/ground_truth.py)");
+        return fail(
+            "a numeric task's truth needs 'values': a non-empty array of numbers "
+            "(regenerate with python3 scripts/ground_truth.py)");
       }
       for (const json& x : v) {
         if (!x.is_number() || !std::isfinite(x.get<double>())) {
@@ -196,8 +196,9 @@ Result<void> ReadTruth(Task& task, const json& truth, const fs::path& file) {
     case GraderKind::kJudge: {
       if (auto p = ReadJsonField(truth, "facts", task.facts); !p.empty()) return fail(p);
       if (task.facts.empty()) {
-        return fail("a judge task's truth needs 'facts': the computed figures the judge "
-                    "checks the answer against");
+        return fail(
+            "a judge task's truth needs 'facts': the computed figures the judge "
+            "checks the answer against");
       }
       break;
     }
@@ -217,8 +218,9 @@ Result<void> ReadFixture(Task& task, const fs::path& file, bool postgres = false
                 " run on PostgreSQL; remove this file or fix the task's data");
   }
   if (postgres && JsonString(*doc, "engine") != "postgresql") {
-    return fail("a fixture under fixtures/postgres/ says \"engine\": \"postgresql\" (its SQL "
-                "is PostgreSQL's)");
+    return fail(
+        "a fixture under fixtures/postgres/ says \"engine\": \"postgresql\" (its SQL "
+        "is PostgreSQL's)");
   }
   if (!doc->contains("turns") || !(*doc)["turns"].is_array()) {
     return fail("field 'turns' should be the array of scripted model turns");
@@ -248,8 +250,10 @@ Result<void> ReadFixture(Task& task, const fs::path& file, bool postgres = false
       } else if (turn.is_object() && turn.contains("content") && turn["content"].is_string()) {
         task.judge_turns.push_back(turn);
       } else {
-        return fail("each of 'judge_turns' should be a string or an object with a 'content' "
-                    "string, found " + JsonKind(turn));
+        return fail(
+            "each of 'judge_turns' should be a string or an object with a 'content' "
+            "string, found " +
+            JsonKind(turn));
       }
     }
     doc->erase("judge_turns");
@@ -267,9 +271,12 @@ Result<void> ReadFixture(Task& task, const fs::path& file, bool postgres = false
 
 std::string_view GraderName(GraderKind kind) {
   switch (kind) {
-    case GraderKind::kNumeric: return "numeric";
-    case GraderKind::kPredicate: return "predicate";
-    case GraderKind::kJudge: return "judge";
+    case GraderKind::kNumeric:
+      return "numeric";
+    case GraderKind::kPredicate:
+      return "predicate";
+    case GraderKind::kJudge:
+      return "judge";
   }
   return "numeric";
 }
@@ -306,8 +313,8 @@ Result<Suite> LoadSuite(const fs::path& dir, const fs::path& root) {
 
   const fs::path truth_file = dir / "truth.json";
   if (!fs::is_regular_file(truth_file, ec)) {
-    return std::unexpected(DataError(
-        truth_file, "is missing; generate it with python3 scripts/ground_truth.py"));
+    return std::unexpected(
+        DataError(truth_file, "is missing; generate it with python3 scripts/ground_truth.py"));
   }
   auto truth = ReadJsonFile(truth_file);
   if (!truth) return std::unexpected(truth.error());

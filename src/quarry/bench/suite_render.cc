@@ -54,22 +54,27 @@ struct Row {
 
 std::vector<Row> Rows(const json& results) {
   const json arms = Field(results, "arms");
-  std::vector<Row> rows = {
-      {"task success (95% Wilson CI)", {}}, {"task runs graded", {}},
-      {"tasks graded", {}},                 {"task runs skipped", {}},
-      {"task runs not graded (error)", {}}, {"median steps", {}},
-      {"repair rate", {}},                  {"repair success rate", {}},
-      {"send-backs (answers the verify gate returned)", {}},
-      {"grounded-answer rate", {}},         {"mean cost per task run", {}},
-      {"p50 / p95 latency", {}},            {"sandbox and guard violations", {}},
-      {"judge: answers judged, calls, all-three agreement", {}}};
+  std::vector<Row> rows = {{"task success (95% Wilson CI)", {}},
+                           {"task runs graded", {}},
+                           {"tasks graded", {}},
+                           {"task runs skipped", {}},
+                           {"task runs not graded (error)", {}},
+                           {"median steps", {}},
+                           {"repair rate", {}},
+                           {"repair success rate", {}},
+                           {"send-backs (answers the verify gate returned)", {}},
+                           {"grounded-answer rate", {}},
+                           {"mean cost per task run", {}},
+                           {"p50 / p95 latency", {}},
+                           {"sandbox and guard violations", {}},
+                           {"judge: answers judged, calls, all-three agreement", {}}};
   for (const json& a : arms.is_array() ? arms : json::array()) {
     const double graded = NumberAt(a, "graded"), passed = NumberAt(a, "passed");
     const json ci = Field(a, "success_ci95");
-    const double lo = ci.is_array() && ci.size() == 2 && ci[0].is_number() ? ci[0].get<double>()
-                                                                            : NAN;
-    const double hi = ci.is_array() && ci.size() == 2 && ci[1].is_number() ? ci[1].get<double>()
-                                                                            : NAN;
+    const double lo =
+        ci.is_array() && ci.size() == 2 && ci[0].is_number() ? ci[0].get<double>() : NAN;
+    const double hi =
+        ci.is_array() && ci.size() == 2 && ci[1].is_number() ? ci[1].get<double>() : NAN;
     std::string success = Count(passed) + "/" + Count(graded);
     if (graded > 0) {
       success += " = " + Percent(NumberAt(a, "success_rate")) + " (" + Percent(lo) + " to " +
@@ -100,28 +105,26 @@ std::vector<Row> Rows(const json& results) {
                                        Count(NumberAt(a, "repair_successes")) + "/" +
                                        Count(NumberAt(a, "repair_attempts")) + ")";
     // Results files written before send-backs were counted have no figure: n/a, not 0.
-    const std::string send_backs =
-        Field(a, "send_backs").is_number()
-            ? Count(NumberAt(a, "send_backs")) + " (in " +
-                  Count(NumberAt(a, "runs_with_send_backs")) + " of " +
-                  Count(NumberAt(a, "runs")) + " runs)"
-            : std::string("n/a");
-    const std::string cells[] = {
-        success,
-        Count(graded),
-        Count(NumberAt(a, "tasks_graded")),
-        skipped,
-        Count(NumberAt(a, "errors")),
-        Fmt("%.1f", NumberAt(a, "median_steps")),
-        repair_rate,
-        repair_success,
-        send_backs,
-        Percent(NumberAt(a, "grounded_rate")),
-        Fmt("$%.4f", NumberAt(a, "mean_cost_usd")),
-        Fmt("%.0f ms", NumberAt(a, "p50_latency_ms")) + " / " +
-            Fmt("%.0f ms", NumberAt(a, "p95_latency_ms")),
-        Count(NumberAt(a, "guard_violations")),
-        judged};
+    const std::string send_backs = Field(a, "send_backs").is_number()
+                                       ? Count(NumberAt(a, "send_backs")) + " (in " +
+                                             Count(NumberAt(a, "runs_with_send_backs")) + " of " +
+                                             Count(NumberAt(a, "runs")) + " runs)"
+                                       : std::string("n/a");
+    const std::string cells[] = {success,
+                                 Count(graded),
+                                 Count(NumberAt(a, "tasks_graded")),
+                                 skipped,
+                                 Count(NumberAt(a, "errors")),
+                                 Fmt("%.1f", NumberAt(a, "median_steps")),
+                                 repair_rate,
+                                 repair_success,
+                                 send_backs,
+                                 Percent(NumberAt(a, "grounded_rate")),
+                                 Fmt("$%.4f", NumberAt(a, "mean_cost_usd")),
+                                 Fmt("%.0f ms", NumberAt(a, "p50_latency_ms")) + " / " +
+                                     Fmt("%.0f ms", NumberAt(a, "p95_latency_ms")),
+                                 Count(NumberAt(a, "guard_violations")),
+                                 judged};
     for (size_t i = 0; i < rows.size(); ++i) rows[i].cells.push_back(cells[i]);
   }
   return rows;
@@ -141,9 +144,9 @@ std::string McNemarLine(const json& results) {
   if (!m.is_object()) return "";
   return "Paired comparison (McNemar's exact test over the " + Count(NumberAt(m, "pairs")) +
          " (task, sample) pairs graded in both arms): passed only with self-correction on b = " +
-         Count(NumberAt(m, "b_on_only")) + ", only with it off c = " +
-         Count(NumberAt(m, "c_off_only")) + ", two-sided p = " + Fmt("%.4g", NumberAt(m, "p_value")) +
-         ".";
+         Count(NumberAt(m, "b_on_only")) +
+         ", only with it off c = " + Count(NumberAt(m, "c_off_only")) +
+         ", two-sided p = " + Fmt("%.4g", NumberAt(m, "p_value")) + ".";
 }
 
 // Which engines served the runs: "sqlite, duckdb", or for --postgres "postgresql
@@ -166,9 +169,10 @@ std::string EngineText(const json& results) {
 std::string Header(const json& results) {
   return "Model: " + TextAt(results, "model") + " (" + TextAt(results, "provider") +
          ") · judge: " + TextAt(results, "judge_model") + " · date: " + TextAt(results, "date") +
-         " · total cost: " + Fmt("$%.4f", NumberAt(results, "total_cost_usd")) + " · samples: " +
-         Count(NumberAt(results, "samples")) + " · tasks selected: " +
-         Count(NumberAt(results, "tasks_selected")) + " · engine: " + EngineText(results);
+         " · total cost: " + Fmt("$%.4f", NumberAt(results, "total_cost_usd")) +
+         " · samples: " + Count(NumberAt(results, "samples")) +
+         " · tasks selected: " + Count(NumberAt(results, "tasks_selected")) +
+         " · engine: " + EngineText(results);
 }
 
 std::string MdSection(const json& results) {
@@ -176,8 +180,9 @@ std::string MdSection(const json& results) {
   out += MarkdownCell(Header(results)) + "\n\n";
   if (const auto it = results.find("budget_stopped");
       it != results.end() && it->is_boolean() && it->get<bool>()) {
-    out += "The bench stopped at its --max-cost budget; the task runs not started are counted "
-           "as skipped.\n\n";
+    out +=
+        "The bench stopped at its --max-cost budget; the task runs not started are counted "
+        "as skipped.\n\n";
   }
   const auto names = ArmNames(results);
   out += "| figure |";
@@ -192,14 +197,15 @@ std::string MdSection(const json& results) {
   }
   if (const std::string m = McNemarLine(results); !m.empty()) out += "\n" + m + "\n";
   out += "\n<details><summary>Every task run</summary>\n\n";
-  out += "| task | grader | arm | sample | grade | engine | reason | run id |\n"
-         "|---|---|---|---|---|---|---|---|\n";
+  out +=
+      "| task | grader | arm | sample | grade | engine | reason | run id |\n"
+      "|---|---|---|---|---|---|---|---|\n";
   const json runs = Field(results, "runs");
   for (const json& r : runs.is_array() ? runs : json::array()) {
-    out += "| " + MarkdownCell(TextAt(r, "task")) + " | " + MarkdownCell(TextAt(r, "grader")) + " | " +
-           MarkdownCell(TextAt(r, "arm")) + " | " + Count(NumberAt(r, "sample")) + " | " +
-           MarkdownCell(TextAt(r, "status")) + " | " + MarkdownCell(TextAt(r, "engine", "")) + " | " +
-           MarkdownCell(TextAt(r, "reason", "")) + " | " +
+    out += "| " + MarkdownCell(TextAt(r, "task")) + " | " + MarkdownCell(TextAt(r, "grader")) +
+           " | " + MarkdownCell(TextAt(r, "arm")) + " | " + Count(NumberAt(r, "sample")) + " | " +
+           MarkdownCell(TextAt(r, "status")) + " | " + MarkdownCell(TextAt(r, "engine", "")) +
+           " | " + MarkdownCell(TextAt(r, "reason", "")) + " | " +
            MarkdownCell(TextAt(r, "run_id", "")) + " |\n";
   }
   out += "\n</details>\n";
@@ -229,8 +235,9 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
   if (live) {
     out += MdSection(*live);
   } else {
-    out += "No live run yet: every figure is pending. Run `quarry bench` with a model "
-           "configured (see the README's \"Measuring quality\").\n\n";
+    out +=
+        "No live run yet: every figure is pending. Run `quarry bench` with a model "
+        "configured (see the README's \"Measuring quality\").\n\n";
     out += PendingTable();
   }
   out += "\n## Harness run on scripted turns\n\n";
@@ -240,8 +247,7 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
   } else {
     out += "Not run yet: `quarry bench --offline`.\n";
   }
-  out += std::string("\n## On PostgreSQL\n\n") +
-         "The tasks whose data is `" + kPostgresStandIn +
+  out += std::string("\n## On PostgreSQL\n\n") + "The tasks whose data is `" + kPostgresStandIn +
          "`, run by `quarry bench --postgres URL` on a PostgreSQL server loaded from "
          "`data/chinook_postgresql.sql` (the same database), graded with the same truth. From "
          "`results/postgresql/live/` and `results/postgresql/offline/`; these figures are "
@@ -249,8 +255,9 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
   if (postgres_live) {
     out += MdSection(*postgres_live);
   } else {
-    out += "No live run on PostgreSQL yet: every figure is pending. Run `quarry bench "
-           "--postgres URL` with a model configured.\n";
+    out +=
+        "No live run on PostgreSQL yet: every figure is pending. Run `quarry bench "
+        "--postgres URL` with a model configured.\n";
   }
   out += "\n### Harness run on scripted turns, on PostgreSQL\n\n";
   out += std::string("> ") + kScriptedLabel + ".\n\n";
@@ -276,7 +283,8 @@ std::string RenderSiteBlock(const json& results) {
     out += "</tr>\n";
   }
   out += "</tbody>\n</table>\n";
-  if (const std::string m = McNemarLine(results); !m.empty()) out += "<p>" + trace::HtmlEscape(m) + "</p>\n";
+  if (const std::string m = McNemarLine(results); !m.empty())
+    out += "<p>" + trace::HtmlEscape(m) + "</p>\n";
   out += "</div>\n";
   return out;
 }

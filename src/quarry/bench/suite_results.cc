@@ -127,9 +127,15 @@ ArmSummary Summarise(const std::vector<TaskRun>& runs, bool self_correction) {
     if (r.self_correction != self_correction) continue;
     seen_tasks.insert(r.task);
     switch (r.status) {
-      case RunStatus::kPass: ++s.passed; break;
-      case RunStatus::kFail: ++s.failed; break;
-      case RunStatus::kError: ++s.errors; break;
+      case RunStatus::kPass:
+        ++s.passed;
+        break;
+      case RunStatus::kFail:
+        ++s.failed;
+        break;
+      case RunStatus::kError:
+        ++s.errors;
+        break;
       case RunStatus::kSkipped:
         ++s.skipped;
         ++s.skipped_by_reason[r.reason];
@@ -214,39 +220,35 @@ json ResultsJson(const BenchResult& r) {
   }
   json arms = json::array();
   for (const ArmSummary& s : r.arms) arms.push_back(ToJson(s));
-  json out = {
-      {"format", "quarry-bench-results"},
-      {"version", 1},
-      {"suite", "tasks"},
-      {"date", r.date},
-      {"mode", r.mode},
-      {"source", r.source},
-      {"label", r.source == "scripted" ? json(kScriptedLabel) : json(nullptr)},
-      {"model", r.model},
-      {"provider", r.provider},
-      {"judge_model", r.judge_model},
-      {"runs_dir", r.runs_dir.string()},
-      {"samples", r.samples},
-      {"jobs", r.jobs},
-      {"max_cost_usd", r.max_cost_usd ? json(*r.max_cost_usd) : json(nullptr)},
-      {"tags", r.tags},
-      {"limit", r.limit},
-      {"tasks_selected", r.tasks_selected},
-      {"engines", engines},
-      {"postgres", postgres},
-      {"budget_stopped", r.budget_stopped},
-      {"interrupted", r.interrupted},
-      {"total_cost_usd", r.total_cost_usd},
-      {"arms", arms},
-      {"mcnemar", nullptr},
-      {"runs", runs}};
+  json out = {{"format", "quarry-bench-results"},
+              {"version", 1},
+              {"suite", "tasks"},
+              {"date", r.date},
+              {"mode", r.mode},
+              {"source", r.source},
+              {"label", r.source == "scripted" ? json(kScriptedLabel) : json(nullptr)},
+              {"model", r.model},
+              {"provider", r.provider},
+              {"judge_model", r.judge_model},
+              {"runs_dir", r.runs_dir.string()},
+              {"samples", r.samples},
+              {"jobs", r.jobs},
+              {"max_cost_usd", r.max_cost_usd ? json(*r.max_cost_usd) : json(nullptr)},
+              {"tags", r.tags},
+              {"limit", r.limit},
+              {"tasks_selected", r.tasks_selected},
+              {"engines", engines},
+              {"postgres", postgres},
+              {"budget_stopped", r.budget_stopped},
+              {"interrupted", r.interrupted},
+              {"total_cost_usd", r.total_cost_usd},
+              {"arms", arms},
+              {"mcnemar", nullptr},
+              {"runs", runs}};
   if (r.paired) {
-    out["mcnemar"] = {{"pairs", r.paired->pairs},
-                      {"both_pass", r.paired->both_pass},
-                      {"both_fail", r.paired->both_fail},
-                      {"b_on_only", r.paired->b},
-                      {"c_off_only", r.paired->c},
-                      {"p_value", r.paired->p_value}};
+    out["mcnemar"] = {{"pairs", r.paired->pairs},         {"both_pass", r.paired->both_pass},
+                      {"both_fail", r.paired->both_fail}, {"b_on_only", r.paired->b},
+                      {"c_off_only", r.paired->c},        {"p_value", r.paired->p_value}};
   }
   return out;
 }

@@ -122,8 +122,7 @@ class Runner {
                   r.self_correction ? "on" : "off", r.task.c_str(), r.sample,
                   std::string(RunStatusName(r.status)).c_str(), r.metrics.steps,
                   r.metrics.repair_successes, r.metrics.repair_attempts, r.metrics.send_backs,
-                  r.cost_usd,
-                  static_cast<long long>(r.metrics.wall_ms),
+                  r.cost_usd, static_cast<long long>(r.metrics.wall_ms),
                   r.engine.empty() ? "no engine" : r.engine.c_str());
     return std::string(buf) + (r.reason.empty() ? "" : "  " + r.reason);
   }
@@ -133,7 +132,8 @@ class Runner {
       return llm::MakeReplayClientFromJson(*task.postgres_fixture,
                                            task.postgres_fixture_path.string());
     }
-    if (options_.offline) return llm::MakeReplayClientFromJson(*task.fixture, task.fixture_path.string());
+    if (options_.offline)
+      return llm::MakeReplayClientFromJson(*task.fixture, task.fixture_path.string());
     auto client = options_.live_client(task.question, task.data);
     if (client) {
       std::lock_guard lock(shared_.mu);
@@ -147,9 +147,8 @@ class Runner {
 
   Result<std::unique_ptr<llm::Client>> JudgeClient(const Task& task) {
     if (options_.offline) {
-      const json doc = {{"source", "scripted"},
-                        {"model", "scripted-judge"},
-                        {"turns", json(task.judge_turns)}};
+      const json doc = {
+          {"source", "scripted"}, {"model", "scripted-judge"}, {"turns", json(task.judge_turns)}};
       return llm::MakeReplayClientFromJson(doc, task.fixture_path.string() + " judge_turns");
     }
     auto client = options_.live_judge();
@@ -268,10 +267,14 @@ class Runner {
 
 std::string_view RunStatusName(RunStatus status) {
   switch (status) {
-    case RunStatus::kPass: return "pass";
-    case RunStatus::kFail: return "fail";
-    case RunStatus::kSkipped: return "skipped";
-    case RunStatus::kError: return "error";
+    case RunStatus::kPass:
+      return "pass";
+    case RunStatus::kFail:
+      return "fail";
+    case RunStatus::kSkipped:
+      return "skipped";
+    case RunStatus::kError:
+      return "error";
   }
   return "error";
 }
@@ -297,13 +300,13 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
     std::string tags;
     for (const auto& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
     if (!options.postgres.empty()) {
-      return Fail(Error::Code::kUsage,
-                  "--postgres runs the tasks whose data is " + std::string(kPostgresStandIn) +
-                      (tags.empty() ? "" : " (and --tags " + tags + ")") + ": none in " +
-                      (suite.dir / "suite.json").string());
+      return Fail(Error::Code::kUsage, "--postgres runs the tasks whose data is " +
+                                           std::string(kPostgresStandIn) +
+                                           (tags.empty() ? "" : " (and --tags " + tags + ")") +
+                                           ": none in " + (suite.dir / "suite.json").string());
     }
-    return Fail(Error::Code::kUsage, "--tags " + tags + " selects no task of " +
-                                         (suite.dir / "suite.json").string());
+    return Fail(Error::Code::kUsage,
+                "--tags " + tags + " selects no task of " + (suite.dir / "suite.json").string());
   }
   if (options.limit > 0 && selected.size() > static_cast<size_t>(options.limit)) {
     selected.resize(static_cast<size_t>(options.limit));
@@ -332,8 +335,7 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
       skip = kNoPostgresFixture;
     } else if (options.offline && !result.on_postgres && !task->fixture) {
       skip = kNoFixture;
-    } else if (options.offline && task->grader == GraderKind::kJudge &&
-               task->judge_turns.empty()) {
+    } else if (options.offline && task->grader == GraderKind::kJudge && task->judge_turns.empty()) {
       skip = kNeedsJudge;
     }
     for (int sample = 1; sample <= options.samples; ++sample) {
@@ -361,8 +363,7 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
 
   for (bool arm : options.arms) result.arms.push_back(Summarise(result.runs, arm));
   const bool on = std::find(options.arms.begin(), options.arms.end(), true) != options.arms.end();
-  const bool off =
-      std::find(options.arms.begin(), options.arms.end(), false) != options.arms.end();
+  const bool off = std::find(options.arms.begin(), options.arms.end(), false) != options.arms.end();
   if (on && off) result.paired = ComparePaired(result.runs);
   for (const TaskRun& r : result.runs) result.total_cost_usd += r.cost_usd;
   return result;

@@ -19,14 +19,14 @@ enum class FieldType { kNominal, kOrdinal, kQuantitative, kTemporal };
 
 // One encoding channel: {"field", "type", "aggregate"?, "sort"?, "bin"?, "title"?}.
 struct Channel {
-  std::string field;            // empty only for {"aggregate": "count"}
+  std::string field;  // empty only for {"aggregate": "count"}
   FieldType type = FieldType::kNominal;
-  std::string aggregate;        // "", "sum", "mean", "count", "min", "max", "median"
-  std::string sort;             // "", "ascending", "descending", "x", "-x", "y", "-y", or
-                                // "none" (JSON null: keep the query's row order); x only
-  bool bin = false;             // histogram: bin a quantitative x, count on y
-  int maxbins = 0;              // {"bin": {"maxbins": n}}; 0 means about 20 bins
-  std::string title;            // axis or legend title; defaults to the field
+  std::string aggregate;  // "", "sum", "mean", "count", "min", "max", "median"
+  std::string sort;       // "", "ascending", "descending", "x", "-x", "y", "-y", or
+                          // "none" (JSON null: keep the query's row order); x only
+  bool bin = false;       // histogram: bin a quantitative x, count on y
+  int maxbins = 0;        // {"bin": {"maxbins": n}}; 0 means about 20 bins
+  std::string title;      // axis or legend title; defaults to the field
 };
 
 // {"mark": "bar"|"line"|"point"|"area"|"arc", "title"?, "encoding": {"x", "y", "color"?,

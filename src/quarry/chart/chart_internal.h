@@ -43,11 +43,12 @@ struct Point {
 // Rows whose x, or whose y without an aggregate, is NULL or unparseable are left out.
 struct Prepared {
   XMode x_mode = XMode::kBand;
-  std::vector<std::string> categories;  // kBand labels in drawing order (dates formatted); arc slices
-  std::vector<double> bin_edges;        // kBinned: bins + 1 ascending edges
-  std::vector<std::string> series;      // color categories in legend order; {""} without color
-  std::vector<Point> points;            // kLinear/kTime: in drawing order per series
-  bool y_integers = true;               // every y is a whole number (counts): ticks stay whole
+  std::vector<std::string>
+      categories;                   // kBand labels in drawing order (dates formatted); arc slices
+  std::vector<double> bin_edges;    // kBinned: bins + 1 ascending edges
+  std::vector<std::string> series;  // color categories in legend order; {""} without color
+  std::vector<Point> points;        // kLinear/kTime: in drawing order per series
+  bool y_integers = true;           // every y is a whole number (counts): ticks stay whole
 };
 Prepared Prepare(const Spec& spec, const Table& table);
 
@@ -96,7 +97,17 @@ LabelLayout LayoutCategoryLabels(const std::vector<double>& widths, double text_
 
 // ---- the scene a render records (draw.cc, render.cc)
 
-enum class TextRole { kTitle, kXTitle, kYTitle, kXTick, kYTick, kLegendTitle, kLegend, kSlice, kNote };
+enum class TextRole {
+  kTitle,
+  kXTitle,
+  kYTitle,
+  kXTick,
+  kYTick,
+  kLegendTitle,
+  kLegend,
+  kSlice,
+  kNote
+};
 
 // One drawn string. The layout's top-left corner is at (x, y); the text runs along angle_deg
 // (clockwise, as cairo rotates) from there; width/height are the drawn (maybe ellipsized) extents

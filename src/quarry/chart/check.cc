@@ -75,11 +75,10 @@ std::vector<std::vector<std::string>> SeriesSequences(const Spec& spec, const Ta
 }
 
 // Whether texts are monotonic in their natural order; if not, a pair out of order.
-std::optional<std::pair<std::string, std::string>> OutOfOrder(
-    const std::vector<std::string>& seq, FieldType type) {
-  const bool numbers = std::all_of(seq.begin(), seq.end(), [](const std::string& s) {
-    return ParseNumber(s).has_value();
-  });
+std::optional<std::pair<std::string, std::string>> OutOfOrder(const std::vector<std::string>& seq,
+                                                              FieldType type) {
+  const bool numbers = std::all_of(seq.begin(), seq.end(),
+                                   [](const std::string& s) { return ParseNumber(s).has_value(); });
   const bool dates = !numbers && std::all_of(seq.begin(), seq.end(), [](const std::string& s) {
     return ParseTimestamp(s).has_value();
   });
@@ -124,11 +123,12 @@ std::vector<Problem> CheckFields(const Spec& spec, const Table& table) {
     const Channel& c = *n.channel;
     if (c.field.empty()) continue;
     if (!FindColumn(table, c.field)) {
-      problems.push_back(
-          {"missing_field", "encoding." + n.name + ".field " + Quote(c.field) +
-                                " is not a column of the query result (columns: " +
-                                ColumnList(table) + "); use one of these names, or alias the "
-                                "column in the SQL (AS " + c.field + ")"});
+      problems.push_back({"missing_field", "encoding." + n.name + ".field " + Quote(c.field) +
+                                               " is not a column of the query result (columns: " +
+                                               ColumnList(table) +
+                                               "); use one of these names, or alias the "
+                                               "column in the SQL (AS " +
+                                               c.field + ")"});
     }
   }
   if (!problems.empty()) return problems;
@@ -138,9 +138,8 @@ std::vector<Problem> CheckFields(const Spec& spec, const Table& table) {
     if (c.field.empty()) continue;
     const size_t col = *FindColumn(table, c.field);
     const std::string where = "encoding." + n.name;
-    const bool needs_numbers =
-        (c.type == FieldType::kQuantitative && c.aggregate != "count") ||
-        (!c.aggregate.empty() && c.aggregate != "count");
+    const bool needs_numbers = (c.type == FieldType::kQuantitative && c.aggregate != "count") ||
+                               (!c.aggregate.empty() && c.aggregate != "count");
     if (needs_numbers) {
       auto bad = FirstBad(table, col, [](const std::string& s) { return ParseNumber(s); });
       if (bad) {
@@ -149,12 +148,11 @@ std::vector<Problem> CheckFields(const Spec& spec, const Table& table) {
                                 ".type to \"nominal\""
                           : "use a numeric column, CAST it in the SQL, or count rows with "
                             "{\"aggregate\": \"count\"}";
-        problems.push_back({"type_mismatch",
-                            where + " " + Quote(c.field) +
-                                (c.aggregate.empty() ? " is quantitative"
-                                                     : " is aggregated with " + c.aggregate) +
-                                " but holds non-numeric text (e.g. " + Quote(*bad) + "); " +
-                                fix});
+        problems.push_back(
+            {"type_mismatch",
+             where + " " + Quote(c.field) +
+                 (c.aggregate.empty() ? " is quantitative" : " is aggregated with " + c.aggregate) +
+                 " but holds non-numeric text (e.g. " + Quote(*bad) + "); " + fix});
       }
     } else if (c.type == FieldType::kTemporal) {
       auto bad = FirstBad(table, col, [](const std::string& s) { return ParseTimestamp(s); });
@@ -176,8 +174,9 @@ std::vector<Problem> Check(const Spec& spec, const Table& table) {
   std::vector<Problem> problems = internal::CheckFields(spec, table);
   if (!problems.empty()) return problems;
   if (table.rows.empty()) {
-    return {{"no_rows", "the query returned no rows, so there is nothing to draw; check its "
-                        "WHERE filters and joins (try it with run_sql first)"}};
+    return {{"no_rows",
+             "the query returned no rows, so there is nothing to draw; check its "
+             "WHERE filters and joins (try it with run_sql first)"}};
   }
   const bool arc = spec.mark == Mark::kArc;
   const Channel& measure = arc ? *spec.theta : *spec.y;
@@ -205,7 +204,8 @@ std::vector<Problem> Check(const Spec& spec, const Table& table) {
         {"too_many_categories",
          "the bar chart has " + std::to_string(prepared.categories.size()) + " distinct " +
              Quote(spec.x->field) + " values (" + sample(prepared.categories) + ") but at most " +
-             std::to_string(kMaxCategories) + " stay readable; aggregate in SQL with GROUP BY a "
+             std::to_string(kMaxCategories) +
+             " stay readable; aggregate in SQL with GROUP BY a "
              "coarser key, keep the top ones with ORDER BY ... DESC LIMIT 30, or use a line "
              "chart for a series over time"});
   }
@@ -214,7 +214,8 @@ std::vector<Problem> Check(const Spec& spec, const Table& table) {
         {"too_many_categories",
          "the arc has " + std::to_string(prepared.categories.size()) + " slices of " +
              Quote(spec.color->field) + " (" + sample(prepared.categories) + ") but at most " +
-             std::to_string(kMaxCategories) + " stay readable; group the small ones into "
+             std::to_string(kMaxCategories) +
+             " stay readable; group the small ones into "
              "'Other' in SQL (CASE WHEN ... ELSE 'Other' END, GROUP BY), or use a bar chart"});
   }
 
@@ -226,10 +227,12 @@ std::vector<Problem> Check(const Spec& spec, const Table& table) {
       const bool continuous = spec.x->type == FieldType::kQuantitative;
       problems.push_back(
           {"unsorted_line",
-           "the line's x " + Quote(spec.x->field) + " is neither ascending nor descending in "
-           "the query's order (" + Quote(pair->second) + " comes after " + Quote(pair->first) +
-               ")" + (continuous ? ", so the line would zigzag" : "") + "; ORDER BY " +
-               spec.x->field + " in the query, or set encoding.x.sort to \"ascending\"" +
+           "the line's x " + Quote(spec.x->field) +
+               " is neither ascending nor descending in "
+               "the query's order (" +
+               Quote(pair->second) + " comes after " + Quote(pair->first) + ")" +
+               (continuous ? ", so the line would zigzag" : "") + "; ORDER BY " + spec.x->field +
+               " in the query, or set encoding.x.sort to \"ascending\"" +
                (continuous ? "" : ", or set \"sort\": null to keep the query's order on purpose")});
       break;
     }

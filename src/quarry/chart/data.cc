@@ -104,7 +104,8 @@ std::optional<double> ParseTimestamp(std::string_view text) {
         size_t start = ++pos;
         while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') ++pos;
         if (pos == start) return std::nullopt;
-        second += std::stod("0." + std::string(text.substr(start, std::min<size_t>(pos - start, 9))));
+        second +=
+            std::stod("0." + std::string(text.substr(start, std::min<size_t>(pos - start, 9))));
       }
     }
     // The offset is checked for shape and then ignored (see the header).
@@ -119,7 +120,8 @@ std::optional<double> ParseTimestamp(std::string_view text) {
   }
   if (pos != text.size() || hour > 23 || minute > 59 || second >= 61) return std::nullopt;
   using namespace std::chrono;
-  const year_month_day ymd{std::chrono::year{*year}, std::chrono::month{static_cast<unsigned>(month)},
+  const year_month_day ymd{std::chrono::year{*year},
+                           std::chrono::month{static_cast<unsigned>(month)},
                            std::chrono::day{static_cast<unsigned>(day)}};
   if (!ymd.ok()) return std::nullopt;
   const auto days = static_cast<double>(sys_days{ymd}.time_since_epoch().count());
@@ -194,8 +196,8 @@ Prepared Prepare(const Spec& spec, const Table& table) {
   };
   std::map<std::pair<int, int>, Group> groups;  // (x key, series)
   std::vector<std::pair<int, int>> group_order;
-  const bool grouped = !yc->aggregate.empty() || p.x_mode == XMode::kBand ||
-                       p.x_mode == XMode::kBinned;
+  const bool grouped =
+      !yc->aggregate.empty() || p.x_mode == XMode::kBand || p.x_mode == XMode::kBinned;
 
   for (const auto& row : table.rows) {
     if (!row[xi]) continue;
@@ -248,9 +250,8 @@ Prepared Prepare(const Spec& spec, const Table& table) {
     if (yc->aggregate.empty() && g.values.empty()) continue;
     const double y = Aggregate(yc->aggregate, g.values, g.rows);
     if (!std::isfinite(y)) continue;
-    const double x = p.x_mode == XMode::kBand || p.x_mode == XMode::kBinned
-                         ? key.first
-                         : key_value[key.first];
+    const double x =
+        p.x_mode == XMode::kBand || p.x_mode == XMode::kBinned ? key.first : key_value[key.first];
     p.points.push_back({key.second, x, y});
   }
 
@@ -288,8 +289,8 @@ Prepared Prepare(const Spec& spec, const Table& table) {
     if (temporal) p.categories = FormatDates(times);
     std::stable_sort(p.points.begin(), p.points.end(),
                      [](const Point& a, const Point& b) { return a.x < b.x; });
-  } else if (temporal || p.x_mode == XMode::kBinned || xc->sort == "ascending" ||
-             xc->sort == "x" || xc->sort == "descending" || xc->sort == "-x") {
+  } else if (temporal || p.x_mode == XMode::kBinned || xc->sort == "ascending" || xc->sort == "x" ||
+             xc->sort == "descending" || xc->sort == "-x") {
     // Time always reads left to right; a quantitative x keeps the query's order unless sorted.
     std::stable_sort(p.points.begin(), p.points.end(),
                      [](const Point& a, const Point& b) { return a.x < b.x; });

@@ -59,8 +59,8 @@ class Chart {
                   ? ChannelTitle(*spec_.theta) + " by " + ChannelTitle(*spec_.color)
                   : ChannelTitle(*spec_.y) + " by " + ChannelTitle(*spec_.x);
     }
-    auto e = p_.Text(title, Font::kTitle, TextRole::kTitle, w_ / 2.0, kPad, 0.5, 0, 0,
-                     w_ - 2 * kPad);
+    auto e =
+        p_.Text(title, Font::kTitle, TextRole::kTitle, w_ / 2.0, kPad, 0.5, 0, 0, w_ - 2 * kPad);
     top_ = kPad + e.height + 12;
   }
 
@@ -192,8 +192,8 @@ class Chart {
     // Years on a quantitative axis read as 2024, not 2,024.
     const bool years = integers && lo >= 1000 && hi <= 2999 && ticks.step >= 1;
     for (double v : ticks.values) {
-      out.emplace_back(v, years ? std::to_string(std::lround(v))
-                                : FormatNumber(v, DecimalsFor(ticks.step)));
+      out.emplace_back(
+          v, years ? std::to_string(std::lround(v)) : FormatNumber(v, DecimalsFor(ticks.step)));
     }
     return out;
   }
@@ -232,10 +232,12 @@ class Chart {
     } else {
       x_ticks = ContinuousTicks();
       double widest = 0;
-      for (const auto& t : x_ticks) widest = std::max(widest, p_.Measure(t.second, Font::kBody).width);
-      const double spacing = x_ticks.size() > 1 ? (right_ - left_) * (x_ticks[1].first - x_ticks[0].first) /
-                                                      (x1_ - x0_)
-                                                : right_ - left_;
+      for (const auto& t : x_ticks)
+        widest = std::max(widest, p_.Measure(t.second, Font::kBody).width);
+      const double spacing =
+          x_ticks.size() > 1
+              ? (right_ - left_) * (x_ticks[1].first - x_ticks[0].first) / (x1_ - x0_)
+              : right_ - left_;
       layout.step = std::max(1, static_cast<int>(std::ceil((widest + 8) / spacing)));
     }
     double label_h = line_h;
@@ -309,8 +311,8 @@ class Chart {
                   kMaxLabel);
         } else {
           // The label's end, mid-height, at the tick; lowered so its top corner clears the axis.
-          p_.Text(d_.categories[i], Font::kBody, TextRole::kXTick, x,
-                  label_y + line_h / 2 * kSin45, 1, 0.5, layout.angle_deg, kMaxLabel);
+          p_.Text(d_.categories[i], Font::kBody, TextRole::kXTick, x, label_y + line_h / 2 * kSin45,
+                  1, 0.5, layout.angle_deg, kMaxLabel);
         }
       }
     } else {
@@ -324,8 +326,8 @@ class Chart {
 
     p_.Text(x_title, Font::kBody, TextRole::kXTitle, (left_ + right_) / 2, h_ - kPad, 0.5, 1, 0,
             right_ - left_);
-    p_.Text(ChannelTitle(*spec_.y), Font::kBody, TextRole::kYTitle, kPad, (top_ + bottom_) / 2,
-            0.5, 0, -90, bottom_ - top_);
+    p_.Text(ChannelTitle(*spec_.y), Font::kBody, TextRole::kYTitle, kPad, (top_ + bottom_) / 2, 0.5,
+            0, -90, bottom_ - top_);
     if (spec_.color) Legend(right_ + 24, top_);
   }
 
@@ -371,7 +373,8 @@ class Chart {
       const Rgb color = SeriesColor(static_cast<int>(s));
       cairo_new_path(cr_);
       for (const auto& [x, y] : upper) cairo_line_to(cr_, x, y);
-      for (auto it = lower.rbegin(); it != lower.rend(); ++it) cairo_line_to(cr_, it->first, it->second);
+      for (auto it = lower.rbegin(); it != lower.rend(); ++it)
+        cairo_line_to(cr_, it->first, it->second);
       cairo_close_path(cr_);
       p_.SetColor(color, 0.75);
       cairo_fill(cr_);
@@ -450,8 +453,7 @@ class Chart {
         char label[16];
         std::snprintf(label, sizeof label, "%.0f%%", share * 100);
         p_.Text(label, Font::kBold, TextRole::kSlice, cx + 0.65 * radius * std::cos(mid),
-                cy + 0.65 * radius * std::sin(mid), 0.5, 0.5, 0, 0,
-                light ? kInk : Hex(0xFFFFFF));
+                cy + 0.65 * radius * std::sin(mid), 0.5, 0.5, 0, 0, light ? kInk : Hex(0xFFFFFF));
       }
       angle += sweep;
     }

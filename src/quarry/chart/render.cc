@@ -23,10 +23,18 @@ std::string XmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
       default:
         // Control characters are not allowed in XML 1.0 at all.
         if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
@@ -37,15 +45,24 @@ std::string XmlEscape(std::string_view s) {
 
 const char* RoleName(TextRole role) {
   switch (role) {
-    case TextRole::kTitle: return "title";
-    case TextRole::kXTitle: return "x-title";
-    case TextRole::kYTitle: return "y-title";
-    case TextRole::kXTick: return "x-tick";
-    case TextRole::kYTick: return "y-tick";
-    case TextRole::kLegendTitle: return "legend-title";
-    case TextRole::kLegend: return "legend";
-    case TextRole::kSlice: return "slice";
-    case TextRole::kNote: return "note";
+    case TextRole::kTitle:
+      return "title";
+    case TextRole::kXTitle:
+      return "x-title";
+    case TextRole::kYTitle:
+      return "y-title";
+    case TextRole::kXTick:
+      return "x-tick";
+    case TextRole::kYTick:
+      return "y-tick";
+    case TextRole::kLegendTitle:
+      return "legend-title";
+    case TextRole::kLegend:
+      return "legend";
+    case TextRole::kSlice:
+      return "slice";
+    case TextRole::kNote:
+      return "note";
   }
   return "note";
 }
@@ -75,8 +92,8 @@ std::string WithTextLayer(std::string svg, const Scene& scene, const std::string
   }
   layer << "</g>\n";
   svg.insert(close, layer.str());
-  svg.insert(open_end + 1, "\n<title>" + XmlEscape(title) + "</title>\n<desc>" + XmlEscape(desc) +
-                               "</desc>");
+  svg.insert(open_end + 1,
+             "\n<title>" + XmlEscape(title) + "</title>\n<desc>" + XmlEscape(desc) + "</desc>");
   return svg;
 }
 
@@ -148,8 +165,9 @@ std::string ValidUtf8(std::string_view text) {
 void Painter::Prepare(std::string_view raw, Font font, double max_width) {
   // Cell text can be any bytes; pango needs UTF-8, and the SVG layer repeats what is drawn.
   const std::string text = ValidUtf8(raw);
-  const PangoFontDescription* desc =
-      font == Font::kTitle ? title_.get() : font == Font::kBold ? bold_.get() : body_.get();
+  const PangoFontDescription* desc = font == Font::kTitle  ? title_.get()
+                                     : font == Font::kBold ? bold_.get()
+                                                           : body_.get();
   pango_layout_set_font_description(layout_.get(), desc);
   pango_layout_set_text(layout_.get(), text.data(), static_cast<int>(text.size()));
   if (max_width > 0) {
@@ -191,8 +209,8 @@ Painter::Extent Painter::Text(std::string_view raw, Font font, TextRole role, do
   pango_cairo_show_layout(cr_, layout_.get());
   cairo_new_path(cr_);  // the path is not part of save/restore; leave no current point behind
   cairo_restore(cr_);
-  scene_->texts.push_back({role, std::string(text), ox, oy, angle_deg, e.width, e.height,
-                           e.baseline});
+  scene_->texts.push_back(
+      {role, std::string(text), ox, oy, angle_deg, e.width, e.height, e.baseline});
   return e;
 }
 

@@ -28,19 +28,28 @@ Civil ToCivil(double t) {
   const int hour = static_cast<int>(rest / 3600);
   rest -= hour * 3600;
   const int minute = static_cast<int>(rest / 60);
-  return {static_cast<int>(ymd.year()), static_cast<int>(static_cast<unsigned>(ymd.month())),
-          static_cast<int>(static_cast<unsigned>(ymd.day())), hour, minute, rest - minute * 60};
+  return {static_cast<int>(ymd.year()),
+          static_cast<int>(static_cast<unsigned>(ymd.month())),
+          static_cast<int>(static_cast<unsigned>(ymd.day())),
+          hour,
+          minute,
+          rest - minute * 60};
 }
 
 double FromCivil(int year, int month, int day) {
   using namespace std::chrono;
-  const year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+  const year_month_day ymd{std::chrono::year{year},
+                           std::chrono::month{static_cast<unsigned>(month)},
                            std::chrono::day{static_cast<unsigned>(day)}};
   return static_cast<double>(sys_days{ymd}.time_since_epoch().count()) * kDay;
 }
 
-std::string MonthYear(const Civil& c) { return kMonths[c.month - 1] + (" " + std::to_string(c.year)); }
-std::string MonthDay(const Civil& c) { return kMonths[c.month - 1] + (" " + std::to_string(c.day)); }
+std::string MonthYear(const Civil& c) {
+  return kMonths[c.month - 1] + (" " + std::to_string(c.year));
+}
+std::string MonthDay(const Civil& c) {
+  return kMonths[c.month - 1] + (" " + std::to_string(c.day));
+}
 std::string Clock(const Civil& c) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "%02d:%02d", c.hour, c.minute);
@@ -169,8 +178,8 @@ std::vector<TimeTick> TimeTicks(double t0, double t1) {
       if (out.size() <= 8) break;
     }
   } else {
-    for (double step : {60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 21600.0,
-                        43200.0}) {
+    for (double step :
+         {60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 21600.0, 43200.0}) {
       out.clear();
       for (double t : Multiples(t0, t1, step)) {
         const Civil c = ToCivil(t);
@@ -186,7 +195,8 @@ std::vector<std::string> FormatDates(const std::vector<double>& times) {
   std::vector<Civil> cs;
   for (double t : times) cs.push_back(ToCivil(t));
   auto all = [&](auto pred) { return std::all_of(cs.begin(), cs.end(), pred); };
-  const bool midnight = all([](const Civil& c) { return c.hour == 0 && c.minute == 0 && c.second < 1e-6; });
+  const bool midnight =
+      all([](const Civil& c) { return c.hour == 0 && c.minute == 0 && c.second < 1e-6; });
   const bool firsts = midnight && all([](const Civil& c) { return c.day == 1; });
   const bool years = firsts && all([](const Civil& c) { return c.month == 1; });
   const bool one_year = cs.empty() || all([&](const Civil& c) { return c.year == cs[0].year; });
@@ -240,7 +250,8 @@ LabelLayout LayoutCategoryLabels(const std::vector<double>& widths, double text_
   }
   if (fits) return {0, 1};
   // Rotated -45 degrees, neighbours' baselines are band * sin(45) apart; they must clear a line.
-  const int rotated = std::max(1, static_cast<int>(std::ceil((text_height + 2) / (band * M_SQRT1_2))));
+  const int rotated =
+      std::max(1, static_cast<int>(std::ceil((text_height + 2) / (band * M_SQRT1_2))));
   const int flat = std::max(1, static_cast<int>(std::ceil((widest + kGap) / band)));
   if (flat <= rotated) return {0, flat};
   return {-45, rotated};

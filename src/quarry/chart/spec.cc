@@ -74,7 +74,7 @@ Result<std::string> TextOf(const Json& value, const std::string& path, std::stri
 }
 
 constexpr std::array<std::string_view, 4> kTypeNames = {"nominal", "ordinal", "quantitative",
-                                                         "temporal"};
+                                                        "temporal"};
 
 Result<FieldType> TypeOf(const Json& value, const std::string& path) {
   if (value.is_string()) {
@@ -93,17 +93,17 @@ Result<FieldType> TypeOf(const Json& value, const std::string& path) {
 Result<Channel> ParseChannel(const Json& json, const std::string& name, bool histogram) {
   const std::string path = "spec.encoding." + name;
   if (!json.is_object()) {
-    return Bad(path, "must be an object like {\"field\": \"...\", \"type\": \"...\"}, not " +
-                         Show(json));
+    return Bad(path,
+               "must be an object like {\"field\": \"...\", \"type\": \"...\"}, not " + Show(json));
   }
   const bool positional = name == "x" || name == "y";
   static constexpr std::array<std::string_view, 7> kPositional = {
       "field", "type", "aggregate", "sort", "bin", "title", "axis"};
-  static constexpr std::array<std::string_view, 7> kColor = {
-      "field", "type", "aggregate", "sort", "bin", "title", "legend"};
+  static constexpr std::array<std::string_view, 7> kColor = {"field", "type",  "aggregate", "sort",
+                                                             "bin",   "title", "legend"};
   static constexpr std::array<std::string_view, 6> kTheta = {"field", "type", "aggregate",
                                                              "sort",  "bin",  "title"};
-  std::optional<Error> unknown = positional      ? UnknownKeys(json, path, kPositional)
+  std::optional<Error> unknown = positional        ? UnknownKeys(json, path, kPositional)
                                  : name == "color" ? UnknownKeys(json, path, kColor)
                                                    : UnknownKeys(json, path, kTheta);
   if (unknown) return std::unexpected(*unknown);
@@ -126,8 +126,9 @@ Result<Channel> ParseChannel(const Json& json, const std::string& name, bool his
     }
     c.field = f.get<std::string>();
   } else if (c.aggregate != "count") {
-    return Bad(path + ".field", "missing; name a column of the query result (only "
-                                "{\"aggregate\": \"count\"} goes without a field)");
+    return Bad(path + ".field",
+               "missing; name a column of the query result (only "
+               "{\"aggregate\": \"count\"} goes without a field)");
   }
   if (json.contains("bin")) {
     const Json& b = json.at("bin");
@@ -218,8 +219,9 @@ std::optional<Error> CheckShape(Spec& spec, bool histogram) {
     if (!spec.y) return bad(enc + ".y", "missing; this mark needs x and y");
   }
   if (spec.y && spec.y->type != FieldType::kQuantitative) {
-    return bad(enc + ".y.type", "must be quantitative: bars are vertical, so put the categories "
-                                "on x and the numbers (or {\"aggregate\": \"count\"}) on y");
+    return bad(enc + ".y.type",
+               "must be quantitative: bars are vertical, so put the categories "
+               "on x and the numbers (or {\"aggregate\": \"count\"}) on y");
   }
   if (spec.theta && spec.theta->type != FieldType::kQuantitative) {
     return bad(enc + ".theta.type", "must be quantitative (the slice sizes)");
@@ -249,8 +251,9 @@ std::optional<Error> CheckShape(Spec& spec, bool histogram) {
       return bad(enc + ".x.type", "a binned x must be quantitative");
     }
     if (spec.y->aggregate.empty()) {
-      return bad(enc + ".y.aggregate", "a binned x needs an aggregate on y: \"count\", or "
-                                       "\"sum\"/\"mean\" of a field");
+      return bad(enc + ".y.aggregate",
+                 "a binned x needs an aggregate on y: \"count\", or "
+                 "\"sum\"/\"mean\" of a field");
     }
   }
   return std::nullopt;
@@ -262,12 +265,13 @@ Result<Spec> ParseSpec(const nlohmann::ordered_json& json) {
   if (!json.is_object()) {
     return Bad("spec", "must be a JSON object with mark, encoding and data, not " + Show(json));
   }
-  static constexpr std::array<std::string_view, 6> kTopKeys = {
-      "mark", "title", "encoding", "data", "$schema", "description"};
+  static constexpr std::array<std::string_view, 6> kTopKeys = {"mark", "title",   "encoding",
+                                                               "data", "$schema", "description"};
   if (auto e = UnknownKeys(json, "spec", kTopKeys)) return std::unexpected(*e);
 
   Spec spec;
-  if (!json.contains("mark")) return Bad("spec.mark", "missing; one of bar, line, point, area, arc");
+  if (!json.contains("mark"))
+    return Bad("spec.mark", "missing; one of bar, line, point, area, arc");
   const Json* mark = &json.at("mark");
   std::string mark_path = "spec.mark";
   if (mark->is_object()) {
@@ -298,7 +302,8 @@ Result<Spec> ParseSpec(const nlohmann::ordered_json& json) {
 
   if (!json.contains("encoding")) return Bad("spec.encoding", "missing");
   const Json& encoding = json.at("encoding");
-  if (!encoding.is_object()) return Bad("spec.encoding", "must be an object, not " + Show(encoding));
+  if (!encoding.is_object())
+    return Bad("spec.encoding", "must be an object, not " + Show(encoding));
   static constexpr std::array<std::string_view, 4> kChannels = {"x", "y", "color", "theta"};
   if (auto e = UnknownKeys(encoding, "spec.encoding", kChannels)) return std::unexpected(*e);
   const std::pair<const char*, std::optional<Channel>*> slots[] = {

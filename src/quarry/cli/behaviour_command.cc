@@ -37,8 +37,7 @@ int RunBehaviourCommand(const BehaviourCommandOptions& o) {
   if (!config) return Report(config.error());
   bench::ClientFactory clients;
   if (run.offline) {
-    auto fixtures =
-        bench::BehaviourFixtureClients(InRepo(run.fixtures, "fixtures/behaviour"));
+    auto fixtures = bench::BehaviourFixtureClients(InRepo(run.fixtures, "fixtures/behaviour"));
     if (!fixtures) return Report(fixtures.error());
     clients = std::move(*fixtures);
   } else {
@@ -57,7 +56,8 @@ int RunBehaviourCommand(const BehaviourCommandOptions& o) {
   options.scripted = run.offline;
   options.only = o.only;
   options.config = *config;
-  std::cerr << Paint("quarry: behaviour suite on a copy of " + TerminalText(options.source.string()) +
+  std::cerr << Paint("quarry: behaviour suite on a copy of " +
+                         TerminalText(options.source.string()) +
                          (run.offline ? " (scripted turns: a harness run)" : ""),
                      "2")
             << "\n";

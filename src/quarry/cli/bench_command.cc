@@ -30,7 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-// The suite: --tasks, else tasks/ in the working directory, else the installed or source tree's (ShareDir).
+// The suite: --tasks, else tasks/ in the working directory, else the installed or source tree's
+// (ShareDir).
 fs::path TasksDir(const BenchCmdOptions& o) {
   if (!o.tasks.empty()) return o.tasks;
   std::error_code ec;
@@ -46,9 +47,9 @@ Result<std::vector<bool>> Arms(const BenchCmdOptions& o) {
     const std::string arm = rest.substr(0, comma);
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     if (arm != "on" && arm != "off") {
-      return Fail(Error::Code::kUsage,
-                  "--arms takes on, off or on,off (self-correction on / off); found \"" + arm +
-                      "\"");
+      return Fail(
+          Error::Code::kUsage,
+          "--arms takes on, off or on,off (self-correction on / off); found \"" + arm + "\"");
     }
     const bool on = arm == "on";
     if (std::find(arms.begin(), arms.end(), on) == arms.end()) arms.push_back(on);
@@ -69,7 +70,8 @@ std::vector<std::string> SplitTags(const std::string& tags) {
   size_t from = 0;
   while (from <= tags.size()) {
     const size_t comma = tags.find(',', from);
-    std::string tag = tags.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    std::string tag =
+        tags.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
     if (!tag.empty()) out.push_back(tag);
     if (comma == std::string::npos) break;
     from = comma + 1;
@@ -126,14 +128,13 @@ void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
   std::cout << "\n";
   for (const bench::ArmSummary& a : r.arms) {
     std::cout << "  self-correction " << (a.self_correction ? "on " : "off") << "  success "
-              << a.passed << "/" << a.graded << " ("
-              << Fixed("%.1f%%", a.success_rate * 100) << ", 95% CI "
-              << Fixed("%.1f", a.success_ci.low * 100) << "-"
+              << a.passed << "/" << a.graded << " (" << Fixed("%.1f%%", a.success_rate * 100)
+              << ", 95% CI " << Fixed("%.1f", a.success_ci.low * 100) << "-"
               << Fixed("%.1f%%", a.success_ci.high * 100) << ")  skipped " << a.skipped
               << "  errors " << a.errors << "  repairs " << a.repair_successes << "/"
               << a.repair_attempts << "  send-backs " << a.send_backs << "  median steps "
-              << Fixed("%.1f", a.median_steps)
-              << "  cost $" << Fixed("%.4f", a.total_cost_usd) << "\n";
+              << Fixed("%.1f", a.median_steps) << "  cost $" << Fixed("%.4f", a.total_cost_usd)
+              << "\n";
   }
   if (r.paired) {
     std::cout << "  McNemar: b (on only) " << r.paired->b << ", c (off only) " << r.paired->c
@@ -159,8 +160,7 @@ int RenderSite(const BenchCmdOptions& o) {
   const json results = ParseJson(*text, &problem);
   if (results.is_discarded() || !results.is_object() ||
       JsonString(results, "format") != "quarry-bench-results") {
-    return Report({Error::Code::kData, results_path.string() +
-                                           " is not a bench results file (" +
+    return Report({Error::Code::kData, results_path.string() + " is not a bench results file (" +
                                            (results.is_discarded() ? problem : "wrong format") +
                                            ")"});
   }
@@ -183,8 +183,9 @@ int RenderSite(const BenchCmdOptions& o) {
 
 CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Run the task suite in the self-correction arms and write results/: quarry bench "
-               "[--offline] [--arms on,off] [--samples K]");
+      "bench",
+      "Run the task suite in the self-correction arms and write results/: quarry bench "
+      "[--offline] [--arms on,off] [--samples K]");
   cmd->add_option("--postgres", o.postgres,
                   "Run the tasks whose data is data/chinook.sqlite on this PostgreSQL server "
                   "instead (postgresql://USER@HOST:PORT/DB or service=NAME, Chinook loaded from "
@@ -200,9 +201,9 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
                       ->default_val("on,off");
   cmd->add_flag("--no-self-correction", o.no_self_correction, "Run the off arm only");
   cmd->add_option("--samples", o.samples, "Runs of each task per arm")
-      ->default_val(1)->check(CLI::Range(1, 1000));
-  cmd->add_option("--limit", o.limit, "The first N selected tasks")
-      ->check(CLI::Range(1, 1000000));
+      ->default_val(1)
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--limit", o.limit, "The first N selected tasks")->check(CLI::Range(1, 1000000));
   cmd->add_option("--tags", o.tags, "Tasks with any of these tags (comma-separated)");
   cmd->add_flag("-v,--verbose", o.verbose, "One line per task run on stderr");
   cmd->add_option("--max-cost", o.max_cost_usd,
@@ -210,11 +211,13 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
                   "cost plus its bound (--max-cost-per-run) would pass it")
       ->check(UsdAmount());
   cmd->add_option("--max-cost-per-run", o.ask.config.max_cost_usd, "Cost budget of one run, USD")
-      ->default_val(1.0)->check(UsdAmount());
+      ->default_val(1.0)
+      ->check(UsdAmount());
   // Past a few per core, runs only wait on each other, and data loads hit their timeouts.
   cmd->add_option("--jobs", o.jobs,
                   "Task runs at once (1 to 16), each with its own engine and client")
-      ->default_val(1)->check(CLI::Range(1, 16));
+      ->default_val(1)
+      ->check(CLI::Range(1, 16));
   cmd->add_option("--out", o.out, "Where the results files go")->default_val("results");
   cmd->add_option("--runs-dir", o.runs_dir,
                   "The bench's runs folder: each run's trace in <dir>/<run id>/ (default "
@@ -237,13 +240,17 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   cmd->add_option("--max-tokens-param", o.ask.max_tokens_param,
                   "auto, max_tokens or max_completion_tokens");
   cmd->add_option("--max-steps", o.ask.config.max_steps, "Model turns at most per run")
-      ->default_val(12)->check(CLI::Range(1, 1000));
+      ->default_val(12)
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-repairs", o.ask.config.max_repairs, "Repair attempts at most per run")
-      ->default_val(6)->check(CLI::Range(0, 1000));
+      ->default_val(6)
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--max-tool-calls", o.ask.config.max_tool_calls, "Tool calls per run at most")
-      ->default_val(16)->check(CLI::Range(1, 10000));
+      ->default_val(16)
+      ->check(CLI::Range(1, 10000));
   cmd->add_option("--timeout-ms", o.ask.config.limits.timeout_ms, "Per-query timeout")
-      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+      ->default_val(10000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->add_flag("--no-python", o.ask.no_python, "Do not offer run_python to the model");
   cmd->add_flag("--allow-unisolated", o.ask.allow_unisolated,
                 "Where bubblewrap cannot isolate Python, run it with rlimits, seccomp and the "
@@ -329,8 +336,8 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   options.tags = SplitTags(o.tags);
   if (o.max_cost_usd >= 0) options.max_cost_usd = o.max_cost_usd;
   options.jobs = o.jobs;
-  options.runs_dir = o.runs_dir.empty() ? fs::path("runs") / ("bench-" + trace::NewRunId())
-                                        : fs::path(o.runs_dir);
+  options.runs_dir =
+      o.runs_dir.empty() ? fs::path("runs") / ("bench-" + trace::NewRunId()) : fs::path(o.runs_dir);
   options.config = *config;
   LoadFlags load = o.ask.load;
   load.timeout_ms = o.ask.config.limits.timeout_ms;
@@ -351,9 +358,9 @@ int RunBenchCommand(const BenchCmdOptions& o) {
     const llm::Settings judge_flags = ModelSettings(o.ask, o.judge_model);
     // Said once, before anything runs, rather than as an error in every task run.
     if (auto c = ResolveModelSettings(agent_flags); !c) {
-      return Report({c.error().code,
-                     "quarry bench runs live: " + c.error().message +
-                         " (quarry bench --offline replays the tasks' scripted fixtures)"});
+      return Report(
+          {c.error().code, "quarry bench runs live: " + c.error().message +
+                               " (quarry bench --offline replays the tasks' scripted fixtures)"});
     }
     options.live_client = [agent_flags](const std::string&, const std::vector<std::string>&) {
       return BenchClient(agent_flags);
@@ -378,7 +385,8 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   const fs::path kept = o.postgres.empty() ? out : out / "postgresql";
   const json doc = bench::ResultsJson(*result);
   const std::string text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  if (auto w = bench::WriteFileAtomically(out / "bench_results.json", text); !w) return Report(w.error());
+  if (auto w = bench::WriteFileAtomically(out / "bench_results.json", text); !w)
+    return Report(w.error());
   if (auto w = bench::WriteFileAtomically(kept / result->mode / "bench_results.json", text); !w) {
     return Report(w.error());
   }

@@ -232,8 +232,8 @@ class Chat {
   std::string thread_;
   std::optional<QuestionRun> last_;
   std::set<std::string> said_;  // notes printed this session (PrintRun)
-  bool quit_ = false;  // /quit at a reply prompt: leave once the run has ended
-  int recorded_ = 0;   // questions saved by --record so far
+  bool quit_ = false;           // /quit at a reply prompt: leave once the run has ended
+  int recorded_ = 0;            // questions saved by --record so far
 };
 
 }  // namespace

@@ -23,9 +23,12 @@ namespace quarry::cli {
 
 bool UseColor() {
   switch (GetColorMode()) {
-    case ColorMode::kAlways: return true;
-    case ColorMode::kNever: return false;
-    case ColorMode::kAuto: break;
+    case ColorMode::kAlways:
+      return true;
+    case ColorMode::kNever:
+      return false;
+    case ColorMode::kAuto:
+      break;
   }
   const char* no_color = std::getenv("NO_COLOR");
   // A dumb terminal (Emacs' shell, some CI logs) shows escape codes as text.
@@ -55,7 +58,8 @@ std::string Escaped(std::string_view text, bool json) {
       std::snprintf(buf, sizeof buf, "\\u%04x", next);
       out += buf;
       ++i;
-    } else if (const unsigned third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
+    } else if (const unsigned third =
+                   i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
                c == 0xE2 && ((next == 0x80 && ((third >= 0x8E && third <= 0x8F) ||
                                                (third >= 0xAA && third <= 0xAE))) ||
                              (next == 0x81 && third >= 0xA6 && third <= 0xA9))) {
@@ -93,11 +97,16 @@ int Report(const Error& error) {
   }
   std::cerr << "quarry: " << TerminalText(line) << "\n";
   switch (error.code) {
-    case Error::Code::kUsage: return kExitUsage;
-    case Error::Code::kData: return kExitData;
-    case Error::Code::kModel: return kExitModel;
-    case Error::Code::kInternal: return kExitInternal;
-    case Error::Code::kCancelled: return kExitInterrupted;
+    case Error::Code::kUsage:
+      return kExitUsage;
+    case Error::Code::kData:
+      return kExitData;
+    case Error::Code::kModel:
+      return kExitModel;
+    case Error::Code::kInternal:
+      return kExitInternal;
+    case Error::Code::kCancelled:
+      return kExitInterrupted;
   }
   return kExitInternal;
 }
@@ -135,7 +144,8 @@ CLI::Validator ThreadName() {
 // The flags `ask` and `chat` share: the data, the model, budgets, Python, the runs folder.
 // Returns --runs-dir, whose presence also moves the threads there.
 CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
-  cmd->add_option("-d,--data", o.data, "A data file (repeat for several), or one PostgreSQL server: "
+  cmd->add_option("-d,--data", o.data,
+                  "A data file (repeat for several), or one PostgreSQL server: "
                   "postgresql://USER@HOST:PORT/DB or service=NAME (password from PGPASSWORD, "
                   "~/.pgpass or a service file)");  // required, checked after parsing
   cmd->add_flag("--offline", o.offline,
@@ -148,9 +158,10 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_option("--provider", o.provider,
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
                   "from the base URL and which key is set)");
-  cmd->add_option("--profile", o.profile,
-                  "A profile of the config file, ~/.config/quarry/config.toml (else QUARRY_PROFILE, "
-                  "else its default_profile)");
+  cmd->add_option(
+      "--profile", o.profile,
+      "A profile of the config file, ~/.config/quarry/config.toml (else QUARRY_PROFILE, "
+      "else its default_profile)");
   cmd->add_flag("--no-stream", o.no_stream,
                 "Wait for whole model replies instead of showing the text as it arrives");
   cmd->add_option("--record", o.record,
@@ -182,16 +193,21 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_flag("--no-self-correction", o.no_self_correction,
                 "End the run at the first failed tool call (the ablation arm)");
   cmd->add_option("--max-steps", o.config.max_steps, "Model turns at most")
-      ->default_val(12)->check(CLI::Range(1, 1000));
+      ->default_val(12)
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-repairs", o.config.max_repairs, "Repair attempts at most")
-      ->default_val(6)->check(CLI::Range(0, 1000));
+      ->default_val(6)
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--max-tool-calls", o.config.max_tool_calls,
                   "Tool calls per question at most (parallel calls count one each)")
-      ->default_val(16)->check(CLI::Range(1, 10000));
+      ->default_val(16)
+      ->check(CLI::Range(1, 10000));
   cmd->add_option("--max-cost", o.config.max_cost_usd, "Cost budget in USD")
-      ->default_val(1.0)->check(UsdAmount());
+      ->default_val(1.0)
+      ->check(UsdAmount());
   cmd->add_option("--timeout-ms", o.config.limits.timeout_ms, "Per-query timeout")
-      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+      ->default_val(10000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->add_flag("--allow-unisolated", o.allow_unisolated,
                 "Where bubblewrap cannot isolate Python, run it with rlimits, seccomp and "
                 "the guard only (said on every run)");
@@ -204,10 +220,11 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
 }  // namespace
 
 int Main(int argc, char** argv) {
-  CLI::App app{"quarry: ask questions about CSV, TSV, Parquet, JSON, Excel, SQLite and DuckDB data, and "
-               "PostgreSQL servers. "
-               "A model writes SQL; quarry runs it read-only, lets the model repair its errors, "
-               "and refuses answers whose numbers never appeared in a real result."};
+  CLI::App app{
+      "quarry: ask questions about CSV, TSV, Parquet, JSON, Excel, SQLite and DuckDB data, and "
+      "PostgreSQL servers. "
+      "A model writes SQL; quarry runs it read-only, lets the model repair its errors, "
+      "and refuses answers whose numbers never appeared in a real result."};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return VersionText(); });
   // Before or after the command's name: `quarry sql --color never ...` as `quarry --color ...`.
@@ -229,41 +246,49 @@ int Main(int argc, char** argv) {
       ask_cmd->add_option("question", ask.question, "The question, in English (required)");
   ask_cmd->add_option("--replay", ask.replay, "Replay model turns from this fixture or trace.json");
   CLI::Option* ask_runs_dir = AddQuestionFlags(ask_cmd, ask);
-  ask_cmd->add_option("--thread", ask.thread,
-                      "Ask in this conversation: earlier turns are context, the turn is saved; "
-                      "when the thread waits on a clarification, the question is the reply")
+  ask_cmd
+      ->add_option("--thread", ask.thread,
+                   "Ask in this conversation: earlier turns are context, the turn is saved; "
+                   "when the thread waits on a clarification, the question is the reply")
       ->check(ThreadName());
   ask_cmd->add_option("--format", ask.format_name, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
 
   AskOptions chat;
   CLI::App* chat_cmd = app.add_subcommand(
       "chat", "Ask question after question in one conversation: quarry chat --data FILE...");
   CLI::Option* chat_runs_dir = AddQuestionFlags(chat_cmd, chat);
-  chat_cmd->add_option("--thread", chat.thread,
-                       "Continue this thread (one that ask --thread or an earlier chat started); "
-                       "default: a new one")
+  chat_cmd
+      ->add_option("--thread", chat.thread,
+                   "Continue this thread (one that ask --thread or an earlier chat started); "
+                   "default: a new one")
       ->check(ThreadName());
 
   ThreadsOptions threads;
   CLI::App* threads_cmd = app.add_subcommand(
       "threads", "Saved conversations: quarry threads [list | show NAME | delete NAME]");
   threads_cmd->add_option("action", threads.action, "list, show or delete")
-      ->check(CLI::IsMember({"list", "show", "delete"}))->default_val("list");
+      ->check(CLI::IsMember({"list", "show", "delete"}))
+      ->default_val("list");
   threads_cmd->add_option("name", threads.name, "The thread (show, delete)");
   threads_cmd->add_option("--runs-dir", threads.runs_dir,
                           "Threads of runs made with this --runs-dir (else the XDG state "
                           "directory)");
   threads_cmd->add_option("--format", threads.format_name, "text or json (list, show)")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
 
   DataOptions schema;
   CLI::App* schema_cmd = app.add_subcommand("schema", "Print the schema cards of data files");
-  schema_cmd->add_option("paths", schema.paths, "Data files, or a PostgreSQL server URL")->required();
+  schema_cmd->add_option("paths", schema.paths, "Data files, or a PostgreSQL server URL")
+      ->required();
   schema_cmd->add_option("--format", schema.format_name, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
   schema_cmd->add_option("--timeout-ms", schema.timeout_ms, "Limit per loading statement")
-      ->default_val(60000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+      ->default_val(60000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   AddLoadFlags(schema_cmd, schema.load);
   AddSchemaFlags(schema_cmd, schema);
   // Diagnostic: the first request `ask` would send (for bench/prompt_tokens.mjs); not in --help.
@@ -273,28 +298,38 @@ int Main(int argc, char** argv) {
       ->group("");
 
   DataOptions sql;
-  CLI::App* sql_cmd = app.add_subcommand(
-      "sql", "Run one read-only query: quarry sql PATH... \"SELECT ...\"");
-  sql_cmd->add_option("args", sql.paths, "Data files (or a PostgreSQL server URL), then the SQL")->required()->expected(2, -1);
-  sql_cmd->add_option("--format", sql.format_name,
-                      "text (a table), json (typed cells, see README) or csv (RFC 4180)")
-      ->check(CLI::IsMember({"text", "json", "csv"}))->default_val("text");
+  CLI::App* sql_cmd =
+      app.add_subcommand("sql", "Run one read-only query: quarry sql PATH... \"SELECT ...\"");
+  sql_cmd->add_option("args", sql.paths, "Data files (or a PostgreSQL server URL), then the SQL")
+      ->required()
+      ->expected(2, -1);
+  sql_cmd
+      ->add_option("--format", sql.format_name,
+                   "text (a table), json (typed cells, see README) or csv (RFC 4180)")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
+      ->default_val("text");
   sql_cmd->add_option("--timeout-ms", sql.timeout_ms, "Query timeout")
-      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+      ->default_val(10000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   sql_cmd->add_option("--max-rows", sql.max_rows, "Rows fetched at most")
-      ->default_val(200)->check(CLI::Range(0, 100000));
+      ->default_val(200)
+      ->check(CLI::Range(0, 100000));
   AddLoadFlags(sql_cmd, sql.load);
 
   PythonOptions python;
   CLI::App* python_cmd = app.add_subcommand(
-      "python", "Run a Python script in the sandbox against the data: quarry python PATH... SCRIPT.py");
-  python_cmd->add_option("args", python.args, "Data files, then the script")->required()->expected(2, -1);
+      "python",
+      "Run a Python script in the sandbox against the data: quarry python PATH... SCRIPT.py");
+  python_cmd->add_option("args", python.args, "Data files, then the script")
+      ->required()
+      ->expected(2, -1);
   python_cmd->add_option("--runs-dir", python.runs_dir, "Where runs/<id>/workdir goes")
       ->default_val("runs");
   python_cmd->add_flag("--allow-unisolated", python.allow_unisolated,
                        "Run without namespaces where bubblewrap cannot start");
   python_cmd->add_option("--timeout-ms", python.timeout_ms, "Wall-clock limit")
-      ->default_val(30000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+      ->default_val(30000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   AddLoadFlags(python_cmd, python.load);
 
   ViewOptions view;
@@ -302,7 +337,8 @@ int Main(int argc, char** argv) {
       "view", "Render a trace to one self-contained HTML page: quarry view [latest|ID|trace.json]");
   view_cmd->add_option("which", view.which, "latest, a run id, or a trace.json path")
       ->default_val("latest");
-  view_cmd->add_option("-o,--out", view.out, "The HTML file (default: trace.html beside the trace)");
+  view_cmd->add_option("-o,--out", view.out,
+                       "The HTML file (default: trace.html beside the trace)");
   view_cmd->add_option("--runs-dir", view.runs_dir, "Where the runs are")->default_val("runs");
 
   McpOptions mcp;
@@ -325,14 +361,16 @@ int Main(int argc, char** argv) {
   AddSchemaFlags(mcp_cmd, mcp);
 
   CacheOptions cache;
-  CLI::App* cache_cmd = app.add_subcommand(
-      "cache", "The parse cache: quarry cache [list|build FILE...|clear]");
+  CLI::App* cache_cmd =
+      app.add_subcommand("cache", "The parse cache: quarry cache [list|build FILE...|clear]");
   cache_cmd->add_option("action", cache.action, "list, build or clear")
-      ->check(CLI::IsMember({"list", "build", "clear"}))->default_val("list");
+      ->check(CLI::IsMember({"list", "build", "clear"}))
+      ->default_val("list");
   cache_cmd->add_option("paths", cache.paths, "Files to build entries for (build)");
   cache_cmd->add_option("--cache-dir", cache.cache_dir, "The parse cache's directory");
   cache_cmd->add_option("--format", cache.format_name, "text or json (list)")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
   cache_cmd->add_flag("--quiet", cache.quiet, "Print nothing on success");
 
   TraceOptions trace;
@@ -348,18 +386,21 @@ int Main(int argc, char** argv) {
   ReportOptions report;
   CLI::App* report_cmd = app.add_subcommand(
       "report", "Figures over many runs: quarry report [RUNS_DIR | bench_results.json | EVAL_DIR]");
-  report_cmd->add_option("path", report.path,
-                         "A runs folder, a bench results file, or an eval output folder")
+  report_cmd
+      ->add_option("path", report.path,
+                   "A runs folder, a bench results file, or an eval output folder")
       ->default_val("runs");
   report_cmd->add_option("--html", report.html,
                          "Also write the tables and a latency histogram to this HTML page");
   report_cmd->add_option("--format", report.format_name, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
 
   DoctorOptions doctor;
   CLI::App* doctor_cmd = app.add_subcommand(
-      "doctor", "Check the model endpoint: settings, connection, model list, context length "
-                "and one tiny tool-calling probe (its cost said first)");
+      "doctor",
+      "Check the model endpoint: settings, connection, model list, context length "
+      "and one tiny tool-calling probe (its cost said first)");
   doctor_cmd->add_option("--model", doctor.model, "Model id (else QUARRY_MODEL)");
   doctor_cmd->add_option("--base-url", doctor.base_url, "Endpoint (else QUARRY_BASE_URL)");
   doctor_cmd->add_option("--provider", doctor.provider,
@@ -378,12 +419,14 @@ int Main(int argc, char** argv) {
   doctor_cmd->add_flag("--no-probe", doctor.no_probe,
                        "Send no model request: check settings, connection and model list only");
   doctor_cmd->add_option("--format", doctor.format_name, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
 
   std::string generate;
-  CLI::App* generate_cmd = app.add_subcommand(
-      "generate", "Print the man page or a shell's completion script, made from these "
-                  "definitions: quarry generate man|bash|zsh|fish");
+  CLI::App* generate_cmd =
+      app.add_subcommand("generate",
+                         "Print the man page or a shell's completion script, made from these "
+                         "definitions: quarry generate man|bash|zsh|fish");
   generate_cmd->add_option("what", generate, "man, bash, zsh or fish")
       ->required()
       ->check(CLI::IsMember({"man", "bash", "zsh", "fish"}));
@@ -415,7 +458,7 @@ int Main(int argc, char** argv) {
                  "server URL\nRun with --help for more information.\n";
     return kExitUsage;
   }
-  SetColorMode(color == "always" ? ColorMode::kAlways
+  SetColorMode(color == "always"  ? ColorMode::kAlways
                : color == "never" ? ColorMode::kNever
                                   : ColorMode::kAuto);
   SetPagerEnabled(!no_pager);
@@ -427,8 +470,7 @@ int Main(int argc, char** argv) {
       // and no server is the question.
       std::error_code ec;
       if (question_opt->count() == 0 && ask.data.size() >= 2 &&
-          !engine::IsServerSpec(ask.data.back()) &&
-          !std::filesystem::exists(ask.data.back(), ec)) {
+          !engine::IsServerSpec(ask.data.back()) && !std::filesystem::exists(ask.data.back(), ec)) {
         ask.question = ask.data.back();
         ask.data.pop_back();
       } else if (question_opt->count() == 0) {

@@ -77,8 +77,8 @@ struct McpOptions {
   std::string runs_dir;  // "": runs/ in the working directory, threads in the state directory
   std::string model;
   std::string base_url;
-  std::string provider;  // --provider for ask_database ("" : chosen)
-  std::string profile;   // --profile for ask_database
+  std::string provider;    // --provider for ask_database ("" : chosen)
+  std::string profile;     // --profile for ask_database
   bool no_stream = false;  // --no-stream: ask_database's model replies whole
   std::optional<int64_t> schema_budget;
   bool no_samples = false;

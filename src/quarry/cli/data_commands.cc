@@ -33,7 +33,9 @@ json CardsJson(const std::vector<engine::TableCard>& cards, bool samples) {
   for (const auto& t : cards) {
     json cols = json::array();
     for (const auto& c : t.columns) {
-      json col = {{"name", c.name}, {"type", c.type}, {"null_count", c.null_count},
+      json col = {{"name", c.name},
+                  {"type", c.type},
+                  {"null_count", c.null_count},
                   {"distinct_count", c.distinct_count}};
       const bool range = samples || KeepsRange(c.type);
       col["min"] = c.min && range ? json(*c.min) : json(nullptr);
@@ -44,10 +46,15 @@ json CardsJson(const std::vector<engine::TableCard>& cards, bool samples) {
     }
     json fks = json::array();
     for (const auto& fk : t.foreign_keys) {
-      fks.push_back({{"column", fk.column}, {"ref_table", fk.ref_table}, {"ref_column", fk.ref_column}});
+      fks.push_back(
+          {{"column", fk.column}, {"ref_table", fk.ref_table}, {"ref_column", fk.ref_column}});
     }
-    out.push_back({{"name", t.name}, {"source", t.source}, {"row_count", t.row_count},
-                   {"estimated", t.estimated}, {"columns", cols}, {"foreign_keys", fks},
+    out.push_back({{"name", t.name},
+                   {"source", t.source},
+                   {"row_count", t.row_count},
+                   {"estimated", t.estimated},
+                   {"columns", cols},
+                   {"foreign_keys", fks},
                    {"notes", t.notes}});
   }
   return out;
@@ -128,7 +135,8 @@ int RunSchema(const DataOptions& o) {
     // Source paths as the engine keeps them: a server's spec redacted, never a password.
     json sources = json::array();
     for (const auto& s : (*engine)->sources()) {
-      sources.push_back({{"path", s.path}, {"format", engine::SourceFormatName(s.format)}, {"notes", s.notes}});
+      sources.push_back(
+          {{"path", s.path}, {"format", engine::SourceFormatName(s.format)}, {"notes", s.notes}});
     }
     std::cout << Dump({{"dialect", engine::DialectName((*engine)->dialect())},
                        {"sources", sources},
@@ -138,8 +146,8 @@ int RunSchema(const DataOptions& o) {
     engine::CardOptions options;
     options.samples = schema->samples;
     if (!PageOrPrint(engine::RenderCards((*engine)->describe(), options))) {
-      return Report({Error::Code::kData, std::string("the output could not be written: ") +
-                                             std::strerror(errno)});
+      return Report({Error::Code::kData,
+                     std::string("the output could not be written: ") + std::strerror(errno)});
     }
   }
   return kExitOk;
@@ -159,7 +167,8 @@ int RunSql(const DataOptions& o) {
   }
   if (!engine) return Report(engine.error());
   const FillCacheAtExit fill(**engine, o.paths, load);
-  auto result = (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows, interrupt.token()});
+  auto result =
+      (*engine)->Query(o.sql, engine::Limits{o.timeout_ms, o.max_rows, interrupt.token()});
   // After the query: a value past the sample may have made the engine read the file again.
   PrintNotes(**engine);
   if (!result) {
@@ -173,8 +182,11 @@ int RunSql(const DataOptions& o) {
   }
   if (o.format_name == "json") {
     const json rows = agent::RowsJson(*result, result->rows.size());
-    std::cout << Dump({{"columns", result->columns}, {"types", result->types}, {"rows", rows},
-                       {"row_count", result->row_count}, {"truncated", result->truncated()}})
+    std::cout << Dump({{"columns", result->columns},
+                       {"types", result->types},
+                       {"rows", rows},
+                       {"row_count", result->row_count},
+                       {"truncated", result->truncated()}})
               << "\n";
   } else if (o.format_name == "csv") {
     // Exact bytes into a pipe or a file (CSV is data); a terminal gets the cells escaped, so
@@ -190,8 +202,8 @@ int RunSql(const DataOptions& o) {
     std::string text = engine::RenderResult(*result, o.max_rows);
     // The "rows are data" header is for the model; a person reading a terminal knows.
     if (!PageOrPrint(text.substr(text.find('\n') + 1))) {
-      return Report({Error::Code::kData, std::string("the output could not be written: ") +
-                                             std::strerror(errno)});
+      return Report({Error::Code::kData,
+                     std::string("the output could not be written: ") + std::strerror(errno)});
     }
   }
   return kExitOk;

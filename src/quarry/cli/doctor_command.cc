@@ -148,7 +148,8 @@ int Doctor::Run() {
              "); the command line, the environment and ./.env come before it",
          ""});
   }
-  Add({"provider", "ok", std::string(llm::ProviderName(config_.provider)) + " (" + origins_.provider + ")", ""});
+  Add({"provider", "ok",
+       std::string(llm::ProviderName(config_.provider)) + " (" + origins_.provider + ")", ""});
   Add({"endpoint", "ok", llm::RedactUrl(config_.base_url) + " (" + origins_.base_url + ")", ""});
   Add({"key", "ok",
        config_.api_key.empty() ? origins_.api_key
@@ -187,8 +188,8 @@ bool Doctor::CheckList(const llm::ModelListReply& list) {
   if (list.status == 0 && list.timed_out && !connect_timeout) {
     Fail(kExitModel,
          {"reachable", "",
-          "timed out: GET " + list.url + ": no reply within " + Seconds(list.timeout_ms) +
-              " s (" + list.network_error + ")",
+          "timed out: GET " + list.url + ": no reply within " + Seconds(list.timeout_ms) + " s (" +
+              list.network_error + ")",
           "if the server is busy or still loading a model, wait or raise --request-timeout "
           "(QUARRY_REQUEST_TIMEOUT; the model list waits 30 s at most); else check that " +
               origins_.base_url + " is the endpoint you meant"});
@@ -199,7 +200,8 @@ bool Doctor::CheckList(const llm::ModelListReply& list) {
     Fail(kExitModel,
          {"reachable", "", "cannot connect: GET " + list.url + ": " + list.network_error,
           local ? "start the server (see the recipes in docs/models.md: llama-server, ollama "
-                  "serve, vllm serve) or point " + origins_.base_url + " at the port it listens on"
+                  "serve, vllm serve) or point " +
+                      origins_.base_url + " at the port it listens on"
                 : "check the network, or set QUARRY_BASE_URL if this is not the endpoint you "
                   "meant"});
     return false;
@@ -256,8 +258,8 @@ void Doctor::CheckModel(const llm::ModelListReply& list) {
       std::string names;
       for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.id;
       Fail(kExitUsage, {"model", "",
-                        "none configured, and the server lists " +
-                            std::to_string(models.size()) + " (" + names + ")",
+                        "none configured, and the server lists " + std::to_string(models.size()) +
+                            " (" + names + ")",
                         "pick one with --model or QUARRY_MODEL"});
       return;
     }
@@ -308,20 +310,23 @@ void Doctor::Probe() {
   config.retry.max_attempts = 2;
 
   llm::Request request;
-  request.messages.push_back(
-      {llm::Role::kUser,
-       "This is a connection check. Call the tool " + std::string(kProbeTool) +
-           " with {\"ok\": true}. Do not answer in text.",
-       {}, "", 0});
+  request.messages.push_back({llm::Role::kUser,
+                              "This is a connection check. Call the tool " +
+                                  std::string(kProbeTool) +
+                                  " with {\"ok\": true}. Do not answer in text.",
+                              {},
+                              "",
+                              0});
   request.tools.push_back(
       {kProbeTool, "Confirms that tool calls work. Call it with ok = true.",
        json::parse(R"({"type": "object", "properties": {"ok": {"type": "boolean"}},
                        "required": ["ok"]})")});
   // About 4 bytes a token, plus the chat template's own tokens.
-  const int64_t prompt_tokens =
-      static_cast<int64_t>(request.messages[0].content.size() +
-                           request.tools[0].description.size() +
-                           request.tools[0].parameters.dump().size()) / 4 + 100;
+  const int64_t prompt_tokens = static_cast<int64_t>(request.messages[0].content.size() +
+                                                     request.tools[0].description.size() +
+                                                     request.tools[0].parameters.dump().size()) /
+                                    4 +
+                                100;
   if (const auto price = config.prices.Find(config.model)) {
     probe_cost_ = (static_cast<double>(prompt_tokens) * price->input_per_mtok +
                    static_cast<double>(config.max_output_tokens) * price->output_per_mtok) /
@@ -330,9 +335,9 @@ void Doctor::Probe() {
   // Said before the request goes out, so the cost is known before it is spent (with
   // --format json on stderr, stdout holding the one document).
   const std::string at_most =
-      "at most " + (probe_cost_ ? Usd(*probe_cost_)
-                                : "an unknown cost (no price for " + config.model +
-                                      "; QUARRY_PRICES adds one)");
+      "at most " +
+      (probe_cost_ ? Usd(*probe_cost_)
+                   : "an unknown cost (no price for " + config.model + "; QUARRY_PRICES adds one)");
   const std::string what = "one request with one tool, about " + std::to_string(prompt_tokens) +
                            " prompt tokens and at most " +
                            std::to_string(config.max_output_tokens) + " output tokens";
@@ -355,16 +360,14 @@ void Doctor::Probe() {
   if (turn->tool_calls.empty()) {
     std::string text = turn->content.substr(0, Utf8Prefix(turn->content, 80));
     if (turn->content.size() > 80) text += "...";
-    Fail(kExitModel, {"tools",
-                      "",
-                      "no tool call came back: the model answered with text (\"" + text +
-                          "\"; " + used + ")",
-                      kToolFix});
+    Fail(kExitModel,
+         {"tools", "",
+          "no tool call came back: the model answered with text (\"" + text + "\"; " + used + ")",
+          kToolFix});
     return;
   }
   if (!CheckToolCalls(*turn, used)) return;
-  Add({"tools", "ok", "the model called " + turn->tool_calls.front().name + " (" + used + ")",
-       ""});
+  Add({"tools", "ok", "the model called " + turn->tool_calls.front().name + " (" + used + ")", ""});
 }
 
 // The API root this provider's requests go to, for fixes that say the base URL is wrong.
@@ -428,7 +431,8 @@ bool Doctor::CheckToolCalls(const llm::Turn& turn, const std::string& used) {
     if (call.name.empty()) {
       Fail(kExitModel, {"tools", "",
                         "a malformed tool call came back: it names no function (\"name\" is "
-                        "missing or not a string; " + used + ")",
+                        "missing or not a string; " +
+                            used + ")",
                         kParserFix});
       return false;
     }
@@ -446,11 +450,12 @@ bool Doctor::CheckToolCalls(const llm::Turn& turn, const std::string& used) {
     const json args = ParseJson(call.arguments_json, &problem);
     if (!args.is_object()) {
       const std::string why = args.is_discarded() ? problem : "not a JSON object";
-      Fail(kExitModel,
-           {"tools", "",
-            "the model called " + std::string(kProbeTool) + " with arguments that are not a "
-            "JSON object (\"" + Excerpt(call.arguments_json) + "\": " + why + "; " + used + ")",
-            kParserFix});
+      Fail(kExitModel, {"tools", "",
+                        "the model called " + std::string(kProbeTool) +
+                            " with arguments that are not a "
+                            "JSON object (\"" +
+                            Excerpt(call.arguments_json) + "\": " + why + "; " + used + ")",
+                        kParserFix});
       return false;
     }
   }

@@ -54,12 +54,15 @@ void AddBenchmarkFlags(CLI::App* cmd, EvalCommandOptions& o) {
                 "as the test-suite evaluation does)");
   cmd->add_option("--query-timeout-ms", o.query_timeout_ms,
                   "Limit for each gold or predicted query when comparing (default 60000)")
-      ->default_val(60000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+      ->default_val(60000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->add_option("--max-rows", o.max_rows,
                   "Rows compared at most; a larger result cannot be compared (default 100000)")
-      ->default_val(100000)->check(CLI::Range(1, 10000000));
+      ->default_val(100000)
+      ->check(CLI::Range(1, 10000000));
   cmd->add_option("--format", o.format_name, "The summary on stdout: text or json")
-      ->check(CLI::IsMember({"text", "json"}))->default_val("text");
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
   AskOptions& a = o.ask;
   cmd->add_flag("--offline", a.offline,
                 "Replay recorded model turns (matched by question and database file name)");
@@ -76,20 +79,26 @@ void AddBenchmarkFlags(CLI::App* cmd, EvalCommandOptions& o) {
   cmd->add_option("--temperature", a.temperature, "Sampling temperature, or \"default\"");
   cmd->add_option("--max-tokens-param", a.max_tokens_param,
                   "auto, max_tokens or max_completion_tokens");
-  cmd->add_option("--runs-dir", a.runs_dir, "Where each question's runs/<id>/trace.json goes "
-                                            "(default: <out>/runs)");
+  cmd->add_option("--runs-dir", a.runs_dir,
+                  "Where each question's runs/<id>/trace.json goes "
+                  "(default: <out>/runs)");
   cmd->add_flag("--no-self-correction", a.no_self_correction,
                 "End each run at its first failed tool call (the ablation arm)");
   cmd->add_option("--max-steps", a.config.max_steps, "Model turns per question at most")
-      ->default_val(12)->check(CLI::Range(1, 1000));
+      ->default_val(12)
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-repairs", a.config.max_repairs, "Repair attempts per question at most")
-      ->default_val(6)->check(CLI::Range(0, 1000));
+      ->default_val(6)
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--max-tool-calls", a.config.max_tool_calls, "Tool calls per question at most")
-      ->default_val(16)->check(CLI::Range(1, 10000));
+      ->default_val(16)
+      ->check(CLI::Range(1, 10000));
   cmd->add_option("--max-cost", a.config.max_cost_usd, "Cost budget per question in USD")
-      ->default_val(1.0)->check(UsdAmount());
+      ->default_val(1.0)
+      ->check(UsdAmount());
   cmd->add_option("--timeout-ms", a.config.limits.timeout_ms, "The agent's per-query timeout")
-      ->default_val(10000)->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+      ->default_val(10000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->add_option("--schema-budget", a.schema_budget,
                   "Tokens the schema cards may take in the prompt (default 2000)")
       ->check(CLI::Range(int64_t{100}, int64_t{1000000}));
@@ -119,8 +128,8 @@ void PrintSummary(const json& s) {
             << Percent(s["wilson_95"][0]) << " to " << Percent(s["wilson_95"][1]) << ")\n";
   std::cout << "outcomes: " << out["match"] << " match, " << out["mismatch"] << " mismatch, "
             << out["prediction_error"] << " prediction error, " << out["no_prediction"]
-            << " no prediction, " << out["harness_error"] << " harness error, "
-            << out["skipped"] << " skipped (of " << s["questions"] << " questions";
+            << " no prediction, " << out["harness_error"] << " harness error, " << out["skipped"]
+            << " skipped (of " << s["questions"] << " questions";
   if (s["skipped_missing_db"].get<int>() > 0) {
     std::cout << "; " << s["skipped_missing_db"] << " skipped for a missing database";
   }
@@ -135,8 +144,9 @@ void PrintSummary(const json& s) {
     std::cout << "per question: " << Number(s["mean_model_calls"], "%.2f") << " model calls, "
               << Number(s["prompt_tokens_per_question"], "%.0f") << " prompt tokens, "
               << Number(s["completion_tokens_per_question"], "%.0f")
-              << " completion tokens (means); latency p50 " << Number(s["latency_ms"]["p50"], "%.0f")
-              << " ms, p95 " << Number(s["latency_ms"]["p95"], "%.0f") << " ms; total cost $"
+              << " completion tokens (means); latency p50 "
+              << Number(s["latency_ms"]["p50"], "%.0f") << " ms, p95 "
+              << Number(s["latency_ms"]["p95"], "%.0f") << " ms; total cost $"
               << Number(s["cost_usd_total"], "%.4f") << "\n";
     std::cout << "repairs " << s["repair_successes"] << "/" << s["repair_attempts"]
               << " (succeeded/attempted), send-backs " << s["send_backs"] << " (in "
@@ -153,8 +163,8 @@ void PrintSummary(const json& s) {
 void PrintProgress(const json& line, size_t done, size_t total) {
   const std::string outcome = line["outcome"].get<std::string>();
   std::string text = "[" + std::to_string(done) + "/" + std::to_string(total) + "] " +
-                     line["db_id"].get<std::string>() + " #" + line["question_id"].get<std::string>() +
-                     " " + outcome;
+                     line["db_id"].get<std::string>() + " #" +
+                     line["question_id"].get<std::string>() + " " + outcome;
   std::string why = line["error"].get<std::string>();
   if (why.empty()) why = line["reason"].get<std::string>();
   why = why.substr(0, why.find('\n'));
@@ -185,12 +195,12 @@ CLI::App* AddEvalCommand(CLI::App& app, EvalCommandOptions& o) {
 int RunEvalCommand(const EvalCommandOptions& o) {
   const bool bird = o.benchmark == "bird";
   // Both name a folder under results/eval: no path of their own.
-  for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--tag", o.tag},
-                                    {"--split", o.split}}) {
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string&>{"--tag", o.tag}, {"--split", o.split}}) {
     if (value.find('/') != std::string::npos || value.find("..") != std::string::npos ||
         value.find('\0') != std::string::npos) {
-      return Report({Error::Code::kUsage, std::string(flag) + " " + value +
-                                              " must be a plain name (no '/' or '..')"});
+      return Report({Error::Code::kUsage,
+                     std::string(flag) + " " + value + " must be a plain name (no '/' or '..')"});
     }
   }
   if (o.gold && o.ask.offline) {
@@ -206,9 +216,9 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   options.gold_as_prediction = o.gold;
   const std::string tag = o.tag.empty() ? Stamp() : o.tag;
   options.tag = o.tag;
-  options.out_dir = !o.out.empty() ? fs::path(o.out)
-                                   : fs::path("results") / "eval" /
-                                         (o.benchmark + "-" + o.split + "-" + tag);
+  options.out_dir = !o.out.empty()
+                        ? fs::path(o.out)
+                        : fs::path("results") / "eval" / (o.benchmark + "-" + o.split + "-" + tag);
   options.runs_dir = o.ask.runs_dir.empty() ? options.out_dir / "runs" : fs::path(o.ask.runs_dir);
   const std::string rules = !o.rules.empty() ? o.rules : bird ? "bird" : "test-suite";
   options.rule = rules == "bird" ? bench::MatchRule::kBirdSet : bench::MatchRule::kTestSuite;
@@ -216,11 +226,10 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   options.exec.timeout_ms = o.query_timeout_ms;
   options.exec.max_rows = o.max_rows;
   options.turns = o.gold ? "none" : o.ask.offline ? "recorded" : "live";
-  options.command = "quarry eval " + o.benchmark + " --dir " + o.dir + " --split " + o.split +
-                    (o.n > 0 ? " --n " + std::to_string(o.n) + " --seed " + std::to_string(o.seed)
-                             : "") +
-                    (o.gold ? " --gold" : "") + (o.ask.offline ? " --offline" : "") +
-                    " --rules " + rules;
+  options.command =
+      "quarry eval " + o.benchmark + " --dir " + o.dir + " --split " + o.split +
+      (o.n > 0 ? " --n " + std::to_string(o.n) + " --seed " + std::to_string(o.seed) : "") +
+      (o.gold ? " --gold" : "") + (o.ask.offline ? " --offline" : "") + " --rules " + rules;
   options.open.fingerprint = false;  // a multi-gigabyte BIRD database would be hashed per open
 
   AskOptions ask = o.ask;
@@ -238,9 +247,9 @@ int RunEvalCommand(const EvalCommandOptions& o) {
       options.model = (*client)->model();
     }
   }
-  bench::ClientFactory clients = [&ask](const std::string& question,
-                                        const std::vector<std::string>& data)
-      -> Result<std::unique_ptr<llm::Client>> {
+  bench::ClientFactory clients =
+      [&ask](const std::string& question,
+             const std::vector<std::string>& data) -> Result<std::unique_ptr<llm::Client>> {
     AskOptions one = ask;
     one.question = question;
     one.data = data;
@@ -253,8 +262,7 @@ int RunEvalCommand(const EvalCommandOptions& o) {
     return client;
   };
 
-  const std::vector<size_t> picked =
-      bench::SampleIndices(dataset->questions.size(), o.n, o.seed);
+  const std::vector<size_t> picked = bench::SampleIndices(dataset->questions.size(), o.n, o.seed);
   // A sampled question whose database file is absent is skipped and counted; when every one
   // is, the folder is not the benchmark's and nothing runs.
   std::map<std::string, std::pair<std::string, int>> missing;  // db_id -> expected file, questions
@@ -268,11 +276,11 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   int skipped = 0;
   for (const auto& [db, m] : missing) skipped += m.second;
   if (!picked.empty() && skipped == static_cast<int>(picked.size())) {
-    return Report({Error::Code::kData,
-                   "none of the " + std::to_string(picked.size()) +
-                       " sampled questions has its database (" + missing.begin()->first +
-                       ": expected " + missing.begin()->second.first +
-                       "): --dir must hold the benchmark's databases"});
+    return Report({Error::Code::kData, "none of the " + std::to_string(picked.size()) +
+                                           " sampled questions has its database (" +
+                                           missing.begin()->first + ": expected " +
+                                           missing.begin()->second.first +
+                                           "): --dir must hold the benchmark's databases"});
   }
   for (const auto& [db, m] : missing) {
     std::cerr << Paint("quarry: eval: database " + TerminalText(db) + " is missing (expected " +
@@ -310,11 +318,11 @@ int RunEvalCommand(const EvalCommandOptions& o) {
                        "self-test needs every gold query to run and match"});
   }
   if (o.gold && (summary->harness_errors > 0 || summary->matched != summary->scored)) {
-    return Report({Error::Code::kData,
-                   "--gold: " + std::to_string(summary->harness_errors) + " of " +
-                       std::to_string(summary->questions) +
-                       " gold queries could not be run here (see questions.jsonl): the "
-                       "self-test needs every one to run and match"});
+    return Report(
+        {Error::Code::kData, "--gold: " + std::to_string(summary->harness_errors) + " of " +
+                                 std::to_string(summary->questions) +
+                                 " gold queries could not be run here (see questions.jsonl): the "
+                                 "self-test needs every one to run and match"});
   }
   return kExitOk;
 }

@@ -25,7 +25,8 @@ constexpr char kSignalByte = 1;
 constexpr char kWakeByte = 0;
 std::atomic<int> g_signal{0};
 std::atomic<int> g_count{0};
-struct sigaction g_old_int {}, g_old_term {};
+struct sigaction g_old_int {
+}, g_old_term{};
 
 void OnSignal(int signal_number) {
   int expected = 0;

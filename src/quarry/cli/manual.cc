@@ -16,7 +16,7 @@ namespace {
 struct Flag {
   std::vector<std::string> names;  // "--model", "-h"
   std::string description;
-  std::string value;               // "TEXT" ("" for a flag that takes no value)
+  std::string value;  // "TEXT" ("" for a flag that takes no value)
   std::vector<std::string> choices;
 };
 
@@ -74,9 +74,8 @@ Command Describe(const CLI::App& app, const std::string& name) {
 std::vector<Command> Commands(const CLI::App& app) {
   const Command root = Describe(app, "");
   std::vector<Command> out;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* a) {
-         return !a->get_group().empty();
-       })) {
+  for (const CLI::App* sub :
+       app.get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {
     Command c = Describe(*sub, sub->get_name());
     for (const Flag& f : root.flags) {
       const bool taken = std::any_of(c.flags.begin(), c.flags.end(), [&](const Flag& g) {
@@ -92,7 +91,8 @@ std::vector<Command> Commands(const CLI::App& app) {
 // The root's option names, for the first word: "--color --no-pager --version ...".
 std::string RootOptionNames(const CLI::App& app) {
   std::vector<std::string> names;
-  for (const Flag& f : Describe(app, "").flags) names.insert(names.end(), f.names.begin(), f.names.end());
+  for (const Flag& f : Describe(app, "").flags)
+    names.insert(names.end(), f.names.begin(), f.names.end());
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : " ") + n;
   return out;
@@ -147,8 +147,8 @@ std::string Bash(const std::vector<Command>& commands, const std::string& root_o
     << "  done\n"
     << "  case \"$cmd\" in\n"
     << "    \"\")\n"
-    << "      COMPREPLY=($(compgen -W \"" << Join(names, " ")
-    << " " << root_options << "\" -- \"$cur\"))\n"
+    << "      COMPREPLY=($(compgen -W \"" << Join(names, " ") << " " << root_options
+    << "\" -- \"$cur\"))\n"
     << "      return ;;\n";
   for (const Command& c : commands) {
     std::vector<std::string> all;
@@ -239,8 +239,8 @@ std::string Fish(const std::vector<Command>& commands) {
     << "complete -c quarry -f -n 'not __fish_seen_subcommand_from " << all
     << "' -l version -d 'Print the version and exit'\n";
   for (const Command& c : commands) {
-    s << "complete -c quarry -f -n 'not __fish_seen_subcommand_from " << all << "' -a "
-      << c.name << " -d '" << Quoted(c.description, '\'') << "'\n";
+    s << "complete -c quarry -f -n 'not __fish_seen_subcommand_from " << all << "' -a " << c.name
+      << " -d '" << Quoted(c.description, '\'') << "'\n";
   }
   for (const Command& c : commands) {
     if (!c.first_choices.empty()) {
@@ -274,7 +274,8 @@ std::string ManPage(const CLI::App& app, const std::string& version) {
        "model, read\\-only\n"
     << ".SH SYNOPSIS\n.B quarry\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n.br\n.B quarry\n"
        "\\-\\-version\n"
-    << ".SH DESCRIPTION\n" << Roff(app.get_description()) << "\n"
+    << ".SH DESCRIPTION\n"
+    << Roff(app.get_description()) << "\n"
     << ".SH COMMANDS\n";
   for (const Command& c : commands) {
     s << ".SS \"quarry " << c.name << "\"\n" << Roff(c.description) << "\n";

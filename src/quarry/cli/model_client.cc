@@ -57,8 +57,8 @@ bool Fits(const json& doc, const AskOptions& o) {
   // A recording of a turn continued after a clarification names the reply it continues with.
   const bool has_reply = doc.contains("reply") && doc["reply"].is_string();
   if (has_reply != o.offline_reply.has_value()) return false;
-  if (has_reply && llm::RecordingKey(doc["reply"].get<std::string>()) !=
-                       llm::RecordingKey(*o.offline_reply)) {
+  if (has_reply &&
+      llm::RecordingKey(doc["reply"].get<std::string>()) != llm::RecordingKey(*o.offline_reply)) {
     return false;
   }
   return recorded.empty() || llm::DataFileNames(recorded) == llm::DataFileNames(o.data);
@@ -93,16 +93,17 @@ Result<std::unique_ptr<llm::Client>> OfflineClient(const AskOptions& o) {
   }
   std::string list;
   for (const auto& k : known) list += "\n  " + k;
-  const std::string what =
-      o.offline_reply ? "the continuation of \"" + o.question + "\" with the reply \"" +
-                            *o.offline_reply + "\""
-                      : std::string("this question");
-  return Fail(Error::Code::kUsage,
-              "--offline has no recorded model turns for " + what + " on this data; configure "
-              "a model (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, or QUARRY_BASE_URL "
-              "+ QUARRY_MODEL) or ask a recorded "
-              "one:" +
-                  list);
+  const std::string what = o.offline_reply ? "the continuation of \"" + o.question +
+                                                 "\" with the reply \"" + *o.offline_reply + "\""
+                                           : std::string("this question");
+  return Fail(
+      Error::Code::kUsage,
+      "--offline has no recorded model turns for " + what +
+          " on this data; configure "
+          "a model (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, or QUARRY_BASE_URL "
+          "+ QUARRY_MODEL) or ask a recorded "
+          "one:" +
+          list);
 }
 
 }  // namespace

@@ -94,7 +94,8 @@ Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>&
   PrintSourceNotes(**engine);
   if (flags.show_notes) PrintNotes(**engine);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - start).count();
+                      std::chrono::steady_clock::now() - start)
+                      .count();
   if (ms > 1000 && isatty(2)) {
     std::cerr << Paint("quarry: opened the data in " + std::to_string(ms) + " ms", "2") << "\n";
   }
@@ -120,7 +121,9 @@ void PrintSourceNotes(const engine::Engine& engine) {
 void PrintNotes(const engine::Engine& engine) {
   auto print = [](const std::string& where, const std::string& note) {
     if (note.starts_with("comment: ")) return;
-    std::cerr << Paint("quarry: note: " + engine::PromptText(where, 400) + ": " + engine::PromptText(note, 2000), "2")
+    std::cerr << Paint("quarry: note: " + engine::PromptText(where, 400) + ": " +
+                           engine::PromptText(note, 2000),
+                       "2")
               << "\n";
   };
   for (const auto& card : engine.describe()) {
@@ -138,7 +141,8 @@ void FillCache(const engine::Engine& engine, const std::vector<std::string>& spe
   for (size_t i = 0; i < sources.size() && i < specs.size(); ++i) {
     // A server has no parse cache: its data is queried where it lives.
     if (engine::IsServerSpec(specs[i])) continue;
-    if (sources[i].cache == engine::CacheUse::kMiss && sources[i].size_bytes >= engine::kCacheMinBytes) {
+    if (sources[i].cache == engine::CacheUse::kMiss &&
+        sources[i].size_bytes >= engine::kCacheMinBytes) {
       SpawnBuilder(specs[i], flags.cache_dir);
     }
   }
@@ -153,8 +157,9 @@ int RunCache(const CacheOptions& o) {
     if (o.paths.empty()) return Report({Error::Code::kUsage, "quarry cache build FILE..."});
     for (const auto& p : o.paths) {
       if (engine::IsServerSpec(p)) {  // not echoed: the spec is the user's, maybe with a secret
-        return Report({Error::Code::kUsage, "the parse cache holds CSV, TSV and JSON files; a "
-                                            "database server is queried where it lives"});
+        return Report({Error::Code::kUsage,
+                       "the parse cache holds CSV, TSV and JSON files; a "
+                       "database server is queried where it lives"});
       }
       auto entry = engine::BuildCacheEntry(p, options);
       if (!entry) return Report(entry.error());
@@ -191,10 +196,11 @@ int RunCache(const CacheOptions& o) {
       const json m = json::parse(in, nullptr, false);
       if (!m.is_object()) continue;
       const auto entry = e.path().parent_path() / (e.path().stem().string() + ".duckdb");
-      entries.push_back({{"source", m.value("source", "")},
-                         {"source_bytes", m.value("size_bytes", int64_t{0})},
-                         {"entry", entry.string()},
-                         {"entry_bytes", static_cast<int64_t>(std::filesystem::file_size(entry, ec))}});
+      entries.push_back(
+          {{"source", m.value("source", "")},
+           {"source_bytes", m.value("size_bytes", int64_t{0})},
+           {"entry", entry.string()},
+           {"entry_bytes", static_cast<int64_t>(std::filesystem::file_size(entry, ec))}});
     }
   }
   if (o.format_name == "json") {

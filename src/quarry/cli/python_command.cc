@@ -57,8 +57,10 @@ int RunPythonScript(const PythonOptions& o) {
     std::cerr << Paint("quarry: note: " + TerminalText(n), "33") << "\n";  // a table's name
   }
   if (result->isolation == sandbox::Isolation::kRlimitsOnly) {
-    std::cerr << Paint("quarry: warning: not isolated (no user namespaces): rlimits, seccomp and "
-                       "the Python guard only", "33")
+    std::cerr << Paint(
+                     "quarry: warning: not isolated (no user namespaces): rlimits, seccomp and "
+                     "the Python guard only",
+                     "33")
               << "\n";
   }
   // What the script printed is the user's output, byte for byte into a pipe or a file; on a
@@ -69,7 +71,8 @@ int RunPythonScript(const PythonOptions& o) {
     std::cerr << TerminalTextIfTty(2, result->stderr_text);
   }
   // A figure's name is the script's: '\x1b]0;...\x07.png' would set the terminal's title.
-  for (const auto& a : result->artifacts) std::cerr << "figure: " << TerminalText(a.string()) << "\n";
+  for (const auto& a : result->artifacts)
+    std::cerr << "figure: " << TerminalText(a.string()) << "\n";
   if (result->failure != FailureClass::kNone && result->failure != FailureClass::kEmptyResult) {
     // The message already starts with its class (and rule), as the model reads it.
     std::cerr << "quarry: " << TerminalText(result->message) << "\n";

@@ -34,10 +34,9 @@ Result<void> CheckTarget(const fs::path& path, const std::string& flag) {
 Result<void> CheckRecord(const AskOptions& o) {
   if (o.record.empty()) return {};
   if (o.offline || !o.replay.empty()) {
-    return Fail(Error::Code::kUsage,
-                std::string("--record saves a live model's turns; ") +
-                    (o.offline ? "--offline" : "--replay") +
-                    " plays recorded ones back: drop one of them");
+    return Fail(Error::Code::kUsage, std::string("--record saves a live model's turns; ") +
+                                         (o.offline ? "--offline" : "--replay") +
+                                         " plays recorded ones back: drop one of them");
   }
   const fs::path path(o.record);
   if (path.filename().empty() || path.filename() == "." || path.filename() == "..") {

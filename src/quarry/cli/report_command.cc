@@ -43,10 +43,11 @@ Result<void> WritePage(const fs::path& out, const std::string& html) {
 }  // namespace
 
 int RunReport(const ReportOptions& o) {
-  if (!o.html.empty() && (SameFile(o.html, o.path) || SameFile(o.html, fs::path(o.path) /
-                                                                          "bench_results.json"))) {
-    return Report({Error::Code::kUsage, "--html " + o.html + " is the report's own input; "
-                                        "give another file"});
+  if (!o.html.empty() &&
+      (SameFile(o.html, o.path) || SameFile(o.html, fs::path(o.path) / "bench_results.json"))) {
+    return Report({Error::Code::kUsage, "--html " + o.html +
+                                            " is the report's own input; "
+                                            "give another file"});
   }
   auto report = bench::BuildReport(o.path);
   if (!report) return Report(report.error());

@@ -62,12 +62,15 @@ void Progress::OnStep(const trace::Step& s) {
   std::snprintf(line, sizeof line, "  [%2d] %-14s ", s.index, TerminalText(s.tool).c_str());
   std::string out = line;
   char status[16];
-  std::snprintf(status, sizeof status, "%-8s", std::string(trace::StepStatusName(s.status)).c_str());
+  std::snprintf(status, sizeof status, "%-8s",
+                std::string(trace::StepStatusName(s.status)).c_str());
   out += Paint(status, ok ? "32" : "31");
   const bool classed = !ok && s.failure_class != "none";
   std::snprintf(line, sizeof line, " %-16s %6lld ms%s", classed ? s.failure_class.c_str() : "",
                 static_cast<long long>(s.duration_ms),
-                s.repair ? "  repair" : trace::IsSendBack(s) ? "  send-back" : "");
+                s.repair               ? "  repair"
+                : trace::IsSendBack(s) ? "  send-back"
+                                       : "");
   out += line;
   std::cerr << out << "\n";
   if (s.status == trace::StepStatus::kRejected) {
@@ -179,8 +182,10 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
   const agent::Config config = agent::ConfigForRun(base, writer->dir());
   std::string where = "run " + id;
   if (store) where += ", thread " + TerminalText(in.thread) + " turn " + std::to_string(run.turn);
-  std::cerr << Paint("quarry: " + TerminalText(client.model() + " via " + std::string(llm::ProviderName(client.provider()))) + ", " +
-                         std::string(engine::DialectName(engine.dialect())) + ", " + where,
+  std::cerr << Paint("quarry: " +
+                         TerminalText(client.model() + " via " +
+                                      std::string(llm::ProviderName(client.provider()))) +
+                         ", " + std::string(engine::DialectName(engine.dialect())) + ", " + where,
                      "2")
             << "\n";
   input.run_id = id;
@@ -194,7 +199,8 @@ Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
     if (auto f = store->FinishTurn(in.thread, run.turn, run.trace); !f) {
       run.record_error = f.error().message;
     }
-  } else if (in.thread_on_clarification && run.trace.stop_reason == trace::StopReason::kClarification) {
+  } else if (in.thread_on_clarification &&
+             run.trace.stop_reason == trace::StopReason::kClarification) {
     SaveAsNewThread(threads, engine, in.text, run);
   }
   if (!run.record_error.empty()) {
@@ -227,8 +233,9 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
   // An answer's notes go to stderr below; a clarification's wait for the reply.
   const bool notes_below = t.stop_reason == trace::StopReason::kAnswered ||
                            t.stop_reason == trace::StopReason::kClarification;
-  std::cout << "\n" << TerminalText(trace::OutcomeText(t, notes_below ? std::vector<std::string>{}
-                                                                    : notes));
+  std::cout << "\n"
+            << TerminalText(
+                   trace::OutcomeText(t, notes_below ? std::vector<std::string>{} : notes));
   if (t.stop_reason == trace::StopReason::kClarification) {
     const trace::ClarificationRecord* waiting = trace::WaitingClarification(t);
     const std::string pick =
@@ -238,11 +245,13 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
     } else if (in_chat) {
       std::cout << "type your reply" << pick << "\n";
     } else {
-      std::cout << "continue with: " << TerminalText(ContinueCommand(o, run.thread)) << pick << "\n";
+      std::cout << "continue with: " << TerminalText(ContinueCommand(o, run.thread)) << pick
+                << "\n";
     }
   }
-  std::cout << "\n" << TerminalText(trace::TotalsLine(t)) << "\ntrace: "
-            << TerminalText(run.trace_path.string()) << "\n";
+  std::cout << "\n"
+            << TerminalText(trace::TotalsLine(t))
+            << "\ntrace: " << TerminalText(run.trace_path.string()) << "\n";
   if (!run.thread.empty() && !in_chat) {
     std::cout << "thread: " << TerminalText(run.thread) << " (turn " << run.turn << ")\n";
   }

@@ -30,8 +30,7 @@ Result<agent::SchemaOptions> ResolveSchemaOptions(std::optional<int64_t> budget_
     int64_t value = 0;
     const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
     if (number.empty() || ec != std::errc() || end != number.data() + number.size() ||
-        value < kMinBudget ||
-        value > kMaxBudget) {
+        value < kMinBudget || value > kMaxBudget) {
       return Fail(Error::Code::kUsage,
                   "QUARRY_SCHEMA_BUDGET must be a whole number of tokens from " +
                       std::to_string(kMinBudget) + " to " + std::to_string(kMaxBudget) + ", got '" +

@@ -96,8 +96,8 @@ bool PageOrPrint(const std::string& text) {
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes,
-                                  const_cast<char* const*>(argv), environ);
+  const int spawned =
+      posix_spawn(&pid, "/bin/sh", &actions, &attributes, const_cast<char* const*>(argv), environ);
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[0]);
@@ -109,7 +109,8 @@ bool PageOrPrint(const std::string& text) {
   // and must not kill quarry with SIGPIPE.
   // The pager owns the terminal until it ends, and Ctrl-C there is its own (less stops a
   // search with it): quarry ignores both signals meanwhile; the pager was started without.
-  struct sigaction ignore {}, old_pipe {}, old_int {};
+  struct sigaction ignore {
+  }, old_pipe{}, old_int{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &old_pipe);
   sigaction(SIGINT, &ignore, &old_int);

@@ -90,8 +90,8 @@ void PrintThread(const agent::Thread& t) {
               << (s.sha256.empty() ? "" : ", sha256 " + s.sha256.substr(0, 12)) << ")\n";
   }
   for (const auto& turn : t.turns) {
-    std::cout << "\nturn " << turn.number << " · " << StatusText(turn) << " · run " << TerminalText(turn.run_id)
-              << "\n";
+    std::cout << "\nturn " << turn.number << " · " << StatusText(turn) << " · run "
+              << TerminalText(turn.run_id) << "\n";
     std::cout << "  question: " << TerminalText(turn.question) << "\n";
     for (const auto& c : turn.clarifications) {
       std::cout << "  asked: " << TerminalText(c.question) << "\n";

@@ -16,10 +16,10 @@ namespace quarry {
 // "sqlite prepare failed: no such table: t1"; it is shown to users as is.
 struct Error {
   enum class Code {
-    kUsage,     // the caller asked for something malformed (bad flag, bad argument)
-    kData,      // a data source is missing, unreadable, empty or of the wrong kind
-    kModel,     // the model provider failed or answered with something unusable
-    kInternal,  // a bug or an unexpected system failure
+    kUsage,      // the caller asked for something malformed (bad flag, bad argument)
+    kData,       // a data source is missing, unreadable, empty or of the wrong kind
+    kModel,      // the model provider failed or answered with something unusable
+    kInternal,   // a bug or an unexpected system failure
     kCancelled,  // the caller asked it to stop (Ctrl-C, SIGTERM, MCP notifications/cancelled)
   };
   Code code = Code::kInternal;
@@ -72,13 +72,20 @@ enum class FailureClass {
 
 inline std::string_view FailureClassName(FailureClass c) {
   switch (c) {
-    case FailureClass::kNone: return "none";
-    case FailureClass::kSyntaxError: return "syntax_error";
-    case FailureClass::kGuardViolation: return "guard_violation";
-    case FailureClass::kRuntimeError: return "runtime_error";
-    case FailureClass::kTimeout: return "timeout";
-    case FailureClass::kEmptyResult: return "empty_result";
-    case FailureClass::kBadArguments: return "bad_arguments";
+    case FailureClass::kNone:
+      return "none";
+    case FailureClass::kSyntaxError:
+      return "syntax_error";
+    case FailureClass::kGuardViolation:
+      return "guard_violation";
+    case FailureClass::kRuntimeError:
+      return "runtime_error";
+    case FailureClass::kTimeout:
+      return "timeout";
+    case FailureClass::kEmptyResult:
+      return "empty_result";
+    case FailureClass::kBadArguments:
+      return "bad_arguments";
   }
   return "none";
 }

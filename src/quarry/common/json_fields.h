@@ -46,7 +46,8 @@ std::string ReadJsonValue(const Json& v, T& out) {
     } else if (v.is_number_integer()) {
       const auto i = v.template get<int64_t>();
       if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-          (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+          (i > 0 &&
+           static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
         return "an integer in range";
       }
       out = static_cast<T>(i);
@@ -75,7 +76,8 @@ std::string ReadJsonValue(const Json& v, T& out) {
 // the problem, naming the field by its path: "field 'steps[2].duration_ms' should be an integer,
 // found a string". `where` is the object's own path ("" at the top).
 template <typename T, typename Json>
-std::string ReadJsonField(const Json& object, std::string_view key, T& out, std::string_view where = "") {
+std::string ReadJsonField(const Json& object, std::string_view key, T& out,
+                          std::string_view where = "") {
   if (!object.is_object()) return "";
   const auto it = object.find(key);
   if (it == object.end() || it->is_null()) return "";

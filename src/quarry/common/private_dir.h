@@ -81,8 +81,7 @@ inline std::string NotPrivateReason(const struct stat& st) {
     return "it belongs to uid " + std::to_string(st.st_uid) + ", not to you (uid " +
            std::to_string(::geteuid()) + ")";
   }
-  if ((st.st_mode & S_IWOTH) != 0 ||
-      ((st.st_mode & S_IWGRP) != 0 && !OwnPrivateGroup(st.st_gid))) {
+  if ((st.st_mode & S_IWOTH) != 0 || ((st.st_mode & S_IWGRP) != 0 && !OwnPrivateGroup(st.st_gid))) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return std::string("other users can write it (mode ") + mode + ")";
@@ -103,9 +102,9 @@ inline Result<UniqueFd> OpenPrivateDir(const std::filesystem::path& dir, std::st
     // result is checked below like any existing directory.
     if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Fail(Error::Code::kUsage, "cannot create " + std::string(what) + " " +
-                                           dir.string() + ": " + std::strerror(errno) +
-                                           "; pass " + std::string(elsewhere) +
+      return Fail(Error::Code::kUsage, "cannot create " + std::string(what) + " " + dir.string() +
+                                           ": " + std::strerror(errno) + "; pass " +
+                                           std::string(elsewhere) +
                                            " with a directory you can write");
     }
   }
@@ -118,14 +117,15 @@ inline Result<UniqueFd> OpenPrivateDir(const std::filesystem::path& dir, std::st
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
-    return Fail(Error::Code::kInternal, "cannot stat " + dir.string() + ": " + std::strerror(errno));
+    return Fail(Error::Code::kInternal,
+                "cannot stat " + dir.string() + ": " + std::strerror(errno));
   }
   if (const std::string why = NotPrivateReason(st); !why.empty()) {
     return Fail(Error::Code::kUsage,
                 "refusing " + std::string(what) + " " + dir.string() + ": " + why +
                     ", so another account could plant files or links there that quarry would "
-                    "write through or read back; run `chmod 700 " + dir.string() +
-                    "` if it is yours, or pass " + std::string(elsewhere) +
+                    "write through or read back; run `chmod 700 " +
+                    dir.string() + "` if it is yours, or pass " + std::string(elsewhere) +
                     " with a directory only you can write");
   }
   return fd;

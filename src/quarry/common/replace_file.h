@@ -20,7 +20,8 @@ inline Result<void> CheckReplaceable(const std::filesystem::path& path) {
   if (::lstat(path.c_str(), &st) != 0) return {};
   if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return {};
   if (S_ISDIR(st.st_mode)) {
-    return Fail(Error::Code::kUsage, "cannot write " + path.string() + ": it is a folder; name a file");
+    return Fail(Error::Code::kUsage,
+                "cannot write " + path.string() + ": it is a folder; name a file");
   }
   return Fail(Error::Code::kUsage, "cannot write " + path.string() +
                                        ": it is not a regular file (a device, a FIFO or a socket), "

@@ -19,9 +19,7 @@ inline std::string Lower(std::string_view s) {
 }
 
 // Whether `c` is ASCII whitespace: space, \t, \n, \v, \f or \r (std::isspace in the C locale).
-constexpr bool IsAsciiSpace(char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r');
-}
+constexpr bool IsAsciiSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 // `s` without leading and trailing ASCII whitespace (a view into `s`).
 constexpr std::string_view Trim(std::string_view s) {

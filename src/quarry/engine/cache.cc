@@ -65,8 +65,8 @@ class Builder {
     }
     // Progress() reads DuckDB's progress bar, a setting of the connection: on, never printed,
     // from the first moment.
-    for (const char* set : {"SET enable_progress_bar = true", "SET enable_progress_bar_print = false",
-                            "SET progress_bar_time = 0"}) {
+    for (const char* set : {"SET enable_progress_bar = true",
+                            "SET enable_progress_bar_print = false", "SET progress_bar_time = 0"}) {
       if (auto r = Run(set); !r) return std::unexpected(r.error());
     }
     return {};
@@ -124,11 +124,15 @@ std::string OptionsText(const CsvOptions& o) {
 json CardJson(const TableCard& card) {
   json cols = json::array();
   for (const auto& c : card.columns) {
-    cols.push_back({{"name", c.name}, {"type", c.type}, {"null_count", c.null_count},
-                    {"distinct_count", c.distinct_count}, {"distinct_approx", c.distinct_approx},
+    cols.push_back({{"name", c.name},
+                    {"type", c.type},
+                    {"null_count", c.null_count},
+                    {"distinct_count", c.distinct_count},
+                    {"distinct_approx", c.distinct_approx},
                     {"min", c.min ? json(*c.min) : json(nullptr)},
                     {"max", c.max ? json(*c.max) : json(nullptr)},
-                    {"date_format", c.date_format}, {"samples", c.samples},
+                    {"date_format", c.date_format},
+                    {"samples", c.samples},
                     {"notes", c.notes}});
   }
   return {{"row_count", card.row_count}, {"columns", cols}, {"notes", card.notes}};
@@ -266,7 +270,8 @@ namespace {
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // The builder's progress, written into its lock file every 200 ms for commands that arrive
@@ -274,7 +279,8 @@ int64_t NowMs() {
 // CREATE TABLE's scan, -1 when unknown).
 class BuildProgress {
  public:
-  BuildProgress(int fd, Builder& builder) : fd_(fd), builder_(builder), thread_([this] { Loop(); }) {
+  BuildProgress(int fd, Builder& builder)
+      : fd_(fd), builder_(builder), thread_([this] { Loop(); }) {
     Stage("plan");
   }
   ~BuildProgress() {
@@ -307,7 +313,8 @@ class BuildProgress {
       started = started_ms_;
     }
     const double percent = stage == "table" ? builder_.Progress() : -1;
-    const std::string line = stage + " " + std::to_string(percent) + " " + std::to_string(started) + "\n";
+    const std::string line =
+        stage + " " + std::to_string(percent) + " " + std::to_string(started) + "\n";
     if (::pwrite(fd_, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size())) {
       (void)::ftruncate(fd_, static_cast<off_t>(line.size()));
     }
@@ -381,7 +388,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   CsvOptions csv;
   std::error_code ec;
   const std::string text = given.string();
-  if (const auto q = text.rfind('?'); q != std::string::npos && !std::filesystem::exists(given, ec)) {
+  if (const auto q = text.rfind('?');
+      q != std::string::npos && !std::filesystem::exists(given, ec)) {
     path = text.substr(0, q);
     auto parsed = ParseCsvOptions(std::string_view(text).substr(q + 1));
     if (!parsed) return std::unexpected(Context(parsed.error(), text));
@@ -391,8 +399,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   const SourceFormat format = known.value_or(SourceFormat::kParquet);
   if (format != SourceFormat::kCsv && format != SourceFormat::kTsv &&
       format != SourceFormat::kJson) {
-    return Fail(Error::Code::kUsage, "the parse cache holds CSV, TSV and JSON files; " +
-                                         path.string() + " is not one");
+    return Fail(Error::Code::kUsage,
+                "the parse cache holds CSV, TSV and JSON files; " + path.string() + " is not one");
   }
   const auto abs = std::filesystem::absolute(path).lexically_normal();
   const auto key = CacheKey(abs, csv);
@@ -442,8 +450,7 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   // one (truncated, overwritten) is built again rather than skipped forever.
   auto existing = LookupCache(abs, csv, options);
   if (!existing) return std::unexpected(existing.error());
-  if (*existing &&
-      b.Run("ATTACH " + QuoteLiteral(entry.string()) + " AS existing (READ_ONLY)") &&
+  if (*existing && b.Run("ATTACH " + QuoteLiteral(entry.string()) + " AS existing (READ_ONLY)") &&
       b.Run("SELECT count(*) FROM existing.data") && b.Run("DETACH existing")) {
     return entry;
   }
@@ -491,7 +498,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     std::filesystem::remove(tmp.string() + ".wal", ec);
     return std::unexpected(Context(e, "cannot cache " + path.string()));
   };
-  if (auto r = run("ATTACH " + QuoteLiteral(tmp.string()) + " AS entry"); !r) return fail(r.error());
+  if (auto r = run("ATTACH " + QuoteLiteral(tmp.string()) + " AS entry"); !r)
+    return fail(r.error());
   progress.Stage("table");
   auto created = run("CREATE TABLE entry.data AS " + select);
   if (!created && plan.sampled) {
@@ -500,7 +508,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     auto p = PlanCsv(run, read_path, format == SourceFormat::kTsv, read_options_used, true);
     if (!p) return fail(p.error());
     plan = std::move(*p);
-    if (!transcoded_note.empty()) plan.table_notes.insert(plan.table_notes.begin(), transcoded_note);
+    if (!transcoded_note.empty())
+      plan.table_notes.insert(plan.table_notes.begin(), transcoded_note);
     select = plan.select;
     progress.Stage("table");
     created = run("CREATE TABLE entry.data AS " + select);
@@ -515,7 +524,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   if (!desc) return fail(desc.error());
   TableCard card;
   const std::vector<ColumnInfo> columns = DescribeInto(card, *desc, &plan);
-  if (auto r = ProfileDuckDb(card, "entry.data", columns, run, source->size_bytes <= kExactBytes); !r) {
+  if (auto r = ProfileDuckDb(card, "entry.data", columns, run, source->size_bytes <= kExactBytes);
+      !r) {
     return fail(r.error());
   }
   if (auto r = run("DETACH entry"); !r) return fail(r.error());
@@ -527,17 +537,22 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
   if (CacheKey(abs, csv) != key) {
     return fail(Error{Error::Code::kData, "the file changed while it was being cached"});
   }
-  const json meta = {{"key", *key},           {"source", abs.string()},
-                     {"size_bytes", source->size_bytes}, {"sha256", source->sha256},
-                     {"loader", kLoaderVersion}, {"options", OptionsText(csv)},
-                     {"delimiter", plan.delimiter}, {"header", plan.header},
-                     {"padded", plan.padded},    {"user_notes", plan.user_notes},
+  const json meta = {{"key", *key},
+                     {"source", abs.string()},
+                     {"size_bytes", source->size_bytes},
+                     {"sha256", source->sha256},
+                     {"loader", kLoaderVersion},
+                     {"options", OptionsText(csv)},
+                     {"delimiter", plan.delimiter},
+                     {"header", plan.header},
+                     {"padded", plan.padded},
+                     {"user_notes", plan.user_notes},
                      {"card", CardJson(card)}};
   const auto meta_tmp = dir / (*key + ".json.tmp-" + std::to_string(::getpid()));
   {
     std::filesystem::remove(meta_tmp, ec);
-    const UniqueFd out(::open(meta_tmp.c_str(),
-                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    const UniqueFd out(
+        ::open(meta_tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     const std::string meta_text = meta.dump(-1, ' ', false, json::error_handler_t::replace);
     std::string_view bytes = meta_text;
     while (out.valid() && !bytes.empty()) {
@@ -551,7 +566,8 @@ Result<std::filesystem::path> BuildCacheEntry(const std::filesystem::path& given
     }
   }
   std::filesystem::rename(tmp, entry, ec);
-  if (ec) return fail(Error{Error::Code::kData, "cannot write " + entry.string() + ": " + ec.message()});
+  if (ec)
+    return fail(Error{Error::Code::kData, "cannot write " + entry.string() + ": " + ec.message()});
   std::filesystem::rename(meta_tmp, dir / (*key + ".json"), ec);
   if (ec) return fail(Error{Error::Code::kData, "cannot write the cache index: " + ec.message()});
   return entry;

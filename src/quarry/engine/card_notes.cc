@@ -28,8 +28,10 @@ template <typename Shown>
 std::string Listed(const std::vector<ValueCount>& values, Shown shown) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == values.size() ? " and " : ", ") + shown(values[i].value) +
-           " (" + Rows(values[i].rows) + ")";
+    out += (i == 0                   ? ""
+            : i + 1 == values.size() ? " and "
+                                     : ", ") +
+           shown(values[i].value) + " (" + Rows(values[i].rows) + ")";
   }
   return out;
 }
@@ -48,9 +50,9 @@ bool IsSentinel(double value, const Sentinels& others, int64_t other_count, bool
 // DuckDB's number types (DECIMAL(18,2) included); lists and structs of them are not numbers.
 bool IsNumberType(const std::string& type) {
   if (type.find_first_of("[(") != std::string::npos && !type.starts_with("DECIMAL(")) return false;
-  for (const char* t : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
-                        "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE",
-                        "DECIMAL"}) {
+  for (const char* t :
+       {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+        "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL"}) {
     if (type == t || (type.starts_with("DECIMAL(") && std::string_view(t) == "DECIMAL")) {
       return true;
     }
@@ -107,18 +109,19 @@ Result<std::vector<ValueCount>> CountMarkers(const RunRows& run, const std::stri
 }
 
 Result<std::optional<Sentinels>> FindSentinels(const RunRows& run, const std::string& from,
-                                               const std::string& number,
-                                               std::optional<double> low,
+                                               const std::string& number, std::optional<double> low,
                                                std::optional<double> high) {
   if (!(low && IsSentinelLiteral(*low)) && !(high && IsSentinelLiteral(*high))) {
     return std::nullopt;
   }
   std::string literals;
-  for (const double s : kSentinelLiterals) literals += (literals.empty() ? "" : ", ") + NumberText(s);
+  for (const double s : kSentinelLiterals)
+    literals += (literals.empty() ? "" : ", ") + NumberText(s);
   const std::string values = "(SELECT " + number + " AS v FROM " + from + ") AS quarry_values";
-  auto others = run("SELECT CAST(min(v) AS VARCHAR), CAST(max(v) AS VARCHAR), count(v), "
-                    "count(CASE WHEN v <> round(v) THEN 1 END) FROM " + values +
-                    " WHERE v NOT IN (" + literals + ")");
+  auto others =
+      run("SELECT CAST(min(v) AS VARCHAR), CAST(max(v) AS VARCHAR), count(v), "
+          "count(CASE WHEN v <> round(v) THEN 1 END) FROM " +
+          values + " WHERE v NOT IN (" + literals + ")");
   if (!others) return std::unexpected(others.error());
   if (others->empty() || others->front().size() < 4) return std::nullopt;
   const auto& o = others->front();
@@ -152,7 +155,8 @@ std::string MissingValueNote(const std::vector<ValueCount>& markers,
   std::string out;
   if (!markers.empty()) {
     out = Listed(markers, [](const std::string& v) { return "'" + v + "'"; }) +
-          (several_markers ? " look like missing-value markers" : " looks like a missing-value marker");
+          (several_markers ? " look like missing-value markers"
+                           : " looks like a missing-value marker");
   }
   if (any_sentinel) {
     const std::string listed = Listed(sentinels->values, [](const std::string& v) { return v; });
@@ -160,8 +164,9 @@ std::string MissingValueNote(const std::vector<ValueCount>& markers,
       out = listed + (several_sentinels ? " look like sentinels for missing numbers"
                                         : " looks like a sentinel for a missing number");
     } else {
-      out += " and " + listed + (several_sentinels ? " like sentinels for missing numbers"
-                                                   : " like a sentinel for a missing number");
+      out += " and " + listed +
+             (several_sentinels ? " like sentinels for missing numbers"
+                                : " like a sentinel for a missing number");
     }
     out += ": the other numbers lie in " + NumberText(sentinels->low) + ".." +
            NumberText(sentinels->high);

@@ -50,8 +50,7 @@ bool IsSentinelLiteral(double value);
 // number) over `from`, given the expression's bounds: a sentinel is always one of them, so
 // nothing is queried unless `low` or `high` is a sentinel literal. nullopt: none.
 Result<std::optional<Sentinels>> FindSentinels(const RunRows& run, const std::string& from,
-                                               const std::string& number,
-                                               std::optional<double> low,
+                                               const std::string& number, std::optional<double> low,
                                                std::optional<double> high);
 
 // "'N/A' (19 rows) looks like a missing-value marker and -999 (33 rows) like a sentinel for a
@@ -77,7 +76,7 @@ struct TextDate {
   int year = 0, month = 0, day = 0;
   std::string format;  // as strptime reads it: "%b %d %Y", "%B %d, %Y", "%d %b %Y", "%d-%b-%Y"
   bool either_month = false;  // "May": %b and %B both read it (format says %b)
-  std::string Iso() const;  // "2005-04-01"
+  std::string Iso() const;    // "2005-04-01"
 };
 // 'Apr 1 2005', 'Apr 01 2005', 'April 1, 2005', '1 Apr 2005', '01-Apr-2005': English month
 // names or their three-letter abbreviations in any case, a day that exists, a 4-digit year.

@@ -17,13 +17,13 @@ constexpr std::string_view kEllipsis = "\u2026";
 // Also the characters that render as nothing but a model still reads: Unicode tags
 // (U+E0000..E007F, "ASCII smuggling"), variation selectors, fillers and the soft hyphen.
 bool IsFormatControl(uint32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD || cp == 0x034F || cp == 0x061C ||
-         cp == 0x115F || cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 ||
-         (cp >= 0x180B && cp <= 0x180F) || (cp >= 0x200B && cp <= 0x200F) ||
-         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 ||
-         (cp >= 0xFE00 && cp <= 0xFE0F) || cp == 0xFEFF || cp == 0xFFA0 ||
-         (cp >= 0xFFF9 && cp <= 0xFFFB) || (cp >= 0x1D173 && cp <= 0x1D17A) ||
-         (cp >= 0xE0000 && cp <= 0xE007F) || (cp >= 0xE0100 && cp <= 0xE01EF);
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD || cp == 0x034F || cp == 0x061C || cp == 0x115F ||
+         cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 || (cp >= 0x180B && cp <= 0x180F) ||
+         (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x206F) || cp == 0x3164 || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+         cp == 0xFEFF || cp == 0xFFA0 || (cp >= 0xFFF9 && cp <= 0xFFFB) ||
+         (cp >= 0x1D173 && cp <= 0x1D17A) || (cp >= 0xE0000 && cp <= 0xE007F) ||
+         (cp >= 0xE0100 && cp <= 0xE01EF);
 }
 
 // The length of the well-formed UTF-8 sequence at `i` and its code point; 0 when malformed
@@ -141,7 +141,8 @@ std::string NoteText(std::string_view note) {
 std::string NoteLines(const std::vector<std::string>& notes, size_t max, const char* indent) {
   std::string out;
   if (max == 0 || notes.size() <= max) {
-    for (const std::string& note : notes) out += std::string(indent) + "note: " + NoteText(note) + "\n";
+    for (const std::string& note : notes)
+      out += std::string(indent) + "note: " + NoteText(note) + "\n";
     return out;
   }
   std::vector<const std::string*> order;
@@ -152,11 +153,13 @@ std::string NoteLines(const std::vector<std::string>& notes, size_t max, const c
   for (const auto& n : notes) {
     if (!NoteChangesAResult(n)) order.push_back(&n);
   }
-  for (size_t i = 0; i < max - 1; ++i) out += std::string(indent) + "note: " + NoteText(*order[i]) + "\n";
+  for (size_t i = 0; i < max - 1; ++i)
+    out += std::string(indent) + "note: " + NoteText(*order[i]) + "\n";
   const size_t rest = notes.size() - (max - 1);
   const size_t rest_changing = changing > max - 1 ? changing - (max - 1) : 0;
   out += std::string(indent) + "note: " + std::to_string(rest) + " more notes (" +
-         (rest_changing > 0 ? std::to_string(rest_changing) + " of them on rows or values that change a sum or a count"
+         (rest_changing > 0 ? std::to_string(rest_changing) +
+                                  " of them on rows or values that change a sum or a count"
                             : std::string("none of them changes a sum or a count")) +
          "); inspect_schema with this table shows them all\n";
   return out;
@@ -267,8 +270,9 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
       lo.resize(lo.size() - kMidnight.size());
       hi.resize(hi.size() - kMidnight.size());
     }
-    out += lo == hi ? ", only " + PromptText(lo, kCardRangeBytes)
-                    : ", " + PromptText(lo, kCardRangeBytes) + ".." + PromptText(hi, kCardRangeBytes);
+    out += lo == hi
+               ? ", only " + PromptText(lo, kCardRangeBytes)
+               : ", " + PromptText(lo, kCardRangeBytes) + ".." + PromptText(hi, kCardRangeBytes);
   }
   // Numbers and dates are read from their range; text needs examples of its spelling. A column
   // with a note (numbers stored as text) keeps its samples: the note is about them.
@@ -278,8 +282,8 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
   if (show_samples) {
     // Of a unique or many-valued column the samples show a format, not the values one would
     // filter on: one or two suffice. A column of few repeated values shows them all.
-    const bool all = !unique && c.distinct_count > 0 &&
-                     c.distinct_count <= static_cast<int64_t>(kCardFewValues);
+    const bool all =
+        !unique && c.distinct_count > 0 && c.distinct_count <= static_cast<int64_t>(kCardFewValues);
     const bool many = !all && (c.distinct_approx || c.distinct_count > 25);
     const size_t n = std::min(c.samples.size(), all      ? kCardFewValues
                                                 : unique ? size_t{1}
@@ -304,9 +308,10 @@ bool NoteChangesAResult(std::string_view note) {
   // The loader's own wording for what a SUM or COUNT would get wrong (csv_quality.cc,
   // csv_columns.cc, csv_loader.cc, workbook.cc).
   static constexpr std::string_view kMarks[] = {
-      "total", "exact cop", "duplicate", "group apart", "read as null", "as null", "missing",
-      "padded", "extra columns", "repeated", "mixed units", "no unit", "minus", "negative",
-      "no saved result", "excel errors", "kept as text", "dropped", "sum(", "count("};
+      "total",        "exact cop",    "duplicate", "group apart",   "read as null",
+      "as null",      "missing",      "padded",    "extra columns", "repeated",
+      "mixed units",  "no unit",      "minus",     "negative",      "no saved result",
+      "excel errors", "kept as text", "dropped",   "sum(",          "count("};
   for (std::string_view mark : kMarks) {
     if (lower.find(mark) != std::string::npos) return true;
   }

@@ -9,7 +9,8 @@
 namespace quarry::engine::internal {
 
 std::string CsvLeadingNumber(const std::string& v) {
-  return "TRY_CAST(regexp_extract(trim(" + v + "), '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)') AS DOUBLE)";
+  return "TRY_CAST(regexp_extract(trim(" + v +
+         "), '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)') AS DOUBLE)";
 }
 
 namespace {
@@ -27,11 +28,10 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
   const int64_t people = std::max(s.people, s.people_comma);
   if (marked == 0 || people * 10 < n * 9) return std::nullopt;
   const auto& kinds_known = CsvCurrencies();
-  const std::string sign =
-      s.currency_kinds == 1 && s.currency_sign >= 1 &&
-              s.currency_sign <= static_cast<int64_t>(kinds_known.size())
-          ? kinds_known[static_cast<size_t>(s.currency_sign - 1)]
-          : "a currency sign";
+  const std::string sign = s.currency_kinds == 1 && s.currency_sign >= 1 &&
+                                   s.currency_sign <= static_cast<int64_t>(kinds_known.size())
+                               ? kinds_known[static_cast<size_t>(s.currency_sign - 1)]
+                               : "a currency sign";
   std::vector<std::string> kinds;
   auto count = [](int64_t k, const char* one, const char* many) {
     return std::to_string(k) + " " + (k == 1 ? one : many);
@@ -74,31 +74,28 @@ std::optional<std::string> PeopleNumbers(const std::string& q, const CsvColumnSt
     // Not in dollars, pounds or yen, whose point is a decimal point ('$3.499' a gallon).
     const bool point_currency = s.currency > 0 && s.currency_kinds == 1 && s.currency_sign >= 1 &&
                                 s.currency_sign != 2 && s.currency_sign <= 4;
-    const bool maybe_grouped = !comma && !point_currency && s.three_decimals >= 2 &&
-                               s.three_decimals == s.with_point;
-    notes.push_back("numbers written for people were read as DOUBLE: " + listed +
-                    (s.paren + s.trailing_minus + s.minus_sign > 0
-                         ? "; the negatives were read as minus"
-                         : "") +
-                    mark +
-                    (s.percent > 0 ? "; a percent is its number of percent (45% is 45, not 0.45)"
-                                   : "") +
-                    (s.currency > 0 ? "; the currency was dropped" : "") +
-                    (maybe_grouped ? "; every value with a point has three digits after it "
-                                     "(1.234), as where the point groups thousands: if it does "
-                                     "here, each value read with a fraction is 1000 times "
-                                     "larger (1.234 is 1234)"
-                                   : ""));
+    const bool maybe_grouped =
+        !comma && !point_currency && s.three_decimals >= 2 && s.three_decimals == s.with_point;
+    notes.push_back(
+        "numbers written for people were read as DOUBLE: " + listed +
+        (s.paren + s.trailing_minus + s.minus_sign > 0 ? "; the negatives were read as minus"
+                                                       : "") +
+        mark + (s.percent > 0 ? "; a percent is its number of percent (45% is 45, not 0.45)" : "") +
+        (s.currency > 0 ? "; the currency was dropped" : "") +
+        (maybe_grouped ? "; every value with a point has three digits after it "
+                         "(1.234), as where the point groups thousands: if it does "
+                         "here, each value read with a fraction is 1000 times "
+                         "larger (1.234 is 1234)"
+                       : ""));
     return CsvPeopleNumber(q, "CAST", comma);
   }
-  const std::string why = all_bracketed
-                              ? "every value is in brackets: accounting negatives, or standard "
-                                "errors and other annotations?"
-                          : mixed_percent ? "some values are percent strings and some are not"
-                          : s.currency_kinds > 1
-                              ? std::to_string(s.currency_kinds) + " currencies are mixed"
-                              : std::to_string(n - people) + " of " + std::to_string(n) +
-                                    " values are not numbers";
+  const std::string why =
+      all_bracketed   ? "every value is in brackets: accounting negatives, or standard "
+                        "errors and other annotations?"
+      : mixed_percent ? "some values are percent strings and some are not"
+      : s.currency_kinds > 1
+          ? std::to_string(s.currency_kinds) + " currencies are mixed"
+          : std::to_string(n - people) + " of " + std::to_string(n) + " values are not numbers";
   notes.push_back("kept as text (" + why + "): " + listed + mark + "; read one as a number with " +
                   CsvPeopleNumber(q, "TRY_CAST", comma) + ", which keeps the minus of a bracket");
   return q;
@@ -119,12 +116,14 @@ CsvReading DecideReading(const CsvColumn& column, const CsvColumnStats& s,
   const int64_t all_ints = s.ints + s.long_ints + s.too_long;
   if (all_ints == n && s.leading_zero == 0 && (s.long_ints > 0 || s.too_long > 0)) {
     if (s.too_long > 0) {
-      notes.push_back("integers longer than 38 digits: kept exact as text; compare them as "
-                      "strings, never as numbers");
+      notes.push_back(
+          "integers longer than 38 digits: kept exact as text; compare them as "
+          "strings, never as numbers");
       return text_reading;
     }
-    notes.push_back("integers past 64 bits: kept exact as HUGEINT (a DOUBLE would round "
-                    "them and merge distinct ids)");
+    notes.push_back(
+        "integers past 64 bits: kept exact as HUGEINT (a DOUBLE would round "
+        "them and merge distinct ids)");
     return {"CAST(" + q + " AS HUGEINT)", true};
   }
   const bool text = column.sniffed == "VARCHAR";
@@ -135,30 +134,33 @@ CsvReading DecideReading(const CsvColumn& column, const CsvColumnStats& s,
   // Decimal commas (1.234,50; 12,00) win over thousands separators when some value can only
   // be read that way: a comma followed by other than three digits.
   if (s.decimal_comma > 0 && s.decimal_comma + s.ints == n && s.decimal_comma > s.thousands) {
-    notes.push_back("numbers written with a decimal comma (e.g. 1.234,50) were read as DOUBLE: "
-                    "'.' groups thousands and ',' marks decimals");
+    notes.push_back(
+        "numbers written with a decimal comma (e.g. 1.234,50) were read as DOUBLE: "
+        "'.' groups thousands and ',' marks decimals");
     return {"CAST(replace(replace(trim(" + q + "), '.', ''), ',', '.') AS DOUBLE)", true};
   }
   if (s.thousands > 0 && s.thousands + s.ints + (s.doubles - s.ints) >= n &&
       s.thousands + s.doubles >= n) {
-    notes.push_back("numbers written with thousands separators (e.g. 1,234,567) were read as "
-                    "numbers with the commas removed");
+    notes.push_back(
+        "numbers written with thousands separators (e.g. 1,234,567) were read as "
+        "numbers with the commas removed");
     const bool fractions = s.doubles > s.ints || s.thousands_decimals > 0;
     return {"CAST(replace(trim(" + q + "), ',', '') AS " +
                 (fractions ? std::string("DOUBLE") : std::string("BIGINT")) + ")",
             true};
   }
   if (s.excel_text == n) {
-    notes.push_back("Excel's text guard (=\"0042\") removed: read as the text inside it, leading "
-                    "zeros kept");
+    notes.push_back(
+        "Excel's text guard (=\"0042\") removed: read as the text inside it, leading "
+        "zeros kept");
     return {"regexp_extract(trim(" + q + "), '^=\"(.*)\"$', 1)", false};
   }
   if (s.credit_debit > 0 && (s.credit_debit + std::max(s.people, s.people_comma)) * 10 >= n * 9) {
     notes.push_back(
         "kept as text: " + std::to_string(s.credit_debit) + " of " + std::to_string(n) +
         " amounts are marked CR or DR (credit, debit), and which of them is negative depends on "
-        "the account; the number alone is " + CsvPeopleNumber(q, "TRY_CAST") +
-        " and the mark is " + q + " LIKE '%CR'");
+        "the account; the number alone is " +
+        CsvPeopleNumber(q, "TRY_CAST") + " and the mark is " + q + " LIKE '%CR'");
     return text_reading;
   }
   if (auto people = PeopleNumbers(q, s, n, notes)) return {*people, *people != q};
@@ -167,8 +169,8 @@ CsvReading DecideReading(const CsvColumn& column, const CsvColumnStats& s,
   if (s.markers > 0 || s.sentinels) {
     std::vector<ValueCount> markers = s.marker_values;
     if (markers.empty()) markers.push_back({"?", s.markers});  // the breakdown did not read
-    std::string note = MissingValueNote(s.markers > 0 ? markers : std::vector<ValueCount>{},
-                                        s.sentinels);
+    std::string note =
+        MissingValueNote(s.markers > 0 ? markers : std::vector<ValueCount>{}, s.sentinels);
     std::string sentinels;
     if (s.sentinels) {
       for (const ValueCount& v : s.sentinels->values) {
@@ -187,13 +189,18 @@ CsvReading DecideReading(const CsvColumn& column, const CsvColumnStats& s,
       }
     }
     if (s.markers > 0 && numbers + s.markers == n && numbers > 0) {
-      note += "; the other " + std::to_string(numbers) + " values are numbers, so the column "
-              "is text: TRY_CAST(" + q + " AS DOUBLE) reads them with the markers as NULL";
+      note += "; the other " + std::to_string(numbers) +
+              " values are numbers, so the column "
+              "is text: TRY_CAST(" +
+              q + " AS DOUBLE) reads them with the markers as NULL";
       if (!nan.empty()) note += ", but '" + nan + "' as NaN (isnan() finds it)";
       if (s.sentinels) note += " (leave out " + sentinels + " too)";
     } else if (s.markers > 0 && s.people > 0 && s.people + s.markers == n) {
-      note += "; the other " + std::to_string(s.people) + " values are numbers written for people "
-              "(1,234.50, 45%, $5.00): " + CsvPeopleNumber(q, "TRY_CAST") + " reads them with "
+      note += "; the other " + std::to_string(s.people) +
+              " values are numbers written for people "
+              "(1,234.50, 45%, $5.00): " +
+              CsvPeopleNumber(q, "TRY_CAST") +
+              " reads them with "
               "the markers as NULL";
     } else if (s.markers > 0 && s.dates > 0 && s.dates + s.markers == n) {
       note += "; the other " + std::to_string(s.dates) + " values are dates: TRY_CAST(" + q +
@@ -228,7 +235,8 @@ CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
   const std::string q = QuoteIdent(column.name);
   if (!column.user_typed && s.infinite > 0) {
     notes.push_back("kept as text: " + std::to_string(s.infinite) + " of " +
-                    std::to_string(s.non_null) + " values are past what a DOUBLE holds (1.8e308) "
+                    std::to_string(s.non_null) +
+                    " values are past what a DOUBLE holds (1.8e308) "
                     "and would read as infinity; compare them as text");
     return {q, false};
   }

@@ -43,7 +43,8 @@ bool NameLike(std::string_view text) {
   if (!(std::isalpha(first) || first == '_' || first >= 0x80)) return false;
   return std::all_of(text.begin(), text.end(), [](char c) {
     const auto u = static_cast<unsigned char>(c);
-    return std::isalnum(u) || u >= 0x80 || std::string_view(" _.-()/%#").find(c) != std::string_view::npos;
+    return std::isalnum(u) || u >= 0x80 ||
+           std::string_view(" _.-()/%#").find(c) != std::string_view::npos;
   });
 }
 
@@ -61,9 +62,8 @@ bool AllDistinct(const std::vector<std::string>& fields) {
 // 'Alice,absent' is a header over a first row of words, never a title (a fresh-user trial lost
 // Alice's row that way).
 bool TitleLike(const std::vector<std::string>& fields) {
-  const bool first_only = std::all_of(fields.begin() + 1, fields.end(), [](const std::string& f) {
-    return Trimmed(f).empty();
-  });
+  const bool first_only = std::all_of(fields.begin() + 1, fields.end(),
+                                      [](const std::string& f) { return Trimmed(f).empty(); });
   if (first_only && !Trimmed(fields.front()).empty()) return true;
   static const std::regex kMark(
       "([0-9]{4}-[0-9]{1,2}-[0-9]{1,2}|[0-9]{1,2}[./][0-9]{1,2}[./][0-9]{2,4}|\\b(page|seite|"
@@ -98,7 +98,8 @@ Result<std::vector<std::vector<std::string>>> Lines(const RunRows& run, const st
 // numbers are years rising across the columns, its other fields are names, and the columns
 // below do not hold years themselves (a table of birth and death years starts with data).
 Result<std::optional<CsvHeaderFix>> CheckYearHeader(const RunRows& run, const std::string& reader,
-                                                    int64_t skip, const CsvSniffedColumns& columns) {
+                                                    int64_t skip,
+                                                    const CsvSniffedColumns& columns) {
   auto lines = Lines(run, reader, skip, 1);
   if (!lines) return std::unexpected(lines.error());
   if (lines->empty() || lines->front().size() != columns.size()) return std::nullopt;
@@ -125,28 +126,34 @@ Result<std::optional<CsvHeaderFix>> CheckYearHeader(const RunRows& run, const st
   // The rest of each column: a column of years below a year is data, not a header.
   std::string sql;
   for (size_t i : years) {
-    const std::string v = "TRY_CAST(replace(" + QuoteIdent(columns[i].first) + ", ',', '') AS DOUBLE)";
+    const std::string v =
+        "TRY_CAST(replace(" + QuoteIdent(columns[i].first) + ", ',', '') AS DOUBLE)";
     sql += std::string(sql.empty() ? "" : ", ") + "count_if(" + v + " IS NOT NULL AND (" + v +
            " <> floor(" + v + ") OR " + v + " < " + std::to_string(kFirstYear) + " OR " + v +
            " > " + std::to_string(kLastYear) + "))";
   }
-  auto rest = run("SELECT " + sql + " FROM (SELECT * FROM " + reader + ", header = false, skip = " +
-                  std::to_string(skip + 1) + ", names = [" + [&] {
+  auto rest = run("SELECT " + sql + " FROM (SELECT * FROM " + reader +
+                  ", header = false, skip = " + std::to_string(skip + 1) + ", names = [" +
+                  [&] {
                     std::string names;
                     for (const auto& c : columns) {
                       names += (names.empty() ? "" : ", ") + QuoteLiteral(c.first);
                     }
                     return names;
-                  }() + "]))");
+                  }() +
+                  "]))");
   if (!rest) return std::unexpected(rest.error());
   if (rest->empty()) return std::nullopt;
   for (const auto& v : rest->front()) {
     if (v.value_or("0") == "0") return std::nullopt;
   }
-  return CsvHeaderFix{true, skip,
-                      "the first line (" + Joined(first) + ") was read as the header: its numbers "
-                      "are years naming the columns of a wide table, not data (quote such names "
-                      "in SQL: \"" + std::string(Trimmed(first[years.front()])) + "\")"};
+  return CsvHeaderFix{
+      true, skip,
+      "the first line (" + Joined(first) +
+          ") was read as the header: its numbers "
+          "are years naming the columns of a wide table, not data (quote such names "
+          "in SQL: \"" +
+          std::string(Trimmed(first[years.front()])) + "\")"};
 }
 
 // The sniffer took the first line as the header: it is a title instead when every column below
@@ -183,8 +190,8 @@ Result<std::optional<CsvHeaderFix>> CheckTitleLine(const RunRows& run, const std
     const std::string& type = (*below)[i].second;
     if (type == "VARCHAR") continue;
     ++typed;
-    fits += std::string(fits.empty() ? "" : " OR ") + "TRY_CAST(" + QuoteLiteral(Trimmed(title[i])) +
-            " AS " + type + ") IS NOT NULL";
+    fits += std::string(fits.empty() ? "" : " OR ") + "TRY_CAST(" +
+            QuoteLiteral(Trimmed(title[i])) + " AS " + type + ") IS NOT NULL";
   }
   if (typed == 0) return std::nullopt;
   auto fit = run("SELECT " + fits);
@@ -192,10 +199,12 @@ Result<std::optional<CsvHeaderFix>> CheckTitleLine(const RunRows& run, const std
   if (fit->empty() || fit->front().empty() || fit->front()[0].value_or("true") != "false") {
     return std::nullopt;
   }
-  return CsvHeaderFix{true, 1,
-                      "the first line '" + Joined(title) + "' is a title, not the header: its "
-                      "fields fit none of the typed columns below, and the next line names them; "
-                      "skipped as a preamble"};
+  return CsvHeaderFix{
+      true, 1,
+      "the first line '" + Joined(title) +
+          "' is a title, not the header: its "
+          "fields fit none of the typed columns below, and the next line names them; "
+          "skipped as a preamble"};
 }
 
 }  // namespace
@@ -267,8 +276,9 @@ Result<void> RefuseBlankCsv(const std::string& path) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0';
   });
   if (!blank) return {};
-  return Fail(Error::Code::kData, path + " holds only blank lines: there is no header and no "
-                                         "rows to query; point at a file with rows");
+  return Fail(Error::Code::kData, path +
+                                      " holds only blank lines: there is no header and no "
+                                      "rows to query; point at a file with rows");
 }
 
 bool CsvLineIsANumber(const std::string& text) {
@@ -276,8 +286,8 @@ bool CsvLineIsANumber(const std::string& text) {
       "^\\(?[+-]?\\(?([$€£¥]\\s?)?[0-9]{1,3}([, .]?[0-9]{3})*([.,][0-9]+)?\\s?[$€£¥%]?\\)?$");
   int year = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), year);
-  const bool a_year =
-      ec == std::errc() && end == text.data() + text.size() && year >= kFirstYear && year <= kLastYear;
+  const bool a_year = ec == std::errc() && end == text.data() + text.size() && year >= kFirstYear &&
+                      year <= kLastYear;
   return std::regex_match(text, kNumber) && !a_year;
 }
 

@@ -53,8 +53,8 @@ struct CsvColumnStats {
 
 struct CsvColumn {
   std::string name;
-  std::string sniffed;  // the sniffer's type
-  std::string typed;    // the column's text read as that type (in the sniffed date format)
+  std::string sniffed;      // the sniffer's type
+  std::string typed;        // the column's text read as that type (in the sniffed date format)
   bool user_typed = false;  // the user gave its type (?types=)
   bool resniff = false;     // the sniffer's types do not hold (a header repeated mid-file)
 };
@@ -90,7 +90,7 @@ struct CsvReading {
 
 // The column's reading, and the notes that explain it (added to `notes`).
 CsvReading DecideCsvColumn(const CsvColumn& column, const CsvColumnStats& s,
-                            std::vector<std::string>& notes);
+                           std::vector<std::string>& notes);
 
 // The number a text value starts with, as SQL over the text expression `v` ("22.5 C" gives
 // 22.5, "-999" -999, "N/A" NULL): a sentinel hides among numbers written with their unit.

@@ -22,9 +22,7 @@ std::string Plural(int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string FirstLine(const std::string& message) {
-  return message.substr(0, message.find('\n'));
-}
+std::string FirstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
 
 // DuckDB's CSV errors carry "CSV Error on Line: N"; the number is the file's line.
 std::optional<int64_t> ErrorLine(const std::string& message) {
@@ -59,7 +57,11 @@ struct Sniffed {
 class Planner {
  public:
   Planner(const RunRows& run, std::string path, bool tsv, const CsvOptions& user, bool deep)
-      : run_(run), path_(std::move(path)), lit_(QuoteLiteral(path_)), tsv_(tsv), user_(user),
+      : run_(run),
+        path_(std::move(path)),
+        lit_(QuoteLiteral(path_)),
+        tsv_(tsv),
+        user_(user),
         deep_(deep) {}
 
   Result<CsvPlan> Plan() {
@@ -68,8 +70,9 @@ class Planner {
     if (!encoding_) CheckByteOrderMark();
     if (bom_big_endian_) {
       // DuckDB's UTF-16 is little-endian; reading big-endian as it would give garbage names.
-      return Fail(Error::Code::kData, "the file is UTF-16 big-endian, which quarry cannot read: "
-                                      "convert it first (iconv -f UTF-16BE -t UTF-8)");
+      return Fail(Error::Code::kData,
+                  "the file is UTF-16 big-endian, which quarry cannot read: "
+                  "convert it first (iconv -f UTF-16BE -t UTF-8)");
     }
     if (!user_.delimiter && !user_.skip) {
       if (auto r = CheckExcelSeparatorLine(); !r) return std::unexpected(r.error());
@@ -84,9 +87,10 @@ class Planner {
       encoding_ = "latin-1";
       plan_.table_notes.push_back(
           "the file is not valid UTF-8; it was read as Latin-1 (ISO-8859-1)");
-      plan_.user_notes.push_back("not valid UTF-8, so read as Latin-1 (ISO-8859-1): if accented "
-                                 "letters look wrong, give the encoding as FILE?encoding=cp1252 "
-                                 "(or utf-16, or another)");
+      plan_.user_notes.push_back(
+          "not valid UTF-8, so read as Latin-1 (ISO-8859-1): if accented "
+          "letters look wrong, give the encoding as FILE?encoding=cp1252 "
+          "(or utf-16, or another)");
       sniffed = Sniff(Dialect(true), deep_);
     }
     if (!sniffed && Mentions(sniffed.error().message, "not possible to automatically detect")) {
@@ -161,7 +165,8 @@ class Planner {
     if (user_.decimal) o += ", decimal_separator = " + QuoteLiteral(*user_.decimal);
     if (!user_.nulls.empty()) {
       o += ", nullstr = [";
-      for (size_t i = 0; i < user_.nulls.size(); ++i) o += (i ? ", " : "") + QuoteLiteral(user_.nulls[i]);
+      for (size_t i = 0; i < user_.nulls.size(); ++i)
+        o += (i ? ", " : "") + QuoteLiteral(user_.nulls[i]);
       o += "]";
     }
     if (!user_.types.empty()) {
@@ -173,9 +178,12 @@ class Planner {
       o += "}";
     }
     if (sniffing) {
-      if (user_.delimiter) o += ", delim = " + QuoteLiteral(*user_.delimiter);
-      else if (!forced_delimiter_.empty()) o += ", delim = " + QuoteLiteral(forced_delimiter_);
-      else if (tsv_) o += ", delim = '\\t'";
+      if (user_.delimiter)
+        o += ", delim = " + QuoteLiteral(*user_.delimiter);
+      else if (!forced_delimiter_.empty())
+        o += ", delim = " + QuoteLiteral(forced_delimiter_);
+      else if (tsv_)
+        o += ", delim = '\\t'";
       if (forced_skip_ > 0 && !user_.skip) o += ", skip = " + std::to_string(forced_skip_);
       // Excel's sep= files always have a header; an all-text table gives the sniffer no clue.
       if ((forced_skip_ > 0 || forced_header_) && !user_.header) o += ", header = true";
@@ -189,7 +197,8 @@ class Planner {
          ", escape = " + QuoteLiteral(s_.escape) + ", header = " + (s_.header ? "true" : "false") +
          ", skip = " + std::to_string(s_.skip);
     if (!s_.date_format.empty()) o += ", dateformat = " + QuoteLiteral(s_.date_format);
-    if (!s_.timestamp_format.empty()) o += ", timestampformat = " + QuoteLiteral(s_.timestamp_format);
+    if (!s_.timestamp_format.empty())
+      o += ", timestampformat = " + QuoteLiteral(s_.timestamp_format);
     if (!strict_) o += ", strict_mode = false";
     return o;
   }
@@ -200,7 +209,8 @@ class Planner {
     std::set<std::string> taken;
     for (const auto& [n, t] : s_.columns) taken.insert(n);
     for (auto& [n, t] : s_.columns) {
-      if (std::none_of(n.begin(), n.end(), [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; })) {
+      if (std::none_of(n.begin(), n.end(),
+                       [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; })) {
         continue;
       }
       std::string clean = n;
@@ -223,7 +233,8 @@ class Planner {
   std::string Reader(bool as_text, const std::string& extra = "") const {
     std::string cols;
     for (const auto& [n, t] : s_.columns) {
-      cols += (cols.empty() ? "" : ", ") + QuoteLiteral(n) + ": " + QuoteLiteral(as_text ? "VARCHAR" : t);
+      cols += (cols.empty() ? "" : ", ") + QuoteLiteral(n) + ": " +
+              QuoteLiteral(as_text ? "VARCHAR" : t);
     }
     std::string user = Dialect(false);
     // Column types are fixed in `columns` here; the user's types already shaped the sniff.
@@ -235,10 +246,11 @@ class Planner {
   }
 
   Result<Sniffed> Sniff(const std::string& options, bool full) {
-    auto rows = run_("SELECT Delimiter, Quote, Escape, SkipRows, HasHeader, "
-                     "CAST(to_json(Columns) AS VARCHAR), DateFormat, TimestampFormat "
-                     "FROM sniff_csv(" + lit_ + options +
-                     (full ? ", sample_size = -1" : "") + ")");
+    auto rows = run_(
+        "SELECT Delimiter, Quote, Escape, SkipRows, HasHeader, "
+        "CAST(to_json(Columns) AS VARCHAR), DateFormat, TimestampFormat "
+        "FROM sniff_csv(" +
+        lit_ + options + (full ? ", sample_size = -1" : "") + ")");
     if (!rows) return std::unexpected(rows.error());
     if (rows->empty()) return Fail(Error::Code::kData, "the CSV sniffer returned nothing");
     const auto& r = rows->front();
@@ -268,7 +280,8 @@ class Planner {
 
   // The file's physical lines, unparsed, as one column `line`.
   std::string RawReader(bool ordered = false) const {
-    return "read_csv(" + lit_ + ", columns = {'line': 'VARCHAR'}, delim = '', quote = '', "
+    return "read_csv(" + lit_ +
+           ", columns = {'line': 'VARCHAR'}, delim = '', quote = '', "
            "escape = '', header = false, auto_detect = false, ignore_errors = true" +
            (encoding_ ? ", encoding = " + QuoteLiteral(*encoding_) : std::string()) +
            (long_lines_ ? ", max_line_size = 67108864" : "") +
@@ -277,7 +290,8 @@ class Planner {
 
   // The raw lines Measure looks at: all of them, or the sample's.
   std::string RawRows() const {
-    return sample_ ? "(SELECT * FROM " + RawReader() + " LIMIT " + std::to_string(kSampleRows + s_.skip + 1) + ")"
+    return sample_ ? "(SELECT * FROM " + RawReader() + " LIMIT " +
+                         std::to_string(kSampleRows + s_.skip + 1) + ")"
                    : RawReader();
   }
 
@@ -364,7 +378,8 @@ class Planner {
     std::ifstream in(path_, std::ios::binary);
     unsigned char bom[2] = {0, 0};
     in.read(reinterpret_cast<char*>(bom), 2);
-    if (in.gcount() == 2 && ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
+    if (in.gcount() == 2 &&
+        ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
       encoding_ = "utf-16";
       bom_big_endian_ = bom[0] == 0xFE;
       plan_.table_notes.push_back("read as UTF-16 (the file starts with a UTF-16 byte-order mark)");
@@ -380,7 +395,8 @@ class Planner {
     if (line.size() == 5 && line.starts_with("sep=")) {
       forced_delimiter_ = line.substr(4);
       forced_skip_ = 1;
-      plan_.table_notes.push_back("the first line '" + line + "' names the delimiter (as Excel "
+      plan_.table_notes.push_back("the first line '" + line +
+                                  "' names the delimiter (as Excel "
                                   "writes it) and was skipped");
     }
     return {};
@@ -433,9 +449,11 @@ class Planner {
       s_ = *resniffed;
       CleanNames();
       s_.delimiter = candidate;
-      plan_.table_notes.push_back(std::string("read with '") + (std::string(candidate) == "\t" ? "\\t" : candidate) +
+      plan_.table_notes.push_back(std::string("read with '") +
+                                  (std::string(candidate) == "\t" ? "\\t" : candidate) +
                                   "' as the delimiter: the header and every line hold it equally "
-                                  "often, while the sniffer's '" + delimiter_was + "' is not in the header");
+                                  "often, while the sniffer's '" +
+                                  delimiter_was + "' is not in the header");
       return {};
     }
     return {};
@@ -492,21 +510,23 @@ class Planner {
 
   // Sniffing options `o` with the delimiter found so far, unless they name one already.
   std::string KeepDelimiter(const std::string& o) const {
-    return o.find(", delim = ") == std::string::npos ? o + ", delim = " + QuoteLiteral(s_.delimiter) : o;
+    return o.find(", delim = ") == std::string::npos ? o + ", delim = " + QuoteLiteral(s_.delimiter)
+                                                     : o;
   }
 
   // A header of years read as data, or a title line read as the header (csv_header.cc): read
   // again with the header and skip it says.
   Result<void> CheckHeader() {
     std::string reader = "read_csv(" + lit_ + ", delim = " + QuoteLiteral(s_.delimiter) +
-                         ", quote = " + QuoteLiteral(s_.quote) + ", escape = " +
-                         QuoteLiteral(s_.escape) + ", all_varchar = true, null_padding = true, "
+                         ", quote = " + QuoteLiteral(s_.quote) +
+                         ", escape = " + QuoteLiteral(s_.escape) +
+                         ", all_varchar = true, null_padding = true, "
                          "strict_mode = false";
     if (encoding_) reader += ", encoding = " + QuoteLiteral(*encoding_);
     if (long_lines_) reader += ", max_line_size = 67108864";
     auto resniff = [this](int64_t skip) -> Result<CsvSniffedColumns> {
-      auto s = Sniff(KeepDelimiter(Dialect(true)) + ", header = true, skip = " + std::to_string(skip),
-                     deep_);
+      auto s = Sniff(
+          KeepDelimiter(Dialect(true)) + ", header = true, skip = " + std::to_string(skip), deep_);
       if (!s) return std::unexpected(s.error());
       return s->columns;
     };
@@ -564,8 +584,10 @@ class Planner {
         const auto line = ErrorLine(message);
         plan_.table_notes.push_back(
             "read leniently (strict_mode off): " +
-            (line ? "line " + std::to_string(*line) : std::string("a line")) + " breaks the CSV "
-            "rules (" + FirstLine(message).substr(0, 120) + ")");
+            (line ? "line " + std::to_string(*line) : std::string("a line")) +
+            " breaks the CSV "
+            "rules (" +
+            FirstLine(message).substr(0, 120) + ")");
         continue;
       }
       return std::unexpected(r.error());
@@ -618,8 +640,8 @@ class Planner {
       auto head = RawLines(s_.skip + 1);
       if (!head) return std::unexpected(head.error());
       if (static_cast<int64_t>(head->size()) == s_.skip + 1) {
-        auto n = run_("SELECT count(*) - 1 FROM " + RawRows() + " WHERE line = " +
-                      QuoteLiteral(head->back()));
+        auto n = run_("SELECT count(*) - 1 FROM " + RawRows() +
+                      " WHERE line = " + QuoteLiteral(head->back()));
         if (!n) return std::unexpected(n.error());
         header_rows = std::max<int64_t>(0, std::stoll(n->front()[0].value_or("0")));
       }
@@ -631,7 +653,10 @@ class Planner {
     std::vector<int> level(cols.size());
     for (size_t i = 0; i < cols.size(); ++i) {
       const std::string& t = sniffed_type[cols[i]];
-      level[i] = header_rows > 0 ? kFull : t == "VARCHAR" ? kText : t == "DOUBLE" ? kDouble : kCount;
+      level[i] = header_rows > 0  ? kFull
+                 : t == "VARCHAR" ? kText
+                 : t == "DOUBLE"  ? kDouble
+                                  : kCount;
     }
     std::vector<ColumnStats> stats_by_column(cols.size());
     // The quality checks (csv_quality.cc) count in the same pass, on every row only: a sample's
@@ -669,15 +694,15 @@ class Planner {
           };
           if (level[i] == kDouble || level[i] == kFull) {
             // Past 1.8e308: a DOUBLE's infinity, or an integer part of over 308 digits.
-            add(&ColumnStats::infinite,
-                "count_if((isinf(TRY_CAST(" + q + " AS DOUBLE)) AND NOT contains(lower(" + v +
-                    "), 'inf')) OR length(ltrim(replace(regexp_extract(" + v +
-                    ", '[0-9][0-9,]*'), ',', ''), '0')) > 308)");
+            add(&ColumnStats::infinite, "count_if((isinf(TRY_CAST(" + q +
+                                            " AS DOUBLE)) AND NOT contains(lower(" + v +
+                                            "), 'inf')) OR length(ltrim(replace(regexp_extract(" +
+                                            v + ", '[0-9][0-9,]*'), ',', ''), '0')) > 308)");
             // An integer part of more than 17 digits: ids a DOUBLE would merge. Long decimals
             // (3.14159265358979323846) are only more precise than a DOUBLE, which is no news.
-            add(&ColumnStats::long_digits,
-                "count_if(length(ltrim(replace(regexp_extract(" + v + ", '[0-9][0-9,]*'), ',', "
-                "''), '0')) > 17)");
+            add(&ColumnStats::long_digits, "count_if(length(ltrim(replace(regexp_extract(" + v +
+                                               ", '[0-9][0-9,]*'), ',', "
+                                               "''), '0')) > 17)");
             add(&ColumnStats::ints, matches("[+-]?[0-9]{1,18}"));
             add(&ColumnStats::long_ints, matches("[+-]?[0-9]{19,38}"));
             add(&ColumnStats::too_long, matches("[+-]?[0-9]{39,}"));
@@ -686,9 +711,9 @@ class Planner {
           if (level[i] == kText) {
             // Numbers written for people start with a bracket, a currency or Excel's '="'.
             const std::string currency = "(" + CsvCurrencyPattern() + ")";
-            add(&ColumnStats::numeric_start,
-                "count_if(regexp_matches(" + v + ", '^([+−-]?[.]?[0-9]|[(](" + currency +
-                    "\\s?)?[0-9]|[+−-]?" + currency + "|=\")'))");
+            add(&ColumnStats::numeric_start, "count_if(regexp_matches(" + v +
+                                                 ", '^([+−-]?[.]?[0-9]|[(](" + currency +
+                                                 "\\s?)?[0-9]|[+−-]?" + currency + "|=\")'))");
             if (quality) {
               const std::vector<std::string> checks = CsvTextQualityAggregates(q);
               add(&ColumnStats::distinct, checks[0]);
@@ -734,7 +759,8 @@ class Planner {
           if (level[i] == kFull) {
             add(&ColumnStats::doubles, "count(TRY_CAST(" + q + " AS DOUBLE))");
             add(&ColumnStats::decimal_comma,
-                matches("[+-]?([0-9]{1,3}(\\.[0-9]{3})+|[0-9]+),[0-9]+|[+-]?[0-9]{1,3}(\\.[0-9]{3})+"));
+                matches(
+                    "[+-]?([0-9]{1,3}(\\.[0-9]{3})+|[0-9]+),[0-9]+|[+-]?[0-9]{1,3}(\\.[0-9]{3})+"));
             add(&ColumnStats::thousands, matches("[+-]?[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]+)?"));
             add(&ColumnStats::thousands_decimals, matches("[+-]?[0-9]{1,3}(,[0-9]{3})+\\.[0-9]+"));
             add(&ColumnStats::dates, "count(TRY_CAST(" + q + " AS DATE))");
@@ -753,22 +779,24 @@ class Planner {
         }
         // The first query also records the lines a strict reading refuses.
         const bool record = first_pass && from == 0;
-        const std::string rows =
-            sample_ ? "(SELECT * FROM " + Reader(true) + " LIMIT " + std::to_string(kSampleRows) + ")"
-                    : Reader(true, record ? RejectsOptions(rejects) : "");
+        const std::string rows = sample_ ? "(SELECT * FROM " + Reader(true) + " LIMIT " +
+                                               std::to_string(kSampleRows) + ")"
+                                         : Reader(true, record ? RejectsOptions(rejects) : "");
         auto stats = run_(sql + " FROM " + rows);
         if (!stats) return std::unexpected(stats.error());
         if (record && !padded_ && !sample_) {
           // Lines with missing or extra fields were left out of this pass: read them padded.
-          auto ragged = run_("SELECT count(*) FROM " + rejects +
-                             " WHERE CAST(error_type AS VARCHAR) IN ('MISSING COLUMNS', 'TOO MANY COLUMNS')");
+          auto ragged =
+              run_("SELECT count(*) FROM " + rejects +
+                   " WHERE CAST(error_type AS VARCHAR) IN ('MISSING COLUMNS', 'TOO MANY COLUMNS')");
           if (ragged && !ragged->empty() && ragged->front()[0].value_or("0") != "0") {
             if (auto r = NoteRejects(rejects); !r) return std::unexpected(r.error());
             if (auto r = Repad(); !r) return std::unexpected(r.error());
             return false;
           }
         }
-        if (stats->size() != 1) return Fail(Error::Code::kInternal, "loader statistics returned no row");
+        if (stats->size() != 1)
+          return Fail(Error::Code::kInternal, "loader statistics returned no row");
         const auto& row = stats->front();
         auto num = [&](size_t k) { return std::stoll(row[k].value_or("0")); };
         total = num(0);
@@ -828,9 +856,8 @@ class Planner {
     for (size_t i = 0; i < cols.size(); ++i) {
       const auto it = sniffed_type.find(cols[i]);
       const std::string sniffed = it != sniffed_type.end() ? it->second : "VARCHAR";
-      const bool user_typed =
-          std::any_of(user_.types.begin(), user_.types.end(),
-                      [&](const auto& t) { return t.first == cols[i]; });
+      const bool user_typed = std::any_of(user_.types.begin(), user_.types.end(),
+                                          [&](const auto& t) { return t.first == cols[i]; });
       const std::string typed = Typed(QuoteIdent(cols[i]), sniffed);
       readings.push_back(DecideCsvColumn({cols[i], sniffed, typed, user_typed, header_rows > 0},
                                          stats_by_column[i], plan_.column_notes[cols[i]]));
@@ -850,11 +877,10 @@ class Planner {
       }
     }
     if (header_rows > 0) {
-      plan_.table_notes.push_back(
-          Plural(header_rows, "row repeats", "rows repeat") +
-          " the header mid-file (concatenated exports) and " + (header_rows == 1 ? "was" : "were") +
-          " dropped" + HeaderLines() + ": " + std::to_string(total - header_rows) +
-          " data rows remain");
+      plan_.table_notes.push_back(Plural(header_rows, "row repeats", "rows repeat") +
+                                  " the header mid-file (concatenated exports) and " +
+                                  (header_rows == 1 ? "was" : "were") + " dropped" + HeaderLines() +
+                                  ": " + std::to_string(total - header_rows) + " data rows remain");
     }
     if (!transformed) {
       // The sniffer was right about every column: read typed, which is also faster.
@@ -867,8 +893,8 @@ class Planner {
 
   // Which markers the columns that hold some are, and the sentinels among the numbers that
   // text columns start with: one more look at those columns only.
-  Result<void> FindMissingValues(const std::vector<std::string>& cols, const std::vector<int>& level,
-                                 std::vector<ColumnStats>& stats) {
+  Result<void> FindMissingValues(const std::vector<std::string>& cols,
+                                 const std::vector<int>& level, std::vector<ColumnStats>& stats) {
     const std::string rows = "(SELECT * FROM " + Reader(true) +
                              (sample_ ? " LIMIT " + std::to_string(kSampleRows) : "") + ")";
     for (size_t i = 0; i < cols.size(); ++i) {
@@ -908,7 +934,10 @@ class Planner {
     auto head = RawLines(s_.skip + 1);
     if (!head || head->empty()) return "";
     auto rows = run_("SELECT n FROM (SELECT line, row_number() OVER () AS n FROM " +
- (sample_ ? "(SELECT * FROM " + RawReader(true) + " LIMIT " + std::to_string(kSampleRows + 1) + ")" : RawReader(true)) + ") WHERE line = " + QuoteLiteral(head->back()) + " AND n > " +
+                     (sample_ ? "(SELECT * FROM " + RawReader(true) + " LIMIT " +
+                                    std::to_string(kSampleRows + 1) + ")"
+                              : RawReader(true)) +
+                     ") WHERE line = " + QuoteLiteral(head->back()) + " AND n > " +
                      std::to_string(s_.skip + 1) + " ORDER BY n LIMIT 6");
     if (!rows || rows->empty()) return "";
     std::string out;
@@ -929,17 +958,20 @@ class Planner {
   Result<void> NoteRaggedLines(const std::string& table) {
     auto lines = RawLines(s_.skip + 1);
     if (!lines || lines->empty()) return {};
-    const int64_t width = s_.header ? Fields(lines->back()) : static_cast<int64_t>(s_.columns.size());
+    const int64_t width =
+        s_.header ? Fields(lines->back()) : static_cast<int64_t>(s_.columns.size());
     std::string cols;
     for (int64_t i = 0; i < width && i < static_cast<int64_t>(s_.columns.size()); ++i) {
-      cols += (cols.empty() ? "" : ", ") + QuoteLiteral(s_.columns[static_cast<size_t>(i)].first) + ": 'VARCHAR'";
+      cols += (cols.empty() ? "" : ", ") + QuoteLiteral(s_.columns[static_cast<size_t>(i)].first) +
+              ": 'VARCHAR'";
     }
     std::string user = Dialect(false);
     if (const auto at = user.find(", types = {"); at != std::string::npos) {
       user.erase(at, user.find('}', at) + 1 - at);
     }
-    auto r = run_("SELECT count(*) FROM read_csv(" + lit_ + user + ", auto_detect = false, columns = {" +
-                  cols + "}" + RejectsOptions(table + "_strict") + ")");
+    auto r =
+        run_("SELECT count(*) FROM read_csv(" + lit_ + user + ", auto_detect = false, columns = {" +
+             cols + "}" + RejectsOptions(table + "_strict") + ")");
     if (!r) return {};  // the notes are best effort; the padded table itself is right
     return NoteRejects(table + "_strict");
   }
@@ -969,13 +1001,17 @@ class Planner {
     }
     const std::string more = rows->size() > 5 ? " (and more)" : "";
     if (n_missing > 0) {
-      plan_.table_notes.push_back("rows with fewer fields than the header were padded with "
-                                  "NULL: line " + missing + more);
+      plan_.table_notes.push_back(
+          "rows with fewer fields than the header were padded with "
+          "NULL: line " +
+          missing + more);
       noted_rejects_ = true;
     }
     if (n_extra > 0) {
-      plan_.table_notes.push_back("rows with more fields than the header were kept, the extra "
-                                  "fields in extra columns after the header's: line " + extra + more);
+      plan_.table_notes.push_back(
+          "rows with more fields than the header were kept, the extra "
+          "fields in extra columns after the header's: line " +
+          extra + more);
       noted_rejects_ = true;
     }
     if (n_other > 0 && strict_) {
@@ -1000,7 +1036,7 @@ class Planner {
   bool bom_big_endian_ = false;
   std::string forced_delimiter_;  // found by quarry (sep= line, header check), not the user
   int64_t forced_skip_ = 0;
-  bool forced_header_ = false;  // a header the sniffer missed (CheckHeader)
+  bool forced_header_ = false;     // a header the sniffer missed (CheckHeader)
   bool forced_no_header_ = false;  // a one-column file's first value (CheckOneColumnHeader)
   CsvPlan plan_;
 };

@@ -87,8 +87,9 @@ Result<CsvOptions> ParseCsvOptions(std::string_view query) {
       o.range = value;
     } else {
       return Fail(Error::Code::kUsage,
-                  "unknown CSV option '" + key + "': use delim, quote, header, skip, encoding, "
-                  "decimal, null or types (and for workbooks sheet and range)");
+                  "unknown CSV option '" + key +
+                      "': use delim, quote, header, skip, encoding, "
+                      "decimal, null or types (and for workbooks sheet and range)");
     }
   }
   return o;

@@ -87,10 +87,14 @@ Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, con
   const std::string folded = Folded(q);
   auto found = run(
       "WITH f AS (SELECT " + folded + " AS k, " + q + " AS v, count(*) AS n FROM " + rows +
-      " WHERE " + q + " IS NOT NULL GROUP BY ALL), g AS (SELECT k, count(*) OVER () AS groups, "
+      " WHERE " + q +
+      " IS NOT NULL GROUP BY ALL), g AS (SELECT k, count(*) OVER () AS groups, "
       "sum(n) AS rows FROM f GROUP BY k HAVING count(*) > 1 AND length(k) > 1 AND k NOT IN (" +
-      kMarkerList + ") AND NOT "
-      "(max(length(v)) <= 3 AND bool_and(lower(v) = " + Folded("v") + " AND v <> lower(v))) "
+      kMarkerList +
+      ") AND NOT "
+      "(max(length(v)) <= 3 AND bool_and(lower(v) = " +
+      Folded("v") +
+      " AND v <> lower(v))) "
       "ORDER BY rows DESC, k LIMIT 5) "
       "SELECT g.groups, f.k, f.v, f.n FROM f JOIN g USING (k) ORDER BY g.rows DESC, f.k, f.n DESC, "
       "f.v");
@@ -108,10 +112,9 @@ Result<void> NoteNearDuplicates(const RunRows& run, const std::string& rows, con
     }
     shown += Shown(row[2].value_or("")) + " (" + Plural(Int(row[3]), "row", "rows") + ")";
   }
-  notes.push_back(
-      "values that differ only in spaces, case or Unicode form group apart: " + shown +
-      (groups > 5 ? "; " + std::to_string(groups) + " such groups in all" : "") +
-      ". GROUP BY " + folded + " counts each as one; the data keeps them as written");
+  notes.push_back("values that differ only in spaces, case or Unicode form group apart: " + shown +
+                  (groups > 5 ? "; " + std::to_string(groups) + " such groups in all" : "") +
+                  ". GROUP BY " + folded + " counts each as one; the data keeps them as written");
   return {};
 }
 
@@ -121,8 +124,8 @@ std::string UnitName(std::string unit) {
   if (unit.size() >= 2) {
     for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  static const std::set<std::string> kPlurals = {"lbs", "kgs", "hrs", "mins", "secs", "pcs",
-                                                 "yds", "ozs", "gals", "pts", "qts"};
+  static const std::set<std::string> kPlurals = {"lbs", "kgs", "hrs",  "mins", "secs", "pcs",
+                                                 "yds", "ozs", "gals", "pts",  "qts"};
   if (kPlurals.count(unit) > 0) unit.pop_back();
   return unit;
 }
@@ -131,15 +134,18 @@ std::string UnitName(std::string unit) {
 // power, speed, temperature, and the scale letters k, M and bn.
 bool KnownUnit(const std::string& u) {
   static const std::set<std::string> kUnits = {
-      "mg", "g", "kg", "t", "lb", "oz", "st", "ton", "tons", "mm", "cm", "m", "km", "in", "ft",
-      "yd", "mi", "nm", "µm", "m2", "km2", "ha", "sqft", "acre", "acres", "ml", "cl", "dl", "l",
-      "L", "gal", "qt", "pt", "floz", "cup", "cups", "tbsp", "tsp", "ms", "s", "sec", "min", "h",
-      "hr", "hour", "hours", "d", "day", "days", "wk", "week", "weeks", "mo", "month", "months",
-      "yr", "year", "years", "b", "B", "kb", "mb", "gb", "tb", "pb", "kib", "mib", "gib", "tib",
-      "bit", "bits", "kbps", "mbps", "gbps", "j", "kj", "mj", "cal", "kcal", "wh", "kwh", "mwh",
-      "w", "W", "kw", "mw", "hp", "mph", "kmh", "kph", "knots", "°", "°c", "°f", "C", "F", "K",
-      "k", "M", "bn", "pa", "kpa", "hpa", "bar", "psi", "v", "V", "mv", "kv", "a", "A", "ma",
-      "hz", "khz", "mhz", "ghz", "rpm", "ppm", "ppb", "mol", "mmol", "iu", "x"};
+      "mg",   "g",     "kg",    "t",    "lb",   "oz",   "st",   "ton",   "tons", "mm",    "cm",
+      "m",    "km",    "in",    "ft",   "yd",   "mi",   "nm",   "µm",    "m2",   "km2",   "ha",
+      "sqft", "acre",  "acres", "ml",   "cl",   "dl",   "l",    "L",     "gal",  "qt",    "pt",
+      "floz", "cup",   "cups",  "tbsp", "tsp",  "ms",   "s",    "sec",   "min",  "h",     "hr",
+      "hour", "hours", "d",     "day",  "days", "wk",   "week", "weeks", "mo",   "month", "months",
+      "yr",   "year",  "years", "b",    "B",    "kb",   "mb",   "gb",    "tb",   "pb",    "kib",
+      "mib",  "gib",   "tib",   "bit",  "bits", "kbps", "mbps", "gbps",  "j",    "kj",    "mj",
+      "cal",  "kcal",  "wh",    "kwh",  "mwh",  "w",    "W",    "kw",    "mw",   "hp",    "mph",
+      "kmh",  "kph",   "knots", "°",    "°c",   "°f",   "C",    "F",     "K",    "k",     "M",
+      "bn",   "pa",    "kpa",   "hpa",  "bar",  "psi",  "v",    "V",     "mv",   "kv",    "a",
+      "A",    "ma",    "hz",    "khz",  "mhz",  "ghz",  "rpm",  "ppm",   "ppb",  "mol",   "mmol",
+      "iu",   "x"};
   return kUnits.count(u) > 0;
 }
 
@@ -149,11 +155,16 @@ Result<void> NoteMixedUnits(const RunRows& run, const std::string& rows, const s
                             std::vector<std::string>& notes) {
   const std::string q = QuoteIdent(col);
   const std::string t = "trim(" + q + ")";
-  auto units = run("SELECT regexp_extract(" + t + ", '[0-9.,]\\s?(°?[A-Za-zµ]+|°)\\.?$', 1) AS u, "
-                   "count(*) AS n, count_if(regexp_matches(" + t + ", '^[+-]?[0-9]+,[0-9]{1,2}"
-                   "([^0-9]|$)')) AS comma, count_if(regexp_matches(" + t + ", '^[+-]?[0-9]{1,3}"
-                   "(,[0-9]{3})+([^0-9]|$)')) AS grouped FROM " + rows + " WHERE " + q +
-                   " IS NOT NULL GROUP BY u ORDER BY n DESC, u LIMIT 50");
+  auto units = run("SELECT regexp_extract(" + t +
+                   ", '[0-9.,]\\s?(°?[A-Za-zµ]+|°)\\.?$', 1) AS u, "
+                   "count(*) AS n, count_if(regexp_matches(" +
+                   t +
+                   ", '^[+-]?[0-9]+,[0-9]{1,2}"
+                   "([^0-9]|$)')) AS comma, count_if(regexp_matches(" +
+                   t +
+                   ", '^[+-]?[0-9]{1,3}"
+                   "(,[0-9]{3})+([^0-9]|$)')) AS grouped FROM " +
+                   rows + " WHERE " + q + " IS NOT NULL GROUP BY u ORDER BY n DESC, u LIMIT 50");
   if (!units) return std::unexpected(units.error());
   // No units: ordinals (1st), times of day (10am), and CR/DR, which are a sign (a credit).
   static const std::set<std::string> kNoUnits = {"st", "nd", "rd", "th", "am", "pm", "cr", "dr"};
@@ -189,16 +200,17 @@ Result<void> NoteMixedUnits(const RunRows& run, const std::string& rows, const s
   }
   // The number alone, as the values write it: '1,500 g' is 1500, and with decimal commas
   // '1,5 kg' is 1.5.
-  const std::string recipe =
-      comma > grouped
-          ? "TRY_CAST(replace(replace(regexp_extract(" + t + ", '^[+-]?[0-9][0-9.]*,?[0-9]*'), "
-            "'.', ''), ',', '.') AS DOUBLE)"
-          : "TRY_CAST(replace(regexp_extract(" + t + ", '^[+-]?[0-9][0-9,]*[.]?[0-9]*'), ',', "
-            "'') AS DOUBLE)";
+  const std::string recipe = comma > grouped ? "TRY_CAST(replace(replace(regexp_extract(" + t +
+                                                   ", '^[+-]?[0-9][0-9.]*,?[0-9]*'), "
+                                                   "'.', ''), ',', '.') AS DOUBLE)"
+                                             : "TRY_CAST(replace(regexp_extract(" + t +
+                                                   ", '^[+-]?[0-9][0-9,]*[.]?[0-9]*'), ',', "
+                                                   "'') AS DOUBLE)";
   if (kinds < 2) {
     notes.push_back("numbers in " + shown + " and " + Plural(bare, "number", "numbers") +
                     " with no unit: find out which unit those are before comparing or summing "
-                    "(the number alone is " + recipe + ")");
+                    "(the number alone is " +
+                    recipe + ")");
     return {};
   }
   notes.push_back("numbers in mixed units: " + shown +
@@ -235,8 +247,11 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
     const std::string v = "v" + std::to_string(i);
     values += ", TRY_CAST(" + numeric[i].number + " AS DOUBLE) AS " + v;
     const std::string kept = "CASE WHEN NOT tot THEN " + v + " END";
-    sums += ", " + v + ", sum(" + kept + ") OVER (ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING "
-            "AND 1 PRECEDING), sum(" + kept + ") OVER (), count(" + kept + ") OVER (ORDER BY rn "
+    sums += ", " + v + ", sum(" + kept +
+            ") OVER (ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING "
+            "AND 1 PRECEDING), sum(" +
+            kept + ") OVER (), count(" + kept +
+            ") OVER (ORDER BY rn "
             "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)";
   }
   std::string is_total;
@@ -253,10 +268,14 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
   // and row_number() numbers them so.
   auto found = run("WITH r AS (SELECT row_number() OVER () AS rn, count(*) OVER () AS last, " +
                    (blank ? std::string("NULL") : l) + " AS label, " + is_total + " AS tot" +
-                   values + " FROM " + rows + ") SELECT rn, label, rn = last, "
-                   "coalesce(regexp_full_match(" + folded + ", '" + kWeakTotalLabel + "'), false), "
-                   "coalesce(regexp_full_match(" + folded + ", '" + kBareTotalLabel + "'), false)" +
-                   sums + " FROM r QUALIFY tot ORDER BY rn LIMIT 1000");
+                   values + " FROM " + rows +
+                   ") SELECT rn, label, rn = last, "
+                   "coalesce(regexp_full_match(" +
+                   folded + ", '" + kWeakTotalLabel +
+                   "'), false), "
+                   "coalesce(regexp_full_match(" +
+                   folded + ", '" + kBareTotalLabel + "'), false)" + sums +
+                   " FROM r QUALIFY tot ORDER BY rn LIMIT 1000");
   if (!found) return std::unexpected(found.error());
   constexpr size_t kFirst = 5;  // the columns before each number's
   constexpr size_t kPer = 4;    // the value, the sum before it, the sum of all, the count before
@@ -265,8 +284,8 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
     std::string label;
     bool total = false, weak = false, grand_last = false, bare = false;
     std::set<std::string> columns;
-    bool before = false;         // a grand total of rows below it too
-    std::string missed;          // a bare label's number against what the rows add up to
+    bool before = false;  // a grand total of rows below it too
+    std::string missed;   // a bare label's number against what the rows add up to
   };
   std::vector<Row> candidates;
   std::vector<double> block_start(numeric.size(), 0.0);
@@ -293,8 +312,8 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
       const double block = prefix[i] - block_start[i];
       const bool nonzero = std::fabs(*x) > tolerance;
       const bool grand = std::fabs(*x - all) <= tolerance;
-      const bool subtotal = std::fabs(*x - block) <= tolerance &&
-                            (!blank || counted[i] - block_rows[i] >= 2);
+      const bool subtotal =
+          std::fabs(*x - block) <= tolerance && (!blank || counted[i] - block_rows[i] >= 2);
       if (nonzero && (grand || subtotal)) {
         ++matched;
         grand_matched += grand ? 1 : 0;
@@ -337,9 +356,10 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
       if (!r.bare || r.missed.empty() || candidates.size() > 1) continue;
       notes.push_back("a row labelled " + Shown(r.label) + " (row " + std::to_string(r.at) +
                       ") reads like a total, but its numbers are not the sum of the other rows (" +
-                      r.missed + "): a rounded or partial total? SUM over the column counts it "
-                      "with the rest; leave it out with WHERE " + l + " <> " +
-                      QuoteLiteral(r.label));
+                      r.missed +
+                      "): a rounded or partial total? SUM over the column counts it "
+                      "with the rest; leave it out with WHERE " +
+                      l + " <> " + QuoteLiteral(r.label));
       break;
     }
     return {};
@@ -350,8 +370,9 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
   for (size_t i = 0; i < totals.size(); ++i) {
     const Row& r = *totals[i];
     if (i < 5) {
-      rows_shown += (i ? ", " : "") + (blank ? std::string("row ") + std::to_string(r.at)
-                                             : Shown(r.label) + " (row " + std::to_string(r.at) + ")");
+      rows_shown +=
+          (i ? ", " : "") + (blank ? std::string("row ") + std::to_string(r.at)
+                                   : Shown(r.label) + " (row " + std::to_string(r.at) + ")");
     }
     if (distinct_labels.insert(r.label).second) {
       in_list += (in_list.empty() ? "" : ", ") + QuoteLiteral(r.label);
@@ -366,18 +387,21 @@ Result<void> NoteTotalRows(const RunRows& run, const std::string& rows, const To
     filter = QuoteIdent(search.unlabelled.front()) + " IS NOT NULL";
   } else {
     // A long list of labels is no filter to copy: the pattern they all match is.
-    filter = distinct_labels.size() <= 8
-                 ? l + " NOT IN (" + in_list + ")"
-                 : "NOT coalesce(regexp_full_match(lower(trim(" + l + ")), '" + kTotalLabel +
-                       "'), false)";
+    filter = distinct_labels.size() <= 8 ? l + " NOT IN (" + in_list + ")"
+                                         : "NOT coalesce(regexp_full_match(lower(trim(" + l +
+                                               ")), '" + kTotalLabel + "'), false)";
   }
-  notes.push_back(
-      (one ? std::string("a row") : std::to_string(totals.size()) + " rows") +
-      (blank ? " with no label" : "") + (one ? " holds the total" : " hold totals or subtotals") +
-      " of the " + (before_rows ? std::string("other rows") : one ? "rows above it" : "rows above them") +
-      " in " + cols + ": " + rows_shown + (totals.size() > 5 ? ", ..." : "") +
-      ". SUM over the column counts " + (one ? "it" : "them") + " on top of the rows they add "
-      "up; leave " + (one ? "it" : "them") + " out with WHERE " + filter);
+  notes.push_back((one ? std::string("a row") : std::to_string(totals.size()) + " rows") +
+                  (blank ? " with no label" : "") +
+                  (one ? " holds the total" : " hold totals or subtotals") + " of the " +
+                  (before_rows ? std::string("other rows")
+                   : one       ? "rows above it"
+                               : "rows above them") +
+                  " in " + cols + ": " + rows_shown + (totals.size() > 5 ? ", ..." : "") +
+                  ". SUM over the column counts " + (one ? "it" : "them") +
+                  " on top of the rows they add "
+                  "up; leave " +
+                  (one ? "it" : "them") + " out with WHERE " + filter);
   return {};
 }
 
@@ -391,13 +415,13 @@ struct Currency {
   const char* kind;
 };
 constexpr Currency kCurrencyTokens[] = {
-    {"$", "$ or USD"}, {"€", "€ or EUR"}, {"£", "£ or GBP"}, {"¥", "¥ or JPY"},
+    {"$", "$ or USD"},   {"€", "€ or EUR"},   {"£", "£ or GBP"},   {"¥", "¥ or JPY"},
     {"US$", "$ or USD"}, {"USD", "$ or USD"}, {"EUR", "€ or EUR"}, {"GBP", "£ or GBP"},
-    {"JPY", "¥ or JPY"},
-    {"CHF", "CHF"}, {"CAD", "CAD"},
-    {"AUD", "AUD"}, {"NZD", "NZD"}, {"CNY", "CNY"}, {"HKD", "HKD"}, {"SGD", "SGD"},
-    {"INR", "INR"}, {"SEK", "SEK"}, {"NOK", "NOK"}, {"DKK", "DKK"}, {"PLN", "PLN"},
-    {"CZK", "CZK"}, {"ZAR", "ZAR"}, {"BRL", "BRL"}, {"MXN", "MXN"}};
+    {"JPY", "¥ or JPY"}, {"CHF", "CHF"},      {"CAD", "CAD"},      {"AUD", "AUD"},
+    {"NZD", "NZD"},      {"CNY", "CNY"},      {"HKD", "HKD"},      {"SGD", "SGD"},
+    {"INR", "INR"},      {"SEK", "SEK"},      {"NOK", "NOK"},      {"DKK", "DKK"},
+    {"PLN", "PLN"},      {"CZK", "CZK"},      {"ZAR", "ZAR"},      {"BRL", "BRL"},
+    {"MXN", "MXN"}};
 
 // An optional space between a number and what it carries, the no-break ones included.
 constexpr const char* kGap = "[\\s\\x{00A0}\\x{202F}]?";
@@ -459,13 +483,16 @@ std::string CsvPeopleNumber(const std::string& v, const char* cast, bool decimal
   const std::string t = "trim(" + v + ")";
   // What surrounds the number goes; what is inside it stays, so '10-20' fails to read.
   const std::string digits =
-      decimal_comma
-          ? "replace(regexp_replace(" + t + ", '^[^0-9,]*|[^0-9,]*$|[.\\s\\x{00A0}\\x{202F}]', "
-            "'', 'g'), ',', '.')"
-          : "regexp_replace(" + t + ", '^[^0-9.]*|[^0-9.]*$|[,\\s\\x{00A0}\\x{202F}\\x{27}\\x{2019}]', "
-            "'', 'g')";
-  return "(CASE WHEN regexp_matches(" + t + ", '^[^0-9]*[(\\x{2212}-]|[\\x{2212}-]$') THEN -1 ELSE 1 "
-         "END) * " + cast + "(" + digits + " AS DOUBLE)";
+      decimal_comma ? "replace(regexp_replace(" + t +
+                          ", '^[^0-9,]*|[^0-9,]*$|[.\\s\\x{00A0}\\x{202F}]', "
+                          "'', 'g'), ',', '.')"
+                    : "regexp_replace(" + t +
+                          ", '^[^0-9.]*|[^0-9.]*$|[,\\s\\x{00A0}\\x{202F}\\x{27}\\x{2019}]', "
+                          "'', 'g')";
+  return "(CASE WHEN regexp_matches(" + t +
+         ", '^[^0-9]*[(\\x{2212}-]|[\\x{2212}-]$') THEN -1 ELSE 1 "
+         "END) * " +
+         cast + "(" + digits + " AS DOUBLE)";
 }
 
 bool CsvNumericType(const std::string& type) {
@@ -475,8 +502,7 @@ bool CsvNumericType(const std::string& type) {
 }
 
 std::vector<std::string> CsvTextQualityAggregates(const std::string& q) {
-  return {"count(DISTINCT " + q + ")",
-          "count(DISTINCT " + Folded(q) + ")",
+  return {"count(DISTINCT " + q + ")", "count(DISTINCT " + Folded(q) + ")",
           "count_if(regexp_full_match(lower(trim(" + q + ")), '" + kTotalLabel + "'))",
           "count_if(regexp_full_match(lower(trim(" + q + ")), '" + kNumberWithUnit + "'))"};
 }

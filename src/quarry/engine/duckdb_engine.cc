@@ -43,7 +43,8 @@ class DuckDbEngine final : public Engine {
         (outcome.error().message.find("CSV Error") != std::string::npos ||
          outcome.error().message.find("Could not convert") != std::string::npos ||
          outcome.error().message.find("Could not parse string") != std::string::npos) &&
-        std::any_of(files_.begin(), files_.end(), [](const FileTable& f) { return f.csv && !f.deep; })) {
+        std::any_of(files_.begin(), files_.end(),
+                    [](const FileTable& f) { return f.csv && !f.deep; })) {
       if (auto r = Deepen(); !r) {
         return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", r.error().message});
       }
@@ -74,11 +75,12 @@ class DuckDbEngine final : public Engine {
     if (count != 1) {
       // The text layer already saw one statement; DuckDB expands a PIVOT without an IN list
       // into a second query that looks up the values.
-      return std::unexpected(QueryFailure{
-          FailureClass::kGuardViolation, "single_statement",
-          "guard: exactly one statement is allowed, and this one expands into " +
-              std::to_string(count) + " (a PIVOT needs an explicit list: PIVOT t ON c IN "
-                                      "('a', 'b') USING sum(x))"});
+      return std::unexpected(
+          QueryFailure{FailureClass::kGuardViolation, "single_statement",
+                       "guard: exactly one statement is allowed, and this one expands into " +
+                           std::to_string(count) +
+                           " (a PIVOT needs an explicit list: PIVOT t ON c IN "
+                           "('a', 'b') USING sum(x))"});
     }
     Prepared stmt;
     if (duckdb_prepare_extracted_statement(conn_.get(), extracted.get(), 0, stmt.out()) ==
@@ -106,13 +108,21 @@ class DuckDbEngine final : public Engine {
       const duckdb_type type = duckdb_prepared_statement_column_type(stmt.get(), c);
       types.push_back(TypeName(type));
       switch (type) {
-        case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
-        case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_HUGEINT: case DUCKDB_TYPE_UTINYINT:
-        case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT:
-        case DUCKDB_TYPE_UHUGEINT: case DUCKDB_TYPE_BIGNUM:
+        case DUCKDB_TYPE_TINYINT:
+        case DUCKDB_TYPE_SMALLINT:
+        case DUCKDB_TYPE_INTEGER:
+        case DUCKDB_TYPE_BIGINT:
+        case DUCKDB_TYPE_HUGEINT:
+        case DUCKDB_TYPE_UTINYINT:
+        case DUCKDB_TYPE_USMALLINT:
+        case DUCKDB_TYPE_UINTEGER:
+        case DUCKDB_TYPE_UBIGINT:
+        case DUCKDB_TYPE_UHUGEINT:
+        case DUCKDB_TYPE_BIGNUM:
           kinds.push_back(CellKind::kInteger);
           break;
-        case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DOUBLE:
+        case DUCKDB_TYPE_FLOAT:
+        case DUCKDB_TYPE_DOUBLE:
           kinds.push_back(CellKind::kReal);
           break;
         case DUCKDB_TYPE_DECIMAL: {
@@ -127,13 +137,19 @@ class DuckDbEngine final : public Engine {
           kinds.push_back(CellKind::kDecimal);
           break;
         }
-        case DUCKDB_TYPE_BOOLEAN: kinds.push_back(CellKind::kBoolean); break;
-        case DUCKDB_TYPE_BLOB: kinds.push_back(CellKind::kBlob); break;
-        default: kinds.push_back(CellKind::kText);
+        case DUCKDB_TYPE_BOOLEAN:
+          kinds.push_back(CellKind::kBoolean);
+          break;
+        case DUCKDB_TYPE_BLOB:
+          kinds.push_back(CellKind::kBlob);
+          break;
+        default:
+          kinds.push_back(CellKind::kText);
       }
     }
     std::string inner = text;
-    while (!inner.empty() && (std::isspace(static_cast<unsigned char>(inner.back())) || inner.back() == ';')) {
+    while (!inner.empty() &&
+           (std::isspace(static_cast<unsigned char>(inner.back())) || inner.back() == ';')) {
       inner.pop_back();
     }
     Prepared wrapped;
@@ -161,7 +177,8 @@ class DuckDbEngine final : public Engine {
     const idx_t cols = duckdb_column_count(result.get());
     for (idx_t c = 0; c < cols; ++c) {
       table.columns.push_back(c < names.size() ? names[c] : duckdb_column_name(result.get(), c));
-      table.types.push_back(c < types.size() ? types[c] : TypeName(duckdb_column_type(result.get(), c)));
+      table.types.push_back(c < types.size() ? types[c]
+                                             : TypeName(duckdb_column_type(result.get(), c)));
     }
     const idx_t rows = duckdb_row_count(result.get());
     table.row_count = static_cast<int64_t>(rows);
@@ -172,7 +189,7 @@ class DuckDbEngine final : public Engine {
       std::vector<CellKind> row_kinds;
       for (idx_t c = 0; c < cols; ++c) {
         row.push_back(Cell(result.get(), c, r));
-        row_kinds.push_back(!row.back()     ? CellKind::kNull
+        row_kinds.push_back(!row.back()        ? CellKind::kNull
                             : c < kinds.size() ? kinds[c]
                                                : CellKind::kText);
       }
@@ -196,9 +213,9 @@ class DuckDbEngine final : public Engine {
       // must not cost it once per statement.
       int64_t timeout_ms = load_timeout_ms_;
       if (load_timeout_ms_ > 0 && table_deadline_) {
-        timeout_ms = std::max<int64_t>(
-            1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                   *table_deadline_ - std::chrono::steady_clock::now()).count());
+        timeout_ms = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              *table_deadline_ - std::chrono::steady_clock::now())
+                                              .count());
       }
       Watchdog watchdog(conn_.get(), timeout_ms, &progress_, stage_, load_stop_);
       state = duckdb_query(conn_.get(), sql.c_str(), result.out());
@@ -208,7 +225,9 @@ class DuckDbEngine final : public Engine {
       state = duckdb_query(conn_.get(), sql.c_str(), result.out());
     }
     if (state == DuckDBError) {
-      if (cancelled) return Fail(Error::Code::kCancelled, "loading was interrupted: the caller asked it to stop");
+      if (cancelled)
+        return Fail(Error::Code::kCancelled,
+                    "loading was interrupted: the caller asked it to stop");
       if (timed_out) {
         return Fail(Error::Code::kData, (stage_.empty() ? std::string("loading") : stage_) +
                                             " took longer than " +
@@ -229,37 +248,68 @@ class DuckDbEngine final : public Engine {
 
   static std::string TypeName(duckdb_type t) {
     switch (t) {
-      case DUCKDB_TYPE_BOOLEAN: return "BOOLEAN";
-      case DUCKDB_TYPE_TINYINT: return "TINYINT";
-      case DUCKDB_TYPE_SMALLINT: return "SMALLINT";
-      case DUCKDB_TYPE_INTEGER: return "INTEGER";
-      case DUCKDB_TYPE_BIGINT: return "BIGINT";
-      case DUCKDB_TYPE_HUGEINT: return "HUGEINT";
-      case DUCKDB_TYPE_FLOAT: return "FLOAT";
-      case DUCKDB_TYPE_DOUBLE: return "DOUBLE";
-      case DUCKDB_TYPE_DECIMAL: return "DECIMAL";
-      case DUCKDB_TYPE_DATE: return "DATE";
-      case DUCKDB_TYPE_TIMESTAMP: return "TIMESTAMP";
-      case DUCKDB_TYPE_TIME: return "TIME";
-      case DUCKDB_TYPE_INTERVAL: return "INTERVAL";
-      case DUCKDB_TYPE_VARCHAR: return "VARCHAR";
-      case DUCKDB_TYPE_BLOB: return "BLOB";
-      case DUCKDB_TYPE_LIST: return "LIST";
-      case DUCKDB_TYPE_STRUCT: return "STRUCT";
-      case DUCKDB_TYPE_MAP: return "MAP";
-      case DUCKDB_TYPE_UUID: return "UUID";
-      case DUCKDB_TYPE_TIMESTAMP_TZ: return "TIMESTAMP WITH TIME ZONE";
-      case DUCKDB_TYPE_TIMESTAMP_S: return "TIMESTAMP_S";
-      case DUCKDB_TYPE_TIMESTAMP_MS: return "TIMESTAMP_MS";
-      case DUCKDB_TYPE_TIMESTAMP_NS: return "TIMESTAMP_NS";
-      case DUCKDB_TYPE_ENUM: return "ENUM";
-      case DUCKDB_TYPE_ARRAY: return "ARRAY";
-      case DUCKDB_TYPE_UBIGINT: return "UBIGINT";
-      case DUCKDB_TYPE_UINTEGER: return "UINTEGER";
-      case DUCKDB_TYPE_USMALLINT: return "USMALLINT";
-      case DUCKDB_TYPE_UTINYINT: return "UTINYINT";
-      case DUCKDB_TYPE_TIME_TZ: return "TIME WITH TIME ZONE";
-      default: return "OTHER";
+      case DUCKDB_TYPE_BOOLEAN:
+        return "BOOLEAN";
+      case DUCKDB_TYPE_TINYINT:
+        return "TINYINT";
+      case DUCKDB_TYPE_SMALLINT:
+        return "SMALLINT";
+      case DUCKDB_TYPE_INTEGER:
+        return "INTEGER";
+      case DUCKDB_TYPE_BIGINT:
+        return "BIGINT";
+      case DUCKDB_TYPE_HUGEINT:
+        return "HUGEINT";
+      case DUCKDB_TYPE_FLOAT:
+        return "FLOAT";
+      case DUCKDB_TYPE_DOUBLE:
+        return "DOUBLE";
+      case DUCKDB_TYPE_DECIMAL:
+        return "DECIMAL";
+      case DUCKDB_TYPE_DATE:
+        return "DATE";
+      case DUCKDB_TYPE_TIMESTAMP:
+        return "TIMESTAMP";
+      case DUCKDB_TYPE_TIME:
+        return "TIME";
+      case DUCKDB_TYPE_INTERVAL:
+        return "INTERVAL";
+      case DUCKDB_TYPE_VARCHAR:
+        return "VARCHAR";
+      case DUCKDB_TYPE_BLOB:
+        return "BLOB";
+      case DUCKDB_TYPE_LIST:
+        return "LIST";
+      case DUCKDB_TYPE_STRUCT:
+        return "STRUCT";
+      case DUCKDB_TYPE_MAP:
+        return "MAP";
+      case DUCKDB_TYPE_UUID:
+        return "UUID";
+      case DUCKDB_TYPE_TIMESTAMP_TZ:
+        return "TIMESTAMP WITH TIME ZONE";
+      case DUCKDB_TYPE_TIMESTAMP_S:
+        return "TIMESTAMP_S";
+      case DUCKDB_TYPE_TIMESTAMP_MS:
+        return "TIMESTAMP_MS";
+      case DUCKDB_TYPE_TIMESTAMP_NS:
+        return "TIMESTAMP_NS";
+      case DUCKDB_TYPE_ENUM:
+        return "ENUM";
+      case DUCKDB_TYPE_ARRAY:
+        return "ARRAY";
+      case DUCKDB_TYPE_UBIGINT:
+        return "UBIGINT";
+      case DUCKDB_TYPE_UINTEGER:
+        return "UINTEGER";
+      case DUCKDB_TYPE_USMALLINT:
+        return "USMALLINT";
+      case DUCKDB_TYPE_UTINYINT:
+        return "UTINYINT";
+      case DUCKDB_TYPE_TIME_TZ:
+        return "TIME WITH TIME ZONE";
+      default:
+        return "OTHER";
     }
   }
 
@@ -285,8 +335,8 @@ class DuckDbEngine final : public Engine {
       // Every error names the file it came from: in a loop over files, "cannot load a.csv"
       // must not be said of b.csv.
       stage_ = "describing " + name;
-      table_deadline_ = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(load_timeout_ms_);
+      table_deadline_ =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(load_timeout_ms_);
       const struct ClearDeadline {
         std::optional<std::chrono::steady_clock::time_point>& deadline;
         ~ClearDeadline() { deadline.reset(); }
@@ -296,7 +346,8 @@ class DuckDbEngine final : public Engine {
         TableCard unreadable;
         unreadable.name = name;
         unreadable.source = source;
-        unreadable.notes.push_back("cannot be queried: " + ForCard(name, FirstLine(desc.error().message)));
+        unreadable.notes.push_back("cannot be queried: " +
+                                   ForCard(name, FirstLine(desc.error().message)));
         cards_.push_back(std::move(unreadable));
         table_names_.push_back(name);
         continue;
@@ -323,8 +374,8 @@ class DuckDbEngine final : public Engine {
       if (profile) {
         stage_ = "profiling " + name;
         TableCard described = card;
-        auto r = ProfileDuckDb(card, sql_name, columns,
-                               [this](const std::string& s) { return RunTrusted(s); }, exact);
+        auto r = ProfileDuckDb(
+            card, sql_name, columns, [this](const std::string& s) { return RunTrusted(s); }, exact);
         if (!r && database && r.error().code != Error::Code::kCancelled) {
           card = std::move(described);
           card.notes.push_back("no statistics: " + ForCard(name, FirstLine(r.error().message)));
@@ -354,11 +405,14 @@ class DuckDbEngine final : public Engine {
       auto plan = PlanCsv([this](const std::string& s) { return RunTrusted(s); }, f.read,
                           f.format == SourceFormat::kTsv, f.options, true);
       if (!plan) return std::unexpected(Context(plan.error(), "cannot load " + f.path));
-      if (auto r = RunTrusted("CREATE OR REPLACE VIEW " + QuoteIdent(f.name) + " AS " + plan->select); !r) {
+      if (auto r =
+              RunTrusted("CREATE OR REPLACE VIEW " + QuoteIdent(f.name) + " AS " + plan->select);
+          !r) {
         return std::unexpected(Context(r.error(), "cannot load " + f.path));
       }
       f.plan = std::move(*plan);
-      f.plan.table_notes.insert(f.plan.table_notes.begin(), f.read_notes.begin(), f.read_notes.end());
+      f.plan.table_notes.insert(f.plan.table_notes.begin(), f.read_notes.begin(),
+                                f.read_notes.end());
       f.plan.table_notes.insert(
           f.plan.table_notes.begin(),
           "a value past the sniffer's sample did not fit the sample's reading: every row was "
@@ -419,13 +473,15 @@ class DuckDbEngine final : public Engine {
   // A workbook: one table per sheet (book_sheet), each read from a CSV copy of its cells.
   Result<std::vector<FileTable>> CopySheets(const FileTable& book, size_t index) {
     if (spill_.path().empty()) {
-      return Fail(Error::Code::kData, "cannot load " + book.path + ": a workbook is read through "
-                                      "a copy in a private temporary directory, and none could be "
-                                      "made; check TMPDIR");
+      return Fail(Error::Code::kData,
+                  "cannot load " + book.path +
+                      ": a workbook is read through "
+                      "a copy in a private temporary directory, and none could be "
+                      "made; check TMPDIR");
     }
-    auto copies = CopySheetsAsCsv(book.abs, book.path, book.format, book.options.sheet,
-                                  book.options.range, book.options.header.value_or(true),
-                                  spill_.path(), index, load_stop_);
+    auto copies =
+        CopySheetsAsCsv(book.abs, book.path, book.format, book.options.sheet, book.options.range,
+                        book.options.header.value_or(true), spill_.path(), index, load_stop_);
     if (!copies) return std::unexpected(Context(copies.error(), "cannot load " + book.path));
     std::vector<FileTable> sheets;
     for (auto& copy : *copies) {
@@ -471,9 +527,9 @@ class DuckDbEngine final : public Engine {
     }
     if (progress_) {
       // A connection's own setting: without it duckdb_query_progress always answers -1.
-      for (const char* set : {"SET enable_progress_bar = true",
-                              "SET enable_progress_bar_print = false",
-                              "SET progress_bar_time = 1000"}) {
+      for (const char* set :
+           {"SET enable_progress_bar = true", "SET enable_progress_bar_print = false",
+            "SET progress_bar_time = 1000"}) {
         if (auto r = RunTrusted(set); !r) progress_ = nullptr;
       }
     }
@@ -563,11 +619,9 @@ std::string ReaderFor(SourceFormat format, const std::string& path) {
   return "read_json_auto(" + lit + ")";
 }
 
-
 }  // namespace
 
-QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql,
-                                      const Limits& limits) {
+QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql, const Limits& limits) {
   auto* duck = dynamic_cast<DuckDbEngine*>(&engine);
   if (!duck) {
     return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", "not a DuckDB engine"});
@@ -661,7 +715,8 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
         f.cached.reset();
         f.plan.table_notes.clear();
         source->notes.clear();
-        if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint, options.stop); full) *source = *full;
+        if (auto full = Fingerprint(paths[i], formats[i], options.fingerprint, options.stop); full)
+          *source = *full;
         source->cache = CacheUse::kMiss;
       }
     }
@@ -706,8 +761,8 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
     if (f.read != f.abs && !f.cached) engine->sources_[i].read_copy = f.read;
     auto r = engine->RunTrusted("CREATE VIEW " + QuoteIdent(f.name) + " AS " + select);
     if (!r) {
-      return Fail(Error::Code::kData, context + " as " + std::string(SourceFormatName(f.format)) + ": " +
-                                          r.error().message.substr(0, 300));
+      return Fail(Error::Code::kData, context + " as " + std::string(SourceFormatName(f.format)) +
+                                          ": " + r.error().message.substr(0, 300));
     }
   }
   if (auto r = engine->BuildCards(tables, options.profile, total_bytes <= kExactBytes); !r) {
@@ -715,8 +770,9 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
   }
   for (const TableCard& card : engine->cards_) {
     if (card.profiled && card.row_count == 0) {
-      return Fail(Error::Code::kData, card.source + " has a header but no rows: there is nothing "
-                                                    "to query; add data rows or pick another file");
+      return Fail(Error::Code::kData, card.source +
+                                          " has a header but no rows: there is nothing "
+                                          "to query; add data rows or pick another file");
     }
   }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());
@@ -740,10 +796,13 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
   engine->load_stop_ = options.stop;
   // Tables outside the main schema are named schema.table, as queries must name them.
   auto names = engine->RunTrusted(
-      "SELECT CASE WHEN schema_name = 'main' THEN '\"' || replace(table_name, '\"', '\"\"') || '\"' "
-      "ELSE '\"' || replace(schema_name, '\"', '\"\"') || '\".\"' || replace(table_name, '\"', '\"\"') || '\"' END, "
+      "SELECT CASE WHEN schema_name = 'main' THEN '\"' || replace(table_name, '\"', '\"\"') || "
+      "'\"' "
+      "ELSE '\"' || replace(schema_name, '\"', '\"\"') || '\".\"' || replace(table_name, '\"', "
+      "'\"\"') || '\"' END, "
       "CASE WHEN schema_name = 'main' THEN table_name ELSE schema_name || '.' || table_name END "
-      "FROM (SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
+      "FROM (SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = "
+      "current_database() "
       "UNION SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal "
       "AND database_name = current_database()) ORDER BY 2");
   if (!names) return std::unexpected(names.error());
@@ -754,8 +813,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbDatabase(const std::filesystem::path& 
     engine->sql_names_[row[1].value_or("")] = row[0].value_or("");
   }
   engine->sources_.push_back(std::move(*source));
-  if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kExactBytes, true);
-      !r) {
+  if (auto r = engine->BuildCards(tables, options.profile, source_bytes <= kExactBytes, true); !r) {
     return std::unexpected(r.error());
   }
   if (auto r = engine->Lock(); !r) return std::unexpected(r.error());

@@ -45,7 +45,9 @@ std::vector<std::string> ConfineStatements(const std::string& spill_dir,
 class Database {
  public:
   Database() = default;
-  ~Database() { if (db_) duckdb_close(&db_); }
+  ~Database() {
+    if (db_) duckdb_close(&db_);
+  }
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
   duckdb_database* out() { return &db_; }
@@ -58,7 +60,9 @@ class Database {
 class Connection {
  public:
   Connection() = default;
-  ~Connection() { if (conn_) duckdb_disconnect(&conn_); }
+  ~Connection() {
+    if (conn_) duckdb_disconnect(&conn_);
+  }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   duckdb_connection* out() { return &conn_; }

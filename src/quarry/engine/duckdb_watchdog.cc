@@ -27,14 +27,12 @@ std::vector<std::string> ConfineStatements(const std::string& spill_dir,
                                            const std::vector<std::string>& allowed_paths) {
   std::string paths;
   for (const auto& p : allowed_paths) paths += (paths.empty() ? "" : ", ") + QuoteLiteral(p);
-  return {"SET temp_directory = " + QuoteLiteral(spill_dir),
-          "SET allowed_directories = []",
-          "SET allowed_paths = [" + paths + "]",
-          "SET enable_external_access = false"};
+  return {"SET temp_directory = " + QuoteLiteral(spill_dir), "SET allowed_directories = []",
+          "SET allowed_paths = [" + paths + "]", "SET enable_external_access = false"};
 }
 
 Watchdog::Watchdog(duckdb_connection conn, int64_t timeout_ms, const ProgressFn* progress,
-                 std::string what, StopToken stop)
+                   std::string what, StopToken stop)
     : thread_([this, conn, timeout_ms, progress, what = std::move(what)] {
         const auto start = std::chrono::steady_clock::now();
         std::unique_lock lock(mu_);

@@ -181,9 +181,8 @@ Result<TranscodeCounts> TranscodeToUtf8(const std::filesystem::path& from,
       if (len == 0 || i + len > line.size()) utf8 = false;
       i += len == 0 ? 1 : len;
     }
-    const bool high = std::any_of(line.begin(), line.end(), [](char c) {
-      return static_cast<unsigned char>(c) >= 0x80;
-    });
+    const bool high = std::any_of(line.begin(), line.end(),
+                                  [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
     if (utf8) {
       converted = line;
       if (high) ++counts.utf8_lines;

@@ -1,6 +1,6 @@
 // The engine module: opens data sources, describes them as schema cards, and runs guarded,
-// read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON, Excel sheets) and .duckdb
-// databases; SQLite serves .sqlite/.db files; libpq serves PostgreSQL servers (and engines
+// read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON, Excel sheets) and
+// .duckdb databases; SQLite serves .sqlite/.db files; libpq serves PostgreSQL servers (and engines
 // that speak its wire protocol). Nothing here knows about the agent.
 #pragma once
 
@@ -185,8 +185,8 @@ struct ResultTable {
   // "INTEGER", "REAL", "TEXT", "BLOB", "mixed", or "NULL" when no non-null value was fetched.
   std::vector<std::string> types;
   std::vector<std::vector<std::optional<std::string>>> rows;  // at most Limits::max_rows
-  std::vector<std::vector<CellKind>> kinds;  // same shape as rows
-  int64_t row_count = 0;  // all rows the query produced
+  std::vector<std::vector<CellKind>> kinds;                   // same shape as rows
+  int64_t row_count = 0;                                      // all rows the query produced
   bool truncated() const { return row_count > static_cast<int64_t>(rows.size()); }
 };
 
@@ -243,8 +243,8 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
 // (the sandbox's pandas has no pyarrow and no DuckDB): a CSV with a header row, ',' between
 // fields, '"' quoting, and NULL written as kExportNull, so an empty string stays distinct.
 struct TableExport {
-  std::string table;             // the table's name, as queries name it ("schema.t" outside main)
-  std::filesystem::path path;    // the CSV written under the export directory
+  std::string table;           // the table's name, as queries name it ("schema.t" outside main)
+  std::filesystem::path path;  // the CSV written under the export directory
   // As written to the file, in order: these name Python's columns, whatever the card says.
   std::vector<std::pair<std::string, std::string>> columns;  // name, engine type
   int64_t row_count = 0;     // the table's true row count (counted when the copy was cut)
@@ -261,8 +261,8 @@ inline constexpr std::string_view kExportNull = "\\N:quarry-null";
 // through the SQLite C API, read-only. Thread safety: reads only the engine's cards and sources,
 // never its connection, so it may run on another thread while the engine serves queries.
 // Errors: kData naming the table when a copy fails (the tables before it are kept on disk).
-Result<std::vector<TableExport>> ExportTables(const Engine& engine, const std::filesystem::path& dir,
-                                              int64_t max_rows);
+Result<std::vector<TableExport>> ExportTables(const Engine& engine,
+                                              const std::filesystem::path& dir, int64_t max_rows);
 
 // Text from the data (a cell, a name, a file path, a loader note) made safe for a prompt: one
 // line, with control characters escaped (\n, \r, \t, other C0 and DEL as \xNN, bytes that are
@@ -322,26 +322,27 @@ inline constexpr size_t kCardColumnNotes = 2;
 //     GenreId INTEGER -> Genre.GenreId, 25 distinct, 1..25
 //     Composer NVARCHAR(220), 977 null, 852 distinct, e.g. 'Steve Harris', 'U2'
 // "unique": as many distinct values as non-null ones. min..max is shown for numbers, dates and
-// times (dates written as text too, ColumnCard::date_format); samples (the most frequent values, at most 30 bytes each; every value of a column with
-// at most kCardFewValues) for other columns, and for numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
+// times (dates written as text too, ColumnCard::date_format); samples (the most frequent values, at
+// most 30 bytes each; every value of a column with at most kCardFewValues) for other columns, and
+// for numbers with 3 to 5 distinct values. Every name, type, value, note and path goes through
 // PromptText, so no cell can start a line of its own.
 std::string RenderCards(const std::vector<TableCard>& cards, const CardOptions& options);
 std::string RenderCards(const std::vector<TableCard>& cards, size_t max_columns = 0,
                         const std::vector<std::string>& only = {});
 inline constexpr size_t kCardColumns = 40;  // the model's default
 // Byte caps of what a card quotes from the data (before escaping's "…").
-inline constexpr size_t kCardValueBytes = 30;   // a sample value
-inline constexpr size_t kCardRangeBytes = 40;   // min or max
-inline constexpr size_t kCardNameBytes = 80;    // a table, column or type name
-inline constexpr size_t kCardNoteBytes = 240;   // a note (cut at a clause or a word)
+inline constexpr size_t kCardValueBytes = 30;  // a sample value
+inline constexpr size_t kCardRangeBytes = 40;  // min or max
+inline constexpr size_t kCardNameBytes = 80;   // a table, column or type name
+inline constexpr size_t kCardNoteBytes = 240;  // a note (cut at a clause or a word)
 // A column with at most this many distinct values lists every one of them: the model filters
 // on them, and three of five would hide the other two.
 inline constexpr size_t kCardFewValues = 8;
 
 // One table's relevance to a question (RankTables).
 struct TableMatch {
-  size_t table = 0;    // index into the cards
-  double score = 0;    // -bm25: higher is more relevant
+  size_t table = 0;  // index into the cards
+  double score = 0;  // -bm25: higher is more relevant
 };
 
 // Ranks tables by relevance to `question` without a model: an in-memory SQLite database with an

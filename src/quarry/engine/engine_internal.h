@@ -80,9 +80,8 @@ inline void KeepSamples(ColumnCard& col) {
 // given, has one entry per column. Columns are counted in groups of at most 500 aggregates per
 // statement (SQLite allows 2000 result columns), so any table SQLite can hold gets a card.
 Result<TableCard> BuildCard(const std::string& table, const std::string& sql_name,
-                            const std::string& source,
-                            const std::vector<ColumnInfo>& columns, const RunRows& run,
-                            const std::vector<ColumnExtra>& extras = {});
+                            const std::string& source, const std::vector<ColumnInfo>& columns,
+                            const RunRows& run, const std::vector<ColumnExtra>& extras = {});
 
 // Hashes (when `hash`) and sizes the file; errors name the file (unreadable, directory, empty).
 // A stop request ends the hash of a large file early with kCancelled.
@@ -126,7 +125,7 @@ struct CsvPlan {
   std::vector<std::string> table_notes;
   std::vector<std::string> user_notes;  // advice naming quarry's options: Source::notes
   std::map<std::string, std::vector<std::string>> column_notes;  // by column name
-  std::string delimiter;  // "" when read as one column
+  std::string delimiter;                                         // "" when read as one column
   bool header = true;
   bool padded = false;
   bool sampled = false;  // judged on the first kSampleRows rows (PlanCsv's deep = false)
@@ -159,7 +158,8 @@ struct TranscodeCounts {
   int64_t replaced = 0;
 };
 // The card's note on a file read through a UTF-8 copy; `named`: the user gave the encoding.
-std::string TranscodedNote(const std::string& iconv_name, bool named, const TranscodeCounts& counts);
+std::string TranscodedNote(const std::string& iconv_name, bool named,
+                           const TranscodeCounts& counts);
 // Writes `from`, read as `encoding`, to `to` as UTF-8. `by_line` (a detected encoding): a line
 // that is valid UTF-8 is kept as it is, and a byte the encoding leaves undefined becomes
 // U+FFFD; otherwise (the user named the encoding) the whole file is converted, and such a byte
@@ -267,13 +267,11 @@ std::string NoSuchTableHint(std::string_view missing, const std::vector<TableCar
 // Tests only: a SQLite engine's query without the text guard (CheckQueryText), so a test can
 // show the engine's own layer (authorizer, read-only statement check) refuses on its own.
 // Any other engine gets a runtime_error failure.
-QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql,
-                                      const Limits& limits);
+QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql, const Limits& limits);
 
 // Tests only: the same for a DuckDB engine (its statement-type check, DuckDB's own file
 // confinement), without the retry of a CSV planned on the sniffer's sample.
-QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql,
-                                      const Limits& limits);
+QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql, const Limits& limits);
 
 Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
                                            const OpenOptions& options);
@@ -289,7 +287,6 @@ std::string RedactServerSpec(std::string_view spec);
 // Tests only: a PostgreSQL engine's query without the text guard (CheckQueryText), so a test
 // can show the server's own layers (READ ONLY transaction, privileges, timeouts) refuse on
 // their own. Any other engine gets a runtime_error failure.
-QueryOutcome QueryPostgresPastTextGuard(Engine& engine, std::string_view sql,
-                                        const Limits& limits);
+QueryOutcome QueryPostgresPastTextGuard(Engine& engine, std::string_view sql, const Limits& limits);
 
 }  // namespace quarry::engine::internal

@@ -199,11 +199,14 @@ Result<std::vector<TableExport>> ExportDuckDb(const Engine& engine, const fs::pa
     if (auto r = duck.Open(database ? abs.c_str() : nullptr); !r) return std::unexpected(r.error());
     if (!s.cache_entry.empty()) {
       // Read from the parse cache, as the engine did: the entry, read-only.
-      if (auto r = duck.Run("ATTACH " + QuoteLiteral(s.cache_entry.string()) + " AS entry (READ_ONLY)"); !r) {
+      if (auto r =
+              duck.Run("ATTACH " + QuoteLiteral(s.cache_entry.string()) + " AS entry (READ_ONLY)");
+          !r) {
         return std::unexpected(r.error());
       }
     }
-    if (auto r = Confine(duck, abs, dir, s.cache_entry, s.read_copy); !r) return std::unexpected(r.error());
+    if (auto r = Confine(duck, abs, dir, s.cache_entry, s.read_copy); !r)
+      return std::unexpected(r.error());
     std::map<std::string, std::string> sql_names;  // display name -> quoted SQL name
     if (database) {
       // The engine's naming (duckdb_engine.cc): schema.table outside main.
@@ -390,7 +393,8 @@ Result<std::vector<TableExport>> ExportTables(const Engine& engine, const fs::pa
     return Fail(Error::Code::kInternal, "cannot create " + dir.string() + ": " + ec.message());
   const fs::path abs = fs::absolute(dir).lexically_normal();
   if (engine.sources().empty()) return std::vector<TableExport>{};
-  if (engine.dialect() == Dialect::kPostgreSQL) return internal::ExportPostgres(engine, abs, max_rows);
+  if (engine.dialect() == Dialect::kPostgreSQL)
+    return internal::ExportPostgres(engine, abs, max_rows);
   return engine.dialect() == Dialect::kSQLite ? ExportSqlite(engine, abs, max_rows)
                                               : ExportDuckDb(engine, abs, max_rows);
 }

@@ -65,14 +65,16 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
       const std::string_view tag = sql.substr(i, tag_end - i + 1);
       const size_t close = sql.find(tag, tag_end + 1);
       if (close == std::string_view::npos) return std::nullopt;
-      tokens.push_back({TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
+      tokens.push_back(
+          {TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
       i = close + tag.size();
     } else if (c == '\'' || c == '"' || (!postgres && (c == '`' || c == '['))) {
       char close = c == '[' ? ']' : c;
       // E'...' (PostgreSQL, DuckDB): a backslash escapes the next character, \' included.
       // Read as a plain string, E'\'', pg_read_file(...) --' would hide the call.
-      const bool escapes = !sqlite && c == '\'' && !tokens.empty() && tokens.back().kind == TokenKind::kWord &&
-                           tokens.back().text == "E" && i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e');
+      const bool escapes = !sqlite && c == '\'' && !tokens.empty() &&
+                           tokens.back().kind == TokenKind::kWord && tokens.back().text == "E" &&
+                           i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e');
       std::string text;
       size_t j = i + 1;
       for (;; ++j) {
@@ -96,8 +98,8 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
       i = j + 1;
     } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$') {
       size_t j = i;
-      while (j < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[j])) ||
-                                sql[j] == '_' || sql[j] == '$')) {
+      while (j < sql.size() &&
+             (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_' || sql[j] == '$')) {
         ++j;
       }
       tokens.push_back({TokenKind::kWord, Upper(sql.substr(i, j - i))});
@@ -138,12 +140,39 @@ constexpr std::array kStatementRules = {
 
 // Table functions and scalar functions that reach the file system or the network.
 constexpr std::array kFileFunctions = {
-    "READ_CSV", "READ_CSV_AUTO", "READ_PARQUET", "PARQUET_SCAN", "READ_JSON", "READ_JSON_AUTO",
-    "READ_NDJSON", "READ_NDJSON_AUTO", "READ_JSON_OBJECTS", "READ_NDJSON_OBJECTS", "READ_TEXT",
-    "READ_BLOB", "SNIFF_CSV", "GLOB", "PARQUET_METADATA", "PARQUET_SCHEMA", "PARQUET_FILE_METADATA",
-    "PARQUET_KV_METADATA", "SQLITE_SCAN", "SQLITE_ATTACH", "POSTGRES_SCAN", "MYSQL_SCAN",
-    "ICEBERG_SCAN", "DELTA_SCAN", "READ_XLSX", "LOAD_EXTENSION", "READFILE", "WRITEFILE", "EDIT",
-    "FTS3_TOKENIZER", "CSV_SCAN", "JSON_SCAN", "READ_CSV_AUTO",
+    "READ_CSV",
+    "READ_CSV_AUTO",
+    "READ_PARQUET",
+    "PARQUET_SCAN",
+    "READ_JSON",
+    "READ_JSON_AUTO",
+    "READ_NDJSON",
+    "READ_NDJSON_AUTO",
+    "READ_JSON_OBJECTS",
+    "READ_NDJSON_OBJECTS",
+    "READ_TEXT",
+    "READ_BLOB",
+    "SNIFF_CSV",
+    "GLOB",
+    "PARQUET_METADATA",
+    "PARQUET_SCHEMA",
+    "PARQUET_FILE_METADATA",
+    "PARQUET_KV_METADATA",
+    "SQLITE_SCAN",
+    "SQLITE_ATTACH",
+    "POSTGRES_SCAN",
+    "MYSQL_SCAN",
+    "ICEBERG_SCAN",
+    "DELTA_SCAN",
+    "READ_XLSX",
+    "LOAD_EXTENSION",
+    "READFILE",
+    "WRITEFILE",
+    "EDIT",
+    "FTS3_TOKENIZER",
+    "CSV_SCAN",
+    "JSON_SCAN",
+    "READ_CSV_AUTO",
 };
 // DuckDB's functions that run SQL given as a string (which the guard cannot see), or take a
 // path, a pointer or a setting as one, beyond the readers above. Listed from duckdb_functions()
@@ -155,34 +184,44 @@ struct FunctionRule {
   const char* rule;
 };
 constexpr std::array kDuckDbFunctionRules = {
-    FunctionRule{"QUERY", "dynamic_sql"}, FunctionRule{"QUERY_TABLE", "dynamic_sql"},
+    FunctionRule{"QUERY", "dynamic_sql"},
+    FunctionRule{"QUERY_TABLE", "dynamic_sql"},
     FunctionRule{"JSON_EXECUTE_SERIALIZED_SQL", "dynamic_sql"},
-    FunctionRule{"JSON_SERIALIZE_PLAN", "dynamic_sql"}, FunctionRule{"JSON_SERIALIZE_SQL", "dynamic_sql"},
-    FunctionRule{"JSON_DESERIALIZE_SQL", "dynamic_sql"}, FunctionRule{"SQL_AUTO_COMPLETE", "dynamic_sql"},
+    FunctionRule{"JSON_SERIALIZE_PLAN", "dynamic_sql"},
+    FunctionRule{"JSON_SERIALIZE_SQL", "dynamic_sql"},
+    FunctionRule{"JSON_DESERIALIZE_SQL", "dynamic_sql"},
+    FunctionRule{"SQL_AUTO_COMPLETE", "dynamic_sql"},
     FunctionRule{"CHECK_PEG_PARSER", "dynamic_sql"},
     // Table macros over query_table(source::VARCHAR): a string source is read as a table name,
     // so a path.
-    FunctionRule{"HISTOGRAM", "dynamic_sql"}, FunctionRule{"HISTOGRAM_VALUES", "dynamic_sql"},
-    FunctionRule{"PARQUET_BLOOM_PROBE", "file_access"}, FunctionRule{"READ_JSON_OBJECTS_AUTO", "file_access"},
-    FunctionRule{"READ_NDJSON_OBJECTS_AUTO", "file_access"}, FunctionRule{"WHICH_SECRET", "file_access"},
-    FunctionRule{"ARROW_SCAN", "internal"}, FunctionRule{"ARROW_SCAN_DUMB", "internal"},
-    FunctionRule{"ENABLE_LOGGING", "configuration"}, FunctionRule{"DISABLE_LOGGING", "configuration"},
-    FunctionRule{"TRUNCATE_DUCKDB_LOGS", "configuration"}, FunctionRule{"WRITE_LOG", "configuration"},
-    FunctionRule{"CHECKPOINT", "read_only"}, FunctionRule{"FORCE_CHECKPOINT", "read_only"},
+    FunctionRule{"HISTOGRAM", "dynamic_sql"},
+    FunctionRule{"HISTOGRAM_VALUES", "dynamic_sql"},
+    FunctionRule{"PARQUET_BLOOM_PROBE", "file_access"},
+    FunctionRule{"READ_JSON_OBJECTS_AUTO", "file_access"},
+    FunctionRule{"READ_NDJSON_OBJECTS_AUTO", "file_access"},
+    FunctionRule{"WHICH_SECRET", "file_access"},
+    FunctionRule{"ARROW_SCAN", "internal"},
+    FunctionRule{"ARROW_SCAN_DUMB", "internal"},
+    FunctionRule{"ENABLE_LOGGING", "configuration"},
+    FunctionRule{"DISABLE_LOGGING", "configuration"},
+    FunctionRule{"TRUNCATE_DUCKDB_LOGS", "configuration"},
+    FunctionRule{"WRITE_LOG", "configuration"},
+    FunctionRule{"CHECKPOINT", "read_only"},
+    FunctionRule{"FORCE_CHECKPOINT", "read_only"},
 };
 
-constexpr std::array kQueryStarts = {"SELECT", "WITH",      "VALUES", "FROM",    "TABLE", "(",
-                                     "DESCRIBE", "SUMMARIZE", "SHOW", "PIVOT", "UNPIVOT"};
+constexpr std::array kQueryStarts = {"SELECT",   "WITH",      "VALUES", "FROM",  "TABLE",  "(",
+                                     "DESCRIBE", "SUMMARIZE", "SHOW",   "PIVOT", "UNPIVOT"};
 // Statement keywords that are not queries. A first word that is neither these nor a query
 // start (a typo like SELEC) goes on to the engine's parser, which reports a syntax error.
 constexpr std::array kOtherStatements = {
-    "INSERT", "UPDATE",  "DELETE",   "REPLACE", "MERGE",     "UPSERT",   "CREATE",  "DROP",
-    "ALTER",  "TRUNCATE", "VACUUM",  "ANALYZE", "REINDEX",   "GRANT",    "REVOKE",  "BEGIN",
-    "START",  "COMMIT",  "ROLLBACK", "END",     "SAVEPOINT", "RELEASE",  "CHECKPOINT",
-    "COMMENT", "EXPLAIN", "PREPARE", "EXECUTE", "DEALLOCATE"};
-constexpr std::array kRemotePrefixes = {"http://", "https://", "s3://", "s3a://", "gs://",
-                                        "gcs://", "az://", "azure://", "abfss://", "hf://",
-                                        "r2://", "ftp://", "file://"};
+    "INSERT",  "UPDATE",     "DELETE",   "REPLACE", "MERGE",    "UPSERT",  "CREATE",
+    "DROP",    "ALTER",      "TRUNCATE", "VACUUM",  "ANALYZE",  "REINDEX", "GRANT",
+    "REVOKE",  "BEGIN",      "START",    "COMMIT",  "ROLLBACK", "END",     "SAVEPOINT",
+    "RELEASE", "CHECKPOINT", "COMMENT",  "EXPLAIN", "PREPARE",  "EXECUTE", "DEALLOCATE"};
+constexpr std::array kRemotePrefixes = {"http://", "https://", "s3://",    "s3a://",   "gs://",
+                                        "gcs://",  "az://",    "azure://", "abfss://", "hf://",
+                                        "r2://",   "ftp://",   "file://"};
 
 // PostgreSQL: what may start a query (no DuckDB FROM-first, DESCRIBE, SHOW or PIVOT; no
 // EXPLAIN, whose ANALYZE form runs the statement).
@@ -207,36 +246,62 @@ constexpr std::array kPgStatementRules = {
 // beyond the query (signals, WAL, replication, locks, notifications, sequences), run SQL given
 // as text (which the guard cannot see), or only wait.
 constexpr std::array kPgFunctionRules = {
-    FunctionRule{"PG_READ_FILE", "file_access"}, FunctionRule{"PG_READ_BINARY_FILE", "file_access"},
-    FunctionRule{"PG_LS_*", "file_access"}, FunctionRule{"PG_STAT_FILE", "file_access"},
-    FunctionRule{"PG_FILE_*", "file_access"}, FunctionRule{"PG_LOGDIR_LS", "file_access"},
-    FunctionRule{"PG_CURRENT_LOGFILE", "file_access"}, FunctionRule{"LO_*", "file_access"},
-    FunctionRule{"LOREAD", "file_access"}, FunctionRule{"LOWRITE", "file_access"},
-    FunctionRule{"DBLINK*", "network"}, FunctionRule{"POSTGRES_FDW*", "network"},
-    FunctionRule{"SET_CONFIG", "configuration"}, FunctionRule{"PG_RELOAD_CONF", "admin"},
-    FunctionRule{"PG_TERMINATE_BACKEND", "admin"}, FunctionRule{"PG_CANCEL_BACKEND", "admin"},
-    FunctionRule{"PG_SIGNAL_BACKEND", "admin"}, FunctionRule{"PG_ROTATE_LOGFILE*", "admin"},
-    FunctionRule{"PG_CREATE_*", "admin"}, FunctionRule{"PG_DROP_*", "admin"},
-    FunctionRule{"PG_SWITCH_WAL", "admin"}, FunctionRule{"PG_SWITCH_XLOG", "admin"},
-    FunctionRule{"PG_PROMOTE", "admin"}, FunctionRule{"PG_WAL_REPLAY_*", "admin"},
-    FunctionRule{"PG_BACKUP_*", "admin"}, FunctionRule{"PG_START_BACKUP", "admin"},
-    FunctionRule{"PG_STOP_BACKUP", "admin"}, FunctionRule{"PG_REPLICATION_*", "admin"},
-    FunctionRule{"PG_LOGICAL_*", "admin"}, FunctionRule{"PG_COPY_*", "admin"},
-    FunctionRule{"PG_STAT_RESET*", "admin"}, FunctionRule{"PG_STAT_STATEMENTS_RESET", "admin"},
+    FunctionRule{"PG_READ_FILE", "file_access"},
+    FunctionRule{"PG_READ_BINARY_FILE", "file_access"},
+    FunctionRule{"PG_LS_*", "file_access"},
+    FunctionRule{"PG_STAT_FILE", "file_access"},
+    FunctionRule{"PG_FILE_*", "file_access"},
+    FunctionRule{"PG_LOGDIR_LS", "file_access"},
+    FunctionRule{"PG_CURRENT_LOGFILE", "file_access"},
+    FunctionRule{"LO_*", "file_access"},
+    FunctionRule{"LOREAD", "file_access"},
+    FunctionRule{"LOWRITE", "file_access"},
+    FunctionRule{"DBLINK*", "network"},
+    FunctionRule{"POSTGRES_FDW*", "network"},
+    FunctionRule{"SET_CONFIG", "configuration"},
+    FunctionRule{"PG_RELOAD_CONF", "admin"},
+    FunctionRule{"PG_TERMINATE_BACKEND", "admin"},
+    FunctionRule{"PG_CANCEL_BACKEND", "admin"},
+    FunctionRule{"PG_SIGNAL_BACKEND", "admin"},
+    FunctionRule{"PG_ROTATE_LOGFILE*", "admin"},
+    FunctionRule{"PG_CREATE_*", "admin"},
+    FunctionRule{"PG_DROP_*", "admin"},
+    FunctionRule{"PG_SWITCH_WAL", "admin"},
+    FunctionRule{"PG_SWITCH_XLOG", "admin"},
+    FunctionRule{"PG_PROMOTE", "admin"},
+    FunctionRule{"PG_WAL_REPLAY_*", "admin"},
+    FunctionRule{"PG_BACKUP_*", "admin"},
+    FunctionRule{"PG_START_BACKUP", "admin"},
+    FunctionRule{"PG_STOP_BACKUP", "admin"},
+    FunctionRule{"PG_REPLICATION_*", "admin"},
+    FunctionRule{"PG_LOGICAL_*", "admin"},
+    FunctionRule{"PG_COPY_*", "admin"},
+    FunctionRule{"PG_STAT_RESET*", "admin"},
+    FunctionRule{"PG_STAT_STATEMENTS_RESET", "admin"},
     FunctionRule{"PG_LOG_BACKEND_MEMORY_CONTEXTS", "admin"},
-    FunctionRule{"PG_IMPORT_SYSTEM_COLLATIONS", "admin"}, FunctionRule{"PG_PREWARM", "admin"},
+    FunctionRule{"PG_IMPORT_SYSTEM_COLLATIONS", "admin"},
+    FunctionRule{"PG_PREWARM", "admin"},
     // Index maintenance that PostgreSQL allows inside a READ ONLY transaction.
-    FunctionRule{"GIN_CLEAN_PENDING_LIST", "admin"}, FunctionRule{"BRIN_SUMMARIZE_*", "admin"},
+    FunctionRule{"GIN_CLEAN_PENDING_LIST", "admin"},
+    FunctionRule{"BRIN_SUMMARIZE_*", "admin"},
     FunctionRule{"BRIN_DESUMMARIZE_RANGE", "admin"},
-    FunctionRule{"PG_NOTIFY", "notify"}, FunctionRule{"PG_ADVISORY_*", "locking"},
-    FunctionRule{"PG_TRY_ADVISORY_*", "locking"}, FunctionRule{"NEXTVAL", "read_only"},
-    FunctionRule{"SETVAL", "read_only"}, FunctionRule{"TXID_CURRENT", "read_only"},
-    FunctionRule{"PG_CURRENT_XACT_ID", "read_only"}, FunctionRule{"QUERY_TO_XML*", "dynamic_sql"},
-    FunctionRule{"QUERY_TO_XMLSCHEMA", "dynamic_sql"}, FunctionRule{"CURSOR_TO_XML*", "dynamic_sql"},
-    FunctionRule{"TABLE_TO_XML*", "dynamic_sql"}, FunctionRule{"SCHEMA_TO_XML*", "dynamic_sql"},
-    FunctionRule{"DATABASE_TO_XML*", "dynamic_sql"}, FunctionRule{"TS_STAT", "dynamic_sql"},
+    FunctionRule{"PG_NOTIFY", "notify"},
+    FunctionRule{"PG_ADVISORY_*", "locking"},
+    FunctionRule{"PG_TRY_ADVISORY_*", "locking"},
+    FunctionRule{"NEXTVAL", "read_only"},
+    FunctionRule{"SETVAL", "read_only"},
+    FunctionRule{"TXID_CURRENT", "read_only"},
+    FunctionRule{"PG_CURRENT_XACT_ID", "read_only"},
+    FunctionRule{"QUERY_TO_XML*", "dynamic_sql"},
+    FunctionRule{"QUERY_TO_XMLSCHEMA", "dynamic_sql"},
+    FunctionRule{"CURSOR_TO_XML*", "dynamic_sql"},
+    FunctionRule{"TABLE_TO_XML*", "dynamic_sql"},
+    FunctionRule{"SCHEMA_TO_XML*", "dynamic_sql"},
+    FunctionRule{"DATABASE_TO_XML*", "dynamic_sql"},
+    FunctionRule{"TS_STAT", "dynamic_sql"},
     FunctionRule{"TS_REWRITE", "dynamic_sql"},
-    FunctionRule{"PG_SLEEP", "sleep"}, FunctionRule{"PG_SLEEP_FOR", "sleep"},
+    FunctionRule{"PG_SLEEP", "sleep"},
+    FunctionRule{"PG_SLEEP_FOR", "sleep"},
     FunctionRule{"PG_SLEEP_UNTIL", "sleep"},
 };
 
@@ -282,9 +347,10 @@ std::optional<QueryFailure> DuckDbFunctionViolation(const std::string& name, boo
                           : rule == "read_only"   ? "writes to the database"
                                                   : "changes settings";
   return Violation(rule, "guard: " + std::string(in_string ? "a string holds a call to " : "") +
-                             name + "() " + why + ", which is not allowed: only a single "
-                                                  "read-only query over the registered tables "
-                                                  "may run");
+                             name + "() " + why +
+                             ", which is not allowed: only a single "
+                             "read-only query over the registered tables "
+                             "may run");
 }
 
 std::optional<QueryFailure> FunctionViolation(const std::string& name, bool in_string) {
@@ -299,8 +365,9 @@ std::optional<QueryFailure> FunctionViolation(const std::string& name, bool in_s
                     : rule == "notify"      ? "sends notifications"
                                             : "changes the server's state";
   return Violation(rule, "guard: " + std::string(in_string ? "a string holds a call to " : "") +
-                             name + "() " + why + ", which is not allowed: only a single "
-                                                  "read-only query may run");
+                             name + "() " + why +
+                             ", which is not allowed: only a single "
+                             "read-only query may run");
 }
 
 // A string that is no readable SQL on its own may still become SQL once concatenated with
@@ -361,32 +428,37 @@ std::optional<QueryFailure> CheckPostgres(const std::vector<Token>& tokens) {
                                      " is not allowed: only a single read-only query may run");
       }
     }
-    return Violation("read_only", "guard: only a read-only query is allowed (SELECT, WITH ... "
-                                  "SELECT, VALUES or TABLE); got a statement starting with " +
-                                      first.text);
+    return Violation("read_only",
+                     "guard: only a read-only query is allowed (SELECT, WITH ... "
+                     "SELECT, VALUES or TABLE); got a statement starting with " +
+                         first.text);
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
     auto next = [&](size_t k) -> std::string {
-      return i + k < tokens.size() && tokens[i + k].kind == TokenKind::kWord ? tokens[i + k].text : "";
+      return i + k < tokens.size() && tokens[i + k].kind == TokenKind::kWord ? tokens[i + k].text
+                                                                             : "";
     };
     // U&"\0070g_sleep" names pg_sleep in a form no list of names matches.
     if (t.kind == TokenKind::kWord && t.text == "U" && i + 2 < tokens.size() &&
         tokens[i + 1].text == "&" && tokens[i + 2].kind == TokenKind::kQuotedIdent) {
-      return Violation("unicode_escape", "guard: U&\"...\" identifiers are not allowed; write the "
-                                         "name plainly or in double quotes");
+      return Violation("unicode_escape",
+                       "guard: U&\"...\" identifiers are not allowed; write the "
+                       "name plainly or in double quotes");
     }
     if (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdent) continue;
     if (t.kind == TokenKind::kWord && t.text == "INTO") {
-      return Violation("read_only", "guard: SELECT ... INTO creates a table, which is not allowed: "
-                                    "drop the INTO clause");
+      return Violation("read_only",
+                       "guard: SELECT ... INTO creates a table, which is not allowed: "
+                       "drop the INTO clause");
     }
     // FOR UPDATE / FOR NO KEY UPDATE / FOR SHARE / FOR KEY SHARE take row locks.
     if (t.kind == TokenKind::kWord && t.text == "FOR" &&
         (next(1) == "UPDATE" || next(1) == "SHARE" || (next(1) == "NO" && next(2) == "KEY") ||
          (next(1) == "KEY" && next(2) == "SHARE"))) {
-      return Violation("locking", "guard: FOR UPDATE/SHARE locks rows, which is not allowed: drop "
-                                  "the locking clause");
+      return Violation("locking",
+                       "guard: FOR UPDATE/SHARE locks rows, which is not allowed: drop "
+                       "the locking clause");
     }
     const bool call = i + 1 < tokens.size() && tokens[i + 1].text == "(" &&
                       tokens[i + 1].kind == TokenKind::kSymbol;
@@ -405,8 +477,9 @@ std::optional<QueryFailure> DuckDbSizeViolation(const std::vector<Token>& tokens
   const std::string name = Upper(tokens[i].text);
   if ((name == "REPEAT" || name == "LPAD" || name == "RPAD") && i > 0 &&
       tokens[i - 1].kind == TokenKind::kSymbol && tokens[i - 1].text == ".") {
-    return Violation("resource", "guard: call " + name + "() by its plain name; the qualified "
-                                 "name skips the size limit on the value it builds");
+    return Violation("resource", "guard: call " + name +
+                                     "() by its plain name; the qualified "
+                                     "name skips the size limit on the value it builds");
   }
   if ((name != "PRINTF" && name != "FORMAT") || i + 2 >= tokens.size() ||
       tokens[i + 2].kind != TokenKind::kString) {
@@ -423,9 +496,10 @@ std::optional<QueryFailure> DuckDbSizeViolation(const std::vector<Token>& tokens
     if (c == '}' && depth > 0) --depth;
   }
   if (!wide && !nested) return std::nullopt;
-  return Violation("resource", "guard: " + name + "() with a width of six digits or more, or "
-                               "one taken from an argument, could build a value too large to "
-                               "stop; give a smaller, literal width");
+  return Violation("resource", "guard: " + name +
+                                   "() with a width of six digits or more, or "
+                                   "one taken from an argument, could build a value too large to "
+                                   "stop; give a smaller, literal width");
 }
 
 // DuckDB's version of CheckPgStrings: query() and its kin are refused outright, but a macro
@@ -497,8 +571,10 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
       }
     }
     if (Contains(kOtherStatements, first.text)) {
-      return Violation("read_only", "guard: only a read-only query is allowed (SELECT or WITH ... "
-                                    "SELECT); got a statement starting with " + first.text);
+      return Violation("read_only",
+                       "guard: only a read-only query is allowed (SELECT or WITH ... "
+                       "SELECT); got a statement starting with " +
+                           first.text);
     }
   }
   if (dialect == Dialect::kPostgreSQL) {

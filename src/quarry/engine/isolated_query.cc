@@ -115,8 +115,8 @@ std::string EncodeOutcome(const QueryOutcome& outcome) {
     w.I64(static_cast<int64_t>(t.rows[r].size()));
     for (size_t c = 0; c < t.rows[r].size(); ++c) {
       const auto& cell = t.rows[r][c];
-      const CellKind kind = r < t.kinds.size() && c < t.kinds[r].size() ? t.kinds[r][c]
-                                                                         : CellKind::kText;
+      const CellKind kind =
+          r < t.kinds.size() && c < t.kinds[r].size() ? t.kinds[r][c] : CellKind::kText;
       w.U8(static_cast<uint8_t>(kind));
       w.U8(cell ? 1 : 0);
       if (cell) w.Str(*cell);
@@ -214,7 +214,8 @@ void CloseForeignChannels(int keep) {
     const int fd = atoi(e->d_name);
     if (e->d_name[0] == '.' || fd == dir_fd || fd == keep || fd <= STDERR_FILENO) continue;
     struct stat st {};
-    if (fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) close_fds.push_back(fd);
+    if (fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+      close_fds.push_back(fd);
   }
   closedir(dir);
   for (int fd : close_fds) close(fd);
@@ -347,7 +348,8 @@ struct SanitizerQuiet {
 #endif
 
 QueryFailure ChildFailure(const std::string& what) {
-  return QueryFailure{FailureClass::kRuntimeError, "", "the query stopped without a result: " + what};
+  return QueryFailure{FailureClass::kRuntimeError, "",
+                      "the query stopped without a result: " + what};
 }
 
 // A child forked while another thread held a lock the child then takes hangs before it serves
@@ -493,7 +495,7 @@ QueryOutcome QueryProcess::Run(std::string_view sql, const Limits& limits,
   std::string buffer;
   std::optional<QueryOutcome> outcome;
   std::optional<QueryFailure> ended;  // the parent ended it
-  std::string reported;  // what the last progress report was about, until it ended
+  std::string reported;               // what the last progress report was about, until it ended
   char chunk[65536];
   while (!outcome) {
     if (limits.stop.stop_requested()) {

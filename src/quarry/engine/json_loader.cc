@@ -91,7 +91,8 @@ std::string Render(const JsonType& type) {
   if (!type.fields.empty()) {
     std::string out = "STRUCT(";
     for (size_t i = 0; i < type.fields.size(); ++i) {
-      out += (i ? ", " : "") + QuoteIdent(type.fields[i].first) + " " + Render(type.fields[i].second);
+      out +=
+          (i ? ", " : "") + QuoteIdent(type.fields[i].first) + " " + Render(type.fields[i].second);
     }
     return out + ")";
   }
@@ -181,7 +182,8 @@ Result<CsvPlan> PlanJson(const RunRows& run, const std::string& abs_path) {
            ", v -> v IS NOT NULL))), sum(len(list_filter(" + l +
            ", v -> regexp_full_match(trim(v), '-?[0-9]+')))), max(list_max(list_transform(" + l +
            ", v -> length(regexp_extract(ltrim(trim(v), '-'), '^[0-9]+'))))), " +
-           "sum(len(list_filter(" + l + ", v -> regexp_full_match(trim(v), '-?[0-9]+') AND "
+           "sum(len(list_filter(" + l +
+           ", v -> regexp_full_match(trim(v), '-?[0-9]+') AND "
            "TRY_CAST(trim(v) AS BIGINT) IS NULL)))";
   }
   auto counts = run("SELECT " + sql + " FROM " + reader());
@@ -190,9 +192,7 @@ Result<CsvPlan> PlanJson(const RunRows& run, const std::string& abs_path) {
   };
   if (!counts || counts->size() != 1) return plan;
   const auto& row = counts->front();
-  auto num = [&](size_t k) {
-    return k < row.size() && row[k] ? std::stoll(*row[k]) : int64_t{0};
-  };
+  auto num = [&](size_t k) { return k < row.size() && row[k] ? std::stoll(*row[k]) : int64_t{0}; };
   restore();
   bool changed = false;
   for (size_t d = 0; d < leaves.size(); ++d) {
@@ -201,20 +201,21 @@ Result<CsvPlan> PlanJson(const RunRows& run, const std::string& abs_path) {
     // Only integers, and DOUBLE (some are past 64 bits, or a BIGINT would have held them all),
     // or BIGINT with a value past its range, which fails the whole read.
     const bool doubled = sniffed[d] == "DOUBLE";
-    const std::string where =
-        leaves[d].path == owners[d] ? std::string() : leaves[d].path + ": ";
+    const std::string where = leaves[d].path == owners[d] ? std::string() : leaves[d].path + ": ";
     if (doubled && values > 0 && integers != values && digits > 17) {
       // Decimals beside long integers: DOUBLE is the only number type for both, and it rounds.
       plan.column_notes[owners[d]].push_back(
-          where + "some values have more than 17 digits, more than a DOUBLE keeps: rounded (ids "
-                  "that differ only in their last digits read as equal)");
+          where +
+          "some values have more than 17 digits, more than a DOUBLE keeps: rounded (ids "
+          "that differ only in their last digits read as equal)");
     }
     if (values == 0 || integers != values) continue;
     if (!doubled && past_bigint == 0) continue;
     changed = true;
     if (digits > 38) {
       leaves[d].type->name = "VARCHAR";
-      plan.column_notes[owners[d]].push_back(where + "integers longer than 38 digits: kept exact "
+      plan.column_notes[owners[d]].push_back(where +
+                                             "integers longer than 38 digits: kept exact "
                                              "as text; compare them as strings, never as numbers");
     } else {
       leaves[d].type->name = "HUGEINT";

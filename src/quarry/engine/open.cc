@@ -13,9 +13,7 @@
 #include "quarry/engine/versions.h"
 
 namespace quarry::engine {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 namespace internal {
 std::string DataExtension(const std::filesystem::path& path) {
@@ -44,10 +42,14 @@ std::optional<SourceFormat> FormatOf(const std::filesystem::path& path) {
 namespace {
 
 constexpr NamePair<SourceFormat> kSourceFormatNames[] = {
-    {SourceFormat::kCsv, "csv"},         {SourceFormat::kTsv, "tsv"},
-    {SourceFormat::kParquet, "parquet"}, {SourceFormat::kJson, "json"},
-    {SourceFormat::kXlsx, "xlsx"},       {SourceFormat::kXls, "xls"},
-    {SourceFormat::kSqlite, "sqlite"},   {SourceFormat::kDuckDb, "duckdb"},
+    {SourceFormat::kCsv, "csv"},
+    {SourceFormat::kTsv, "tsv"},
+    {SourceFormat::kParquet, "parquet"},
+    {SourceFormat::kJson, "json"},
+    {SourceFormat::kXlsx, "xlsx"},
+    {SourceFormat::kXls, "xls"},
+    {SourceFormat::kSqlite, "sqlite"},
+    {SourceFormat::kDuckDb, "duckdb"},
     {SourceFormat::kPostgreSql, "postgresql"},
 };
 
@@ -77,9 +79,12 @@ bool HasDuckDbMagic(const std::filesystem::path& path) {
 
 std::string_view DialectName(Dialect dialect) {
   switch (dialect) {
-    case Dialect::kDuckDB: return "duckdb";
-    case Dialect::kSQLite: return "sqlite";
-    case Dialect::kPostgreSQL: return "postgresql";
+    case Dialect::kDuckDB:
+      return "duckdb";
+    case Dialect::kSQLite:
+      return "sqlite";
+    case Dialect::kPostgreSQL:
+      return "postgresql";
   }
   return "unknown";
 }
@@ -92,7 +97,8 @@ bool IsServerSpec(std::string_view spec) {
   const size_t start = spec.find_first_not_of(" \t");
   if (start == std::string_view::npos) return false;
   size_t end = start;
-  while (end < spec.size() && (std::islower(static_cast<unsigned char>(spec[end])) || spec[end] == '_')) {
+  while (end < spec.size() &&
+         (std::islower(static_cast<unsigned char>(spec[end])) || spec[end] == '_')) {
     ++end;
   }
   const size_t eq = spec.find_first_not_of(" \t", end);
@@ -116,9 +122,9 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
   for (const auto& given : paths) {
     if (!IsServerSpec(given.string())) continue;
     if (paths.size() > 1) {
-      return Fail(Error::Code::kUsage, "a database server must be the only data source: ask about " +
-                                           internal::RedactServerSpec(given.string()) +
-                                           " and the files separately");
+      return Fail(Error::Code::kUsage,
+                  "a database server must be the only data source: ask about " +
+                      internal::RedactServerSpec(given.string()) + " and the files separately");
     }
     return internal::OpenPostgres(given.string(), options);
   }
@@ -146,8 +152,9 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
                                           "current directory)");
     }
     if (std::filesystem::is_directory(status)) {
-      return Fail(Error::Code::kData, path.string() + " is a directory; pass the data files in it "
-                                                      "one by one");
+      return Fail(Error::Code::kData, path.string() +
+                                          " is a directory; pass the data files in it "
+                                          "one by one");
     }
     // A FIFO, socket or device would block the loader on a read no stop can interrupt (a
     // trial's `mkfifo data.csv` hung until SIGTERM): only a regular file is data.
@@ -177,25 +184,32 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
       // The extension promises a database; the header says which kind, if any.
       std::ifstream probe(path, std::ios::binary);
       if (!probe) {
-        return Fail(Error::Code::kData, "cannot read " + path.string() +
-                                            ": permission denied or unreadable");
+        return Fail(Error::Code::kData,
+                    "cannot read " + path.string() + ": permission denied or unreadable");
       }
       format = HasDuckDbMagic(path) ? SourceFormat::kDuckDb : SourceFormat::kSqlite;
     }
     const bool workbook = format == SourceFormat::kXlsx || format == SourceFormat::kXls;
     const bool delimited = format == SourceFormat::kCsv || format == SourceFormat::kTsv;
     if (!csv.empty() && !delimited && !workbook) {
-      return Fail(Error::Code::kUsage, "reading options (after '?') apply to CSV/TSV files and "
-                                       "workbooks only, not to " + path.string());
+      return Fail(Error::Code::kUsage,
+                  "reading options (after '?') apply to CSV/TSV files and "
+                  "workbooks only, not to " +
+                      path.string());
     }
     if (workbook && csv.TextOnly()) {
-      return Fail(Error::Code::kUsage, "delim, quote, encoding and decimal describe CSV text, "
-                                       "not a workbook: " + path.string() + " takes sheet, range, "
-                                       "header, skip, null and types");
+      return Fail(Error::Code::kUsage,
+                  "delim, quote, encoding and decimal describe CSV text, "
+                  "not a workbook: " +
+                      path.string() +
+                      " takes sheet, range, "
+                      "header, skip, null and types");
     }
     if (!workbook && (csv.sheet || csv.range)) {
-      return Fail(Error::Code::kUsage, "sheet= and range= apply to workbooks (.xlsx, .xls), not "
-                                       "to " + path.string());
+      return Fail(Error::Code::kUsage,
+                  "sheet= and range= apply to workbooks (.xlsx, .xls), not "
+                  "to " +
+                      path.string());
     }
     // The same file twice would load as two tables (sales, sales_2) that the model would
     // compare as if they were different data.

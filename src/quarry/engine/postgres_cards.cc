@@ -97,7 +97,8 @@ SELECT current_user, (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = c
   if (Text(r[1]) == "t") {
     what = "is a superuser";
   } else if (Int(r[2]) > 0) {
-    what = "can write to " + std::to_string(Int(r[2])) + " tables (INSERT, UPDATE, DELETE or TRUNCATE)";
+    what = "can write to " + std::to_string(Int(r[2])) +
+           " tables (INSERT, UPDATE, DELETE or TRUNCATE)";
   } else if (r[3] && !r[3]->empty()) {
     what = "can create tables in schema " + *r[3];
   } else {
@@ -116,7 +117,9 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
   // this timeout (OpenOptions::timeout_ms, else 30 s) should the server be slow.
   const std::string timeout = std::to_string(timeout_ms > 0 ? timeout_ms : 30000);
   PgResultPtr begin(PQexec(conn, ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                                  "SET LOCAL statement_timeout = " + timeout).c_str()));
+                                  "SET LOCAL statement_timeout = " +
+                                  timeout)
+                                     .c_str()));
   struct Rollback {
     PGconn* conn;
     ~Rollback() { PgResultPtr r(PQexec(conn, "ROLLBACK")); }
@@ -168,7 +171,8 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
     cards[it->second].columns.push_back(std::move(col));
   }
   for (size_t i = 0; i < rels.size(); ++i) {
-    if (auto note = QuotingNote(cards[i].name, rels[i]); !note.empty()) cards[i].notes.push_back(note);
+    if (auto note = QuotingNote(cards[i].name, rels[i]); !note.empty())
+      cards[i].notes.push_back(note);
   }
   auto keys = PgRows(conn, kKeysSql);
   if (!keys) return std::unexpected(keys.error());
@@ -183,7 +187,8 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
     if (key.size() < 2) continue;
     std::string list;
     for (const auto& c : key) list += (list.empty() ? "" : ", ") + c;
-    cards[table].notes.push_back("primary key (" + list + "): unique as a combination, not each "
+    cards[table].notes.push_back("primary key (" + list +
+                                 "): unique as a combination, not each "
                                  "column alone");
   }
   for (const auto& row : *keys) {
@@ -207,11 +212,13 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
   }
   if (profile) {
     // Built in postgres_stats.cc: row counts and column statistics.
-    if (auto done = ProfilePgCards(engine, rels.size(), cards, [&](size_t i) {
-          const Relation& r = rels[i];
-          return PgRelationFacts{r.oid, QuoteIdent(r.schema) + "." + QuoteIdent(r.name), r.kind,
-                                 r.reltuples, r.relpages};
-        });
+    if (auto done = ProfilePgCards(engine, rels.size(), cards,
+                                   [&](size_t i) {
+                                     const Relation& r = rels[i];
+                                     return PgRelationFacts{
+                                         r.oid, QuoteIdent(r.schema) + "." + QuoteIdent(r.name),
+                                         r.kind, r.reltuples, r.relpages};
+                                   });
         !done) {
       return done;
     }

@@ -21,9 +21,10 @@ std::string Unquoted(std::string_view message) {
   for (char c : message) {
     if (c == '"') {
       if (quoted) {
-        const bool name = message.starts_with("invalid URI query parameter") &&
-                          !piece.empty() && piece.size() <= 40 &&
-                          piece.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+        const bool name =
+            message.starts_with("invalid URI query parameter") && !piece.empty() &&
+            piece.size() <= 40 &&
+            piece.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
         out += "\"" + (name ? piece : "…") + "\"";
         piece.clear();
       }
@@ -112,7 +113,8 @@ std::string Shown(std::string_view spec, const std::map<std::string, std::string
     out += "?host=" + PercentEncode(host);
     if (!port.empty()) out += "&port=" + PercentEncode(port);
   }
-  if (!get("service").empty()) out += std::string(in_query ? "&" : "?") + "service=" + get("service");
+  if (!get("service").empty())
+    out += std::string(in_query ? "&" : "?") + "service=" + get("service");
   return out;
 }
 
@@ -122,7 +124,7 @@ std::string RedactServerSpec(std::string_view spec) {
   const Parsed parsed = Parse(spec);
   if (!parsed.error.empty()) {
     return LowerScheme(spec).find("://") == std::string::npos ? "(a libpq connection string)"
-                                                                : "postgresql://…";
+                                                              : "postgresql://…";
   }
   return Shown(spec, parsed.values);
 }
@@ -149,7 +151,8 @@ Result<PgSpec> ParsePgSpec(std::string_view spec) {
     if (key == "client_encoding") continue;
     out.params.emplace_back(key, value);
   }
-  if (!parsed.values.contains("application_name")) out.params.emplace_back("application_name", "quarry");
+  if (!parsed.values.contains("application_name"))
+    out.params.emplace_back("application_name", "quarry");
   if (!parsed.values.contains("connect_timeout")) out.params.emplace_back("connect_timeout", "10");
   out.params.emplace_back("client_encoding", "UTF8");
   return out;
@@ -177,15 +180,16 @@ Result<PgConnPtr> ConnectPg(const PgSpec& spec) {
     return Fail(Error::Code::kData, "cannot open " + spec.shown + ": " + why + hint);
   }
   // Server notices (NOTICE, WARNING) would go to stderr by default, in the middle of output.
-  PQsetNoticeProcessor(conn.get(), [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn.get(), [](void*, const char*) {}, nullptr);
   // Results the same whatever the server's defaults: ISO dates, hex bytea, exact floats.
   // default_transaction_read_only is one more layer under the explicit BEGIN READ ONLY. A
   // setting a Postgres-wire engine lacks is skipped: the query path does not depend on it.
-  for (const char* set : {"SET DateStyle = 'ISO, YMD'", "SET IntervalStyle = 'postgres'",
-                          "SET bytea_output = 'hex'", "SET extra_float_digits = 3",
-                          // The guard reads '...' without backslash escapes, as this says.
-                          "SET standard_conforming_strings = on",
-                          "SET default_transaction_read_only = on"}) {
+  for (const char* set :
+       {"SET DateStyle = 'ISO, YMD'", "SET IntervalStyle = 'postgres'", "SET bytea_output = 'hex'",
+        "SET extra_float_digits = 3",
+        // The guard reads '...' without backslash escapes, as this says.
+        "SET standard_conforming_strings = on", "SET default_transaction_read_only = on"}) {
     PgResultPtr res(PQexec(conn.get(), set));
     (void)res;
   }
@@ -222,8 +226,8 @@ Result<Rows> PgRows(PGconn* conn, const std::string& sql) {
 Result<Rows> PgRowsSaved(PGconn* conn, const std::string& sql) {
   PgResultPtr save(PQexec(conn, "SAVEPOINT quarry_card"));
   auto rows = PgRows(conn, sql);
-  PgResultPtr end(PQexec(conn, rows ? "RELEASE SAVEPOINT quarry_card"
-                                    : "ROLLBACK TO SAVEPOINT quarry_card"));
+  PgResultPtr end(
+      PQexec(conn, rows ? "RELEASE SAVEPOINT quarry_card" : "ROLLBACK TO SAVEPOINT quarry_card"));
   return rows;
 }
 
@@ -240,9 +244,9 @@ Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const Open
                 "cannot read " + engine->spec_.shown + ": " + built.error().message);
   }
   if (engine->cards_.empty()) {
-    return Fail(Error::Code::kData,
-                engine->spec_.shown + " has no table or view this role can read: grant it "
-                                      "pg_read_all_data or SELECT on the tables to ask about");
+    return Fail(Error::Code::kData, engine->spec_.shown +
+                                        " has no table or view this role can read: grant it "
+                                        "pg_read_all_data or SELECT on the tables to ask about");
   }
   Source source;
   source.path = engine->spec_.shown;

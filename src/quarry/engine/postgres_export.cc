@@ -79,7 +79,8 @@ Result<void> CopyTable(PGconn* conn, const std::string& sql_name, const TableCar
         line += kExportNull;
         continue;
       }
-      const auto [kind, text] = PgCell(PQftype(raw, c), PQgetvalue(raw, 0, c), PQgetlength(raw, 0, c));
+      const auto [kind, text] =
+          PgCell(PQftype(raw, c), PQgetvalue(raw, 0, c), PQgetlength(raw, 0, c));
       const bool bare = kind == CellKind::kInteger || kind == CellKind::kReal ||
                         kind == CellKind::kDecimal || kind == CellKind::kBoolean;
       if (bare) {
@@ -127,8 +128,8 @@ Result<std::vector<TableExport>> ExportPostgres(const Engine& engine, const fs::
     e.table = cards[i].name;
     e.path = dir / FileName(i, cards[i].name);
     if (auto copied = CopyTable(conn->get(), pg->sql_names_[i], cards[i], max_rows, e); !copied) {
-      return Fail(Error::Code::kData, "export of table " + cards[i].name + " failed: " +
-                                          copied.error().message);
+      return Fail(Error::Code::kData,
+                  "export of table " + cards[i].name + " failed: " + copied.error().message);
     }
     out.push_back(std::move(e));
   }

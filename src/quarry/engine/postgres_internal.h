@@ -65,7 +65,7 @@ class PostgresEngine final : public Engine {
   std::vector<TableCard> cards_;
   std::vector<Source> sources_;
   std::vector<std::string> table_names_;
-  std::vector<std::string> sql_names_;  // per card: "schema"."name", quoted
+  std::vector<std::string> sql_names_;     // per card: "schema"."name", quoted
   std::vector<std::string> source_notes_;  // Source::notes, set when the cards are built
   // format_type(oid, typmod) of result columns already seen.
   std::map<std::pair<Oid, int>, std::string> type_names_;
@@ -86,10 +86,10 @@ Result<void> BuildPgCards(PostgresEngine& engine, bool profile, int64_t timeout_
 // What the statistics of one relation are read with (postgres_stats.cc).
 struct PgRelationFacts {
   Oid oid = 0;
-  std::string sql_name;  // "schema"."name", quoted
-  char kind = 'r';       // pg_class.relkind
+  std::string sql_name;    // "schema"."name", quoted
+  char kind = 'r';         // pg_class.relkind
   int64_t reltuples = -1;  // -1: never vacuumed or analyzed
-  int64_t relpages = 0;   // from pg_relation_size: right even before the first VACUUM
+  int64_t relpages = 0;    // from pg_relation_size: right even before the first VACUUM
 };
 // Row counts (estimated from reltuples, counted for small tables the planner knows nothing
 // about) and column statistics from pg_stats, sampled by TABLESAMPLE where pg_stats is empty.
@@ -99,7 +99,6 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
 
 // ExportTables for a PostgreSQL engine (postgres_export.cc).
 Result<std::vector<TableExport>> ExportPostgres(const Engine& engine,
-                                                const std::filesystem::path& dir,
-                                                int64_t max_rows);
+                                                const std::filesystem::path& dir, int64_t max_rows);
 
 }  // namespace quarry::engine::internal

@@ -17,8 +17,8 @@ namespace quarry::engine::internal {
 namespace {
 
 // Type OIDs from pg_type.dat: stable across releases (they are part of the wire protocol).
-constexpr Oid kBool = 16, kBytea = 17, kInt8 = 20, kInt2 = 21, kInt4 = 23, kOid = 26,
-              kFloat4 = 700, kFloat8 = 701, kNumeric = 1700;
+constexpr Oid kBool = 16, kBytea = 17, kInt8 = 20, kInt2 = 21, kInt4 = 23, kOid = 26, kFloat4 = 700,
+              kFloat8 = 701, kNumeric = 1700;
 
 // A message the model reads stays short; the server may quote long values in it.
 constexpr size_t kMessageBytes = 1200;
@@ -36,7 +36,8 @@ class CancelWatch {
           std::unique_lock lock(mu_);
           while (!done_) {
             if (!cancelled_ && !fired_ && deadline_ms > 0 &&
-                std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(deadline_ms)) {
+                std::chrono::steady_clock::now() - start >=
+                    std::chrono::milliseconds(deadline_ms)) {
               fired_ = true;
             }
             if ((fired_ || cancelled_) && cancel_) {
@@ -47,7 +48,8 @@ class CancelWatch {
               cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; });
               continue;
             }
-            cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return done_ || cancelled_; });
+            cv_.wait_for(lock, std::chrono::milliseconds(50),
+                         [this] { return done_ || cancelled_; });
           }
         }),
         on_stop_(std::move(stop), [this] {
@@ -139,12 +141,22 @@ std::string Capped(std::string text) {
 
 CellKind PgKindOf(Oid type) {
   switch (type) {
-    case kInt2: case kInt4: case kInt8: case kOid: return CellKind::kInteger;
-    case kFloat4: case kFloat8: return CellKind::kReal;
-    case kNumeric: return CellKind::kDecimal;
-    case kBool: return CellKind::kBoolean;
-    case kBytea: return CellKind::kBlob;
-    default: return CellKind::kText;
+    case kInt2:
+    case kInt4:
+    case kInt8:
+    case kOid:
+      return CellKind::kInteger;
+    case kFloat4:
+    case kFloat8:
+      return CellKind::kReal;
+    case kNumeric:
+      return CellKind::kDecimal;
+    case kBool:
+      return CellKind::kBoolean;
+    case kBytea:
+      return CellKind::kBlob;
+    default:
+      return CellKind::kText;
   }
 }
 
@@ -192,18 +204,17 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
   if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
   Revive();
   if (!conn_ || PQstatus(conn_.get()) != CONNECTION_OK) {
-    return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "",
-                                        "postgresql: the connection to " + spec_.shown +
-                                            " is lost and could not be opened again"});
+    return std::unexpected(QueryFailure{
+        FailureClass::kRuntimeError, "",
+        "postgresql: the connection to " + spec_.shown + " is lost and could not be opened again"});
   }
   PGconn* conn = conn_.get();
   const int64_t timeout = std::max<int64_t>(limits.timeout_ms, 1);
   const std::string ms = std::to_string(timeout);
   // Every setting is LOCAL: the ROLLBACK below undoes it with everything else.
-  const std::string begin = "BEGIN READ ONLY; SET LOCAL statement_timeout = " + ms +
-                            "; SET LOCAL lock_timeout = " + ms +
-                            "; SET LOCAL idle_in_transaction_session_timeout = " +
-                            std::to_string(timeout + 10000);
+  const std::string begin =
+      "BEGIN READ ONLY; SET LOCAL statement_timeout = " + ms + "; SET LOCAL lock_timeout = " + ms +
+      "; SET LOCAL idle_in_transaction_session_timeout = " + std::to_string(timeout + 10000);
   {
     PgResultPtr res(PQexec(conn, begin.c_str()));
     if (PQstatus(conn) != CONNECTION_OK) {
@@ -220,10 +231,12 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
       res.reset(PQexec(conn, begin.c_str()));
     }
     if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
-      const std::string why = res ? Field(res.get(), PG_DIAG_MESSAGE_PRIMARY) : PQerrorMessage(conn);
+      const std::string why =
+          res ? Field(res.get(), PG_DIAG_MESSAGE_PRIMARY) : PQerrorMessage(conn);
       PgResultPtr rollback(PQexec(conn, "ROLLBACK"));
-      return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "",
-                                          "postgresql: cannot start a read-only transaction: " + why});
+      return std::unexpected(
+          QueryFailure{FailureClass::kRuntimeError, "",
+                       "postgresql: cannot start a read-only transaction: " + why});
     }
   }
   struct Rollback {
@@ -231,8 +244,9 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
     ~Rollback() {
       // A cancel still in flight may interrupt the first ROLLBACK; the second one then ends
       // the transaction, so the next query starts clean.
-      for (int i = 0; i < 2 && PQtransactionStatus(conn) != PQTRANS_IDLE &&
-                      PQstatus(conn) == CONNECTION_OK; ++i) {
+      for (int i = 0;
+           i < 2 && PQtransactionStatus(conn) != PQTRANS_IDLE && PQstatus(conn) == CONNECTION_OK;
+           ++i) {
         PgResultPtr res(PQexec(conn, "ROLLBACK"));
       }
       // What outlives a rollback: session-level advisory locks and prepared statements.
@@ -281,7 +295,8 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
             kinds.push_back(CellKind::kNull);
             continue;
           }
-          auto [kind, cell] = PgCell(PQftype(raw, c), PQgetvalue(raw, 0, c), PQgetlength(raw, 0, c));
+          auto [kind, cell] =
+              PgCell(PQftype(raw, c), PQgetvalue(raw, 0, c), PQgetlength(raw, 0, c));
           row.emplace_back(std::move(cell));
           kinds.push_back(kind);
         }
@@ -305,8 +320,9 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
   }
   if (limits.stop.stop_requested()) return std::unexpected(CancelledFailure());
   if (copy) {
-    return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "file_write",
-                                        "guard: COPY is not allowed: only a single read-only query may run"});
+    return std::unexpected(
+        QueryFailure{FailureClass::kGuardViolation, "file_write",
+                     "guard: COPY is not allowed: only a single read-only query may run"});
   }
   if (error || PQstatus(conn) != CONNECTION_OK) {
     return std::unexpected(ServerFailure(error.get(), sql, limits, client_deadline));
@@ -328,9 +344,10 @@ QueryOutcome PostgresEngine::QueryPastTextGuard(std::string_view sql, const Limi
     want_mods += (want_mods.empty() ? "" : ",") + std::to_string(typmods[c]);
   }
   if (!want_oids.empty()) {
-    auto names = PgRows(conn, "SELECT t.o, t.m, pg_catalog.format_type(t.o, NULLIF(t.m, -1)) FROM "
-                              "unnest('{" + want_oids + "}'::oid[], '{" + want_mods +
-                              "}'::int[]) AS t(o, m)");
+    auto names = PgRows(conn,
+                        "SELECT t.o, t.m, pg_catalog.format_type(t.o, NULLIF(t.m, -1)) FROM "
+                        "unnest('{" +
+                            want_oids + "}'::oid[], '{" + want_mods + "}'::int[]) AS t(o, m)");
     if (names) {
       for (const auto& row : *names) {
         if (row.size() < 3 || !row[0] || !row[1] || !row[2]) continue;
@@ -356,9 +373,10 @@ QueryFailure PostgresEngine::ServerFailure(const PGresult* res, std::string_view
     std::string why = PQerrorMessage(conn_.get());
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     const bool lost = PQstatus(conn_.get()) != CONNECTION_OK;
-    return QueryFailure{FailureClass::kRuntimeError, "",
-                        Capped("postgresql: " + (why.empty() ? "the query failed" : why) +
-                               (lost ? " (the connection is opened again for the next query)" : ""))};
+    return QueryFailure{
+        FailureClass::kRuntimeError, "",
+        Capped("postgresql: " + (why.empty() ? "the query failed" : why) +
+               (lost ? " (the connection is opened again for the next query)" : ""))};
   }
   if (state == "57014") {
     if (primary.find("statement timeout") != std::string::npos) {
@@ -368,7 +386,8 @@ QueryFailure PostgresEngine::ServerFailure(const PGresult* res, std::string_view
   }
   if (state == "55P03") {
     return QueryFailure{FailureClass::kTimeout, "",
-                        "postgresql: " + primary + ": a table was locked by another session for over " +
+                        "postgresql: " + primary +
+                            ": a table was locked by another session for over " +
                             std::to_string(limits.timeout_ms) + " ms; try again later"};
   }
   if (state == "25006") {
@@ -402,10 +421,12 @@ QueryFailure PostgresEngine::ServerFailure(const PGresult* res, std::string_view
                       "", Capped(std::move(message))};
 }
 
-QueryOutcome QueryPostgresPastTextGuard(Engine& engine, std::string_view sql, const Limits& limits) {
+QueryOutcome QueryPostgresPastTextGuard(Engine& engine, std::string_view sql,
+                                        const Limits& limits) {
   auto* pg = dynamic_cast<PostgresEngine*>(&engine);
   if (!pg) {
-    return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", "not a PostgreSQL engine"});
+    return std::unexpected(
+        QueryFailure{FailureClass::kRuntimeError, "", "not a PostgreSQL engine"});
   }
   return pg->QueryPastTextGuard(sql, limits);
 }

@@ -88,8 +88,8 @@ bool Ranged(const std::string& type) {
 void RangeInto(ColumnCard& col, const std::vector<std::string>& bounds,
                const std::vector<std::string>& common) {
   const std::string type = BaseType(col.type);
-  const bool numeric = !type.starts_with("date") && !type.starts_with("time") &&
-                       !type.starts_with("interval");
+  const bool numeric =
+      !type.starts_with("date") && !type.starts_with("time") && !type.starts_with("interval");
   if (type.starts_with("interval") && !common.empty() && !bounds.empty()) return;
   // Without a histogram, the common values are the range only when they are every value.
   if (bounds.empty() && static_cast<int64_t>(common.size()) < col.distinct_count) return;
@@ -247,8 +247,7 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
       }
       KeepSamples(col);
       if (Ranged(BaseType(col.type))) {
-        RangeInto(col, s.histogram ? ArrayItems(*s.histogram) : std::vector<std::string>{},
-                  common);
+        RangeInto(col, s.histogram ? ArrayItems(*s.histogram) : std::vector<std::string>{}, common);
       }
     }
   }

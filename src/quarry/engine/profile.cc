@@ -31,8 +31,7 @@ std::vector<ColumnInfo> DescribeInto(TableCard& card, const Rows& describe, cons
 }
 
 Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
-                           const std::vector<ColumnInfo>& columns, const RunRows& run,
-                           bool exact) {
+                           const std::vector<ColumnInfo>& columns, const RunRows& run, bool exact) {
   // Columns go in groups of a few hundred aggregates: DuckDB plans one statement with
   // thousands of them in far more memory than the extra scans cost.
   constexpr size_t kColumnsPerQuery = 96;
@@ -54,9 +53,12 @@ Result<void> ProfileDuckDb(TableCard& card, const std::string& sql_name,
       sql += exact ? ", count(DISTINCT " + v + ")" : ", approx_count_distinct(" + v + ")";
       if (c.ordered) sql += ", CAST(min(" + q + ") AS VARCHAR), CAST(max(" + q + ") AS VARCHAR)";
       if (exact) {
-        sql += ", CAST(to_json(list_transform(list_slice(list_sort(list_transform(map_entries("
-               "histogram(" + v + ")), e -> {'n': -e.value, 'k': e.key})), 1, " + few + "), "
-               "e -> CAST(e.k AS VARCHAR))) AS VARCHAR)";
+        sql +=
+            ", CAST(to_json(list_transform(list_slice(list_sort(list_transform(map_entries("
+            "histogram(" +
+            v + ")), e -> {'n': -e.value, 'k': e.key})), 1, " + few +
+            "), "
+            "e -> CAST(e.k AS VARCHAR))) AS VARCHAR)";
       } else {
         sql += ", CAST(to_json(approx_top_k(CAST(" + q + " AS VARCHAR), " + few + ")) AS VARCHAR)";
       }

@@ -43,7 +43,6 @@ std::string Clip(std::string_view text, size_t n = 40) {
   return std::string(text.substr(0, cut)) + "…";
 }
 
-
 constexpr uint64_t kMaxMergedFillTotal = 1'000'000;  // cells filled from merges, per sheet
 
 using CellRefs = std::vector<const SheetCell*>;
@@ -78,7 +77,8 @@ void FillMerged(const Sheet& sheet, const std::function<bool(uint32_t, uint32_t)
     size_t added = 0;
     for (uint32_t r = m.first_row; r <= m.last_row && !capped; ++r) {
       for (uint32_t c = m.first_col; c <= m.last_col; ++c) {
-        if ((r == m.first_row && c == m.first_col) || !inside(r, c) || Find(sheet.cells, r, c)) continue;
+        if ((r == m.first_row && c == m.first_col) || !inside(r, c) || Find(sheet.cells, r, c))
+          continue;
         if (!taken.insert(uint64_t{r} << 14 | c).second) continue;
         if (fills.size() >= kMaxMergedFillTotal) {
           capped = true;
@@ -171,7 +171,8 @@ void JoinTwoRowHeader(const Sheet& sheet, std::deque<SheetCell>& fills, CellRefs
     // On the second row, so that no gap is left where it was.
     fills.push_back(SheetCell{top + 1, col, SheetValue::kText, name});
     cells.push_back(&fills.back());
-    if (name.find(' ') != std::string::npos && n++ < 3) shown += (shown.empty() ? "'" : ", '") + Clip(name) + "'";
+    if (name.find(' ') != std::string::npos && n++ < 3)
+      shown += (shown.empty() ? "'" : ", '") + Clip(name) + "'";
   }
   cells.insert(cells.end(), rest.begin(), rest.end());
   notes.push_back("sheet '" + sheet.name + "': the header spans rows " + std::to_string(top + 1) +
@@ -228,8 +229,8 @@ void DropStrayColumns(const Sheet& sheet, CellRefs& cells, std::vector<std::stri
   }
   std::erase_if(cells, left_out);
   notes.push_back("sheet '" + sheet.name + "': " + std::to_string(count) +
-                  " cell(s) apart from the table, past empty columns, are not part of it (" + shown +
-                  (count > 3 ? ", …" : "") + "); read them with range=");
+                  " cell(s) apart from the table, past empty columns, are not part of it (" +
+                  shown + (count > 3 ? ", …" : "") + "); read them with range=");
 }
 
 }  // namespace
@@ -265,7 +266,8 @@ Result<SheetCsv> WriteSheetCsv(const Sheet& sheet, const std::optional<CellRange
   // it reads as one type (TIMESTAMP) rather than as text.
   std::set<uint32_t> timestamps;
   for (const SheetCell* c : cells) {
-    if (c->kind == SheetValue::kDate && c->text.size() > 10 && c->text[4] == '-') timestamps.insert(c->col);
+    if (c->kind == SheetValue::kDate && c->text.size() > 10 && c->text[4] == '-')
+      timestamps.insert(c->col);
   }
   // Errors, unsaved formula results and dates that are no dates become empty fields (NULL),
   // counted per column.
@@ -292,16 +294,27 @@ Result<SheetCsv> WriteSheetCsv(const Sheet& sheet, const std::optional<CellRange
       first_field = false;
       ++col;
       switch (c.kind) {
-        case SheetValue::kText: out += Quote(c.text); break;
+        case SheetValue::kText:
+          out += Quote(c.text);
+          break;
         case SheetValue::kNumber:
-        case SheetValue::kBool: out += c.text; break;
+        case SheetValue::kBool:
+          out += c.text;
+          break;
         case SheetValue::kDate:
           out += c.text;
-          if (c.text.size() == 10 && c.text[4] == '-' && timestamps.contains(c.col)) out += " 00:00:00";
+          if (c.text.size() == 10 && c.text[4] == '-' && timestamps.contains(c.col))
+            out += " 00:00:00";
           break;
-        case SheetValue::kError: ++errors[c.col][c.text]; break;
-        case SheetValue::kNoValue: ++no_value[c.col]; break;
-        case SheetValue::kNoDate: ++no_date[c.col]; break;
+        case SheetValue::kError:
+          ++errors[c.col][c.text];
+          break;
+        case SheetValue::kNoValue:
+          ++no_value[c.col];
+          break;
+        case SheetValue::kNoDate:
+          ++no_date[c.col];
+          break;
       }
       if (row == first_row && c.kind == SheetValue::kText) header[c.col] = c.text;
     }

@@ -40,12 +40,18 @@ bool ForbiddenFunction(const char* name) {
 // `classes`: a bit per SQLite storage class seen (1 << SQLITE_INTEGER, ...), NULL excluded.
 std::string StorageName(unsigned classes) {
   switch (classes) {
-    case 0: return "NULL";
-    case 1u << SQLITE_INTEGER: return "INTEGER";
-    case 1u << SQLITE_FLOAT: return "REAL";
-    case 1u << SQLITE_TEXT: return "TEXT";
-    case 1u << SQLITE_BLOB: return "BLOB";
-    default: return "mixed";
+    case 0:
+      return "NULL";
+    case 1u << SQLITE_INTEGER:
+      return "INTEGER";
+    case 1u << SQLITE_FLOAT:
+      return "REAL";
+    case 1u << SQLITE_TEXT:
+      return "TEXT";
+    case 1u << SQLITE_BLOB:
+      return "BLOB";
+    default:
+      return "mixed";
   }
 }
 
@@ -77,11 +83,12 @@ class SqliteEngine final : public Engine {
     query_statement_ = false;
     sqlite3_stmt* raw = nullptr;
     const char* tail = nullptr;
-    const int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &raw,
-                                      &tail);
+    const int rc =
+        sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &raw, &tail);
     StmtPtr stmt(raw);
     if (rc != SQLITE_OK) return std::unexpected(PrepareFailure(rc, sql));
-    if (!stmt) return std::unexpected(QueryFailure{FailureClass::kSyntaxError, "", "the SQL is empty"});
+    if (!stmt)
+      return std::unexpected(QueryFailure{FailureClass::kSyntaxError, "", "the SQL is empty"});
     if (HasMoreStatements(tail, sql.data() + sql.size())) {
       return std::unexpected(QueryFailure{FailureClass::kGuardViolation, "single_statement",
                                           "guard: exactly one statement is allowed"});
@@ -171,7 +178,8 @@ class SqliteEngine final : public Engine {
   QueryFailure PrepareFailure(int rc, std::string_view sql = {}) {
     const std::string msg = sqlite3_errmsg(db_.get());
     if ((rc & 0xff) == SQLITE_AUTH || !denied_.empty()) {
-      return QueryFailure{FailureClass::kGuardViolation, denied_rule_.empty() ? "read_only" : denied_rule_,
+      return QueryFailure{FailureClass::kGuardViolation,
+                          denied_rule_.empty() ? "read_only" : denied_rule_,
                           "guard: " + (denied_.empty() ? msg : denied_) +
                               " is not allowed: only a single read-only SELECT query may run"};
     }
@@ -277,7 +285,7 @@ class SqliteEngine final : public Engine {
   static int Progress(void* self_ptr) {
     auto* self = static_cast<SqliteEngine*>(self_ptr);
     return std::chrono::steady_clock::now() > self->deadline_ || self->stop_.stop_requested() ? 1
-                                                                                             : 0;
+                                                                                              : 0;
   }
 
   // Opening: every card statement runs under the progress handler, against the deadline of the
@@ -398,8 +406,8 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
     card.notes.push_back("cannot be queried: " + for_card(e.message));
     return card;
   };
-  auto info = engine.RunTrusted("SELECT name, type FROM pragma_table_info(" +
-                                QuoteLiteral(table) + ")");
+  auto info =
+      engine.RunTrusted("SELECT name, type FROM pragma_table_info(" + QuoteLiteral(table) + ")");
   if (!info && info.error().code == Error::Code::kCancelled) return std::unexpected(info.error());
   if (!info) return unreadable(info.error());
   std::vector<ColumnInfo> columns;
@@ -409,11 +417,13 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
     const std::string type = c[1].value_or("");
     columns.push_back({name, type.empty() ? "ANY" : type, type != "BLOB"});
     // Counted in the card's statistics scan, beside the null and distinct counts.
-    extras.push_back(type == "BLOB" ? ColumnExtra{} : SqliteColumnExtra(QuoteIdent(table), name, type));
+    extras.push_back(type == "BLOB" ? ColumnExtra{}
+                                    : SqliteColumnExtra(QuoteIdent(table), name, type));
   }
   if (columns.empty()) return unreadable({Error::Code::kData, "SQLite reports no columns"});
-  auto card = BuildCard(table, QuoteIdent(table), source, columns,
-                        [&](const std::string& s) { return engine.RunTrusted(s); }, extras);
+  auto card = BuildCard(
+      table, QuoteIdent(table), source, columns,
+      [&](const std::string& s) { return engine.RunTrusted(s); }, extras);
   if (!card && card.error().code == Error::Code::kCancelled) return std::unexpected(card.error());
   if (!card) {
     TableCard described;
@@ -440,9 +450,9 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
     }
     return described;
   }
-  if (auto dates = NoteTextDates(*card, QuoteIdent(table), [&](const std::string& s) {
-        return engine.RunTrusted(s);
-      }, Dialect::kSQLite);
+  if (auto dates = NoteTextDates(
+          *card, QuoteIdent(table), [&](const std::string& s) { return engine.RunTrusted(s); },
+          Dialect::kSQLite);
       !dates && dates.error().code == Error::Code::kCancelled) {
     return std::unexpected(dates.error());
   }
@@ -458,8 +468,7 @@ Result<TableCard> SqliteCard(SqliteEngine& engine, const std::string& table,
 
 }  // namespace
 
-QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql,
-                                      const Limits& limits) {
+QueryOutcome QuerySqlitePastTextGuard(Engine& engine, std::string_view sql, const Limits& limits) {
   auto* sqlite = dynamic_cast<SqliteEngine*>(&engine);
   if (!sqlite) {
     return std::unexpected(QueryFailure{FailureClass::kRuntimeError, "", "not a SQLite engine"});
@@ -472,9 +481,10 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   auto source = Fingerprint(path, SourceFormat::kSqlite);
   if (!source) return std::unexpected(source.error());
   if (!HasSqliteMagic(path)) {
-    return Fail(Error::Code::kData, path.string() + " is not a SQLite database (no SQLite header); "
-                                                    "check the file, or give CSV/Parquet/JSON files "
-                                                    "their own extension");
+    return Fail(Error::Code::kData, path.string() +
+                                        " is not a SQLite database (no SQLite header); "
+                                        "check the file, or give CSV/Parquet/JSON files "
+                                        "their own extension");
   }
   auto engine = std::make_unique<SqliteEngine>();
   sqlite3* raw = nullptr;
@@ -486,9 +496,8 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   const bool live_wal = std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0;
   const std::string uri = "file:" + UriPath(std::filesystem::absolute(path).string()) +
                           (live_wal ? "?mode=ro" : "?mode=ro&immutable=1");
-  const int rc = sqlite3_open_v2(uri.c_str(), &raw,
-                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
-                                 nullptr);
+  const int rc = sqlite3_open_v2(
+      uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
   engine->db_.reset(raw);
   if (rc != SQLITE_OK) {
     return Fail(Error::Code::kData, "cannot open " + path.string() + " as SQLite: " +
@@ -526,10 +535,11 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
         "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND "
         "name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name");
   }
-  if (!names && names.error().code == Error::Code::kCancelled) return std::unexpected(names.error());
+  if (!names && names.error().code == Error::Code::kCancelled)
+    return std::unexpected(names.error());
   if (!names) {
-    return Fail(Error::Code::kData, "cannot read " + path.string() + " as SQLite: " +
-                                        names.error().message);
+    return Fail(Error::Code::kData,
+                "cannot read " + path.string() + " as SQLite: " + names.error().message);
   }
   for (const auto& row : *names) {
     if (row[1].value_or("") == "shadow") engine->shadow_tables_.insert(row[0].value_or(""));
@@ -537,7 +547,8 @@ Result<std::unique_ptr<Engine>> OpenSqlite(const std::filesystem::path& path,
   // Views, SQL the data chose, share one timeout: six endless ones kept initialize a minute.
   std::optional<std::chrono::steady_clock::time_point> views_deadline;
   if (engine->load_timeout_ms_ > 0) {
-    views_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(engine->load_timeout_ms_);
+    views_deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(engine->load_timeout_ms_);
   }
   for (const auto& row : *names) {
     const std::string table = row[0].value_or("");

@@ -24,7 +24,18 @@ bool NumericDeclared(std::string type) {
 namespace {
 
 // The aggregates, in this order, of every column SqliteColumnExtra counts.
-enum Slot : size_t { kInteger, kReal, kText, kBlob, kMarkers, kBooleans, kNumberText, kLow, kHigh, kSlots };
+enum Slot : size_t {
+  kInteger,
+  kReal,
+  kText,
+  kBlob,
+  kMarkers,
+  kBooleans,
+  kNumberText,
+  kLow,
+  kHigh,
+  kSlots
+};
 
 // Text that is a plain decimal number ('12', '-3.5', '1e6'), as far as GLOB can tell.
 std::string IsNumberText(const std::string& q) {
@@ -114,18 +125,21 @@ Result<std::vector<std::string>> Notes(const std::string& from, const std::strin
                 q + " = TRUE match no text row";
       }
     } else if (stored[3] == 0 && marker_rows == text) {
-      note += ": " + missing + "; arithmetic reads the text as 0: use only rows where typeof(" +
-              q + ") IN ('integer', 'real')";
+      note += ": " + missing + "; arithmetic reads the text as 0: use only rows where typeof(" + q +
+              ") IN ('integer', 'real')";
       missing.clear();
     } else if (stored[0] + stored[1] >= odd) {
       // No CAST here: CAST('N/A' AS REAL) is 0 and CAST('7 kg' AS REAL) is 7, silently.
-      note += ": arithmetic reads text as 0 or its leading digits, and text sorts above every "
-              "number; use only rows where typeof(" + q + ") IN ('integer', 'real')";
+      note +=
+          ": arithmetic reads text as 0 or its leading digits, and text sorts above every "
+          "number; use only rows where typeof(" +
+          q + ") IN ('integer', 'real')";
     } else {
       // Mostly text: keeping only the numbers would drop most rows. The samples show the text
       // (a note quotes no value of the data: --no-samples keeps the notes).
-      note += ": most values are text, which arithmetic reads as 0 or its leading digits; clean "
-              "the text (replace, trim) before a CAST";
+      note +=
+          ": most values are text, which arithmetic reads as 0 or its leading digits; clean "
+          "the text (replace, trim) before a CAST";
     }
     notes.push_back(note);
   }

@@ -13,8 +13,9 @@
 namespace quarry::engine::internal {
 namespace {
 
-constexpr const char* kMonths[] = {"january", "february", "march",     "april",   "may",      "june",
-                                   "july",    "august",   "september", "october", "november", "december"};
+constexpr const char* kMonths[] = {"january",   "february", "march",    "april",
+                                   "may",       "june",     "july",     "august",
+                                   "september", "october",  "november", "december"};
 
 // A column with more distinct values than this spans centuries of days: not read value by value.
 constexpr int64_t kMaxDistinctDates = 50000;
@@ -164,10 +165,12 @@ Result<void> NoteTextDates(TableCard& card, const std::string& sql_name, const R
     }
     std::string note = std::string("dates written as text in the format") +
                        (by_rows.size() > 1 ? "s " : " ") + listed;
-    if (others > 0) note += " (" + std::to_string(others) + (others == 1 ? " row is" : " rows are") + " no date)";
+    if (others > 0)
+      note += " (" + std::to_string(others) + (others == 1 ? " row is" : " rows are") + " no date)";
     if (dialect == Dialect::kSQLite) {
-      note += "; SQLite's date functions cannot read them and as text they sort by month name: "
-              "compare or sort them only as YYYY-MM-DD rebuilt from their parts";
+      note +=
+          "; SQLite's date functions cannot read them and as text they sort by month name: "
+          "compare or sort them only as YYYY-MM-DD rebuilt from their parts";
     } else {
       const std::string formats_sql = by_rows.size() > 1 ? "[" + sql_list + "]" : sql_list;
       note += "; as text they sort by month name: read them with CAST(" +

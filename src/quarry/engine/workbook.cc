@@ -38,7 +38,6 @@ bool ParseCellRef(std::string_view ref, uint32_t& row, uint32_t& col) {
   return true;
 }
 
-
 std::string CellNumberText(double value) {
   char buf[64];
   const double magnitude = std::fabs(value);
@@ -73,7 +72,8 @@ std::optional<std::string> RangeSheet(std::string_view text) {
 
 Result<CellRange> ParseCellRange(std::string_view given) {
   // As Excel writes a reference too: Report!$A$4:$E$10 ('Q3 2024'!A1:B2).
-  std::string plain(given.substr(given.rfind('!') == std::string_view::npos ? 0 : given.rfind('!') + 1));
+  std::string plain(
+      given.substr(given.rfind('!') == std::string_view::npos ? 0 : given.rfind('!') + 1));
   std::erase(plain, '$');
   const std::string_view text = plain;
   const size_t colon = text.find(':');
@@ -96,7 +96,8 @@ DateStyle DateStyleOf(int id, std::string_view code) {
     return DateStyle::kDate;
   }
   if (id == 22) return DateStyle::kDateTime;
-  if ((id >= 18 && id <= 21) || id == 32 || id == 33 || (id >= 45 && id <= 47)) return DateStyle::kTime;
+  if ((id >= 18 && id <= 21) || id == 32 || id == 33 || (id >= 45 && id <= 47))
+    return DateStyle::kTime;
   if (code.empty()) return DateStyle::kNone;
   // A custom code: only its first section (positive numbers), without quoted text, escaped
   // characters, fills, colours and conditions, which may hold any letter.
@@ -115,14 +116,16 @@ DateStyle DateStyleOf(int id, std::string_view code) {
       const size_t end = code.find(']', i + 1);
       if (end == std::string_view::npos) break;
       const std::string_view inside = code.substr(i + 1, end - i - 1);
-      if (!inside.empty() && inside.find_first_not_of("hHmMsS") == std::string_view::npos) elapsed = true;
+      if (!inside.empty() && inside.find_first_not_of("hHmMsS") == std::string_view::npos)
+        elapsed = true;
       i = end;
     } else {
       plain += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     }
   }
   for (const char* ampm : {"am/pm", "a/p"}) {
-    for (size_t at; (at = plain.find(ampm)) != std::string::npos;) plain.erase(at, std::strlen(ampm));
+    for (size_t at; (at = plain.find(ampm)) != std::string::npos;)
+      plain.erase(at, std::strlen(ampm));
   }
   // General, 0.00E+00 and the like hold none of these letters; "mmm" alone is a month.
   const bool y = plain.find('y') != std::string::npos, d = plain.find('d') != std::string::npos;
@@ -176,8 +179,8 @@ std::optional<std::string> SerialToIso(double serial, bool date1904, DateStyle s
 Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const std::string& label,
                                                SourceFormat format,
                                                std::optional<std::string> sheet,
-                                               const std::optional<std::string>& range,
-                                               bool header, const std::string& dir, size_t index,
+                                               const std::optional<std::string>& range, bool header,
+                                               const std::string& dir, size_t index,
                                                const StopToken& stop) {
   // The readers name the file by its absolute path; messages name it as the user gave it.
   const auto relabel = [&](Error e) {
@@ -221,7 +224,8 @@ Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const st
     if (chosen.empty()) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "'" : ", '") + n + "'";
-      return Fail(Error::Code::kUsage, label + " has no sheet '" + *sheet + "'; its sheets are " + list);
+      return Fail(Error::Code::kUsage,
+                  label + " has no sheet '" + *sheet + "'; its sheets are " + list);
     }
   } else {
     if (cells && names.size() > 1) {
@@ -260,8 +264,9 @@ Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const st
     copies.push_back(std::move(copy));
   }
   if (copies.empty()) {
-    return Fail(Error::Code::kData, label + (sheet ? " has no cells in sheet '" + *sheet + "'"
-                                                  : std::string(" has no cells in any sheet")) +
+    return Fail(Error::Code::kData, label +
+                                        (sheet ? " has no cells in sheet '" + *sheet + "'"
+                                               : std::string(" has no cells in any sheet")) +
                                         (cells ? " inside range=" + *range : std::string()) +
                                         ": nothing to ask about");
   }

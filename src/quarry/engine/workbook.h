@@ -17,20 +17,20 @@ namespace quarry::engine::internal {
 
 // What a package may unpack to before it is refused as hostile (a zip bomb, a 1 GB part).
 struct WorkbookLimits {
-  int64_t max_part_bytes = int64_t{512} << 20;   // one XML part, uncompressed
-  int64_t max_total_bytes = int64_t{2} << 30;    // every entry of the package, uncompressed
-  int64_t max_ratio = 500;                       // uncompressed / compressed, parts over 16 MiB
-  int64_t max_cells = 16'000'000;                // non-empty cells kept from one sheet
+  int64_t max_part_bytes = int64_t{512} << 20;  // one XML part, uncompressed
+  int64_t max_total_bytes = int64_t{2} << 30;   // every entry of the package, uncompressed
+  int64_t max_ratio = 500;                      // uncompressed / compressed, parts over 16 MiB
+  int64_t max_cells = 16'000'000;               // non-empty cells kept from one sheet
 };
 
 enum class SheetValue : uint8_t {
   kText,
-  kNumber,    // text: the shortest decimal that reads back as the same double
-  kBool,      // text: TRUE or FALSE
-  kDate,      // text: ISO 8601, YYYY-MM-DD[ HH:MM:SS] or HH:MM:SS, from the cell's number format
-  kError,     // text: the error as Excel shows it (#N/A, #DIV/0!)
-  kNoValue,   // a formula whose result the writer never saved
-  kNoDate,    // text: a number in a date format that is no date (0, negative, 1900-02-29)
+  kNumber,   // text: the shortest decimal that reads back as the same double
+  kBool,     // text: TRUE or FALSE
+  kDate,     // text: ISO 8601, YYYY-MM-DD[ HH:MM:SS] or HH:MM:SS, from the cell's number format
+  kError,    // text: the error as Excel shows it (#N/A, #DIV/0!)
+  kNoValue,  // a formula whose result the writer never saved
+  kNoDate,   // text: a number in a date format that is no date (0, negative, 1900-02-29)
 };
 
 struct SheetCell {
@@ -65,8 +65,10 @@ class Workbook {
 
 // Opens an .xlsx/.xlsm file, or the same bytes from memory (the fuzz target). Errors are kData
 // and say what to do: a password-protected or .xlsb file, a hostile package.
-Result<std::unique_ptr<Workbook>> OpenXlsx(const std::string& path, const WorkbookLimits& limits = {});
-Result<std::unique_ptr<Workbook>> OpenXlsxBytes(std::string bytes, const WorkbookLimits& limits = {});
+Result<std::unique_ptr<Workbook>> OpenXlsx(const std::string& path,
+                                           const WorkbookLimits& limits = {});
+Result<std::unique_ptr<Workbook>> OpenXlsxBytes(std::string bytes,
+                                                const WorkbookLimits& limits = {});
 // Opens a BIFF .xls file through FreeXL.
 Result<std::unique_ptr<Workbook>> OpenXls(const std::string& path);
 
@@ -120,8 +122,8 @@ struct SheetCopy {
 Result<std::vector<SheetCopy>> CopySheetsAsCsv(const std::string& path, const std::string& label,
                                                SourceFormat format,
                                                std::optional<std::string> sheet,
-                                               const std::optional<std::string>& range,
-                                               bool header, const std::string& dir, size_t index,
+                                               const std::optional<std::string>& range, bool header,
+                                               const std::string& dir, size_t index,
                                                const StopToken& stop);
 
 }  // namespace quarry::engine::internal

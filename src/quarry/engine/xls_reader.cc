@@ -16,14 +16,20 @@ constexpr uint64_t kMaxGrid = 64'000'000;
 
 std::string Why(int code) {
   switch (code) {
-    case FREEXL_INSUFFICIENT_MEMORY: return "out of memory";
+    case FREEXL_INSUFFICIENT_MEMORY:
+      return "out of memory";
     case FREEXL_INVALID_CFBF_HEADER:
-    case FREEXL_CFBF_INVALID_SIGNATURE: return "it is not an .xls workbook";
-    case FREEXL_BIFF_WORKBOOK_NOT_FOUND: return "it holds no workbook stream";
-    case FREEXL_CRAFTED_FILE: return "it is damaged or crafted";
+    case FREEXL_CFBF_INVALID_SIGNATURE:
+      return "it is not an .xls workbook";
+    case FREEXL_BIFF_WORKBOOK_NOT_FOUND:
+      return "it holds no workbook stream";
+    case FREEXL_CRAFTED_FILE:
+      return "it is damaged or crafted";
     case FREEXL_UNSUPPORTED_CHARSET:
-    case FREEXL_INVALID_CHARACTER: return "its text is in a character set FreeXL cannot convert";
-    default: return "FreeXL error " + std::to_string(code);
+    case FREEXL_INVALID_CHARACTER:
+      return "its text is in a character set FreeXL cannot convert";
+    default:
+      return "FreeXL error " + std::to_string(code);
   }
 }
 
@@ -36,9 +42,11 @@ class XlsWorkbook final : public Workbook {
 
   Result<void> Load() {
     unsigned int info = 0;
-    if (freexl_get_info(handle_, FREEXL_BIFF_PASSWORD, &info) == FREEXL_OK && info == FREEXL_BIFF_OBFUSCATED) {
-      return Fail(Error::Code::kData, label_ + " is protected by a password: save it without "
-                                               "one and ask again");
+    if (freexl_get_info(handle_, FREEXL_BIFF_PASSWORD, &info) == FREEXL_OK &&
+        info == FREEXL_BIFF_OBFUSCATED) {
+      return Fail(Error::Code::kData, label_ +
+                                          " is protected by a password: save it without "
+                                          "one and ask again");
     }
     unsigned int count = 0;
     if (const int rc = freexl_get_info(handle_, FREEXL_BIFF_SHEET_COUNT, &count); rc != FREEXL_OK) {
@@ -46,7 +54,8 @@ class XlsWorkbook final : public Workbook {
     }
     for (unsigned int i = 0; i < count && i < 65535; ++i) {
       const char* name = nullptr;
-      if (freexl_get_worksheet_name(handle_, static_cast<unsigned short>(i), &name) != FREEXL_OK) continue;
+      if (freexl_get_worksheet_name(handle_, static_cast<unsigned short>(i), &name) != FREEXL_OK)
+        continue;
       names_.push_back(name ? name : "Sheet" + std::to_string(i + 1));
       indexes_.push_back(static_cast<unsigned short>(i));
     }
@@ -57,20 +66,24 @@ class XlsWorkbook final : public Workbook {
   std::vector<std::string> SheetNames() const override { return names_; }
 
   Result<Sheet> ReadSheet(size_t index, const StopToken& stop) override {
-    if (index >= names_.size()) return Fail(Error::Code::kData, "no sheet " + std::to_string(index));
+    if (index >= names_.size())
+      return Fail(Error::Code::kData, "no sheet " + std::to_string(index));
     Sheet sheet;
     sheet.name = names_[index];
     if (const int rc = freexl_select_active_worksheet(handle_, indexes_[index]); rc != FREEXL_OK) {
-      return Fail(Error::Code::kData, label_ + ": sheet '" + sheet.name + "' cannot be read: " + Why(rc));
+      return Fail(Error::Code::kData,
+                  label_ + ": sheet '" + sheet.name + "' cannot be read: " + Why(rc));
     }
     unsigned int rows = 0;
     unsigned short cols = 0;
     if (const int rc = freexl_worksheet_dimensions(handle_, &rows, &cols); rc != FREEXL_OK) {
-      return Fail(Error::Code::kData, label_ + ": sheet '" + sheet.name + "' cannot be read: " + Why(rc));
+      return Fail(Error::Code::kData,
+                  label_ + ": sheet '" + sheet.name + "' cannot be read: " + Why(rc));
     }
     if (uint64_t{rows} * cols > kMaxGrid) {
       return Fail(Error::Code::kData, label_ + ": sheet '" + sheet.name + "' claims " +
-                                          std::to_string(rows) + " rows by " + std::to_string(cols) +
+                                          std::to_string(rows) + " rows by " +
+                                          std::to_string(cols) +
                                           " columns, more than quarry reads from an .xls; save it "
                                           "as .xlsx or CSV");
     }
@@ -103,7 +116,8 @@ class XlsWorkbook final : public Workbook {
             cell.kind = SheetValue::kDate;
             cell.text = v.value.text_value;
             break;
-          default: continue;  // empty
+          default:
+            continue;  // empty
         }
         sheet.cells.push_back(std::move(cell));
       }

@@ -17,7 +17,6 @@ std::string_view LocalName(const char* name) {
   return bar == std::string_view::npos ? n : n.substr(bar + 1);
 }
 
-
 // An entry name that is absolute ("/etc/x", "C:\\x") or has a ".." segment.
 bool ClimbsOut(std::string_view name) {
   if (name.starts_with('/') || name.starts_with('\\')) return true;
@@ -60,8 +59,8 @@ struct ZipFileClose {
 // Joins a relationship target to the folder of the part that names it, as OPC says; nullopt
 // when it climbs above the package root.
 std::optional<std::string> ResolveTarget(const std::string& base_dir, std::string_view target) {
-  std::string joined = target.starts_with('/') ? std::string(target.substr(1))
-                                               : base_dir + std::string(target);
+  std::string joined =
+      target.starts_with('/') ? std::string(target.substr(1)) : base_dir + std::string(target);
   std::vector<std::string> parts;
   size_t s = 0;
   while (s <= joined.size()) {
@@ -84,9 +83,10 @@ std::optional<std::string> ResolveTarget(const std::string& base_dir, std::strin
 
 Error NotAZip(const std::string& label, int code, bool ole) {
   if (ole) {
-    return DataError(label + " is a compound document, not an .xlsx package: either it is "
-                             "password-protected (save it without a password) or it is an "
-                             "old .xls file renamed (rename it to .xls)");
+    return DataError(label +
+                     " is a compound document, not an .xlsx package: either it is "
+                     "password-protected (save it without a password) or it is an "
+                     "old .xls file renamed (rename it to .xls)");
   }
   zip_error_t e;
   zip_error_init_with_code(&e, code);
@@ -97,11 +97,11 @@ Error NotAZip(const std::string& label, int code, bool ole) {
 }
 
 bool LooksOle(std::string_view head) {
-  return head.size() >= 8 && head.substr(0, 8) == std::string_view("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", 8);
+  return head.size() >= 8 &&
+         head.substr(0, 8) == std::string_view("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1", 8);
 }
 
 }  // namespace
-
 
 const char* Attr(const char** attrs, std::string_view local, bool namespaced) {
   for (size_t i = 0; attrs[i]; i += 2) {
@@ -154,7 +154,8 @@ Result<std::unique_ptr<OpcPackage>> OpcPackage::FromBytes(std::string bytes,
     return std::unexpected(NotAZip("the workbook", code, LooksOle(*owned)));
   }
   zip_error_fini(&error);
-  std::unique_ptr<OpcPackage> package(new OpcPackage(zip, std::move(owned), "the workbook", limits));
+  std::unique_ptr<OpcPackage> package(
+      new OpcPackage(zip, std::move(owned), "the workbook", limits));
   if (auto r = package->CheckEntries(); !r) return std::unexpected(r.error());
   return package;
 }
@@ -170,9 +171,9 @@ Result<void> OpcPackage::CheckEntries() {
     const std::string name = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "";
     if (ClimbsOut(name)) {
       return std::unexpected(DataError(
-          label_ + " holds an entry whose path climbs out of the package ('" +
-          name.substr(0, 80) + "'): quarry does not read such a file; re-save it in Excel or "
-                               "LibreOffice"));
+          label_ + " holds an entry whose path climbs out of the package ('" + name.substr(0, 80) +
+          "'): quarry does not read such a file; re-save it in Excel or "
+          "LibreOffice"));
     }
     if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE) {
       return std::unexpected(DataError(label_ + " has encrypted parts: save it without a "
@@ -185,12 +186,14 @@ Result<void> OpcPackage::CheckEntries() {
     if (size > limits_.max_part_bytes) {
       what = "its part '" + name.substr(0, 80) + "' unpacks to " + std::to_string(size >> 20) +
              " MiB, over the " + std::to_string(limits_.max_part_bytes >> 20) + " MiB quarry reads";
-    } else if (size > (int64_t{16} << 20) && size / std::max<int64_t>(packed, 1) > limits_.max_ratio) {
+    } else if (size > (int64_t{16} << 20) &&
+               size / std::max<int64_t>(packed, 1) > limits_.max_ratio) {
       what = "its part '" + name.substr(0, 80) + "' unpacks " +
              std::to_string(size / std::max<int64_t>(packed, 1)) +
              " times larger than it is packed (a zip bomb)";
     } else if (total > limits_.max_total_bytes) {
-      what = "its parts unpack to more than " + std::to_string(limits_.max_total_bytes >> 20) + " MiB";
+      what =
+          "its parts unpack to more than " + std::to_string(limits_.max_total_bytes >> 20) + " MiB";
     }
     if (!what.empty()) {
       return std::unexpected(DataError(label_ + " is refused: " + what +
@@ -218,8 +221,8 @@ Result<void> OpcPackage::Parse(const std::string& part, XmlHandler& h, const Sto
   if (!index) return std::unexpected(DataError(label_ + ": part " + part + " is missing"));
   std::unique_ptr<zip_file_t, ZipFileClose> file(zip_fopen_index(zip_, *index, 0));
   if (!file) {
-    return std::unexpected(DataError(label_ + ": cannot unpack " + part + " (" +
-                                     zip_strerror(zip_) + ")"));
+    return std::unexpected(
+        DataError(label_ + ": cannot unpack " + part + " (" + zip_strerror(zip_) + ")"));
   }
   std::unique_ptr<XML_ParserStruct, ParserFree> parser(XML_ParserCreateNS(nullptr, '|'));
   if (!parser) return std::unexpected(DataError("out of memory for the XML parser"));
@@ -243,15 +246,17 @@ Result<void> OpcPackage::Parse(const std::string& part, XmlHandler& h, const Sto
     }
     const bool last = n == 0;
     if (XML_Parse(parser.get(), buf.data(), static_cast<int>(n), last) != XML_STATUS_OK) {
-      if (!h.error.empty()) return std::unexpected(DataError(label_ + ": " + part + ": " + h.error));
+      if (!h.error.empty())
+        return std::unexpected(DataError(label_ + ": " + part + ": " + h.error));
       if (h.doctype) {
-        return std::unexpected(DataError(label_ + ": part " + part + " declares a DTD, which "
-                                                 "no Excel workbook does; quarry does not read it"));
+        return std::unexpected(DataError(label_ + ": part " + part +
+                                         " declares a DTD, which "
+                                         "no Excel workbook does; quarry does not read it"));
       }
-      return std::unexpected(DataError(
-          label_ + ": part " + part + " is not well-formed XML (line " +
-          std::to_string(XML_GetCurrentLineNumber(parser.get())) + ": " +
-          XML_ErrorString(XML_GetErrorCode(parser.get())) + ")"));
+      return std::unexpected(
+          DataError(label_ + ": part " + part + " is not well-formed XML (line " +
+                    std::to_string(XML_GetCurrentLineNumber(parser.get())) + ": " +
+                    XML_ErrorString(XML_GetErrorCode(parser.get())) + ")"));
     }
     if (last) break;
   }
@@ -259,7 +264,7 @@ Result<void> OpcPackage::Parse(const std::string& part, XmlHandler& h, const Sto
 }
 
 Result<std::map<std::string, OpcRel>> OpcPackage::ReadRels(const std::string& part,
-                                                          const std::string& dir) {
+                                                           const std::string& dir) {
   std::map<std::string, OpcRel> rels;
   if (!Locate(part)) return rels;
   XmlHandler h;
@@ -272,7 +277,8 @@ Result<std::map<std::string, OpcRel>> OpcPackage::ReadRels(const std::string& pa
     if (!id || !type || !target || (mode && std::string_view(mode) == "External")) return;
     auto resolved = ResolveTarget(dir, target);
     if (!resolved) {
-      h.Stop("a relationship points outside the package ('" + std::string(target).substr(0, 80) + "')");
+      h.Stop("a relationship points outside the package ('" + std::string(target).substr(0, 80) +
+             "')");
       return;
     }
     rels[id] = OpcRel{type, *resolved};

@@ -45,8 +45,10 @@ class OpcPackage {
  public:
   // Errors are kData and say what to do: not a zip, a compound file (password-protected or an
   // .xls renamed), a hostile package. `label` names the file in messages.
-  static Result<std::unique_ptr<OpcPackage>> Open(const std::string& path, const WorkbookLimits& limits);
-  static Result<std::unique_ptr<OpcPackage>> FromBytes(std::string bytes, const WorkbookLimits& limits);
+  static Result<std::unique_ptr<OpcPackage>> Open(const std::string& path,
+                                                  const WorkbookLimits& limits);
+  static Result<std::unique_ptr<OpcPackage>> FromBytes(std::string bytes,
+                                                       const WorkbookLimits& limits);
   ~OpcPackage();
   OpcPackage(const OpcPackage&) = delete;
   OpcPackage& operator=(const OpcPackage&) = delete;

@@ -28,7 +28,8 @@ std::string DecodeXstring(std::string text) {
   for (size_t i = 0; i < text.size();) {
     uint32_t code = 0;
     if (i + 7 <= text.size() && text[i] == '_' && text[i + 1] == 'x' && text[i + 6] == '_' &&
-        std::from_chars(text.data() + i + 2, text.data() + i + 6, code, 16).ptr == text.data() + i + 6) {
+        std::from_chars(text.data() + i + 2, text.data() + i + 6, code, 16).ptr ==
+            text.data() + i + 6) {
       // UTF-8 of a code point under U+10000 (four hex digits).
       if (code < 0x80) {
         out += static_cast<char>(code);
@@ -97,7 +98,8 @@ class XlsxWorkbook final : public Workbook {
   }
 
   Result<Sheet> ReadSheet(size_t index, const StopToken& stop) override {
-    if (index >= sheets_.size()) return std::unexpected(DataError("no sheet " + std::to_string(index)));
+    if (index >= sheets_.size())
+      return std::unexpected(DataError("no sheet " + std::to_string(index)));
     const SheetEntry& entry = sheets_[index];
     Sheet sheet;
     sheet.name = entry.name;
@@ -174,10 +176,14 @@ class XlsxWorkbook final : public Workbook {
       if (c.in_t && !c.in_phonetic) c.inline_text += text;
     };
     h.end = [&](std::string_view name) {
-      if (name == "v") c.in_v = false;
-      else if (name == "is") c.in_is = false;
-      else if (name == "t") c.in_t = false;
-      else if (name == "rPh") c.in_phonetic = false;
+      if (name == "v")
+        c.in_v = false;
+      else if (name == "is")
+        c.in_is = false;
+      else if (name == "t")
+        c.in_t = false;
+      else if (name == "rPh")
+        c.in_phonetic = false;
       else if (name == "c") {
         if (sheet.cells.size() >= static_cast<size_t>(limits_.max_cells)) {
           h.Stop("more than " + std::to_string(limits_.max_cells) +
@@ -238,7 +244,8 @@ class XlsxWorkbook final : public Workbook {
       if (value.empty() && unsaved) cell.kind = SheetValue::kNoValue;
       cell.kind = type == "d" && !value.empty() ? SheetValue::kDate : cell.kind;
       cell.text = type == "str" ? DecodeXstring(value) : value;
-    } else if (type == "b" && (value == "0" || value == "1" || value == "true" || value == "false")) {
+    } else if (type == "b" &&
+               (value == "0" || value == "1" || value == "true" || value == "false")) {
       cell.kind = SheetValue::kBool;
       cell.text = value == "1" || value == "true" ? "TRUE" : "FALSE";
     } else if (type == "b") {
@@ -348,7 +355,8 @@ class XlsxWorkbook final : public Workbook {
         const char* id = Attr(attrs, "numFmtId");
         const char* code = Attr(attrs, "formatCode");
         int n = 0;
-        if (id && code && std::from_chars(id, id + std::strlen(id), n).ec == std::errc()) codes[n] = code;
+        if (id && code && std::from_chars(id, id + std::strlen(id), n).ec == std::errc())
+          codes[n] = code;
       } else if (name == "cellXfs") {
         in_cell_xfs = true;
       } else if (name == "xf" && in_cell_xfs) {

@@ -69,8 +69,7 @@ Outcome ReadWhole(const HttpReply& reply, const ClientConfig& config) {
   if (!doc.is_object()) {
     return {std::nullopt,
             "reply " +
-                (doc.is_discarded() ? "refused, " + problem
-                                    : std::string("is not a JSON object")) +
+                (doc.is_discarded() ? "refused, " + problem : std::string("is not a JSON object")) +
                 ": " + internal::Snippet(reply.body),
             false};
   }
@@ -114,14 +113,14 @@ Outcome ReadStream(const HttpReply& reply, const MessageStream& stream,
     }
     return {std::nullopt,
             "the stream was cut off after " + std::to_string(reply.streamed_bytes) + " bytes" +
-                received + "; not resent (a partial reply cannot be continued): " +
-                reply.network_error,
+                received +
+                "; not resent (a partial reply cannot be continued): " + reply.network_error,
             false};
   }
   if (!stream.complete()) {
     return {std::nullopt,
-            "the stream ended without message_stop after " +
-                std::to_string(reply.streamed_bytes) + " bytes" + received,
+            "the stream ended without message_stop after " + std::to_string(reply.streamed_bytes) +
+                " bytes" + received,
             reply.streamed_bytes == 0};
   }
   Result<Turn> turn = internal::ParseMessagesReply(stream.Message(), config);
@@ -133,7 +132,8 @@ Outcome ReadStream(const HttpReply& reply, const MessageStream& stream,
 Result<Turn> AnthropicClient::Complete(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   const int max_attempts = std::max(1, config_.retry.max_attempts);
-  const std::string where = std::string(ProviderName(config_.provider)) + " POST " + RedactUrl(url_);
+  const std::string where =
+      std::string(ProviderName(config_.provider)) + " POST " + RedactUrl(url_);
   const std::string cancelled = where + ": cancelled (the model request was aborted)";
   const json body = internal::BuildMessagesBody(config_, request, config_.stream);
   if (body["messages"].empty()) {
@@ -145,8 +145,9 @@ Result<Turn> AnthropicClient::Complete(const Request& request) {
 
   for (int attempt = 1;; ++attempt) {
     if (request.stop.stop_requested()) return Fail(Error::Code::kCancelled, cancelled);
-    HttpPost post{url_, headers_, body_text, config_.request_timeout_ms,
-                  config_.connect_timeout_ms, request.stop, {}};
+    HttpPost post{
+        url_,         headers_, body_text, config_.request_timeout_ms, config_.connect_timeout_ms,
+        request.stop, {}};
     bool waited = false;
     if (config_.on_wait) {
       post.on_wait = [&](int64_t ms) {
@@ -191,10 +192,10 @@ Result<Turn> AnthropicClient::Complete(const Request& request) {
     } else if (reply.status >= 200 && reply.status < 300) {
       outcome = ReadWhole(reply, config_);
     } else {
-      outcome = {std::nullopt,
-                 "HTTP " + std::to_string(reply.status) + " " +
-                     internal::AnthropicErrorText(reply.body),
-                 internal::IsRetryableStatus(reply.status)};
+      outcome = {
+          std::nullopt,
+          "HTTP " + std::to_string(reply.status) + " " + internal::AnthropicErrorText(reply.body),
+          internal::IsRetryableStatus(reply.status)};
       // 413 request_too_large (over 32 MB) and 400 "prompt is too long: N tokens > M
       // maximum": no resend can succeed.
       if (reply.status == 413 || internal::SaysTooLarge(reply.body)) {

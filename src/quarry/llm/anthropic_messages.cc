@@ -53,9 +53,8 @@ void Append(std::vector<Outgoing>& turns, const char* role, json block) {
   if (turns.empty() || std::string_view(turns.back().role) != role) turns.push_back({role});
   json& content = turns.back().content;
   if (JsonString(block, "type") == "tool_result") {
-    auto at = std::find_if(content.begin(), content.end(), [](const json& b) {
-      return JsonString(b, "type") != "tool_result";
-    });
+    auto at = std::find_if(content.begin(), content.end(),
+                           [](const json& b) { return JsonString(b, "type") != "tool_result"; });
     content.insert(at, std::move(block));
     return;
   }
@@ -205,8 +204,8 @@ Result<Turn> ParseMessagesReply(const json& doc, const ClientConfig& config) {
   turn.usage.cached_tokens = CountField(usage, "cache_read_input_tokens");
   turn.usage.cache_write_tokens = CountField(usage, "cache_creation_input_tokens");
   // Anthropic's input_tokens counts only the tokens after the last cache breakpoint.
-  turn.usage.input_tokens = CountField(usage, "input_tokens") + turn.usage.cached_tokens +
-                            turn.usage.cache_write_tokens;
+  turn.usage.input_tokens =
+      CountField(usage, "input_tokens") + turn.usage.cached_tokens + turn.usage.cache_write_tokens;
   turn.usage.output_tokens = CountField(usage, "output_tokens");
   const auto priced = config.prices.Cost(config.model, turn.usage);
   turn.cost_usd = priced.value_or(0.0);

@@ -68,8 +68,7 @@ void MessageStream::Event(const SseEvent& event) {
     const int64_t index = IntField(data, "index");
     auto it = blocks_.find(index);
     if (it == blocks_.end()) {
-      problem_ = "content_block_delta for block " + std::to_string(index) +
-                 ", which never started";
+      problem_ = "content_block_delta for block " + std::to_string(index) + ", which never started";
       return;
     }
     const json* delta = ObjectField(data, "delta");

@@ -72,7 +72,8 @@ std::string ScrubSecret(std::string text, const std::string& key) {
   // would otherwise show 20 of its 25 characters.
   const size_t piece = std::min<size_t>(8, key.size());
   std::unordered_set<std::string_view> pieces;
-  for (size_t i = 0; i + piece <= key.size(); ++i) pieces.insert(std::string_view(key).substr(i, piece));
+  for (size_t i = 0; i + piece <= key.size(); ++i)
+    pieces.insert(std::string_view(key).substr(i, piece));
   std::vector<bool> secret(text.size(), false);
   bool any = false;
   for (size_t i = 0; i + piece <= text.size(); ++i) {
@@ -128,10 +129,10 @@ std::string TimeoutFailure(int64_t timeout_ms, const std::string& network_error)
 
 std::string TooLargeMessage(const std::string& where, const Request& request, size_t body_bytes,
                             const std::string& failure) {
-  std::string size = request.prompt_tokens_estimate > 0
-                         ? "~" + std::to_string(request.prompt_tokens_estimate) +
-                               " tokens estimated, "
-                         : std::string();
+  std::string size =
+      request.prompt_tokens_estimate > 0
+          ? "~" + std::to_string(request.prompt_tokens_estimate) + " tokens estimated, "
+          : std::string();
   size += std::to_string(body_bytes) + " bytes of JSON in " +
           std::to_string(request.messages.size()) + " messages";
   return where + " failed: the request is too large for the model (prompt: " + size +

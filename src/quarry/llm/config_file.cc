@@ -75,15 +75,22 @@ size_t KeyDepth(std::string_view text) {
     for (size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
       if (quote) {
-        if (c == '\\' && quote == '"') ++i;
-        else if (c == quote) quote = 0;
+        if (c == '\\' && quote == '"')
+          ++i;
+        else if (c == quote)
+          quote = 0;
         continue;
       }
-      if (c == '"' || c == '\'') quote = c;
-      else if (c == '#') break;
-      else if (c == '[' && i == line.find_first_not_of(" \t")) header = true;
-      else if (c == '.') ++dots;
-      else if ((c == '=' && !header) || (c == ']' && header)) break;
+      if (c == '"' || c == '\'')
+        quote = c;
+      else if (c == '#')
+        break;
+      else if (c == '[' && i == line.find_first_not_of(" \t"))
+        header = true;
+      else if (c == '.')
+        ++dots;
+      else if ((c == '=' && !header) || (c == ']' && header))
+        break;
     }
     deepest = std::max(deepest, dots + 1);
   }
@@ -115,8 +122,7 @@ const std::vector<ProfileKey>& ProfileKeys() {
       {"request_timeout", "QUARRY_REQUEST_TIMEOUT", "seconds per model request"},
       {"max_tokens", "QUARRY_MAX_TOKENS", "the reply's token cap"},
       {"temperature", "QUARRY_TEMPERATURE", "0 to 2, or \"default\""},
-      {"max_tokens_param", "QUARRY_MAX_TOKENS_PARAM",
-       "auto, max_tokens or max_completion_tokens"},
+      {"max_tokens_param", "QUARRY_MAX_TOKENS_PARAM", "auto, max_tokens or max_completion_tokens"},
       {"stream", "QUARRY_STREAM", "false turns streaming off"},
   };
   return keys;
@@ -148,9 +154,9 @@ Result<ConfigProfile> ReadConfigProfile(const GetEnv& getenv,
     profile.chosen_by = "QUARRY_PROFILE";
   }
   if (wanted && !Printable(*wanted)) {
-    return std::unexpected(Error{Error::Code::kUsage,
-                                 profile.chosen_by + " names no profile: give a profile's name "
-                                 "(no control characters)"});
+    return std::unexpected(
+        Error{Error::Code::kUsage, profile.chosen_by + " names no profile: give a profile's name "
+                                                       "(no control characters)"});
   }
   const std::optional<std::filesystem::path> path = ConfigFilePath(getenv);
   const std::string file = path ? Shown(*path, getenv) : "the config file";
@@ -174,12 +180,15 @@ Result<ConfigProfile> ReadConfigProfile(const GetEnv& getenv,
   }
   if (!S_ISREG(st.st_mode)) return Refuse(file, "not a regular file");
   if (st.st_uid != ::geteuid()) {
-    return Refuse(file, "another user owns it, and it would choose where your keys go: make it "
-                        "yours (or set QUARRY_CONFIG to your own)");
+    return Refuse(file,
+                  "another user owns it, and it would choose where your keys go: make it "
+                  "yours (or set QUARRY_CONFIG to your own)");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return Refuse(file, "other users can write it, and it would choose where your keys go: "
-                        "chmod go-w " + path->string());
+    return Refuse(file,
+                  "other users can write it, and it would choose where your keys go: "
+                  "chmod go-w " +
+                      path->string());
   }
 
   if (static_cast<size_t>(st.st_size) > kMaxConfigBytes) {
@@ -187,8 +196,8 @@ Result<ConfigProfile> ReadConfigProfile(const GetEnv& getenv,
   }
   std::ifstream in(*path, std::ios::binary);
   if (!in) {
-    return Refuse(file, std::string("cannot read it (") + std::strerror(errno) +
-                            "): chmod u+r " + path->string());
+    return Refuse(file, std::string("cannot read it (") + std::strerror(errno) + "): chmod u+r " +
+                            path->string());
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (KeyDepth(text) > kMaxKeyDepth) {

@@ -110,7 +110,8 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   if (NameIs(name, "retry-after-ms")) reply->retry_after_ms = value;
   if (NameIs(name, "content-type")) {
     reply->content_type = value;
-    for (char& c : reply->content_type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : reply->content_type)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return size * count;
 }
@@ -161,8 +162,7 @@ HttpReply HttpSession::Send(const HttpPost& post, bool get) {
   } else {
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post.body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(post.body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post.body.size()));
   }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);

@@ -45,7 +45,7 @@ std::optional<Provider> ParseProvider(std::string_view name);
 // "error"; a reason no provider documents reads as kOther, "other". kNone: the reply named none.
 enum class FinishReason { kNone, kStop, kToolCalls, kLength, kContentFilter, kError, kOther };
 std::string_view FinishReasonName(FinishReason reason);  // kNone: ""
-FinishReason ParseFinishReason(std::string_view name);    // "": kNone; unknown: kOther
+FinishReason ParseFinishReason(std::string_view name);   // "": kNone; unknown: kOther
 
 struct Message {
   Role role = Role::kUser;
@@ -134,9 +134,7 @@ class Client {
   // The most a request with a prompt of `prompt_tokens` can cost, in USD: prompt_tokens at the
   // input price plus the output token limit at the output price (cached input counted at the
   // full price). nullopt when the model has no price or no output limit is sent.
-  virtual std::optional<double> MaxCostUsd(int64_t /*prompt_tokens*/) const {
-    return std::nullopt;
-  }
+  virtual std::optional<double> MaxCostUsd(int64_t /*prompt_tokens*/) const { return std::nullopt; }
 };
 
 // Price per million tokens, USD. Cache reads and writes have their own rates (Anthropic: reads
@@ -261,9 +259,9 @@ std::unique_ptr<Client> MakeLiveClient(ClientConfig config);
 // given as JSON are serialised; a string is passed on raw, so a fixture can hold malformed
 // arguments. A missing id becomes "call_<turn>_<i>" (both 0-based). The request is ignored;
 // cost is the turn's cost_usd (reported) or 0; latency 0. provider() is "replay", model() the
-// document's "model" or "replay", turns_source() its "source" ("" when a fixture has none). Errors: kUsage when the file is missing or malformed (names
-// the file and the entry); a Complete() past the last turn is a kModel error
-// "replay exhausted".
+// document's "model" or "replay", turns_source() its "source" ("" when a fixture has none). Errors:
+// kUsage when the file is missing or malformed (names the file and the entry); a Complete() past
+// the last turn is a kModel error "replay exhausted".
 Result<std::unique_ptr<Client>> MakeReplayClient(const std::filesystem::path& path);
 // --record: forwards every call to `inner` (which must outlive it) and keeps each turn that
 // came back, in order, so the run can be saved as a replay fixture that reproduces the same
@@ -414,8 +412,8 @@ std::optional<std::string> ProcessEnv(const char* name);
 // An OpenAI-compatible embeddings endpoint (llama.cpp's server with an e5 model, Ollama, vLLM,
 // OpenAI): POST {url} {"model", "input": [texts]} -> {"data": [{"index", "embedding": [...]}]}.
 struct EmbeddingsConfig {
-  std::string url;    // the endpoint itself, e.g. "http://127.0.0.1:8080/v1/embeddings"
-  std::string model;  // may be empty: llama.cpp serves one model and ignores it
+  std::string url;      // the endpoint itself, e.g. "http://127.0.0.1:8080/v1/embeddings"
+  std::string model;    // may be empty: llama.cpp serves one model and ignores it
   std::string api_key;  // never logged or traced; empty: no Authorization header
   int64_t timeout_ms = 30000;
   int64_t connect_timeout_ms = 5000;

@@ -150,21 +150,22 @@ std::optional<ListedModel> FindListedModel(const std::vector<ListedModel>& model
 
 Result<std::string> OnlyServedModel(const ClientConfig& config) {
   const ModelListReply reply = ListModels(config);
-  const std::string asked = "no model is configured and the server at " + RedactUrl(config.base_url);
+  const std::string asked =
+      "no model is configured and the server at " + RedactUrl(config.base_url);
   if (reply.status == 0) {
     return Fail(Error::Code::kModel, asked + " could not be asked which it serves (" +
                                          reply.network_error +
                                          "): start it, or set QUARRY_MODEL / pass --model");
   }
   if (!reply.models) {
-    return Fail(Error::Code::kModel,
-                asked + " gave no model list (GET " + reply.url + ": HTTP " +
-                    std::to_string(reply.status) + ", " + reply.problem +
-                    "): set QUARRY_MODEL or pass --model");
+    return Fail(Error::Code::kModel, asked + " gave no model list (GET " + reply.url + ": HTTP " +
+                                         std::to_string(reply.status) + ", " + reply.problem +
+                                         "): set QUARRY_MODEL or pass --model");
   }
   if (reply.models->empty()) {
-    return Fail(Error::Code::kModel, asked + " lists no models: load one into the server, or "
-                                             "set QUARRY_MODEL / pass --model");
+    return Fail(Error::Code::kModel, asked +
+                                         " lists no models: load one into the server, or "
+                                         "set QUARRY_MODEL / pass --model");
   }
   if (reply.models->size() > 1) {
     std::string names;
@@ -172,9 +173,9 @@ Result<std::string> OnlyServedModel(const ClientConfig& config) {
       names += (i ? ", " : "") + (*reply.models)[i].id;
     }
     if (reply.models->size() > 20) names += ", ...";
-    return Fail(Error::Code::kUsage,
-                asked + " serves " + std::to_string(reply.models->size()) + " models (" +
-                    names + "): pick one with --model or QUARRY_MODEL");
+    return Fail(Error::Code::kUsage, asked + " serves " + std::to_string(reply.models->size()) +
+                                         " models (" + names +
+                                         "): pick one with --model or QUARRY_MODEL");
   }
   return reply.models->front().id;
 }

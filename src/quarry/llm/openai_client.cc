@@ -64,9 +64,8 @@ bool WantsCacheHints(const ClientConfig& config) {
 }
 
 json TextBlock(std::string text) {
-  return json{{"type", "text"},
-              {"text", std::move(text)},
-              {"cache_control", {{"type", "ephemeral"}}}};
+  return json{
+      {"type", "text"}, {"text", std::move(text)}, {"cache_control", {{"type", "ephemeral"}}}};
 }
 
 // At most three breakpoints (Anthropic allows four): the question-independent part of the
@@ -190,13 +189,12 @@ std::string RejectedParameter(long status, const std::string& body,
        (error && JsonString(*error, "param") == "stream_options"))) {
     return "stream_options";
   }
-  const bool unsupported =
-      code == "unsupported_parameter" || code == "unsupported_value" ||
-      message.find("unsupported parameter") != std::string::npos ||
-      message.find("unsupported value") != std::string::npos ||
-      message.find("not supported") != std::string::npos ||
-      message.find("unrecognized request argument") != std::string::npos ||
-      message.find("extra inputs are not permitted") != std::string::npos;
+  const bool unsupported = code == "unsupported_parameter" || code == "unsupported_value" ||
+                           message.find("unsupported parameter") != std::string::npos ||
+                           message.find("unsupported value") != std::string::npos ||
+                           message.find("not supported") != std::string::npos ||
+                           message.find("unrecognized request argument") != std::string::npos ||
+                           message.find("extra inputs are not permitted") != std::string::npos;
   if (!unsupported) return "";
   const std::string param = error ? JsonString(*error, "param") : std::string();
   if (std::find(sent.begin(), sent.end(), param) != sent.end()) return param;
@@ -326,8 +324,7 @@ class OpenAiClient final : public Client {
       temperature_rejected_ = true;
       return "resent without temperature";
     }
-    const std::string other =
-        param == "max_tokens" ? "max_completion_tokens" : "max_tokens";
+    const std::string other = param == "max_tokens" ? "max_completion_tokens" : "max_tokens";
     if (!limit_renamed_) {
       limit_renamed_ = true;
       sampling_.max_tokens_param = other;
@@ -355,7 +352,8 @@ class OpenAiClient final : public Client {
 Result<Turn> OpenAiClient::Complete(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   const int max_attempts = std::max(1, config_.retry.max_attempts);
-  const std::string where = std::string(ProviderName(config_.provider)) + " POST " + RedactUrl(url_);
+  const std::string where =
+      std::string(ProviderName(config_.provider)) + " POST " + RedactUrl(url_);
   const std::string cancelled = where + ": cancelled (the model request was aborted)";
   std::vector<std::string> retried;
   int adaptations = 0;  // resends without a rejected parameter, apart from max_attempts
@@ -378,8 +376,13 @@ Result<Turn> OpenAiClient::Complete(const Request& request) {
     if (request.max_output_tokens && sampling.max_output_tokens) {
       sampling.max_output_tokens = request.max_output_tokens;
     }
-    HttpPost post{url_, headers_, Dump(BuildBody(config_, request, sampling)),
-                  config_.request_timeout_ms, config_.connect_timeout_ms, request.stop, {}};
+    HttpPost post{url_,
+                  headers_,
+                  Dump(BuildBody(config_, request, sampling)),
+                  config_.request_timeout_ms,
+                  config_.connect_timeout_ms,
+                  request.stop,
+                  {}};
     bool waited = false;
     bool arriving = false;  // the first streamed bytes came: the live display takes over
     if (config_.on_wait) {

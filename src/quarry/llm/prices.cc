@@ -123,8 +123,7 @@ std::optional<double> PriceTable::Cost(const std::string& model, const Usage& us
   return CostAt(*price, usage, false);
 }
 
-std::optional<double> PriceTable::CacheSavings(const std::string& model,
-                                               const Usage& usage) const {
+std::optional<double> PriceTable::CacheSavings(const std::string& model, const Usage& usage) const {
   std::optional<Price> price = Find(model);
   if (!price) return std::nullopt;
   return CostAt(*price, usage, true) - CostAt(*price, usage, false);

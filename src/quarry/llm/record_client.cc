@@ -68,21 +68,20 @@ Result<void> WriteFixture(const fs::path& path, const json& doc) {
   const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return Fail(Error::Code::kUsage, "--record " + path.string() + ": the folder " +
-                                         dir.string() + " does not exist");
+    return Fail(Error::Code::kUsage,
+                "--record " + path.string() + ": the folder " + dir.string() + " does not exist");
   }
   std::random_device rd;
-  const fs::path tmp =
-      dir / ("." + path.filename().string() + "." + std::to_string(getpid()) + "." +
-             std::to_string(rd() & 0xffffu) + ".tmp");
+  const fs::path tmp = dir / ("." + path.filename().string() + "." + std::to_string(getpid()) +
+                              "." + std::to_string(rd() & 0xffffu) + ".tmp");
   {
     std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
     out << doc.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
     out.flush();
     if (!out) {
       fs::remove(tmp, ec);
-      return Fail(Error::Code::kUsage, "--record " + path.string() + ": cannot write " +
-                                           tmp.string());
+      return Fail(Error::Code::kUsage,
+                  "--record " + path.string() + ": cannot write " + tmp.string());
     }
   }
   fs::rename(tmp, path, ec);

@@ -96,8 +96,7 @@ Result<Turn> ParseTurn(const json& entry, size_t index, const std::string& where
 
   auto cost = entry.find("cost_usd");
   if (cost != entry.end() && !cost->is_null()) {
-    if (!cost->is_number())
-      return Fail(Error::Code::kData, where + ".cost_usd: expected a number");
+    if (!cost->is_number()) return Fail(Error::Code::kData, where + ".cost_usd: expected a number");
     turn.cost_usd = cost->get<double>();
     turn.cost_reported = true;
   } else {
@@ -222,13 +221,14 @@ std::string DataName(const std::string& path) {
     std::string_view rest = std::string_view(path).substr(scheme.size());
     rest = rest.substr(0, rest.find_first_of("?#"));
     const size_t slash = rest.find('/');
-    return "postgresql:" + std::string(slash == std::string_view::npos ? "" : rest.substr(slash + 1));
+    return "postgresql:" +
+           std::string(slash == std::string_view::npos ? "" : rest.substr(slash + 1));
   }
   if (path.starts_with("service=")) return path.substr(0, path.find_first_of(" \t"));
   // Reading options after the path (sales.csv?delim=;) choose how a file is read, not which.
   std::string name = std::filesystem::path(path).filename().string();
-  if (const size_t q = name.rfind('?'); q != std::string::npos && q > 0 &&
-      name.find('=', q) != std::string::npos) {
+  if (const size_t q = name.rfind('?');
+      q != std::string::npos && q > 0 && name.find('=', q) != std::string::npos) {
     name.resize(q);
   }
   return name;

@@ -13,8 +13,7 @@ std::optional<double> ParseNumber(const std::string& text, double low, double hi
   std::string_view s = Trim(text);
   if (s.empty()) return std::nullopt;
   double value = 0.0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value,
-                                   std::chars_format::fixed);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, std::chars_format::fixed);
   if (ec != std::errc() || end != s.data() + s.size() || !(value >= low && value <= high)) {
     return std::nullopt;
   }
@@ -41,8 +40,8 @@ Result<void> ResolveRequestSettings(
   if (auto text = pick(flags.request_timeout, "QUARRY_REQUEST_TIMEOUT", where)) {
     std::optional<double> seconds = ParseNumber(*text, 0.1, 86400.0);
     if (!seconds) {
-      return Fail(Error::Code::kUsage, where + " \"" + *text +
-                                           "\": expected seconds from 0.1 to 86400, e.g. 300");
+      return Fail(Error::Code::kUsage,
+                  where + " \"" + *text + "\": expected seconds from 0.1 to 86400, e.g. 300");
     }
     config.request_timeout_ms = static_cast<int64_t>(*seconds * 1000.0 + 0.5);
   }
@@ -62,9 +61,9 @@ Result<void> ResolveRequestSettings(
     } else if (std::optional<double> t = ParseNumber(*text, 0.0, 2.0)) {
       config.temperature = *t;
     } else {
-      return Fail(Error::Code::kUsage,
-                  where + " \"" + *text +
-                      "\": expected a number from 0 to 2, or \"default\" to send none");
+      return Fail(
+          Error::Code::kUsage,
+          where + " \"" + *text + "\": expected a number from 0 to 2, or \"default\" to send none");
     }
   } else {
     config.temperature = reasoning ? std::nullopt : std::optional<double>(0.0);
@@ -74,14 +73,12 @@ Result<void> ResolveRequestSettings(
     param = std::string(Trim(*text));
     if (param != "auto" && param != "max_tokens" && param != "max_completion_tokens") {
       return Fail(Error::Code::kUsage,
-                  where + " \"" + *text +
-                      "\": expected auto, max_tokens or max_completion_tokens");
+                  where + " \"" + *text + "\": expected auto, max_tokens or max_completion_tokens");
     }
   }
   if (param == "auto") param = reasoning ? "max_completion_tokens" : "max_tokens";
   config.max_tokens_param = param;
   return {};
 }
-
 
 }  // namespace quarry::llm

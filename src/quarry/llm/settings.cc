@@ -33,7 +33,6 @@ constexpr const char* kDefaultOpenAiModel = "gpt-4o-mini";
 constexpr const char* kDefaultOpenRouterModel = "openai/gpt-4o-mini";
 constexpr const char* kDefaultAnthropicModel = "claude-haiku-4-5";
 
-
 bool IsEnvName(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
   for (char c : name) {
@@ -123,8 +122,7 @@ std::optional<std::string> UrlOrigin(std::string_view url) {
 bool IsLoopback(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
   in_addr address{};
-  return ::inet_pton(AF_INET, host.c_str(), &address) == 1 &&
-         (ntohl(address.s_addr) >> 24) == 127;
+  return ::inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
 }
 
 bool IsOpenRouter(const std::string& host) {
@@ -134,9 +132,8 @@ bool IsOpenRouter(const std::string& host) {
 // A key goes into an HTTP header as is: a line break in it would end the header and start
 // another one of the value's choosing.
 bool HasControl(std::string_view text) {
-  return std::any_of(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
-  });
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
 }
 
 std::string KeyWithControlMessage(const std::string& where) {
@@ -158,8 +155,7 @@ std::map<std::string, std::string> ReadDotEnv(const std::filesystem::path& path)
     static std::atomic<bool> warned{false};
     if (warned.exchange(true)) return values;
     std::cerr << "quarry: ignoring " << path.string() << ": "
-              << (st.st_uid != ::geteuid() ? "another user owns it"
-                                           : "other users can write it")
+              << (st.st_uid != ::geteuid() ? "another user owns it" : "other users can write it")
               << ", so it could send your keys elsewhere; make it yours with mode 600 to use "
                  "it\n";
     return values;
@@ -233,8 +229,8 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     if (auto p = profile.values.find(name); p != profile.values.end() && !p->second.empty()) {
       if (where) {
         auto key = profile.keys.find(name);
-        *where = (key != profile.keys.end() ? key->second : std::string(name)) +
-                 " in profile \"" + profile.name + "\" of " + profile.file;
+        *where = (key != profile.keys.end() ? key->second : std::string(name)) + " in profile \"" +
+                 profile.name + "\" of " + profile.file;
       }
       return p->second;
     }
@@ -280,8 +276,7 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   std::string openai_from;
   const std::optional<std::string> openrouter_key =
       lookup_at("OPENROUTER_API_KEY", &openrouter_from);
-  const std::optional<std::string> anthropic_key =
-      lookup_at("ANTHROPIC_API_KEY", &anthropic_from);
+  const std::optional<std::string> anthropic_key = lookup_at("ANTHROPIC_API_KEY", &anthropic_from);
   const std::optional<std::string> openai_key = lookup_at("OPENAI_API_KEY", &openai_from);
   // The base URLs the providers' own SDKs read. A host set here is that provider's host too,
   // so its key may go there (the user pointed that provider's variables at it).
@@ -316,9 +311,9 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   const bool sdk_url_outside_profile = (anthropic_url && !in_profile(anthropic_url_from)) ||
                                        (openai_url && !in_profile(openai_url_from));
   std::string profile_url_from;
-  const bool profile_endpoint_yields =
-      !flag(flags.base_url) && sdk_url_outside_profile &&
-      lookup_at("QUARRY_BASE_URL", &profile_url_from) && in_profile(profile_url_from);
+  const bool profile_endpoint_yields = !flag(flags.base_url) && sdk_url_outside_profile &&
+                                       lookup_at("QUARRY_BASE_URL", &profile_url_from) &&
+                                       in_profile(profile_url_from);
   if (profile_endpoint_yields && chosen && in_profile(from.provider)) {
     chosen = false;
     from.provider.clear();
@@ -340,8 +335,7 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     base_url = *anthropic_url;
     from.base_url = anthropic_url_from;
     base_url_given = false;
-  } else if (chosen &&
-             (provider == Provider::kAnthropic || provider == Provider::kOpenRouter)) {
+  } else if (chosen && (provider == Provider::kAnthropic || provider == Provider::kOpenRouter)) {
     base_url = provider == Provider::kAnthropic ? kAnthropicUrl : kOpenRouterUrl;
     from.base_url = "the default for " + std::string(ProviderName(provider));
     base_url_given = false;
@@ -373,12 +367,13 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                                            "http://127.0.0.1:8080/v1) or pass --base-url");
     }
     if (api_key) {
-      return Fail(Error::Code::kUsage,
-                  api_key_from + " is set but no endpoint is: set QUARRY_BASE_URL (e.g. "
-                  "https://api.openai.com/v1) or pass --base-url" +
-                      std::string(anthropic_key ? "; --provider anthropic uses ANTHROPIC_API_KEY"
-                                                : "") +
-                      ", or use --offline");
+      return Fail(
+          Error::Code::kUsage,
+          api_key_from +
+              " is set but no endpoint is: set QUARRY_BASE_URL (e.g. "
+              "https://api.openai.com/v1) or pass --base-url" +
+              std::string(anthropic_key ? "; --provider anthropic uses ANTHROPIC_API_KEY" : "") +
+              ", or use --offline");
     }
     return Fail(Error::Code::kUsage,
                 "no model endpoint configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or "
@@ -387,19 +382,20 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
   }
   // A control character or a space would reach libcurl and the trace as part of the URL: a
   // line break in it is a copy-paste slip, never an endpoint.
-  if (std::any_of(base_url->begin(), base_url->end(), [](char c) {
-        return static_cast<unsigned char>(c) <= 0x20 || c == 0x7F;
-      })) {
+  if (std::any_of(base_url->begin(), base_url->end(),
+                  [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7F; })) {
     return Fail(Error::Code::kUsage,
-                "the base URL (" + from.base_url + ") holds a space, a line break or another "
-                "control character (a copy-paste slip?): set it again as one line, e.g. "
-                "http://127.0.0.1:8080/v1");
+                "the base URL (" + from.base_url +
+                    ") holds a space, a line break or another "
+                    "control character (a copy-paste slip?): set it again as one line, e.g. "
+                    "http://127.0.0.1:8080/v1");
   }
   if (base_url->find_first_of("?#") != std::string::npos) {
     return Fail(Error::Code::kUsage,
-                "the base URL (" + from.base_url + ") holds a '?' or '#': quarry adds the API's "
-                "path to it, so give the endpoint without a query or fragment (a key goes in "
-                "the environment, never in the URL)");
+                "the base URL (" + from.base_url +
+                    ") holds a '?' or '#': quarry adds the API's "
+                    "path to it, so give the endpoint without a query or fragment (a key goes in "
+                    "the environment, never in the URL)");
   }
   std::optional<std::string> host = UrlHost(*base_url);
   if (!host) {
@@ -451,7 +447,8 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
     return Fail(Error::Code::kUsage,
                 "no API key for " + RedactUrl(config.base_url) + ", which " + from.base_url +
                     " chose: a base URL from ./.env gets only a key from that .env, not " +
-                    withheld + " (a .env that came with a checkout would choose where your "
+                    withheld +
+                    " (a .env that came with a checkout would choose where your "
                     "key goes); put the key in that .env, or set the base URL yourself "
                     "(QUARRY_BASE_URL or --base-url)");
   }
@@ -460,18 +457,17 @@ Result<ClientConfig> ResolveConfig(const Settings& flags, const GetEnv& getenv,
                             : IsOpenRouter(*host) ? "OPENROUTER_API_KEY or "
                             : openai_host         ? "OPENAI_API_KEY or "
                                                   : "";
-    return Fail(Error::Code::kUsage, "no API key for " + RedactUrl(config.base_url) + ": set " + own +
+    return Fail(Error::Code::kUsage, "no API key for " + RedactUrl(config.base_url) + ": set " +
+                                         own +
                                          "QUARRY_API_KEY in the environment or .env, or use "
                                          "--offline");
   }
   if (!api_key) from.api_key = "none (a loopback endpoint needs none)";
   // A key in clear text crosses every network between here and the host: only over https,
   // or to this machine.
-  if (api_key && !IsLoopback(*host) &&
-      UrlOrigin(*base_url).value_or("").starts_with("http://")) {
-    return Fail(Error::Code::kUsage,
-                "refusing to send " + from.api_key + " over plain http to " + *host +
-                    " (" + from.base_url + "): use https://");
+  if (api_key && !IsLoopback(*host) && UrlOrigin(*base_url).value_or("").starts_with("http://")) {
+    return Fail(Error::Code::kUsage, "refusing to send " + from.api_key + " over plain http to " +
+                                         *host + " (" + from.base_url + "): use https://");
   }
   config.api_key = api_key.value_or("");
   if (HasControl(config.api_key)) {
@@ -558,7 +554,8 @@ Result<std::optional<EmbeddingsConfig>> ResolveEmbeddingsConfig(
     if (base_host && *base_host == *host) config.api_key = *model_key;
   }
   if (HasControl(config.api_key)) {
-    return Fail(Error::Code::kUsage, KeyWithControlMessage("QUARRY_EMBEDDINGS_API_KEY or QUARRY_API_KEY"));
+    return Fail(Error::Code::kUsage,
+                KeyWithControlMessage("QUARRY_EMBEDDINGS_API_KEY or QUARRY_API_KEY"));
   }
   return std::optional<EmbeddingsConfig>(std::move(config));
 }
@@ -578,9 +575,8 @@ std::string MaskSecret(const std::string& secret) {
   if (secret.empty()) return "";
   // Eight characters of a short key are most of it; and a byte cut out of a multi-byte
   // character would put invalid UTF-8 into the message.
-  const bool printable = std::all_of(secret.begin(), secret.end(), [](char c) {
-    return c > 0x20 && c < 0x7F;
-  });
+  const bool printable =
+      std::all_of(secret.begin(), secret.end(), [](char c) { return c > 0x20 && c < 0x7F; });
   if (secret.size() < 20 || !printable) return "****";
   return secret.substr(0, 4) + "..." + secret.substr(secret.size() - 4);
 }

@@ -82,10 +82,9 @@ std::list<Calls::Entry>::iterator Calls::NextRunnable() {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->running) continue;
     const std::string& key = it->call.serial_key;
-    const bool key_busy =
-        !key.empty() && std::any_of(entries_.begin(), it, [&](const Entry& e) {
-          return e.running && e.call.serial_key == key;
-        });
+    const bool key_busy = !key.empty() && std::any_of(entries_.begin(), it, [&](const Entry& e) {
+      return e.running && e.call.serial_key == key;
+    });
     // An earlier queued call of the same key goes first: keep looking past this one.
     const bool earlier_waiting =
         !key.empty() && std::any_of(entries_.begin(), it, [&](const Entry& e) {
@@ -117,10 +116,10 @@ void Calls::Work() {
                           count = int64_t{0}](const std::string& message) mutable {
         std::lock_guard progress_lock(mu_);
         if (it->cancelled || client_gone_) return;
-        const json note = {{"jsonrpc", "2.0"},
-                           {"method", "notifications/progress"},
-                           {"params", {{"progressToken", token}, {"progress", ++count},
-                                       {"message", message}}}};
+        const json note = {
+            {"jsonrpc", "2.0"},
+            {"method", "notifications/progress"},
+            {"params", {{"progressToken", token}, {"progress", ++count}, {"message", message}}}};
         if (!write_(note)) client_gone_ = true;
       };
     }

@@ -28,9 +28,8 @@ std::optional<json> ClientRequests::Send(const std::string& method, const json& 
     changed_.notify_all();
   });
   std::unique_lock lock(mu_);
-  changed_.wait_for(lock, wait, [&] {
-    return waiting.response.has_value() || closed_ || stop.stop_requested();
-  });
+  changed_.wait_for(
+      lock, wait, [&] { return waiting.response.has_value() || closed_ || stop.stop_requested(); });
   waiting_.erase(id);
   if (!waiting.response) {
     lock.unlock();
@@ -40,7 +39,10 @@ std::optional<json> ClientRequests::Send(const std::string& method, const json& 
               {"params", {{"requestId", id}, {"reason", "the tool call was stopped"}}}});
     }
     Log(method + " " + id + ": no reply (" +
-        (stop.stop_requested() ? "stopped" : closed_ ? "input ended" : "timed out") + ")");
+        (stop.stop_requested() ? "stopped"
+         : closed_             ? "input ended"
+                               : "timed out") +
+        ")");
     return std::nullopt;
   }
   const json& response = *waiting.response;

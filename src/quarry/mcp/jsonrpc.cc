@@ -40,7 +40,8 @@ std::optional<std::string> Elicit(ClientRequests& requests, const agent::Clarifi
       {"message", "quarry's analyst asks: " + asked.question},
       {"requestedSchema",
        {{"type", "object"}, {"properties", {{"reply", reply}}}, {"required", {"reply"}}}}};
-  const std::optional<json> result = requests.Send("elicitation/create", params, stop, kElicitationWait);
+  const std::optional<json> result =
+      requests.Send("elicitation/create", params, stop, kElicitationWait);
   if (!result || !result->is_object()) return std::nullopt;
   const json action = result->value("action", json());
   if (action != "accept") {
@@ -98,7 +99,8 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
   }
   if (!message.contains("method") && (message.contains("result") || message.contains("error"))) {
     // A response to one of this server's requests (elicitation/create); never answered.
-    if (!requests_ || !requests_->Deliver(message)) Log("ignoring a response to no request of ours");
+    if (!requests_ || !requests_->Deliver(message))
+      Log("ignoring a response to no request of ours");
     return std::nullopt;
   }
   if (!message.contains("method") || !message["method"].is_string()) {
@@ -145,7 +147,8 @@ void Dispatcher::Notification(const std::string& method, const json& params) {
       return;
     }
     const json reason = params.value("reason", json());
-    if (calls_) calls_->Cancel(params["requestId"], reason.is_string() ? reason.get<std::string>() : "");
+    if (calls_)
+      calls_->Cancel(params["requestId"], reason.is_string() ? reason.get<std::string>() : "");
     return;
   }
   if (method != "notifications/initialized") Log("ignoring notification " + method);

@@ -21,9 +21,9 @@ struct ServerOptions {
   // The thread store ask_database's `thread` uses (agent::ThreadsPath), shared with
   // `quarry ask --thread` and `quarry chat`; empty: threads are refused with a tool error.
   std::filesystem::path threads_path;
-  bool allow_python = false;                // offer run_python (explicit opt-in)
-  agent::Config config;                     // budgets and limits for ask_database
-  engine::OpenOptions open;                 // how the data is opened (cache, timeouts)
+  bool allow_python = false;  // offer run_python (explicit opt-in)
+  agent::Config config;       // budgets and limits for ask_database
+  engine::OpenOptions open;   // how the data is opened (cache, timeouts)
   // Called once the data is open, before serving (the CLI starts parse-cache builds here).
   std::function<void(const engine::Engine&)> on_open;
   // Builds the model client for ask_database; an error (no model configured) becomes a tool
@@ -37,14 +37,14 @@ struct ServerOptions {
 
 // Opens the data, then serves requests from `in` until EOF. Returns the process exit code:
 // 0 on a clean EOF (or when the client closes its end); data errors are reported on stderr
-// before serving (exit 3; 2 for a usage error, such as a password in a server URL). When `out` is std::cout, fd 1 points at stderr while serving and the
-// protocol goes to a close-on-exec duplicate of the original stdout, so no other code in the
-// process and no child can write into the protocol stream; SIGPIPE is ignored meanwhile.
-// A reader thread answers ping, initialize and tools/list at once, and queues tools/call for
-// up to 4 worker threads (16 more may wait; past that, -32000); queries share the one engine
-// and take turns. notifications/cancelled stops a queued or running call (its query
-// interrupted, its Python killed, its agent run ended as "interrupted") and its id is never
-// answered. ask_database sends one notifications/progress per agent step when the request
+// before serving (exit 3; 2 for a usage error, such as a password in a server URL). When `out` is
+// std::cout, fd 1 points at stderr while serving and the protocol goes to a close-on-exec duplicate
+// of the original stdout, so no other code in the process and no child can write into the protocol
+// stream; SIGPIPE is ignored meanwhile. A reader thread answers ping, initialize and tools/list at
+// once, and queues tools/call for up to 4 worker threads (16 more may wait; past that, -32000);
+// queries share the one engine and take turns. notifications/cancelled stops a queued or running
+// call (its query interrupted, its Python killed, its agent run ended as "interrupted") and its id
+// is never answered. ask_database sends one notifications/progress per agent step when the request
 // carries _meta.progressToken. At EOF the calls in flight are finished and answered before
 // Serve returns; on `options.stop` they are stopped and the process exits 6. Not reentrant:
 // one Serve per process.

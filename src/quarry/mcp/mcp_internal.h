@@ -146,7 +146,6 @@ class ToolBox {
   agent::Observation RunAgentTool(const agent::Tool& tool, const json& arguments,
                                   agent::Config config, const StopToken& stop);
 
-
  private:
   const ServerOptions& options_;
   SharedEngine engine_;

@@ -95,10 +95,11 @@ std::string Instructions(const engine::Engine& engine, const ServerOptions& opti
   if (engine.dialect() == engine::Dialect::kPostgreSQL && !engine.sources().empty()) {
     where = " on the PostgreSQL server " + engine.sources().front().path;
   }
-  return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s)" +
-         where + " (" + DialectTitle(engine.dialect()) + " SQL): " + tables +
+  return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s)" + where +
+         " (" + DialectTitle(engine.dialect()) + " SQL): " + tables +
          ". Call describe_schema before writing SQL. run_sql runs one read-only query and "
-         "returns at most " + std::to_string(options.config.limits.max_rows) +
+         "returns at most " +
+         std::to_string(options.config.limits.max_rows) +
          " rows with the true row count; its errors name the problem so you can fix the query. "
          "make_chart draws a PNG chart from a spec whose data.sql is a query. ask_database "
          "hands a whole question to quarry's own agent, which answers only with numbers found "
@@ -160,11 +161,14 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
   Dispatcher dispatcher(tools, Instructions(**engine, options));
   Log("serving " + std::to_string((*engine)->describe().size()) + " table(s) on stdio");
 
-  Calls calls([&dispatcher](const PendingCall& call,
-                            const CallContext& context) { return dispatcher.RunCall(call, context); },
-              [&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
+  Calls calls(
+      [&dispatcher](const PendingCall& call, const CallContext& context) {
+        return dispatcher.RunCall(call, context);
+      },
+      [&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
   dispatcher.SetCalls(&calls);
-  ClientRequests requests([&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
+  ClientRequests requests(
+      [&protocol](const json& message) { return protocol.WriteLine(DumpLine(message)); });
   dispatcher.SetClientRequests(&requests);
   // The reader may be blocked on input that never comes: the stop ends the process from the
   // thread that requested it, once every running call has stopped and written its trace.
@@ -187,9 +191,9 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
                                std::to_string(kMaxMessageBytes / (1024 * 1024)) +
                                " MiB was skipped unread";
       Log(what);
-      response = ErrorResponse(nullptr, kInvalidRequest,
-                               "Invalid Request: " + what +
-                                   " (the limit of one line); send smaller arguments");
+      response = ErrorResponse(
+          nullptr, kInvalidRequest,
+          "Invalid Request: " + what + " (the limit of one line); send smaller arguments");
     } else if (line.find_first_not_of(" \t") == std::string::npos) {
       continue;
     } else {

@@ -26,7 +26,6 @@ json ToolResult(const std::string& text, bool is_error) {
 
 bool Failed(const agent::Observation& obs) { return obs.failure != FailureClass::kNone; }
 
-
 bool IsPng(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -39,7 +38,8 @@ void AddImages(const std::vector<std::string>& artifacts, json& result) {
     if (!IsPng(a)) continue;
     auto bytes = trace::ReadArtifact(a, kMaxImageBytes);
     if (!bytes) {
-      result["content"].push_back(TextBlock("figure " + a + " is not inlined: " + bytes.error().message));
+      result["content"].push_back(
+          TextBlock("figure " + a + " is not inlined: " + bytes.error().message));
       continue;
     }
     result["content"].push_back(
@@ -66,8 +66,9 @@ class StepLog final : public agent::Observer {
       Log("run " + run_id_ + " step " + std::to_string(s.index) + ": " + what);
     } else if (s.kind == trace::StepKind::kModel) {
       const size_t n = s.tool_calls.size();
-      what = "model turn" + (n ? " (" + std::to_string(n) + (n == 1 ? " tool call)" : " tool calls)")
-                               : std::string(" (no tool call)"));
+      what =
+          "model turn" + (n ? " (" + std::to_string(n) + (n == 1 ? " tool call)" : " tool calls)")
+                            : std::string(" (no tool call)"));
     } else {
       what = s.tool.empty() ? std::string(trace::StepKindName(s.kind)) : s.tool;
     }
@@ -128,16 +129,16 @@ json ClarificationResult(const trace::ClarificationRecord& c, const std::string&
   for (size_t i = 0; i < c.choices.size(); ++i) {
     text += "\n  " + std::to_string(i + 1) + ". " + c.choices[i];
   }
-  text += thread.empty()
-              ? "\nAsk again with the missing detail in the question."
-              : "\nReply by calling ask_database with thread '" + thread +
-                    "' and the answer as the question.";
+  text += thread.empty() ? "\nAsk again with the missing detail in the question."
+                         : "\nReply by calling ask_database with thread '" + thread +
+                               "' and the answer as the question.";
   text += "\n\ntrace: " + trace_path;
   json result = ToolResult(text, false);
-  result["structuredContent"] = {{"status", "clarification_needed"},
-                                 {"clarification", {{"question", c.question}, {"choices", c.choices}}},
-                                 {"thread", thread},
-                                 {"trace", trace_path}};
+  result["structuredContent"] = {
+      {"status", "clarification_needed"},
+      {"clarification", {{"question", c.question}, {"choices", c.choices}}},
+      {"thread", thread},
+      {"trace", trace_path}};
   return result;
 }
 
@@ -145,8 +146,9 @@ json ClarificationResult(const trace::ClarificationRecord& c, const std::string&
 // one thread run one at a time, and SQLite's locks order the rest).
 Result<agent::ThreadStore> OpenThreads(const ServerOptions& options) {
   if (options.threads_path.empty()) {
-    return Fail(Error::Code::kUsage, "threads need a state directory: set HOME or XDG_STATE_HOME, "
-                                     "or start the server with --runs-dir");
+    return Fail(Error::Code::kUsage,
+                "threads need a state directory: set HOME or XDG_STATE_HOME, "
+                "or start the server with --runs-dir");
   }
   return agent::ThreadStore::Open(options.threads_path);
 }
@@ -192,7 +194,8 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   auto writer = trace::Writer::Create(options.runs_dir, id);
   if (!writer) return ToolResult(writer.error().message, true);
   const agent::Config config = agent::ConfigForRun(options.config, writer->dir());
-  Log("run " + id + ": " + (*client)->model() + " via " + std::string(llm::ProviderName((*client)->provider())) +
+  Log("run " + id + ": " + (*client)->model() + " via " +
+      std::string(llm::ProviderName((*client)->provider())) +
       (thread.empty() ? "" : ", thread '" + thread + "' turn " + std::to_string(turn)));
   StepLog progress(id, call);
   trace::Trace t = agent::Run(input, box.engine(), **client, config, &progress, &*writer);
@@ -278,9 +281,12 @@ json SpecArguments(const agent::Tool* chart_tool) {
 
 std::string DialectTitle(engine::Dialect dialect) {
   switch (dialect) {
-    case engine::Dialect::kDuckDB: return "DuckDB";
-    case engine::Dialect::kSQLite: return "SQLite";
-    case engine::Dialect::kPostgreSQL: return "PostgreSQL";
+    case engine::Dialect::kDuckDB:
+      return "DuckDB";
+    case engine::Dialect::kSQLite:
+      return "SQLite";
+    case engine::Dialect::kPostgreSQL:
+      return "PostgreSQL";
   }
   return std::string(engine::DialectName(dialect));
 }
@@ -345,15 +351,17 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
     // Over MCP each call is a fresh Python in its own run directory (no kernel per session
     // yet), so the agent's promise of persistent variables is replaced by the truth.
     std::string description = python->schema.description;
-    const std::string persist = "Variables persist between run_python calls of this run, as in a "
-                                "notebook (unless a call times out or ends Python: then you are "
-                                "told the state was lost). ";
+    const std::string persist =
+        "Variables persist between run_python calls of this run, as in a "
+        "notebook (unless a call times out or ends Python: then you are "
+        "told the state was lost). ";
     if (const size_t at = description.find(persist); at != std::string::npos) {
-      description.replace(at, persist.size(), "Each call starts a fresh Python: variables do not "
-                                              "persist between calls. ");
+      description.replace(at, persist.size(),
+                          "Each call starts a fresh Python: variables do not "
+                          "persist between calls. ");
     }
-    tools_.push_back({"run_python", "Run sandboxed Python", description,
-                      python->schema.parameters, std::nullopt, false, false, RunPython});
+    tools_.push_back({"run_python", "Run sandboxed Python", description, python->schema.parameters,
+                      std::nullopt, false, false, RunPython});
   }
 }
 

@@ -384,7 +384,8 @@ struct Kernel::State {
   std::unexpected<Error> Cancelled() {
     EndProcess();
     lost_reason = "the previous call was cancelled";
-    return Fail(Error::Code::kCancelled, "the Python run was cancelled: the caller asked it to stop");
+    return Fail(Error::Code::kCancelled,
+                "the Python run was cancelled: the caller asked it to stop");
   }
 
   // The kernel did not come up: quarry's error, with what the child said on stderr.
@@ -534,8 +535,8 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
       r.message = "runtime_error: the code wrote more than " +
                   std::to_string(s.options.disk_quota_mb) +
                   " MB to the work directory (or nested directories more than 64 deep) and was "
-                  "stopped; the " + std::to_string(removed) +
-                  " file(s) it wrote were removed" + reset +
+                  "stopped; the " +
+                  std::to_string(removed) + " file(s) it wrote were removed" + reset +
                   "; write summaries, not copies of the data";
       s.lost_reason = "the previous call went past the work directory's disk quota";
     } else if (w.flooded) {

@@ -285,10 +285,10 @@ Result<std::vector<sock_filter>> SeccompProgram() {
   // (syscall, index of its mode argument): refused when the mode sets either bit. Every
   // syscall that takes a mode is here; those whose mode a filter cannot see are refused above,
   // and the numbers above kHighestReviewedSyscall (fchmodat2 among them) by the prefix.
-  const std::pair<int, unsigned> kModeArgs[] = {
-      {SCMP_SYS(chmod), 1}, {SCMP_SYS(fchmod), 1}, {SCMP_SYS(fchmodat), 2},
-      {SCMP_SYS(open), 2},  {SCMP_SYS(openat), 3}, {SCMP_SYS(creat), 1},
-      {SCMP_SYS(mkdir), 1}, {SCMP_SYS(mkdirat), 2}};
+  const std::pair<int, unsigned> kModeArgs[] = {{SCMP_SYS(chmod), 1},    {SCMP_SYS(fchmod), 1},
+                                                {SCMP_SYS(fchmodat), 2}, {SCMP_SYS(open), 2},
+                                                {SCMP_SYS(openat), 3},   {SCMP_SYS(creat), 1},
+                                                {SCMP_SYS(mkdir), 1},    {SCMP_SYS(mkdirat), 2}};
   for (const auto& [nr, arg] : kModeArgs) {
     for (const scmp_datum_t bit : {scmp_datum_t{S_ISUID}, scmp_datum_t{S_ISGID}}) {
       const scmp_arg_cmp mode_sets_bit = {arg, SCMP_CMP_MASKED_EQ, bit, bit};

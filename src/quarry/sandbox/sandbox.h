@@ -24,7 +24,7 @@ struct TableFile {
   // "export" (a typed CSV that engine::ExportTables wrote), or the source itself: "csv", "tsv",
   // "json", "parquet", "sqlite" (which pandas may not be able to read: see notes)
   std::string format;
-  std::string delimiter = ",";      // as the engine's sniffer detected it
+  std::string delimiter = ",";  // as the engine's sniffer detected it
   bool header = true;
   std::vector<std::pair<std::string, std::string>> columns;  // name, engine type
   // "export" only: the NULL marker, the table's true row count, the rows in the file, the cap.
@@ -49,15 +49,15 @@ struct Options {
   // of their own, and may be written after the child started (the kernel's background copy).
   std::filesystem::path tables_dir;
   std::optional<LastResult> last;
-  int64_t timeout_ms = 30000;          // wall clock; then the process group is killed
-  int64_t address_space_mb = 4096;     // RLIMIT_AS
-  int64_t cpu_seconds = 60;            // RLIMIT_CPU
-  int64_t file_size_mb = 64;           // RLIMIT_FSIZE (per file)
+  int64_t timeout_ms = 30000;       // wall clock; then the process group is killed
+  int64_t address_space_mb = 4096;  // RLIMIT_AS
+  int64_t cpu_seconds = 60;         // RLIMIT_CPU
+  int64_t file_size_mb = 64;        // RLIMIT_FSIZE (per file)
   // The work directory's whole (every file, every call of a kernel): checked about every 100 ms
   // while code runs; past it the code is killed and the files it wrote in that call removed.
   int64_t disk_quota_mb = 512;
-  int64_t max_processes = 256;         // RLIMIT_NPROC (threads count too)
-  int64_t max_open_files = 256;        // RLIMIT_NOFILE
+  int64_t max_processes = 256;          // RLIMIT_NPROC (threads count too)
+  int64_t max_open_files = 256;         // RLIMIT_NOFILE
   size_t output_cap_bytes = 64 * 1024;  // per stream kept; a flood past 64x this is killed
   // Without bubblewrap (no user namespaces), run with rlimits, seccomp and the guard only.
   // Off by default: then run_python refuses instead of pretending to be isolated.
@@ -75,12 +75,12 @@ enum class Isolation { kNamespaces, kRlimitsOnly };
 
 struct PythonResult {
   FailureClass failure = FailureClass::kNone;
-  std::string rule;       // the guard rule, for kGuardViolation
-  std::string message;    // the error as the model should read it (traceback, trimmed)
+  std::string rule;         // the guard rule, for kGuardViolation
+  std::string message;      // the error as the model should read it (traceback, trimmed)
   std::string stdout_text;  // capped at output_cap_bytes, with a note when cut
   std::string stderr_text;  // capped; tracebacks are cut from the front
   bool stdout_truncated = false;
-  int exit_code = 0;        // the child's, or 128+signal
+  int exit_code = 0;  // the child's, or 128+signal
   Isolation isolation = Isolation::kNamespaces;
   std::vector<std::filesystem::path> artifacts;  // figures written to the work directory
   std::vector<std::string> tables_loaded;
@@ -97,7 +97,8 @@ std::optional<std::string> NamespaceUnavailableReason();
 
 // Runs `code`. Errors (quarry's, not the code's): kUsage when isolation is unavailable and
 // allow_unisolated is off (the message says why and names the flag); kInternal when the
-// child cannot be started; kCancelled when options.stop was requested. The code's own failures are in PythonResult::failure.
+// child cannot be started; kCancelled when options.stop was requested. The code's own failures are
+// in PythonResult::failure.
 Result<PythonResult> RunPython(const std::string& code, const Options& options);
 
 // Only the guard, in the same sandbox: a guard_violation or syntax_error, or kNone.

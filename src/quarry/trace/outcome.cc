@@ -63,7 +63,8 @@ std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes) {
     case StopReason::kInterrupted:
     case StopReason::kIncomplete:
       line("no answer: " + std::string(StopReasonName(t.stop_reason)));
-      if (!t.reply.empty()) line("the model replied without a tool call (not verified): " + t.reply);
+      if (!t.reply.empty())
+        line("the model replied without a tool call (not verified): " + t.reply);
       if (!t.explanation.empty()) line("not an answer: " + t.explanation);
       if (t.stop_reason == StopReason::kUngrounded) {
         line("values not supported by any result:");

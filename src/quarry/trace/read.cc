@@ -84,8 +84,8 @@ void ReadNamed(Fields& f, const char* key, std::optional<E> (*parse)(std::string
   if (auto value = parse(name)) {
     out = *value;
   } else if (!name.empty()) {
-    problem = "field '" + f.Path(key) + "' holds '" + name + "', which is no " + what +
-              " quarry writes";
+    problem =
+        "field '" + f.Path(key) + "' holds '" + name + "', which is no " + what + " quarry writes";
   }
 }
 
@@ -232,7 +232,8 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
       t.injection_suspected.push_back(std::move(r));
     }
   }
-  if (const json* e = f.Object("explanation")) Fields(*e, "explanation", &problem)("text", t.explanation);
+  if (const json* e = f.Object("explanation"))
+    Fields(*e, "explanation", &problem)("text", t.explanation);
   if (const json* d = f.Object("declined")) Fields(*d, "declined", &problem)("text", t.declined);
   if (const json* v = f.Object("verify")) {
     Fields vf(*v, "verify", &problem);
@@ -275,9 +276,7 @@ void AddClarification(const Step& s, std::vector<ClarificationRecord>& out) {
   out.push_back(std::move(c));
 }
 
-Result<std::string> ReadText(const fs::path& path) {
-  return ReadFileText(path, "");
-}
+Result<std::string> ReadText(const fs::path& path) { return ReadFileText(path, ""); }
 
 }  // namespace
 
@@ -361,13 +360,13 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
       ++unreadable;
     }
     if (!problem.empty()) {
-      return Fail(Error::Code::kData, events_path.string() + " line " +
-                                          std::to_string(line_number) + ": " + problem);
+      return Fail(Error::Code::kData,
+                  events_path.string() + " line " + std::to_string(line_number) + ": " + problem);
     }
   }
   if (!started) {
-    return Fail(Error::Code::kData, events_path.string() +
-                                        ": no start event, so this is not a quarry run's record");
+    return Fail(Error::Code::kData,
+                events_path.string() + ": no start event, so this is not a quarry run's record");
   }
   for (const Step& s : t.steps) {
     if (s.kind == StepKind::kModel) {
@@ -391,13 +390,15 @@ Result<Trace> RebuildFromEvents(const fs::path& events_path) {
     }
     t.totals.wall_ms += s.duration_ms;
   }
-  t.notes.push_back("incomplete: rebuilt from events.jsonl; the run ended without writing "
-                    "trace.json (the process was killed), so there is no verified answer and the "
-                    "totals are summed from the " + std::to_string(t.steps.size()) +
-                    " recorded steps");
+  t.notes.push_back(
+      "incomplete: rebuilt from events.jsonl; the run ended without writing "
+      "trace.json (the process was killed), so there is no verified answer and the "
+      "totals are summed from the " +
+      std::to_string(t.steps.size()) + " recorded steps");
   if (unreadable > 0) {
     t.notes.push_back(std::to_string(unreadable) +
-                      " line(s) of events.jsonl were not quarry events (a kill can cut the last line) and were skipped");
+                      " line(s) of events.jsonl were not quarry events (a kill can cut the last "
+                      "line) and were skipped");
   }
   return t;
 }
@@ -434,7 +435,8 @@ Result<fs::path> FindTrace(const fs::path& runs_dir, const std::string& which) {
     }
   }
   if (!newest_record) {
-    return Fail(Error::Code::kUsage, "no runs in " + runs_dir.string() + " yet: run `quarry ask` first");
+    return Fail(Error::Code::kUsage,
+                "no runs in " + runs_dir.string() + " yet: run `quarry ask` first");
   }
   return *newest_record;
 }

@@ -67,7 +67,8 @@ json ToJson(const Step& s) {
 }
 
 bool IsSendBack(const Step& s) {
-  if (s.kind != StepKind::kTool || s.tool != "final_answer" || s.status != StepStatus::kRejected) return false;
+  if (s.kind != StepKind::kTool || s.tool != "final_answer" || s.status != StepStatus::kRejected)
+    return false;
   if (s.detail.is_object()) {
     const auto it = s.detail.find("sent_back");
     if (it != s.detail.end() && it->is_boolean()) return it->get<bool>();
@@ -83,8 +84,12 @@ json ToJson(const Trace& t) {
   j["question"] = t.question;
   json sources = json::array();
   for (const auto& s : t.sources) {
-    sources.push_back({{"path", s.path}, {"format", s.format}, {"size_bytes", s.size_bytes},
-                       {"sha256", s.sha256}, {"tables", s.tables}, {"cache", s.cache}});
+    sources.push_back({{"path", s.path},
+                       {"format", s.format},
+                       {"size_bytes", s.size_bytes},
+                       {"sha256", s.sha256},
+                       {"tables", s.tables},
+                       {"cache", s.cache}});
   }
   j["sources"] = sources;
   j["dialect"] = t.dialect;
@@ -95,27 +100,39 @@ json ToJson(const Trace& t) {
   for (const auto& s : t.steps) steps.push_back(ToJson(s));
   j["steps"] = steps;
   const Totals& x = t.totals;
-  j["totals"] = {{"model_turns", x.model_turns},       {"tool_calls", x.tool_calls},
-                 {"repair_attempts", x.repair_attempts}, {"repair_successes", x.repair_successes},
+  j["totals"] = {{"model_turns", x.model_turns},
+                 {"tool_calls", x.tool_calls},
+                 {"repair_attempts", x.repair_attempts},
+                 {"repair_successes", x.repair_successes},
                  {"send_backs", x.send_backs},
-                 {"input_tokens", x.input_tokens},     {"output_tokens", x.output_tokens},
-                 {"cached_tokens", x.cached_tokens},   {"cache_write_tokens", x.cache_write_tokens},
-                 {"cost_usd", x.cost_usd},             {"cache_saved_usd", x.cache_saved_usd},
-                 {"wall_ms", x.wall_ms},                {"load_ms", x.load_ms}};
+                 {"input_tokens", x.input_tokens},
+                 {"output_tokens", x.output_tokens},
+                 {"cached_tokens", x.cached_tokens},
+                 {"cache_write_tokens", x.cache_write_tokens},
+                 {"cost_usd", x.cost_usd},
+                 {"cache_saved_usd", x.cache_saved_usd},
+                 {"wall_ms", x.wall_ms},
+                 {"load_ms", x.load_ms}};
   j["stop_reason"] = StopReasonName(t.stop_reason);
   json queries = json::array();
   for (const auto& q : t.answer_queries) {
     queries.push_back({{"step", q.step}, {"tool", q.tool}, {"query", q.query}});
   }
-  j["answer"] = {{"text", t.answer},   {"supporting_values", t.supporting_values},
-                 {"sql", t.answer_sql}, {"queries", queries},
+  j["answer"] = {{"text", t.answer},
+                 {"supporting_values", t.supporting_values},
+                 {"sql", t.answer_sql},
+                 {"queries", queries},
                  {"assumptions", t.assumptions}};
   if (!t.reply.empty()) j["reply"] = {{"text", t.reply}, {"verified", false}};
   json checks = json::array();
   for (const auto& c : t.verify) {
-    json check = {{"value", c.value}, {"origin", c.origin}, {"grounded", c.grounded},
-                  {"rule", c.rule}, {"matched", c.matched}};
-    if (c.step > 0) check.update({{"step", c.step}, {"tool", c.tool}, {"query", c.query}, {"column", c.column}});
+    json check = {{"value", c.value},
+                  {"origin", c.origin},
+                  {"grounded", c.grounded},
+                  {"rule", c.rule},
+                  {"matched", c.matched}};
+    if (c.step > 0)
+      check.update({{"step", c.step}, {"tool", c.tool}, {"query", c.query}, {"column", c.column}});
     if (!c.reason.empty()) check["reason"] = c.reason;
     checks.push_back(std::move(check));
   }
@@ -126,16 +143,16 @@ json ToJson(const Trace& t) {
   if (!t.clarifications.empty()) {
     json cs = json::array();
     for (const auto& c : t.clarifications) {
-      cs.push_back({{"step", c.step}, {"question", c.question}, {"choices", c.choices},
-                    {"reply", c.reply}});
+      cs.push_back(
+          {{"step", c.step}, {"question", c.question}, {"choices", c.choices}, {"reply", c.reply}});
     }
     j["clarifications"] = cs;
   }
   if (!t.injection_suspected.empty()) {
     json is = json::array();
     for (const auto& i : t.injection_suspected) {
-      is.push_back({{"step", i.step}, {"where", i.where}, {"pattern", i.pattern},
-                    {"excerpt", i.excerpt}});
+      is.push_back(
+          {{"step", i.step}, {"where", i.where}, {"pattern", i.pattern}, {"excerpt", i.excerpt}});
     }
     j["injection_suspected"] = is;
   }
@@ -171,8 +188,8 @@ constexpr NamePair<StepKind> kStepKindNames[] = {
 };
 
 constexpr NamePair<StepStatus> kStepStatusNames[] = {
-    {StepStatus::kNone, ""},          {StepStatus::kOk, "ok"},
-    {StepStatus::kFailed, "failed"},  {StepStatus::kRejected, "rejected"},
+    {StepStatus::kNone, ""},           {StepStatus::kOk, "ok"},
+    {StepStatus::kFailed, "failed"},   {StepStatus::kRejected, "rejected"},
     {StepStatus::kWaiting, "waiting"}, {StepStatus::kInterrupted, "interrupted"},
 };
 
@@ -221,8 +238,9 @@ std::string NewRunId() {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
   // Milliseconds first, so ids sort by start time within a second; then 3 random hex digits.
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      now_point.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now_point.time_since_epoch()).count() %
+      1000;
   std::random_device rd;
   char suffix[8];
   std::snprintf(suffix, sizeof suffix, "%03lld%03x", static_cast<long long>(ms), rd() & 0xfffu);
@@ -289,15 +307,18 @@ int PruneWorkdirsAt(int runs_fd, const Retention& keep, std::time_t now,
   for (auto& n : NamesIn(runs_fd)) {
     if (auto t = RunIdTime(n)) runs.emplace_back(std::move(n), *t);
   }
-  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(runs.begin(), runs.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   int pruned = 0;
   const std::time_t cutoff = now - static_cast<std::time_t>(keep.keep_days) * 86400;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& [name, started] = runs[i];
     if (i < static_cast<size_t>(keep.keep_runs) || started >= cutoff || name == current) continue;
-    const UniqueFd run(::openat(runs_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    const UniqueFd run(
+        ::openat(runs_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!run.valid()) continue;
-    const UniqueFd work(::openat(run.get(), "workdir", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    const UniqueFd work(
+        ::openat(run.get(), "workdir", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!work.valid()) continue;
     bool removed = false;
     for (const auto& n : NamesIn(work.get())) {
@@ -358,14 +379,14 @@ Result<Writer> Writer::Create(const fs::path& runs_dir, const std::string& id) {
   // Exclusively: a directory that already exists (planted, or a clash of ids) is never reused,
   // so every file of the run is created inside a directory this process made, mode 0700.
   if (::mkdirat(runs->get(), id.c_str(), 0700) != 0) {
-    return Fail(Error::Code::kInternal, "cannot create the run directory " + w.dir_.string() +
-                                            ": " + std::strerror(errno));
+    return Fail(Error::Code::kInternal,
+                "cannot create the run directory " + w.dir_.string() + ": " + std::strerror(errno));
   }
-  w.dir_fd_ = UniqueFd(::openat(runs->get(), id.c_str(),
-                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  w.dir_fd_ =
+      UniqueFd(::openat(runs->get(), id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!w.dir_fd_.valid()) {
-    return Fail(Error::Code::kInternal, "cannot open the run directory " + w.dir_.string() +
-                                            ": " + std::strerror(errno));
+    return Fail(Error::Code::kInternal,
+                "cannot open the run directory " + w.dir_.string() + ": " + std::strerror(errno));
   }
   // Each new run tidies the old ones' scratch space (Retention); their traces stay.
   PruneWorkdirsAt(runs->get(), *retention, std::time(nullptr), id);
@@ -386,8 +407,8 @@ bool WriteAll(int fd, std::string_view bytes) {
 
 // Creates `name` in `dir_fd` for writing: never through a link, never an existing file.
 UniqueFd CreateExclusive(int dir_fd, const char* name) {
-  return UniqueFd(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                           0600));
+  return UniqueFd(
+      ::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 }
 
 }  // namespace
@@ -407,7 +428,8 @@ Result<fs::path> Writer::WriteFinal(const Trace& trace) {
   {
     const UniqueFd out = CreateExclusive(dir_fd_.get(), "trace.json.tmp");
     if (!out.valid() || !WriteAll(out.get(), Dump(ToJson(trace), 2) + "\n")) {
-      return Fail(Error::Code::kInternal, "cannot write " + tmp.string() + ": " + std::strerror(errno));
+      return Fail(Error::Code::kInternal,
+                  "cannot write " + tmp.string() + ": " + std::strerror(errno));
     }
   }
   if (::renameat(dir_fd_.get(), "trace.json.tmp", dir_fd_.get(), "trace.json") != 0) {
@@ -431,8 +453,8 @@ Result<void> WritePrivateFile(const fs::path& path, std::string_view bytes) {
   {
     const UniqueFd out = CreateExclusive(dir_fd.get(), tmp.c_str());
     if (!out.valid() || !WriteAll(out.get(), bytes)) {
-      return Fail(Error::Code::kUsage, "cannot write " + path.string() + ".tmp: " +
-                                           std::strerror(errno));
+      return Fail(Error::Code::kUsage,
+                  "cannot write " + path.string() + ".tmp: " + std::strerror(errno));
     }
   }
   if (::renameat(dir_fd.get(), tmp.c_str(), dir_fd.get(), name.c_str()) != 0) {
@@ -460,8 +482,8 @@ std::string Grouped(int64_t n) {
 // not used. A negative saving (writes cost more than reads saved so far) reads "cost".
 std::string CacheText(const Totals& x) {
   if (x.cached_tokens == 0 && x.cache_write_tokens == 0) return "";
-  std::string out = "cached " + Grouped(x.cached_tokens) + " of " + Grouped(x.input_tokens) +
-                    " prompt tokens";
+  std::string out =
+      "cached " + Grouped(x.cached_tokens) + " of " + Grouped(x.input_tokens) + " prompt tokens";
   if (x.cache_write_tokens > 0) out += ", " + Grouped(x.cache_write_tokens) + " written";
   char money[48];
   if (x.cache_saved_usd >= 0) {
@@ -484,8 +506,8 @@ std::string TotalsLine(const Trace& t) {
   return "steps " + std::to_string(x.model_turns) + " · tool calls " +
          std::to_string(x.tool_calls) + " · repairs " + std::to_string(x.repair_successes) + "/" +
          std::to_string(x.repair_attempts) + " · send-backs " + std::to_string(x.send_backs) +
-         " · grounded " + (t.grounded ? "yes" : "no") +
-         " · tokens " + std::to_string(x.input_tokens) + "+" + std::to_string(x.output_tokens) +
+         " · grounded " + (t.grounded ? "yes" : "no") + " · tokens " +
+         std::to_string(x.input_tokens) + "+" + std::to_string(x.output_tokens) +
          (cache.empty() ? "" : " · " + cache) + " · cost " + cost + " · " +
          std::to_string(x.wall_ms) + " ms" +
          (x.load_ms > 0 ? " (opening the data " + std::to_string(x.load_ms) + " ms)" : "");
@@ -532,12 +554,11 @@ std::string Summary(const Trace& t) {
   for (const auto& s : t.steps) {
     if (s.kind == StepKind::kModel && cache_used) {
       char line[256];
-      std::snprintf(line, sizeof line,
-                    "  [%2d] %-14s %lld in, %lld cached, %lld written, %lld out%s\n", s.index,
-                    "model turn", static_cast<long long>(s.input_tokens),
-                    static_cast<long long>(s.cached_tokens),
-                    static_cast<long long>(s.cache_write_tokens),
-                    static_cast<long long>(s.output_tokens), s.streamed ? " (streamed)" : "");
+      std::snprintf(
+          line, sizeof line, "  [%2d] %-14s %lld in, %lld cached, %lld written, %lld out%s\n",
+          s.index, "model turn", static_cast<long long>(s.input_tokens),
+          static_cast<long long>(s.cached_tokens), static_cast<long long>(s.cache_write_tokens),
+          static_cast<long long>(s.output_tokens), s.streamed ? " (streamed)" : "");
       out += line;
       continue;
     }
@@ -547,10 +568,13 @@ std::string Summary(const Trace& t) {
                   s.tool.c_str(), std::string(StepStatusName(s.status)).c_str(),
                   s.failure_class == "none" ? "" : s.failure_class.c_str(),
                   static_cast<long long>(s.duration_ms),
-                  s.repair ? "  (repair)" : IsSendBack(s) ? "  (send-back)" : "");
+                  s.repair        ? "  (repair)"
+                  : IsSendBack(s) ? "  (send-back)"
+                                  : "");
     out += line;
   }
-  out += "stop:     " + std::string(StopReasonName(t.stop_reason)) + (t.incomplete ? " (incomplete: rebuilt from events.jsonl)" : "") + "\n";
+  out += "stop:     " + std::string(StopReasonName(t.stop_reason)) +
+         (t.incomplete ? " (incomplete: rebuilt from events.jsonl)" : "") + "\n";
   if (t.incomplete) {
     for (const auto& n : t.notes) out += "note:     " + n + "\n";
   }
@@ -576,16 +600,19 @@ std::string Summary(const Trace& t) {
            "): \"" + i.excerpt + "\"\n";
   }
   if (!t.explanation.empty()) {
-    out += "not an answer (the model's explanation of the stop, not verified): " +
-           t.explanation + "\n";
+    out += "not an answer (the model's explanation of the stop, not verified): " + t.explanation +
+           "\n";
   }
   if (!t.declined.empty()) out += "declined: " + t.declined + "\n";
   if (!t.answer_sql.empty()) out += "sql:      " + t.answer_sql + "\n";
   for (const auto& c : t.verify) {
     out += "  verify " + std::string(c.grounded ? "ok " : "NO ") + c.value + " [" +
-           (c.origin == "supporting_values" ? "supporting" : c.origin == "answer_text" ? "answer" : c.origin) +
+           (c.origin == "supporting_values" ? "supporting"
+            : c.origin == "answer_text"     ? "answer"
+                                            : c.origin) +
            "] (" + c.rule;
-    if (c.step > 0) out += ", step " + std::to_string(c.step) + (c.column.empty() ? "" : ", column " + c.column);
+    if (c.step > 0)
+      out += ", step " + std::to_string(c.step) + (c.column.empty() ? "" : ", column " + c.column);
     out += ")" + (c.reason.empty() ? std::string() : ": " + c.reason) + "\n";
   }
   out += TotalsLine(t) + "\n";

@@ -24,16 +24,16 @@ inline constexpr int kFormatVersion = 1;
 // Why a run ended (trace.json's "stop_reason"). The trace owns this vocabulary: the writer and
 // the reader are the only places that turn it into text and back.
 enum class StopReason {
-  kAnswered,          // "answered"
-  kUngrounded,        // "final_answer_ungrounded": the verify gate refused the answer twice
-  kExecutionFailed,   // "execution_failed": a tool failed with self-correction off
-  kStepBudget,        // "step_budget_exhausted"
-  kRepairBudget,      // "repair_budget_exhausted"
-  kCostBudget,        // "cost_budget_exhausted"
-  kToolCallBudget,    // "tool_call_budget_exhausted": one turn asked for too many tool calls
-  kNoToolCall,        // "no_tool_call": the model wrote text without calling a tool
-  kModelError,        // "model_error"
-  kInterrupted,       // "interrupted": the caller asked the run to stop
+  kAnswered,         // "answered"
+  kUngrounded,       // "final_answer_ungrounded": the verify gate refused the answer twice
+  kExecutionFailed,  // "execution_failed": a tool failed with self-correction off
+  kStepBudget,       // "step_budget_exhausted"
+  kRepairBudget,     // "repair_budget_exhausted"
+  kCostBudget,       // "cost_budget_exhausted"
+  kToolCallBudget,   // "tool_call_budget_exhausted": one turn asked for too many tool calls
+  kNoToolCall,       // "no_tool_call": the model wrote text without calling a tool
+  kModelError,       // "model_error"
+  kInterrupted,      // "interrupted": the caller asked the run to stop
   // "clarification_needed": the model called ask_user and no reply could be had during the
   // run; the question is the last of trace.clarifications, waiting on its reply.
   kClarification,
@@ -62,9 +62,9 @@ std::optional<StepKind> ParseStepKind(std::string_view name);
 // How a tool, clarification or load step ended (trace.json's "status"); kNone for a model turn,
 // which has no status and writes none.
 enum class StepStatus {
-  kNone,         // ""
-  kOk,           // "ok"
-  kFailed,       // "failed"
+  kNone,    // ""
+  kOk,      // "ok"
+  kFailed,  // "failed"
   // "rejected": the verify gate refused the answer: a send-back, or the second refusal that
   // ends the run final_answer_ungrounded
   kRejected,
@@ -86,13 +86,21 @@ std::optional<AnswerOutcome> ParseAnswerOutcome(std::string_view name);
 // In JSON these are their names, never their numbers: nlohmann finds these by argument-dependent
 // lookup wherever one is put into a JSON value, so no output can write "stop_reason": 0.
 template <typename Json>
-void to_json(Json& j, StopReason v) { j = std::string(StopReasonName(v)); }
+void to_json(Json& j, StopReason v) {
+  j = std::string(StopReasonName(v));
+}
 template <typename Json>
-void to_json(Json& j, StepKind v) { j = std::string(StepKindName(v)); }
+void to_json(Json& j, StepKind v) {
+  j = std::string(StepKindName(v));
+}
 template <typename Json>
-void to_json(Json& j, StepStatus v) { j = std::string(StepStatusName(v)); }
+void to_json(Json& j, StepStatus v) {
+  j = std::string(StepStatusName(v));
+}
 template <typename Json>
-void to_json(Json& j, AnswerOutcome v) { j = std::string(AnswerOutcomeName(v)); }
+void to_json(Json& j, AnswerOutcome v) {
+  j = std::string(AnswerOutcomeName(v));
+}
 
 struct SourceRecord {
   std::string path;
@@ -140,7 +148,7 @@ struct Step {
   std::string failure_class;  // FailureClassName, "none" when ok
   std::string rule;           // the guard rule, for guard_violation
   std::string observation;
-  bool repair = false;        // made while a failure was outstanding
+  bool repair = false;            // made while a failure was outstanding
   nlohmann::ordered_json detail;  // tool-specific facts: sql, columns, rows, row_count
 };
 
@@ -158,8 +166,8 @@ struct Totals {
   int64_t cache_write_tokens = 0;
   double cost_usd = 0.0;
   double cache_saved_usd = 0.0;  // the sum over the model steps whose saving is known
-  int64_t wall_ms = 0;  // the whole run, opening the data included
-  int64_t load_ms = 0;  // of which opening the data (the open_data step)
+  int64_t wall_ms = 0;           // the whole run, opening the data included
+  int64_t load_ms = 0;           // of which opening the data (the open_data step)
 };
 
 // One value the verify gate checked: as written, where in the answer ("answer_text",
@@ -172,10 +180,10 @@ struct VerifyCheck {
   std::string rule;
   std::string matched;
   bool grounded = false;
-  int step = 0;          // 0: not grounded by a result (the question, or not grounded)
-  std::string tool;      // "run_sql", "run_python", "make_chart"
-  std::string query;     // the SQL or the Python code
-  std::string column;    // "" for a row count or free text
+  int step = 0;        // 0: not grounded by a result (the question, or not grounded)
+  std::string tool;    // "run_sql", "run_python", "make_chart"
+  std::string query;   // the SQL or the Python code
+  std::string column;  // "" for a row count or free text
   std::string reason;
 };
 
@@ -325,9 +333,10 @@ class Writer {
  public:
   // Creates runs_dir/<id>/ exclusively, mode 0700, creating runs_dir (0700) when missing,
   // then prunes old runs' workdirs (Retention, from the environment).
-  // Errors: kUsage for a bad QUARRY_KEEP_WORKDIRS / QUARRY_KEEP_WORKDIR_DAYS, or when runs_dir is not private to the user (owned by another uid, or writable
-  // by group or others: another account could plant links there; the message says what to
-  // do); kInternal when the run directory exists already or cannot be created.
+  // Errors: kUsage for a bad QUARRY_KEEP_WORKDIRS / QUARRY_KEEP_WORKDIR_DAYS, or when runs_dir is
+  // not private to the user (owned by another uid, or writable by group or others: another account
+  // could plant links there; the message says what to do); kInternal when the run directory exists
+  // already or cannot be created.
   static Result<Writer> Create(const std::filesystem::path& runs_dir, const std::string& id);
   const std::filesystem::path& dir() const { return dir_; }
   // Appends one line to events.jsonl (created 0600 on the first event, never through a link
@@ -377,8 +386,7 @@ std::string HtmlEscape(std::string_view text);
 // Errors: kUsage when it is missing, a link, not a regular file, or larger than max_bytes.
 Result<std::string> ReadArtifact(const std::filesystem::path& path, size_t max_bytes);
 // The same, with `path` relative to the directory fd `dir_fd` (openat; AT_FDCWD allowed).
-Result<std::string> ReadArtifactAt(int dir_fd, const std::filesystem::path& path,
-                                   size_t max_bytes);
+Result<std::string> ReadArtifactAt(int dir_fd, const std::filesystem::path& path, size_t max_bytes);
 // RFC 4648 base64 (OpenSSL's encoder), for data: URIs and MCP image blocks.
 std::string Base64(std::string_view bytes);
 

@@ -26,7 +26,8 @@ std::string Money(double usd) {
 
 std::string CellText(const json& v) {
   if (v.is_null()) return "NULL";
-  return v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return v.is_string() ? v.get<std::string>()
+                       : v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string ResultTableHtml(const json& detail) {
@@ -94,8 +95,9 @@ bool IsExplanation(const Step& s) {
 // The model's questions to the user (ask_user) with their choices and the replies.
 std::string ClarificationsHtml(const Trace& t) {
   if (t.clarifications.empty()) return "";
-  std::string h = "<h2>Clarifications</h2><div class=\"card\"><table><thead><tr><th>step</th>"
-                  "<th>question</th><th>choices</th><th>reply</th></tr></thead><tbody>";
+  std::string h =
+      "<h2>Clarifications</h2><div class=\"card\"><table><thead><tr><th>step</th>"
+      "<th>question</th><th>choices</th><th>reply</th></tr></thead><tbody>";
   for (const auto& c : t.clarifications) {
     std::string choices;
     for (const auto& x : c.choices) choices += "<li>" + HtmlEscape(x) + "</li>";
@@ -115,10 +117,11 @@ std::string ClarificationsHtml(const Trace& t) {
 // Text in the data that read like instructions, as quarry marked it for the model.
 std::string InjectionHtml(const Trace& t) {
   if (t.injection_suspected.empty()) return "";
-  std::string h = "<h2>Injection warnings</h2><div class=\"card warn\"><p class=\"muted\">Text in "
-                  "the data that reads like instructions. The model was shown it as data, with a "
-                  "reminder that it is not the user's.</p><table><thead><tr><th>step</th>"
-                  "<th>where</th><th>pattern</th><th>excerpt</th></tr></thead><tbody>";
+  std::string h =
+      "<h2>Injection warnings</h2><div class=\"card warn\"><p class=\"muted\">Text in "
+      "the data that reads like instructions. The model was shown it as data, with a "
+      "reminder that it is not the user's.</p><table><thead><tr><th>step</th>"
+      "<th>where</th><th>pattern</th><th>excerpt</th></tr></thead><tbody>";
   for (const auto& i : t.injection_suspected) {
     h += "<tr><td>" +
          (i.step > 0 ? "<a href=\"#step-" + std::to_string(i.step) + "\">" +
@@ -193,12 +196,23 @@ std::string HtmlEscape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -206,15 +220,17 @@ std::string HtmlEscape(std::string_view text) {
 
 std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   const auto e = [](std::string_view s) { return HtmlEscape(s); };
-  std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                  "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-                  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                  "img-src data:; style-src 'unsafe-inline'\">"
-                  "<title>quarry trace " + e(t.id) + "</title><style>" + kStyle +
-                  "</style></head><body><main>";
-  h += "<h1>" + e(t.question) + "</h1><p class=\"muted\">run " + e(t.id) + " · " +
-       e(t.created_at) + " · " + e(t.model) + " via " + e(t.provider) +
-       (t.turns_source.empty() ? std::string() : " (" + e(t.turns_source) + " turns)") + " · " + e(t.dialect) + "</p>";
+  std::string h =
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "img-src data:; style-src 'unsafe-inline'\">"
+      "<title>quarry trace " +
+      e(t.id) + "</title><style>" + kStyle + "</style></head><body><main>";
+  h += "<h1>" + e(t.question) + "</h1><p class=\"muted\">run " + e(t.id) + " · " + e(t.created_at) +
+       " · " + e(t.model) + " via " + e(t.provider) +
+       (t.turns_source.empty() ? std::string() : " (" + e(t.turns_source) + " turns)") + " · " +
+       e(t.dialect) + "</p>";
 
   h += "<div class=\"card\">";
   if (t.incomplete) {
@@ -226,12 +242,14 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
   } else if (!t.declined.empty()) {
     h += "<p class=\"muted\"><b>Declined, not an answer:</b> the model declined the question "
          "(checked to state no figure it was not shown):</p><blockquote class=\"reply "
-         "declined\">" + e(t.declined) + "</blockquote>";
+         "declined\">" +
+         e(t.declined) + "</blockquote>";
   } else {
     h += "<p class=\"answer\">No answer: " + e(std::string(StopReasonName(t.stop_reason))) + "</p>";
     if (!t.reply.empty()) {
       h += "<p class=\"muted\">The model replied without a tool call (not verified):</p>"
-           "<blockquote class=\"reply\">" + e(t.reply) + "</blockquote>";
+           "<blockquote class=\"reply\">" +
+           e(t.reply) + "</blockquote>";
     }
   }
   if (!t.explanation.empty()) {
@@ -239,8 +257,10 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
          "stopped (made without tools, not verified):</p><blockquote class=\"reply explanation\">" +
          e(t.explanation) + "</blockquote>";
   }
-  h += std::string("<p><span class=\"badge ") + (t.grounded ? "ok\">grounded" : "failed\">not grounded") +
-       "</span> <span class=\"muted\">stop reason: " + e(std::string(StopReasonName(t.stop_reason))) + "</span></p>";
+  h += std::string("<p><span class=\"badge ") +
+       (t.grounded ? "ok\">grounded" : "failed\">not grounded") +
+       "</span> <span class=\"muted\">stop reason: " +
+       e(std::string(StopReasonName(t.stop_reason))) + "</span></p>";
   if (!t.assumptions.empty()) {
     h += "<p><b>Assumptions</b></p><ul>";
     for (const auto& a : t.assumptions) h += "<li>" + e(a) + "</li>";
@@ -260,8 +280,8 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
     for (const auto& c : t.verify) {
       std::string where;
       if (c.step > 0) {
-        where = "<a href=\"#step-" + std::to_string(c.step) + "\">step " +
-                std::to_string(c.step) + "</a> " + e(c.tool) +
+        where = "<a href=\"#step-" + std::to_string(c.step) + "\">step " + std::to_string(c.step) +
+                "</a> " + e(c.tool) +
                 (c.column.empty() ? "" : ", column <code>" + e(c.column) + "</code>");
       }
       if (!c.reason.empty()) where += (where.empty() ? "" : "<br>") + e(c.reason);
@@ -298,8 +318,9 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
          e(model ? (IsExplanation(s) ? "explanation (no tools)" : "model turn") : s.tool) +
          (s.repair ? " <span class=\"muted\">repair</span>" : "") +
          "</td><td><span class=\"badge " + e(status) + "\">" + e(status) + "</span></td><td>" +
-         e(model || s.failure_class == "none" ? "" : s.failure_class +
-           (s.rule.empty() ? "" : " (" + s.rule + ")")) +
+         e(model || s.failure_class == "none"
+               ? ""
+               : s.failure_class + (s.rule.empty() ? "" : " (" + s.rule + ")")) +
          "</td><td>" + std::to_string(s.duration_ms) + "</td><td>" +
          (model ? std::to_string(s.input_tokens) + "+" + std::to_string(s.output_tokens) : "") +
          "</td><td>" + (model ? std::to_string(s.cached_tokens) : "") + "</td><td>" +
@@ -345,18 +366,31 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
 
   const Totals& x = t.totals;
   h += "<h2>Totals</h2><div class=\"card\"><table class=\"totals\"><tbody>"
-       "<tr><td>model turns</td><td>" + std::to_string(x.model_turns) + "</td></tr>"
-       "<tr><td>tool calls</td><td>" + std::to_string(x.tool_calls) + "</td></tr>"
-       "<tr><td>repairs (succeeded / attempted)</td><td>" + std::to_string(x.repair_successes) + " / " +
-       std::to_string(x.repair_attempts) + "</td></tr>"
+       "<tr><td>model turns</td><td>" +
+       std::to_string(x.model_turns) +
+       "</td></tr>"
+       "<tr><td>tool calls</td><td>" +
+       std::to_string(x.tool_calls) +
+       "</td></tr>"
+       "<tr><td>repairs (succeeded / attempted)</td><td>" +
+       std::to_string(x.repair_successes) + " / " + std::to_string(x.repair_attempts) +
+       "</td></tr>"
        "<tr><td>send-backs (answers the verify gate returned to ground)</td><td>" +
-       std::to_string(x.send_backs) + "</td></tr>"
-       "<tr><td>tokens (in + out, cached)</td><td>" + std::to_string(x.input_tokens) + " + " +
-       std::to_string(x.output_tokens) + ", " + std::to_string(x.cached_tokens) + " cached, " +
-       std::to_string(x.cache_write_tokens) + " written to the cache</td></tr>"
-       "<tr><td>cost</td><td>" + Money(x.cost_usd) + "</td></tr>"
-       "<tr><td>saved by caching</td><td>" + Money(x.cache_saved_usd) + "</td></tr>"
-       "<tr><td>wall time</td><td>" + std::to_string(x.wall_ms) + " ms</td></tr>"
+       std::to_string(x.send_backs) +
+       "</td></tr>"
+       "<tr><td>tokens (in + out, cached)</td><td>" +
+       std::to_string(x.input_tokens) + " + " + std::to_string(x.output_tokens) + ", " +
+       std::to_string(x.cached_tokens) + " cached, " + std::to_string(x.cache_write_tokens) +
+       " written to the cache</td></tr>"
+       "<tr><td>cost</td><td>" +
+       Money(x.cost_usd) +
+       "</td></tr>"
+       "<tr><td>saved by caching</td><td>" +
+       Money(x.cache_saved_usd) +
+       "</td></tr>"
+       "<tr><td>wall time</td><td>" +
+       std::to_string(x.wall_ms) +
+       " ms</td></tr>"
        "</tbody></table></div>";
   h += "<p class=\"muted\">Rendered by quarry view from trace format " +
        std::to_string(t.format_version) + ".</p></main></body></html>\n";

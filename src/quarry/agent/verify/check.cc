@@ -34,9 +34,12 @@ namespace {
 // Up to three words on each side of the number, each span normalised, skipping what joins an
 // id to its name ("=", ":", "(", "-", "#").
 std::vector<std::string> BesideWords(std::string_view text, const NumberToken& t) {
-  auto joiner = [](char c) { return c == ' ' || c == '=' || c == ':' || c == '(' || c == ')' || c == '-' || c == '#'; };
+  auto joiner = [](char c) {
+    return c == ' ' || c == '=' || c == ':' || c == '(' || c == ')' || c == '-' || c == '#';
+  };
   auto word_char = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || (static_cast<unsigned char>(c) & 0x80) || c == '_' || c == '\'';
+    return std::isalnum(static_cast<unsigned char>(c)) || (static_cast<unsigned char>(c) & 0x80) ||
+           c == '_' || c == '\'';
   };
   std::vector<std::string> out;
   size_t p = t.end;
@@ -60,13 +63,13 @@ std::vector<std::string> BesideWords(std::string_view text, const NumberToken& t
   return out;
 }
 
-
 // Nouns that name one thing by its number ("customer 17", "order 12"): such a number is an
 // identifier, and only an identifier grounds it.
 const std::vector<std::string> kEntities = {
-    "customer", "client", "order", "invoice", "user", "account", "employee", "product", "item",
-    "store", "shop", "ticket", "transaction", "sku", "supplier", "vendor", "patient", "student",
-    "member", "session", "record", "row", "track", "album", "artist", "playlist", "genre"};
+    "customer", "client", "order",   "invoice", "user",     "account",     "employee",
+    "product",  "item",   "store",   "shop",    "ticket",   "transaction", "sku",
+    "supplier", "vendor", "patient", "student", "member",   "session",     "record",
+    "row",      "track",  "album",   "artist",  "playlist", "genre"};
 
 // True when only a list separator stands between two numbers: ", ", " and ", ", and ", " or ".
 bool ListBetween(std::string_view between) {
@@ -184,15 +187,17 @@ bool UnitWritten(std::string_view answer, const NumberToken& t, double unit,
                  const std::string& column) {
   size_t begin = t.begin, end = t.end;
   while (begin > 0 && answer[begin - 1] != '.' && answer[begin - 1] != '\n') --begin;
-  while (end < answer.size() && answer[end] != '\n' &&
-         !(answer[end] == '.' && !(end + 1 < answer.size() && internal::IsDigit(answer[end + 1])))) {
+  while (
+      end < answer.size() && answer[end] != '\n' &&
+      !(answer[end] == '.' && !(end + 1 < answer.size() && internal::IsDigit(answer[end + 1])))) {
     ++end;
   }
   const std::string_view sentence = answer.substr(begin, end - begin);
   for (const std::string& w : internal::NameWords(sentence)) {
     if (internal::Contains(UnitWords(unit), w)) return true;
   }
-  const std::string bare = column.substr(column.rfind('.') == std::string::npos ? 0 : column.rfind('.') + 1);
+  const std::string bare =
+      column.substr(column.rfind('.') == std::string::npos ? 0 : column.rfind('.') + 1);
   return internal::LowerAscii(sentence).find(internal::LowerAscii(bare)) != std::string::npos;
 }
 
@@ -205,14 +210,16 @@ VerifyReport Check(std::string_view answer, const std::vector<std::string>& supp
     ix.question_refs.push_back(marked || Contains(kEntities, ref) || Contains(ix.id_words, ref));
   }
   VerifyReport report;
-  const bool executed = std::any_of(evidence.sources().begin(), evidence.sources().end(),
-                                    [](const EvidenceSource& s) { return s.tool != kSchemaCardTool; });
+  const bool executed =
+      std::any_of(evidence.sources().begin(), evidence.sources().end(),
+                  [](const EvidenceSource& s) { return s.tool != kSchemaCardTool; });
   if (needs_execution && !executed) {
     ValueCheck none;
     none.value = "(no query)";
     none.origin = "run";
-    none.reason = "no query or Python run succeeded in this run, so nothing supports the "
-                  "answer: run the query that computes it, then call final_answer";
+    none.reason =
+        "no query or Python run succeeded in this run, so nothing supports the "
+        "answer: run the query that computes it, then call final_answer";
     report.checks.push_back(std::move(none));
   }
   for (const std::string& value : supporting_values) {
@@ -294,9 +301,9 @@ VerifyReport Check(std::string_view answer, const std::vector<std::string>& supp
         if (UnitWritten(answer, t, unit, m.column) || NamesUnit(unit, question, "")) break;
         const std::vector<std::string> words = UnitWords(unit);
         m.rule = MatchRule::kNone;
-        m.reason = "the result's column " + m.column + " is in " + words[1] +
-                   ", so " + t.text + " there means " + t.text + " " + words[1] +
-                   ": write the unit (" + t.text + " " + words[0] + ") or name the column";
+        m.reason = "the result's column " + m.column + " is in " + words[1] + ", so " + t.text +
+                   " there means " + t.text + " " + words[1] + ": write the unit (" + t.text + " " +
+                   words[0] + ") or name the column";
         break;
       }
     }

@@ -16,14 +16,14 @@ bool In(std::string_view w, std::initializer_list<std::string_view> list) {
 
 // Direction words read after a number ("58.69% higher", "17 fewer orders", "a 5% drop").
 Direction DirectionAfter(std::string_view w) {
-  if (In(w, {"higher", "more", "greater", "larger", "bigger", "above", "up", "increase",
-             "increases", "gain", "gains", "rise", "growth", "jump", "over", "better",
-             "stronger"})) {
+  if (In(w,
+         {"higher", "more", "greater", "larger", "bigger", "above", "up", "increase", "increases",
+          "gain", "gains", "rise", "growth", "jump", "over", "better", "stronger"})) {
     return Direction::kUp;
   }
-  if (In(w, {"lower", "less", "fewer", "smaller", "below", "down", "decrease", "decreases",
-             "drop", "drops", "decline", "declines", "loss", "losses", "fall", "reduction",
-             "under", "short", "shortfall", "worse", "weaker", "dip"})) {
+  if (In(w, {"lower", "less",  "fewer",     "smaller",  "below",  "down",   "decrease", "decreases",
+             "drop",  "drops", "decline",   "declines", "loss",   "losses", "fall",     "reduction",
+             "under", "short", "shortfall", "worse",    "weaker", "dip"})) {
     return Direction::kDown;
   }
   return Direction::kNone;
@@ -31,18 +31,20 @@ Direction DirectionAfter(std::string_view w) {
 
 // Direction words read before a number ("rose 5%", "fell by 5%", "a decline of 5%").
 Direction DirectionBefore(std::string_view w) {
-  if (In(w, {"increased", "increase", "increases", "increasing", "rose", "rise", "rises",
-             "risen", "rising", "grew", "grow", "grows", "grown", "growing", "gained", "gain",
-             "gains", "up", "jumped", "climbed", "surged", "higher", "growth", "added",
-             "expanded", "improved", "plus"})) {
+  if (In(w, {"increased", "increase", "increases", "increasing", "rose",     "rise",    "rises",
+             "risen",     "rising",   "grew",      "grow",       "grows",    "grown",   "growing",
+             "gained",    "gain",     "gains",     "up",         "jumped",   "climbed", "surged",
+             "higher",    "growth",   "added",     "expanded",   "improved", "plus"})) {
     return Direction::kUp;
   }
-  if (In(w, {"decreased", "decrease", "decreases", "decreasing", "fell", "fall", "falls",
-             "fallen", "falling", "dropped", "drop", "drops", "declined", "decline", "declines",
-             "declining", "lost", "lose", "loses", "losing", "down", "shrank", "shrunk",
-             "shrinks", "slipped", "plunged", "lower", "reduction", "reduced", "negative", "loss",
-             "deficit", "contracted", "contraction", "tumbled", "dipped", "dip", "dips", "sank",
-             "slid", "slumped", "minus", "shortfall", "worsened"})) {
+  if (In(w, {"decreased", "decrease", "decreases",  "decreasing",  "fell",    "fall",
+             "falls",     "fallen",   "falling",    "dropped",     "drop",    "drops",
+             "declined",  "decline",  "declines",   "declining",   "lost",    "lose",
+             "loses",     "losing",   "down",       "shrank",      "shrunk",  "shrinks",
+             "slipped",   "plunged",  "lower",      "reduction",   "reduced", "negative",
+             "loss",      "deficit",  "contracted", "contraction", "tumbled", "dipped",
+             "dip",       "dips",     "sank",       "slid",        "slumped", "minus",
+             "shortfall", "worsened"})) {
     return Direction::kDown;
   }
   return Direction::kNone;
@@ -51,20 +53,50 @@ Direction DirectionBefore(std::string_view w) {
 // Words that compare two things: the sign of their difference depends on which was taken
 // from which, which the gate cannot see, so either sign grounds the number.
 bool Relational(std::string_view w) {
-  return In(w, {"leads", "led", "lead", "leading", "beats", "beat", "outsold", "outsells",
-                "outperformed", "outperforms", "underperformed", "underperforms", "trails",
-                "trailed", "trailing", "trail", "lags", "lagged", "lagging", "lag", "ahead",
-                "behind", "gap", "difference", "margin", "spread", "apart", "exceeds",
-                "exceeded", "differ", "differs", "differed"});
+  return In(w, {"leads",          "led",           "lead",     "leading",      "beats",
+                "beat",           "outsold",       "outsells", "outperformed", "outperforms",
+                "underperformed", "underperforms", "trails",   "trailed",      "trailing",
+                "trail",          "lags",          "lagged",   "lagging",      "lag",
+                "ahead",          "behind",        "gap",      "difference",   "margin",
+                "spread",         "apart",         "exceeds",  "exceeded",     "differ",
+                "differs",        "differed"});
 }
 
 // Words that may stand between a direction word and its number ("fell by about 5%").
 bool Filler(std::string_view w) {
-  return In(w, {"by", "of", "a", "an", "about", "around", "roughly", "nearly", "almost",
-                "approximately", "some", "just", "only", "over", "another", "additional",
-                "extra", "sharply", "slightly", "steadily", "strongly", "modestly",
-                "significantly", "further", "overall", "is", "was", "were", "are", "change",
-                "changes", "total", "combined"});
+  return In(w, {"by",
+                "of",
+                "a",
+                "an",
+                "about",
+                "around",
+                "roughly",
+                "nearly",
+                "almost",
+                "approximately",
+                "some",
+                "just",
+                "only",
+                "over",
+                "another",
+                "additional",
+                "extra",
+                "sharply",
+                "slightly",
+                "steadily",
+                "strongly",
+                "modestly",
+                "significantly",
+                "further",
+                "overall",
+                "is",
+                "was",
+                "were",
+                "are",
+                "change",
+                "changes",
+                "total",
+                "combined"});
 }
 
 // Up to `count` words after s[p], stopping at punctuation.
@@ -94,8 +126,6 @@ std::vector<std::string> WordsBefore(std::string_view s, size_t p, size_t count)
   return out;
 }
 
-
-
 }  // namespace
 
 Direction DirectionAt(std::string_view text, const NumberToken& token, std::string* word) {
@@ -123,8 +153,8 @@ Direction DirectionAt(std::string_view text, const NumberToken& token, std::stri
   }
   if (by) return *word = "by", Direction::kMagnitude;
   // "5 points lower", "3 times higher": a unit between; not "5 or fewer", a threshold.
-  if (after.size() == 2 && In(after[0], {"point", "points", "percentage", "pp", "times",
-                                         "dollars", "units", "euros", "pounds"})) {
+  if (after.size() == 2 && In(after[0], {"point", "points", "percentage", "pp", "times", "dollars",
+                                         "units", "euros", "pounds"})) {
     Direction d = DirectionAfter(after[1]);
     if (d != Direction::kNone && after[1] != "over") return *word = after[1], d;
   }
@@ -137,8 +167,8 @@ int BoundAt(std::string_view text, const NumberToken& token) {
   const std::string& w = before[0];
   const std::string pair = before.size() > 1 ? before[1] + " " + w : "";
   if (In(w, {"over", "above", "exceeding", "exceeds", "exceeded"}) ||
-      In(pair, {"more than", "greater than", "higher than", "larger than", "at least",
-                "upwards of"})) {
+      In(pair,
+         {"more than", "greater than", "higher than", "larger than", "at least", "upwards of"})) {
     return 1;
   }
   if (In(w, {"under", "below", "nearly", "almost"}) ||
@@ -154,11 +184,12 @@ bool ThresholdAt(std::string_view text, const NumberToken& token) {
   // ("longer than 300 seconds") keeps it a threshold.
   if (IsCount(text, token)) {
     const std::vector<std::string> after = WordsAfter(text, token.end, 1);
-    if (after.empty() || !In(after[0], {"seconds", "minutes", "hours", "days", "weeks", "months",
-                                        "years", "millimetres", "millimeters", "metres", "meters",
-                                        "kilometres", "kilometers", "miles", "grams", "kilograms",
-                                        "pounds", "bytes", "degrees", "points", "dollars", "euros",
-                                        "units", "items"})) {
+    if (after.empty() ||
+        !In(after[0],
+            {"seconds",    "minutes",     "hours",       "days",      "weeks",  "months",
+             "years",      "millimetres", "millimeters", "metres",    "meters", "kilometres",
+             "kilometers", "miles",       "grams",       "kilograms", "pounds", "bytes",
+             "degrees",    "points",      "dollars",     "euros",     "units",  "items"})) {
       return false;
     }
   }
@@ -194,7 +225,8 @@ size_t OperatorAt(std::string_view text, size_t p, bool* multiplicative) {
   if (p >= text.size()) return 0;
   if (text[p] == '*' || text[p] == '/') return *multiplicative = true, 1;
   if (text[p] == '+' || text[p] == '-') return *multiplicative = false, 1;
-  if (text.substr(p, 2) == "\xc3\x97" || text.substr(p, 2) == "\xc3\xb7") return *multiplicative = true, 2;
+  if (text.substr(p, 2) == "\xc3\x97" || text.substr(p, 2) == "\xc3\xb7")
+    return *multiplicative = true, 2;
   return 0;
 }
 
@@ -221,7 +253,9 @@ bool InFormula(std::string_view text, const NumberToken& token) {
   if (const size_t len = OperatorAt(text, e, &mult); len > 0 && e > token.end) {
     size_t q = e + len;
     while (q < text.size() && text[q] == ' ') ++q;
-    if (mult && q < text.size() && (OperandChar(text[q]) || std::isdigit(static_cast<unsigned char>(text[q])))) return true;
+    if (mult && q < text.size() &&
+        (OperandChar(text[q]) || std::isdigit(static_cast<unsigned char>(text[q]))))
+      return true;
     if (!mult && q < text.size() && OperandChar(text[q]) && text[q] != ')') return true;
   }
   return false;
@@ -276,10 +310,10 @@ bool Hedged(std::string_view text, const NumberToken& token) {
   if (p > 0 && text[p - 1] == '~') return true;
   const std::vector<std::string> before = WordsBefore(text, p, 1);
   return !before.empty() &&
-         In(before[0], {"about", "around", "roughly", "approximately", "approx", "nearly",
-                        "almost", "over", "under", "some", "circa", "ca", "close", "just",
-                        "upwards", "estimated", "than", "least", "most", "above", "below",
-                        "exceeding"});
+         In(before[0], {"about",  "around", "roughly", "approximately", "approx", "nearly",
+                        "almost", "over",   "under",   "some",          "circa",  "ca",
+                        "close",  "just",   "upwards", "estimated",     "than",   "least",
+                        "most",   "above",  "below",   "exceeding"});
 }
 
 std::string ReferenceWord(std::string_view text, const NumberToken& token, bool* marked) {
@@ -291,9 +325,11 @@ std::string ReferenceWord(std::string_view text, const NumberToken& token, bool*
     while (q > 0 && text[q - 1] == ' ') --q;
     if (q > 0 && text[q - 1] == ',') {
       --q;
-    } else if (q >= 3 && LowerAscii(text.substr(q - 3, 3)) == "and" && (q == 3 || text[q - 4] == ' ')) {
+    } else if (q >= 3 && LowerAscii(text.substr(q - 3, 3)) == "and" &&
+               (q == 3 || text[q - 4] == ' ')) {
       q -= 3;
-    } else if (q >= 2 && LowerAscii(text.substr(q - 2, 2)) == "or" && (q == 2 || text[q - 3] == ' ')) {
+    } else if (q >= 2 && LowerAscii(text.substr(q - 2, 2)) == "or" &&
+               (q == 2 || text[q - 3] == ' ')) {
       q -= 2;
     } else {
       break;
@@ -338,11 +374,13 @@ bool IsCount(std::string_view text, const NumberToken& token) {
   if (w == "of") return !token.ratio;
   if (token.ratio || In(w, {"dollars", "euros", "pounds", "yen", "cents", "bucks"})) return false;
   // A unit of measure is no count of things: "102 hours" may round 102.29.
-  if (In(w, {"seconds", "minutes", "hours", "days", "weeks", "months", "years", "milliseconds",
-             "millimetres", "millimeters", "centimetres", "centimeters", "metres", "meters",
-             "kilometres", "kilometers", "miles", "feet", "inches", "grams", "kilograms",
-             "tonnes", "tons", "pounds", "ounces", "litres", "liters", "gallons", "bytes",
-             "megabytes", "gigabytes", "degrees", "kilowatts", "watts", "hertz", "calories"})) {
+  if (In(w,
+         {"seconds",   "minutes",      "hours",       "days",        "weeks",       "months",
+          "years",     "milliseconds", "millimetres", "millimeters", "centimetres", "centimeters",
+          "metres",    "meters",       "kilometres",  "kilometers",  "miles",       "feet",
+          "inches",    "grams",        "kilograms",   "tonnes",      "tons",        "pounds",
+          "ounces",    "litres",       "liters",      "gallons",     "bytes",       "megabytes",
+          "gigabytes", "degrees",      "kilowatts",   "watts",       "hertz",       "calories"})) {
     return false;
   }
   return w.size() > 3 && w.back() == 's' && !w.ends_with("ss") && !w.ends_with("us") &&
@@ -382,8 +420,8 @@ int CountWords(std::string_view text) {
   int count = 0;
   size_t run = 0;
   for (size_t k = 0; k <= text.size(); ++k) {
-    const bool letter = k < text.size() &&
-                        (IsAlpha(text[k]) || static_cast<unsigned char>(text[k]) >= 0x80);
+    const bool letter =
+        k < text.size() && (IsAlpha(text[k]) || static_cast<unsigned char>(text[k]) >= 0x80);
     if (letter) {
       ++run;
     } else {
@@ -415,8 +453,8 @@ bool AggregateInSentence(std::string_view text, const NumberToken& token) {
   };
   auto clause_end = [&](size_t k) {
     const char c = text[k];
-    const bool thousands = c == ',' && k > 0 && IsDigit(text[k - 1]) && k + 1 < text.size() &&
-                           IsDigit(text[k + 1]);
+    const bool thousands =
+        c == ',' && k > 0 && IsDigit(text[k - 1]) && k + 1 < text.size() && IsDigit(text[k + 1]);
     return sentence_end(k) || (!thousands && (c == ',' || c == ':' || c == '(' || c == ')'));
   };
   auto words_in = [&](size_t from, size_t to, auto&& visit) {
@@ -448,9 +486,9 @@ bool AggregateInSentence(std::string_view text, const NumberToken& token) {
   while (c_begin > 0 && !clause_end(c_begin - 1)) --c_begin;
   while (c_end < text.size() && !clause_end(c_end)) ++c_end;
   return words_in(c_begin, c_end, [&](const std::string& w, size_t after) {
-    if (!In(w, {"average", "averages", "averaged", "avg", "mean", "median", "typical",
-                "typically", "total", "totals", "totalled", "totaled", "sum", "summed", "per",
-                "overall", "combined", "altogether", "aggregate"})) {
+    if (!In(w, {"average", "averages", "averaged", "avg", "mean", "median", "typical", "typically",
+                "total", "totals", "totalled", "totaled", "sum", "summed", "per", "overall",
+                "combined", "altogether", "aggregate"})) {
       return false;
     }
     // "per cent" is a percent sign, not a rate.

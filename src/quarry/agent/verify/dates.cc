@@ -22,8 +22,8 @@ int MonthNamed(std::string_view word) {
       "january", "february", "march",     "april",   "may",      "june",
       "july",    "august",   "september", "october", "november", "december"};
   for (size_t k = 0; k < kMonths.size(); ++k) {
-    const bool abbreviated = word.size() >= 3 && kMonths[k].starts_with(word) &&
-                             (word.size() == 3 || word == "sept");
+    const bool abbreviated =
+        word.size() >= 3 && kMonths[k].starts_with(word) && (word.size() == 3 || word == "sept");
     if (word == kMonths[k] || abbreviated) return static_cast<int>(k) + 1;
   }
   return 0;
@@ -92,7 +92,8 @@ std::optional<NumberToken> DigitDate(std::string_view s, size_t i, size_t* resum
       if (a < 1 || b < 1 || a > 31 || b > 31 || (a > 12 && b > 12)) return std::nullopt;
       const bool month_first = a <= 12 && (b > 12 || sep == '/');
       t.key = month_first ? IsoKey(year, a, b) : IsoKey(year, b, a);
-      if (a <= 12 && b <= 12 && a != b) t.alt_key = month_first ? IsoKey(year, b, a) : IsoKey(year, a, b);
+      if (a <= 12 && b <= 12 && a != b)
+        t.alt_key = month_first ? IsoKey(year, b, a) : IsoKey(year, a, b);
       t.end = third_at + 4;
     } else {
       return std::nullopt;
@@ -154,7 +155,6 @@ std::optional<NumberToken> MonthDate(std::string_view s, size_t i, size_t* resum
   *resume = t.end;
   return t;
 }
-
 
 // A time of day: "23:00", "23:00:15", "9:30 am", "11 PM", "11pm", "11 p.m.". The key is the
 // 24-hour "HH:MM" (":SS" when written) that a timestamp cell holds after its date.

@@ -20,10 +20,10 @@ ColumnRole RoleOfColumn(std::string_view name, const std::vector<std::string>& k
   }
   const std::vector<std::string> words = internal::NameWords(name);
   if (words.empty()) return ColumnRole::kMeasure;
-  if (Contains({"rn", "rownum", "rowid", "idx", "index", "rank", "dense_rank", "row_number",
-                "row_num", "ranking", "position", "pos", "code", "zip", "zipcode", "postcode",
-                "sku", "isbn"},
-               lower)) {
+  if (Contains(
+          {"rn", "rownum", "rowid", "idx", "index", "rank", "dense_rank", "row_number", "row_num",
+           "ranking", "position", "pos", "code", "zip", "zipcode", "postcode", "sku", "isbn"},
+          lower)) {
     return ColumnRole::kIdentifier;
   }
   const std::string& last = words.back();
@@ -43,9 +43,9 @@ ColumnRole RoleOfColumn(std::string_view name, const std::vector<std::string>& k
 
 int DirectionOfColumn(std::string_view name) {
   for (const std::string& w : internal::NameWords(name)) {
-    if (Contains({"decline", "declines", "decrease", "decreases", "drop", "drops", "loss",
-                  "losses", "lost", "fall", "falls", "down", "reduction", "shrink", "shrinkage",
-                  "deficit", "churn", "churned", "lower", "less", "fewer"},
+    if (Contains({"decline",   "declines", "decrease", "decreases", "drop",  "drops",     "loss",
+                  "losses",    "lost",     "fall",     "falls",     "down",  "reduction", "shrink",
+                  "shrinkage", "deficit",  "churn",    "churned",   "lower", "less",      "fewer"},
                  w)) {
       return -1;
     }

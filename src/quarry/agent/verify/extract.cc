@@ -38,7 +38,6 @@ size_t QuoteLen(std::string_view s, size_t i) {
   return SymbolLen(s, i, {"\"", "'", "`", "\u201c", "\u201d", "\u2018", "\u2019"});
 }
 
-
 }  // namespace
 
 std::string WordAt(std::string_view s, size_t p, size_t* end) {
@@ -296,13 +295,11 @@ ScanResult ParseAt(std::string_view s, size_t i) {
   return {std::move(t), q};
 }
 
-
-
 int SmallNumber(std::string_view w) {
   static constexpr std::array<std::string_view, 20> kSmall = {
-      "zero",    "one",     "two",       "three",    "four",     "five",    "six",
-      "seven",   "eight",   "nine",      "ten",      "eleven",   "twelve",  "thirteen",
-      "fourteen", "fifteen", "sixteen",  "seventeen", "eighteen", "nineteen"};
+      "zero",     "one",     "two",     "three",     "four",     "five",    "six",
+      "seven",    "eight",   "nine",    "ten",       "eleven",   "twelve",  "thirteen",
+      "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"};
   for (size_t k = 0; k < kSmall.size(); ++k) {
     if (w == kSmall[k]) return static_cast<int>(k);
   }
@@ -476,7 +473,8 @@ std::optional<NumberToken> ParseWords(std::string_view s, size_t i, size_t* resu
   } else if (q < s.size() && s[q] == ' ' && LowerAscii(s.substr(q + 1, 8)) == "per cent" &&
              (q + 9 >= s.size() || !IsAlpha(s[q + 9]))) {
     t.percent = true, q += 9;
-  } else if (q < s.size() && (s[q] == '%' || (s[q] == ' ' && q + 1 < s.size() && s[q + 1] == '%'))) {
+  } else if (q < s.size() &&
+             (s[q] == '%' || (s[q] == ' ' && q + 1 < s.size() && s[q + 1] == '%'))) {
     q += s[q] == '%' ? 1 : 2;
     t.percent = true;
   }

@@ -62,8 +62,8 @@ std::string PlainNumerals(std::string_view code) {
   out.reserve(code.size());
   for (size_t i = 0; i < code.size();) {
     const char c = code[i];
-    const bool starts = std::isdigit(static_cast<unsigned char>(c)) &&
-                        (i == 0 || !IdentifierChar(code[i - 1]));
+    const bool starts =
+        std::isdigit(static_cast<unsigned char>(c)) && (i == 0 || !IdentifierChar(code[i - 1]));
     if (!starts) {
       out += c;
       ++i;
@@ -107,7 +107,6 @@ std::string PlainNumerals(std::string_view code) {
   }
   return out;
 }
-
 
 void Unhedge(NumberToken& t) {
   if (t.step < 1 || t.significant <= 1) return;
@@ -240,14 +239,15 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
       }
       if (!std::isfinite(t.value)) continue;  // inf and nan ground nothing
       const auto& echo = literals[static_cast<size_t>(source)];
-      const bool echoed = no_data[static_cast<size_t>(source)] ||
-                          std::any_of(echo.begin(), echo.end(), [&t](double v) {
-                            return std::fabs(std::fabs(v) - std::fabs(t.value)) <=
-                                   1e-9 * std::fabs(v);
-                          });
+      const bool echoed =
+          no_data[static_cast<size_t>(source)] ||
+          std::any_of(echo.begin(), echo.end(), [&t](double v) {
+            return std::fabs(std::fabs(v) - std::fabs(t.value)) <= 1e-9 * std::fabs(v);
+          });
       std::string normalised = Normalise(t.text);
       EvidenceNumber e{t.value, std::move(t.text), std::move(normalised), source, column,
-                       role, direction, ScaleOfColumn(column), false, false, ""};
+                       role,    direction,         ScaleOfColumn(column), false,  false,
+                       ""};
       (echoed ? ix.echoes : ix.numbers).push_back(std::move(e));
     }
   };
@@ -285,7 +285,8 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
       // a live answer "aired on September 24, 2007" was refused for want of an ISO cell.
       for (NumberToken& t : Scan(*cell.value, /*words=*/true)) {
         if (!t.is_date) continue;
-        if (!t.alt_key.empty()) ix.dates.push_back({t.alt_key, shown.substr(0, 80), cell.source, cell.column});
+        if (!t.alt_key.empty())
+          ix.dates.push_back({t.alt_key, shown.substr(0, 80), cell.source, cell.column});
         ix.dates.push_back({std::move(t.key), shown.substr(0, 80), cell.source, cell.column});
       }
     }
@@ -297,8 +298,8 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
     if (rows < 0) continue;  // the true row count: an empty result grounds 0
     const std::string shown = std::to_string(rows);
     ix.numbers.push_back({static_cast<double>(rows), "(" + shown + (rows == 1 ? " row)" : " rows)"),
-                          shown, static_cast<int>(s), "", ColumnRole::kMeasure, 1,
-                          Scale::kUnknown, true, false, ""});
+                          shown, static_cast<int>(s), "", ColumnRole::kMeasure, 1, Scale::kUnknown,
+                          true, false, ""});
   }
   for (const Evidence::Text& text : evidence.texts()) {
     ix.texts.push_back({Normalise(text.text), text.text, text.source, ""});
@@ -320,12 +321,14 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
         const std::string_view rest = line.substr(6);
         table = std::string(rest.substr(0, rest.find_first_of(" (")));
         ix.card_words.push_back({table, {}});
-        for (const std::string& w : NameWords(table)) ix.card_words.back().second.push_back(Singular(w));
+        for (const std::string& w : NameWords(table))
+          ix.card_words.back().second.push_back(Singular(w));
       } else if (line.starts_with("  ") && !line.starts_with("   ") && !table.empty()) {
         const std::string_view body = line.substr(2);
         const std::string name(body.substr(0, body.find_first_of(" ,")));
         column = table + "." + name;
-        for (const std::string& w : NameWords(name)) ix.card_words.back().second.push_back(Singular(w));
+        for (const std::string& w : NameWords(name))
+          ix.card_words.back().second.push_back(Singular(w));
       }
       const size_t before = ix.numbers.size();
       add_tokens(line, text.source, column, ColumnRole::kMeasure, 1);
@@ -344,6 +347,5 @@ Index BuildIndex(const Evidence& evidence, std::string_view question) {
   }
   return ix;
 }
-
 
 }  // namespace quarry::agent::internal

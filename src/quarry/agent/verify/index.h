@@ -54,13 +54,13 @@ struct Index {
   std::vector<EvidenceValue> texts;  // free text, normalised
   std::vector<EvidenceNumber> numbers;
   std::vector<EvidenceNumber> echoes;  // shown, but only as literals the query wrote
-  std::vector<EvidenceDate> dates;  // also years named by a result column ("revenue_2024")
-  std::vector<std::string> id_words;  // the words naming identifier columns ("customer")
+  std::vector<EvidenceDate> dates;     // also years named by a result column ("revenue_2024")
+  std::vector<std::string> id_words;   // the words naming identifier columns ("customer")
   // Per table of the schema card: the words of its name and of its columns' names, singular
   // ("Customer" -> customer, first, name, support, rep, ...).
   std::vector<std::pair<std::string, std::vector<std::string>>> card_words;
   std::vector<std::string> result_words;  // the words of the result columns' names, singular
-  std::string question;  // normalised
+  std::string question;                   // normalised
   std::vector<NumberToken> question_tokens;
   // Per question token: written as a reference ("order 4", "customer #4"), so it grounds only
   // a plain number, never an amount, a share or a count (set by the rules, which know the

@@ -37,8 +37,9 @@ struct NumberToken {
   int significant = 0;  // significant figures written ("0.45": 2, "500K": 1, "504.0": 4)
   bool percent = false;
   bool explicit_sign = false;
-  bool words = false;      // written in words ("two thousand", "a dozen", "half")
-  bool ratio = false;      // a fraction or a multiple ("half", "two thirds", "twice", "doubled", "3x", "3 times")
+  bool words = false;  // written in words ("two thousand", "a dozen", "half")
+  bool ratio = false;  // a fraction or a multiple ("half", "two thirds", "twice", "doubled", "3x",
+                       // "3 times")
   bool currency = false;   // written with a currency symbol ("$17")
   bool year_like = false;  // a bare four-digit integer, which a date may ground
   bool is_date = false;    // then only `key` is meaningful
@@ -71,10 +72,13 @@ Direction DirectionAt(std::string_view text, const NumberToken& token, std::stri
 // +1 for kUp, -1 for kDown, 0 for a direction with no sign.
 constexpr int SignOf(Direction d) {
   switch (d) {
-    case Direction::kUp: return 1;
-    case Direction::kDown: return -1;
+    case Direction::kUp:
+      return 1;
+    case Direction::kDown:
+      return -1;
     case Direction::kNone:
-    case Direction::kMagnitude: return 0;
+    case Direction::kMagnitude:
+      return 0;
   }
   return 0;
 }

@@ -18,19 +18,19 @@
 namespace quarry::agent {
 
 using internal::BuildIndex;
+using internal::Claim;
 using internal::Contains;
 using internal::EvidenceDate;
 using internal::EvidenceNumber;
 using internal::EvidenceValue;
 using internal::Index;
 using internal::IsWordChar;
+using internal::Match;
 using internal::Normalise;
 using internal::NumberToken;
 using internal::Scale;
 using internal::Scan;
 using internal::Unhedge;
-using internal::Claim;
-using internal::Match;
 
 namespace {
 
@@ -50,8 +50,7 @@ bool EqualAsWritten(const NumberToken& t, double written, double computed, doubl
 // The computed value rounded to `significant` figures.
 double RoundSignificant(double computed, int significant) {
   if (computed == 0 || significant <= 0) return computed;
-  const double q =
-      std::pow(10.0, std::floor(std::log10(std::fabs(computed))) - significant + 1);
+  const double q = std::pow(10.0, std::floor(std::log10(std::fabs(computed))) - significant + 1);
   return std::round(computed / q) * q;
 }
 
@@ -68,8 +67,7 @@ bool RoundsTo(const NumberToken& t, double written, double computed, double scal
   if (t.significant <= 0) {
     return std::fabs(written - computed) <= 0.5 * t.step * scale * (1 + 1e-9) + tiny;
   }
-  const double q =
-      std::pow(10.0, std::floor(std::log10(std::fabs(computed))) - t.significant + 1);
+  const double q = std::pow(10.0, std::floor(std::log10(std::fabs(computed))) - t.significant + 1);
   // A fraction in words is no rounding of digits: "a third" is 0.3333 within half a unit of
   // its one figure, as "half" is 0.46.
   if (t.ratio) return std::fabs(written - computed) <= 0.5 * q * (1 + 1e-9) + tiny;
@@ -80,7 +78,6 @@ bool RoundsTo(const NumberToken& t, double written, double computed, double scal
   if (tie) return same(lo) || same(hi);
   return same(to_lo < to_hi ? lo : hi);
 }
-
 
 std::string Where(const EvidenceNumber& e, const Index& ix) {
   std::string out = e.column.empty() ? "" : "column " + e.column + ", ";
@@ -106,7 +103,8 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
     for (const EvidenceDate& d : ix.dates) {
       const bool stamped = d.key.size() > 11 && d.key[10] == ' ' &&
                            std::string_view(d.key).substr(11).starts_with(t.key);
-      if (stamped || d.key.starts_with(t.key)) return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
+      if (stamped || d.key.starts_with(t.key))
+        return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
     }
     for (const NumberToken& q : ix.question_tokens) {
       if (q.is_time && q.key == t.key) return {MatchRule::kQuestion, q.text, -1, "", ""};
@@ -122,7 +120,8 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
         if (d.key.starts_with(*key)) return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
       }
       for (const NumberToken& q : ix.question_tokens) {
-        if (q.is_date && (q.key.starts_with(*key) || (!q.alt_key.empty() && q.alt_key.starts_with(*key)))) {
+        if (q.is_date &&
+            (q.key.starts_with(*key) || (!q.alt_key.empty() && q.alt_key.starts_with(*key)))) {
           return {MatchRule::kQuestion, q.text, -1, "", ""};
         }
       }
@@ -168,8 +167,8 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
       if (other && !own) {
         if (card_reason.empty()) {
           card_reason = "the schema card's " + e.shown + " is the number of rows of table " +
-                        e.card_table + ", not of " + (claim.counted.empty() ? std::string("this")
-                                                                            : claim.counted[0]) +
+                        e.card_table + ", not of " +
+                        (claim.counted.empty() ? std::string("this") : claim.counted[0]) +
                         ": count them with a query";
         }
         return false;
@@ -179,8 +178,8 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
         (t.percent || t.ratio || t.currency || std::floor(t.value) != t.value)) {
       return false;  // a number of rows is a count, never a share or an amount
     }
-    const bool names_it = !claim.reference.empty() &&
-                          Contains(internal::NameWords(e.column), claim.reference);
+    const bool names_it =
+        !claim.reference.empty() && Contains(internal::NameWords(e.column), claim.reference);
     if ((claim.marked || claim.entity) && !claim.any_kind && e.role != ColumnRole::kIdentifier &&
         !names_it) {
       if (identifier_reason.empty()) {
@@ -194,11 +193,12 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
     // beside the entity it names in the same result; stated as a count it never is.
     const bool plain = !t.percent && !t.currency && !t.ratio && std::floor(t.value) == t.value;
     const bool asked = ix.question_asks_ids && plain && !claim.count;
-    const bool beside = plain && !claim.count &&
-                        std::any_of(ix.values.begin(), ix.values.end(), [&](const EvidenceValue& v) {
-                          return v.source == e.source && v.column != e.column && !v.normalised.empty() &&
-                                 Contains(claim.beside, v.normalised);
-                        });
+    const bool beside =
+        plain && !claim.count &&
+        std::any_of(ix.values.begin(), ix.values.end(), [&](const EvidenceValue& v) {
+          return v.source == e.source && v.column != e.column && !v.normalised.empty() &&
+                 Contains(claim.beside, v.normalised);
+        });
     if (e.role == ColumnRole::kIdentifier && !claim.any_kind && !claim.marked && !names_it &&
         !asked && !beside) {
       if (identifier_reason.empty()) {
@@ -242,8 +242,10 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
     const int sign = e.value > 0 ? 1 : e.value < 0 ? -1 : 0;
     if (sign != 0 && sign * e.direction != internal::SignOf(claim.direction)) {
       if (sign_reason.empty()) {
-        sign_reason = "the result shows " + e.shown + " (" + Where(e, ix) + "), but the answer "
-                      "says '" + claim.direction_word + "', which means " +
+        sign_reason = "the result shows " + e.shown + " (" + Where(e, ix) +
+                      "), but the answer "
+                      "says '" +
+                      claim.direction_word + "', which means " +
                       (claim.direction == internal::Direction::kUp ? "an increase" : "a decrease") +
                       "; state the direction the value shows, or compute the difference the "
                       "other way round";
@@ -265,7 +267,8 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
   }
   if (t.year_like) {
     for (const EvidenceDate& d : ix.dates) {
-      if (d.key.starts_with(t.text + "-")) return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
+      if (d.key.starts_with(t.text + "-"))
+        return {MatchRule::kVerbatim, d.key, d.source, d.column, ""};
     }
   }
   // Past 15 significant digits a double cannot tell neighbours apart: only the digits can.
@@ -283,8 +286,10 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
   auto close = [&](MatchRule rule, double w, const EvidenceNumber& e, double v) {
     if (!scale_allows(rule == MatchRule::kPercent, e)) return false;
     switch (rule) {
-      case MatchRule::kNumeric: return EqualAsWritten(t, w, v, 1);
-      case MatchRule::kRounding: return RoundsTo(t, w, v, 1);
+      case MatchRule::kNumeric:
+        return EqualAsWritten(t, w, v, 1);
+      case MatchRule::kRounding:
+        return RoundsTo(t, w, v, 1);
       default:
         // A written proportion is at most 1: "0.4471" for 44.71, never "4" for 400; a zero is
         // a zero in any scale.
@@ -337,7 +342,8 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
   for (size_t k = 0; k < ix.question_tokens.size(); ++k) {
     const NumberToken& q = ix.question_tokens[k];
     if (q.is_date) {
-      if (t.year_like && q.key.starts_with(t.text + "-")) return {MatchRule::kQuestion, q.text, -1, "", ""};
+      if (t.year_like && q.key.starts_with(t.text + "-"))
+        return {MatchRule::kQuestion, q.text, -1, "", ""};
       continue;
     }
     // The question's number grounds the same kind of number only: its "5%" is no "5 stores",
@@ -356,7 +362,8 @@ Match internal::CheckNumber(const NumberToken& t, const Claim& claim, const Inde
     if (NumericEqual(std::fabs(t.value), std::fabs(e.value)) ||
         RoundsTo(t, std::fabs(t.value), std::fabs(e.value), 1)) {
       none.reason = "it appears only as a literal that the code of this run wrote (shown at " +
-                    Where(e, ix) + ": the query or script itself, or earlier code whose values "
+                    Where(e, ix) +
+                    ": the query or script itself, or earlier code whose values "
                     "a script kept), not as a value computed from the data";
       return none;
     }
@@ -409,8 +416,7 @@ std::string Excerpt(std::string_view text, size_t pos, size_t len) {
 
 }  // namespace
 
-Match internal::CheckValue(std::string_view value, const std::string& normalised,
-                             const Index& ix) {
+Match internal::CheckValue(std::string_view value, const std::string& normalised, const Index& ix) {
   for (const EvidenceValue& e : ix.values) {
     if (e.normalised == normalised) return {MatchRule::kVerbatim, e.shown, e.source, e.column, ""};
   }
@@ -434,7 +440,8 @@ Match internal::CheckValue(std::string_view value, const std::string& normalised
   // a cell, only by a cell equal to it, a passage of free text or the question.
   for (const EvidenceValue& text : ix.texts) {
     if (size_t pos = FindWord(text.normalised, normalised); pos != std::string::npos) {
-      return {MatchRule::kVerbatim, Excerpt(text.normalised, pos, normalised.size()), text.source, "", ""};
+      return {MatchRule::kVerbatim, Excerpt(text.normalised, pos, normalised.size()), text.source,
+              "", ""};
     }
   }
   if (size_t pos = FindWord(ix.question, normalised); pos != std::string::npos) {

@@ -17,14 +17,14 @@ inline constexpr const char* kNotFound = "not in any result you were shown, nor 
 struct Claim {
   Direction direction = Direction::kNone;  // from the words around it (DirectionAt)
   std::string direction_word;
-  std::string reference;      // the word before it ("order" in "order 17")
-  bool marked = false;        // "id 17", "no. 17"
-  bool entity = false;        // the reference names an entity: only an identifier grounds it
-  bool any_kind = false;      // a supporting value: any cell it equals grounds it
-  bool count = false;         // "17 orders": only a whole number grounds it
-  bool aggregate = false;     // "the average humidity is 55%": a schema card's figure is none
+  std::string reference;   // the word before it ("order" in "order 17")
+  bool marked = false;     // "id 17", "no. 17"
+  bool entity = false;     // the reference names an entity: only an identifier grounds it
+  bool any_kind = false;   // a supporting value: any cell it equals grounds it
+  bool count = false;      // "17 orders": only a whole number grounds it
+  bool aggregate = false;  // "the average humidity is 55%": a schema card's figure is none
   std::vector<std::string> counted;  // the words after it ("customers" in "59 customers")
-  int bound = 0;              // +1 "over 2,000": the value is at least it; -1 "under $500K"
+  int bound = 0;                     // +1 "over 2,000": the value is at least it; -1 "under $500K"
   // The few words right after and before it, normalised ("usa" in "1 usa, 2 germany", in
   // "CountryId 1 = usa", in "usa (1)"): an id that stands beside the entity it names.
   std::vector<std::string> beside;
