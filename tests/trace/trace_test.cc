@@ -93,8 +93,8 @@ TEST(TraceTest, WriterIsAtomicAndAppendsEvents) {
   quarry::testing::TempDir runs;
   auto w = Writer::Create(runs.path(), "20261129-120000-abcdef");
   ASSERT_TRUE(w.has_value());
-  w->AppendEvent({{"event", "start"}});
-  w->AppendEvent({{"event", "step"}, {"index", 1}});
+  ASSERT_TRUE(w->AppendEvent({{"event", "start"}}));
+  ASSERT_TRUE(w->AppendEvent({{"event", "step"}, {"index", 1}}));
   auto path = w->WriteFinal(Sample());
   ASSERT_TRUE(path.has_value());
   EXPECT_FALSE(std::filesystem::exists(w->dir() / "trace.json.tmp"));
@@ -130,7 +130,7 @@ TEST(TraceTest, RunFilesArePrivateAndTheDefaultRunsDirIsCreatedPrivate) {
   const fs::path runs = tmp.path() / "runs";  // absent: the first run creates it
   auto w = Writer::Create(runs, "20261129-120000-abcdef");
   ASSERT_TRUE(w.has_value()) << w.error().message;
-  w->AppendEvent({{"event", "start"}});
+  ASSERT_TRUE(w->AppendEvent({{"event", "start"}}));
   ASSERT_TRUE(w->WriteFinal(Sample()).has_value());
   EXPECT_EQ(ModeOf(runs), 0700u);
   EXPECT_EQ(ModeOf(w->dir()), 0700u);
@@ -211,7 +211,14 @@ TEST(TraceTest, LinksPlantedInARunDirAreNeverWrittenThrough) {
   ASSERT_TRUE(w.has_value());
   fs::create_symlink(victim, w->dir() / "events.jsonl");
   fs::create_symlink(victim, w->dir() / "trace.json.tmp");
-  w->AppendEvent({{"event", "start"}});
+  // The planted link is refused, and said so: events.jsonl is the promised record of a crash.
+  const Result<void> refused = w->AppendEvent({{"event", "start"}});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("events.jsonl"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("trace.json, written at the end, is the record"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(w->AppendEvent({{"event", "step"}})) << "nothing is appended after a failure";
   auto path = w->WriteFinal(Sample());
   ASSERT_TRUE(path.has_value()) << path.error().message;
   EXPECT_EQ(quarry::testing::ReadFile(victim), "export PATH=/usr/bin\n");

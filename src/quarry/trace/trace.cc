@@ -413,12 +413,18 @@ UniqueFd CreateExclusive(int dir_fd, const char* name) {
 
 }  // namespace
 
-void Writer::AppendEvent(const json& event) {
-  if (!events_fd_.valid()) {
+Result<void> Writer::AppendEvent(const json& event) {
+  if (events_error_.empty() && !events_fd_.valid()) {
     events_fd_ = CreateExclusive(dir_fd_.get(), "events.jsonl");
-    if (!events_fd_.valid()) return;  // the trace.json written at the end is the record
+    if (!events_fd_.valid()) events_error_ = std::strerror(errno);
   }
-  WriteAll(events_fd_.get(), Dump(event) + "\n");
+  if (events_error_.empty() && !WriteAll(events_fd_.get(), Dump(event) + "\n")) {
+    events_error_ = std::strerror(errno);
+  }
+  if (events_error_.empty()) return {};
+  return Fail(Error::Code::kInternal, "cannot write " + (dir_ / "events.jsonl").string() + ": " +
+                                          events_error_ +
+                                          "; trace.json, written at the end, is the record");
 }
 
 Result<fs::path> Writer::WriteFinal(const Trace& trace) {

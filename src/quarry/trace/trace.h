@@ -340,16 +340,19 @@ class Writer {
   static Result<Writer> Create(const std::filesystem::path& runs_dir, const std::string& id);
   const std::filesystem::path& dir() const { return dir_; }
   // Appends one line to events.jsonl (created 0600 on the first event, never through a link
-  // or onto an existing file) and writes it at once.
-  void AppendEvent(const nlohmann::ordered_json& event);
+  // or onto an existing file) and writes it at once. After a failure nothing more is
+  // appended (a cut line would make the rest unreadable). Errors: kInternal naming the file
+  // and strerror, the first time and every time after.
+  Result<void> AppendEvent(const nlohmann::ordered_json& event);
   // Writes trace.json (0600) via trace.json.tmp and renameat in the run's directory fd, so
   // readers never see half a file and no link planted under either name is followed.
   Result<std::filesystem::path> WriteFinal(const Trace& trace);
 
  private:
   std::filesystem::path dir_;
-  UniqueFd dir_fd_;     // runs_dir/<id>, as created: every write goes through it
-  UniqueFd events_fd_;  // events.jsonl once the first event is written
+  UniqueFd dir_fd_;           // runs_dir/<id>, as created: every write goes through it
+  UniqueFd events_fd_;        // events.jsonl once the first event is written
+  std::string events_error_;  // why events.jsonl failed; "" while it works
 };
 
 // Writes `bytes` to `path` (mode 0600) via path.tmp, created exclusively without following a
