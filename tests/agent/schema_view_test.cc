@@ -3,7 +3,15 @@
 // endpoint on 127.0.0.1, framed as data, and with cleaning advice that fits the dialect.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <regex>
+#include <stop_token>
+#include <thread>
 #include <set>
 
 #include "quarry/agent/agent.h"
@@ -359,6 +367,42 @@ TEST(SchemaViewTest, EmbeddingsFromALocalEndpointAreFusedWithBm25) {
             (n.find("embeddings at") != std::string::npos &&
              n.find("HTTP 503") != std::string::npos && n.find("bm25 alone") != std::string::npos);
   EXPECT_TRUE(noted);
+}
+
+// The schema view is built before the run's first model turn; an embeddings endpoint that
+// never answers must not hold a run that was asked to stop (Ctrl-C, MCP cancel).
+TEST(SchemaViewTest, AStopEndsAnEmbeddingsCallThatNeverAnswers) {
+  auto engine = OpenOrDie({WideDb()});
+  // A socket that listens and never accepts: the request is sent and no reply ever comes.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/v1/embeddings";
+
+  std::stop_source stop;
+  SchemaOptions options;
+  options.embeddings = llm::EmbeddingsConfig{url, "", "", 60000, 2000, 64, stop.get_token()};
+  const auto started = std::chrono::steady_clock::now();
+  std::jthread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.request_stop();
+  });
+  SchemaView view;
+  SystemPrompt(*engine, "Which readings look unusual lately?", options, &view);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  ::close(listener);
+  EXPECT_LT(waited, std::chrono::seconds(10)) << "the 60 s timeout ran out instead";
+  EXPECT_EQ(view.ranking, "bm25");
+  bool said = false;
+  for (const auto& n : view.notes) said = said || n.find("stopped") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(view.notes);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "quarry/common/text.h"
 #include "quarry/common/json.h"
 #include "quarry/agent/agent_internal.h"
+#include "quarry/agent/budget_internal.h"
 #include "quarry/common/scratch.h"
 #include "quarry/agent/hygiene_internal.h"
 #include "quarry/agent/injection_internal.h"
@@ -34,6 +35,7 @@ Config WithStop(const Config& config, const StopToken& stop) {
   Config c = config;
   c.limits.stop = stop;
   c.sandbox.stop = stop;
+  if (c.schema.embeddings) c.schema.embeddings->stop = stop;
   return c;
 }
 
@@ -50,7 +52,9 @@ class Session {
         writer_(writer),
         ask_user_(input.ask_user),
         tools_(DefaultTools(config.python, !config.artifacts_dir.empty())),
-        context_{engine, config_, evidence_, last_, nullptr} {
+        context_{engine, config_, evidence_, last_, nullptr},
+        budget_(config_),
+        repairs_(trace_.totals) {
     trace_.id = input.run_id;
     trace_.created_at = UtcNow();
     trace_.question = input.question;
@@ -78,7 +82,7 @@ class Session {
     }
     SchemaView schema;
     std::string system =
-        SystemPrompt(engine, input.question, config.schema, &schema, config.prompt);
+        SystemPrompt(engine, input.question, config_.schema, &schema, config.prompt);
     std::vector<std::string> files;
     for (const auto& s : engine.sources()) {
       // A server's path is its redacted spec: a URL's last "/" part is no name.
@@ -133,7 +137,7 @@ class Session {
                       {"sources", whole["sources"]},
                       {"config", trace_.config}};
       if (!trace_.turns_source.empty()) started["source"] = trace_.turns_source;
-      writer_->AppendEvent(started);
+      AppendEvent(started);
     }
     if (load_ms_ >= 0) EmitLoad();
     while (!stop_reason_) Turn();
@@ -151,8 +155,7 @@ class Session {
     trace_.totals.wall_ms = MsSince(start) + std::max<int64_t>(load_ms_, 0);
     trace_.totals.load_ms = std::max<int64_t>(load_ms_, 0);
     if (writer_) {
-      writer_->AppendEvent(
-          {{"event", "end"}, {"stop_reason", trace::StopReasonName(*stop_reason_)}});
+      AppendEvent({{"event", "end"}, {"stop_reason", trace::StopReasonName(*stop_reason_)}});
       if (auto w = writer_->WriteFinal(trace_); !w) trace_.notes.push_back(w.error().message);
     }
     return trace_;
@@ -164,33 +167,12 @@ class Session {
       stop_reason_ = trace::StopReason::kInterrupted;
       return;
     }
-    if (trace_.totals.model_turns >= config_.max_steps) {
-      stop_reason_ = trace::StopReason::kStepBudget;
-      return;
-    }
-    // Checked before each model call: the call is made only when even its most expensive
-    // outcome (the prompt as estimated, the whole output limit) stays within the budget.
     const int64_t prompt_tokens = PromptTokensEstimate();
-    const std::optional<double> most = client_.MaxCostUsd(prompt_tokens);
-    // Written so that a NaN on either side stops rather than never stopping.
-    if (most && !(trace_.totals.cost_usd + *most <= config_.max_cost_usd)) {
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "stopped before model turn %d: it could cost up to $%.4f (prompt ~%lld "
-                    "tokens estimated, plus the output limit), and $%.4f of the $%.4f budget "
-                    "(--max-cost) is spent",
-                    trace_.totals.model_turns + 1, *most, static_cast<long long>(prompt_tokens),
-                    trace_.totals.cost_usd, config_.max_cost_usd);
-      trace_.notes.push_back(line);
-      stop_reason_ = trace::StopReason::kCostBudget;
-      return;
-    }
-    // Without a price the call cannot be estimated: the spent cost (when the provider reports
-    // one) is checked instead, so the turn that crossed the budget has been paid.
-    if (!(trace_.totals.cost_usd <= config_.max_cost_usd)) {
-      stop_reason_ = trace::StopReason::kCostBudget;
-      return;
-    }
+    std::string why;
+    stop_reason_ = budget_.BeforeModelTurn(trace_.totals, client_.MaxCostUsd(prompt_tokens),
+                                           prompt_tokens, &why);
+    if (!why.empty()) trace_.notes.push_back(why);
+    if (stop_reason_) return;
     const auto started = Clock::now();
     llm::Request request{messages_, schemas_, {}, {}, stop_, prompt_tokens};
     auto turn = client_.Complete(request);
@@ -251,6 +233,19 @@ class Session {
     }
   }
 
+  // What a tool call asks, read before it runs: the tool, its arguments, what is wrong with
+  // them, and whether it repeats a call that failed.
+  struct CallPlan {
+    const Tool* tool = nullptr;
+    json args;
+    std::string problem;  // "" when the arguments fit the tool's schema
+    Clarification asked;  // ask_user's question and choices
+    std::string key;      // the call as the repeat check compares it
+    std::optional<RepeatLog::Earlier> earlier;
+    bool stuck = false;  // this send is the kStuckSends-th of a failed call, no success between
+  };
+
+  // One tool call: admitted by the budgets, validated, checked for a repeat, run, recorded.
   void Call(const llm::ToolCall& call) {
     if (stop_.stop_requested()) {  // the calls after the stop are not run
       stop_reason_ = trace::StopReason::kInterrupted;
@@ -262,68 +257,67 @@ class Session {
     step.tool = call.name;
     step.tool_call_id = call.id;
     step.arguments = call.arguments_json;
-    step.repair = failure_outstanding_;
-    trace::Totals& x = trace_.totals;
-    if (x.tool_calls >= config_.max_tool_calls) {  // this call and the rest are not run
-      trace_.notes.push_back("model turn " + std::to_string(x.model_turns) +
-                             " asked for tool call " + std::to_string(x.tool_calls + 1) +
-                             ", beyond the budget of " + std::to_string(config_.max_tool_calls) +
-                             " (--max-tool-calls); it and the calls after it were not run");
-      stop_reason_ = trace::StopReason::kToolCallBudget;
-      return;
-    }
-    if (step.repair && x.repair_attempts >= config_.max_repairs) {
-      stop_reason_ =
-          trace::StopReason::kRepairBudget;  // the next repair attempt would exceed the budget
-      return;
-    }
-    ++x.tool_calls;
-    if (step.repair) ++x.repair_attempts;
+    step.repair = repairs_.outstanding();
+    std::string why;  // this call and the rest are not run
+    stop_reason_ = budget_.BeforeToolCall(trace_.totals, step.repair, &why);
+    if (!why.empty()) trace_.notes.push_back(why);
+    if (stop_reason_) return;
+    repairs_.Started(step.repair);
+    const CallPlan plan = Plan(call);
+    bool answered = false;
+    const Observation obs = Execute(call, plan, step, &answered);
+    Record(call, plan, std::move(step), obs, answered, started);
+  }
 
-    const Tool* tool = nullptr;
+  CallPlan Plan(const llm::ToolCall& call) {
+    CallPlan plan;
     for (const Tool& t : tools_) {
-      if (t.schema.name == call.name) tool = &t;
+      if (t.schema.name == call.name) plan.tool = &t;
     }
-    Observation obs;
-    json args = ParseJson(call.arguments_json.empty() ? std::string_view("{}")
+    plan.args = ParseJson(call.arguments_json.empty() ? std::string_view("{}")
                                                       : std::string_view(call.arguments_json));
-    std::string problem;
-    if (!tool) {
+    if (!plan.tool) {
       std::string names;
       for (const Tool& t : tools_) names += (names.empty() ? "" : ", ") + t.schema.name;
-      problem = "there is no tool named '" + call.name + "'; the tools are: " + names;
-    } else if (args.is_discarded() && cut_off_) {
-      problem =
+      plan.problem = "there is no tool named '" + call.name + "'; the tools are: " + names;
+    } else if (plan.args.is_discarded() && cut_off_) {
+      plan.problem =
           "your reply was cut off at the output token limit (finish_reason: length) "
           "before these arguments were complete; send a shorter call";
-    } else if (args.is_discarded()) {
-      problem = "the arguments are not valid JSON: " +
-                call.arguments_json.substr(0, Utf8Prefix(call.arguments_json, 200));
+    } else if (plan.args.is_discarded()) {
+      plan.problem = "the arguments are not valid JSON: " +
+                     call.arguments_json.substr(0, Utf8Prefix(call.arguments_json, 200));
     } else {
-      problem = ValidateArguments(tool->schema.parameters, args);
+      plan.problem = ValidateArguments(plan.tool->schema.parameters, plan.args);
     }
-    Clarification asked;
-    if (problem.empty() && call.name == "ask_user") asked = ClarificationFrom(args, &problem);
+    if (plan.problem.empty() && call.name == "ask_user") {
+      plan.asked = ClarificationFrom(plan.args, &plan.problem);
+    }
     // An identical repeat of a failed call is answered from the first one, not run again.
-    const std::string key =
-        args.is_discarded() ? RawCallKey(call.name, call.arguments_json) : CallKey(call.name, args);
-    const auto earlier = repeats_.Find(call.name, key);
-    // Stuck: this send is the kStuckSends-th of a failed call with no success between.
-    const bool stuck = earlier && earlier->sends_since_success + 1 >= kStuckSends;
-    bool answered = false;
-    if (earlier) {
-      obs = RepeatObservation(*earlier, stuck);
-    } else if (!problem.empty()) {
+    plan.key = plan.args.is_discarded() ? RawCallKey(call.name, call.arguments_json)
+                                        : CallKey(call.name, plan.args);
+    plan.earlier = repeats_.Find(call.name, plan.key);
+    plan.stuck = plan.earlier && plan.earlier->sends_since_success + 1 >= kStuckSends;
+    return plan;
+  }
+
+  // The call's observation: from the repeated call, a bad-arguments reply, the verify gate,
+  // the user, or the tool itself. `answered`: final_answer ended the run.
+  Observation Execute(const llm::ToolCall& call, const CallPlan& plan, trace::Step& step,
+                      bool* answered) {
+    Observation obs;
+    if (plan.earlier) return RepeatObservation(*plan.earlier, plan.stuck);
+    if (!plan.problem.empty()) {
       obs.failure = FailureClass::kBadArguments;
-      obs.text = "bad_arguments: " + problem;
+      obs.text = "bad_arguments: " + plan.problem;
     } else if (call.name == "final_answer") {
-      answered = FinalAnswer(args, obs, step);
+      *answered = FinalAnswer(plan.args, obs, step);
     } else if (call.name == "ask_user") {
-      AskUser(asked, obs, step);
+      AskUser(plan.asked, obs, step);
     } else {
       try {
         context_.step = static_cast<int>(trace_.steps.size()) + 1;  // the index Emit gives
-        obs = tool->run(args, context_);
+        obs = plan.tool->run(plan.args, context_);
       } catch (const std::exception& e) {  // the tool runner is an edge: nothing escapes it
         obs = Observation{};
         obs.failure = FailureClass::kRuntimeError;
@@ -339,12 +333,15 @@ class Session {
       // marked as data where the model reads it.
       MarkInjection(obs.text, context_.step, "observation", trace_.injection_suspected);
     }
-    if (obs.failure == FailureClass::kNone && tool && tool->execution && failure_outstanding_) {
-      ++x.repair_successes;
-      failure_outstanding_ = false;
-    }
-    if (obs.failure != FailureClass::kNone) failure_outstanding_ = true;
+    return obs;
+  }
 
+  // The call's step in the trace and its observation in the conversation; then whether the
+  // run stops here (interrupted, stuck on a repeat, a failure without self-correction).
+  void Record(const llm::ToolCall& call, const CallPlan& plan, trace::Step step,
+              const Observation& obs, bool answered, Clock::time_point started) {
+    const bool execution = plan.tool && plan.tool->execution;
+    repairs_.Finished(obs.failure, execution);
     // Whatever the call returned, it was cut short (or its result is no longer wanted).
     const bool interrupted = !answered && stop_.stop_requested();
     if (interrupted) step.status = trace::StepStatus::kInterrupted;
@@ -364,17 +361,16 @@ class Session {
       stop_reason_ = trace::StopReason::kInterrupted;
       return;
     }
-    repeats_.Record(call.name, key, trace_.steps.back().index, obs, earlier.has_value(),
-                    !earlier && problem.empty() && tool && tool->execution);
-    if (stuck) {
-      trace_.notes.push_back("the call of step " + std::to_string(earlier->step) + " was sent " +
-                             std::to_string(earlier->sends_since_success + 1) +
+    repeats_.Record(call.name, plan.key, trace_.steps.back().index, obs, plan.earlier.has_value(),
+                    !plan.earlier && plan.problem.empty() && execution);
+    if (plan.stuck) {
+      trace_.notes.push_back("the call of step " + std::to_string(plan.earlier->step) +
+                             " was sent " + std::to_string(plan.earlier->sends_since_success + 1) +
                              " times unchanged after it failed, with no successful execution "
                              "call in between; the run stopped at the last");
       stop_reason_ = trace::StopReason::kRepairBudget;
       return;
     }
-
     if (answered) return;
     if (obs.failure != FailureClass::kNone && !config_.self_correction) {
       stop_reason_ = trace::StopReason::kExecutionFailed;
@@ -487,7 +483,7 @@ class Session {
       return true;
     }
     sent_back_ = true;
-    ++trace_.totals.send_backs;
+    repairs_.SentBack();
     obs.text = Prompt("verify_sendback", {{"unsupported", list}});
     return false;
   }
@@ -619,9 +615,18 @@ class Session {
     if (writer_) {
       json event = trace::ToJson(step);
       event["event"] = "step";
-      writer_->AppendEvent(event);
+      AppendEvent(event);
     }
     trace_.steps.push_back(std::move(step));
+  }
+
+  // events.jsonl is the record a killed run leaves: when it cannot be written the run goes on
+  // (trace.json is written at the end) and says so once.
+  void AppendEvent(const json& event) {
+    if (auto r = writer_->AppendEvent(event); !r && !events_failed_) {
+      events_failed_ = true;
+      trace_.notes.push_back(r.error().message);
+    }
   }
 
   engine::Engine& engine_;
@@ -640,6 +645,8 @@ class Session {
   std::filesystem::path tables_dir_;
   std::vector<llm::Message> messages_;
   trace::Trace trace_;
+  internal::Budget budget_;
+  internal::RepairLedger repairs_;  // keeps trace_.totals' repair counts
   int64_t load_ms_ = -1;
   std::optional<trace::StopReason> stop_reason_;  // nullopt while the run goes on
   trace::AnswerQuery last_query_;                 // the latest successful run_sql
@@ -647,11 +654,11 @@ class Session {
   std::string text_reply_;  // the model's latest reply without a tool call, since its last call
   std::string replies_;     // what the user typed in reply to ask_user (TypedPart), one per line
   RepeatLog repeats_;
-  bool failure_outstanding_ = false;
   bool sent_back_ = false;
   bool nudged_ = false;
   bool cost_unknown_noted_ = false;
   bool cut_off_ = false;            // the latest model turn ended at the output limit
+  bool events_failed_ = false;      // events.jsonl could not be written (noted once)
   int64_t last_prompt_tokens_ = 0;  // the provider's count of the latest prompt
   int64_t last_output_tokens_ = 0;
   size_t last_prompt_messages_ = 0;  // messages_ up to the latest model turn's, included

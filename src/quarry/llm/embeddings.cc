@@ -49,7 +49,12 @@ Result<std::vector<std::vector<double>>> Embed(const EmbeddingsConfig& config,
     post.timeout_ms = config.timeout_ms;
     post.connect_timeout_ms = config.connect_timeout_ms;
     post.max_reply_bytes = size_t{256} << 20;  // 64 inputs of 4096 dimensions is ~5 MiB of JSON
+    post.stop = config.stop;
     const internal::HttpReply reply = session.Post(post);
+    if (reply.cancelled || config.stop.stop_requested()) {
+      return Fail(Error::Code::kCancelled,
+                  "embeddings at " + RedactUrl(config.url) + ": stopped, as the run was asked to");
+    }
     if (reply.status == 0) {
       return std::unexpected(
           EmbedError(config, reply.timed_out ? "timed out" : reply.network_error));

@@ -418,6 +418,8 @@ struct EmbeddingsConfig {
   int64_t timeout_ms = 30000;
   int64_t connect_timeout_ms = 5000;
   size_t batch = 64;  // inputs per request
+  // A stop request aborts the exchange within about a second: Error::Code::kCancelled.
+  StopToken stop{};
 };
 
 // Embeds `texts` (one vector each, in order), in batches of config.batch, without retries (the
