@@ -70,6 +70,15 @@ TEST_F(OpenTest, DatabaseMixedWithFiles) {
                  quarry::testing::SourceDir() / "data" / "sales.csv"});
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("the only data source"), std::string::npos);
+  // The database is named wherever it stands among the paths.
+  auto later = Open({quarry::testing::SourceDir() / "data" / "sales.csv",
+                     quarry::testing::SourceDir() / "data" / "chinook.sqlite"});
+  ASSERT_FALSE(later.has_value());
+  EXPECT_NE(later.error().message.find(
+                "use " + (quarry::testing::SourceDir() / "data" / "chinook.sqlite").string() +
+                " and the other files"),
+            std::string::npos)
+      << later.error().message;
 }
 
 TEST_F(OpenTest, TsvJsonAndNameCollisions) {

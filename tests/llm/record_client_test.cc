@@ -203,6 +203,14 @@ TEST(RecordClientTest, ReplayReadsCacheWritesAndOldFixturesWithout) {
   auto from_trace = MakeReplayClientFromJson(*trace::ReplayFixtureOf(trace), "trace.json");
   ASSERT_TRUE(from_trace);
   EXPECT_EQ((*from_trace)->turns_source(), "trace");
+
+  // An error in a trace's model step names the step, as the file the user gave holds it.
+  const json broken =
+      json::parse(R"({"steps": [{"kind": "load"}, {"kind": "model", "tool_calls": "junk"}]})");
+  auto named = MakeReplayClientFromJson(*trace::ReplayFixtureOf(broken), "trace.json");
+  ASSERT_FALSE(named);
+  EXPECT_NE(named.error().message.find("trace.json: steps[1].tool_calls"), std::string::npos)
+      << named.error().message;
 }
 
 }  // namespace

@@ -858,7 +858,7 @@ TEST(OutcomeTest, EachEndReadsOneWay) {
   EXPECT_EQ(OutcomeText(ungrounded, {"cost: 2 model turns"}),
             "no answer: final_answer_ungrounded\nnot an answer: the totals were estimated\n"
             "values not supported by any result:\n- 1,250: not in any result\n- 7\n"
-            "cost: 2 model turns\n")
+            "\nnote: cost: 2 model turns\n")
       << "each value once, with its first reason";
   ASSERT_EQ(UnsupportedValues(ungrounded).size(), 2u);
 

@@ -27,8 +27,7 @@ class Budget {
   // A NaN on either side stops.
   std::optional<trace::StopReason> BeforeModelTurn(const trace::Totals& totals,
                                                    std::optional<double> most_usd,
-                                                   int64_t prompt_tokens,
-                                                   std::string* note) const;
+                                                   int64_t prompt_tokens, std::string* note) const;
   // Before tool call totals.tool_calls + 1 (of model turn totals.model_turns): the tool-call
   // budget, then, for a repair attempt, the repair budget.
   std::optional<trace::StopReason> BeforeToolCall(const trace::Totals& totals, bool repair,

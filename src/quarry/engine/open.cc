@@ -225,8 +225,14 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
     csv_options.push_back(std::move(csv));
   }
   if (database && paths.size() > 1) {
+    // Name the database, wherever it stands among the paths.
+    size_t db = 0;
+    while (db + 1 < formats.size() && formats[db] != SourceFormat::kSqlite &&
+           formats[db] != SourceFormat::kDuckDb) {
+      ++db;
+    }
     return Fail(Error::Code::kUsage, "a database must be the only data source: use " +
-                                         paths[0].string() + " and the other files separately");
+                                         paths[db].string() + " and the other files separately");
   }
   if (formats[0] == SourceFormat::kSqlite) return internal::OpenSqlite(files[0], options);
   if (formats[0] == SourceFormat::kDuckDb) return internal::OpenDuckDbDatabase(files[0], options);

@@ -255,7 +255,8 @@ std::unique_ptr<Client> MakeLiveClient(ClientConfig config);
 //   {"source": ..., "model"?: ..., "turns": [{"content", "tool_calls": [{"id"?, "name",
 //    "arguments"}], "usage": {"input_tokens", "output_tokens", "cached_tokens",
 //    "cache_write_tokens"?}, "cost_usd"?, "cache_saved_usd"?, "finish_reason"?}]}
-// (a trace.json's model steps become one through trace::ReplayFixtureOf). Arguments
+// (a trace.json's model steps become one through trace::ReplayFixtureOf; its optional
+// "turn_labels", one string per turn, name the turns in errors). Arguments
 // given as JSON are serialised; a string is passed on raw, so a fixture can hold malformed
 // arguments. A missing id becomes "call_<turn>_<i>" (both 0-based). The request is ignored;
 // cost is the turn's cost_usd (reported) or 0; latency 0. provider() is "replay", model() the

@@ -164,8 +164,16 @@ Result<std::unique_ptr<Client>> MakeReplayClientFromJson(const json& doc,
   if (auto s = doc.find("source"); s != doc.end() && s->is_string()) source = s->get<std::string>();
   if (auto list = doc.find("turns"); list != doc.end()) {
     if (!list->is_array()) return Fail(Error::Code::kData, name + ": \"turns\" must be an array");
+    // A fixture made from a trace names each turn as the trace did ("steps[4]"), so an error
+    // points at the file the user gave.
+    const auto labels = doc.find("turn_labels");
     for (size_t i = 0; i < list->size(); ++i) {
-      Result<Turn> turn = ParseTurn((*list)[i], i, name + ": turns[" + std::to_string(i) + "]");
+      std::string label = "turns[" + std::to_string(i) + "]";
+      if (labels != doc.end() && labels->is_array() && i < labels->size() &&
+          (*labels)[i].is_string()) {
+        label = (*labels)[i].get<std::string>();
+      }
+      Result<Turn> turn = ParseTurn((*list)[i], i, name + ": " + label);
       if (!turn) return std::unexpected(turn.error());
       turns.push_back(std::move(*turn));
     }

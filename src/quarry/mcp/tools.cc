@@ -123,14 +123,12 @@ json RunSql(ToolBox& box, const json& arguments, const CallContext& call) {
 // The model asked instead of guessing and no reply could be had during the call: the question
 // is the result (not an error), marked in structuredContent so a client can tell it from an
 // answer, with how to continue.
-json ClarificationResult(const trace::ClarificationRecord& c, const std::string& thread,
-                         const std::string& trace_path) {
-  std::string text = "quarry needs a clarification before it can answer: " + c.question;
-  for (size_t i = 0; i < c.choices.size(); ++i) {
-    text += "\n  " + std::to_string(i + 1) + ". " + c.choices[i];
-  }
-  text += thread.empty() ? "\nAsk again with the missing detail in the question."
-                         : "\nReply by calling ask_database with thread '" + thread +
+json ClarificationResult(const trace::Trace& t, const trace::ClarificationRecord& c,
+                         const std::string& thread, const std::string& trace_path) {
+  // The question and its choices in the presenter's words; how to reply is MCP's own.
+  std::string text = trace::OutcomeText(t, {});
+  text += thread.empty() ? "Ask again with the missing detail in the question."
+                         : "Reply by calling ask_database with thread '" + thread +
                                "' and the answer as the question.";
   text += "\n\ntrace: " + trace_path;
   json result = ToolResult(text, false);
@@ -216,7 +214,7 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   }
 
   if (t.stop_reason == trace::StopReason::kClarification && !t.clarifications.empty()) {
-    return ClarificationResult(t.clarifications.back(), thread, trace_path);
+    return ClarificationResult(t, t.clarifications.back(), thread, trace_path);
   }
   // Figures by absolute path: the client may not share the server's working directory.
   trace::Trace shown = t;

@@ -74,7 +74,9 @@ std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes) {
       }
       break;
   }
-  for (const auto& n : notes) line(n);
+  // Notes are quarry's, not the model's: set apart and labelled, as an answer's are on stderr.
+  if (!notes.empty()) out += "\n";
+  for (const auto& n : notes) line("note: " + n);
   return out;
 }
 

@@ -285,13 +285,18 @@ Result<json> ReplayFixtureOf(const json& doc) {
   const json& steps = doc["steps"];
   if (!steps.is_array()) return Fail(Error::Code::kData, "\"steps\" must be an array");
   json turns = json::array();
-  for (const json& step : steps) {
+  json labels = json::array();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const json& step = steps[i];
     if (!step.is_object()) continue;
     const auto kind = step.find("kind");
     if (kind == step.end() || !kind->is_string()) continue;
-    if (ParseStepKind(kind->get<std::string>()) == StepKind::kModel) turns.push_back(step);
+    if (ParseStepKind(kind->get<std::string>()) == StepKind::kModel) {
+      turns.push_back(step);
+      labels.push_back("steps[" + std::to_string(i) + "]");
+    }
   }
-  json fixture = {{"source", "trace"}, {"turns", std::move(turns)}};
+  json fixture = {{"source", "trace"}, {"turns", std::move(turns)}, {"turn_labels", labels}};
   if (const auto model = doc.find("model"); model != doc.end()) fixture["model"] = *model;
   return fixture;
 }

@@ -275,7 +275,8 @@ bool IsSendBack(const Step& step);
 Result<Trace> FromJson(const nlohmann::ordered_json& doc);
 // A trace document's model turns as a replay fixture (the format llm::MakeReplayClientFromJson
 // plays back): {"source": "trace", "model": the trace's "model", "turns": its steps of kind
-// "model", each as written}. `doc` without "steps" (a fixture already) comes back unchanged.
+// "model", each as written, "turn_labels": where each was ("steps[4]"), for errors}. `doc`
+// without "steps" (a fixture already) comes back unchanged.
 // Errors: kData when "steps" is not an array.
 Result<nlohmann::ordered_json> ReplayFixtureOf(const nlohmann::ordered_json& doc);
 
@@ -296,8 +297,8 @@ std::vector<VerifyCheck> UnsupportedValues(const Trace& t);
 // - any other stop: "no answer: " and the stop reason's name, the model's unverified reply,
 //   the agent's account of the stop, and for final_answer_ungrounded each unsupported value
 //   with its reason;
-// then `notes`, one per line, for all but an answer (whose notes a caller shows apart). No
-// trace path, no totals.
+// then, after a blank line, `notes` as "note: " lines, for all but an answer (whose notes a
+// caller shows apart). No trace path, no totals.
 std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes);
 // For programs: {"answer", "grounded", "stop_reason", "sql", "supporting_values",
 // "assumptions", "queries", "verify" (every check), "figures", "totals", "notes"?, "reply"?:
