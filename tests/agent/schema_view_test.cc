@@ -371,24 +371,41 @@ TEST(SchemaViewTest, EmbeddingsFromALocalEndpointAreFusedWithBm25) {
 
 // The schema view is built before the run's first model turn; an embeddings endpoint that
 // never answers must not hold a run that was asked to stop (Ctrl-C, MCP cancel).
+// An embeddings endpoint on 127.0.0.1 that listens and never accepts: the request is sent and
+// no reply ever comes.
+class SilentEndpoint {
+ public:
+  SilentEndpoint() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ok_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+          ::listen(fd_, 8) == 0 &&
+          ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    url_ = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/v1/embeddings";
+  }
+  ~SilentEndpoint() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return ok_; }
+  const std::string& url() const { return url_; }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  std::string url_;
+};
+
 TEST(SchemaViewTest, AStopEndsAnEmbeddingsCallThatNeverAnswers) {
   auto engine = OpenOrDie({WideDb()});
-  // A socket that listens and never accepts: the request is sent and no reply ever comes.
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener, 8), 0);
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string url =
-      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/v1/embeddings";
-
+  SilentEndpoint endpoint;
+  ASSERT_TRUE(endpoint.ok());
   std::stop_source stop;
   SchemaOptions options;
-  options.embeddings = llm::EmbeddingsConfig{url, "", "", 60000, 2000, 64, stop.get_token()};
+  options.embeddings =
+      llm::EmbeddingsConfig{endpoint.url(), "", "", 60000, 2000, 64, stop.get_token()};
   const auto started = std::chrono::steady_clock::now();
   std::jthread stopper([&stop] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -397,12 +414,42 @@ TEST(SchemaViewTest, AStopEndsAnEmbeddingsCallThatNeverAnswers) {
   SchemaView view;
   SystemPrompt(*engine, "Which readings look unusual lately?", options, &view);
   const auto waited = std::chrono::steady_clock::now() - started;
-  ::close(listener);
   EXPECT_LT(waited, std::chrono::seconds(10)) << "the 60 s timeout ran out instead";
   EXPECT_EQ(view.ranking, "bm25");
   bool said = false;
   for (const auto& n : view.notes) said = said || n.find("stopped") != std::string::npos;
   EXPECT_TRUE(said) << ::testing::PrintToString(view.notes);
+}
+
+// The run's own stop token reaches the ranking: a stop while the system prompt is built ends the
+// run as interrupted, before any model turn, with the trace saying why.
+TEST(SchemaViewTest, AStopWhileTheRunRanksTheSchemaEndsTheRunInterrupted) {
+  auto engine = OpenOrDie({WideDb()});
+  SilentEndpoint endpoint;
+  ASSERT_TRUE(endpoint.ok());
+  testing::RecordingClient client;
+  Config config;
+  config.python = false;
+  config.schema.embeddings = llm::EmbeddingsConfig{endpoint.url(), "", "", 60000, 2000, 64, {}};
+  std::stop_source stop;
+  RunInput input;
+  input.question = "Which readings look unusual lately?";
+  input.run_id = "stopped-opening";
+  input.stop = stop.get_token();
+  const auto started = std::chrono::steady_clock::now();
+  std::jthread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.request_stop();
+  });
+  const trace::Trace t = agent::Run(input, *engine, client, config, nullptr, nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_EQ(t.stop_reason, trace::StopReason::kInterrupted);
+  EXPECT_TRUE(client.requests.empty()) << "no model turn after the stop";
+  EXPECT_EQ(t.totals.model_turns, 0);
+  EXPECT_EQ(t.config.value("schema_ranking", ""), "bm25");
+  std::string notes;
+  for (const auto& n : t.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("stopped"), std::string::npos) << notes;
 }
 
 }  // namespace

@@ -84,6 +84,38 @@ std::optional<std::string> AskTheUser(const AskUserFn& ask, const Clarification&
 // the reply: a resumed run continues as if the reply had come during it.
 std::vector<llm::Message> ResumeMessages(const PendingClarification& resume);
 
+// The queries an accepted answer rests on (answer.cc), in step order: those of the results its
+// checked values were found in (not the schema cards, nor an earlier turn's kept result), else
+// the latest successful run_sql (`last_query`) when no chart was drawn; and every chart's query.
+std::vector<trace::AnswerQuery> AnswerQueries(const VerifyReport& report,
+                                              const std::vector<EvidenceSource>& sources,
+                                              const trace::AnswerQuery& last_query,
+                                              const std::vector<trace::AnswerQuery>& charts);
+// Their SQL as one script: each query without its trailing ";" and blanks, ended by one ";",
+// separated by a blank line; run_python's code left out.
+std::string AnswerSql(const std::vector<trace::AnswerQuery>& queries);
+
+// A run before its first model turn (opening.cc), built before the loop starts and under
+// `config`'s stop token (config.limits.stop, also in config.schema.embeddings): the trace's head
+// (id, question, sources, provider, model, settings; notes such as Python without isolation),
+// the conversation so far (the system prompt with the schema ranked for the question and
+// suspect data text marked, the earlier turns, the question, a resumed clarification), what the
+// schema section holds, and the evidence it brings (the cards, earlier turns' kept results).
+struct Opening {
+  trace::Trace trace;  // the head; notes, injection marks and a resumed clarification so far
+  std::vector<llm::Message> messages;
+  SchemaView schema;
+  Evidence evidence;
+  std::string replies;  // the typed part of a resumed clarification's reply (TypedPart)
+};
+Opening OpenRun(const RunInput& input, engine::Engine& engine, const llm::Client& client,
+                const Config& config);
+
+// The first step of a run that opened its data: kind "load", tool "open_data", lasting
+// `load_ms`, whose observation says what the loader decided (its notes per table and column,
+// parse cache hits).
+trace::Step LoadStep(const engine::Engine& engine, int64_t load_ms);
+
 // The explanation a budget stop gets (explain.cc): one model call without tools, bounded to
 // kExplanationMaxTokens of output, never an answer.
 inline constexpr int kExplanationMaxTokens = 200;

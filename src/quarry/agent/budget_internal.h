@@ -56,6 +56,8 @@ class RepairLedger {
   void Finished(FailureClass failure, bool execution);
   // The verify gate sent a final answer back to the model.
   void SentBack() { ++totals_.send_backs; }
+  // Whether it has: a second ungrounded answer ends the run.
+  bool sent_back() const { return totals_.send_backs > 0; }
 
  private:
   trace::Totals& totals_;

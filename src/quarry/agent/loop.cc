@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <set>
 
 #include "quarry/agent/agent.h"
 #include "quarry/common/text.h"
@@ -42,81 +43,27 @@ Config WithStop(const Config& config, const StopToken& stop) {
 // One run's mutable state; Run() below is its only user.
 class Session {
  public:
+  // `config` carries the run's stop token (WithStop); `opening` is OpenRun's for this run.
   Session(const RunInput& input, engine::Engine& engine, llm::Client& client, const Config& config,
-          Observer* observer, trace::Writer* writer)
+          Opening opening, Observer* observer, trace::Writer* writer)
       : engine_(engine),
         client_(client),
-        config_(WithStop(config, input.stop)),
+        config_(config),
         stop_(input.stop),
         observer_(observer),
         writer_(writer),
         ask_user_(input.ask_user),
         tools_(DefaultTools(config.python, !config.artifacts_dir.empty())),
+        evidence_(std::move(opening.evidence)),
         context_{engine, config_, evidence_, last_, nullptr},
+        messages_(std::move(opening.messages)),
+        trace_(std::move(opening.trace)),
         budget_(config_),
-        repairs_(trace_.totals) {
-    trace_.id = input.run_id;
-    trace_.created_at = UtcNow();
-    trace_.question = input.question;
-    for (const auto& s : engine.sources()) {
-      trace_.sources.push_back({s.path, std::string(engine::SourceFormatName(s.format)),
-                                s.size_bytes, s.sha256, s.tables,
-                                std::string(engine::CacheUseName(s.cache))});
-    }
-    trace_.dialect = std::string(engine::DialectName(engine.dialect()));
-    trace_.provider = llm::ProviderName(client.provider());
-    trace_.model = client.model();
-    trace_.turns_source = client.turns_source();
-    trace_.config = {
-        {"self_correction", config.self_correction}, {"max_steps", config.max_steps},
-        {"max_repairs", config.max_repairs},         {"max_tool_calls", config.max_tool_calls},
-        {"max_cost_usd", config.max_cost_usd},       {"timeout_ms", config.limits.timeout_ms},
-        {"max_rows", config.limits.max_rows},        {"preview_rows", config.preview_rows}};
-    if (config.prompt == PromptMode::kEval) trace_.config["prompt"] = "eval";
+        repairs_(trace_.totals),
+        load_ms_(input.load_ms),
+        replies_(std::move(opening.replies)) {
     for (const Tool& t : tools_) schemas_.push_back(t.schema);
-    if (config.python && config.sandbox.allow_unisolated) {
-      if (auto why = sandbox::NamespaceUnavailableReason()) {
-        trace_.notes.push_back("run_python is NOT isolated on this machine (" + *why +
-                               "): rlimits, seccomp and the Python guard only");
-      }
-    }
-    SchemaView schema;
-    std::string system =
-        SystemPrompt(engine, input.question, config_.schema, &schema, config.prompt);
-    std::vector<std::string> files;
-    for (const auto& s : engine.sources()) {
-      // A server's path is its redacted spec: a URL's last "/" part is no name.
-      files.push_back(engine::IsServerSpec(s.path)
-                          ? s.path
-                          : std::filesystem::path(s.path).filename().string());
-    }
-    MarkSystemPrompt(system, schema.text, files, trace_.injection_suspected);
-    MarkDataScan(system, ScanTextColumns(engine, stop_), trace_.injection_suspected, trace_.notes);
-    const size_t stable = StablePrefixBytes(system);
-    messages_.push_back({llm::Role::kSystem, std::move(system), {}, {}, stable});
-    std::vector<llm::Message> prior =
-        PriorMessages(input.history, input.history_budget_tokens, &trace_.notes);
-    AddKeptResults(input.history, prior, evidence_);
-    for (llm::Message& m : prior) {
-      // Earlier turns carry data again (result previews, file names in data notes): scanned
-      // like any observation, recorded at step 0 as the system prompt's data is.
-      MarkInjection(m.content, 0, "thread context", trace_.injection_suspected);
-      messages_.push_back(std::move(m));
-    }
-    trace_.thread = input.thread;
-    trace_.thread_turn = input.thread_turn;
-    messages_.push_back({llm::Role::kUser, input.question, {}, {}});
-    if (input.resume) {  // answered after an earlier run ended on it: step 0, as if asked now
-      for (llm::Message& m : ResumeMessages(*input.resume)) messages_.push_back(std::move(m));
-      trace_.clarifications.push_back(
-          {0, input.resume->asked.question, input.resume->asked.choices, input.resume->reply});
-      replies_ += "\n" + TypedPart(input.resume->reply, input.resume->asked.choices);
-    }
-    RecordSchema(schema);
-    // The cards the model read are evidence too, cited as the card (issue 23: a date range and
-    // a count from a note were refused as "not in any result you were shown").
-    evidence_.AddCard(schema.text);
-    load_ms_ = input.load_ms;
+    RecordSchema(opening.schema);
     StartKernel();
   }
 
@@ -139,7 +86,7 @@ class Session {
       if (!trace_.turns_source.empty()) started["source"] = trace_.turns_source;
       AppendEvent(started);
     }
-    if (load_ms_ >= 0) EmitLoad();
+    if (load_ms_ >= 0) Emit(LoadStep(engine_, load_ms_));
     while (!stop_reason_) Turn();
     StopKernel();
     if (ExplainsStop(*stop_reason_)) {
@@ -196,8 +143,8 @@ class Session {
     step.attempts = turn->attempts;
     step.streamed = turn->streamed;
     for (const auto& e : turn->retried_errors) trace_.notes.push_back("retried: " + e);
-    if (!turn->cost_known && !cost_unknown_noted_ && client_.provider() != llm::Provider::kReplay) {
-      cost_unknown_noted_ = true;
+    if (!turn->cost_known && client_.provider() != llm::Provider::kReplay &&
+        FirstTime(Once::kCostUnknown)) {
       trace_.notes.push_back("no cost for model '" + trace_.model +
                              "': the provider reported none and the price table has no entry, "
                              "so costs show as $0 and --max-cost cannot apply; add the model to "
@@ -206,11 +153,9 @@ class Session {
     step.duration_ms = turn->latency_ms > 0 ? turn->latency_ms : MsSince(started);
     Emit(Count(std::move(step)));
     messages_.push_back({llm::Role::kAssistant, turn->content, turn->tool_calls, {}});
-    last_prompt_tokens_ = turn->usage.input_tokens;
-    last_output_tokens_ = turn->usage.output_tokens;
-    last_prompt_messages_ = messages_.size();
-    cut_off_ = turn->finish_reason == llm::FinishReason::kLength;
-    if (cut_off_) {
+    last_turn_ = {turn->usage.input_tokens, turn->usage.output_tokens, messages_.size(),
+                  turn->finish_reason == llm::FinishReason::kLength};
+    if (last_turn_.cut_off) {
       trace_.notes.push_back("model turn " + std::to_string(trace_.totals.model_turns) +
                              " was cut off at the output token limit (finish_reason: length); "
                              "raise --max-tokens or QUARRY_MAX_TOKENS");
@@ -280,7 +225,7 @@ class Session {
       std::string names;
       for (const Tool& t : tools_) names += (names.empty() ? "" : ", ") + t.schema.name;
       plan.problem = "there is no tool named '" + call.name + "'; the tools are: " + names;
-    } else if (plan.args.is_discarded() && cut_off_) {
+    } else if (plan.args.is_discarded() && last_turn_.cut_off) {
       plan.problem =
           "your reply was cut off at the output token limit (finish_reason: length) "
           "before these arguments were complete; send a shorter call";
@@ -411,34 +356,8 @@ class Session {
       trace_.answer = answer;
       trace_.supporting_values = values;
       trace_.assumptions = assumptions;
-      trace_.answer_queries.clear();
-      for (int i : report.sources()) {
-        const EvidenceSource* s = source(i);
-        // The cards and an earlier turn's kept result are no query of this run.
-        if (s->tool == kSchemaCardTool || s->turn > 0) continue;
-        trace_.answer_queries.push_back({s->step, s->tool, s->query});
-      }
-      if (trace_.answer_queries.empty() && !last_query_.query.empty() && charts_.empty()) {
-        trace_.answer_queries.push_back(last_query_);
-      }
-      // A chart is a deliverable: its query is the answer's too, grounded values or not.
-      for (const trace::AnswerQuery& c : charts_) {
-        const bool listed =
-            std::any_of(trace_.answer_queries.begin(), trace_.answer_queries.end(),
-                        [&](const trace::AnswerQuery& q) { return q.step == c.step; });
-        if (!listed && !c.query.empty()) trace_.answer_queries.push_back(c);
-      }
-      std::sort(
-          trace_.answer_queries.begin(), trace_.answer_queries.end(),
-          [](const trace::AnswerQuery& a, const trace::AnswerQuery& b) { return a.step < b.step; });
-      trace_.answer_sql.clear();
-      for (const auto& q : trace_.answer_queries) {
-        if (q.tool == "run_python") continue;
-        std::string sql = q.query;
-        while (!sql.empty() && (sql.back() == ';' || sql.back() == ' ' || sql.back() == '\n'))
-          sql.pop_back();
-        trace_.answer_sql += (trace_.answer_sql.empty() ? "" : "\n\n") + sql + ";";
-      }
+      trace_.answer_queries = AnswerQueries(report, sources, last_query_, charts_);
+      trace_.answer_sql = AnswerSql(trace_.answer_queries);
     }
     trace_.grounded = report.grounded() && !declined;  // a decline grounds no answer
     trace_.verify.clear();
@@ -476,13 +395,12 @@ class Session {
           "\n";
     }
     step.status = trace::StepStatus::kRejected;
-    obs.detail["sent_back"] = !sent_back_;  // the mark trace::IsSendBack reads
-    if (sent_back_) {
+    obs.detail["sent_back"] = !repairs_.sent_back();  // the mark trace::IsSendBack reads
+    if (repairs_.sent_back()) {
       obs.text = "verify: not grounded again:\n" + list;
       stop_reason_ = trace::StopReason::kUngrounded;
       return true;
     }
-    sent_back_ = true;
     repairs_.SentBack();
     obs.text = Prompt("verify_sendback", {{"unsupported", list}});
     return false;
@@ -530,9 +448,9 @@ class Session {
         whole += 8 + engine::EstimateTokens(c.name) + engine::EstimateTokens(c.arguments_json);
       }
     }
-    if (last_prompt_tokens_ <= 0) return whole;
-    int64_t counted = last_prompt_tokens_ + last_output_tokens_;
-    for (size_t i = last_prompt_messages_; i < messages_.size(); ++i) {
+    if (last_turn_.prompt_tokens <= 0) return whole;
+    int64_t counted = last_turn_.prompt_tokens + last_turn_.output_tokens;
+    for (size_t i = last_turn_.messages; i < messages_.size(); ++i) {
       counted += 4 + engine::EstimateTokens(messages_[i].content);
     }
     return std::max(whole, counted);
@@ -582,33 +500,6 @@ class Session {
     ScratchDirs::Forget(tables_dir_);
   }
 
-  // Opening the data, as the first step: what it cost and what the loader decided.
-  void EmitLoad() {
-    trace::Step step;
-    step.kind = trace::StepKind::kLoad;
-    step.tool = "open_data";
-    step.status = trace::StepStatus::kOk;
-    step.failure_class = "none";
-    step.duration_ms = load_ms_;
-    json sources = json::array();
-    std::string text;
-    for (const auto& s : engine_.sources()) {
-      sources.push_back({{"path", s.path},
-                         {"size_bytes", s.size_bytes},
-                         {"cache", engine::CacheUseName(s.cache)}});
-      if (s.cache == engine::CacheUse::kHit) text += s.path + ": read from the parse cache\n";
-    }
-    for (const auto& card : engine_.describe()) {
-      for (const auto& n : card.notes) text += card.name + ": " + n + "\n";
-      for (const auto& c : card.columns) {
-        for (const auto& n : c.notes) text += card.name + "." + c.name + ": " + n + "\n";
-      }
-    }
-    step.observation = text;
-    step.detail = {{"sources", sources}};
-    Emit(std::move(step));
-  }
-
   void Emit(trace::Step step) {
     step.index = static_cast<int>(trace_.steps.size()) + 1;
     if (observer_) observer_->OnStep(step);
@@ -623,8 +514,7 @@ class Session {
   // events.jsonl is the record a killed run leaves: when it cannot be written the run goes on
   // (trace.json is written at the end) and says so once.
   void AppendEvent(const json& event) {
-    if (auto r = writer_->AppendEvent(event); !r && !events_failed_) {
-      events_failed_ = true;
+    if (auto r = writer_->AppendEvent(event); !r && FirstTime(Once::kEventsUnwritten)) {
       trace_.notes.push_back(r.error().message);
     }
   }
@@ -654,14 +544,18 @@ class Session {
   std::string text_reply_;  // the model's latest reply without a tool call, since its last call
   std::string replies_;     // what the user typed in reply to ask_user (TypedPart), one per line
   RepeatLog repeats_;
-  bool sent_back_ = false;
-  bool nudged_ = false;
-  bool cost_unknown_noted_ = false;
-  bool cut_off_ = false;            // the latest model turn ended at the output limit
-  bool events_failed_ = false;      // events.jsonl could not be written (noted once)
-  int64_t last_prompt_tokens_ = 0;  // the provider's count of the latest prompt
-  int64_t last_output_tokens_ = 0;
-  size_t last_prompt_messages_ = 0;  // messages_ up to the latest model turn's, included
+  bool nudged_ = false;  // the model was told once to call a tool after a reply without one
+  // The latest model turn, which the next prompt's estimate and a cut-off call's error read.
+  struct LastTurn {
+    int64_t prompt_tokens = 0;  // the provider's count of its prompt
+    int64_t output_tokens = 0;
+    size_t messages = 0;   // messages_ up to its own, included
+    bool cut_off = false;  // it ended at the output limit (finish_reason length)
+  } last_turn_;
+  // Notes a run makes once, however often their cause recurs.
+  enum class Once { kCostUnknown, kEventsUnwritten };
+  std::set<Once> noted_;
+  bool FirstTime(Once what) { return noted_.insert(what).second; }
 };
 
 }  // namespace
@@ -674,7 +568,11 @@ Config ConfigForRun(Config base, const std::filesystem::path& run_dir) {
 
 trace::Trace Run(const RunInput& input, engine::Engine& engine, llm::Client& client,
                  const Config& config, Observer* observer, trace::Writer* writer) {
-  Session session(input, engine, client, config, observer, writer);
+  // The opening is built first, under the run's stop token: a stop during the embeddings call
+  // that ranks the schema ends it, and the run records the interrupt.
+  const Config with_stop = WithStop(config, input.stop);
+  Session session(input, engine, client, with_stop, OpenRun(input, engine, client, with_stop),
+                  observer, writer);
   return session.Run();
 }
 
