@@ -27,8 +27,9 @@ std::vector<trace::AnswerQuery> AnswerQueries(const VerifyReport& report,
                                     [&](const trace::AnswerQuery& q) { return q.step == c.step; });
     if (!listed && !c.query.empty()) queries.push_back(c);
   }
-  std::sort(queries.begin(), queries.end(),
-            [](const trace::AnswerQuery& a, const trace::AnswerQuery& b) { return a.step < b.step; });
+  std::sort(
+      queries.begin(), queries.end(),
+      [](const trace::AnswerQuery& a, const trace::AnswerQuery& b) { return a.step < b.step; });
   return queries;
 }
 

@@ -111,4 +111,31 @@ DataScan ScanTextColumns(engine::Engine& engine, const StopToken& stop);
 void MarkDataScan(std::string& prompt, const DataScan& scan,
                   std::vector<trace::InjectionRecord>& records, std::vector<std::string>& notes);
 
+// The folding FindInjection reads text through (injection_fold.cc).
+// A folded text and, for each of its bytes, the offset of the byte it came from.
+struct Folded {
+  std::string text;
+  std::vector<size_t> origin;
+};
+// `s` with each whitespace run (no-break and ideographic spaces included) as one character,
+// "\n" when the run holds a line break, else " "; and when `lower`, ASCII letters and the
+// two-byte letters of Latin-1, Latin Extended-A, Greek and Cyrillic lower-cased (same length).
+Folded Fold(std::string_view s, bool lower);
+
+// The text as the patterns read it, before case and whitespace folding (issue 22: a zero-width
+// space inside "ignore", Cyrillic look-alike letters): invisible format characters (Cf: soft
+// hyphen, zero-width space/joiners, bidirectional controls, word joiner, BOM, variation
+// selectors, tags) dropped, or read as a space (`format_as_space`, the second reading, for
+// "ignore<ZWSP>previous"); fullwidth ASCII (U+FF01..U+FF5E) as ASCII; and in a word that mixes
+// Latin, Cyrillic and Greek letters, the look-alikes of Latin letters as those letters. A word
+// in one script is left as it is, so Russian and Greek text (and the Russian patterns) read as
+// written. Not NFKC: no ICU is linked, and these cover the evasions seen; mathematical
+// alphanumerics and rarer look-alikes are not folded.
+struct Normalised {
+  std::string text;
+  std::vector<size_t> origin;  // per byte of `text`, the offset in the input; one past the end
+  bool had_format = false;
+};
+Normalised Normalise(std::string_view s, bool format_as_space);
+
 }  // namespace quarry::agent

@@ -29,10 +29,11 @@ trace::Trace TraceHead(const RunInput& input, const engine::Engine& engine,
   t.provider = llm::ProviderName(client.provider());
   t.model = client.model();
   t.turns_source = client.turns_source();
-  t.config = {{"self_correction", config.self_correction}, {"max_steps", config.max_steps},
-              {"max_repairs", config.max_repairs},         {"max_tool_calls", config.max_tool_calls},
-              {"max_cost_usd", config.max_cost_usd},       {"timeout_ms", config.limits.timeout_ms},
-              {"max_rows", config.limits.max_rows},        {"preview_rows", config.preview_rows}};
+  t.config = {
+      {"self_correction", config.self_correction}, {"max_steps", config.max_steps},
+      {"max_repairs", config.max_repairs},         {"max_tool_calls", config.max_tool_calls},
+      {"max_cost_usd", config.max_cost_usd},       {"timeout_ms", config.limits.timeout_ms},
+      {"max_rows", config.limits.max_rows},        {"preview_rows", config.preview_rows}};
   if (config.prompt == PromptMode::kEval) t.config["prompt"] = "eval";
   if (config.python && config.sandbox.allow_unisolated) {
     if (auto why = sandbox::NamespaceUnavailableReason()) {
@@ -56,9 +57,8 @@ Opening OpenRun(const RunInput& input, engine::Engine& engine, const llm::Client
   std::vector<std::string> files;
   for (const auto& s : engine.sources()) {
     // A server's path is its redacted spec: a URL's last "/" part is no name.
-    files.push_back(engine::IsServerSpec(s.path)
-                        ? s.path
-                        : std::filesystem::path(s.path).filename().string());
+    files.push_back(
+        engine::IsServerSpec(s.path) ? s.path : std::filesystem::path(s.path).filename().string());
   }
   MarkSystemPrompt(system, o.schema.text, files, o.trace.injection_suspected);
   MarkDataScan(system, ScanTextColumns(engine, config.limits.stop), o.trace.injection_suspected,
@@ -97,9 +97,8 @@ trace::Step LoadStep(const engine::Engine& engine, int64_t load_ms) {
   json sources = json::array();
   std::string text;
   for (const auto& s : engine.sources()) {
-    sources.push_back({{"path", s.path},
-                       {"size_bytes", s.size_bytes},
-                       {"cache", engine::CacheUseName(s.cache)}});
+    sources.push_back(
+        {{"path", s.path}, {"size_bytes", s.size_bytes}, {"cache", engine::CacheUseName(s.cache)}});
     if (s.cache == engine::CacheUse::kHit) text += s.path + ": read from the parse cache\n";
   }
   for (const auto& card : engine.describe()) {

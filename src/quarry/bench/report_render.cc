@@ -129,8 +129,7 @@ Result<std::string> HistogramSvg(const Report& r) {
   }
   auto rendered = chart::Render(spec, table, 720, 360);
   if (!rendered) {
-    return Fail(Error::Code::kInternal,
-                "drawing the latency histogram failed: " + rendered.error().message);
+    return std::unexpected(Context(rendered.error(), "drawing the latency histogram failed"));
   }
   const size_t open = rendered->svg.find("<svg");
   if (open == std::string::npos) {

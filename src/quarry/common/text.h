@@ -18,6 +18,15 @@ inline std::string Lower(std::string_view s) {
   return out;
 }
 
+// `s` with ASCII letters upper-cased; every other byte unchanged (SQL keywords, type names).
+inline std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
 // Whether `c` is ASCII whitespace: space, \t, \n, \v, \f or \r (std::isspace in the C locale).
 constexpr bool IsAsciiSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 

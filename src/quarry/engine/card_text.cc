@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "quarry/common/text.h"
 #include "quarry/engine/engine_internal.h"
 
 namespace quarry::engine {
@@ -167,12 +168,6 @@ std::string NoteLines(const std::vector<std::string>& notes, size_t max, const c
 
 bool HasWord(const std::string& upper, std::string_view word) {
   return upper.find(word) != std::string::npos;
-}
-
-std::string Upper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
 }
 
 bool IsTemporalType(const std::string& type) {

@@ -42,6 +42,12 @@ class SpillDirectory {
 std::vector<std::string> ConfineStatements(const std::string& spill_dir,
                                            const std::vector<std::string>& allowed_paths);
 
+// The largest value repeat(), lpad() and rpad() may build, in bytes.
+inline constexpr int64_t kMaxBuiltValueBytes = 100000;
+// Temp macros over repeat(), lpad() and rpad() that refuse to build a value past
+// kMaxBuiltValueBytes, with an error naming the size: run with ConfineStatements.
+std::vector<std::string> BuiltValueCaps();
+
 class Database {
  public:
   Database() = default;
@@ -191,5 +197,17 @@ class Watchdog {
   std::thread thread_;
   std::stop_callback<std::function<void()>> on_stop_;
 };
+
+// DuckDB's name for a column type ("BIGINT", "TIMESTAMP WITH TIME ZONE"; "OTHER" for a type
+// without one). DECIMAL's width and scale come from the logical type (duckdb_query.cc).
+std::string DuckDbTypeName(duckdb_type t);
+
+// Runs `sql` on `conn` in the query process (duckdb_query.cc): exactly one statement, which
+// DuckDB's own parse must find a SELECT (else guard_violation "read_only"; a PIVOT that expands
+// into two, "single_statement"); interrupted at limits.timeout_ms or on limits.stop; at most
+// limits.max_rows rows kept, with the true row count. `progress`, when set, hears the
+// watchdog's progress.
+QueryOutcome ExecuteDuckDbQuery(duckdb_connection conn, std::string_view sql, const Limits& limits,
+                                const ProgressFn& progress);
 
 }  // namespace quarry::engine::internal

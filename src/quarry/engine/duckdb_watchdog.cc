@@ -31,6 +31,30 @@ std::vector<std::string> ConfineStatements(const std::string& spill_dir,
           "SET allowed_paths = [" + paths + "]", "SET enable_external_access = false"};
 }
 
+std::vector<std::string> BuiltValueCaps() {
+  // DuckDB checks for an interrupt only between chunks of rows: one call of repeat(), lpad()
+  // or rpad() building a 1 GB string ran 17-40 s and took 2 GB that memory_limit does not
+  // count, past every timeout and cancel. These macros, in the temp schema that name lookup
+  // searches first (a view stored in a .duckdb file included), refuse such a value before it
+  // is built. Bounding every function that can grow a value this way is not done: see
+  // README, "Limits".
+  const std::string cap = std::to_string(kMaxBuiltValueBytes);
+  // The count's own type in the error branch, so the function still binds as without us.
+  auto refuse = [&](const std::string& what, const std::string& size, const std::string& type) {
+    return "CASE WHEN " + size + " > " + cap + " THEN error('" + what +
+           "() would build a value of ' || (" + size + ") || ' bytes, more than " + cap +
+           ": build a smaller one')::" + type + " ELSE n END";
+  };
+  return {
+      "CREATE OR REPLACE TEMP MACRO repeat(s, n) AS system.main.repeat(s, " +
+          refuse("repeat", "n * strlen(s::VARCHAR)", "BIGINT") + ")",
+      "CREATE OR REPLACE TEMP MACRO lpad(s, n, f) AS system.main.lpad(s, " +
+          refuse("lpad", "n", "INTEGER") + ", f)",
+      "CREATE OR REPLACE TEMP MACRO rpad(s, n, f) AS system.main.rpad(s, " +
+          refuse("rpad", "n", "INTEGER") + ", f)",
+  };
+}
+
 Watchdog::Watchdog(duckdb_connection conn, int64_t timeout_ms, const ProgressFn* progress,
                    std::string what, StopToken stop)
     : thread_([this, conn, timeout_ms, progress, what = std::move(what)] {

@@ -1,116 +1,21 @@
-// The first layer of the read-only guard: a small SQL tokenizer (comments, string literals and
-// quoted identifiers understood) and the rules checked on its tokens. The engines add their own
-// authoritative checks (statement type, read-only flags) after this one.
+// The first layer of the read-only guard: the rules checked on the tokens of the guard's own SQL
+// tokenizer (sql_tokens.cc: comments, string literals and quoted identifiers understood). The
+// engines add their own authoritative checks (statement type, read-only flags) after this one.
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <string>
 
+#include "quarry/common/text.h"
 #include "quarry/engine/engine.h"
+#include "quarry/engine/sql_tokens_internal.h"
 
 namespace quarry::engine {
 namespace {
 
-enum class TokenKind { kWord, kString, kQuotedIdent, kSymbol };
-
-struct Token {
-  TokenKind kind;
-  std::string text;  // words upper-cased; strings without their quotes
-};
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// For a '$' at `i` that opens a dollar quote ($$ or $tag$), the index of the tag's closing '$'.
-// A tag is an identifier without '$': a letter, '_' or non-ASCII byte first, then digits too
-// ($q1$). A tag the guard missed would let a quote inside the string start one of its own.
-size_t DollarTagEnd(std::string_view sql, size_t i) {
-  size_t j = i + 1;
-  auto tag_char = [&](size_t k) {
-    const auto b = static_cast<unsigned char>(sql[k]);
-    return std::isalpha(b) || b == '_' || b >= 0x80 || (k > i + 1 && std::isdigit(b));
-  };
-  while (j < sql.size() && tag_char(j)) ++j;
-  return j < sql.size() && sql[j] == '$' ? j : std::string_view::npos;
-}
-
-// Returns nullopt when a literal or comment never closes: the engine's parser reports that
-// as a syntax error with a better message than ours.
-// The dialect decides what hides text: '[' and '`' are operators in PostgreSQL (ARRAY[...]),
-// not quoted names; SQLite has neither dollar quotes nor E'' strings ($a$ is a parameter name
-// there, E a column), so reading them as strings would hide the code between them.
-std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect) {
-  const bool postgres = dialect == Dialect::kPostgreSQL;
-  const bool sqlite = dialect == Dialect::kSQLite;
-  std::vector<Token> tokens;
-  size_t i = 0;
-  while (i < sql.size()) {
-    char c = sql[i];
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-      // PostgreSQL also ends a comment at a carriage return; ending it there everywhere only
-      // shows the guard more text.
-      while (i < sql.size() && sql[i] != '\n' && sql[i] != '\r') ++i;
-    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
-      size_t end = sql.find("*/", i + 2);
-      if (end == std::string_view::npos) return std::nullopt;
-      i = end + 2;
-    } else if (!sqlite && c == '$' && DollarTagEnd(sql, i) != std::string_view::npos) {
-      // $$...$$ or $tag$...$tag$: a string literal in DuckDB and PostgreSQL.
-      const size_t tag_end = DollarTagEnd(sql, i);
-      const std::string_view tag = sql.substr(i, tag_end - i + 1);
-      const size_t close = sql.find(tag, tag_end + 1);
-      if (close == std::string_view::npos) return std::nullopt;
-      tokens.push_back(
-          {TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
-      i = close + tag.size();
-    } else if (c == '\'' || c == '"' || (!postgres && (c == '`' || c == '['))) {
-      char close = c == '[' ? ']' : c;
-      // E'...' (PostgreSQL, DuckDB): a backslash escapes the next character, \' included.
-      // Read as a plain string, E'\'', pg_read_file(...) --' would hide the call.
-      const bool escapes = !sqlite && c == '\'' && !tokens.empty() &&
-                           tokens.back().kind == TokenKind::kWord && tokens.back().text == "E" &&
-                           i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e');
-      std::string text;
-      size_t j = i + 1;
-      for (;; ++j) {
-        if (j >= sql.size()) return std::nullopt;
-        if (escapes && sql[j] == '\\') {
-          if (++j >= sql.size()) return std::nullopt;
-          text += sql[j];
-          continue;
-        }
-        if (sql[j] == close) {
-          if (close != ']' && j + 1 < sql.size() && sql[j + 1] == close) {
-            text += close;  // doubled quote escapes itself
-            ++j;
-            continue;
-          }
-          break;
-        }
-        text += sql[j];
-      }
-      tokens.push_back({c == '\'' ? TokenKind::kString : TokenKind::kQuotedIdent, text});
-      i = j + 1;
-    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$') {
-      size_t j = i;
-      while (j < sql.size() &&
-             (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_' || sql[j] == '$')) {
-        ++j;
-      }
-      tokens.push_back({TokenKind::kWord, Upper(sql.substr(i, j - i))});
-      i = j;
-    } else {
-      tokens.push_back({TokenKind::kSymbol, std::string(1, c)});
-      ++i;
-    }
-  }
-  return tokens;
-}
+using internal::Token;
+using internal::Tokenize;
+using internal::TokenKind;
 
 // Statement keywords that write. Checked anywhere in the text, not only at the start, because
 // DuckDB and SQLite accept `WITH d AS (DELETE ... RETURNING *) SELECT ...` forms.

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "quarry/sandbox/frames_internal.h"
 #include "quarry/sandbox/sandbox_internal.h"
 
 namespace quarry::sandbox {
@@ -38,7 +39,6 @@ using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 using namespace internal;
 
-constexpr size_t kMaxFrameBytes = 16 << 20;
 // Imports (~0.5 s) and tables (a million rows: seconds) before the first call may run.
 constexpr int64_t kStartTimeoutMs = 120000;
 // RLIMIT_CPU is per process: the hard limit is the whole kernel's budget, and runner.py moves
@@ -47,49 +47,6 @@ constexpr int64_t kKernelCpuSeconds = 3600;
 
 int64_t MsLeft(Clock::time_point deadline) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-}
-
-std::string Frame(const json& message) {
-  const std::string body = message.dump(-1, ' ', false, json::error_handler_t::replace);
-  return std::to_string(body.size()) + "\n" + body;
-}
-
-// Takes one complete frame off the front of `buffer`. nullopt: incomplete so far. A frame that
-// breaks the protocol sets `broken`.
-std::optional<json> TakeFrame(std::string& buffer, bool& broken) {
-  const size_t nl = buffer.find('\n');
-  if (nl == std::string::npos) {
-    broken = buffer.size() > 20;
-    return std::nullopt;
-  }
-  const std::string digits = buffer.substr(0, nl);
-  if (digits.empty() || digits.size() > 9 ||
-      digits.find_first_not_of("0123456789") != std::string::npos) {
-    broken = true;
-    return std::nullopt;
-  }
-  const size_t size = std::stoul(digits);
-  if (size > kMaxFrameBytes) {
-    broken = true;
-    return std::nullopt;
-  }
-  if (buffer.size() < nl + 1 + size) return std::nullopt;
-  json message = ParseJson(std::string_view(buffer).substr(nl + 1, size));
-  buffer.erase(0, nl + 1 + size);
-  if (!message.is_object()) {
-    broken = true;
-    return std::nullopt;
-  }
-  return message;
-}
-
-std::vector<std::string> Strings(const json& message, const char* key) {
-  std::vector<std::string> out;
-  if (!message.is_object() || !message.contains(key) || !message[key].is_array()) return out;
-  for (const auto& s : message[key]) {
-    if (s.is_string()) out.push_back(s.get<std::string>());
-  }
-  return out;
 }
 
 std::string Text(const json& message, const char* key) { return JsonString(message, key); }
@@ -366,7 +323,7 @@ struct Kernel::State {
                                    : "it ended while loading the tables");
       }
       if (Text(*w.frame, "kind") != "loaded") continue;
-      if (Text(*w.frame, "status") != "ok") {
+      if (StatusOf(*w.frame) != FrameStatus::kOk) {
         const std::string why = Text(*w.frame, "message");
         EndProcess();
         return Fail(Error::Code::kInternal, "the sandboxed Python could not start: " + why);
@@ -557,20 +514,26 @@ Result<PythonResult> Kernel::Run(const std::string& code, const std::optional<La
     }
   } else {
     const json& res = *w.frame;
-    const std::string status = Text(res, "status");
     r.rule = Text(res, "rule");
     r.message = Text(res, "message");
     for (auto& n : Strings(res, "notes")) r.notes.push_back(std::move(n));
-    if (status == "guard_violation")
-      r.failure = FailureClass::kGuardViolation;
-    else if (status == "syntax_error")
-      r.failure = FailureClass::kSyntaxError;
-    else if (status == "runtime_error")
-      r.failure = FailureClass::kRuntimeError;
-    else if (status != "ok") {
-      r.failure = FailureClass::kRuntimeError;
-      r.message =
-          "runtime_error: " + (r.message.empty() ? "the kernel refused the call" : r.message);
+    switch (StatusOf(res)) {
+      case FrameStatus::kOk:
+        break;
+      case FrameStatus::kSyntaxError:
+        r.failure = FailureClass::kSyntaxError;
+        break;
+      case FrameStatus::kGuardViolation:
+        r.failure = FailureClass::kGuardViolation;
+        break;
+      case FrameStatus::kRuntimeError:
+        r.failure = FailureClass::kRuntimeError;
+        break;
+      case FrameStatus::kInternalError:
+        r.failure = FailureClass::kRuntimeError;
+        r.message =
+            "runtime_error: " + (r.message.empty() ? "the kernel refused the call" : r.message);
+        break;
     }
   }
   // Between calls nothing of the user's may run: a thread the code started would outlive the

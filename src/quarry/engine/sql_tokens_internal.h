@@ -1,0 +1,28 @@
+// The read-only guard's SQL tokenizer (sql_tokens.cc): comments, string literals, dollar quotes
+// and quoted identifiers as each dialect reads them. Internal to the engine.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quarry/engine/engine.h"
+
+namespace quarry::engine::internal {
+
+enum class TokenKind { kWord, kString, kQuotedIdent, kSymbol };
+
+struct Token {
+  TokenKind kind;
+  std::string text;  // words upper-cased; strings without their quotes
+};
+
+// Returns nullopt when a literal or comment never closes: the engine's parser reports that
+// as a syntax error with a better message than ours.
+// The dialect decides what hides text: '[' and '`' are operators in PostgreSQL (ARRAY[...]),
+// not quoted names; SQLite has neither dollar quotes nor E'' strings ($a$ is a parameter name
+// there, E a column), so reading them as strings would hide the code between them.
+std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect);
+
+}  // namespace quarry::engine::internal
