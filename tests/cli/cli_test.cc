@@ -265,6 +265,26 @@ TEST_F(CliTest, NoModelConfiguredSaysWhatToSet) {
   EXPECT_NE(unrecorded.err.find("no recorded model turns"), std::string::npos);
 }
 
+// A provider flag is checked when it is read, by every command that takes one: `mcp` makes its
+// client only at the first ask_database call, and an empty name is no name.
+TEST_F(CliTest, AnUnknownOrEmptyProviderIsAUsageErrorAtOnce) {
+  const std::vector<std::vector<std::string>> commands = {
+      {"ask", "--provider", "claude", "--data", Data("sales.csv"), "How many rows?"},
+      {"ask", "--provider", "", "--data", Data("sales.csv"), "How many rows?"},
+      {"mcp", "--provider", "claude", Data("sales.csv")},
+      {"doctor", "--provider", "replay"},
+  };
+  for (const auto& args : commands) {
+    auto r = Quarry(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("unknown provider"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("openai-compatible, openrouter or anthropic"), std::string::npos) << r.err;
+  }
+  auto fine = Quarry({"ask", "--offline", "--provider", "anthropic", "--data", Data("sales.csv"),
+                      "How many sales are there?"});
+  EXPECT_EQ(fine.err.find("unknown provider"), std::string::npos) << fine.err;
+}
+
 TEST_F(CliTest, AskTakesOptionsAfterTheQuestion) {
   TempDir runs;
   const std::string question =

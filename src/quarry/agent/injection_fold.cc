@@ -53,8 +53,6 @@ size_t SpaceAt(std::string_view s, size_t i, bool& newline) {
   }
 }
 
-
-
 size_t DecodeAt(std::string_view s, size_t i, char32_t& cp) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = b(i);

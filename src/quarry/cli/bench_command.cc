@@ -229,7 +229,8 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
                   "ANTHROPIC_API_KEY or OPENAI_API_KEY when set)");
   cmd->add_option("--provider", o.ask.provider,
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
-                  "from the base URL and which key is set)");
+                  "from the base URL and which key is set)")
+      ->check(ProviderFlag());
   cmd->add_option("--profile", o.ask.profile, "The config file's profile (else QUARRY_PROFILE)");
   cmd->add_option("--request-timeout", o.ask.request_timeout,
                   "Seconds to wait for one model reply (else QUARRY_REQUEST_TIMEOUT)");

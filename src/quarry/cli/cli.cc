@@ -157,7 +157,8 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
                   "ANTHROPIC_API_KEY or OPENAI_API_KEY when set)");
   cmd->add_option("--provider", o.provider,
                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER; chosen "
-                  "from the base URL and which key is set)");
+                  "from the base URL and which key is set)")
+      ->check(ProviderFlag());
   cmd->add_option(
       "--profile", o.profile,
       "A profile of the config file, ~/.config/quarry/config.toml (else QUARRY_PROFILE, "
@@ -350,9 +351,11 @@ int Main(int argc, char** argv) {
                       "Where runs/<id>/ go (default runs); threads.sqlite3 too when given");
   mcp_cmd->add_option("--model", mcp.model, "Model id for ask_database (else QUARRY_MODEL)");
   mcp_cmd->add_option("--base-url", mcp.base_url, "Endpoint for ask_database");
-  mcp_cmd->add_option("--provider", mcp.provider,
-                      "openai-compatible, openrouter or anthropic for ask_database (else "
-                      "QUARRY_PROVIDER)");
+  mcp_cmd
+      ->add_option("--provider", mcp.provider,
+                   "openai-compatible, openrouter or anthropic for ask_database (else "
+                   "QUARRY_PROVIDER)")
+      ->check(ProviderFlag());
   mcp_cmd->add_option("--profile", mcp.profile,
                       "The config file's profile for ask_database (else QUARRY_PROFILE)");
   mcp_cmd->add_flag("--no-stream", mcp.no_stream,
@@ -403,8 +406,10 @@ int Main(int argc, char** argv) {
       "and one tiny tool-calling probe (its cost said first)");
   doctor_cmd->add_option("--model", doctor.model, "Model id (else QUARRY_MODEL)");
   doctor_cmd->add_option("--base-url", doctor.base_url, "Endpoint (else QUARRY_BASE_URL)");
-  doctor_cmd->add_option("--provider", doctor.provider,
-                         "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)");
+  doctor_cmd
+      ->add_option("--provider", doctor.provider,
+                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)")
+      ->check(ProviderFlag());
   doctor_cmd->add_option("--profile", doctor.profile,
                          "The config file's profile (else QUARRY_PROFILE, else its "
                          "default_profile)");

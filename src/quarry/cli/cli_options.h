@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "quarry/llm/llm.h"
+
 namespace quarry::cli {
 
 // A cost in USD: a finite number from 0 to 1,000,000. CLI11's Range lets "nan" through (every
@@ -23,6 +25,20 @@ inline CLI::Validator UsdAmount() {
         return "";
       },
       "USD");
+}
+
+// A provider a live run can use: openai-compatible, openrouter or anthropic. Checked when the
+// flag is read, so a misspelt name (or an empty one) is a usage error at once, also for `mcp`,
+// whose client is made only at the first ask_database call.
+inline CLI::Validator ProviderFlag() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto p = llm::ParseProvider(text);
+        if (p && *p != llm::Provider::kReplay) return "";
+        return "unknown provider \"" + text +
+               "\": expected openai-compatible, openrouter or anthropic";
+      },
+      "PROVIDER");
 }
 
 }  // namespace quarry::cli

@@ -70,7 +70,8 @@ void AddBenchmarkFlags(CLI::App* cmd, EvalCommandOptions& o) {
   cmd->add_option("--model", a.model, "Model id (else QUARRY_MODEL)");
   cmd->add_option("--base-url", a.base_url, "OpenAI-compatible endpoint (else QUARRY_BASE_URL)");
   cmd->add_option("--provider", a.provider,
-                  "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)");
+                  "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)")
+      ->check(ProviderFlag());
   cmd->add_option("--profile", a.profile, "The config file's profile (else QUARRY_PROFILE)");
   cmd->add_option("--request-timeout", a.request_timeout, "Seconds to wait for one model reply");
   cmd->add_option("--max-tokens", a.max_tokens, "Output token limit of each model turn");

@@ -68,10 +68,7 @@ Result<void> Planner::Measure() {
   std::vector<int> level(cols.size());
   for (size_t i = 0; i < cols.size(); ++i) {
     const std::string& t = sniffed_type[cols[i]];
-    level[i] = header_rows > 0  ? kFull
-               : t == "VARCHAR" ? kText
-               : t == "DOUBLE"  ? kDouble
-                                : kCount;
+    level[i] = header_rows > 0 ? kFull : t == "VARCHAR" ? kText : t == "DOUBLE" ? kDouble : kCount;
   }
   std::vector<ColumnStats> stats_by_column(cols.size());
   // The quality checks (csv_quality.cc) count in the same pass, on every row only: a sample's
@@ -111,8 +108,8 @@ Result<void> Planner::Measure() {
           // Past 1.8e308: a DOUBLE's infinity, or an integer part of over 308 digits.
           add(&ColumnStats::infinite, "count_if((isinf(TRY_CAST(" + q +
                                           " AS DOUBLE)) AND NOT contains(lower(" + v +
-                                          "), 'inf')) OR length(ltrim(replace(regexp_extract(" +
-                                          v + ", '[0-9][0-9,]*'), ',', ''), '0')) > 308)");
+                                          "), 'inf')) OR length(ltrim(replace(regexp_extract(" + v +
+                                          ", '[0-9][0-9,]*'), ',', ''), '0')) > 308)");
           // An integer part of more than 17 digits: ids a DOUBLE would merge. Long decimals
           // (3.14159265358979323846) are only more precise than a DOUBLE, which is no news.
           add(&ColumnStats::long_digits, "count_if(length(ltrim(replace(regexp_extract(" + v +
@@ -194,9 +191,9 @@ Result<void> Planner::Measure() {
       }
       // The first query also records the lines a strict reading refuses.
       const bool record = first_pass && from == 0;
-      const std::string rows = sample_ ? "(SELECT * FROM " + Reader(true) + " LIMIT " +
-                                             std::to_string(kSampleRows) + ")"
-                                       : Reader(true, record ? RejectsOptions(rejects) : "");
+      const std::string rows =
+          sample_ ? "(SELECT * FROM " + Reader(true) + " LIMIT " + std::to_string(kSampleRows) + ")"
+                  : Reader(true, record ? RejectsOptions(rejects) : "");
       auto stats = run_(sql + " FROM " + rows);
       if (!stats) return std::unexpected(stats.error());
       if (record && !padded_ && !sample_) {
@@ -258,9 +255,9 @@ Result<void> Planner::Measure() {
     // Among codes of capital letters, 'NA' is a code (Namibia), not a missing value.
     if (st.markers == 0 || st.upper_codes < st.non_null) continue;
     std::erase_if(st.marker_values, [&](const ValueCount& m) {
-      const bool code = m.value.size() >= 2 && m.value.size() <= 3 &&
-                        std::all_of(m.value.begin(), m.value.end(),
-                                    [](char c) { return c >= 'A' && c <= 'Z'; });
+      const bool code =
+          m.value.size() >= 2 && m.value.size() <= 3 &&
+          std::all_of(m.value.begin(), m.value.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
       if (code) st.markers -= m.rows;
       return code;
     });
@@ -309,7 +306,8 @@ Result<void> Planner::Measure() {
 // Which markers the columns that hold some are, and the sentinels among the numbers that
 // text columns start with: one more look at those columns only.
 Result<void> Planner::FindMissingValues(const std::vector<std::string>& cols,
-                               const std::vector<int>& level, std::vector<ColumnStats>& stats) {
+                                        const std::vector<int>& level,
+                                        std::vector<ColumnStats>& stats) {
   const std::string rows = "(SELECT * FROM " + Reader(true) +
                            (sample_ ? " LIMIT " + std::to_string(kSampleRows) : "") + ")";
   for (size_t i = 0; i < cols.size(); ++i) {
@@ -373,8 +371,7 @@ std::string Planner::RejectsOptions(const std::string& table) {
 Result<void> Planner::NoteRaggedLines(const std::string& table) {
   auto lines = RawLines(s_.skip + 1);
   if (!lines || lines->empty()) return {};
-  const int64_t width =
-      s_.header ? Fields(lines->back()) : static_cast<int64_t>(s_.columns.size());
+  const int64_t width = s_.header ? Fields(lines->back()) : static_cast<int64_t>(s_.columns.size());
   std::string cols;
   for (int64_t i = 0; i < width && i < static_cast<int64_t>(s_.columns.size()); ++i) {
     cols += (cols.empty() ? "" : ", ") + QuoteLiteral(s_.columns[static_cast<size_t>(i)].first) +

@@ -12,14 +12,17 @@
 #include "quarry/engine/csv_internal.h"
 #include "quarry/engine/engine_internal.h"
 
-// Its own namespace: the helpers' short names (Plural, FirstLine) are the engine's other files' too.
+// Its own namespace: the helpers' short names (Plural, FirstLine) are the engine's other files'
+// too.
 namespace quarry::engine::internal::csv_plan {
 
 inline std::string Plural(int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-inline std::string FirstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
+inline std::string FirstLine(const std::string& message) {
+  return message.substr(0, message.find('\n'));
+}
 
 // DuckDB's CSV errors carry "CSV Error on Line: N"; the number is the file's line.
 inline std::optional<int64_t> ErrorLine(const std::string& message) {

@@ -97,11 +97,10 @@ QueryOutcome ExecuteDuckDbQuery(duckdb_connection conn, std::string_view sql, co
                          "('a', 'b') USING sum(x))"});
   }
   Prepared stmt;
-  if (duckdb_prepare_extracted_statement(conn, extracted.get(), 0, stmt.out()) ==
-      DuckDBError) {
+  if (duckdb_prepare_extracted_statement(conn, extracted.get(), 0, stmt.out()) == DuckDBError) {
     std::string e = duckdb_prepare_error(stmt.get()) ? duckdb_prepare_error(stmt.get()) : "";
-    return std::unexpected(QueryFailure{ClassifyDuckDbError(e),
-                                        e.starts_with("Permission") ? "file_access" : "", e});
+    return std::unexpected(
+        QueryFailure{ClassifyDuckDbError(e), e.starts_with("Permission") ? "file_access" : "", e});
   }
   // The authoritative check: whatever the text looked like, DuckDB's own parse must be a query.
   if (duckdb_prepared_statement_type(stmt.get()) != DUCKDB_STATEMENT_TYPE_SELECT) {
@@ -141,8 +140,7 @@ QueryOutcome ExecuteDuckDbQuery(duckdb_connection conn, std::string_view sql, co
         break;
       case DUCKDB_TYPE_DECIMAL: {
         // The width and scale say whether a double can hold the values (README, --format json).
-        duckdb_logical_type logical =
-            duckdb_prepared_statement_column_logical_type(stmt.get(), c);
+        duckdb_logical_type logical = duckdb_prepared_statement_column_logical_type(stmt.get(), c);
         if (logical) {
           types.back() = "DECIMAL(" + std::to_string(duckdb_decimal_width(logical)) + "," +
                          std::to_string(duckdb_decimal_scale(logical)) + ")";
@@ -168,9 +166,8 @@ QueryOutcome ExecuteDuckDbQuery(duckdb_connection conn, std::string_view sql, co
   }
   Prepared wrapped;
   const std::string wrapper = "SELECT COLUMNS(*)::VARCHAR FROM (\n" + inner + "\n)";
-  const bool as_text =
-      duckdb_prepare(conn, wrapper.c_str(), wrapped.out()) == DuckDBSuccess &&
-      duckdb_prepared_statement_column_count(wrapped.get()) == names.size();
+  const bool as_text = duckdb_prepare(conn, wrapper.c_str(), wrapped.out()) == DuckDBSuccess &&
+                       duckdb_prepared_statement_column_count(wrapped.get()) == names.size();
   QueryResult result;
   duckdb_state state;
   bool timed_out = false, cancelled = false;
@@ -184,8 +181,8 @@ QueryOutcome ExecuteDuckDbQuery(duckdb_connection conn, std::string_view sql, co
     if (cancelled) return std::unexpected(CancelledFailure());
     if (timed_out) return std::unexpected(TimeoutFailure(limits.timeout_ms));
     std::string e = result.error();
-    return std::unexpected(QueryFailure{ClassifyDuckDbError(e),
-                                        e.starts_with("Permission") ? "file_access" : "", e});
+    return std::unexpected(
+        QueryFailure{ClassifyDuckDbError(e), e.starts_with("Permission") ? "file_access" : "", e});
   }
   ResultTable table;
   const idx_t cols = duckdb_column_count(result.get());

@@ -55,6 +55,11 @@ size_t Utf8Length(const unsigned char* p, size_t n) {
   return len;
 }
 
+// Whether a file that starts with `head` is gzip or zstd data.
+bool Compressed(std::string_view head) {
+  return head.starts_with("\x1f\x8b") || head.starts_with("\x28\xb5\x2f\xfd");
+}
+
 }  // namespace
 
 std::optional<std::string> DetectWindows1252(const std::filesystem::path& path) {
@@ -69,6 +74,9 @@ std::optional<std::string> DetectWindows1252(const std::filesystem::path& path) 
   if (n >= 2 && ((p[0] == 0xFF && p[1] == 0xFE) || (p[0] == 0xFE && p[1] == 0xFF))) {
     return std::nullopt;
   }
+  // Compressed bytes say nothing of the text's encoding: DuckDB decompresses as it reads, and
+  // the loader's Latin-1 retry covers text that is not UTF-8.
+  if (Compressed(bytes)) return std::nullopt;
   // Bytes outside any valid UTF-8 sequence: one of 0x80-0x9F that Windows-1252 defines says
   // Windows-1252 (Latin-1 has control codes there). Lines that are valid UTF-8 stay as they
   // are when the copy is made, so a UTF-8 file with one line pasted from Excel reads right.
@@ -206,6 +214,19 @@ Result<std::optional<std::string>> ReadThroughUtf8Copy(const std::filesystem::pa
   const std::optional<std::string> from =
       named ? IconvEncoding(*options.encoding) : DetectWindows1252(abs);
   if (!from) return std::nullopt;
+  if (named) {
+    std::ifstream in(abs, std::ios::binary);
+    std::string head(4, '\0');
+    in.read(head.data(), 4);
+    head.resize(static_cast<size_t>(in.gcount()));
+    if (Compressed(head)) {
+      return Fail(Error::Code::kData,
+                  "the file is compressed (gzip or zstd), and quarry converts an encoding only "
+                  "on uncompressed text: decompress it first (gunzip -k, or zstd -d), then give "
+                  "?encoding=" +
+                      *options.encoding + " on the result");
+    }
+  }
   auto counts = TranscodeToUtf8(abs, copy, *from, !named);
   if (!counts) return std::unexpected(counts.error());
   options.encoding.reset();

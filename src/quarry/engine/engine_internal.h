@@ -143,7 +143,8 @@ Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool ts
 
 // 8-bit encodings DuckDB lacks (encoding.cc). The iconv name of a file that is not UTF-8 and
 // holds bytes 0x80-0x9F that only Windows-1252 defines ("CP1252"), judged on its first 64 MiB;
-// nullopt for UTF-8, UTF-16 with a byte-order mark, Latin-1 and anything else.
+// nullopt for UTF-8, UTF-16 with a byte-order mark, Latin-1, gzip or zstd data (DuckDB
+// decompresses it; the loader's Latin-1 retry reads it) and anything else.
 std::optional<std::string> DetectWindows1252(const std::filesystem::path& path);
 // The iconv name of an encoding a user may give that DuckDB cannot read: cp1252,
 // windows-1252 ("CP1252"), iso-8859-15, latin-9 ("ISO-8859-15"); nullopt for others.
@@ -172,7 +173,8 @@ Result<TranscodeCounts> TranscodeToUtf8(const std::filesystem::path& from,
 // The one decision both the engine and the cache builder make for a CSV: when `abs` is in an
 // 8-bit encoding DuckDB lacks (named in `options.encoding`, or detected Windows-1252), writes
 // its UTF-8 copy to `copy`, clears `options.encoding` (the copy is UTF-8) and returns the
-// card's note; nullopt when the file is read as it is. Errors: TranscodeToUtf8's.
+// card's note; nullopt when the file is read as it is. Errors: TranscodeToUtf8's, and kData
+// for an encoding named on gzip or zstd data (decompress it first).
 Result<std::optional<std::string>> ReadThroughUtf8Copy(const std::filesystem::path& abs,
                                                        CsvOptions& options,
                                                        const std::filesystem::path& copy);

@@ -24,18 +24,36 @@ std::string DataExtension(const std::filesystem::path& path) {
   return std::filesystem::path(name).extension().string();
 }
 
+// Every extension quarry reads, in the order the unsupported-type error lists them.
+constexpr NamePair<SourceFormat> kExtensions[] = {
+    {SourceFormat::kCsv, ".csv"},
+    {SourceFormat::kTsv, ".tsv"},
+    {SourceFormat::kTsv, ".tab"},
+    {SourceFormat::kParquet, ".parquet"},
+    {SourceFormat::kParquet, ".pq"},
+    {SourceFormat::kJson, ".json"},
+    {SourceFormat::kJson, ".jsonl"},
+    {SourceFormat::kJson, ".ndjson"},
+    {SourceFormat::kXlsx, ".xlsx"},
+    {SourceFormat::kXlsx, ".xlsm"},
+    {SourceFormat::kXls, ".xls"},
+    {SourceFormat::kSqlite, ".sqlite"},
+    {SourceFormat::kSqlite, ".sqlite3"},
+    {SourceFormat::kSqlite, ".db"},  // or DuckDB: Open reads its header
+    {SourceFormat::kDuckDb, ".duckdb"},
+    {SourceFormat::kDuckDb, ".ddb"},
+};
+
 std::optional<SourceFormat> FormatOf(const std::filesystem::path& path) {
-  const std::string ext = DataExtension(path);
-  if (ext == ".csv") return SourceFormat::kCsv;
-  if (ext == ".tsv" || ext == ".tab") return SourceFormat::kTsv;
-  if (ext == ".parquet" || ext == ".pq") return SourceFormat::kParquet;
-  if (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") return SourceFormat::kJson;
-  if (ext == ".sqlite" || ext == ".sqlite3") return SourceFormat::kSqlite;
-  if (ext == ".duckdb" || ext == ".ddb") return SourceFormat::kDuckDb;
-  if (ext == ".db") return SourceFormat::kSqlite;  // or DuckDB: Open reads its header
-  if (ext == ".xlsx" || ext == ".xlsm") return SourceFormat::kXlsx;
-  if (ext == ".xls") return SourceFormat::kXls;
-  return std::nullopt;
+  return ValueOf(kExtensions, DataExtension(path));
+}
+
+std::string KnownExtensions() {
+  std::string list;
+  for (const auto& [format, ext] : kExtensions) {
+    list += (list.empty() ? "" : ", ") + std::string(ext);
+  }
+  return list + " (.db: SQLite or DuckDB, by its header; any of them compressed as .gz or .zst)";
 }
 }  // namespace internal
 
@@ -171,9 +189,8 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
     std::optional<SourceFormat> known = internal::FormatOf(path);
     if (!known) {
       return Fail(Error::Code::kData,
-                  "unsupported file type: " + path.string() +
-                      "; quarry reads .csv, .tsv, .parquet, .json/.jsonl/.ndjson, "
-                      ".xlsx/.xlsm/.xls, .sqlite/.db and .duckdb files" +
+                  "unsupported file type: " + path.string() + "; quarry reads " +
+                      internal::KnownExtensions() +
                       (Lower(path.extension().string()) == ".xlsb" ||
                                Lower(path.extension().string()) == ".ods"
                            ? std::string(" (save this workbook as .xlsx and ask again)")

@@ -63,7 +63,8 @@ std::vector<std::string> Strings(const json& message, const char* key) {
 }
 
 FrameStatus StatusOf(const json& frame) {
-  return ValueOf(kFrameStatusNames, JsonString(frame, "status")).value_or(FrameStatus::kInternalError);
+  return ValueOf(kFrameStatusNames, JsonString(frame, "status"))
+      .value_or(FrameStatus::kInternalError);
 }
 
 }  // namespace quarry::sandbox::internal

@@ -25,7 +25,6 @@ std::optional<nlohmann::ordered_json> TakeFrame(std::string& buffer, bool& broke
 // The strings of the array at `key`; empty when there is none (other elements skipped).
 std::vector<std::string> Strings(const nlohmann::ordered_json& message, const char* key);
 
-
 // A runner frame's "status" (runner.py): "ok", a failure class's name, or "internal_error"
 // when the runner itself broke. A status no entry names reads as kInternalError.
 enum class FrameStatus { kOk, kSyntaxError, kGuardViolation, kRuntimeError, kInternalError };

@@ -119,7 +119,6 @@ int PruneWorkdirsAt(int runs_fd, const Retention& keep, std::time_t now,
   return pruned;
 }
 
-
 Result<Retention> RetentionFromEnv() {
   Retention r;
   bool all = false;
