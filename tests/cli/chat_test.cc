@@ -444,6 +444,39 @@ TEST(ChatPipeTest, AtTheReplyPromptCommandsAndSlipsAreNotRepliesAndQuitLeavesThe
   EXPECT_EQ(thread["turns"][0]["status"], "clarification_needed");
 }
 
+// Input that ends at the reply prompt: the question was shown once, while the run waited, and
+// the chat says how the turn goes on; the run's end does not show it a second time.
+TEST(ChatPipeTest, InputEndingAtTheReplyPromptShowsTheQuestionOnce) {
+  ProviderServer server;
+  server.Enqueue({200,
+                  {},
+                  ToolCallReply({{"call_ask", "ask_user",
+                                  R"({"question": "Gross or net revenue?",
+                                                "choices": ["gross", "net"]})"}})});
+  quarry::testing::TempDir cwd;
+  const fs::path runs = cwd.path() / "runs";
+  auto r = ChatFromFile(
+      server, cwd.path(),
+      {"--no-python", "--runs-dir", runs.string(), "--thread", "ended", "--data", Sales().string()},
+      "Which region sells most?\n");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  size_t shown = 0;
+  for (size_t at = r.out.find("Gross or net revenue?"); at != std::string::npos;
+       at = r.out.find("Gross or net revenue?", at + 1)) {
+    ++shown;
+  }
+  EXPECT_EQ(shown, 1u) << r.out;
+  EXPECT_NE(r.out.find("the turn waits on a reply: continue it with quarry chat --thread ended"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("type your reply (a number picks a choice)\n\n"), std::string::npos)
+      << "no prompt to type after the input ended: " << r.out;
+  EXPECT_NE(r.out.find("trace: "), std::string::npos) << r.out;
+  const json thread = ShowThread(server, cwd.path(), runs, "ended");
+  ASSERT_EQ(thread["turns"].size(), 1u);
+  EXPECT_EQ(thread["turns"][0]["status"], "clarification_needed");
+}
+
 TEST(ChatPipeTest, ABrokenThreadsFileEndsTheChatBeforeAnyQuestion) {
   ProviderServer server;
   quarry::testing::TempDir cwd;

@@ -60,8 +60,9 @@ TEST(ReplayClientTest, PlaysTurnsInOrderThenIsExhausted) {
 }
 
 TEST(ReplayClientTest, ReadsTheModelStepsOfATrace) {
+  // The model as trace.json writes it: the provider it came through and its name.
   json trace = json::parse(R"({
-    "model": "openai/gpt-4o-mini",
+    "model": {"provider": "openrouter", "model": "openai/gpt-4o-mini"},
     "steps": [
       {"kind": "model", "content": "",
        "tool_calls": [{"id": "call_9", "name": "run_sql", "arguments": "{\"sql\":\"SELECT 1\"}"}],

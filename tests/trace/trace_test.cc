@@ -861,6 +861,25 @@ TEST(OutcomeTest, EachEndReadsOneWay) {
             "\nnote: cost: 2 model turns\n")
       << "each value once, with its first reason";
   ASSERT_EQ(UnsupportedValues(ungrounded).size(), 2u);
+  // Spellings of one number are one value; other numbers stay apart; a check of the whole run
+  // (no query ran) is its reason alone, not a pseudo-value.
+  Trace spelt;
+  spelt.stop_reason = StopReason::kUngrounded;
+  VerifyCheck none = check("(no query)", false, "no query or Python run succeeded in this run");
+  none.origin = "run";
+  spelt.verify = {none,
+                  check("$4,242.00", false, "not in any result"),
+                  check("4,242", false, "not in any result"),
+                  check("4242", false, "not in any result"),
+                  check("\xe2\x82\xac"
+                        "4 242",
+                        false, "not in any result"),
+                  check("4,24", false, "not in any result"),
+                  check("4242%", false, "not in any result")};
+  EXPECT_EQ(OutcomeText(spelt, {}),
+            "no answer: final_answer_ungrounded\nvalues not supported by any result:\n"
+            "- no query or Python run succeeded in this run\n- $4,242.00: not in any result\n"
+            "- 4,24: not in any result\n- 4242%: not in any result\n");
 
   Trace declined;
   declined.stop_reason = StopReason::kDeclined;

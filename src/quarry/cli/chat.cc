@@ -173,10 +173,18 @@ class Chat {
     input.thread = thread_;
     input.thread_on_clarification = false;
     input.stop = interrupt.token();
+    bool asked = false;  // the clarification was shown and how the turn goes on was said
+    auto waits = [this, &asked] {
+      asked = true;
+      std::cout << "the turn waits on a reply: continue it with quarry chat --thread "
+                << TerminalText(thread_) << "\n"
+                << std::flush;
+    };
     input.ask_user = [&](const agent::Clarification& c) -> std::optional<std::string> {
       PrintClarification(c);
       while (true) {
         const LineReader::Input reply = reader_.Read("reply> ", interrupt.token());
+        if (reply.status == LineReader::Status::kEnd) waits();
         if (reply.status != LineReader::Status::kLine) return std::nullopt;
         if (!reader_.interactive()) {
           std::cout << "> " << TerminalText(reply.text) << "\n" << std::flush;
@@ -187,9 +195,7 @@ class Chat {
           const std::string name = typed.substr(0, typed.find_first_of(" \t"));
           if (name == "/quit" || name == "/exit") {
             quit_ = true;
-            std::cout << "the turn waits on a reply: continue it with quarry chat --thread "
-                      << TerminalText(thread_) << "\n"
-                      << std::flush;
+            waits();
             return std::nullopt;
           }
           std::cout << "a reply is not a command: type the reply" +
@@ -213,7 +219,7 @@ class Chat {
       Report(run.error());
       return;
     }
-    PrintRun(*run, o_, /*in_chat=*/true, &said_);
+    PrintRun(*run, o_, /*in_chat=*/true, &said_, asked);
     std::cout << std::flush;
     if (recorder && !recorder->turns().empty()) {
       ++recorded_;

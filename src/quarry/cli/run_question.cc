@@ -223,7 +223,7 @@ std::string ContinueCommand(const AskOptions& o, const std::string& thread) {
 }
 
 void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
-              std::set<std::string>* said) {
+              std::set<std::string>* said, bool asked_already) {
   // The run's notes less those this session already printed.
   std::vector<std::string> notes;
   for (const auto& n : run.trace.notes) {
@@ -233,10 +233,13 @@ void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
   // An answer's notes go to stderr below; a clarification's wait for the reply.
   const bool notes_below = t.stop_reason == trace::StopReason::kAnswered ||
                            t.stop_reason == trace::StopReason::kClarification;
-  std::cout << "\n"
-            << TerminalText(
-                   trace::OutcomeText(t, notes_below ? std::vector<std::string>{} : notes));
-  if (t.stop_reason == trace::StopReason::kClarification) {
+  const bool shown = asked_already && t.stop_reason == trace::StopReason::kClarification;
+  if (!shown) {
+    std::cout << "\n"
+              << TerminalText(
+                     trace::OutcomeText(t, notes_below ? std::vector<std::string>{} : notes));
+  }
+  if (t.stop_reason == trace::StopReason::kClarification && !shown) {
     const trace::ClarificationRecord* waiting = trace::WaitingClarification(t);
     const std::string pick =
         waiting && !waiting->choices.empty() ? " (a number picks a choice)" : "";

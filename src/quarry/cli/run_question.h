@@ -104,8 +104,10 @@ std::string ContinueCommand(const AskOptions& o, const std::string& thread);
 // type the reply; else the command that continues). Then the totals and the trace's path.
 // `said`: notes already printed in this chat session, skipped and added to (a note such as "no
 // cost for model" is said once per session, not after every turn); nullptr prints them all.
+// `asked_already`: the chat showed the clarification while the run waited and told how the turn
+// goes on, so a run that ended on it prints no second copy.
 void PrintRun(const QuestionRun& run, const AskOptions& o, bool in_chat,
-              std::set<std::string>* said = nullptr);
+              std::set<std::string>* said = nullptr, bool asked_already = false);
 // The same as one JSON object (ask --format json).
 void PrintRunJson(const QuestionRun& run);
 

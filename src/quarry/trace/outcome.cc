@@ -1,6 +1,9 @@
 // The one presenter of a finished run (trace.h, "The one presenter"): its outcome as text for
 // people and as JSON for programs, used by the CLI, chat, MCP and the web app alike.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -15,13 +18,41 @@ const ClarificationRecord* WaitingClarification(const Trace& t) {
   return &t.clarifications.back();
 }
 
+namespace {
+
+// A refused value as one number when it is one once currency signs, thousands separators and
+// spaces are set aside ("$4,242.00", "4,242" and "4242" are one), else the value itself.
+std::string SpellingKey(const std::string& value) {
+  std::string digits;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const char c = value[i];
+    if (c == '$' || c == ',' || c == ' ' || c == '_') continue;
+    if (value.compare(i, 2, "\xc2\xa3") == 0 || value.compare(i, 3, "\xe2\x82\xac") == 0) {
+      i += value[i + 1] == '\xa3' ? 1 : 2;  // £ or €
+      continue;
+    }
+    digits += c;
+  }
+  if (digits.empty()) return value;
+  char* end = nullptr;
+  const double v = std::strtod(digits.c_str(), &end);
+  if (end != digits.c_str() + digits.size() || !std::isfinite(v)) return value;
+  char key[40];
+  std::snprintf(key, sizeof key, "#%.15g", v);
+  return key;
+}
+
+}  // namespace
+
 std::vector<VerifyCheck> UnsupportedValues(const Trace& t) {
   std::vector<VerifyCheck> out;
+  std::vector<std::string> keys;
   for (const VerifyCheck& c : t.verify) {
     if (c.grounded) continue;
-    const bool seen = std::any_of(out.begin(), out.end(),
-                                  [&](const VerifyCheck& o) { return o.value == c.value; });
-    if (!seen) out.push_back(c);
+    const std::string key = SpellingKey(c.value);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    keys.push_back(key);
+    out.push_back(c);
   }
   return out;
 }
@@ -69,7 +100,9 @@ std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes) {
       if (t.stop_reason == StopReason::kUngrounded) {
         line("values not supported by any result:");
         for (const VerifyCheck& c : UnsupportedValues(t)) {
-          line("- " + c.value + (c.reason.empty() ? "" : ": " + c.reason));
+          // A check of the run as a whole (no query ran) has a reason and no value to name.
+          line(c.origin == "run" ? "- " + c.reason
+                                 : "- " + c.value + (c.reason.empty() ? "" : ": " + c.reason));
         }
       }
       break;

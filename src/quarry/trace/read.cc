@@ -297,7 +297,14 @@ Result<json> ReplayFixtureOf(const json& doc) {
     }
   }
   json fixture = {{"source", "trace"}, {"turns", std::move(turns)}, {"turn_labels", labels}};
-  if (const auto model = doc.find("model"); model != doc.end()) fixture["model"] = *model;
+  // A trace names its model in an object ({"provider", "model"}); a fixture, as a string.
+  if (const auto model = doc.find("model"); model != doc.end() && model->is_string()) {
+    fixture["model"] = *model;
+  } else if (model != doc.end() && model->is_object()) {
+    if (const auto name = model->find("model"); name != model->end() && name->is_string()) {
+      fixture["model"] = *name;
+    }
+  }
   return fixture;
 }
 

@@ -286,7 +286,9 @@ Result<nlohmann::ordered_json> ReplayFixtureOf(const nlohmann::ordered_json& doc
 // The clarification a run waits on (stop_reason clarification_needed): its last ask_user;
 // nullptr for any other run.
 const ClarificationRecord* WaitingClarification(const Trace& t);
-// The values the verify gate refused, each value once (its first check), in the order checked.
+// The values the verify gate refused, in the order checked, each once with its first check's
+// reason: spellings of one number ("$4,242.00", "4,242", "4242") count as one value. A check
+// of origin "run" (no query ran) has no value: its reason says it all.
 std::vector<VerifyCheck> UnsupportedValues(const Trace& t);
 // For people, as lines of plain text (the caller escapes them for a terminal):
 // - answered: the answer, "Assumptions:" with one "- " line each, "SQL:" and the query, one
