@@ -398,6 +398,14 @@ class SilentEndpoint {
   std::string url_;
 };
 
+// A thread that requests `stop` after `delay`.
+std::jthread StopIn(std::stop_source& stop, std::chrono::milliseconds delay) {
+  return std::jthread([&stop, delay] {
+    std::this_thread::sleep_for(delay);
+    stop.request_stop();
+  });
+}
+
 TEST(SchemaViewTest, AStopEndsAnEmbeddingsCallThatNeverAnswers) {
   auto engine = OpenOrDie({WideDb()});
   SilentEndpoint endpoint;
@@ -407,10 +415,7 @@ TEST(SchemaViewTest, AStopEndsAnEmbeddingsCallThatNeverAnswers) {
   options.embeddings =
       llm::EmbeddingsConfig{endpoint.url(), "", "", 60000, 2000, 64, stop.get_token()};
   const auto started = std::chrono::steady_clock::now();
-  std::jthread stopper([&stop] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    stop.request_stop();
-  });
+  std::jthread stopper = StopIn(stop, std::chrono::milliseconds(300));
   SchemaView view;
   SystemPrompt(*engine, "Which readings look unusual lately?", options, &view);
   const auto waited = std::chrono::steady_clock::now() - started;
@@ -437,10 +442,7 @@ TEST(SchemaViewTest, AStopWhileTheRunRanksTheSchemaEndsTheRunInterrupted) {
   input.run_id = "stopped-opening";
   input.stop = stop.get_token();
   const auto started = std::chrono::steady_clock::now();
-  std::jthread stopper([&stop] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    stop.request_stop();
-  });
+  std::jthread stopper = StopIn(stop, std::chrono::milliseconds(300));
   const trace::Trace t = agent::Run(input, *engine, client, config, nullptr, nullptr);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
   EXPECT_EQ(t.stop_reason, trace::StopReason::kInterrupted);

@@ -522,16 +522,16 @@ using quarry::testing::ProviderServer;
 using quarry::testing::ScriptedToolCall;
 using quarry::testing::ToolCallReply;
 
+// Two model turns: run_sql with `sql_args`, then final_answer with `answer_args`.
+void EnqueueQueryThenAnswer(ProviderServer& server, const char* sql_args, const char* answer_args) {
+  server.Enqueue({200, {}, ToolCallReply({{"c1", "run_sql", sql_args}})});
+  server.Enqueue({200, {}, ToolCallReply({{"c2", "final_answer", answer_args}})});
+}
+
 TEST(BehaviourLiveTest, CaseAsksTheConfiguredModelAndIsJudged) {
   ProviderServer server;
-  server.Enqueue(
-      {200,
-       {},
-       ToolCallReply({{"c1", "run_sql", R"({"sql": "SELECT count(*) AS n FROM Track"})"}})});
-  server.Enqueue({200,
-                  {},
-                  ToolCallReply({{"c2", "final_answer",
-                                  R"({"answer": "3503 tracks.", "supporting_values": [3503]})"}})});
+  EnqueueQueryThenAnswer(server, R"({"sql": "SELECT count(*) AS n FROM Track"})",
+                         R"({"answer": "3503 tracks.", "supporting_values": [3503]})");
   TempDir runs;
   BehaviourOptions o;
   o.source = Chinook();
@@ -577,14 +577,8 @@ TEST(BehaviourCommandTest, OfflineWritesBothResultFilesAndExitsZero) {
 
 TEST(BehaviourCommandTest, LiveFailureExitsFiveAndReplayIsRefused) {
   ProviderServer server;
-  server.Enqueue(
-      {200,
-       {},
-       ToolCallReply({{"c1", "run_sql", R"({"sql": "SELECT count(*) AS n FROM Album"})"}})});
-  server.Enqueue({200,
-                  {},
-                  ToolCallReply({{"c2", "final_answer",
-                                  R"({"answer": "347 tracks.", "supporting_values": [347]})"}})});
+  EnqueueQueryThenAnswer(server, R"({"sql": "SELECT count(*) AS n FROM Album"})",
+                         R"({"answer": "347 tracks.", "supporting_values": [347]})");
   TempDir dir;
   cli::BehaviourCommandOptions o;
   o.run.base_url = server.base_url();

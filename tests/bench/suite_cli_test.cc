@@ -426,21 +426,26 @@ TEST_F(BenchCliTest, LiveWithoutAModelSaysWhatToSet) {
   EXPECT_NE(p.err.find("--offline"), std::string::npos) << p.err;
 }
 
+// The model's two turns for revenue_total: the query, then the grounded answer.
+void EnqueueRevenueTotal(ProviderServer& server) {
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c1", "run_sql",
+             R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
+  server.Enqueue(
+      {200,
+       {},
+       ToolCallReply(
+           {{"c2", "final_answer",
+             R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
+}
+
 TEST_F(BenchCliTest, NoStreamAsksForWholeReplies) {
   for (const bool no_stream : {false, true}) {
     ProviderServer server;
-    server.Enqueue(
-        {200,
-         {},
-         ToolCallReply(
-             {{"c1", "run_sql",
-               R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
-    server.Enqueue(
-        {200,
-         {},
-         ToolCallReply(
-             {{"c2", "final_answer",
-               R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
+    EnqueueRevenueTotal(server);
     json suite = ReadJson(root() / "tasks" / "suite.json");
     dir_.Write("suite/tasks/suite.json",
                json({{"tasks", json::array({suite["tasks"][0]})}}).dump());
@@ -463,18 +468,7 @@ TEST_F(BenchCliTest, NoStreamAsksForWholeReplies) {
 TEST_F(BenchCliTest, LiveRunAgainstTheStandInProvider) {
   ProviderServer server;
   // revenue_total, then region_story (its answer, then three judge calls: 2-1 for pass).
-  server.Enqueue(
-      {200,
-       {},
-       ToolCallReply(
-           {{"c1", "run_sql",
-             R"({"sql": "SELECT round(sum(revenue), 2) AS total_revenue FROM sales"})"}})});
-  server.Enqueue(
-      {200,
-       {},
-       ToolCallReply(
-           {{"c2", "final_answer",
-             R"({"answer": "Total revenue is $504,488.21.", "supporting_values": ["504488.21"]})"}})});
+  EnqueueRevenueTotal(server);
   server.Enqueue(
       {200,
        {},

@@ -412,13 +412,18 @@ TEST(ChatPipeTest, QuestionsPipedInContinueAThreadThatAskStarted) {
   EXPECT_EQ(thread["turns"][2]["question"], "How many sales rows are there?");
 }
 
-TEST(ChatPipeTest, AtTheReplyPromptCommandsAndSlipsAreNotRepliesAndQuitLeavesTheTurnWaiting) {
-  ProviderServer server;
+// A model turn that asks the user "Gross or net revenue?" with two choices.
+void EnqueueGrossOrNet(ProviderServer& server) {
   server.Enqueue({200,
                   {},
                   ToolCallReply({{"call_ask", "ask_user",
                                   R"({"question": "Gross or net revenue?",
                                                 "choices": ["gross", "net"]})"}})});
+}
+
+TEST(ChatPipeTest, AtTheReplyPromptCommandsAndSlipsAreNotRepliesAndQuitLeavesTheTurnWaiting) {
+  ProviderServer server;
+  EnqueueGrossOrNet(server);
   quarry::testing::TempDir cwd;
   const fs::path runs = cwd.path() / "runs";
   auto r = ChatFromFile(
@@ -448,11 +453,7 @@ TEST(ChatPipeTest, AtTheReplyPromptCommandsAndSlipsAreNotRepliesAndQuitLeavesThe
 // the chat says how the turn goes on; the run's end does not show it a second time.
 TEST(ChatPipeTest, InputEndingAtTheReplyPromptShowsTheQuestionOnce) {
   ProviderServer server;
-  server.Enqueue({200,
-                  {},
-                  ToolCallReply({{"call_ask", "ask_user",
-                                  R"({"question": "Gross or net revenue?",
-                                                "choices": ["gross", "net"]})"}})});
+  EnqueueGrossOrNet(server);
   quarry::testing::TempDir cwd;
   const fs::path runs = cwd.path() / "runs";
   auto r = ChatFromFile(

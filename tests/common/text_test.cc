@@ -41,6 +41,14 @@ TEST(TextTest, Utf8PrefixNeverSplitsACharacter) {
 enum class Colour { kRed, kGreen };
 constexpr NamePair<Colour> kColourNames[] = {{Colour::kRed, "red"}, {Colour::kGreen, "green"}};
 
+TEST(TextTest, EscapeMarkupQuotesTheFiveAndDropsForbiddenControls) {
+  EXPECT_EQ(EscapeMarkup("<img src=x onerror='a(\"b\")'>&"),
+            "&lt;img src=x onerror=&#39;a(&quot;b&quot;)&#39;&gt;&amp;");
+  EXPECT_EQ(EscapeMarkup("a\x01"
+                         "b\x1f\tc\nd\re\x7f caf\xc3\xa9"),
+            "ab\tc\nd\re\x7f caf\xc3\xa9");
+}
+
 TEST(NamesTest, ATableReadsBothWays) {
   EXPECT_EQ(NameOf(kColourNames, Colour::kGreen), "green");
   EXPECT_EQ(ValueOf(kColourNames, "red"), Colour::kRed);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "quarry/common/text.h"
 #include "quarry/bench/report.h"
 #include "quarry/chart/chart.h"
 
@@ -89,7 +90,7 @@ std::string ReplayNote(const Report& r) {
 
 // ---- HTML -------------------------------------------------------------------------------
 
-std::string H(std::string_view text) { return trace::HtmlEscape(text); }
+std::string H(std::string_view text) { return EscapeMarkup(text); }
 
 // The latency histogram (wall seconds per run; one colour per arm when there are arms) as an
 // SVG element to inline. cairo's file starts with an XML declaration, which HTML does not take.

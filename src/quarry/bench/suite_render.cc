@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "quarry/common/text.h"
 #include "quarry/bench/suite.h"
 
 namespace quarry::bench {
@@ -272,19 +273,19 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
 std::string RenderSiteBlock(const json& results) {
   const bool scripted = TextAt(results, "source") == "scripted";
   std::string out = "<div class=\"bench\">\n";
-  out += "<p>" + trace::HtmlEscape(Header(results)) + "</p>\n";
-  if (scripted) out += "<p><strong>" + trace::HtmlEscape(kScriptedLabel) + ".</strong></p>\n";
+  out += "<p>" + EscapeMarkup(Header(results)) + "</p>\n";
+  if (scripted) out += "<p><strong>" + EscapeMarkup(kScriptedLabel) + ".</strong></p>\n";
   out += "<table>\n<thead><tr><th>figure</th>";
-  for (const auto& n : ArmNames(results)) out += "<th>" + trace::HtmlEscape(n) + "</th>";
+  for (const auto& n : ArmNames(results)) out += "<th>" + EscapeMarkup(n) + "</th>";
   out += "</tr></thead>\n<tbody>\n";
   for (const Row& row : Rows(results)) {
-    out += "<tr><td>" + trace::HtmlEscape(row.figure) + "</td>";
-    for (const auto& c : row.cells) out += "<td>" + trace::HtmlEscape(c) + "</td>";
+    out += "<tr><td>" + EscapeMarkup(row.figure) + "</td>";
+    for (const auto& c : row.cells) out += "<td>" + EscapeMarkup(c) + "</td>";
     out += "</tr>\n";
   }
   out += "</tbody>\n</table>\n";
   if (const std::string m = McNemarLine(results); !m.empty())
-    out += "<p>" + trace::HtmlEscape(m) + "</p>\n";
+    out += "<p>" + EscapeMarkup(m) + "</p>\n";
   out += "</div>\n";
   return out;
 }

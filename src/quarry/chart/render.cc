@@ -6,6 +6,7 @@
 
 #include <cairo-svg.h>
 
+#include "quarry/common/text.h"
 #include "quarry/chart/paint_internal.h"
 
 namespace quarry::chart {
@@ -17,30 +18,6 @@ constexpr double kPxPerPt = 96.0 / 72.0;  // pango sizes are points; the surface
 cairo_status_t AppendBytes(void* closure, const unsigned char* data, unsigned int length) {
   static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
   return CAIRO_STATUS_SUCCESS;
-}
-
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0 at all.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
-    }
-  }
-  return out;
 }
 
 const char* RoleName(TextRole role) {
@@ -88,12 +65,12 @@ std::string WithTextLayer(std::string svg, const Scene& scene, const std::string
     layer << "<text class=\"" << RoleName(t.role) << "\" transform=\"translate(" << t.x << ' '
           << t.y << ") rotate(" << t.angle_deg << ")\" y=\"" << t.baseline << "\" font-size=\""
           << size << "\" textLength=\"" << t.width << "\" lengthAdjust=\"spacingAndGlyphs\">"
-          << XmlEscape(t.text) << "</text>\n";
+          << EscapeMarkup(t.text) << "</text>\n";
   }
   layer << "</g>\n";
   svg.insert(close, layer.str());
-  svg.insert(open_end + 1,
-             "\n<title>" + XmlEscape(title) + "</title>\n<desc>" + XmlEscape(desc) + "</desc>");
+  svg.insert(open_end + 1, "\n<title>" + EscapeMarkup(title) + "</title>\n<desc>" +
+                               EscapeMarkup(desc) + "</desc>");
   return svg;
 }
 

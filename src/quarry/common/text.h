@@ -47,4 +47,34 @@ constexpr size_t Utf8Prefix(std::string_view s, size_t max_bytes) {
   return n;
 }
 
+// `s` safe inside HTML or XML text and quoted attributes (the trace viewer, reports, SVG charts):
+// & < > " ' as entities, and the control characters XML 1.0 forbids (all below 0x20 but tab,
+// line feed and carriage return) dropped. UTF-8 passes through.
+inline std::string EscapeMarkup(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n' || c == '\r') out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace quarry

@@ -386,7 +386,6 @@ Result<Trace> RebuildFromEvents(const std::filesystem::path& events_path);
 // file name, in it or its workdir/, no link followed), never from the path the trace names:
 // a trace from someone else could name any local .png or .svg.
 std::string RenderHtml(const Trace& trace, const std::filesystem::path& trace_dir);
-std::string HtmlEscape(std::string_view text);
 // An artifact's bytes, for inlining. Only a regular file, opened without following links: a
 // sandboxed script could leave a symlink to any host file under an artifact's name.
 // Errors: kUsage when it is missing, a link, not a regular file, or larger than max_bytes.

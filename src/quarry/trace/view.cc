@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "quarry/common/text.h"
 #include "quarry/trace/trace.h"
 
 namespace quarry::trace {
@@ -33,7 +34,7 @@ std::string CellText(const json& v) {
 std::string ResultTableHtml(const json& detail) {
   if (!detail.is_object() || !detail.contains("columns") || !detail.contains("rows")) return "";
   std::string out = "<table class=\"rows\"><thead><tr>";
-  for (const auto& c : detail["columns"]) out += "<th>" + HtmlEscape(CellText(c)) + "</th>";
+  for (const auto& c : detail["columns"]) out += "<th>" + EscapeMarkup(CellText(c)) + "</th>";
   out += "</tr></thead><tbody>";
   for (const auto& row : detail["rows"]) {
     out += "<tr>";
@@ -43,9 +44,9 @@ std::string ResultTableHtml(const json& detail) {
         out += "<td class=\"null\">NULL</td>";
       } else if (cell.is_string() &&
                  (cell.get<std::string>().empty() || CellText(cell) == "NULL")) {
-        out += "<td>&quot;" + HtmlEscape(CellText(cell)) + "&quot;</td>";
+        out += "<td>&quot;" + EscapeMarkup(CellText(cell)) + "&quot;</td>";
       } else {
-        out += "<td>" + HtmlEscape(CellText(cell)) + "</td>";
+        out += "<td>" + EscapeMarkup(CellText(cell)) + "</td>";
       }
     }
     out += "</tr>";
@@ -84,8 +85,8 @@ std::string ImageHtml(const std::string& artifact, const fs::path& trace_dir) {
   if (!mime) return "";
   auto bytes = ReadRunArtifact(trace_dir, name);
   if (!bytes) return "";
-  return "<figure><img alt=\"" + HtmlEscape(name) + "\" src=\"data:" + mime + ";base64," +
-         Base64(*bytes) + "\"><figcaption>" + HtmlEscape(name) + "</figcaption></figure>";
+  return "<figure><img alt=\"" + EscapeMarkup(name) + "\" src=\"data:" + mime + ";base64," +
+         Base64(*bytes) + "\"><figcaption>" + EscapeMarkup(name) + "</figcaption></figure>";
 }
 
 bool IsExplanation(const Step& s) {
@@ -100,15 +101,15 @@ std::string ClarificationsHtml(const Trace& t) {
       "<th>question</th><th>choices</th><th>reply</th></tr></thead><tbody>";
   for (const auto& c : t.clarifications) {
     std::string choices;
-    for (const auto& x : c.choices) choices += "<li>" + HtmlEscape(x) + "</li>";
+    for (const auto& x : c.choices) choices += "<li>" + EscapeMarkup(x) + "</li>";
     h += "<tr><td>" +
          (c.step > 0 ? "<a href=\"#step-" + std::to_string(c.step) + "\">" +
                            std::to_string(c.step) + "</a>"
                      : std::string("earlier run")) +
-         "</td><td>" + HtmlEscape(c.question) + "</td><td>" +
+         "</td><td>" + EscapeMarkup(c.question) + "</td><td>" +
          (choices.empty() ? "" : "<ul>" + choices + "</ul>") + "</td><td>" +
          (c.reply.empty() ? "<span class=\"badge waiting\">waiting for the reply</span>"
-                          : HtmlEscape(c.reply)) +
+                          : EscapeMarkup(c.reply)) +
          "</td></tr>";
   }
   return h + "</tbody></table></div>";
@@ -127,8 +128,8 @@ std::string InjectionHtml(const Trace& t) {
          (i.step > 0 ? "<a href=\"#step-" + std::to_string(i.step) + "\">" +
                            std::to_string(i.step) + "</a>"
                      : std::string("prompt")) +
-         "</td><td>" + HtmlEscape(i.where) + "</td><td>" + HtmlEscape(i.pattern) +
-         "</td><td><code>" + HtmlEscape(i.excerpt) + "</code></td></tr>";
+         "</td><td>" + EscapeMarkup(i.where) + "</td><td>" + EscapeMarkup(i.pattern) +
+         "</td><td><code>" + EscapeMarkup(i.excerpt) + "</code></td></tr>";
   }
   return h + "</tbody></table></div>";
 }
@@ -191,35 +192,8 @@ std::string Base64(std::string_view bytes) {
   return out;
 }
 
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
-  const auto e = [](std::string_view s) { return HtmlEscape(s); };
+  const auto e = [](std::string_view s) { return EscapeMarkup(s); };
   std::string h =
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
