@@ -388,12 +388,6 @@ class DuckDbEngine final : public Engine {
       }};
 };
 
-std::string ReaderFor(SourceFormat format, const std::string& path) {
-  const std::string lit = QuoteLiteral(path);
-  if (format == SourceFormat::kParquet) return "read_parquet(" + lit + ")";
-  return "read_json_auto(" + lit + ")";
-}
-
 }  // namespace
 
 QueryOutcome QueryDuckDbPastTextGuard(Engine& engine, std::string_view sql, const Limits& limits) {
@@ -452,12 +446,18 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       continue;
     }
     const bool cacheable = options.use_cache && (f.csv || f.format == SourceFormat::kJson);
+    // A compressed file cut short reads as fewer rows, quietly: checked before its first load.
     if (cacheable) {
       auto hit = LookupCache(f.abs, f.options, options);
       if (!hit) return std::unexpected(hit.error());
+      if (auto r = *hit ? Result<void>{} : CheckGzipWhole(paths[i], f.path, options.stop); !r) {
+        return std::unexpected(r.error());
+      }
       if (!*hit) hit = WaitForCacheBuild(f.abs, f.options, options);
       if (!hit) return std::unexpected(hit.error());
       f.cached = std::move(*hit);
+    } else if (auto r = CheckGzipWhole(paths[i], f.path, options.stop); !r) {
+      return std::unexpected(r.error());
     }
     auto source = Fingerprint(paths[i], formats[i], options.fingerprint && !f.cached, options.stop);
     if (!source) return std::unexpected(source.error());
@@ -530,7 +530,7 @@ Result<std::unique_ptr<Engine>> OpenDuckDbFiles(const std::vector<std::filesyste
       select = plan->select;
       f.plan = std::move(*plan);
     } else {
-      select = "SELECT * FROM " + ReaderFor(f.format, f.abs);
+      select = "SELECT * FROM " + FileReader(f.format, f.abs);
     }
     if (!f.cached) engine->sources_[i].select = select;
     if (f.read != f.abs && !f.cached) engine->sources_[i].read_copy = f.read;

@@ -146,6 +146,14 @@ Result<CsvPlan> PlanCsv(const RunRows& run, const std::string& abs_path, bool ts
 // nullopt for UTF-8, UTF-16 with a byte-order mark, Latin-1, gzip or zstd data (DuckDB
 // decompresses it; the loader's Latin-1 retry reads it) and anything else.
 std::optional<std::string> DetectWindows1252(const std::filesystem::path& path);
+// DuckDB's reader of a Parquet file, else of a JSON file, at `abs` (export.cc).
+std::string FileReader(SourceFormat format, const std::string& abs);
+
+// For a gzip file (by its magic bytes; any other file passes): every member decompressed to its
+// end and checksum (compressed.cc). Errors: kData "cannot load SHOWN: ..." naming a truncated or
+// damaged file and the fix; kCancelled on `stop`. zstd data is not checked.
+Result<void> CheckGzipWhole(const std::filesystem::path& path, const std::string& shown,
+                            const StopToken& stop);
 // The iconv name of an encoding a user may give that DuckDB cannot read: cp1252,
 // windows-1252 ("CP1252"), iso-8859-15, latin-9 ("ISO-8859-15"); nullopt for others.
 std::optional<std::string> IconvEncoding(std::string_view name);

@@ -16,6 +16,13 @@
 #include "quarry/engine/postgres_internal.h"
 
 namespace quarry::engine {
+
+std::string internal::FileReader(SourceFormat format, const std::string& abs) {
+  const std::string lit = QuoteLiteral(abs);
+  if (format == SourceFormat::kParquet) return "read_parquet(" + lit + ")";
+  return "read_json_auto(" + lit + ")";
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -98,10 +105,7 @@ std::string FileName(size_t index, const std::string& table) {
 // The engine's own definition of the table (the CSV loader's plan), so pandas sees the rows
 // and types the engine sees.
 std::string ReaderFor(const Source& s, const std::string& abs) {
-  if (!s.select.empty()) return "(" + s.select + ")";
-  const std::string lit = QuoteLiteral(abs);
-  if (s.format == SourceFormat::kParquet) return "read_parquet(" + lit + ")";
-  return "read_json_auto(" + lit + ")";
+  return s.select.empty() ? internal::FileReader(s.format, abs) : "(" + s.select + ")";
 }
 
 const TableCard* CardFor(const Engine& engine, const std::string& table) {

@@ -53,7 +53,9 @@ std::string KnownExtensions() {
   for (const auto& [format, ext] : kExtensions) {
     list += (list.empty() ? "" : ", ") + std::string(ext);
   }
-  return list + " (.db: SQLite or DuckDB, by its header; any of them compressed as .gz or .zst)";
+  return list +
+         " (.db: SQLite or DuckDB, by its header; CSV, TSV and JSON also compressed as .gz or "
+         ".zst)";
 }
 }  // namespace internal
 
