@@ -22,8 +22,8 @@ Result<void> CheckGzipWhole(const std::filesystem::path& path, const std::string
   in.seekg(0);
   z_stream z{};
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return {};
-  const std::string why_fix = ": copy or download it again (gzip -t " + path.filename().string() +
-                              " says the same)";
+  const std::string why_fix =
+      ": copy or download it again (gzip -t " + path.filename().string() + " says the same)";
   int rc = Z_OK;
   bool ended = false;  // the latest member reached its end and checksum
   while (true) {
@@ -48,8 +48,8 @@ Result<void> CheckGzipWhole(const std::filesystem::path& path, const std::string
       if (rc != Z_OK && rc != Z_BUF_ERROR) {
         const std::string detail = z.msg ? z.msg : "damaged data";
         inflateEnd(&z);
-        return Fail(Error::Code::kData,
-                    "cannot load " + shown + ": " + path.filename().string() + " is a damaged gzip file (" + detail + ")" + why_fix);
+        return Fail(Error::Code::kData, "cannot load " + shown + ": " + path.filename().string() +
+                                            " is a damaged gzip file (" + detail + ")" + why_fix);
       }
       ended = false;
       if (rc == Z_BUF_ERROR && z.avail_out != 0) break;
