@@ -7,6 +7,7 @@
 
 #include "quarry/common/json.h"
 #include "quarry/common/json_fields.h"
+#include "quarry/common/names.h"
 #include "quarry/llm/anthropic_internal.h"
 #include "quarry/llm/client_internal.h"
 
@@ -64,13 +65,16 @@ void Append(std::vector<Outgoing>& turns, const char* role, json block) {
 json Ephemeral() { return json{{"type", "ephemeral"}}; }
 
 // Anthropic's stop_reason in OpenAI's words (docs.anthropic.com, "Handling stop reasons").
+constexpr NamePair<FinishReason> kAnthropicStopReasons[] = {
+    {FinishReason::kNone, ""},
+    {FinishReason::kStop, "end_turn"},
+    {FinishReason::kStop, "stop_sequence"},
+    {FinishReason::kToolCalls, "tool_use"},
+    {FinishReason::kLength, "max_tokens"},
+    {FinishReason::kContentFilter, "refusal"},
+};
 FinishReason FinishReasonOf(const std::string& stop_reason) {
-  if (stop_reason.empty()) return FinishReason::kNone;
-  if (stop_reason == "end_turn" || stop_reason == "stop_sequence") return FinishReason::kStop;
-  if (stop_reason == "tool_use") return FinishReason::kToolCalls;
-  if (stop_reason == "max_tokens") return FinishReason::kLength;
-  if (stop_reason == "refusal") return FinishReason::kContentFilter;
-  return FinishReason::kOther;
+  return ValueOf(kAnthropicStopReasons, stop_reason).value_or(FinishReason::kOther);
 }
 
 }  // namespace
