@@ -1,7 +1,8 @@
 # Turns text files into a C++ source so the binary carries them while they stay files in the
 # repo (prompts/*.md, the sandbox's runner.py, the behaviour cases). Invoked at build time:
 #   cmake -DGLOB=<pattern> -DFUNCTION=<qualified name> -DOUT=<file.cc> -P embed_files.cmake
-# FUNCTION (e.g. quarry::agent::EmbeddedPrompts) returns a map from file stem to contents.
+# FUNCTION (e.g. quarry::agent::EmbeddedPrompts) returns a map from file stem (with -DKEY=NAME,
+# the whole file name) to contents.
 file(GLOB files "${GLOB}")
 list(SORT files)
 string(REGEX MATCH "^(.*)::([^:]+)$" _ "${FUNCTION}")
@@ -12,7 +13,11 @@ string(APPEND body "#include <map>\n#include <string>\n\nnamespace ${ns} {\n")
 string(APPEND body "const std::map<std::string, std::string>& ${fn}() {\n")
 string(APPEND body "  static const std::map<std::string, std::string> files = {\n")
 foreach(f ${files})
-  get_filename_component(name "${f}" NAME_WE)
+  if(KEY STREQUAL "NAME")
+    get_filename_component(name "${f}" NAME)
+  else()
+    get_filename_component(name "${f}" NAME_WE)
+  endif()
   file(READ "${f}" content)
   string(APPEND body "    {\"${name}\", R\"quarry_embedded(${content})quarry_embedded\"},\n")
 endforeach()

@@ -18,8 +18,10 @@ BELOW = {
     'chart': {'common'},
     'agent': {'common', 'engine', 'llm', 'trace', 'sandbox', 'chart'},
     'mcp': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart'},
+    'serve': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'mcp'},
     'bench': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart'},
-    'cli': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'mcp', 'bench'},
+    'cli': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'mcp', 'serve',
+            'bench'},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"quarry/([a-z_]+)/([^"]+)"')
 

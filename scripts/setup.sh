@@ -16,7 +16,8 @@ packages=(
   libpq-dev  # PostgreSQL's client
   libzip-dev libexpat1-dev libfreexl-dev  # Excel workbooks (.xlsx, .xls)
   zlib1g-dev  # whether a .csv.gz is whole
-  libgtest-dev libgmock-dev libcpp-httplib-dev  # the test targets, which CMake configures
+  libcpp-httplib-dev  # quarry serve's HTTP server (also the tests' stand-in provider)
+  libgtest-dev libgmock-dev  # the test targets, which CMake configures
   bubblewrap libseccomp-dev python3 python3-pandas python3-numpy python3-matplotlib
   libcairo2-dev libpango1.0-dev fonts-dejavu-core
 )

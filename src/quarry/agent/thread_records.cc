@@ -386,4 +386,46 @@ PriorTurn ToPriorTurn(const ThreadTurn& turn) {
 }
 
 }  // namespace internal
+namespace {
+
+json SourcesJson(const std::vector<ThreadSource>& sources) {
+  json out = json::array();
+  for (const auto& s : sources) {
+    out.push_back({{"path", s.path}, {"size_bytes", s.size_bytes}, {"sha256", s.sha256}});
+  }
+  return out;
+}
+
+}  // namespace
+
+json ThreadJson(const Thread& t) {
+  return {{"name", t.name},
+          {"turns", t.turn_count},
+          {"waiting", t.waiting},
+          {"created_at", t.created_at},
+          {"updated_at", t.updated_at},
+          {"sources", SourcesJson(t.sources)}};
+}
+
+json TurnJson(const ThreadTurn& turn) {
+  json clarifications = json::array();
+  for (const auto& c : turn.clarifications) {
+    clarifications.push_back({{"question", c.question},
+                              {"choices", c.choices},
+                              {"reply", c.reply},
+                              {"run_id", c.run_id}});
+  }
+  return {{"number", turn.number},
+          {"run_id", turn.run_id},
+          {"question", turn.question},
+          {"status", turn.status},
+          {"answer", turn.answer},
+          {"grounded", turn.grounded},
+          {"sql", turn.sql},
+          {"preview", turn.preview},
+          {"clarifications", clarifications},
+          {"created_at", turn.created_at},
+          {"updated_at", turn.updated_at}};
+}
+
 }  // namespace quarry::agent

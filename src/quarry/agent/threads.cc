@@ -362,6 +362,32 @@ Result<std::optional<Thread>> ThreadStore::Find(std::string_view name) {
   return std::optional<Thread>(std::move(t));
 }
 
+Result<void> ThreadStore::Rename(std::string_view name, std::string_view new_name) {
+  if (auto v = ValidateThreadName(name); !v) return v;
+  if (auto v = ValidateThreadName(new_name); !v) return v;
+  if (name == new_name) return {};
+  internal::Db db{db_, path_};
+  // One statement: the UNIQUE name refuses a taken name, and no thread is renamed halfway.
+  auto st = db.Prepare(
+      "UPDATE threads SET name = ?2, updated_at = ?3 WHERE name = ?1 AND NOT EXISTS "
+      "(SELECT 1 FROM threads WHERE name = ?2)");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, name);
+  st->Bind(2, new_name);
+  st->Bind(3, trace::UtcTimestamp());
+  if (auto r = st->Step(); !r) return std::unexpected(r.error());
+  if (sqlite3_changes(db_) == 0) {
+    auto found = Find(new_name);
+    if (found && *found) {
+      return Fail(Error::Code::kUsage, "a thread named \"" + std::string(new_name) +
+                                           "\" already exists: choose another name");
+    }
+    return Fail(Error::Code::kUsage, "no thread named \"" + std::string(name) + "\" in " +
+                                         path_.string() + " (quarry threads lists them)");
+  }
+  return {};
+}
+
 Result<void> ThreadStore::Delete(std::string_view name) {
   if (auto v = ValidateThreadName(name); !v) return v;
   internal::Db db{db_, path_};

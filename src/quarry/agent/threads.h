@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -140,6 +141,9 @@ class ThreadStore {
   Result<std::optional<Thread>> Find(std::string_view name);
   // Errors: kUsage when there is no such thread.
   Result<void> Delete(std::string_view name);
+  // Gives the thread `name` the name `new_name` (both checked by ValidateThreadName); its turns
+  // go with it. Errors: kUsage when there is no such thread or `new_name` is taken.
+  Result<void> Rename(std::string_view name, std::string_view new_name);
 
   // Starts a turn of `name` (creating the thread), atomically numbered, recorded as
   // kTurnRunning under `run_id`. When the last turn waits on a clarification, `text` is its
@@ -163,5 +167,65 @@ class ThreadStore {
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
 };
+
+// A thread as `quarry threads --format json`, MCP and the web app show it: {"name", "turns" (the
+// count), "waiting", "created_at", "updated_at", "sources": [{"path", "size_bytes", "sha256"}]}.
+nlohmann::ordered_json ThreadJson(const Thread& t);
+// One turn: {"number", "run_id", "question", "status", "answer", "grounded", "sql", "preview",
+// "clarifications": [{"question", "choices", "reply", "run_id"}], "created_at", "updated_at"}.
+nlohmann::ordered_json TurnJson(const ThreadTurn& turn);
+
+// One question as every front end runs it (`ask`, `chat`, MCP's ask_database, the web app):
+// the run's folder, a thread's turn started before the run and recorded after, and a
+// clarification outside a thread kept as a new thread so its reply can continue it.
+struct TurnInput {
+  std::string text;    // the question, or the reply to the clarification the thread waits on
+  std::string thread;  // "" : none
+  std::string run_id;  // "" : a new one (trace::NewRunId); the web app names it before the run
+  // Without a thread, a run that ends on a clarification becomes turn 1 of a new thread of this
+  // name ("" : not kept). "{run}" in it is replaced by the run's id.
+  std::string clarification_thread = "{run}";
+  int64_t load_ms = -1;
+  StopToken stop;
+  AskUserFn ask_user;
+};
+
+// What happened to the thread before the run began: for the front end to tell the user.
+struct TurnBegun {
+  std::string run_id;
+  std::filesystem::path run_dir;
+  std::string thread;  // "" : none
+  int turn = 0;
+  std::optional<PendingClarification> resume;  // the text continued a waiting clarification
+  std::string question;                        // what is asked: the turn's question
+  std::vector<std::string> data_notes;         // how the data changed since earlier turns
+};
+
+struct TurnEnd {
+  trace::Trace trace;
+  std::filesystem::path trace_path;
+  std::string thread;  // where the turn was recorded ("" : nowhere)
+  int turn = 0;
+  bool resumed = false;
+  std::string record_error;  // the turn could not be recorded (the run is in its trace)
+};
+
+// Callbacks a front end may set; each runs on the turn's thread.
+struct TurnHooks {
+  Observer* observer = nullptr;                 // each step as it happens
+  std::function<void(const TurnBegun&)> begun;  // once, before the run
+  // Each event as it is appended to the run's events.jsonl (trace::Writer::SetListener).
+  std::function<void(const nlohmann::ordered_json& event)> event;
+};
+
+// Runs `in` over `engine` with `client`, keeping the run under `runs_dir` (trace::Writer) and
+// the thread in the store at `threads_path` (opened only when a thread is used). Errors (before
+// the run, nothing written): a bad thread name (kUsage), no thread store (`threads_path` empty,
+// kUsage), the store's errors, the run folder's. A failure to record the turn after the run is
+// not an error: it is in TurnEnd::record_error.
+Result<TurnEnd> RunTurn(const TurnInput& in, const Config& base,
+                        const std::filesystem::path& runs_dir,
+                        const std::filesystem::path& threads_path, engine::Engine& engine,
+                        llm::Client& client, const TurnHooks& hooks = {});
 
 }  // namespace quarry::agent

@@ -363,6 +363,35 @@ int Main(int argc, char** argv) {
   AddLoadFlags(mcp_cmd, mcp.load);
   AddSchemaFlags(mcp_cmd, mcp);
 
+  ServeCommandOptions serve;
+  CLI::App* serve_cmd = app.add_subcommand(
+      "serve",
+      "The local web app: ask in a browser, follow each run live (quarry serve --data FILE)");
+  serve_cmd->add_option("--data,paths", serve.mcp.paths, "Data files, a folder, or a server URL")
+      ->required();
+  serve_cmd->add_option("--host", serve.host, "Address to listen on (default 127.0.0.1)");
+  serve_cmd->add_option("--port", serve.port, "Port (default 8765; 0 picks a free one)")
+      ->check(CLI::Range(0, 65535));
+  serve_cmd->add_flag("--allow-remote", serve.allow_remote,
+                      "Allow a --host other than loopback (the token still applies)");
+  serve_cmd->add_option("--allow-host", serve.allow_hosts,
+                        "Another name the Host header may carry (repeatable)");
+  serve_cmd->add_flag("--open", serve.open, "Open the page in the browser");
+  serve_cmd->add_flag("--allow-python", serve.mcp.allow_python,
+                      "Let the model run sandboxed Python");
+  serve_cmd->add_option("--runs-dir", serve.mcp.runs_dir,
+                        "Where runs/<id>/ go (default runs); threads.sqlite3 too when given");
+  serve_cmd->add_option("--model", serve.mcp.model, "Model id (else QUARRY_MODEL)");
+  serve_cmd->add_option("--base-url", serve.mcp.base_url, "The model's endpoint");
+  serve_cmd
+      ->add_option("--provider", serve.mcp.provider,
+                   "openai-compatible, openrouter or anthropic (else QUARRY_PROVIDER)")
+      ->check(ProviderFlag());
+  serve_cmd->add_option("--profile", serve.mcp.profile, "The config file's profile");
+  serve_cmd->add_flag("--no-stream", serve.mcp.no_stream, "Wait for whole model replies");
+  AddLoadFlags(serve_cmd, serve.mcp.load);
+  AddSchemaFlags(serve_cmd, serve.mcp);
+
   CacheOptions cache;
   CLI::App* cache_cmd =
       app.add_subcommand("cache", "The parse cache: quarry cache [list|build FILE...|clear]");
@@ -494,6 +523,7 @@ int Main(int argc, char** argv) {
     if (*trace_cmd) return RunTrace(trace);
     if (*python_cmd) return RunPythonScript(python);
     if (*mcp_cmd) return RunMcp(mcp);
+    if (*serve_cmd) return RunServe(serve);
     if (*view_cmd) return RunView(view);
     if (*cache_cmd) return RunCache(cache);
     if (*chat_cmd) return RunChat(chat);

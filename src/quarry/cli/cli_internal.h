@@ -10,6 +10,7 @@
 
 #include "quarry/common/common.h"
 #include "quarry/engine/engine.h"
+#include "quarry/mcp/mcp.h"
 
 namespace quarry::cli {
 
@@ -74,5 +75,12 @@ class FillCacheAtExit {
   const std::vector<std::string>& specs_;
   const LoadFlags& flags_;
 };
+
+// What `quarry mcp` and `quarry serve` run with, from their flags: the data, runs and threads,
+// the schema options, the load flags, and a model client made per question (a missing key is
+// that question's error, not a failed start). Errors: ResolveSchemaOptions', a config file that
+// does not parse or a profile that does not exist.
+struct McpOptions;
+Result<mcp::ServerOptions> ToolServerOptions(const McpOptions& o);
 
 }  // namespace quarry::cli

@@ -84,6 +84,17 @@ struct McpOptions {
   bool no_samples = false;
 };
 
+// `quarry serve` (serve_command.cc): the web app over the data, with MCP's model flags for
+// its questions.
+struct ServeCommandOptions {
+  McpOptions mcp;  // the data (--data), --runs-dir, the model, load and schema flags
+  std::string host = "127.0.0.1";
+  int port = 8765;
+  bool allow_remote = false;
+  std::vector<std::string> allow_hosts;
+  bool open = false;  // --open: start the browser on the URL
+};
+
 // `quarry doctor` (doctor_command.cc): the model flags `ask` takes, --no-probe and --format.
 struct DoctorOptions {
   std::string model;
@@ -197,6 +208,7 @@ int RunSql(const DataOptions& options);
 int RunTrace(const TraceOptions& options);
 int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
+int RunServe(const ServeCommandOptions& options);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);

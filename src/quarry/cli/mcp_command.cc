@@ -1,5 +1,6 @@
 // `quarry mcp PATH...`: the MCP server on stdio, with ask_database's model from the
-// environment (resolved per call, so a missing key is a tool error, not a failed start).
+// environment (resolved per call, so a missing key is a tool error, not a failed start). `quarry
+// serve` sets its runs up the same way (ToolServerOptions).
 #include <cstring>
 #include <iostream>
 
@@ -11,7 +12,7 @@
 
 namespace quarry::cli {
 
-int RunMcp(const McpOptions& o) {
+Result<mcp::ServerOptions> ToolServerOptions(const McpOptions& o) {
   mcp::ServerOptions options;
   options.data.assign(o.paths.begin(), o.paths.end());
   // Threads go where ask's go: beside the runs when --runs-dir is given, else the state dir.
@@ -20,16 +21,16 @@ int RunMcp(const McpOptions& o) {
   options.allow_python = o.allow_python;
   options.config.python = o.allow_python;
   auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples);
-  if (!schema) return Report(schema.error());
+  if (!schema) return std::unexpected(schema.error());
   options.config.schema = std::move(*schema);
   // Opening evaluates SQL the data chose (a SQLite view over an endless recursive CTE): each
   // table is bounded by the per-query timeout, as in ask, or initialize was never answered.
   LoadFlags load = o.load;
   if (load.timeout_ms <= 0) load.timeout_ms = options.config.limits.timeout_ms;
   options.open = ToOpenOptions(load);
-  options.on_open = [&o](const engine::Engine& e) {
+  options.on_open = [paths = o.paths, load = o.load](const engine::Engine& e) {
     PrintSourceNotes(e);
-    FillCache(e, o.paths, o.load);
+    FillCache(e, paths, load);
   };
   llm::Settings flags;
   if (!o.model.empty()) flags.model = o.model;
@@ -40,7 +41,7 @@ int RunMcp(const McpOptions& o) {
   // A missing key waits for ask_database, but a profile that does not exist or a config file
   // that does not parse is the user's own error: said now, not at the first call.
   if (auto files = llm::ReadSettingFiles(llm::ProcessEnv, flags.profile); !files) {
-    return Report(files.error());
+    return std::unexpected(files.error());
   }
   options.make_client = [flags]() -> Result<std::unique_ptr<llm::Client>> {
     auto client = LiveClient(flags);
@@ -54,6 +55,13 @@ int RunMcp(const McpOptions& o) {
     }
     return client;
   };
+  return options;
+}
+
+int RunMcp(const McpOptions& o) {
+  auto built = ToolServerOptions(o);
+  if (!built) return Report(built.error());
+  mcp::ServerOptions options = std::move(*built);
   const InterruptScope interrupt;
   options.stop = interrupt.token();
   options.open.stop = interrupt.token();

@@ -27,24 +27,6 @@ std::string ShellQuote(const std::string& s) {
   return out + "'";
 }
 
-// Without a thread: a run that ended on a clarification becomes turn 1 of a thread named
-// after the run, so the reply can continue it.
-void SaveAsNewThread(Threads& threads, const engine::Engine& engine, const std::string& text,
-                     QuestionRun& run) {
-  auto store = threads.Get();
-  if (!store) {
-    run.record_error = store.error().message;
-    return;
-  }
-  const std::string name = run.trace.id;
-  if (auto kept = (*store)->KeepClarification(name, text, engine.sources(), run.trace); !kept) {
-    run.record_error = kept.error().message;
-    return;
-  }
-  run.thread = name;
-  run.turn = run.trace.thread_turn;
-}
-
 }  // namespace
 
 void Progress::OnStep(const trace::Step& s) {
@@ -137,78 +119,46 @@ fs::path ThreadsPathFor(const AskOptions& o) {
 Result<QuestionRun> RunQuestion(const AskOptions& o, const agent::Config& base,
                                 engine::Engine& engine, llm::Client& client, Threads& threads,
                                 const QuestionInput& in) {
-  QuestionRun run;
-  agent::ThreadStore* store = nullptr;
-  if (!in.thread.empty()) {
-    if (auto v = agent::ValidateThreadName(in.thread); !v) return std::unexpected(v.error());
-    auto s = threads.Get();
-    if (!s) return std::unexpected(s.error());
-    store = *s;
-  }
-  const std::string id = trace::NewRunId();
-  auto writer = trace::Writer::Create(o.runs_dir, id);
-  if (!writer) return std::unexpected(writer.error());
-  agent::RunInput input;
-  input.question = in.text;
-  if (store) {
-    auto start = store->StartTurn(in.thread, in.text, id, engine.sources());
-    if (!start) {
-      // Nothing ran: leave no empty run folder for `quarry trace latest` to find.
-      std::error_code ec;
-      fs::remove_all(writer->dir(), ec);
-      return std::unexpected(start.error());
-    }
-    run.thread = in.thread;
-    run.turn = start->number;
-    run.resumed = start->resume.has_value();
-    for (const auto& n : start->data_notes) {
-      std::cerr << Paint("quarry: note: thread " + TerminalText(in.thread) + ": " + TerminalText(n),
+  agent::TurnInput turn{
+      in.text,    in.thread, "",         in.thread_on_clarification ? "{run}" : "",
+      in.load_ms, in.stop,   in.ask_user};
+  Progress progress;
+  agent::TurnHooks hooks;
+  hooks.observer = &progress;
+  hooks.begun = [&](const agent::TurnBegun& b) {
+    for (const auto& n : b.data_notes) {
+      std::cerr << Paint("quarry: note: thread " + TerminalText(b.thread) + ": " + TerminalText(n),
                          "33")
                 << "\n";
     }
-    if (run.resumed) {
-      std::cerr << Paint("quarry: continuing turn " + std::to_string(run.turn) + " (\"" +
-                             TerminalText(start->question) + "\") with the reply \"" +
-                             TerminalText(start->resume->reply) + "\"",
+    if (b.resume) {
+      std::cerr << Paint("quarry: continuing turn " + std::to_string(b.turn) + " (\"" +
+                             TerminalText(b.question) + "\") with the reply \"" +
+                             TerminalText(b.resume->reply) + "\"",
                          "2")
                 << "\n";
     }
-    input.question = start->question;
-    input.history = std::move(start->history);
-    input.resume = std::move(start->resume);
-    input.thread = in.thread;
-    input.thread_turn = start->number;
-  }
-  const agent::Config config = agent::ConfigForRun(base, writer->dir());
-  std::string where = "run " + id;
-  if (store) where += ", thread " + TerminalText(in.thread) + " turn " + std::to_string(run.turn);
-  std::cerr << Paint("quarry: " +
-                         TerminalText(client.model() + " via " +
-                                      std::string(llm::ProviderName(client.provider()))) +
-                         ", " + std::string(engine::DialectName(engine.dialect())) + ", " + where,
-                     "2")
-            << "\n";
-  input.run_id = id;
-  input.load_ms = in.load_ms;
-  input.stop = in.stop;
-  input.ask_user = in.ask_user;
-  Progress progress;
-  run.trace = agent::Run(input, engine, client, config, &progress, &*writer);
-  run.trace_path = writer->dir() / "trace.json";
-  if (store) {
-    if (auto f = store->FinishTurn(in.thread, run.turn, run.trace); !f) {
-      run.record_error = f.error().message;
+    std::string where = "run " + b.run_id;
+    if (!b.thread.empty()) {
+      where += ", thread " + TerminalText(b.thread) + " turn " + std::to_string(b.turn);
     }
-  } else if (in.thread_on_clarification &&
-             run.trace.stop_reason == trace::StopReason::kClarification) {
-    SaveAsNewThread(threads, engine, in.text, run);
-  }
+    std::cerr << Paint("quarry: " +
+                           TerminalText(client.model() + " via " +
+                                        std::string(llm::ProviderName(client.provider()))) +
+                           ", " + std::string(engine::DialectName(engine.dialect())) + ", " + where,
+                       "2")
+              << "\n";
+  };
+  auto end = agent::RunTurn(turn, base, o.runs_dir, threads.path(), engine, client, hooks);
+  if (!end) return std::unexpected(end.error());
+  QuestionRun run{std::move(end->trace),  std::move(end->trace_path),
+                  std::move(end->thread), end->turn,
+                  end->resumed,           std::move(end->record_error)};
   if (!run.record_error.empty()) {
     std::cerr << Paint("quarry: warning: the turn was not recorded: " +
                            TerminalText(run.record_error),
                        "33")
               << "\n";
-    run.thread.clear();  // nothing to continue: the output names no thread
   }
   return run;
 }

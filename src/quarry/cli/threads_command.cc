@@ -13,44 +13,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
-json SourcesJson(const std::vector<agent::ThreadSource>& sources) {
-  json out = json::array();
-  for (const auto& s : sources) {
-    out.push_back({{"path", s.path}, {"size_bytes", s.size_bytes}, {"sha256", s.sha256}});
-  }
-  return out;
-}
-
-json ThreadJson(const agent::Thread& t) {
-  return {{"name", t.name},
-          {"turns", t.turn_count},
-          {"waiting", t.waiting},
-          {"created_at", t.created_at},
-          {"updated_at", t.updated_at},
-          {"sources", SourcesJson(t.sources)}};
-}
-
-json TurnJson(const agent::ThreadTurn& turn) {
-  json clarifications = json::array();
-  for (const auto& c : turn.clarifications) {
-    clarifications.push_back({{"question", c.question},
-                              {"choices", c.choices},
-                              {"reply", c.reply},
-                              {"run_id", c.run_id}});
-  }
-  return {{"number", turn.number},
-          {"run_id", turn.run_id},
-          {"question", turn.question},
-          {"status", turn.status},
-          {"answer", turn.answer},
-          {"grounded", turn.grounded},
-          {"sql", turn.sql},
-          {"preview", turn.preview},
-          {"clarifications", clarifications},
-          {"created_at", turn.created_at},
-          {"updated_at", turn.updated_at}};
-}
-
 std::string SourceNames(const std::vector<agent::ThreadSource>& sources) {
   std::string out;
   for (const auto& s : sources)
@@ -153,9 +115,9 @@ int RunThreads(const ThreadsOptions& o) {
                                               " (quarry threads lists them)"});
     }
     if (o.format_name == "json") {
-      json out = ThreadJson(**t);
+      json out = agent::ThreadJson(**t);
       out["turns"] = json::array();
-      for (const auto& turn : (*t)->turns) out["turns"].push_back(TurnJson(turn));
+      for (const auto& turn : (*t)->turns) out["turns"].push_back(agent::TurnJson(turn));
       out["turn_count"] = (*t)->turn_count;
       std::cout << JsonText(out) << "\n";
     } else {
@@ -167,7 +129,7 @@ int RunThreads(const ThreadsOptions& o) {
   if (!list) return Report(list.error());
   if (o.format_name == "json") {
     json threads = json::array();
-    for (const auto& t : *list) threads.push_back(ThreadJson(t));
+    for (const auto& t : *list) threads.push_back(agent::ThreadJson(t));
     std::cout << JsonText({{"path", path.string()}, {"threads", threads}}) << "\n";
     return kExitOk;
   }

@@ -4,11 +4,14 @@
 // that speak its wire protocol). Nothing here knows about the agent.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <expected>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -219,6 +222,36 @@ class Engine {
   // Runs one read-only query under the guard (CheckQueryText, then the engine's own
   // statement checks), a wall-clock timeout that interrupts it, the row cap, and Limits::stop.
   virtual QueryOutcome Query(std::string_view sql, const Limits& limits) = 0;
+};
+
+// The one opened engine as concurrent callers (MCP tool calls, the web app's runs) share it.
+// Queries take turns (a DuckDB or SQLite connection serves one query at a time), and waiting for
+// a turn ends on the caller's Limits::stop with a kCancelled failure, so a cancelled call never
+// waits behind a long query. describe() and sources() return copies taken when no query ran; a
+// query that rebuilt a card (cards_version) adds a fresh copy, and earlier copies are kept, so a
+// reference handed out stays valid for the engine's life. Thread-safe.
+class SharedEngine final : public Engine {
+ public:
+  explicit SharedEngine(Engine& inner);
+  Dialect dialect() const override { return inner_.dialect(); }
+  const std::vector<TableCard>& describe() const override;
+  const std::vector<Source>& sources() const override;
+  uint64_t cards_version() const override;
+  QueryOutcome Query(std::string_view sql, const Limits& limits) override;
+
+ private:
+  struct Snapshot {
+    uint64_t version = 0;
+    std::vector<TableCard> cards;
+    std::vector<Source> sources;
+  };
+  const Snapshot& Latest() const;
+
+  Engine& inner_;
+  mutable std::mutex mu_;
+  std::condition_variable_any free_;
+  bool busy_ = false;               // a query is running on inner_
+  std::deque<Snapshot> snapshots_;  // grows only: references into it stay valid
 };
 
 // Opens the sources: any mix of CSV/TSV/Parquet/JSON files (one DuckDB, every file a table

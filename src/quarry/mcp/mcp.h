@@ -50,4 +50,39 @@ struct ServerOptions {
 // one Serve per process.
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out);
 
+// MCP's Streamable HTTP transport (2025-11-25, "Transports"), as `quarry serve` offers it at
+// /mcp: the same tools as Serve, over an engine the caller opened and shares. Each POST carries
+// one JSON-RPC message. initialize starts a session, answered with its id for the
+// Mcp-Session-Id header; every later message must carry it (400 without, 404 for an unknown or
+// ended one). A request is answered with one application/json response (tools/call runs while the
+// POST waits; no server-to-client stream, so clarifications come back as the tool's result); a
+// notification or a response is accepted with 202 and no body. A session's messages are handled
+// one at a time (a client that wants calls in parallel opens more sessions). The caller checks the
+// token, the Host and the Origin before handing a request here. Thread-safe.
+class HttpEndpoint {
+ public:
+  // `options.data` is not opened again: `engine` serves every call. Both must outlive this.
+  HttpEndpoint(const ServerOptions& options, engine::Engine& engine);
+  ~HttpEndpoint();
+  HttpEndpoint(const HttpEndpoint&) = delete;
+  HttpEndpoint& operator=(const HttpEndpoint&) = delete;
+
+  struct Reply {
+    int status = 200;
+    std::string body;        // a JSON-RPC message, or "" (202, and errors of the transport)
+    std::string session_id;  // set on initialize's reply: the Mcp-Session-Id header
+  };
+  // One POST: `body` the message, `session_id` its Mcp-Session-Id header ("" when absent),
+  // `protocol_version` its MCP-Protocol-Version header ("" when absent: 2025-03-26 is assumed, as
+  // the spec says). An unsupported version is 400.
+  Reply Post(std::string_view body, const std::string& session_id,
+             const std::string& protocol_version);
+  // DELETE: ends the session (200), or 404 when there is none of that id.
+  Reply Delete(const std::string& session_id);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace quarry::mcp

@@ -87,35 +87,6 @@ struct McpTool {
   json (*handler)(ToolBox& box, const json& arguments, const CallContext& call) = nullptr;
 };
 
-// The engine as concurrent tool calls share it. Queries are serialised (engine::Engine runs one
-// at a time): a query waits for the one running, and a stop request ends that wait with a
-// kCancelled failure. describe() and sources() return copies taken when no query ran; a query
-// that rebuilt a card (engine::Engine::cards_version) adds a fresh copy, and earlier copies are
-// kept, so a reference handed out stays valid for the engine's life. Thread-safe.
-class SharedEngine final : public engine::Engine {
- public:
-  explicit SharedEngine(engine::Engine& inner);
-  engine::Dialect dialect() const override { return inner_.dialect(); }
-  const std::vector<engine::TableCard>& describe() const override;
-  const std::vector<engine::Source>& sources() const override;
-  uint64_t cards_version() const override;
-  engine::QueryOutcome Query(std::string_view sql, const engine::Limits& limits) override;
-
- private:
-  struct Snapshot {
-    uint64_t version = 0;
-    std::vector<engine::TableCard> cards;
-    std::vector<engine::Source> sources;
-  };
-  const Snapshot& Latest() const;
-
-  engine::Engine& inner_;
-  mutable std::mutex mu_;
-  std::condition_variable_any free_;
-  bool busy_ = false;               // a query is running on inner_
-  std::deque<Snapshot> snapshots_;  // grows only: references into it stay valid
-};
-
 // quarry's MCP tools over one opened engine: describe_schema, run_sql, ask_database,
 // make_chart, and run_python when options.allow_python. Every tool is read-only with respect
 // to the user's data. Bad arguments, guard rejections and failed executions come back as
@@ -148,7 +119,7 @@ class ToolBox {
 
  private:
   const ServerOptions& options_;
-  SharedEngine engine_;
+  engine::SharedEngine engine_;
   std::vector<agent::Tool> agent_tools_;
   std::vector<McpTool> tools_;
   std::mutex mu_;  // guards last_
@@ -308,6 +279,8 @@ class Dispatcher {
   std::string protocol_version_ = kProtocolVersions[0];
 };
 
+// The server's instructions for initialize: the tables, the dialect, what each tool is for.
+std::string Instructions(const engine::Engine& engine, const ServerOptions& options);
 // A JSON-RPC error response; id is null when the request's id could not be read.
 json ErrorResponse(const json& id, int code, const std::string& message);
 // The one compact line a message is written as (invalid UTF-8 replaced), without the newline.

@@ -83,31 +83,6 @@ std::string FirstLine(const std::string& text) {
   return line;
 }
 
-// initialize's "instructions": what the data is and how the tools fit together.
-std::string Instructions(const engine::Engine& engine, const ServerOptions& options) {
-  std::string tables;
-  const auto& cards = engine.describe();
-  for (size_t i = 0; i < cards.size() && i < 20; ++i) tables += (i ? ", " : "") + cards[i].name;
-  if (cards.size() > 20) tables += ", ... (" + std::to_string(cards.size()) + " tables)";
-  // A server is named (its spec as the engine keeps it: redacted, never a password), so a
-  // client that serves several can tell them apart; files are named in the cards.
-  std::string where;
-  if (engine.dialect() == engine::Dialect::kPostgreSQL && !engine.sources().empty()) {
-    where = " on the PostgreSQL server " + engine.sources().front().path;
-  }
-  return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s)" + where +
-         " (" + DialectTitle(engine.dialect()) + " SQL): " + tables +
-         ". Call describe_schema before writing SQL. run_sql runs one read-only query and "
-         "returns at most " +
-         std::to_string(options.config.limits.max_rows) +
-         " rows with the true row count; its errors name the problem so you can fix the query. "
-         "make_chart draws a PNG chart from a spec whose data.sql is a query. ask_database "
-         "hands a whole question to quarry's own agent, which answers only with numbers found "
-         "in real query results and returns the SQL and a trace path." +
-         (options.allow_python ? " run_python runs sandboxed pandas code over the same tables."
-                               : "");
-}
-
 enum class LineRead { kLine, kTooLong, kEnd };
 
 // One line without its '\n' (and a '\r' before it) into `line`, keeping at most `max_bytes`:
@@ -143,6 +118,31 @@ LineRead ReadLine(std::istream& in, size_t max_bytes, std::string& line, bool& c
 }
 
 }  // namespace
+
+// initialize's "instructions": what the data is and how the tools fit together.
+std::string Instructions(const engine::Engine& engine, const ServerOptions& options) {
+  std::string tables;
+  const auto& cards = engine.describe();
+  for (size_t i = 0; i < cards.size() && i < 20; ++i) tables += (i ? ", " : "") + cards[i].name;
+  if (cards.size() > 20) tables += ", ... (" + std::to_string(cards.size()) + " tables)";
+  // A server is named (its spec as the engine keeps it: redacted, never a password), so a
+  // client that serves several can tell them apart; files are named in the cards.
+  std::string where;
+  if (engine.dialect() == engine::Dialect::kPostgreSQL && !engine.sources().empty()) {
+    where = " on the PostgreSQL server " + engine.sources().front().path;
+  }
+  return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s)" + where +
+         " (" + DialectTitle(engine.dialect()) + " SQL): " + tables +
+         ". Call describe_schema before writing SQL. run_sql runs one read-only query and "
+         "returns at most " +
+         std::to_string(options.config.limits.max_rows) +
+         " rows with the true row count; its errors name the problem so you can fix the query. "
+         "make_chart draws a PNG chart from a spec whose data.sql is a query. ask_database "
+         "hands a whole question to quarry's own agent, which answers only with numbers found "
+         "in real query results and returns the SQL and a trace path." +
+         (options.allow_python ? " run_python runs sandboxed pandas code over the same tables."
+                               : "");
+}
 
 int Serve(const ServerOptions& options, std::istream& in, std::ostream& out) {
   auto engine = engine::Open(options.data, options.open);

@@ -57,7 +57,8 @@ std::string Absolute(const fs::path& p) {
 // and every step as a progress notification when the client asked for them.
 class StepLog final : public agent::Observer {
  public:
-  StepLog(std::string run_id, const CallContext& call) : run_id_(std::move(run_id)), call_(call) {}
+  explicit StepLog(const CallContext& call) : call_(call) {}
+  void set_run(std::string run_id) { run_id_ = std::move(run_id); }
   void OnStep(const trace::Step& s) override {
     std::string what;
     if (s.kind == trace::StepKind::kTool) {
@@ -140,17 +141,6 @@ json ClarificationResult(const trace::Trace& t, const trace::ClarificationRecord
   return result;
 }
 
-// Opens the thread store for one ask_database call (a ThreadStore is not thread-safe; calls of
-// one thread run one at a time, and SQLite's locks order the rest).
-Result<agent::ThreadStore> OpenThreads(const ServerOptions& options) {
-  if (options.threads_path.empty()) {
-    return Fail(Error::Code::kUsage,
-                "threads need a state directory: set HOME or XDG_STATE_HOME, "
-                "or start the server with --runs-dir");
-  }
-  return agent::ThreadStore::Open(options.threads_path);
-}
-
 json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   const ServerOptions& options = box.options();
   if (!options.make_client)
@@ -162,56 +152,30 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     return ToolResult("the question is empty: ask something about the data", true);
   }
-  std::string thread = arguments.value("thread", "");
-  const std::string id = trace::NewRunId();
-  agent::RunInput input;
-  input.question = text;
-  input.run_id = id;
-  input.stop = call.stop;
-  input.ask_user = call.ask_user;
-  std::optional<agent::ThreadStore> store;
-  int turn = 0;
-  if (!thread.empty()) {
-    if (auto valid = agent::ValidateThreadName(thread); !valid) {
-      return ToolResult(valid.error().message, true);
-    }
-    auto opened = OpenThreads(options);
-    if (!opened) return ToolResult(opened.error().message, true);
-    store.emplace(std::move(*opened));
-    auto start = store->StartTurn(thread, text, id, box.engine().sources());
-    if (!start) return ToolResult(start.error().message, true);
-    turn = start->number;
-    input.question = start->question;
-    input.history = std::move(start->history);
-    input.resume = std::move(start->resume);
-    input.thread = thread;
-    input.thread_turn = turn;
-    for (const auto& note : start->data_notes) Log("thread '" + thread + "': " + note);
-  }
-
-  auto writer = trace::Writer::Create(options.runs_dir, id);
-  if (!writer) return ToolResult(writer.error().message, true);
-  const agent::Config config = agent::ConfigForRun(options.config, writer->dir());
-  Log("run " + id + ": " + (*client)->model() + " via " +
-      std::string(llm::ProviderName((*client)->provider())) +
-      (thread.empty() ? "" : ", thread '" + thread + "' turn " + std::to_string(turn)));
-  StepLog progress(id, call);
-  trace::Trace t = agent::Run(input, box.engine(), **client, config, &progress, &*writer);
-  const std::string trace_path = Absolute(writer->dir() / "trace.json");
-  Log("run " + id + ": " + std::string(trace::StopReasonName(t.stop_reason)));
-  if (store) {
-    if (auto r = store->FinishTurn(thread, turn, t); !r) Log(r.error().message);
-  } else if (t.stop_reason == trace::StopReason::kClarification) {
-    // A question asked outside a thread still needs somewhere to wait for its reply: a
-    // thread named after the run.
-    if (auto opened = OpenThreads(options)) {
-      thread = "ask-" + id;
-      if (auto kept = opened->KeepClarification(thread, text, box.engine().sources(), t); !kept) {
-        Log(kept.error().message);
-        if (t.thread.empty()) thread.clear();  // no turn was started: nothing to continue
-      }
-    }
-  }
+  agent::TurnInput turn;
+  turn.text = text;
+  turn.thread = arguments.value("thread", "");
+  turn.clarification_thread = "ask-{run}";
+  turn.stop = call.stop;
+  turn.ask_user = call.ask_user;
+  StepLog progress(call);
+  agent::TurnHooks hooks;
+  hooks.observer = &progress;
+  hooks.begun = [&](const agent::TurnBegun& b) {
+    for (const auto& note : b.data_notes) Log("thread '" + b.thread + "': " + note);
+    Log("run " + b.run_id + ": " + (*client)->model() + " via " +
+        std::string(llm::ProviderName((*client)->provider())) +
+        (b.thread.empty() ? "" : ", thread '" + b.thread + "' turn " + std::to_string(b.turn)));
+    progress.set_run(b.run_id);
+  };
+  auto end = agent::RunTurn(turn, options.config, options.runs_dir, options.threads_path,
+                            box.engine(), **client, hooks);
+  if (!end) return ToolResult(end.error().message, true);
+  const trace::Trace& t = end->trace;
+  const std::string thread = end->thread;
+  const std::string trace_path = Absolute(end->trace_path);
+  Log("run " + t.id + ": " + std::string(trace::StopReasonName(t.stop_reason)));
+  if (!end->record_error.empty()) Log(end->record_error);
 
   if (t.stop_reason == trace::StopReason::kClarification && !t.clarifications.empty()) {
     return ClarificationResult(t, t.clarifications.back(), thread, trace_path);

@@ -296,6 +296,8 @@ UniqueFd CreateExclusive(int dir_fd, const char* name) {
 }  // namespace
 
 Result<void> Writer::AppendEvent(const json& event) {
+  // Told first: a listener (the web app's live steps) sees the event even when the file fails.
+  if (listener_) listener_(event);
   if (events_error_.empty() && !events_fd_.valid()) {
     events_fd_ = CreateExclusive(dir_fd_.get(), "events.jsonl");
     if (!events_fd_.valid()) events_error_ = std::strerror(errno);

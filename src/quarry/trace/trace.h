@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -347,6 +348,10 @@ class Writer {
   // appended (a cut line would make the rest unreadable). Errors: kInternal naming the file
   // and strerror, the first time and every time after.
   Result<void> AppendEvent(const nlohmann::ordered_json& event);
+  // Called with each event AppendEvent is given, on the caller's thread, before it is written.
+  void SetListener(std::function<void(const nlohmann::ordered_json&)> listener) {
+    listener_ = std::move(listener);
+  }
   // Writes trace.json (0600) via trace.json.tmp and renameat in the run's directory fd, so
   // readers never see half a file and no link planted under either name is followed.
   Result<std::filesystem::path> WriteFinal(const Trace& trace);
@@ -356,6 +361,7 @@ class Writer {
   UniqueFd dir_fd_;           // runs_dir/<id>, as created: every write goes through it
   UniqueFd events_fd_;        // events.jsonl once the first event is written
   std::string events_error_;  // why events.jsonl failed; "" while it works
+  std::function<void(const nlohmann::ordered_json&)> listener_;
 };
 
 // Writes `bytes` to `path` (mode 0600) via path.tmp, created exclusively without following a

@@ -1,0 +1,135 @@
+// The web app's questions (serve_internal.h, Runs): a bounded queue in front of a few workers,
+// each question one agent::RunTurn, its trace events kept in memory as they happen so any number
+// of pages can follow it, and its outcome rendered by the one presenter.
+#include <filesystem>
+
+#include "quarry/serve/serve_internal.h"
+#include "quarry/trace/trace.h"
+
+namespace quarry::serve::internal {
+
+namespace {
+
+// Finished runs kept for pages that come back to them; older ones are read from their trace.
+constexpr size_t kKeptFinished = 200;
+
+}  // namespace
+
+json OutcomeFor(const trace::Trace& t, const std::string& thread, int turn) {
+  json out = trace::OutcomeJson(t);
+  // Figures by file name: the page asks for them by run id and name, never by path.
+  json figures = json::array();
+  for (const auto& a : t.artifacts) figures.push_back(std::filesystem::path(a).filename().string());
+  out["figures"] = figures;
+  out["run_id"] = t.id;
+  out["thread"] = thread;
+  out["turn"] = turn;
+  out["text"] = trace::OutcomeText(
+      t, t.stop_reason == trace::StopReason::kAnswered ? std::vector<std::string>{} : t.notes);
+  return out;
+}
+
+Runs::Runs(const ServeOptions& options, engine::Engine& engine)
+    : options_(options), engine_(engine) {
+  for (size_t i = 0; i < std::max<size_t>(options.max_running, 1); ++i) {
+    workers_.emplace_back([this](std::stop_token stop) { Work(stop); });
+  }
+}
+
+Runs::~Runs() {
+  StopAll();
+  for (auto& w : workers_) w.request_stop();
+  ready_.notify_all();
+  workers_.clear();  // joins
+}
+
+std::shared_ptr<RunState> Runs::Submit(const std::string& id, const std::string& question,
+                                       const std::string& thread) {
+  auto state = std::make_shared<RunState>();
+  state->id = id;
+  state->thread = thread;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() >= options_.max_queued) return nullptr;
+    runs_[state->id] = state;
+    queue_.push_back({state, question});
+  }
+  ready_.notify_one();
+  return state;
+}
+
+std::shared_ptr<RunState> Runs::Find(const std::string& id) {
+  std::lock_guard lock(mu_);
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nullptr : it->second;
+}
+
+void Runs::StopAll() {
+  std::lock_guard lock(mu_);
+  stopping_ = true;
+  for (auto& [id, state] : runs_) state->stop.request_stop();
+}
+
+void Runs::Work(const std::stop_token& stop) {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      if (!ready_.wait(lock, stop, [this] { return !queue_.empty(); })) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    RunOne(job);
+    std::lock_guard lock(mu_);
+    finished_.push_back(job.state->id);
+    while (finished_.size() > kKeptFinished) {
+      runs_.erase(finished_.front());
+      finished_.pop_front();
+    }
+  }
+}
+
+void Runs::RunOne(Job& job) {
+  RunState& state = *job.state;
+  auto finish = [&state](json outcome) {
+    {
+      std::lock_guard lock(state.mu);
+      state.outcome = std::move(outcome);
+      state.finished = true;
+    }
+    state.changed.notify_all();
+  };
+  auto failed = [&](const std::string& message) {
+    finish({{"run_id", state.id},
+            {"thread", state.thread},
+            {"stop_reason", "not_started"},
+            {"error", message},
+            {"text", "The question did not start: " + message}});
+  };
+  auto client = options_.make_client ? options_.make_client()
+                                     : Result<std::unique_ptr<llm::Client>>(Fail(
+                                           Error::Code::kUsage, "no model is configured"));
+  if (!client) return failed(client.error().message);
+
+  agent::TurnInput input;
+  input.text = job.question;
+  input.thread = state.thread;
+  input.run_id = state.id;
+  input.stop = state.stop.get_token();
+  agent::TurnHooks hooks;
+  hooks.event = [&state](const json& event) {
+    {
+      std::lock_guard lock(state.mu);
+      state.events.push_back(event.dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+    state.changed.notify_all();
+  };
+  auto end = agent::RunTurn(input, options_.config, options_.runs_dir, options_.threads_path,
+                            engine_, **client, hooks);
+  if (!end) return failed(end.error().message);
+  json outcome = OutcomeFor(end->trace, end->thread, end->turn);
+  if (!end->record_error.empty()) outcome["record_error"] = end->record_error;
+  finish(std::move(outcome));
+}
+
+}  // namespace quarry::serve::internal

@@ -1,0 +1,124 @@
+// `quarry serve` (serve.h): opens the data once, then serves the page, the API and /mcp on
+// cpp-httplib until a stop request. Where it listens and who it answers are decided here.
+#include <httplib.h>
+
+#include <iostream>
+
+#include "quarry/common/exit_codes.h"
+#include "quarry/common/random.h"
+#include "quarry/mcp/mcp.h"
+#include "quarry/serve/serve_internal.h"
+
+namespace quarry::serve {
+
+namespace {
+
+// Threads serving connections: each open event stream holds one (at most kMaxStreams), and the
+// rest answer the page and the API. Connections past them wait in the pool's queue.
+constexpr size_t kServerThreads = internal::kMaxStreams + 16;
+
+bool Loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "::1" || host == "localhost";
+}
+
+void Say(const std::string& line) { std::cerr << "quarry serve: " << line << "\n"; }
+
+}  // namespace
+
+int Serve(const ServeOptions& options) {
+  if (!Loopback(options.host) && !options.allow_remote) {
+    Say("refusing to listen on " + options.host +
+        ": only 127.0.0.1, ::1 and localhost are served unless --allow-remote is given (anyone "
+        "who can reach the port and has the token could query the data)");
+    return kExitUsage;
+  }
+  auto opened = engine::Open(options.data, options.open);
+  if (options.stop.stop_requested()) {
+    Say("interrupted while opening the data");
+    return kExitInterrupted;
+  }
+  if (!opened) {
+    const std::string message = opened.error().message;
+    Say(message.substr(0, message.find('\n')));
+    return opened.error().code == Error::Code::kUsage ? kExitUsage : kExitData;
+  }
+  if (options.on_open) options.on_open(**opened);
+  engine::SharedEngine shared(**opened);
+
+  auto token = RandomHex(32);
+  if (!token) {
+    Say(token.error().message);
+    return kExitInternal;
+  }
+  mcp::ServerOptions tools;
+  tools.data = options.data;
+  tools.runs_dir = options.runs_dir.string();
+  tools.threads_path = options.threads_path;
+  tools.allow_python = options.allow_python;
+  tools.config = options.config;
+  tools.open = options.open;
+  tools.make_client = options.make_client;
+  mcp::HttpEndpoint mcp_endpoint(tools, shared);
+
+  httplib::Server server;
+  server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  server.set_payload_max_length(internal::kMaxBodyBytes);
+  // A client that stops sending (slow loris) is dropped after these.
+  server.set_read_timeout(std::chrono::seconds(10));
+  server.set_write_timeout(std::chrono::seconds(10));
+  server.set_keep_alive_timeout(5);
+  server.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
+                                  std::exception_ptr error) {
+    std::string what = "unknown exception";
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    Say("internal error answering " + req.method + " " + req.path + ": " + what);
+    internal::SecurityHeaders(res);
+    res.status = 500;
+    res.set_content(R"({"error":"internal error: the server's log says more"})",
+                    "application/json");
+  });
+
+  int port = options.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(options.host);
+  } else if (!server.bind_to_port(options.host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    Say("cannot listen on " + options.host + ":" + std::to_string(options.port) +
+        " (in use, or not an address of this machine): choose another with --port, or --port 0");
+    return kExitUsage;
+  }
+  internal::Gate gate(*token, port, options.allow_hosts);
+  internal::Runs runs(options, shared);
+  internal::RateLimit rate(options.questions_per_minute);
+  internal::App app{options, shared, gate, runs, rate, mcp_endpoint};
+  internal::Route(server, app);
+
+  const std::string host = options.host == "::1" ? "[::1]" : options.host;
+  const std::string base = "http://" + host + ":" + std::to_string(port);
+  if (!Loopback(options.host)) {
+    Say("warning: listening on " + options.host +
+        ", reachable from other machines; traffic is not encrypted, and anyone with the token "
+        "can query the data");
+  }
+  Say("serving " + std::to_string(shared.describe().size()) + " table(s) at " + base +
+      " (MCP at " + base + "/mcp); Ctrl-C stops");
+  if (options.on_listening) options.on_listening(base + "/?token=" + *token);
+
+  const std::stop_callback on_stop(options.stop, [&] {
+    runs.StopAll();
+    server.stop();
+  });
+  if (!options.stop.stop_requested()) server.listen_after_bind();
+  runs.StopAll();
+  Say("stopped");
+  return kExitInterrupted;
+}
+
+}  // namespace quarry::serve
