@@ -36,12 +36,12 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace fs = std::filesystem;
 
-// One `quarry mcp` child with its stdin and stdout on pipes; every line it writes is kept with
-// the time it arrived. stderr is collected for failure messages.
+// One `quarry mcp` (or `command`: `quarry serve`) child with its stdin and stdout on pipes;
+// every line it writes is kept with the time it arrived. stderr is collected for failure messages.
 class LiveServer {
  public:
   LiveServer(const std::vector<std::string>& args, const fs::path& cwd,
-             const std::vector<std::string>& env = {}) {
+             const std::vector<std::string>& env = {}, const std::string& command = "mcp") {
     int in[2], out[2], err[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
       throw std::runtime_error("pipe failed");
@@ -54,7 +54,7 @@ class LiveServer {
       env_strings.push_back(kv);
     }
     for (const auto& e : env) env_strings.push_back(e);
-    std::vector<std::string> argv = {QuarryBinary().string(), "mcp"};
+    std::vector<std::string> argv = {QuarryBinary().string(), command};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv, cenv;
     for (auto& a : argv) cargv.push_back(a.data());
@@ -97,9 +97,16 @@ class LiveServer {
   }
 
   struct Line {
-    json message;
+    json message;  // discarded when the line is not JSON
     Clock::time_point at;
+    std::string text;
   };
+  // The first line written, as text, waiting at most `timeout` ("" when none came).
+  std::string FirstLine(milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return !lines_.empty(); });
+    return lines_.empty() ? "" : lines_.front().text;
+  }
   // The first message with this id (a response), waiting at most `timeout`.
   std::optional<Line> Response(const json& id, milliseconds timeout) {
     return WaitFor([&](const json& m) { return m.contains("id") && m["id"] == id; }, timeout);
@@ -173,7 +180,7 @@ class LiveServer {
           const std::string line = pending.substr(0, end);
           pending.erase(0, end + 1);
           longest_line_ = std::max(longest_line_, line.size());
-          lines_.push_back({json::parse(line, nullptr, false), Clock::now()});
+          lines_.push_back({json::parse(line, nullptr, false), Clock::now(), line});
         }
         cv_.notify_all();
       }

@@ -29,8 +29,8 @@ std::string ReplaceRun(std::string name, const std::string& id) {
 }  // namespace
 
 Result<TurnEnd> RunTurn(const TurnInput& in, const Config& base, const fs::path& runs_dir,
-                        const fs::path& threads_path, engine::Engine& engine,
-                        llm::Client& client, const TurnHooks& hooks) {
+                        const fs::path& threads_path, engine::Engine& engine, llm::Client& client,
+                        const TurnHooks& hooks) {
   std::optional<ThreadStore> store;
   if (!in.thread.empty()) {
     if (auto v = ValidateThreadName(in.thread); !v) return std::unexpected(v.error());

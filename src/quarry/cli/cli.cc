@@ -377,6 +377,16 @@ int Main(int argc, char** argv) {
   serve_cmd->add_option("--allow-host", serve.allow_hosts,
                         "Another name the Host header may carry (repeatable)");
   serve_cmd->add_flag("--open", serve.open, "Open the page in the browser");
+  serve_cmd->add_option("--max-running", serve.max_running, "Questions run at once (default 2)")
+      ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--max-queued", serve.max_queued,
+                   "Questions that may wait; past it the page is told busy (default 8)")
+      ->check(CLI::Range(0, 1000));
+  serve_cmd
+      ->add_option("--questions-per-minute", serve.questions_per_minute,
+                   "Questions one client may ask a minute (default 30)")
+      ->check(CLI::Range(1, 100000));
   serve_cmd->add_flag("--allow-python", serve.mcp.allow_python,
                       "Let the model run sandboxed Python");
   serve_cmd->add_option("--runs-dir", serve.mcp.runs_dir,

@@ -92,7 +92,10 @@ struct ServeCommandOptions {
   int port = 8765;
   bool allow_remote = false;
   std::vector<std::string> allow_hosts;
-  bool open = false;  // --open: start the browser on the URL
+  bool open = false;              // --open: start the browser on the URL
+  int max_running = 2;            // questions run at once
+  int max_queued = 8;             // questions waiting for a run; past it, "busy"
+  int questions_per_minute = 30;  // per client
 };
 
 // `quarry doctor` (doctor_command.cc): the model flags `ask` takes, --no-probe and --format.

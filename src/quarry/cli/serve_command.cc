@@ -20,8 +20,8 @@ namespace {
 void OpenBrowser(const std::string& url) {
   pid_t pid = 0;
   const char* argv[] = {"xdg-open", url.c_str(), nullptr};
-  if (posix_spawnp(&pid, "xdg-open", nullptr, nullptr, const_cast<char* const*>(argv),
-                   environ) != 0) {
+  if (posix_spawnp(&pid, "xdg-open", nullptr, nullptr, const_cast<char* const*>(argv), environ) !=
+      0) {
     std::cerr << "quarry serve: cannot start xdg-open: open the URL above yourself\n";
   }
 }
@@ -45,10 +45,13 @@ int RunServe(const ServeCommandOptions& o) {
   options.port = o.port;
   options.allow_remote = o.allow_remote;
   options.allow_hosts = o.allow_hosts;
+  options.max_running = static_cast<size_t>(o.max_running);
+  options.max_queued = static_cast<size_t>(o.max_queued);
+  options.questions_per_minute = o.questions_per_minute;
   // What the page says the model is; a missing key is said now and fails each question.
   if (auto client = options.make_client()) {
-    options.model_label = (*client)->model() + " via " +
-                          std::string(llm::ProviderName((*client)->provider()));
+    options.model_label =
+        (*client)->model() + " via " + std::string(llm::ProviderName((*client)->provider()));
   } else {
     std::cerr << "quarry serve: warning: no model: " << TerminalText(client.error().message)
               << "\n";

@@ -22,7 +22,8 @@ inline Result<std::string> RandomHex(size_t bytes) {
   while (done < bytes) {
     const ssize_t n = getrandom(raw.data() + done, bytes - done, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Fail(Error::Code::kInternal, "getrandom failed: no random bytes for a token");
+    if (n <= 0)
+      return Fail(Error::Code::kInternal, "getrandom failed: no random bytes for a token");
     done += static_cast<size_t>(n);
   }
   static constexpr char kHex[] = "0123456789abcdef";

@@ -66,8 +66,8 @@ std::optional<std::string> Field(const json& body, const char* name, Response& r
   }
   std::string value = body[name].get<std::string>();
   if (value.size() > max_bytes) {
-    Refuse(res, 400, std::string("\"") + name + "\" is longer than " +
-                        std::to_string(max_bytes) + " bytes");
+    Refuse(res, 400,
+           std::string("\"") + name + "\" is longer than " + std::to_string(max_bytes) + " bytes");
     return std::nullopt;
   }
   return value;
@@ -130,6 +130,8 @@ void ServeTracePage(App& app, const std::string& id, Response& res) {
     if (end == std::string::npos) break;
     styles += " " + CspHash(std::string_view(html).substr(at + 7, end - at - 7));
   }
+  // Replaces the page's policy: two policies would both apply, and the page's blocks the style.
+  res.headers.erase("Content-Security-Policy");
   res.set_header("Content-Security-Policy",
                  "default-src 'none'; style-src" + styles +
                      "; img-src data:; base-uri 'none'; form-action 'none'; "
@@ -233,17 +235,19 @@ void Ask(App& app, const Request& req, Response& res) {
   if (!app.rate.Take(req.remote_addr)) {
     res.set_header("Retry-After", "60");
     return Refuse(res, 429,
-                 "too many questions: at most " + std::to_string(app.options.questions_per_minute) +
-                     " a minute; wait and ask again");
+                  "too many questions: at most " +
+                      std::to_string(app.options.questions_per_minute) +
+                      " a minute; wait and ask again");
   }
   const std::string id = trace::NewRunId();
-  auto state = app.runs.Submit(id, *question, thread->empty() ? ThreadNameFor(*question, id) : *thread);
+  auto state =
+      app.runs.Submit(id, *question, thread->empty() ? ThreadNameFor(*question, id) : *thread);
   if (!state) {
     res.set_header("Retry-After", "5");
     return Refuse(res, 503,
-                 "busy: " + std::to_string(app.options.max_running) + " questions are running and " +
-                     std::to_string(app.options.max_queued) +
-                     " waiting; ask again when one has finished");
+                  "busy: " + std::to_string(app.options.max_running) +
+                      " questions are running and " + std::to_string(app.options.max_queued) +
+                      " waiting; ask again when one has finished");
   }
   Send(res, 202, {{"run_id", state->id}, {"thread", state->thread}});
 }
@@ -258,9 +262,8 @@ void Events(App& app, const Request& req, Response& res, const std::string& id) 
     if (!t) return Refuse(res, 404, "no run " + id);
     const json outcome = OutcomeFor(*t, t->thread, t->thread_turn);
     res.set_header("Cache-Control", "no-store");
-    res.set_content("event: outcome\ndata: " + outcome.dump(-1, ' ', false,
-                                                            json::error_handler_t::replace) +
-                        "\n\n",
+    res.set_content("event: outcome\ndata: " +
+                        outcome.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n",
                     "text/event-stream");
     return;
   }
@@ -270,8 +273,8 @@ void Events(App& app, const Request& req, Response& res, const std::string& id) 
   }
   size_t next = 0;
   if (req.has_header("Last-Event-ID")) {
-    next = static_cast<size_t>(std::strtoull(req.get_header_value("Last-Event-ID").c_str(),
-                                             nullptr, 10));
+    next = static_cast<size_t>(
+        std::strtoull(req.get_header_value("Last-Event-ID").c_str(), nullptr, 10));
   }
   auto sent = std::make_shared<size_t>(next);
   res.set_chunked_content_provider(
@@ -281,12 +284,11 @@ void Events(App& app, const Request& req, Response& res, const std::string& id) 
         bool finished = false;
         {
           std::unique_lock lock(state->mu);
-          state->changed.wait_for(lock, std::chrono::seconds(15), [&] {
-            return state->finished || state->events.size() > *sent;
-          });
+          state->changed.wait_for(lock, std::chrono::seconds(15),
+                                  [&] { return state->finished || state->events.size() > *sent; });
           for (; *sent < state->events.size(); ++*sent) {
-            chunk += "id: " + std::to_string(*sent + 1) + "\nevent: trace\ndata: " +
-                     state->events[*sent] + "\n\n";
+            chunk += "id: " + std::to_string(*sent + 1) +
+                     "\nevent: trace\ndata: " + state->events[*sent] + "\n\n";
           }
           if (state->finished) {
             finished = true;
@@ -321,8 +323,9 @@ void Sql(App& app, const Request& req, Response& res) {
   // Through the engine's own guard, as `quarry sql` and the model's run_sql are.
   auto outcome = app.engine.Query(*sql, limits);
   if (!outcome) {
-    return Send(res, 400, {{"error", outcome.error().message},
-                           {"failure_class", FailureClassName(outcome.error().failure_class)}});
+    return Send(res, 400,
+                {{"error", outcome.error().message},
+                 {"failure_class", FailureClassName(outcome.error().failure_class)}});
   }
   json columns = json::array();
   for (size_t i = 0; i < outcome->columns.size(); ++i) {
@@ -378,8 +381,8 @@ Handled Check(App& app, const Request& req, Response& res) {
   SecurityHeaders(res);
   if (!app.gate.HostAllowed(req.get_header_value("Host"))) {
     Refuse(res, 403,
-          "this server answers only to 127.0.0.1, localhost and the names given with "
-          "--allow-host (a page under another name is refused: DNS rebinding)");
+           "this server answers only to 127.0.0.1, localhost and the names given with "
+           "--allow-host (a page under another name is refused: DNS rebinding)");
     return Handled::Handled;
   }
   if (req.method == "GET" && req.path == "/" && req.has_param("token")) {
@@ -394,8 +397,8 @@ Handled Check(App& app, const Request& req, Response& res) {
   }
   if (app.gate.Authenticate(req) == Gate::Auth::kNone) {
     Refuse(res, 401,
-          "not signed in: open the URL quarry serve printed (it carries a one-time token), or "
-          "send Authorization: Bearer TOKEN");
+           "not signed in: open the URL quarry serve printed (it carries a one-time token), or "
+           "send Authorization: Bearer TOKEN");
     return Handled::Handled;
   }
   const bool changes = req.method != "GET" && req.method != "HEAD";
@@ -426,10 +429,9 @@ void Route(httplib::Server& server, App& app) {
   server.Delete("/api/threads/(.+)", thread);
   server.Post("/api/ask", [&app](const Request& req, Response& res) { Ask(app, req, res); });
   server.Post("/api/sql", [&app](const Request& req, Response& res) { Sql(app, req, res); });
-  server.Get(std::string("/api/runs/") + kRunId + "/events",
-             [&app](const Request& req, Response& res) {
-               Events(app, req, res, req.matches[1].str());
-             });
+  server.Get(
+      std::string("/api/runs/") + kRunId + "/events",
+      [&app](const Request& req, Response& res) { Events(app, req, res, req.matches[1].str()); });
   server.Get(std::string("/api/runs/") + kRunId, [&app](const Request& req, Response& res) {
     const std::string id = req.matches[1].str();
     if (auto state = app.runs.Find(id)) {
@@ -441,7 +443,9 @@ void Route(httplib::Server& server, App& app) {
     auto t = ReadRun(app, id);
     if (!t) return Refuse(res, 404, "no run " + id);
     Send(res, 200,
-         {{"run_id", id}, {"running", false}, {"outcome", OutcomeFor(*t, t->thread, t->thread_turn)}});
+         {{"run_id", id},
+          {"running", false},
+          {"outcome", OutcomeFor(*t, t->thread, t->thread_turn)}});
   });
   server.Post(std::string("/api/runs/") + kRunId + "/stop",
               [&app](const Request& req, Response& res) {
@@ -459,15 +463,15 @@ void Route(httplib::Server& server, App& app) {
                const bool made = std::ranges::any_of(t->artifacts, [&](const std::string& a) {
                  return fs::path(a).filename() == name;
                });
-               auto bytes = made ? ReadFileText(fs::path(app.options.runs_dir) / id / name, "figure")
-                                 : Result<std::string>(Fail(Error::Code::kUsage, "no figure"));
+               auto bytes = made
+                                ? ReadFileText(fs::path(app.options.runs_dir) / id / name, "figure")
+                                : Result<std::string>(Fail(Error::Code::kUsage, "no figure"));
                if (!bytes) return Refuse(res, 404, "no figure " + name + " in run " + id);
                res.set_content(*bytes, name.ends_with(".svg") ? "image/svg+xml" : "image/png");
              });
-  server.Get(std::string("/runs/") + kRunId + "/view",
-             [&app](const Request& req, Response& res) {
-               ServeTracePage(app, req.matches[1].str(), res);
-             });
+  server.Get(std::string("/runs/") + kRunId + "/view", [&app](const Request& req, Response& res) {
+    ServeTracePage(app, req.matches[1].str(), res);
+  });
   auto mcp = [&app](const Request& req, Response& res) { Mcp(app, req, res); };
   server.Post("/mcp", mcp);
   server.Get("/mcp", mcp);

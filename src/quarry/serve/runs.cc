@@ -107,8 +107,8 @@ void Runs::RunOne(Job& job) {
             {"text", "The question did not start: " + message}});
   };
   auto client = options_.make_client ? options_.make_client()
-                                     : Result<std::unique_ptr<llm::Client>>(Fail(
-                                           Error::Code::kUsage, "no model is configured"));
+                                     : Result<std::unique_ptr<llm::Client>>(
+                                           Fail(Error::Code::kUsage, "no model is configured"));
   if (!client) return failed(client.error().message);
 
   agent::TurnInput input;

@@ -65,8 +65,7 @@ bool Gate::SameOrigin(const httplib::Request& request) const {
 
 Gate::Auth Gate::Authenticate(const httplib::Request& request) const {
   const std::string authorization = request.get_header_value("Authorization");
-  if (authorization.starts_with("Bearer ") &&
-      ConstantTimeEqual(authorization.substr(7), token_)) {
+  if (authorization.starts_with("Bearer ") && ConstantTimeEqual(authorization.substr(7), token_)) {
     return Auth::kBearer;
   }
   if (ConstantTimeEqual(CookieValue(request.get_header_value("Cookie"), kCookieName), token_)) {

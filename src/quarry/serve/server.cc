@@ -1,6 +1,7 @@
 // `quarry serve` (serve.h): opens the data once, then serves the page, the API and /mcp on
 // cpp-httplib until a stop request. Where it listens and who it answers are decided here.
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <iostream>
 
@@ -64,25 +65,34 @@ int Serve(const ServeOptions& options) {
   server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
   server.set_payload_max_length(internal::kMaxBodyBytes);
   // A client that stops sending (slow loris) is dropped after these.
-  server.set_read_timeout(std::chrono::seconds(10));
+  server.set_read_timeout(std::chrono::seconds(5));
   server.set_write_timeout(std::chrono::seconds(10));
   server.set_keep_alive_timeout(5);
-  server.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
-                                  std::exception_ptr error) {
-    std::string what = "unknown exception";
-    try {
-      if (error) std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    Say("internal error answering " + req.method + " " + req.path + ": " + what);
-    internal::SecurityHeaders(res);
-    res.status = 500;
-    res.set_content(R"({"error":"internal error: the server's log says more"})",
-                    "application/json");
-  });
+  server.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+        std::string what = "unknown exception";
+        try {
+          if (error) std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        Say("internal error answering " + req.method + " " + req.path + ": " + what);
+        internal::SecurityHeaders(res);
+        res.status = 500;
+        res.set_content(R"({"error":"internal error: the server's log says more"})",
+                        "application/json");
+      });
 
+  // The library listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed in Debian's build):
+  // past five connections arriving at once, Linux drops handshakes and a client's request is
+  // lost. The listening socket is kept here and listened on again with a larger backlog.
+  int listening = -1;
+  server.set_socket_options([&listening](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening = sock;
+  });
   int port = options.port;
   if (port == 0) {
     port = server.bind_to_any_port(options.host);
@@ -94,6 +104,7 @@ int Serve(const ServeOptions& options) {
         " (in use, or not an address of this machine): choose another with --port, or --port 0");
     return kExitUsage;
   }
+  if (listening >= 0) ::listen(listening, SOMAXCONN);
   internal::Gate gate(*token, port, options.allow_hosts);
   internal::Runs runs(options, shared);
   internal::RateLimit rate(options.questions_per_minute);
@@ -107,8 +118,8 @@ int Serve(const ServeOptions& options) {
         ", reachable from other machines; traffic is not encrypted, and anyone with the token "
         "can query the data");
   }
-  Say("serving " + std::to_string(shared.describe().size()) + " table(s) at " + base +
-      " (MCP at " + base + "/mcp); Ctrl-C stops");
+  Say("serving " + std::to_string(shared.describe().size()) + " table(s) at " + base + " (MCP at " +
+      base + "/mcp); Ctrl-C stops");
   if (options.on_listening) options.on_listening(base + "/?token=" + *token);
 
   const std::stop_callback on_stop(options.stop, [&] {

@@ -1,0 +1,505 @@
+// `quarry serve` through the real binary and a real HTTP client on 127.0.0.1: who may talk to it
+// (token, Host, origin), the headers on every answer, what can be reached (only the sources, by
+// id), the live events against the run's events.jsonl, stopping a run, threads, and load (slow
+// clients, fifty questions at once) with a stand-in model provider.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <httplib.h>
+
+#include <atomic>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "mcp/live_server.h"
+#include "support/provider_server.h"
+#include "support/test_support.h"
+#include "quarry/common/text.h"
+
+namespace quarry::testing {
+namespace {
+
+using json = nlohmann::ordered_json;
+using mcp_live::LiveServer;
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+std::string Answer(const std::string& text, const std::vector<std::string>& values) {
+  return ToolCallReply({{"call_a", "final_answer",
+                         json({{"answer", text}, {"supporting_values", values}}).dump()}});
+}
+
+// One model turn that queries and answers from what the query returns.
+std::string CountAndAnswer() {
+  return ToolCallReply(
+      {{"call_s", "run_sql", json({{"sql", "SELECT count(*) AS n FROM sales"}}).dump()},
+       {"call_a", "final_answer",
+        json({{"answer", "There are 2065 orders."}, {"supporting_values", {"2065"}}}).dump()}});
+}
+
+std::string Sql(const std::string& sql) {
+  return ToolCallReply({{"call_s", "run_sql", json({{"sql", sql}}).dump()}});
+}
+
+// One `quarry serve` on a free port over data/sales.csv, its model the stand-in provider.
+class Served {
+ public:
+  explicit Served(ProviderServer& provider, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--data",     (SourceDir() / "data" / "sales.csv").string(),
+                                     "--port",     "0",
+                                     "--runs-dir", (dir_.path() / "runs").string(),
+                                     "--base-url", provider.base_url(),
+                                     "--model",    "stand-in",
+                                     "--no-cache"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    server_ = std::make_unique<LiveServer>(
+        args, dir_.path(),
+        std::vector<std::string>{"HOME=" + dir_.path().string(), "QUARRY_API_KEY=sk-test"},
+        "serve");
+    url_ = server_->FirstLine(milliseconds(60000));
+    std::smatch m;
+    if (!std::regex_match(url_, m, std::regex(R"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))"))) {
+      ADD_FAILURE() << "no URL on stdout: '" << url_ << "'; stderr: " << server_->Err();
+      return;
+    }
+    port_ = std::stoi(m[1].str());
+    token_ = m[2].str();
+  }
+  int port() const { return port_; }
+  const std::string& token() const { return token_; }
+  const std::string& url() const { return url_; }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string origin() const { return "http://" + host(); }
+  const fs::path& dir() const { return dir_.path(); }
+  LiveServer& process() { return *server_; }
+
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(std::chrono::seconds(30));
+    return c;
+  }
+  httplib::Headers Bearer() const { return {{"Authorization", "Bearer " + token_}}; }
+  // What the page sends: the cookie and the browser's own-origin headers.
+  httplib::Headers Page() const {
+    return {{"Cookie", "quarry_token=" + token_},
+            {"Origin", origin()},
+            {"Sec-Fetch-Site", "same-origin"}};
+  }
+  json Post(const std::string& path, const json& body, int* status = nullptr) const {
+    auto r = Client().Post(path, Page(), body.dump(), "application/json");
+    if (!r) return json(httplib::to_string(r.error()));
+    if (status) *status = r->status;
+    return json::parse(r->body, nullptr, false);
+  }
+  json Get(const std::string& path, int* status = nullptr) const {
+    auto r = Client().Get(path, Bearer());
+    if (!r) return json();
+    if (status) *status = r->status;
+    return json::parse(r->body, nullptr, false);
+  }
+  // The run's outcome once it has finished (polled), or null after `timeout`.
+  json Outcome(const std::string& run_id, milliseconds timeout = milliseconds(30000)) const {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      json run = Get("/api/runs/" + run_id);
+      if (run.is_object() && !run.value("running", true)) return run["outcome"];
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return nullptr;
+  }
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<LiveServer> server_;
+  std::string url_;
+  int port_ = 0;
+  std::string token_;
+};
+
+TEST(ServeTest, PrintsOneUrlWithATokenThatIsSwappedForAStrictCookie) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  auto r = s.Client().Get("/?token=" + s.token());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 303);
+  EXPECT_EQ(r->get_header_value("Location"), "/");
+  EXPECT_EQ(r->get_header_value("Set-Cookie"),
+            "quarry_token=" + s.token() + "; HttpOnly; SameSite=Strict; Path=/");
+  // The cookie alone opens the page and the API.
+  auto page = s.Client().Get("/", {{"Cookie", "quarry_token=" + s.token()}});
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("/app.js"), std::string::npos);
+  json info = s.Get("/api/info");
+  EXPECT_EQ(info["dialect"], "duckdb");
+  EXPECT_EQ(info["model"], "stand-in via openai-compatible");
+  EXPECT_EQ(info["sources"][0]["name"], "sales.csv");
+  EXPECT_EQ(info["sources"][0]["tables"][0], "sales");
+  // The page never learns the key.
+  EXPECT_EQ(info.dump().find("sk-test"), std::string::npos);
+}
+
+TEST(ServeTest, EveryRequestWithoutTheTokenIsRefusedWith401) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  auto c = s.Client();
+  for (const char* path : {"/", "/app.js", "/api/info", "/api/threads", "/api/schema",
+                           "/runs/20261203-000000-abcdef/view", "/favicon.ico"}) {
+    auto r = c.Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 401) << path;
+    auto wrong = c.Get(path, {{"Authorization", "Bearer " + std::string(64, '0')}});
+    EXPECT_EQ(wrong->status, 401) << path;
+    auto cookie = c.Get(path, {{"Cookie", "quarry_token=" + s.token().substr(1)}});
+    EXPECT_EQ(cookie->status, 401) << path;
+  }
+  auto bad_link = c.Get("/?token=" + std::string(64, 'a'));
+  EXPECT_EQ(bad_link->status, 401);
+  EXPECT_FALSE(bad_link->has_header("Set-Cookie"));
+  auto post = c.Post("/api/ask", json({{"question", "x"}}).dump(), "application/json");
+  EXPECT_EQ(post->status, 401);
+  auto mcp = c.Post("/mcp", R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
+  EXPECT_EQ(mcp->status, 401);
+  EXPECT_EQ(provider.requests().size(), 0u);
+}
+
+TEST(ServeTest, AHostHeaderThatIsNotThisServerIsRefusedWith403) {
+  ProviderServer provider;
+  Served s(provider, {"--allow-host", "quarry.test"});
+  ASSERT_GT(s.port(), 0);
+  const std::string port = std::to_string(s.port());
+  auto with_host = [&](const std::string& host) {
+    httplib::Headers h = s.Bearer();
+    h.emplace("Host", host);
+    auto r = s.Client().Get("/api/info", h);
+    return r ? r->status : -1;
+  };
+  // DNS rebinding: the attacker's name resolving to 127.0.0.1 arrives as its own Host.
+  EXPECT_EQ(with_host("evil.example:" + port), 403);
+  EXPECT_EQ(with_host("evil.example"), 403);
+  EXPECT_EQ(with_host("127.0.0.1:1"), 403);
+  EXPECT_EQ(with_host("127.0.0.1.evil.example:" + port), 403);
+  EXPECT_EQ(with_host(""), 403);
+  EXPECT_EQ(with_host("127.0.0.1:" + port), 200);
+  EXPECT_EQ(with_host("LOCALHOST:" + port), 200);
+  EXPECT_EQ(with_host("[::1]:" + port), 200);
+  EXPECT_EQ(with_host("quarry.test:" + port), 200);
+  EXPECT_EQ(with_host("quarry.test"), 200);
+}
+
+TEST(ServeTest, AStateChangingRequestFromAnotherSiteIsRefusedWith403) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  const std::string cookie = "quarry_token=" + s.token();
+  const std::string body = json({{"sql", "SELECT 1 AS one"}}).dump();
+  auto post = [&](httplib::Headers h) {
+    auto r = s.Client().Post("/api/sql", h, body, "application/json");
+    return r ? r->status : -1;
+  };
+  EXPECT_EQ(post({{"Cookie", cookie}, {"Origin", "http://evil.example"}}), 403);
+  EXPECT_EQ(post({{"Cookie", cookie}, {"Sec-Fetch-Site", "cross-site"}}), 403);
+  EXPECT_EQ(post({{"Cookie", cookie},
+                  {"Origin", "http://evil.example"},
+                  {"Sec-Fetch-Site", "cross-site"}}),
+            403);
+  // localhost on another port is the same site but not the same origin.
+  EXPECT_EQ(post({{"Cookie", cookie}, {"Sec-Fetch-Site", "same-site"}}), 403);
+  EXPECT_EQ(post({{"Cookie", cookie}, {"Origin", "http://localhost:1"}}), 403);
+  EXPECT_EQ(post({{"Cookie", cookie}, {"Origin", "null"}}), 403);
+  EXPECT_EQ(post({{"Cookie", cookie}}), 403);  // a browser always says where it comes from
+  EXPECT_EQ(post({{"Authorization", "Bearer " + s.token()}, {"Origin", "http://evil.example"}}),
+            403);
+  EXPECT_EQ(post({{"Cookie", cookie}, {"Sec-Fetch-Site", "same-origin"}}), 200);
+  EXPECT_EQ(post({{"Cookie", cookie}, {"Origin", s.origin()}}), 200);
+  EXPECT_EQ(post({{"Authorization", "Bearer " + s.token()}}), 200);  // a program, not a page
+  // Deleting and renaming are guarded the same way.
+  auto del = s.Client().Delete("/api/threads/t", {{"Cookie", cookie}, {"Origin", "http://evil.example"}});
+  EXPECT_EQ(del->status, 403);
+  auto patch = s.Client().Patch("/api/threads/t", {{"Cookie", cookie}, {"Sec-Fetch-Site", "cross-site"}},
+                                R"({"name":"u"})", "application/json");
+  EXPECT_EQ(patch->status, 403);
+}
+
+TEST(ServeTest, EveryAnswerCarriesTheSecurityHeadersAndNoCorsHeader) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  httplib::Headers from_elsewhere = s.Bearer();
+  from_elsewhere.emplace("Origin", "http://evil.example");
+  auto c = s.Client();
+  std::vector<httplib::Result> answers;
+  answers.push_back(c.Get("/"));
+  answers.push_back(c.Get("/", from_elsewhere));
+  answers.push_back(c.Get("/app.js", from_elsewhere));
+  answers.push_back(c.Get("/api/info", from_elsewhere));
+  answers.push_back(c.Get("/nowhere", from_elsewhere));
+  answers.push_back(c.Options("/api/ask", {{"Origin", "http://evil.example"},
+                                           {"Access-Control-Request-Method", "POST"}}));
+  answers.push_back(c.Post("/api/ask", from_elsewhere, "{}", "application/json"));
+  for (auto& r : answers) {
+    ASSERT_TRUE(r);
+    for (const auto& [name, value] : r->headers) {
+      EXPECT_FALSE(Lower(name).starts_with("access-control-")) << name << ": " << value;
+    }
+    const std::string csp = r->get_header_value("Content-Security-Policy");
+    EXPECT_NE(csp.find("default-src 'none'"), std::string::npos) << r->status;
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos);
+    EXPECT_NE(csp.find("connect-src 'self'"), std::string::npos);
+    EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos);
+    EXPECT_EQ(csp.find("unsafe"), std::string::npos);
+    EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
+    EXPECT_EQ(r->get_header_value("Referrer-Policy"), "no-referrer");
+  }
+  // The page itself has no inline script and loads nothing from elsewhere.
+  auto page = c.Get("/", s.Bearer());
+  EXPECT_EQ(page->body.find("<script>"), std::string::npos);
+  EXPECT_EQ(page->body.find("http"), std::string::npos);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+}
+
+TEST(ServeTest, OnlyTheSourcesCanBeReachedAndOnlyByIds) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  json ok = s.Post("/api/sql", {{"sql", "SELECT count(*) AS n FROM sales"}}, &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(ok["columns"][0]["name"], "n");
+  EXPECT_EQ(ok["rows"][0][0], 2065);
+  for (const std::string sql :
+       {"SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM '/etc/passwd'",
+        "ATTACH '/tmp/x.db' AS x", "COPY sales TO '/tmp/out.csv'", "DROP TABLE sales",
+        "SELECT 1; SELECT 2", "INSTALL httpfs"}) {
+    json refused = s.Post("/api/sql", {{"sql", sql}}, &status);
+    EXPECT_EQ(status, 400) << sql;
+    EXPECT_TRUE(refused.contains("error")) << sql;
+  }
+  EXPECT_FALSE(fs::exists("/tmp/out.csv") && fs::last_write_time("/tmp/out.csv") >
+                                                fs::file_time_type::clock::now() - std::chrono::minutes(1));
+  auto c = s.Client();
+  for (const char* path :
+       {"/api/runs/../../etc/passwd", "/api/runs/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+        "/runs/..%2f..%2fetc/view", "/api/runs/20261203-000000-abcdef/figures/..%2ftrace.json",
+        "/api/runs/20261203-000000-abcdef/figures/chart-1.svg", "/api/runs/20261203-000000-abcdef",
+        "/etc/passwd", "/app.js/../../etc/passwd", "/api/threads/..%2f..%2fthreads.sqlite3"}) {
+    auto r = c.Get(path, s.Bearer());
+    ASSERT_TRUE(r) << path;
+    EXPECT_TRUE(r->status == 404 || r->status == 400) << path << " -> " << r->status;
+    EXPECT_EQ(r->body.find("root:"), std::string::npos) << path;
+  }
+  // A body larger than the limit is refused, not read.
+  auto big = c.Post("/api/sql", s.Bearer(), std::string(5 * 1024 * 1024, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  // Bad bodies get a message, and the server goes on.
+  json bad = s.Post("/api/ask", json::array({1, 2}), &status);
+  EXPECT_EQ(status, 400);
+  auto not_json = c.Post("/api/ask", s.Bearer(), "{\"question\": \"\xff\xfe", "application/json");
+  EXPECT_EQ(not_json->status, 400);
+  auto wrong_type = c.Post("/api/ask", s.Bearer(), "question=x", "application/x-www-form-urlencoded");
+  EXPECT_EQ(wrong_type->status, 415);
+  EXPECT_FALSE(s.process().Wait(milliseconds(0)).has_value());
+}
+
+// The events a page receives are events.jsonl's, line for line, then the outcome.
+TEST(ServeTest, AQuestionStreamsItsTraceEventsLiveThenItsOutcome) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales "
+                                  "GROUP BY region ORDER BY revenue DESC LIMIT 1")});
+  provider.Enqueue({200, {}, Answer("North leads with revenue of 141794.14.", {"141794.14"})});
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  json asked = s.Post("/api/ask", {{"question", "Which region has the most revenue?"}}, &status);
+  ASSERT_EQ(status, 202) << asked.dump();
+  const std::string id = asked["run_id"];
+  EXPECT_TRUE(asked["thread"].get<std::string>().starts_with("Which region has the most revenue?"));
+
+  std::string stream;
+  auto r = s.Client().Get("/api/runs/" + id + "/events", s.Bearer(),
+                          [&](const char* data, size_t n) {
+                            stream.append(data, n);
+                            return true;
+                          });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  std::vector<std::string> traced;
+  json outcome;
+  std::regex event(R"(event: (\w+)\ndata: (.*)\n)");
+  for (auto it = std::sregex_iterator(stream.begin(), stream.end(), event);
+       it != std::sregex_iterator(); ++it) {
+    if ((*it)[1] == "trace") traced.push_back((*it)[2]);
+    if ((*it)[1] == "outcome") outcome = json::parse((*it)[2].str());
+  }
+  std::vector<std::string> recorded;
+  std::istringstream lines(ReadFile(s.dir() / "runs" / id / "events.jsonl"));
+  for (std::string line; std::getline(lines, line);) recorded.push_back(line);
+  ASSERT_GE(recorded.size(), 4u);
+  ASSERT_EQ(traced.size(), recorded.size());
+  for (size_t i = 0; i < recorded.size(); ++i) {
+    EXPECT_EQ(json::parse(traced[i]), json::parse(recorded[i])) << i;
+  }
+  EXPECT_EQ(json::parse(traced.front())["event"], "start");
+  EXPECT_EQ(json::parse(traced.back())["event"], "end");
+  EXPECT_EQ(outcome["stop_reason"], "answered");
+  EXPECT_EQ(outcome["run_id"], id);
+  EXPECT_EQ(outcome["answer"], "North leads with revenue of 141794.14.");
+  EXPECT_TRUE(outcome["grounded"].get<bool>());
+  EXPECT_NE(outcome["text"].get<std::string>().find("SQL:"), std::string::npos);
+
+  // The thread is the store's: listed, shown, renamed, and deleted.
+  json threads = s.Get("/api/threads");
+  ASSERT_EQ(threads["threads"].size(), 1u);
+  const std::string name = threads["threads"][0]["name"];
+  EXPECT_EQ(threads["threads"][0]["status"], "answered");
+  json shown = s.Get("/api/threads/" + httplib::detail::encode_query_param(name));
+  EXPECT_EQ(shown["turns"][0]["answer"], "North leads with revenue of 141794.14.");
+  auto renamed = s.Client().Patch("/api/threads/" + httplib::detail::encode_query_param(name), s.Page(),
+                                  R"({"name":"regions"})", "application/json");
+  EXPECT_EQ(renamed->status, 200) << renamed->body;
+  EXPECT_EQ(s.Get("/api/threads")["threads"][0]["name"], "regions");
+  auto deleted = s.Client().Delete("/api/threads/regions", s.Page());
+  EXPECT_EQ(deleted->status, 200);
+  EXPECT_EQ(s.Get("/api/threads")["threads"].size(), 0u);
+
+  // The trace page is served with its one style allowed by hash, and no script.
+  auto view = s.Client().Get("/runs/" + id + "/view", s.Bearer());
+  ASSERT_EQ(view->status, 200);
+  const std::string csp = view->get_header_value("Content-Security-Policy");
+  EXPECT_NE(csp.find("style-src 'sha256-"), std::string::npos) << csp;
+  EXPECT_EQ(csp.find("script-src"), std::string::npos);
+  EXPECT_NE(view->body.find("Which region has the most revenue?"), std::string::npos);
+}
+
+TEST(ServeTest, TheStopButtonEndsARunawayQuestionAsInterrupted) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, Answer("never", {}), milliseconds(60000)});
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  json asked = s.Post("/api/ask", {{"question", "How many orders?"}}, &status);
+  ASSERT_EQ(status, 202);
+  const std::string id = asked["run_id"];
+  std::this_thread::sleep_for(milliseconds(500));
+  const auto start = std::chrono::steady_clock::now();
+  json stopped = s.Post("/api/runs/" + id + "/stop", json::object(), &status);
+  EXPECT_EQ(status, 200);
+  json outcome = s.Outcome(id, milliseconds(15000));
+  ASSERT_TRUE(outcome.is_object());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(outcome["stop_reason"], "interrupted");
+  EXPECT_EQ(outcome["answer"], "");
+  EXPECT_TRUE(fs::exists(s.dir() / "runs" / id / "trace.json"));
+}
+
+// A client that opens connections and never finishes its request holds no one else up.
+TEST(ServeTest, SlowClientsAreDroppedAndOthersAreServedMeanwhile) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  std::vector<int> slow;
+  for (int i = 0; i < 60; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(s.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string part = "GET /api/info HTTP/1.1\r\nHost: " + s.host() + "\r\nX-Slow: ";
+    ASSERT_GT(write(fd, part.data(), part.size()), 0);
+    slow.push_back(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  json info = s.Get("/api/info");
+  EXPECT_EQ(info["dialect"], "duckdb");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(12));
+  // Each slow connection is refused and closed by the server once its read times out.
+  for (int fd : slow) {
+    timeval tv{20, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char b[4096];
+    for (ssize_t n; (n = read(fd, b, sizeof b)) > 0;) got.append(b, static_cast<size_t>(n));
+    EXPECT_TRUE(got.empty() || got.starts_with("HTTP/1.1 4")) << got;
+    EXPECT_EQ(got.find("\"dialect\""), std::string::npos) << "a half-sent request was answered";
+    close(fd);
+  }
+  EXPECT_FALSE(s.process().Wait(milliseconds(0)).has_value());
+}
+
+// Fifty questions at once with room for five: each is either taken and answered, or told
+// "busy" at once; none is lost.
+TEST(ServeTest, FiftyQuestionsAtOnceAreAnsweredOrToldBusyAndNoneIsLost) {
+  ProviderServer provider;
+  for (int i = 0; i < 50; ++i) {
+    provider.Enqueue({200, {}, CountAndAnswer(), milliseconds(200)});
+  }
+  Served s(provider, {"--max-running", "2", "--max-queued", "3", "--questions-per-minute", "1000"});
+  ASSERT_GT(s.port(), 0);
+  std::mutex mu;
+  std::vector<std::string> accepted;
+  std::atomic<int> busy = 0, other = 0;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 50; ++i) {
+    clients.emplace_back([&, i] {
+      int status = 0;
+      json r = s.Post("/api/ask", {{"question", "Question " + std::to_string(i)}}, &status);
+      if (status == 202) {
+        std::lock_guard lock(mu);
+        accepted.push_back(r["run_id"]);
+      } else if (status == 503 && r.value("error", "").starts_with("busy")) {
+        ++busy;
+      } else {
+        ++other;
+        std::lock_guard lock(mu);
+        ADD_FAILURE() << "status " << status << ": " << r.dump();
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(accepted.size() + static_cast<size_t>(busy.load()), 50u);
+  EXPECT_GE(accepted.size(), 5u);
+  EXPECT_GT(busy, 0);
+  for (const auto& id : accepted) {
+    json outcome = s.Outcome(id, milliseconds(60000));
+    ASSERT_TRUE(outcome.is_object()) << id;
+    EXPECT_EQ(outcome["stop_reason"], "answered") << outcome.dump();
+  }
+  EXPECT_EQ(provider.requests().size(), accepted.size());
+}
+
+TEST(ServeTest, QuestionsPastTheRateLimitAreRefusedWith429) {
+  ProviderServer provider;
+  for (int i = 0; i < 3; ++i) provider.Enqueue({200, {}, CountAndAnswer()});
+  Served s(provider, {"--questions-per-minute", "3"});
+  ASSERT_GT(s.port(), 0);
+  std::vector<int> statuses;
+  for (int i = 0; i < 5; ++i) {
+    int status = 0;
+    s.Post("/api/ask", {{"question", "Q" + std::to_string(i)}}, &status);
+    statuses.push_back(status);
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{202, 202, 202, 429, 429}));
+}
+
+TEST(ServeTest, ARemoteAddressNeedsAllowRemote) {
+  TempDir dir;
+  auto r = RunProcess({QuarryBinary().string(), "serve", "--data",
+                       (SourceDir() / "data" / "sales.csv").string(), "--host", "0.0.0.0",
+                       "--port", "0"},
+                      dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--allow-remote"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace quarry::testing
