@@ -29,8 +29,8 @@ using std::chrono::milliseconds;
 namespace fs = std::filesystem;
 
 std::string Answer(const std::string& text, const std::vector<std::string>& values) {
-  return ToolCallReply({{"call_a", "final_answer",
-                         json({{"answer", text}, {"supporting_values", values}}).dump()}});
+  return ToolCallReply(
+      {{"call_a", "final_answer", json({{"answer", text}, {"supporting_values", values}}).dump()}});
 }
 
 // One model turn that queries and answers from what the query returns.
@@ -62,7 +62,8 @@ class Served {
         "serve");
     url_ = server_->FirstLine(milliseconds(60000));
     std::smatch m;
-    if (!std::regex_match(url_, m, std::regex(R"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))"))) {
+    if (!std::regex_match(url_, m,
+                          std::regex(R"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))"))) {
       ADD_FAILURE() << "no URL on stdout: '" << url_ << "'; stderr: " << server_->Err();
       return;
     }
@@ -220,10 +221,12 @@ TEST(ServeTest, AStateChangingRequestFromAnotherSiteIsRefusedWith403) {
   EXPECT_EQ(post({{"Cookie", cookie}, {"Origin", s.origin()}}), 200);
   EXPECT_EQ(post({{"Authorization", "Bearer " + s.token()}}), 200);  // a program, not a page
   // Deleting and renaming are guarded the same way.
-  auto del = s.Client().Delete("/api/threads/t", {{"Cookie", cookie}, {"Origin", "http://evil.example"}});
+  auto del =
+      s.Client().Delete("/api/threads/t", {{"Cookie", cookie}, {"Origin", "http://evil.example"}});
   EXPECT_EQ(del->status, 403);
-  auto patch = s.Client().Patch("/api/threads/t", {{"Cookie", cookie}, {"Sec-Fetch-Site", "cross-site"}},
-                                R"({"name":"u"})", "application/json");
+  auto patch =
+      s.Client().Patch("/api/threads/t", {{"Cookie", cookie}, {"Sec-Fetch-Site", "cross-site"}},
+                       R"({"name":"u"})", "application/json");
   EXPECT_EQ(patch->status, 403);
 }
 
@@ -240,8 +243,8 @@ TEST(ServeTest, EveryAnswerCarriesTheSecurityHeadersAndNoCorsHeader) {
   answers.push_back(c.Get("/app.js", from_elsewhere));
   answers.push_back(c.Get("/api/info", from_elsewhere));
   answers.push_back(c.Get("/nowhere", from_elsewhere));
-  answers.push_back(c.Options("/api/ask", {{"Origin", "http://evil.example"},
-                                           {"Access-Control-Request-Method", "POST"}}));
+  answers.push_back(c.Options(
+      "/api/ask", {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "POST"}}));
   answers.push_back(c.Post("/api/ask", from_elsewhere, "{}", "application/json"));
   for (auto& r : answers) {
     ASSERT_TRUE(r);
@@ -281,8 +284,9 @@ TEST(ServeTest, OnlyTheSourcesCanBeReachedAndOnlyByIds) {
     EXPECT_EQ(status, 400) << sql;
     EXPECT_TRUE(refused.contains("error")) << sql;
   }
-  EXPECT_FALSE(fs::exists("/tmp/out.csv") && fs::last_write_time("/tmp/out.csv") >
-                                                fs::file_time_type::clock::now() - std::chrono::minutes(1));
+  EXPECT_FALSE(fs::exists("/tmp/out.csv") &&
+               fs::last_write_time("/tmp/out.csv") >
+                   fs::file_time_type::clock::now() - std::chrono::minutes(1));
   auto c = s.Client();
   for (const char* path :
        {"/api/runs/../../etc/passwd", "/api/runs/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
@@ -303,7 +307,8 @@ TEST(ServeTest, OnlyTheSourcesCanBeReachedAndOnlyByIds) {
   EXPECT_EQ(status, 400);
   auto not_json = c.Post("/api/ask", s.Bearer(), "{\"question\": \"\xff\xfe", "application/json");
   EXPECT_EQ(not_json->status, 400);
-  auto wrong_type = c.Post("/api/ask", s.Bearer(), "question=x", "application/x-www-form-urlencoded");
+  auto wrong_type =
+      c.Post("/api/ask", s.Bearer(), "question=x", "application/x-www-form-urlencoded");
   EXPECT_EQ(wrong_type->status, 415);
   EXPECT_FALSE(s.process().Wait(milliseconds(0)).has_value());
 }
@@ -311,8 +316,10 @@ TEST(ServeTest, OnlyTheSourcesCanBeReachedAndOnlyByIds) {
 // The events a page receives are events.jsonl's, line for line, then the outcome.
 TEST(ServeTest, AQuestionStreamsItsTraceEventsLiveThenItsOutcome) {
   ProviderServer provider;
-  provider.Enqueue({200, {}, Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales "
-                                  "GROUP BY region ORDER BY revenue DESC LIMIT 1")});
+  provider.Enqueue({200,
+                    {},
+                    Sql("SELECT region, round(sum(revenue), 2) AS revenue FROM sales "
+                        "GROUP BY region ORDER BY revenue DESC LIMIT 1")});
   provider.Enqueue({200, {}, Answer("North leads with revenue of 141794.14.", {"141794.14"})});
   Served s(provider);
   ASSERT_GT(s.port(), 0);
@@ -323,11 +330,11 @@ TEST(ServeTest, AQuestionStreamsItsTraceEventsLiveThenItsOutcome) {
   EXPECT_TRUE(asked["thread"].get<std::string>().starts_with("Which region has the most revenue?"));
 
   std::string stream;
-  auto r = s.Client().Get("/api/runs/" + id + "/events", s.Bearer(),
-                          [&](const char* data, size_t n) {
-                            stream.append(data, n);
-                            return true;
-                          });
+  auto r =
+      s.Client().Get("/api/runs/" + id + "/events", s.Bearer(), [&](const char* data, size_t n) {
+        stream.append(data, n);
+        return true;
+      });
   ASSERT_TRUE(r);
   EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
   std::vector<std::string> traced;
@@ -361,8 +368,8 @@ TEST(ServeTest, AQuestionStreamsItsTraceEventsLiveThenItsOutcome) {
   EXPECT_EQ(threads["threads"][0]["status"], "answered");
   json shown = s.Get("/api/threads/" + httplib::detail::encode_query_param(name));
   EXPECT_EQ(shown["turns"][0]["answer"], "North leads with revenue of 141794.14.");
-  auto renamed = s.Client().Patch("/api/threads/" + httplib::detail::encode_query_param(name), s.Page(),
-                                  R"({"name":"regions"})", "application/json");
+  auto renamed = s.Client().Patch("/api/threads/" + httplib::detail::encode_query_param(name),
+                                  s.Page(), R"({"name":"regions"})", "application/json");
   EXPECT_EQ(renamed->status, 200) << renamed->body;
   EXPECT_EQ(s.Get("/api/threads")["threads"][0]["name"], "regions");
   auto deleted = s.Client().Delete("/api/threads/regions", s.Page());
@@ -492,10 +499,10 @@ TEST(ServeTest, QuestionsPastTheRateLimitAreRefusedWith429) {
 
 TEST(ServeTest, ARemoteAddressNeedsAllowRemote) {
   TempDir dir;
-  auto r = RunProcess({QuarryBinary().string(), "serve", "--data",
-                       (SourceDir() / "data" / "sales.csv").string(), "--host", "0.0.0.0",
-                       "--port", "0"},
-                      dir.path());
+  auto r = RunProcess(
+      {QuarryBinary().string(), "serve", "--data", (SourceDir() / "data" / "sales.csv").string(),
+       "--host", "0.0.0.0", "--port", "0"},
+      dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--allow-remote"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
