@@ -333,14 +333,15 @@ TEST(ThreadStoreTest, BadNamesAreUsageErrors) {
   for (const std::string& bad :
        {std::string(""), std::string(65, 'a'), std::string("a\x01z"), std::string("a\x7fz"),
         std::string("\xff\xfe"), std::string("a\xc2\x85z"), std::string(" lead"),
-        std::string("evil\u202Etxt.csv"), std::string("zero\u200Bwidth"),
-        std::string("\uFEFFbom")}) {
+        std::string("evil\u202Etxt.csv"), std::string("zero\u200Bwidth"), std::string("\uFEFFbom"),
+        std::string("."), std::string(".."), std::string("...")}) {
     auto v = ValidateThreadName(bad);
     ASSERT_FALSE(v) << bad;
     EXPECT_EQ(v.error().code, Error::Code::kUsage);
     EXPECT_NE(v.error().message.find("1 to 64 bytes of printable text"), std::string::npos);
   }
   EXPECT_TRUE(ValidateThreadName("sales-q3"));
+  EXPECT_TRUE(ValidateThreadName("..q3.."));
   EXPECT_TRUE(ValidateThreadName("Umsatz Übersicht 2024"));
   EXPECT_TRUE(ValidateThreadName(std::string(64, 'z')));
   TempDir dir;

@@ -1,5 +1,6 @@
 // Bad input to Open(): each case is a one-line kData/kUsage error naming the file and what to
 // do, and nothing is written next to the user's data.
+#include <fstream>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -34,6 +35,34 @@ TEST_F(OpenTest, UnsupportedExtension) {
   ExpectError(tmp_.Write("notes.xlsb", "x"), "(save this workbook as .xlsx and ask again)");
   // A workbook's extension that is no workbook says so, with what to do.
   ExpectError(tmp_.Write("notes.xlsx", "x"), "is not a readable .xlsx workbook");
+}
+
+// A folder stands for the data files directly in it, sorted; what is skipped is said.
+TEST_F(OpenTest, AFolderExpandsToItsDataFilesAndSaysWhatItSkipped) {
+  const auto dir = tmp_.path() / "shop";
+  std::filesystem::create_directories(dir / "sub");
+  for (const char* name : {"orders.csv", "b.tsv", ".hidden.csv", "README.md"}) {
+    std::ofstream(dir / name) << "id\n1\n";
+  }
+  std::ofstream(dir / "sub" / "deep.csv") << "id\n1\n";
+  const auto file = tmp_.Write("alone.csv", "id\n1\n");
+  std::vector<std::string> notes;
+  auto paths = ExpandFolders({file, dir}, &notes);
+  ASSERT_TRUE(paths) << paths.error().message;
+  EXPECT_EQ(*paths, (std::vector<std::filesystem::path>{file, dir / "b.tsv", dir / "orders.csv"}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "folder " + dir.string() +
+                          ": reading 2 data file(s); skipped 2 that are not data (README.md, sub)");
+  auto engine = Open(*paths);
+  ASSERT_TRUE(engine) << engine.error().message;
+  EXPECT_EQ((*engine)->describe().size(), 3u);
+
+  std::filesystem::create_directories(tmp_.path() / "empty");
+  std::ofstream(tmp_.path() / "empty" / "notes.txt") << "x";
+  auto none = ExpandFolders({tmp_.path() / "empty"}, nullptr);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, Error::Code::kData);
+  EXPECT_NE(none.error().message.find("holds no data file quarry reads (.csv"), std::string::npos);
 }
 
 TEST_F(OpenTest, EmptyFile) { ExpectError(tmp_.Write("empty.csv", ""), "is empty"); }

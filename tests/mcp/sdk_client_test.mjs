@@ -4,7 +4,6 @@
 // provider on 127.0.0.1. Usage: node sdk_client_test.mjs QUARRY_BINARY SOURCE_DIR
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,11 +12,15 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-const [binary, sourceDir] = process.argv.slice(2);
-if (!binary || !sourceDir) {
+import { standInProvider } from '../support/stand_in_provider.mjs';
+
+const [binaryArg, sourceDir] = process.argv.slice(2);
+if (!binaryArg || !sourceDir) {
   console.error('usage: node sdk_client_test.mjs QUARRY_BINARY SOURCE_DIR');
   process.exit(2);
 }
+// Absolute: the server starts in a temporary working directory.
+const binary = path.resolve(binaryArg);
 const chinook = path.join(sourceDir, 'data', 'chinook.sqlite');
 
 // The SDK depends on ajv; validate with it directly when it resolves, else check by hand.
@@ -88,52 +91,6 @@ async function connect(env = {}) {
       fs.rmSync(cwd, { recursive: true, force: true });
       return ms;
     },
-  };
-}
-
-// A stand-in for an OpenAI-compatible provider: answers POST /v1/chat/completions from a
-// queue of scripted turns and records every request body.
-async function standInProvider(turns) {
-  const requests = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => { body += c; });
-    req.on('end', () => {
-      requests.push({ path: req.url, body: JSON.parse(body || '{}') });
-      const turn = turns.shift();
-      if (req.method !== 'POST' || req.url !== '/v1/chat/completions' || !turn) {
-        res.writeHead(400, { 'content-type': 'application/json', connection: 'close' });
-        res.end(JSON.stringify({ error: { message: 'stand-in: no scripted response left' } }));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json', connection: 'close' });
-      res.end(JSON.stringify({
-        id: `chatcmpl-${requests.length}`,
-        object: 'chat.completion',
-        created: 1700000000,
-        model: 'stand-in',
-        choices: [{
-          index: 0,
-          message: {
-            role: 'assistant',
-            content: null,
-            tool_calls: [{
-              id: `call_${requests.length}`,
-              type: 'function',
-              function: { name: turn.name, arguments: JSON.stringify(turn.arguments) },
-            }],
-          },
-          finish_reason: 'tool_calls',
-        }],
-        usage: { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 },
-      }));
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    baseUrl: `http://127.0.0.1:${server.address().port}/v1`,
-    requests,
-    close: () => new Promise((resolve) => server.close(resolve)),
   };
 }
 
@@ -209,7 +166,7 @@ test('ask_database answered through a stand-in provider', async () => {
     s = await connect({
       QUARRY_BASE_URL: provider.baseUrl,
       QUARRY_MODEL: 'stand-in',
-      QUARRY_API_KEY: 'sk-test',
+      QUARRY_API_KEY: 'not-a-real-key',
     });
     const result = await s.client.callTool({
       name: 'ask_database',

@@ -63,6 +63,11 @@ Result<void> ValidateThreadName(std::string_view name) {
   if (name.front() == ' ' || name.back() == ' ') {
     return Fail(Error::Code::kUsage, "the thread name starts or ends with a space: " + allowed);
   }
+  // "." and ".." name the folder above in a URL (the web app's /api/threads/NAME): a browser
+  // would send the request elsewhere and the thread could not be opened or deleted.
+  if (name.find_first_not_of('.') == std::string_view::npos) {
+    return Fail(Error::Code::kUsage, "the thread name is only dots: " + allowed);
+  }
   for (size_t i = 0; i < name.size();) {
     uint32_t cp = 0;
     const size_t n = DecodeUtf8(name, i, cp);

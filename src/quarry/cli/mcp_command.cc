@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
 #include "quarry/agent/threads.h"
@@ -14,7 +15,12 @@ namespace quarry::cli {
 
 Result<mcp::ServerOptions> ToolServerOptions(const McpOptions& o) {
   mcp::ServerOptions options;
-  options.data.assign(o.paths.begin(), o.paths.end());
+  // A folder stands for the data files in it (said on stderr, which MCP leaves to logs).
+  std::vector<std::string> notes;
+  auto data = engine::ExpandFolders({o.paths.begin(), o.paths.end()}, &notes);
+  if (!data) return std::unexpected(data.error());
+  for (const auto& n : notes) std::cerr << "quarry: " << TerminalText(n) << "\n";
+  options.data = std::move(*data);
   // Threads go where ask's go: beside the runs when --runs-dir is given, else the state dir.
   options.runs_dir = o.runs_dir.empty() ? "runs" : o.runs_dir;
   options.threads_path = agent::ThreadsPath(o.runs_dir);
@@ -28,7 +34,9 @@ Result<mcp::ServerOptions> ToolServerOptions(const McpOptions& o) {
   LoadFlags load = o.load;
   if (load.timeout_ms <= 0) load.timeout_ms = options.config.limits.timeout_ms;
   options.open = ToOpenOptions(load);
-  options.on_open = [paths = o.paths, load = o.load](const engine::Engine& e) {
+  std::vector<std::string> paths;
+  for (const auto& p : options.data) paths.push_back(p.string());
+  options.on_open = [paths, load = o.load](const engine::Engine& e) {
     PrintSourceNotes(e);
     FillCache(e, paths, load);
   };

@@ -88,8 +88,11 @@ engine::OpenOptions ToOpenOptions(const LoadFlags& flags) {
 Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>& specs,
                                                  const LoadFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
-  auto engine = engine::Open(std::vector<std::filesystem::path>(specs.begin(), specs.end()),
-                             ToOpenOptions(flags));
+  std::vector<std::string> notes;
+  auto paths = engine::ExpandFolders({specs.begin(), specs.end()}, &notes);
+  if (!paths) return std::unexpected(paths.error());
+  for (const auto& n : notes) std::cerr << Paint("quarry: " + TerminalText(n), "2") << "\n";
+  auto engine = engine::Open(*paths, ToOpenOptions(flags));
   if (!engine) return engine;
   PrintSourceNotes(**engine);
   if (flags.show_notes) PrintNotes(**engine);
@@ -134,9 +137,14 @@ void PrintNotes(const engine::Engine& engine) {
   }
 }
 
-void FillCache(const engine::Engine& engine, const std::vector<std::string>& specs,
+void FillCache(const engine::Engine& engine, const std::vector<std::string>& given,
                const LoadFlags& flags) {
   if (flags.no_cache) return;
+  // Sources follow the specs with each folder expanded (engine::ExpandFolders), one per file.
+  auto expanded = engine::ExpandFolders({given.begin(), given.end()}, nullptr);
+  if (!expanded) return;
+  std::vector<std::string> specs;
+  for (const auto& p : *expanded) specs.push_back(p.string());
   const auto& sources = engine.sources();
   for (size_t i = 0; i < sources.size() && i < specs.size(); ++i) {
     // A server has no parse cache: its data is queried where it lives.

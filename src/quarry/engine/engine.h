@@ -224,6 +224,13 @@ class Engine {
   virtual QueryOutcome Query(std::string_view sql, const Limits& limits) = 0;
 };
 
+// Each folder among `paths` replaced by the data files directly in it (a known extension, not
+// hidden), sorted by name; other paths (files, server URLs) stay as given. Not recursive.
+// `notes` receives one sentence per folder: how many files are read and which were skipped.
+// Errors (kData, naming the folder): it cannot be listed, or holds no data file.
+Result<std::vector<std::filesystem::path>> ExpandFolders(
+    const std::vector<std::filesystem::path>& paths, std::vector<std::string>* notes);
+
 // The one opened engine as concurrent callers (MCP tool calls, the web app's runs) share it.
 // Queries take turns (a DuckDB or SQLite connection serves one query at a time), and waiting for
 // a turn ends on the caller's Limits::stop with a kCancelled failure, so a cancelled call never

@@ -1,5 +1,6 @@
 // Open(): checks the paths the user gave, decides the format of each from its extension (and
 // for .db its header), and hands them to the DuckDB or SQLite engine.
+#include <algorithm>
 #include <duckdb.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
@@ -132,6 +133,54 @@ bool IsServerSpec(std::string_view spec) {
     PQconninfoFree(defaults);
   }
   return known;
+}
+
+Result<std::vector<std::filesystem::path>> ExpandFolders(
+    const std::vector<std::filesystem::path>& paths, std::vector<std::string>* notes) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& given : paths) {
+    std::error_code ec;
+    if (IsServerSpec(given.string()) || !std::filesystem::is_directory(given, ec)) {
+      out.push_back(given);
+      continue;
+    }
+    std::vector<std::filesystem::path> data;
+    std::vector<std::string> skipped;
+    for (std::filesystem::directory_iterator it(given, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.starts_with(".")) continue;  // .quarry/, editors' files: never data
+      std::error_code type_ec;
+      if (it->is_regular_file(type_ec) && internal::FormatOf(it->path())) {
+        data.push_back(it->path());
+      } else {
+        skipped.push_back(name);
+      }
+    }
+    if (ec) {
+      return Fail(Error::Code::kData,
+                  "cannot list the folder " + given.string() + ": " + ec.message());
+    }
+    if (data.empty()) {
+      return Fail(Error::Code::kData, "the folder " + given.string() +
+                                          " holds no data file quarry reads (" +
+                                          internal::KnownExtensions() + ")");
+    }
+    std::ranges::sort(data);
+    std::ranges::sort(skipped);
+    if (notes) {
+      std::string note =
+          "folder " + given.string() + ": reading " + std::to_string(data.size()) + " data file(s)";
+      if (!skipped.empty()) {
+        note += "; skipped " + std::to_string(skipped.size()) + " that are not data (";
+        for (size_t i = 0; i < skipped.size() && i < 5; ++i) note += (i ? ", " : "") + skipped[i];
+        note += skipped.size() > 5 ? ", ...)" : ")";
+      }
+      notes->push_back(note);
+    }
+    out.insert(out.end(), data.begin(), data.end());
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& paths,

@@ -82,6 +82,11 @@
 
   const num = (n) => (typeof n === "number" && isFinite(n) ? n : 0);
   const firstLine = (s) => String(s || "").split("\n", 1)[0];
+  // The first paragraph of a failed tool's observation. quarry wraps its messages at a fixed
+  // width, so a line break inside a sentence becomes a space; a list item ("- x: why") keeps its
+  // own line.
+  const firstParagraph = (s) => String(s || "").split(/\n[ \t]*\n/, 1)[0].trim()
+    .replace(/[ \t]*\n[ \t]*(?![-*] )/g, " ");
   const truncate = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
   const basename = (p) => String(p).split(/[\\/]/).pop();
   const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -520,7 +525,9 @@
     const rows = Array.isArray(detail.rows) && detail.rows.length ? detail.rows : null;
     const out = [detail.sql && el("pre", { class: "sql" }, detail.sql)];
     // An ok query's observation opens with boilerplate; its rows say more.
-    const obs = firstLine(s.observation);
+    // A failure's whole first paragraph (its first line can end mid-sentence); else one line.
+    const obs = FAILED.has(s.status) || failureOf(s)
+      ? firstParagraph(s.observation) : firstLine(s.observation);
     if (obs && !(rows && s.status === "ok")) {
       const cls = FAILED.has(s.status) ? "step-obs step-obs-error" : "step-obs";
       out.push(el("p", { class: cls }, truncate(obs, 300)));
@@ -650,8 +657,14 @@
 
   function renderNotAnswer(box, o) {
     box.className = "outcome outcome-not-answer";
-    const text = o.text ||
+    let text = o.text ||
       [o.declined, o.explanation, o.reply].map((x) => x && x.text).filter(Boolean).join("\n");
+    // The text ends with the run's notes as "note: ..." lines; renderOutcome lists them below,
+    // so they are taken out here rather than shown twice.
+    for (const n of Array.isArray(o.notes) ? o.notes : []) {
+      text = String(text).split(`note: ${n}\n`).join("");
+    }
+    text = String(text || "").trim();
     box.append(el("h3", {}, stopHeading(o.stop_reason || "unknown")),
       text && el("p", { class: "plain outcome-text" }, text));
   }
