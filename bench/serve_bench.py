@@ -6,9 +6,9 @@ Start: from spawning `quarry serve --data <the bundled CSVs> --port 0` to its fi
 /api/info, against `quarry schema` on the same files (the same opening of the data, then exit)
 and `python3 -m http.server` answering its first request. Goal: under 1 s.
 
-Page load: what the page fetches when opened (/, /app.js, /app.css, /api/info, /api/threads,
+Page load: what the page fetches when opened (/, its three scripts, /app.css, /api/info, /api/threads,
 /api/schema) over one keep-alive connection with the cookie, against Python's http.server
-serving the same three static files and three JSON files of the same bytes. Goal: under 200 ms.
+serving the same five static files and three JSON files of the same bytes. Goal: under 200 ms.
 Medians of --runs, each after one warm-up; ratios are quarry's median over the peer's.
 
   bench/serve_bench.py [--quarry build/quarry] [--runs 11]
@@ -16,7 +16,8 @@ Medians of --runs, each after one warm-up; ratios are quarry's median over the p
 import argparse, glob, http.client, os, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGE = ['/', '/app.js', '/app.css', '/api/info', '/api/threads', '/api/schema']
+PAGE = ['/', '/page.js', '/outcome.js', '/app.js', '/app.css', '/api/info', '/api/threads',
+        '/api/schema']
 
 
 def free_port():

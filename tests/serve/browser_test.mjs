@@ -8,9 +8,10 @@
 // Usage: node tests/serve/browser_test.mjs QUARRY_BINARY SOURCE_DIR [SCREENSHOT_DIR]
 //
 // The page is embedded in the binary at build time. With QUARRY_SERVE_WEB_FROM_SOURCE=1 the
-// browser gets index.html, app.js and app.css from SOURCE_DIR/src/quarry/serve/web instead (the
-// server's own headers, CSP included, kept), to try a page edit before a rebuild. Checks of page
-// fixes newer than the binary's page are marked TODO until the binary serves the source's page.
+// browser gets the page's files (index.html and the scripts and style sheet beside it) from
+// SOURCE_DIR/src/quarry/serve/web instead (the server's own headers, CSP included, kept), to try
+// a page edit before a rebuild. Checks of page fixes newer than the binary's page are marked TODO
+// until the binary serves the source's page.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -131,33 +132,57 @@ async function newContext(options = {}) {
   return context;
 }
 
-// The page's files from the source tree, with the server's response headers.
-async function serveWebFromSource(context, origin) {
-  const files = { '/': 'index.html', '/app.js': 'app.js', '/app.css': 'app.css' };
+// The page's files, by name, as the server routes them: index.html at /, the others at /NAME.
+const webFiles = () => fs.readdirSync(webDir).filter((n) => fs.statSync(path.join(webDir, n)).isFile());
+const webPath = (name) => (name === 'index.html' ? '/' : `/${name}`);
+// The Content-Type the server's Page() gives a file by its extension.
+const webType = (name) => (name.endsWith('.js') ? 'text/javascript; charset=utf-8'
+  : name.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/html; charset=utf-8');
+
+// The page's files from the source tree, with the server's response headers. A file newer than
+// the binary (its 404) is answered as the server would answer it once rebuilt: 200, its type.
+// With on = false the binary's files pass until the returned on() is called.
+async function serveWebFromSource(context, origin, on = true) {
+  const files = Object.fromEntries(webFiles().map((name) => [webPath(name), name]));
   await context.route((url) => url.origin === origin && url.pathname in files && !url.search, async (route) => {
+    if (!on) return route.fallback();
     const response = await route.fetch();
     const name = files[new URL(route.request().url()).pathname];
-    await route.fulfill({ response, body: fs.readFileSync(path.join(webDir, name), 'utf8') });
+    const missing = response.status() === 404;
+    const headers = { ...response.headers(), ...(missing ? { 'content-type': webType(name) } : {}) };
+    // Those of the binary's (compressed) body: fulfill sends the source's as it is.
+    delete headers['content-length'];
+    delete headers['content-encoding'];
+    await route.fulfill({ response, status: missing ? 200 : response.status(), headers,
+      body: fs.readFileSync(path.join(webDir, name), 'utf8') });
   });
+  return { on() { on = true; } };
 }
 
 // Whether the server's page is the source tree's (else the binary predates a page edit).
 async function pageIsSource(page) {
-  for (const name of ['index.html', 'app.js', 'app.css']) {
-    const served = await (await get(page, name === 'index.html' ? '/' : `/${name}`)).text();
+  for (const name of webFiles()) {
+    const served = await (await get(page, webPath(name))).text();
     if (served !== fs.readFileSync(path.join(webDir, name), 'utf8')) return false;
   }
   return true;
 }
 
 // A signed-in page: the printed URL swaps its token for a cookie and redirects to /.
+// From source, the page the redirect lands on is the binary's (a redirect's target is never
+// routed), so it keeps the binary's files, whose names may differ, and / is then opened again.
 async function signIn(context, server) {
-  if (webFromSource) await serveWebFromSource(context, server.origin);
+  const source = webFromSource ? await serveWebFromSource(context, server.origin, false) : null;
   const page = await context.newPage();
   const res = await page.goto(server.url);
   assert.equal(res.status(), 200);
   assert.equal(page.url(), `${server.origin}/`, 'the token left the address bar');
   await ready(page);
+  if (source) {
+    source.on();
+    await page.goto(`${server.origin}/`);
+    await ready(page);
+  }
   return page;
 }
 
@@ -661,11 +686,14 @@ test('h. hostile cells, column and file names, model text, choices and thread na
   cleanups.push(() => ctx.close());
   const p = await signIn(ctx, server);
   const dialogsBefore = seen.dialogs.length;
+  // The page's own scripts, by their file names, are the only scripts it may hold.
+  const ownScripts = webFiles().filter((n) => n.endsWith('.js'))
+    .map((n) => `:not([src="${webPath(n)}"])`).join('');
   const clean = async (where) => {
     await p.waitForTimeout(100);  // an onerror of a broken image fires after a task or two
     assert.equal(await p.evaluate(() => window.__xss), undefined, `script ran (${where})`);
     assert.equal(seen.dialogs.length, dialogsBefore, `a dialog opened (${where}): ${seen.dialogs}`);
-    assert.equal(await p.$$eval('img:not(.figure), svg, script:not([src="/app.js"]), iframe, a[href^="javascript:" i]',
+    assert.equal(await p.$$eval(`img:not(.figure), svg, script${ownScripts}, iframe, a[href^="javascript:" i]`,
       (n) => n.length), 0, `markup from data in the page (${where})`);
   };
   const bodyText = () => p.evaluate(() => document.body.innerText);

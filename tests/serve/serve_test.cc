@@ -135,7 +135,15 @@ TEST(ServeTest, PrintsOneUrlWithATokenThatIsSwappedForAStrictCookie) {
   auto page = s.Client().Get("/", {{"Cookie", "quarry_token=" + s.token()}});
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
-  EXPECT_NE(page->body.find("/app.js"), std::string::npos);
+  // Its scripts, each served from the binary.
+  for (const char* script : {"/page.js", "/outcome.js", "/app.js"}) {
+    EXPECT_NE(page->body.find(script), std::string::npos) << script;
+    auto js = s.Client().Get(script, {{"Cookie", "quarry_token=" + s.token()}});
+    ASSERT_TRUE(js);
+    EXPECT_EQ(js->status, 200) << script;
+    EXPECT_EQ(js->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+    EXPECT_GT(js->body.size(), 1000u) << script;
+  }
   json info = s.Get("/api/info");
   EXPECT_EQ(info["dialect"], "duckdb");
   EXPECT_EQ(info["model"], "stand-in via openai-compatible");
@@ -150,8 +158,9 @@ TEST(ServeTest, EveryRequestWithoutTheTokenIsRefusedWith401) {
   Served s(provider);
   ASSERT_GT(s.port(), 0);
   auto c = s.Client();
-  for (const char* path : {"/", "/app.js", "/api/info", "/api/threads", "/api/schema",
-                           "/runs/20261203-000000-abcdef/view", "/favicon.ico"}) {
+  for (const char* path :
+       {"/", "/app.js", "/page.js", "/outcome.js", "/app.css", "/api/info", "/api/threads",
+        "/api/schema", "/runs/20261203-000000-abcdef/view", "/favicon.ico"}) {
     auto r = c.Get(path);
     ASSERT_TRUE(r) << path;
     EXPECT_EQ(r->status, 401) << path;

@@ -415,6 +415,8 @@ void Route(httplib::Server& server, App& app) {
   server.set_pre_routing_handler(
       [&app](const Request& req, Response& res) { return Check(app, req, res); });
   server.Get("/", [](const Request&, Response& res) { Page("index.html", res); });
+  server.Get("/page.js", [](const Request&, Response& res) { Page("page.js", res); });
+  server.Get("/outcome.js", [](const Request&, Response& res) { Page("outcome.js", res); });
   server.Get("/app.js", [](const Request&, Response& res) { Page("app.js", res); });
   server.Get("/app.css", [](const Request&, Response& res) { Page("app.css", res); });
   server.Get("/favicon.ico", [](const Request&, Response& res) { res.status = 204; });
