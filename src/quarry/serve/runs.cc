@@ -50,7 +50,9 @@ std::shared_ptr<RunState> Runs::Submit(const std::string& id, const std::string&
   state->thread = thread;
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || queue_.size() >= options_.max_queued) return nullptr;
+    // A free worker takes the question at once: only questions past the free workers wait.
+    const size_t free = std::max<size_t>(options_.max_running, 1) - running_;
+    if (stopping_ || queue_.size() >= options_.max_queued + free) return nullptr;
     runs_[state->id] = state;
     queue_.push_back({state, question});
   }
@@ -78,9 +80,11 @@ void Runs::Work(const std::stop_token& stop) {
       if (!ready_.wait(lock, stop, [this] { return !queue_.empty(); })) return;
       job = std::move(queue_.front());
       queue_.pop_front();
+      ++running_;
     }
     RunOne(job);
     std::lock_guard lock(mu_);
+    --running_;
     finished_.push_back(job.state->id);
     while (finished_.size() > kKeptFinished) {
       runs_.erase(finished_.front());

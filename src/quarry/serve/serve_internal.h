@@ -137,6 +137,7 @@ class Runs {
   std::map<std::string, std::shared_ptr<RunState>> runs_;  // by id
   std::deque<std::string> finished_;                       // oldest first, for eviction
   bool stopping_ = false;
+  size_t running_ = 0;  // workers running a question
   std::vector<std::jthread> workers_;
 };
 
