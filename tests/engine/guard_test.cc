@@ -164,6 +164,32 @@ TEST_F(GuardTest, SqliteRejectsEachForbiddenConstruct) {
   EXPECT_FALSE(std::filesystem::exists(other));
 }
 
+// The engines read a statement up to its first NUL: a guard that read past it checked text that
+// never ran (a web page's SQL box or an MCP run_sql can carry "\u0000"). Refused, whatever
+// stands on either side.
+TEST_F(GuardTest, SqlHoldingANulIsRefusedOnEveryEngine) {
+  using namespace std::string_literals;
+  for (const auto& path : {csv_, sqlite_}) {
+    auto engine = Open({path});
+    ASSERT_TRUE(engine.has_value()) << engine.error().message;
+    for (const std::string& sql :
+         {"SELECT 1\0; DELETE FROM t"s, "SELECT 1 /* \0 */"s, "\0"s, "SELECT 'a\0b'"s}) {
+      auto r = (*engine)->Query(sql, Limits{});
+      ASSERT_FALSE(r.has_value()) << path;
+      EXPECT_EQ(r.error().failure_class, FailureClass::kGuardViolation);
+      EXPECT_EQ(r.error().message,
+                "guard: the SQL holds a NUL character (\\u0000), and the engine would run only "
+                "the text before it; remove it and send one SELECT query");
+    }
+  }
+  // A NUL made by the query, not written in its text, is a value like any other.
+  auto engine = Open({sqlite_});
+  ASSERT_TRUE(engine.has_value());
+  auto fine = (*engine)->Query("SELECT length('a' || char(0) || 'b') AS n", Limits{});
+  ASSERT_TRUE(fine.has_value()) << fine.error().message;
+  EXPECT_EQ(fine->rows.at(0).at(0), "1");
+}
+
 // SQLite has no dollar quotes and no E'' strings: $a$ is a parameter name there and E a
 // column, so reading either as a string would hide the call between them from the text guard.
 TEST_F(GuardTest, SqliteTextGuardDoesNotReadOtherDialectsStrings) {

@@ -45,6 +45,37 @@ std::string Sql(const std::string& sql) {
   return ToolCallReply({{"call_s", "run_sql", json({{"sql", sql}}).dump()}});
 }
 
+// One raw HTTP/1.1 exchange on a fresh connection (the request as written, "Connection: close"
+// expected in it): the whole response, or what came before the server stopped answering.
+std::string Raw(int port, const std::string& request, int timeout_s = 20) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "";
+  }
+  timeval tv{timeout_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return "";
+  }
+  std::string got;
+  char b[4096];
+  for (ssize_t n; (n = read(fd, b, sizeof b)) > 0;) got.append(b, static_cast<size_t>(n));
+  close(fd);
+  return got;
+}
+
+// The status of a raw response ("HTTP/1.1 411 Length Required" is 411), or 0.
+int StatusOf(const std::string& response) {
+  std::smatch m;
+  return std::regex_search(response, m, std::regex(R"(^HTTP/1\.1 (\d{3}))")) ? std::stoi(m[1]) : 0;
+}
+
 // One `quarry serve` on a free port over data/sales.csv, its model the stand-in provider.
 class Served {
  public:
@@ -406,7 +437,8 @@ TEST(ServeTest, TheStopButtonEndsARunawayQuestionAsInterrupted) {
   std::this_thread::sleep_for(milliseconds(500));
   const auto start = std::chrono::steady_clock::now();
   json stopped = s.Post("/api/runs/" + id + "/stop", json::object(), &status);
-  EXPECT_EQ(status, 200);
+  EXPECT_EQ(status, 202);
+  EXPECT_EQ(stopped, json::parse(R"({"stopping":true})"));
   json outcome = s.Outcome(id, milliseconds(15000));
   ASSERT_TRUE(outcome.is_object());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
@@ -504,6 +536,250 @@ TEST(ServeTest, QuestionsPastTheRateLimitAreRefusedWith429) {
     statuses.push_back(status);
   }
   EXPECT_EQ(statuses, (std::vector<int>{202, 202, 202, 429, 429}));
+}
+
+// Requests that are malformed in the ways a client slips answered at once with what is wrong:
+// no Content-Length (the library would wait for the client to close, then answer an empty 400),
+// a header the checks read sent twice, a body that is not JSON or not UTF-8, a row cap out of
+// range, and the methods /mcp does not serve.
+TEST(ServeTest, MalformedRequestsAreAnsweredAtOnceWithWhatIsWrong) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  const std::string head =
+      "Host: " + s.host() + "\r\nAuthorization: Bearer " + s.token() + "\r\nConnection: close\r\n";
+  for (const std::string& request :
+       {"POST /api/runs/20260101-000000-abcdef/stop HTTP/1.1\r\n" + head + "\r\n",
+        "PATCH /api/threads/a HTTP/1.1\r\n" + head + "Content-Type: application/json\r\n\r\n",
+        "POST /api/sql HTTP/1.1\r\n" + head + "Content-Type: application/json\r\n\r\n"}) {
+    const std::string got = Raw(s.port(), request);
+    EXPECT_EQ(StatusOf(got), 411) << got;
+    EXPECT_NE(got.find("no Content-Length"), std::string::npos) << got;
+  }
+  // Two Host headers (the second not this server), two tokens, two origins.
+  for (const std::string& twice :
+       {std::string("Host: evil.example\r\n"), "Authorization: Bearer " + s.token() + "\r\n",
+        std::string("Origin: http://evil.example\r\n")}) {
+    const std::string got = Raw(s.port(), "GET /api/info HTTP/1.1\r\n" + head + twice +
+                                              "Origin: " + s.origin() + "\r\n\r\n");
+    EXPECT_EQ(StatusOf(got), 400) << twice << got;
+    EXPECT_NE(got.find("more than one"), std::string::npos) << got;
+    EXPECT_EQ(got.find("\"dialect\""), std::string::npos) << got;
+  }
+  // RFC 9110: the scheme's name is case-insensitive.
+  {
+    httplib::Headers lower = {{"Authorization", "bearer " + s.token()}};
+    auto r = s.Client().Get("/api/info", lower);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  struct Bad {
+    std::string body;
+    std::string error;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"", "the body is empty: send a JSON object"},
+           {"{\"sql\": \"\xff\"}",
+            "the body is not valid JSON at byte 10: invalid string: ill-formed UTF-8 byte"},
+           {"{\"sql\": ",
+            "the body is not valid JSON at byte 9: unexpected end of input; expected '[', '{', or "
+            "a literal"},
+           {"[1]", "the body is JSON but not an object: send {\"name\": value, ...}"},
+           {R"({"sql": "SELECT 1", "max_rows": 0})",
+            "\"max_rows\" must be a whole number from 1 to 10000"},
+           {R"({"sql": "SELECT 1", "max_rows": -5})",
+            "\"max_rows\" must be a whole number from 1 to 10000"},
+           {R"({"sql": "SELECT 1", "max_rows": 10001})",
+            "\"max_rows\" must be a whole number from 1 to 10000"},
+           {R"({"sql": "SELECT 1", "max_rows": 1e3})",
+            "\"max_rows\" must be a whole number from 1 to 10000"},
+       }) {
+    auto r = s.Client().Post("/api/sql", s.Bearer(), bad.body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad.body;
+    EXPECT_EQ(json::parse(r->body, nullptr, false).value("error", ""), bad.error) << bad.body;
+  }
+  auto head_mcp = s.Client().Head("/mcp", s.Bearer());
+  ASSERT_TRUE(head_mcp);
+  EXPECT_EQ(head_mcp->status, 405);
+  auto delete_mcp = s.Client().Delete("/mcp", s.Bearer(), "", "application/json");
+  ASSERT_TRUE(delete_mcp);
+  EXPECT_EQ(delete_mcp->status, 400) << delete_mcp->body;
+  EXPECT_NE(delete_mcp->body.find("no Mcp-Session-Id header"), std::string::npos);
+  EXPECT_FALSE(s.process().Wait(milliseconds(0)).has_value()) << s.process().Err();
+}
+
+// The engines read a statement up to its first NUL: the SQL box refuses one, so what runs is
+// always what the guard read.
+TEST(ServeTest, TheSqlBoxRefusesANulThatWouldHideTheRestOfTheQuery) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  using namespace std::string_literals;
+  json r = s.Post("/api/sql", {{"sql", "SELECT count(*) AS n FROM sales\0 garbage"s}}, &status);
+  EXPECT_EQ(status, 400) << r.dump();
+  EXPECT_EQ(r["failure_class"], "guard_violation");
+  EXPECT_NE(r.value("error", "").find("NUL character"), std::string::npos) << r.dump();
+  r = s.Post("/api/sql", {{"sql", "SELECT count(*) AS n FROM sales"}}, &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(r["rows"], json::parse(R"([[2065]])"));
+}
+
+// Stop says what happened: 202 while the run goes on, 409 once it has finished, 404 for a run
+// that never was. Thread routes answer 404 for a missing thread, and no answer names the file
+// the threads live in.
+TEST(ServeTest, StopAndThreadRoutesAnswerWhatIsTrueOfTheRunOrThread) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, CountAndAnswer()});
+  provider.Enqueue({200, {}, CountAndAnswer()});
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  json asked = s.Post("/api/ask", {{"question", "How many orders?"}, {"thread", "first"}}, &status);
+  ASSERT_EQ(status, 202);
+  const std::string id = asked["run_id"];
+  ASSERT_EQ(s.Outcome(id)["stop_reason"], "answered");
+  json stopped = s.Post("/api/runs/" + id + "/stop", json::object(), &status);
+  EXPECT_EQ(status, 409);
+  EXPECT_EQ(stopped["error"], "run " + id + " has already finished: nothing to stop");
+  s.Post("/api/runs/20260101-000000-abcdef/stop", json::object(), &status);
+  EXPECT_EQ(status, 404);
+
+  s.Post("/api/ask", {{"question", "How many orders?"}, {"thread", "second"}}, &status);
+  ASSERT_EQ(status, 202);
+  const std::string dir = s.dir().string();
+  for (const char* method : {"GET", "PATCH", "DELETE"}) {
+    httplib::Request req;
+    req.method = method;
+    req.path = "/api/threads/missing";
+    req.headers = s.Page();
+    req.body = R"({"name":"other"})";
+    req.set_header("Content-Type", "application/json");
+    auto r = s.Client().send(req);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404) << method << " " << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"], "no thread named \"missing\"");
+  }
+  // Renaming onto a name that is taken: refused, and the message names no path.
+  for (int i = 0; i < 200 && s.Get("/api/threads")["threads"].size() < 2; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  httplib::Request rename;
+  rename.method = "PATCH";
+  rename.path = "/api/threads/first";
+  rename.headers = s.Page();
+  rename.body = R"({"name":"second"})";
+  rename.set_header("Content-Type", "application/json");
+  auto r = s.Client().send(rename);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("second"), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find(dir), std::string::npos) << r->body;
+  // The list carries each thread's first question and last status, read in one query.
+  json threads = s.Get("/api/threads")["threads"];
+  ASSERT_EQ(threads.size(), 2u);
+  for (const auto& t : threads) {
+    EXPECT_EQ(t["question"], "How many orders?") << t.dump();
+    EXPECT_FALSE(t.contains("sources")) << t.dump();
+  }
+}
+
+// MCP over HTTP: a notifications/cancelled for the session's running ask_database stops it, and
+// Ctrl-C stops a running call too; either way the run's trace is written, ending "interrupted".
+TEST(ServeTest, AnMcpCallOverHttpStopsOnCancelAndOnCtrlC) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, Answer("never", {}), milliseconds(60000)});
+  provider.Enqueue({200, {}, Answer("never", {}), milliseconds(60000)});
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  auto post = [&](const json& message, const std::string& session) {
+    httplib::Headers h = s.Bearer();
+    h.emplace("Accept", "application/json, text/event-stream");
+    if (!session.empty()) h.emplace("Mcp-Session-Id", session);
+    auto c = s.Client();
+    c.set_read_timeout(std::chrono::seconds(60));
+    return c.Post("/mcp", h, message.dump(), "application/json");
+  };
+  auto init = post({{"jsonrpc", "2.0"},
+                    {"id", 1},
+                    {"method", "initialize"},
+                    {"params",
+                     {{"protocolVersion", "2025-11-25"},
+                      {"capabilities", json::object()},
+                      {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}},
+                   "");
+  ASSERT_TRUE(init);
+  const std::string session = init->get_header_value("Mcp-Session-Id");
+  ASSERT_FALSE(session.empty()) << init->body;
+  post({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, session);
+  auto call = [&](int id) {
+    return json{
+        {"jsonrpc", "2.0"},
+        {"id", id},
+        {"method", "tools/call"},
+        {"params", {{"name", "ask_database"}, {"arguments", {{"question", "How many orders?"}}}}}};
+  };
+  auto runs_ended = [&](size_t n) {
+    size_t interrupted = 0;
+    if (!fs::exists(s.dir() / "runs")) return false;
+    for (const auto& e : fs::directory_iterator(s.dir() / "runs")) {
+      auto text = ReadFile(e.path() / "trace.json");
+      interrupted += text.find("\"stop_reason\": \"interrupted\"") != std::string::npos ||
+                     text.find("\"stop_reason\":\"interrupted\"") != std::string::npos;
+    }
+    return interrupted == n;
+  };
+
+  auto asked = [&](size_t n) {
+    for (int i = 0; i < 600 && provider.requests().size() < n; ++i) {
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return provider.requests().size() >= n;
+  };
+  std::optional<httplib::Result> first;
+  std::thread caller([&] { first.emplace(post(call(2), session)); });
+  ASSERT_TRUE(asked(1));
+  auto cancelled = post({{"jsonrpc", "2.0"},
+                         {"method", "notifications/cancelled"},
+                         {"params", {{"requestId", 2}, {"reason", "user"}}}},
+                        session);
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(cancelled->status, 202);
+  caller.join();
+  ASSERT_TRUE(first && *first);
+  EXPECT_EQ((*first)->status, 200);
+  EXPECT_TRUE(runs_ended(1)) << (*first)->body;
+
+  std::thread second([&] { (void)post(call(3), session); });
+  ASSERT_TRUE(asked(2));
+  s.process().Signal(SIGINT);
+  const auto code = s.process().Wait(milliseconds(20000));
+  second.join();
+  ASSERT_TRUE(code.has_value()) << s.process().Err();
+  EXPECT_EQ(*code, 6) << s.process().Err();
+  EXPECT_TRUE(runs_ended(2)) << s.process().Err();
+}
+
+// Off loopback, the printed URL is one a browser can open, and the address it names is a Host
+// the server answers to (127.0.0.2 is a loopback address quarry treats as another machine's).
+TEST(ServeTest, AnAllowedRemoteAddressIsPrintedAndAnsweredTo) {
+  ProviderServer provider;
+  TempDir dir;
+  LiveServer server({"--data", (SourceDir() / "data" / "sales.csv").string(), "--host", "127.0.0.2",
+                     "--allow-remote", "--port", "0", "--no-cache"},
+                    dir.path(), {"HOME=" + dir.path().string()}, "serve");
+  const std::string url = server.FirstLine(milliseconds(60000));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(http://127\.0\.0\.2:(\d+)/\?token=(\w+))")))
+      << url << server.Err();
+  const int port = std::stoi(m[1]);
+  httplib::Client c("127.0.0.2", port);
+  auto r = c.Get("/api/info", {{"Authorization", "Bearer " + m[2].str()}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(server.Err().find("Answering to 127.0.0.1, localhost, 127.0.0.2"), std::string::npos)
+      << server.Err();
 }
 
 TEST(ServeTest, ARemoteAddressNeedsAllowRemote) {

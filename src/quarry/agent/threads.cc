@@ -307,7 +307,8 @@ Result<std::vector<Thread>> ThreadStore::List() {
   auto st = db.Prepare(
       "SELECT t.id, t.name, t.created_at, t.updated_at, "
       "(SELECT count(*) FROM turns WHERE thread_id = t.id), "
-      "(SELECT status FROM turns WHERE thread_id = t.id ORDER BY number DESC LIMIT 1) "
+      "(SELECT status FROM turns WHERE thread_id = t.id ORDER BY number DESC LIMIT 1), "
+      "(SELECT question FROM turns WHERE thread_id = t.id ORDER BY number LIMIT 1) "
       "FROM threads t ORDER BY t.updated_at DESC, t.id DESC");
   if (!st) return std::unexpected(st.error());
   std::vector<Thread> out;
@@ -322,7 +323,9 @@ Result<std::vector<Thread>> ThreadStore::List() {
     t.created_at = st->Text(2);
     t.updated_at = st->Text(3);
     t.turn_count = static_cast<int>(st->Int(4));
-    t.waiting = trace::ParseStopReason(st->Text(5)) == trace::StopReason::kClarification;
+    t.last_status = st->Text(5);
+    t.waiting = trace::ParseStopReason(t.last_status) == trace::StopReason::kClarification;
+    t.first_question = st->Text(6);
     out.push_back(std::move(t));
   }
   for (size_t i = 0; i < out.size(); ++i) {

@@ -89,6 +89,8 @@ struct Thread {
   std::vector<ThreadSource> sources;  // of its latest turn
   int turn_count = 0;
   bool waiting = false;           // its last turn waits on a clarification
+  std::string first_question;     // its first turn's question
+  std::string last_status;        // its last turn's status (ThreadTurn::status)
   std::vector<ThreadTurn> turns;  // oldest first; empty in ThreadStore::List
 };
 

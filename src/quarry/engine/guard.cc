@@ -443,6 +443,13 @@ std::optional<QueryFailure> CheckDuckDbStrings(const std::vector<Token>& tokens,
 
 std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect,
                                            const std::vector<std::string>& tables) {
+  // Every engine's C API reads the statement as a C string, up to its first NUL: what runs would
+  // be a prefix of what the guard read.
+  if (sql.find('\0') != std::string_view::npos) {
+    return Violation("single_statement",
+                     "guard: the SQL holds a NUL character (\\u0000), and the engine would run "
+                     "only the text before it; remove it and send one SELECT query");
+  }
   auto tokens = Tokenize(sql, dialect);
   if (!tokens && dialect == Dialect::kPostgreSQL) {
     // What the guard cannot read is not sent: a lexer difference must not become a way past.

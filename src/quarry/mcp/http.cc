@@ -29,6 +29,10 @@ struct HttpEndpoint::Impl {
     std::unique_ptr<Dispatcher> dispatcher;
     std::mutex mu;      // a session's messages are handled one at a time, in arrival order
     uint64_t used = 0;  // last use, by a counter
+    // The request running now (its id compactly dumped) and its stop, guarded by Impl::mu: a
+    // notifications/cancelled for it is handled without waiting for the session's turn.
+    std::string running_id;
+    std::stop_source running_stop;
   };
 
   ToolBox tools;
@@ -36,6 +40,7 @@ struct HttpEndpoint::Impl {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Session>> sessions;
   uint64_t clock = 0;
+  std::stop_source stopping;  // StopAll: every running call stops, and new ones stop at once
 };
 
 HttpEndpoint::HttpEndpoint(const ServerOptions& options, engine::Engine& engine)
@@ -82,15 +87,54 @@ HttpEndpoint::Reply HttpEndpoint::Post(std::string_view body, const std::string&
                    "Not Found: no session " + session_id + " (it ended); initialize again");
     }
     session->used = ++impl_->clock;
+    // A cancellation names a request of this session that is running (its POST waits for it).
+    if (message.is_object() && message.value("method", "") == "notifications/cancelled" &&
+        !message.contains("id")) {
+      const json params = message.value("params", json::object());
+      if (params.is_object() && params.contains("requestId") && !session->running_id.empty() &&
+          params["requestId"].dump() == session->running_id) {
+        session->running_stop.request_stop();
+      }
+      return Reply{202, "", ""};
+    }
   }
   // The dispatcher answers tools/call inline here (no Calls wired): the POST waits for it.
   std::lock_guard turn(session->mu);
-  std::optional<json> response = session->dispatcher->Handle(body, true);
+  std::stop_source stop;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopping.stop_requested()) stop.request_stop();
+    const bool request =
+        message.is_object() && message.contains("id") && message.contains("method");
+    session->running_id = request ? message["id"].dump() : "";
+    session->running_stop = stop;
+  }
+  std::optional<json> response = session->dispatcher->Handle(body, true, stop.get_token());
+  {
+    std::lock_guard lock(impl_->mu);
+    session->running_id.clear();
+    session->running_stop = std::stop_source(std::nostopstate);
+  }
   if (!response) return Reply{202, "", new_id};
   return Reply{200, DumpLine(*response), new_id};
 }
 
+void HttpEndpoint::StopAll() {
+  std::lock_guard lock(impl_->mu);
+  impl_->stopping.request_stop();
+  for (auto& [id, session] : impl_->sessions) {
+    if (session->running_stop.stop_possible()) session->running_stop.request_stop();
+  }
+}
+
 HttpEndpoint::Reply HttpEndpoint::Delete(const std::string& session_id) {
+  if (session_id.empty()) {
+    return Reply{400,
+                 DumpLine(ErrorResponse(nullptr, kInvalidRequest,
+                                        "Bad Request: no Mcp-Session-Id header: name the "
+                                        "session to end")),
+                 ""};
+  }
   std::lock_guard lock(impl_->mu);
   if (impl_->sessions.erase(session_id) == 0) return Reply{404, "", ""};
   return Reply{200, "", ""};

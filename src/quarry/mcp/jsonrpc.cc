@@ -62,7 +62,7 @@ std::optional<std::string> Elicit(ClientRequests& requests, const agent::Clarifi
 Dispatcher::Dispatcher(ToolBox& tools, std::string instructions)
     : tools_(tools), instructions_(std::move(instructions)) {}
 
-std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
+std::optional<json> Dispatcher::Handle(std::string_view line, bool complete, StopToken stop) {
   std::string problem;
   const json message = ParseJson(line, &problem);
   if (message.is_discarded() && problem != "not valid JSON") {
@@ -78,7 +78,7 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
   if (message.is_array()) {
     return ErrorResponse(nullptr, kInvalidRequest,
                          "Invalid Request: batches are not supported (MCP removed them in "
-                         "2025-06-18); send one message per line");
+                         "2025-06-18); send one message at a time");
   }
   if (!message.is_object()) {
     return ErrorResponse(nullptr, kInvalidRequest,
@@ -120,7 +120,7 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete) {
   if (!params.is_object()) {
     return ErrorResponse(id, kInvalidParams, "Invalid params: MCP takes \"params\" as an object");
   }
-  if (method == "tools/call" && initialized_) return SubmitCall(id, params);
+  if (method == "tools/call" && initialized_) return SubmitCall(id, params, stop);
   MethodResult result;
   try {
     result = Request(method, params);
@@ -233,11 +233,13 @@ std::expected<PendingCall, Dispatcher::RpcError> Dispatcher::CheckCall(const jso
   return call;
 }
 
-std::optional<json> Dispatcher::SubmitCall(const json& id, const json& params) {
+std::optional<json> Dispatcher::SubmitCall(const json& id, const json& params, StopToken stop) {
   auto call = CheckCall(id, params);
   if (!call) return ErrorResponse(id, call.error().code, call.error().message);
   if (calls_) return calls_->Submit(std::move(*call));
-  return RunCall(*call, CallContext{});
+  CallContext context;
+  context.stop = std::move(stop);
+  return RunCall(*call, context);
 }
 
 json Dispatcher::RunCall(const PendingCall& call, const CallContext& given) {

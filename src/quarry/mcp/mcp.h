@@ -56,9 +56,11 @@ int Serve(const ServerOptions& options, std::istream& in, std::ostream& out);
 // Mcp-Session-Id header; every later message must carry it (400 without, 404 for an unknown or
 // ended one). A request is answered with one application/json response (tools/call runs while the
 // POST waits; no server-to-client stream, so clarifications come back as the tool's result); a
-// notification or a response is accepted with 202 and no body. A session's messages are handled
-// one at a time (a client that wants calls in parallel opens more sessions). The caller checks the
-// token, the Host and the Origin before handing a request here. Thread-safe.
+// notification or a response is accepted with 202 and no body. notifications/cancelled naming the
+// session's running request stops it (its POST is then answered with the stopped tool's result,
+// which the client ignores). A session's messages are handled one at a time (a client that wants
+// calls in parallel opens more sessions). The caller checks the token, the Host and the Origin
+// before handing a request here. Thread-safe.
 class HttpEndpoint {
  public:
   // `options.data` is not opened again: `engine` serves every call. Both must outlive this.
@@ -77,8 +79,11 @@ class HttpEndpoint {
   // the spec says). An unsupported version is 400.
   Reply Post(std::string_view body, const std::string& session_id,
              const std::string& protocol_version);
-  // DELETE: ends the session (200), or 404 when there is none of that id.
+  // DELETE: ends the session (200); 400 without a session id, 404 when there is none of that id.
   Reply Delete(const std::string& session_id);
+  // Stops every running call (a stopped query, a killed Python child, an interrupted run with
+  // its trace written), and every later call at once. For the server's shutdown.
+  void StopAll();
 
  private:
   struct Impl;

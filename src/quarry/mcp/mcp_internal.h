@@ -254,8 +254,9 @@ class Dispatcher {
   // Handles one line of input. Returns the response to write, or nullopt: notifications and
   // client responses are never answered, and a final line cut off by EOF (`complete` false)
   // that does not parse is dropped rather than answered with a parse error.
-  // Never throws: an exception inside a method becomes -32603.
-  std::optional<json> Handle(std::string_view line, bool complete);
+  // Never throws: an exception inside a method becomes -32603. `stop` stops a tools/call
+  // answered inline (no Calls wired: MCP over HTTP, where the POST waits for the result).
+  std::optional<json> Handle(std::string_view line, bool complete, StopToken stop = {});
 
  private:
   struct RpcError {
@@ -267,7 +268,7 @@ class Dispatcher {
   void Notification(const std::string& method, const json& params);
   MethodResult Initialize(const json& params);
   // Checks a tools/call and queues it (nullopt: answered later), or its error response.
-  std::optional<json> SubmitCall(const json& id, const json& params);
+  std::optional<json> SubmitCall(const json& id, const json& params, StopToken stop);
   std::expected<PendingCall, RpcError> CheckCall(const json& id, const json& params);
 
   ToolBox& tools_;

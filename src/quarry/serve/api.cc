@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <iostream>
 #include <map>
 #include <regex>
 
@@ -41,16 +42,32 @@ void Refuse(Response& res, int status, const std::string& message) {
   Send(res, status, {{"error", message}});
 }
 
-// The request's JSON object body, or nullopt after answering 400/415.
+// The request's JSON object body, or nullopt after answering 400/415 with what is wrong.
 std::optional<json> Body(const Request& req, Response& res) {
   const std::string type = Lower(req.get_header_value("Content-Type"));
   if (!type.starts_with("application/json")) {
     Refuse(res, 415, "send the body as JSON with Content-Type: application/json");
     return std::nullopt;
   }
-  json body = json::parse(req.body, nullptr, false);
+  if (Trim(req.body).empty()) {
+    Refuse(res, 400, "the body is empty: send a JSON object");
+    return std::nullopt;
+  }
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 3: syntax error while
+    // parsing value - invalid string: ill-formed UTF-8 byte; last read: ..." keeps the reason.
+    std::string what = e.what();
+    const size_t dash = what.find(" - ");
+    what = dash == std::string::npos ? "it does not parse" : what.substr(dash + 3);
+    what = what.substr(0, what.find("; last read"));
+    Refuse(res, 400, "the body is not valid JSON at byte " + std::to_string(e.byte) + ": " + what);
+    return std::nullopt;
+  }
   if (!body.is_object()) {
-    Refuse(res, 400, "the body is not a JSON object");
+    Refuse(res, 400, "the body is JSON but not an object: send {\"name\": value, ...}");
     return std::nullopt;
   }
   return body;
@@ -177,21 +194,30 @@ Result<agent::ThreadStore> Store(App& app) {
   return agent::ThreadStore::Open(app.options.threads_path);
 }
 
-int StatusOf(const quarry::Error& e) { return e.code == Error::Code::kUsage ? 400 : 500; }
+// A thread store's error answered: its message without the database's path (a page is told what
+// went wrong, not where the user's files are; the server's log has the whole message).
+void StoreFailed(App& app, Response& res, const quarry::Error& e) {
+  std::string message = e.message;
+  const std::string path = app.options.threads_path.string();
+  for (size_t at; !path.empty() && (at = message.find(path)) != std::string::npos;) {
+    message.replace(at, path.size(), "the threads database");
+  }
+  if (e.code != Error::Code::kUsage) std::cerr << "quarry serve: " << e.message << "\n";
+  Refuse(res, e.code == Error::Code::kUsage ? 400 : 500, message);
+}
 
 void Threads(App& app, Response& res) {
   auto store = Store(app);
-  if (!store) return Refuse(res, StatusOf(store.error()), store.error().message);
+  if (!store) return StoreFailed(app, res, store.error());
   auto list = store->List();
-  if (!list) return Refuse(res, 500, list.error().message);
+  if (!list) return StoreFailed(app, res, list.error());
   json out = json::array();
   for (const auto& t : *list) {
     json item = agent::ThreadJson(t);
     item.erase("sources");  // paths of the user's files: the page names sources by id
-    auto whole = store->Find(t.name);
-    if (whole && *whole && !(*whole)->turns.empty()) {
-      item["question"] = (*whole)->turns.front().question;
-      item["status"] = (*whole)->turns.back().status;
+    if (t.turn_count > 0) {
+      item["question"] = t.first_question;
+      item["status"] = t.last_status;
     }
     out.push_back(item);
   }
@@ -200,25 +226,25 @@ void Threads(App& app, Response& res) {
 
 void Thread(App& app, const Request& req, Response& res, const std::string& name) {
   auto store = Store(app);
-  if (!store) return Refuse(res, StatusOf(store.error()), store.error().message);
+  if (!store) return StoreFailed(app, res, store.error());
   if (auto v = agent::ValidateThreadName(name); !v) return Refuse(res, 400, v.error().message);
+  auto found = store->Find(name);
+  if (!found) return StoreFailed(app, res, found.error());
+  if (!*found) return Refuse(res, 404, "no thread named \"" + name + "\"");
   if (req.method == "GET") {
-    auto found = store->Find(name);
-    if (!found) return Refuse(res, 500, found.error().message);
-    if (!*found) return Refuse(res, 404, "no thread named \"" + name + "\"");
     json turns = json::array();
     for (const auto& turn : (*found)->turns) turns.push_back(agent::TurnJson(turn));
     return Send(res, 200, {{"name", name}, {"turns", turns}});
   }
   if (req.method == "DELETE") {
-    if (auto d = store->Delete(name); !d) return Refuse(res, 404, d.error().message);
+    if (auto d = store->Delete(name); !d) return StoreFailed(app, res, d.error());
     return Send(res, 200, {{"deleted", true}});
   }
   auto body = Body(req, res);
   if (!body) return;
   auto new_name = Field(*body, "name", res, 256);
   if (!new_name) return;
-  if (auto r = store->Rename(name, *new_name); !r) return Refuse(res, 400, r.error().message);
+  if (auto r = store->Rename(name, *new_name); !r) return StoreFailed(app, res, r.error());
   Send(res, 200, {{"name", *new_name}});
 }
 
@@ -312,10 +338,13 @@ void Sql(App& app, const Request& req, Response& res) {
   if (Trim(*sql).empty()) return Refuse(res, 400, "the SQL is empty");
   int max_rows = 1000;
   if (body->contains("max_rows")) {
-    if (!(*body)["max_rows"].is_number_integer()) {
-      return Refuse(res, 400, "\"max_rows\" must be an integer");
+    const json& given = (*body)["max_rows"];
+    if (!given.is_number_integer() || given.get<int64_t>() < 1 ||
+        given.get<int64_t>() > kMaxSqlRows) {
+      return Refuse(res, 400,
+                    "\"max_rows\" must be a whole number from 1 to " + std::to_string(kMaxSqlRows));
     }
-    max_rows = std::clamp((*body)["max_rows"].get<int>(), 1, kMaxSqlRows);
+    max_rows = given.get<int>();
   }
   engine::Limits limits = app.options.config.limits;
   limits.max_rows = max_rows;
@@ -343,7 +372,7 @@ void Sql(App& app, const Request& req, Response& res) {
 }
 
 void Mcp(App& app, const Request& req, Response& res) {
-  if (req.method == "GET") {
+  if (req.method != "POST" && req.method != "DELETE") {
     // No server-to-client stream is offered (the spec allows 405 here).
     res.status = 405;
     res.set_header("Allow", "POST, DELETE");
@@ -379,6 +408,15 @@ void Page(const std::string& name, Response& res) {
 // the origin of anything that changes state. Refusals are answered here.
 Handled Check(App& app, const Request& req, Response& res) {
   SecurityHeaders(res);
+  // Two of a header the checks read would leave which one counts to each reader (RFC 9110
+  // 5.3: these are never lists).
+  for (const char* name : {"Host", "Origin", "Authorization", "Cookie", "Sec-Fetch-Site",
+                           "Content-Type", "Content-Length", "Mcp-Session-Id"}) {
+    if (req.get_header_value_count(name) > 1) {
+      Refuse(res, 400, std::string("the request has more than one ") + name + " header");
+      return Handled::Handled;
+    }
+  }
   if (!app.gate.HostAllowed(req.get_header_value("Host"))) {
     Refuse(res, 403,
            "this server answers only to 127.0.0.1, localhost and the names given with "
@@ -404,6 +442,17 @@ Handled Check(App& app, const Request& req, Response& res) {
   const bool changes = req.method != "GET" && req.method != "HEAD";
   if (changes && !app.gate.SameOrigin(req)) {
     Refuse(res, 403, "refused: a request that changes something must come from quarry's own page");
+    return Handled::Handled;
+  }
+  // The library reads a POST, PUT or PATCH body without a length until the client closes (a 5 s
+  // wait, then an empty 400): such a request is answered at once instead. (A DELETE without one
+  // is read as empty.)
+  const bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+  if (has_body && !req.has_header("Content-Length") &&
+      Lower(req.get_header_value("Transfer-Encoding")).find("chunked") == std::string::npos) {
+    Refuse(res, 411,
+           "the request has no Content-Length: send one, 0 for no body (curl: -d '' or "
+           "--json '{}')");
     return Handled::Handled;
   }
   return Handled::Unhandled;
@@ -451,10 +500,19 @@ void Route(httplib::Server& server, App& app) {
   });
   server.Post(std::string("/api/runs/") + kRunId + "/stop",
               [&app](const Request& req, Response& res) {
-                auto state = app.runs.Find(req.matches[1].str());
-                if (!state) return Refuse(res, 404, "no running question " + req.matches[1].str());
+                const std::string id = req.matches[1].str();
+                auto state = app.runs.Find(id);
+                bool finished = !state;
+                if (state) {
+                  std::lock_guard lock(state->mu);
+                  finished = state->finished;
+                }
+                if (finished) {
+                  if (!state && !ReadRun(app, id)) return Refuse(res, 404, "no run " + id);
+                  return Refuse(res, 409, "run " + id + " has already finished: nothing to stop");
+                }
                 state->stop.request_stop();
-                Send(res, 200, {{"stopping", true}});
+                Send(res, 202, {{"stopping", true}});
               });
   server.Get(std::string("/api/runs/") + kRunId + "/figures/(chart-[0-9]+\\.(svg|png))",
              [&app](const Request& req, Response& res) {

@@ -64,8 +64,10 @@ bool Gate::SameOrigin(const httplib::Request& request) const {
 }
 
 Gate::Auth Gate::Authenticate(const httplib::Request& request) const {
+  // RFC 9110 11.1: the scheme's name is case-insensitive ("bearer" is Bearer).
   const std::string authorization = request.get_header_value("Authorization");
-  if (authorization.starts_with("Bearer ") && ConstantTimeEqual(authorization.substr(7), token_)) {
+  if (Lower(std::string_view(authorization).substr(0, 7)) == "bearer " &&
+      ConstantTimeEqual(Trim(std::string_view(authorization).substr(7)), token_)) {
     return Auth::kBearer;
   }
   if (ConstantTimeEqual(CookieValue(request.get_header_value("Cookie"), kCookieName), token_)) {

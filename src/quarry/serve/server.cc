@@ -1,7 +1,12 @@
 // `quarry serve` (serve.h): opens the data once, then serves the page, the API and /mcp on
 // cpp-httplib until a stop request. Where it listens and who it answers are decided here.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <iostream>
 
@@ -23,6 +28,39 @@ bool Loopback(const std::string& host) {
 }
 
 void Say(const std::string& line) { std::cerr << "quarry serve: " << line << "\n"; }
+
+bool Wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::"; }
+
+// A host as a URL and a Host header write it: an IPv6 address in brackets.
+std::string UrlHost(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
+// The names other machines reach this one by, when it listens on every address: its interfaces'
+// addresses (IPv4 first; no loopback, no link-local IPv6, which needs a zone) and its host name.
+std::vector<std::string> NamesOfThisMachine() {
+  std::vector<std::string> v4, v6;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* a = list; a; a = a->ifa_next) {
+      if (!a->ifa_addr || (a->ifa_flags & IFF_LOOPBACK) || !(a->ifa_flags & IFF_UP)) continue;
+      char text[INET6_ADDRSTRLEN] = {};
+      if (a->ifa_addr->sa_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+        if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text)) v4.emplace_back(text);
+      } else if (a->ifa_addr->sa_family == AF_INET6) {
+        const auto* in = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+        if (IN6_IS_ADDR_LINKLOCAL(&in->sin6_addr)) continue;
+        if (inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof text)) v6.push_back(UrlHost(text));
+      }
+    }
+    freeifaddrs(list);
+  }
+  v4.insert(v4.end(), v6.begin(), v6.end());
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') v4.emplace_back(name);
+  return v4;
+}
 
 }  // namespace
 
@@ -108,18 +146,35 @@ int Serve(const ServeOptions& options) {
     return kExitUsage;
   }
   if (listening >= 0) ::listen(listening, SOMAXCONN);
-  internal::Gate gate(*token, port, options.allow_hosts);
+  // Off loopback, the names the server is reached by are its own: the address it listens on,
+  // or, on every address, each of this machine's. A browser on another machine sends one of
+  // them as Host; a rebound DNS name is still refused.
+  std::vector<std::string> hosts = options.allow_hosts;
+  std::vector<std::string> reached_by;
+  if (Wildcard(options.host)) {
+    reached_by = NamesOfThisMachine();
+  } else if (!Loopback(options.host)) {
+    reached_by = {UrlHost(options.host)};
+  }
+  hosts.insert(hosts.end(), reached_by.begin(), reached_by.end());
+  internal::Gate gate(*token, port, hosts);
   internal::Runs runs(options, shared);
   internal::RateLimit rate(options.questions_per_minute);
   internal::App app{options, shared, gate, runs, rate, mcp_endpoint};
   internal::Route(server, app);
 
-  const std::string host = options.host == "::1" ? "[::1]" : options.host;
+  // The URL printed is one a browser can open: never the wildcard address itself.
+  std::string host = UrlHost(options.host);
+  if (Wildcard(options.host)) host = reached_by.empty() ? "127.0.0.1" : reached_by.front();
   const std::string base = "http://" + host + ":" + std::to_string(port);
   if (!Loopback(options.host)) {
+    std::string names;
+    for (const auto& n : reached_by) names += (names.empty() ? "" : ", ") + n;
     Say("warning: listening on " + options.host +
         ", reachable from other machines; traffic is not encrypted, and anyone with the token "
-        "can query the data");
+        "can query the data. Answering to 127.0.0.1, localhost" +
+        (names.empty() ? "" : ", " + names) +
+        " and the names given with --allow-host (another name is refused as DNS rebinding)");
   }
   Say("serving " + std::to_string(shared.describe().size()) + " table(s) at " + base + " (MCP at " +
       base + "/mcp); Ctrl-C stops");
@@ -127,10 +182,12 @@ int Serve(const ServeOptions& options) {
 
   const std::stop_callback on_stop(options.stop, [&] {
     runs.StopAll();
+    mcp_endpoint.StopAll();
     server.stop();
   });
   if (!options.stop.stop_requested()) server.listen_after_bind();
   runs.StopAll();
+  mcp_endpoint.StopAll();
   Say("stopped");
   return kExitInterrupted;
 }

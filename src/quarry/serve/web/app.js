@@ -333,6 +333,7 @@
     try {
       await api("POST", `/api/runs/${enc(run.id)}/stop`, {});
     } catch (e) {
+      if (e.status === 409) return;  // it finished meanwhile: its outcome is on its way
       run.stopping = false;
       setRunning(state.run === run);
       showError(e);

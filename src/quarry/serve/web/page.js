@@ -68,7 +68,9 @@
       let msg = data && typeof data.error === "string" ? data.error
         : `${method} ${path}: HTTP ${res.status}`;
       if (res.status === 503 || res.status === 429) msg += " — try again in a moment.";
-      throw new Error(msg);
+      const err = new Error(msg);
+      err.status = res.status;
+      throw err;
     }
     return data || {};
   }
