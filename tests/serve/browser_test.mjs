@@ -603,6 +603,9 @@ test('g. a declined run and a refused (ungrounded) answer are shown as such, nev
     { stop: 'declined', notAnswer: true, badge: false, h3: 'Declined — not an answer' },
     { stop: 'final_answer_ungrounded', notAnswer: true, badge: false, h3: 'Refused: the numbers were not found in any result' },
   ]);
+  // The sidebar says how the thread's last turn ended in the same words, not the status's name.
+  assert.equal(await page.textContent(`#threads .thread-item[data-name="${refused.thread}"] .thread-meta`),
+    '2 turns · Refused: the numbers were not found in any result');
   await shot(page, 'refused.png');
 });
 

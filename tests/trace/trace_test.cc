@@ -8,6 +8,7 @@
 
 #include <ctime>
 #include <fstream>
+#include <set>
 
 #include "quarry/common/private_dir.h"
 #include "quarry/trace/trace.h"
@@ -622,6 +623,7 @@ TEST(TraceTest, EveryStopReasonKeepsItsNameBothWays) {
       {StopReason::kClarification, "clarification_needed"},
       {StopReason::kDeclined, "declined"},
       {StopReason::kIncomplete, "incomplete"}};
+  std::set<std::string> headings;
   for (const auto& [reason, name] : names) {
     EXPECT_EQ(StopReasonName(reason), name);
     EXPECT_EQ(ParseStopReason(name), reason) << name;
@@ -630,7 +632,13 @@ TEST(TraceTest, EveryStopReasonKeepsItsNameBothWays) {
     auto back = FromJson(ToJson(t));
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(back->stop_reason, reason) << name;
+    headings.insert(std::string(StopHeading(reason)));
   }
+  // Each stop has its own heading for people; only an answer reads as one.
+  EXPECT_EQ(headings.size(), names.size());
+  EXPECT_EQ(StopHeading(StopReason::kAnswered), "Answer");
+  EXPECT_EQ(StopHeading(StopReason::kDeclined), "Declined — not an answer");
+  EXPECT_EQ(StopHeading(StopReason::kInterrupted), "Stopped by you");
   EXPECT_EQ(ParseStopReason("Answered"), std::nullopt);
   EXPECT_EQ(ParseAnswerOutcome(AnswerOutcomeName(AnswerOutcome::kDeclined)),
             AnswerOutcome::kDeclined);

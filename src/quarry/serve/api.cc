@@ -206,6 +206,13 @@ void StoreFailed(App& app, Response& res, const quarry::Error& e) {
   Refuse(res, e.code == Error::Code::kUsage ? 400 : 500, message);
 }
 
+// A stored turn's status in words (trace::StopHeading), or that it is still running.
+std::string TurnHeading(const std::string& status) {
+  if (status == agent::kTurnRunning) return "Still running";
+  const auto reason = trace::ParseStopReason(status);
+  return reason ? std::string(trace::StopHeading(*reason)) : "No answer: " + status;
+}
+
 void Threads(App& app, Response& res) {
   auto store = Store(app);
   if (!store) return StoreFailed(app, res, store.error());
@@ -218,6 +225,7 @@ void Threads(App& app, Response& res) {
     if (t.turn_count > 0) {
       item["question"] = t.first_question;
       item["status"] = t.last_status;
+      item["heading"] = TurnHeading(t.last_status);
     }
     out.push_back(item);
   }
@@ -233,7 +241,11 @@ void Thread(App& app, const Request& req, Response& res, const std::string& name
   if (!*found) return Refuse(res, 404, "no thread named \"" + name + "\"");
   if (req.method == "GET") {
     json turns = json::array();
-    for (const auto& turn : (*found)->turns) turns.push_back(agent::TurnJson(turn));
+    for (const auto& turn : (*found)->turns) {
+      json item = agent::TurnJson(turn);
+      item["heading"] = TurnHeading(turn.status);
+      turns.push_back(std::move(item));
+    }
     return Send(res, 200, {{"name", name}, {"turns", turns}});
   }
   if (req.method == "DELETE") {

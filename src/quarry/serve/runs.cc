@@ -21,6 +21,7 @@ json OutcomeFor(const trace::Trace& t, const std::string& thread, int turn) {
   json figures = json::array();
   for (const auto& a : t.artifacts) figures.push_back(std::filesystem::path(a).filename().string());
   out["figures"] = figures;
+  out["heading"] = trace::StopHeading(t.stop_reason);
   out["run_id"] = t.id;
   out["thread"] = thread;
   out["turn"] = turn;
@@ -104,11 +105,13 @@ void Runs::RunOne(Job& job) {
     state.changed.notify_all();
   };
   auto failed = [&](const std::string& message) {
+    // No run, so no stop reason: the page shows the heading and the error.
     finish({{"run_id", state.id},
             {"thread", state.thread},
-            {"stop_reason", "not_started"},
+            {"stop_reason", nullptr},
+            {"heading", "The question did not start"},
             {"error", message},
-            {"text", "The question did not start: " + message}});
+            {"text", message}});
   };
   auto client = options_.make_client ? options_.make_client()
                                      : Result<std::unique_ptr<llm::Client>>(

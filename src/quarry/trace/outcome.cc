@@ -113,6 +113,38 @@ std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes) {
   return out;
 }
 
+std::string_view StopHeading(StopReason reason) {
+  switch (reason) {
+    case StopReason::kAnswered:
+      return "Answer";
+    case StopReason::kUngrounded:
+      return "Refused: the numbers were not found in any result";
+    case StopReason::kExecutionFailed:
+      return "Stopped: a query failed";
+    case StopReason::kStepBudget:
+      return "Stopped: step budget reached";
+    case StopReason::kRepairBudget:
+      return "Stopped: the errors could not be repaired within the repair budget";
+    case StopReason::kCostBudget:
+      return "Stopped: cost budget reached";
+    case StopReason::kToolCallBudget:
+      return "Stopped: too many tool calls in one turn";
+    case StopReason::kNoToolCall:
+      return "No answer: the model replied without using a tool";
+    case StopReason::kModelError:
+      return "Stopped: the model could not be reached or failed";
+    case StopReason::kInterrupted:
+      return "Stopped by you";
+    case StopReason::kClarification:
+      return "Waiting for your reply";
+    case StopReason::kDeclined:
+      return "Declined — not an answer";
+    case StopReason::kIncomplete:
+      return "Incomplete: the run ended without an outcome";
+  }
+  return "No answer";
+}
+
 json OutcomeJson(const Trace& t) {
   const json whole = ToJson(t);
   json out = {{"answer", t.answer},

@@ -309,6 +309,10 @@ std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes);
 // {"text", "answer": false}, "clarification"?: {"question", "choices"}}.
 nlohmann::ordered_json OutcomeJson(const Trace& t);
 
+// What a stop means, as a short heading for people ("Declined — not an answer", "Stopped by
+// you"): the web page heads each outcome and each stored turn with it.
+std::string_view StopHeading(StopReason reason);
+
 // A new run id: "<UTC yyyymmdd-hhmmss>-<6 hex>", sortable by time.
 std::string NewRunId();
 // Now as UTC ISO 8601 to the second ("2026-12-01T10:38:26Z"): every created_at and date.

@@ -74,7 +74,7 @@
           "aria-current": t.name === state.thread ? "true" : null,
           onclick: () => openThread(t.name).catch(showError),
         }, el("span", { class: "thread-name" }, t.name),
-        el("span", { class: "thread-meta" }, `${plural(t.turns, "turn")} · ${t.status}`)),
+        el("span", { class: "thread-meta" }, `${plural(t.turns, "turn")} · ${t.heading || t.status || "no turns"}`)),
         el("span", { class: "thread-actions" },
           button("Rename", { class: "thread-rename", "aria-label": `Rename ${t.name}` }, rename),
           button("Delete", { class: "thread-delete", "aria-label": `Delete ${t.name}` }, remove)));
@@ -168,7 +168,7 @@
     if (answered) {
       box.append(groundedBadge(turn.grounded), el("p", { class: "answer-text" }, turn.answer));
     } else {
-      box.append(el("h3", {}, stopHeading(turn.status)));
+      box.append(el("h3", {}, stopHeading(turn)));
       if (turn.answer) box.append(el("p", { class: "plain" }, turn.answer));
     }
     for (const c of turn.clarifications || []) {

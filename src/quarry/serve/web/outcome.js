@@ -132,7 +132,7 @@
       text = String(text).split(`note: ${n}\n`).join("");
     }
     text = String(text || "").trim();
-    box.append(el("h3", {}, stopHeading(o.stop_reason || "unknown")),
+    box.append(el("h3", {}, stopHeading(o)),
       text && el("p", { class: "plain outcome-text" }, text));
   }
 

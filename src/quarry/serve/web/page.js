@@ -136,25 +136,9 @@
     `${num(t.duration_ms ?? t.wall_ms)} ms`,
   ].join(" · ");
 
-  // What happened, in words, for each stop that is not an answer. The trace's budget reasons
-  // end in "_exhausted"; both spellings are accepted.
-  const STOP_HEADINGS = {
-    declined: "Declined — not an answer",
-    final_answer_ungrounded: "Refused: the numbers were not found in any result",
-    step_budget: "Stopped: step budget reached",
-    cost_budget: "Stopped: cost budget reached",
-    tool_call_budget: "Stopped: too many tool calls in one turn",
-    repair_budget: "Stopped: the errors could not be repaired within the repair budget",
-    interrupted: "Stopped by you",
-    model_error: "Stopped: the model could not be reached or failed",
-    execution_failed: "Stopped: a query failed",
-    no_tool_call: "No answer: the model replied without using a tool",
-    incomplete: "Incomplete: the run ended without an outcome",
-    clarification_needed: "Waiting for your reply",
-    running: "Still running",
-  };
-  const stopHeading = (reason) =>
-    STOP_HEADINGS[String(reason).replace(/_exhausted$/, "")] || `No answer: ${reason}`;
+  // What happened, in words: the server's heading for the stop (trace::StopHeading), never a
+  // vocabulary of the page's own.
+  const stopHeading = (o) => (o && o.heading) || `No answer: ${(o && (o.stop_reason || o.status)) || "unknown"}`;
 
   // What outcome.js and app.js use; state is shared by reference and changed in place.
   window.quarryPage = Object.freeze({
