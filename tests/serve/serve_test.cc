@@ -626,6 +626,22 @@ TEST(ServeTest, TheSqlBoxRefusesANulThatWouldHideTheRestOfTheQuery) {
   EXPECT_EQ(r["rows"], json::parse(R"([[2065]])"));
 }
 
+// --timeout-ms bounds every query the server runs; the SQL box's runaway join is interrupted.
+TEST(ServeTest, TimeoutMsBoundsTheQueriesItRuns) {
+  ProviderServer provider;
+  Served s(provider, {"--timeout-ms", "300"});
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  json r = s.Post("/api/sql",
+                  {{"sql", "SELECT sum(a.range * b.range) FROM range(100000) a, range(100000) b"}},
+                  &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(r["failure_class"], "timeout");
+  EXPECT_EQ(r["error"],
+            "the query was interrupted after 300 ms: simplify it, filter earlier, or aggregate "
+            "before joining");
+}
+
 // Stop says what happened: 202 while the run goes on, 409 once it has finished, 404 for a run
 // that never was. Thread routes answer 404 for a missing thread, and no answer names the file
 // the threads live in.
@@ -790,6 +806,16 @@ TEST(ServeTest, ARemoteAddressNeedsAllowRemote) {
       dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--allow-remote"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(ServeTest, NoDataIsAUsageErrorThatSaysWhatToGive) {
+  TempDir dir;
+  auto r = RunProcess({QuarryBinary().string(), "serve"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "quarry serve: no data: give files, a folder or a server URL (quarry serve --data "
+            "sales.csv)\n");
   EXPECT_EQ(r.out, "");
 }
 

@@ -367,8 +367,10 @@ int Main(int argc, char** argv) {
   CLI::App* serve_cmd = app.add_subcommand(
       "serve",
       "The local web app: ask in a browser, follow each run live (quarry serve --data FILE)");
-  serve_cmd->add_option("--data,paths", serve.mcp.paths, "Data files, a folder, or a server URL")
-      ->required();
+  // One list under two spellings; each on its own, so the help shows neither as required and
+  // RunServe says what to give when both are empty.
+  serve_cmd->add_option("paths", serve.mcp.paths, "Data files, a folder, or a server URL");
+  serve_cmd->add_option("--data", serve.data, "The same as the paths (repeatable)");
   serve_cmd->add_option("--host", serve.host, "Address to listen on (default 127.0.0.1)");
   serve_cmd->add_option("--port", serve.port, "Port (default 8765; 0 picks a free one)")
       ->check(CLI::Range(0, 65535));
@@ -387,6 +389,8 @@ int Main(int argc, char** argv) {
       ->add_option("--questions-per-minute", serve.questions_per_minute,
                    "Questions one client may ask a minute (default 30)")
       ->check(CLI::Range(1, 100000));
+  serve_cmd->add_option("--timeout-ms", serve.timeout_ms, "Per-query timeout (default 10000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   serve_cmd->add_flag("--allow-python", serve.mcp.allow_python,
                       "Let the model run sandboxed Python");
   serve_cmd->add_option("--runs-dir", serve.mcp.runs_dir,

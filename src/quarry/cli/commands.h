@@ -87,7 +87,8 @@ struct McpOptions {
 // `quarry serve` (serve_command.cc): the web app over the data, with MCP's model flags for
 // its questions.
 struct ServeCommandOptions {
-  McpOptions mcp;  // the data (--data), --runs-dir, the model, load and schema flags
+  McpOptions mcp;                 // the data (positional), --runs-dir, the model, load and schema
+  std::vector<std::string> data;  // --data: more data, the same as the positional paths
   std::string host = "127.0.0.1";
   int port = 8765;
   bool allow_remote = false;
@@ -96,6 +97,7 @@ struct ServeCommandOptions {
   int max_running = 2;            // questions run at once
   int max_queued = 8;             // questions waiting for a run; past it, "busy"
   int questions_per_minute = 30;  // per client
+  int64_t timeout_ms = 10000;     // --timeout-ms: every query (the model's, the SQL box's, /mcp's)
 };
 
 // `quarry doctor` (doctor_command.cc): the model flags `ask` takes, --no-probe and --format.

@@ -8,6 +8,7 @@
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
+#include "quarry/common/exit_codes.h"
 #include "quarry/serve/serve.h"
 
 extern char** environ;
@@ -28,7 +29,14 @@ void OpenBrowser(const std::string& url) {
 
 }  // namespace
 
-int RunServe(const ServeCommandOptions& o) {
+int RunServe(const ServeCommandOptions& given) {
+  ServeCommandOptions o = given;
+  o.mcp.paths.insert(o.mcp.paths.end(), given.data.begin(), given.data.end());
+  if (o.mcp.paths.empty()) {
+    std::cerr << "quarry serve: no data: give files, a folder or a server URL (quarry serve "
+                 "--data sales.csv)\n";
+    return kExitUsage;
+  }
   auto tools = ToolServerOptions(o.mcp);
   if (!tools) return Report(tools.error());
   serve::ServeOptions options;
@@ -36,6 +44,7 @@ int RunServe(const ServeCommandOptions& o) {
   options.runs_dir = tools->runs_dir;
   options.threads_path = tools->threads_path;
   options.config = tools->config;
+  options.config.limits.timeout_ms = o.timeout_ms;
   options.open = tools->open;
   options.on_open = tools->on_open;
   options.make_client = tools->make_client;
