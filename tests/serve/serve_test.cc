@@ -127,6 +127,17 @@ class Served {
     if (status) *status = r->status;
     return json::parse(r->body, nullptr, false);
   }
+  // Any method with the page's headers and a JSON body.
+  httplib::Result Send(const std::string& method, const std::string& path,
+                       const std::string& body) const {
+    httplib::Request req;
+    req.method = method;
+    req.path = path;
+    req.headers = Page();
+    req.body = body;
+    req.set_header("Content-Type", "application/json");
+    return Client().send(req);
+  }
   json Get(const std::string& path, int* status = nullptr) const {
     auto r = Client().Get(path, Bearer());
     if (!r) return json();
@@ -666,13 +677,7 @@ TEST(ServeTest, StopAndThreadRoutesAnswerWhatIsTrueOfTheRunOrThread) {
   ASSERT_EQ(status, 202);
   const std::string dir = s.dir().string();
   for (const char* method : {"GET", "PATCH", "DELETE"}) {
-    httplib::Request req;
-    req.method = method;
-    req.path = "/api/threads/missing";
-    req.headers = s.Page();
-    req.body = R"({"name":"other"})";
-    req.set_header("Content-Type", "application/json");
-    auto r = s.Client().send(req);
+    auto r = s.Send(method, "/api/threads/missing", R"({"name":"other"})");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 404) << method << " " << r->body;
     EXPECT_EQ(json::parse(r->body)["error"], "no thread named \"missing\"");
@@ -681,13 +686,7 @@ TEST(ServeTest, StopAndThreadRoutesAnswerWhatIsTrueOfTheRunOrThread) {
   for (int i = 0; i < 200 && s.Get("/api/threads")["threads"].size() < 2; ++i) {
     std::this_thread::sleep_for(milliseconds(50));
   }
-  httplib::Request rename;
-  rename.method = "PATCH";
-  rename.path = "/api/threads/first";
-  rename.headers = s.Page();
-  rename.body = R"({"name":"second"})";
-  rename.set_header("Content-Type", "application/json");
-  auto r = s.Client().send(rename);
+  auto r = s.Send("PATCH", "/api/threads/first", R"({"name":"second"})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_NE(r->body.find("second"), std::string::npos) << r->body;
