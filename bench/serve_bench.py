@@ -111,7 +111,7 @@ def main():
             return (time.perf_counter() - started) * 1000
 
         p, port, token, _ = start_quarry(a.quarry, data, scratch)
-        cookie = {'Cookie': 'quarry_token=' + token}
+        cookie = {'Cookie': f'quarry_token_{port}=' + token}
         # The peer serves files of the same bytes as quarry's answers.
         static = os.path.join(scratch, 'static')
         os.makedirs(static)

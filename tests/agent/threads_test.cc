@@ -329,6 +329,36 @@ TEST(ThreadStoreTest, ThePreviewKeepsFiveRowsAndABoundedSize) {
   EXPECT_EQ(ResultPreview(none), "");
 }
 
+// A name made from any question is one ValidateThreadName accepts: what it refuses is dropped
+// (the web app's questions with emoji joiners, Persian's zero-width non-joiner, a BOM, a
+// right-to-left override never started), the rest kept as written.
+TEST(ThreadStoreTest, ANameFromAnyTextIsAValidName) {
+  struct Case {
+    std::string text;
+    std::string name;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"revenue per family \U0001F468\u200D\U0001F469\u200D\U0001F467",
+            "revenue per family \U0001F468\U0001F469\U0001F467"},
+           {"\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645",
+            "\u0645\u06CC\u062E\u0648\u0627\u0647\u0645"},
+           {"\uFEFFtotal\u200B sales", "total sales"},
+           {"evil\u202Etxt.csv", "eviltxt.csv"},
+           {"  two\n\tlines \x01 here  ", "two lines here"},
+           {"bad \xff\xfe bytes", "bad bytes"},
+           {"\u200B\u200C\uFEFF", ""},
+           {std::string(100, 'x'), std::string(48, 'x')},
+           {"\u00e9\u00e9\u00e9", "\u00e9"},  // cut to 3 bytes: one whole é, never half of one
+       }) {
+    const std::string max = c.text.starts_with("\u00e9") ? "3" : "48";
+    const std::string name = ThreadNameFromText(c.text, std::stoul(max));
+    EXPECT_EQ(name, c.name) << c.text;
+    if (!name.empty()) {
+      EXPECT_TRUE(ValidateThreadName(name + " \u00b7 a1b2c3")) << name;
+    }
+  }
+}
+
 TEST(ThreadStoreTest, BadNamesAreUsageErrors) {
   for (const std::string& bad :
        {std::string(""), std::string(65, 'a'), std::string("a\x01z"), std::string("a\x7fz"),

@@ -45,6 +45,9 @@ TEST_F(OpenTest, AFolderExpandsToItsDataFilesAndSaysWhatItSkipped) {
     std::ofstream(dir / name) << "id\n1\n";
   }
   std::ofstream(dir / "sub" / "deep.csv") << "id\n1\n";
+  // Empty files hold no table: skipped and named, and the rest are read.
+  std::ofstream(dir / "zero.parquet");
+  std::ofstream(dir / "empty.csv");
   const auto file = tmp_.Write("alone.csv", "id\n1\n");
   std::vector<std::string> notes;
   auto paths = ExpandFolders({file, dir}, &notes);
@@ -52,7 +55,8 @@ TEST_F(OpenTest, AFolderExpandsToItsDataFilesAndSaysWhatItSkipped) {
   EXPECT_EQ(*paths, (std::vector<std::filesystem::path>{file, dir / "b.tsv", dir / "orders.csv"}));
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0], "folder " + dir.string() +
-                          ": reading 2 data file(s); skipped 2 that are not data (README.md, sub)");
+                          ": reading 2 data file(s); skipped 2 that are not data (README.md, sub); "
+                          "skipped 2 empty (empty.csv, zero.parquet)");
   auto engine = Open(*paths);
   ASSERT_TRUE(engine) << engine.error().message;
   EXPECT_EQ((*engine)->describe().size(), 3u);

@@ -53,7 +53,11 @@ class LiveServer {
       if (kv.starts_with("QUARRY_") || kv.starts_with("OPENROUTER_")) continue;
       env_strings.push_back(kv);
     }
-    for (const auto& e : env) env_strings.push_back(e);
+    for (const auto& e : env) {  // replaces the variable of that name
+      const std::string key = e.substr(0, e.find('=') + 1);
+      std::erase_if(env_strings, [&](const std::string& kv) { return kv.starts_with(key); });
+      env_strings.push_back(e);
+    }
     std::vector<std::string> argv = {QuarryBinary().string(), command};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv, cenv;

@@ -752,6 +752,13 @@ test('h. hostile cells, column and file names, model text, choices and thread na
   const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#download-csv')]);
   const csv = fs.readFileSync(await dl.path(), 'utf8');
   assert.ok(csv.includes(`'=HYPERLINK(""${XSS.js}"")`), 'the formula cell is defused');
+  // Copied as TSV, the formula is defused too: pasted into a spreadsheet it is text.
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.origin });
+  await p.click('#copy-result');
+  await p.waitForFunction(() => document.getElementById('copy-status').textContent === 'copied');
+  const tsv = await p.evaluate(() => navigator.clipboard.readText());
+  assert.ok(tsv.includes(`\t'=HYPERLINK("${XSS.js}")\t`), tsv);
+  assert.ok(!/\t=HYPERLINK/.test(tsv), tsv);
   await clean('result view');
 
   // A thread renamed to a payload; the sidebar and the heading show it as text.

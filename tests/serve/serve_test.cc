@@ -103,6 +103,7 @@ class Served {
   }
   int port() const { return port_; }
   const std::string& token() const { return token_; }
+  std::string cookie() const { return "quarry_token_" + std::to_string(port_) + "=" + token_; }
   const std::string& url() const { return url_; }
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string origin() const { return "http://" + host(); }
@@ -117,7 +118,7 @@ class Served {
   httplib::Headers Bearer() const { return {{"Authorization", "Bearer " + token_}}; }
   // What the page sends: the cookie and the browser's own-origin headers.
   httplib::Headers Page() const {
-    return {{"Cookie", "quarry_token=" + token_},
+    return {{"Cookie", "quarry_token_" + std::to_string(port_) + "=" + token_},
             {"Origin", origin()},
             {"Sec-Fetch-Site", "same-origin"}};
   }
@@ -171,16 +172,15 @@ TEST(ServeTest, PrintsOneUrlWithATokenThatIsSwappedForAStrictCookie) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 303);
   EXPECT_EQ(r->get_header_value("Location"), "/");
-  EXPECT_EQ(r->get_header_value("Set-Cookie"),
-            "quarry_token=" + s.token() + "; HttpOnly; SameSite=Strict; Path=/");
+  EXPECT_EQ(r->get_header_value("Set-Cookie"), s.cookie() + "; HttpOnly; SameSite=Strict; Path=/");
   // The cookie alone opens the page and the API.
-  auto page = s.Client().Get("/", {{"Cookie", "quarry_token=" + s.token()}});
+  auto page = s.Client().Get("/", {{"Cookie", s.cookie()}});
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   // Its scripts, each served from the binary.
   for (const char* script : {"/page.js", "/outcome.js", "/app.js"}) {
     EXPECT_NE(page->body.find(script), std::string::npos) << script;
-    auto js = s.Client().Get(script, {{"Cookie", "quarry_token=" + s.token()}});
+    auto js = s.Client().Get(script, {{"Cookie", s.cookie()}});
     ASSERT_TRUE(js);
     EXPECT_EQ(js->status, 200) << script;
     EXPECT_EQ(js->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
@@ -208,7 +208,7 @@ TEST(ServeTest, EveryRequestWithoutTheTokenIsRefusedWith401) {
     EXPECT_EQ(r->status, 401) << path;
     auto wrong = c.Get(path, {{"Authorization", "Bearer " + std::string(64, '0')}});
     EXPECT_EQ(wrong->status, 401) << path;
-    auto cookie = c.Get(path, {{"Cookie", "quarry_token=" + s.token().substr(1)}});
+    auto cookie = c.Get(path, {{"Cookie", s.cookie().substr(1)}});
     EXPECT_EQ(cookie->status, 401) << path;
   }
   auto bad_link = c.Get("/?token=" + std::string(64, 'a'));
@@ -249,7 +249,7 @@ TEST(ServeTest, AStateChangingRequestFromAnotherSiteIsRefusedWith403) {
   ProviderServer provider;
   Served s(provider);
   ASSERT_GT(s.port(), 0);
-  const std::string cookie = "quarry_token=" + s.token();
+  const std::string cookie = s.cookie();
   const std::string body = json({{"sql", "SELECT 1 AS one"}}).dump();
   auto post = [&](httplib::Headers h) {
     auto r = s.Client().Post("/api/sql", h, body, "application/json");
@@ -610,6 +610,28 @@ TEST(ServeTest, MalformedRequestsAreAnsweredAtOnceWithWhatIsWrong) {
     EXPECT_EQ(r->status, 400) << bad.body;
     EXPECT_EQ(json::parse(r->body, nullptr, false).value("error", ""), bad.error) << bad.body;
   }
+  // max_rows null is max_rows absent.
+  {
+    auto r = s.Client().Post("/api/sql", s.Bearer(),
+                             R"({"sql": "SELECT 1 AS a", "max_rows": null})", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  // The library's own refusals say what happened, as JSON.
+  {
+    auto r = s.Client().Get("/api/nothing", s.Bearer());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    EXPECT_EQ(json::parse(r->body, nullptr, false).value("error", ""), "not found: /api/nothing");
+    auto big =
+        s.Client().Post("/api/sql", s.Bearer(), std::string(5 << 20, ' '), "application/json");
+    ASSERT_TRUE(big);
+    EXPECT_EQ(big->status, 413);
+    EXPECT_TRUE(json::parse(big->body, nullptr, false)
+                    .value("error", "")
+                    .starts_with("the body is too large: JSON bodies up to 4 MiB"))
+        << big->body;
+  }
   auto head_mcp = s.Client().Head("/mcp", s.Bearer());
   ASSERT_TRUE(head_mcp);
   EXPECT_EQ(head_mcp->status, 405);
@@ -651,6 +673,77 @@ TEST(ServeTest, TimeoutMsBoundsTheQueriesItRuns) {
   EXPECT_EQ(r["error"],
             "the query was interrupted after 300 ms: simplify it, filter earlier, or aggregate "
             "before joining");
+}
+
+// The SQL box's answer stays within its byte cap however wide the rows: rows past it are left
+// out, and the answer says the result was cut and where.
+TEST(ServeTest, TheSqlBoxCutsAResultPastItsByteCap) {
+  ProviderServer provider;
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  json r = s.Post(
+      "/api/sql",
+      {{"sql", "SELECT repeat('x', 99999) AS big FROM range(200)"}, {"max_rows", 10000}}, &status);
+  ASSERT_EQ(status, 200) << r.dump().substr(0, 300);
+  EXPECT_EQ(r["row_count"], 200);
+  EXPECT_EQ(r["truncated"], true);
+  EXPECT_EQ(r["cut_at_bytes"], 8 * 1024 * 1024);
+  // Each row is 100,004 bytes as JSON (["x...x"] and a separator): 83 fit in 8 MiB.
+  EXPECT_EQ(r["rows"].size(), 83u);
+  r = s.Post("/api/sql", {{"sql", "SELECT 1 AS a"}}, &status);
+  EXPECT_EQ(r["cut_at_bytes"], nullptr);
+  EXPECT_EQ(r["truncated"], false);
+}
+
+// A question whose text holds characters a thread name may not (an emoji joined with ZWJ,
+// Persian's zero-width non-joiner, a BOM, a right-to-left override) runs, in a thread named
+// from what is left of it.
+TEST(ServeTest, AnyQuestionTextStartsARun) {
+  ProviderServer provider;
+  for (int i = 0; i < 2; ++i) provider.Enqueue({200, {}, CountAndAnswer()});
+  Served s(provider);
+  ASSERT_GT(s.port(), 0);
+  for (const std::string& question : std::vector<std::string>{
+           "How many orders per family \U0001F468\u200D\U0001F469\u200D\U0001F467?",
+           "\uFEFF\u202Eorders\u200C count?"}) {
+    int status = 0;
+    json asked = s.Post("/api/ask", {{"question", question}}, &status);
+    ASSERT_EQ(status, 202) << asked.dump();
+    json outcome = s.Outcome(asked["run_id"]);
+    EXPECT_EQ(outcome["stop_reason"], "answered") << outcome.dump();
+    std::string path = "/api/threads/";
+    for (unsigned char c : asked["thread"].get<std::string>()) {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      path += std::isalnum(c) ? std::string(1, static_cast<char>(c)) : std::string(hex);
+    }
+    EXPECT_EQ(s.Get(path)["turns"][0]["question"], question) << path;
+  }
+}
+
+// A queued question stopped is dropped at once, not when a worker frees.
+TEST(ServeTest, StoppingAQueuedQuestionDropsItAtOnce) {
+  ProviderServer provider;
+  provider.Enqueue({200, {}, Answer("never", {}), milliseconds(60000)});
+  Served s(provider, {"--max-running", "1"});
+  ASSERT_GT(s.port(), 0);
+  int status = 0;
+  json running = s.Post("/api/ask", {{"question", "first"}}, &status);
+  ASSERT_EQ(status, 202);
+  json queued = s.Post("/api/ask", {{"question", "second"}}, &status);
+  ASSERT_EQ(status, 202);
+  json stopped =
+      s.Post("/api/runs/" + queued["run_id"].get<std::string>() + "/stop", json::object(), &status);
+  EXPECT_EQ(status, 200) << stopped.dump();
+  json outcome = s.Outcome(queued["run_id"], milliseconds(5000));
+  ASSERT_TRUE(outcome.is_object()) << "the queued question waited for the running one";
+  EXPECT_EQ(outcome["stop_reason"], "interrupted");
+  EXPECT_EQ(outcome["heading"], "Stopped by you");
+  json first = s.Get("/api/runs/" + running["run_id"].get<std::string>());
+  EXPECT_EQ(first["running"], true);
+  s.Post("/api/runs/" + running["run_id"].get<std::string>() + "/stop", json::object(), &status);
+  EXPECT_EQ(status, 202);
 }
 
 // Stop says what happened: 202 while the run goes on, 409 once it has finished, 404 for a run
@@ -739,6 +832,7 @@ TEST(ServeTest, AnMcpCallOverHttpStopsOnCancelAndOnCtrlC) {
     size_t interrupted = 0;
     if (!fs::exists(s.dir() / "runs")) return false;
     for (const auto& e : fs::directory_iterator(s.dir() / "runs")) {
+      if (!fs::exists(e.path() / "trace.json")) continue;  // threads.sqlite3, a run still going
       auto text = ReadFile(e.path() / "trace.json");
       interrupted += text.find("\"stop_reason\": \"interrupted\"") != std::string::npos ||
                      text.find("\"stop_reason\":\"interrupted\"") != std::string::npos;
@@ -776,13 +870,13 @@ TEST(ServeTest, AnMcpCallOverHttpStopsOnCancelAndOnCtrlC) {
   EXPECT_TRUE(runs_ended(2)) << s.process().Err();
 }
 
-// Off loopback, the printed URL is one a browser can open, and the address it names is a Host
-// the server answers to (127.0.0.2 is a loopback address quarry treats as another machine's).
-TEST(ServeTest, AnAllowedRemoteAddressIsPrintedAndAnsweredTo) {
+// A loopback address other than 127.0.0.1 needs no --allow-remote and draws no warning; the
+// printed URL names it, and it is a Host the server answers to.
+TEST(ServeTest, AnotherLoopbackAddressIsPrintedAndAnsweredTo) {
   ProviderServer provider;
   TempDir dir;
   LiveServer server({"--data", (SourceDir() / "data" / "sales.csv").string(), "--host", "127.0.0.2",
-                     "--allow-remote", "--port", "0", "--no-cache"},
+                     "--port", "0", "--no-cache"},
                     dir.path(), {"HOME=" + dir.path().string()}, "serve");
   const std::string url = server.FirstLine(milliseconds(60000));
   std::smatch m;
@@ -793,8 +887,90 @@ TEST(ServeTest, AnAllowedRemoteAddressIsPrintedAndAnsweredTo) {
   auto r = c.Get("/api/info", {{"Authorization", "Bearer " + m[2].str()}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
-  EXPECT_NE(server.Err().find("Answering to 127.0.0.1, localhost, 127.0.0.2"), std::string::npos)
-      << server.Err();
+  EXPECT_EQ(server.Err().find("reachable from other machines"), std::string::npos) << server.Err();
+}
+
+// Behind a TLS reverse proxy (its name given with --allow-host) the page's origin is https://:
+// accepted for that name, and a foreign https:// origin still is not.
+TEST(ServeTest, AnHttpsOriginOfAnAllowedHostIsThePagesOwn) {
+  ProviderServer provider;
+  Served s(provider, {"--allow-host", "quarry.test"});
+  ASSERT_GT(s.port(), 0);
+  auto post = [&](const std::string& origin) {
+    httplib::Headers h = {{"Host", "quarry.test"},
+                          {"Cookie", s.cookie()},
+                          {"Origin", origin},
+                          {"Sec-Fetch-Site", "same-origin"}};
+    auto r = s.Client().Post("/api/sql", h, R"({"sql":"SELECT 1 AS one"})", "application/json");
+    return r ? r->status : -1;
+  };
+  EXPECT_EQ(post("https://quarry.test"), 200);
+  EXPECT_EQ(post("http://quarry.test"), 200);
+  EXPECT_EQ(post("https://evil.example"), 403);
+  EXPECT_EQ(post("ftp://quarry.test"), 403);
+  EXPECT_EQ(post("https://quarry.test.evil.example"), 403);
+}
+
+// Two servers on one machine: a browser keeps one cookie jar for all ports of 127.0.0.1, so each
+// server's cookie has its own name and signing in to one does not sign out of the other.
+TEST(ServeTest, TwoServersKeepTheirOwnCookies) {
+  ProviderServer provider;
+  Served a(provider), b(provider);
+  ASSERT_GT(a.port(), 0);
+  ASSERT_GT(b.port(), 0);
+  auto first = a.Client().Get("/?token=" + a.token());
+  auto second = b.Client().Get("/?token=" + b.token());
+  ASSERT_TRUE(first && second);
+  const std::string ca = first->get_header_value("Set-Cookie");
+  const std::string cb = second->get_header_value("Set-Cookie");
+  EXPECT_NE(ca.substr(0, ca.find('=')), cb.substr(0, cb.find('=')));
+  // The jar holds both; each server finds its own.
+  const std::string jar = a.cookie() + "; " + b.cookie();
+  for (const Served* s : {&a, &b}) {
+    auto r = s->Client().Get("/api/info", {{"Cookie", jar}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+}
+
+// --open starts the browser on a file that redirects to the URL: the token never stands in a
+// process's arguments, which every user can list. The file is this user's alone, and gone when
+// the server stops.
+TEST(ServeTest, OpenKeepsTheTokenOutOfTheProcessList) {
+  TempDir dir;
+  const fs::path bin = dir.path() / "bin";
+  fs::create_directories(bin);
+  // A stand-in xdg-open: records its arguments, the file's mode and the file.
+  dir.Write("bin/xdg-open", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"" +
+                                (dir.path() / "argv").string() + "\"\nstat -c %a \"$1\" > \"" +
+                                (dir.path() / "mode").string() + "\"\ncp \"$1\" \"" +
+                                (dir.path() / "page.html").string() + "\"\n");
+  fs::permissions(bin / "xdg-open", fs::perms::owner_all);
+  LiveServer server(
+      {"--data", (SourceDir() / "data" / "sales.csv").string(), "--port", "0", "--open",
+       "--no-cache"},
+      dir.path(),
+      {"HOME=" + dir.path().string(), "PATH=" + bin.string() + ":" + std::string(getenv("PATH"))},
+      "serve");
+  const std::string url = server.FirstLine(milliseconds(60000));
+  ASSERT_TRUE(url.find("?token=") != std::string::npos) << url << server.Err();
+  for (int i = 0; i < 200 && !fs::exists(dir.path() / "page.html"); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  const std::string token = url.substr(url.find("?token=") + 7);
+  const std::string argv = ReadFile(dir.path() / "argv");
+  EXPECT_EQ(argv.find(token), std::string::npos) << argv;
+  EXPECT_TRUE(argv.ends_with("/open.html\n")) << argv;
+  EXPECT_EQ(ReadFile(dir.path() / "mode"), "600\n");
+  const std::string page = ReadFile(dir.path() / "page.html");
+  EXPECT_NE(page.find("<meta http-equiv=\"refresh\" content=\"0;url=" + url + "\">"),
+            std::string::npos)
+      << page;
+  const fs::path opened = argv.substr(0, argv.size() - 1);
+  EXPECT_TRUE(fs::exists(opened));
+  server.Signal(SIGINT);
+  EXPECT_EQ(server.Wait(milliseconds(20000)), 6) << server.Err();
+  EXPECT_FALSE(fs::exists(opened.parent_path())) << "the redirect file outlived the server";
 }
 
 TEST(ServeTest, ARemoteAddressNeedsAllowRemote) {

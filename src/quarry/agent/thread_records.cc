@@ -51,6 +51,43 @@ size_t DecodeUtf8(std::string_view text, size_t i, uint32_t& cp) {
 
 }  // namespace
 
+namespace {
+
+bool ControlCharacter(uint32_t cp) { return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F); }
+
+// Invisible characters that reorder or hide text would make a listed name read as another one.
+bool InvisibleFormatting(uint32_t cp) {
+  return cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
+}  // namespace
+
+std::string ThreadNameFromText(std::string_view text, size_t max_bytes) {
+  std::string out;
+  bool space = false;
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = 0;
+    const size_t n = DecodeUtf8(text, i, cp);
+    if (n == 0) {
+      ++i;
+      continue;
+    }
+    const std::string_view ch = text.substr(i, n);
+    i += n;
+    if (cp == ' ' || ControlCharacter(cp)) {
+      space = !out.empty();
+      continue;
+    }
+    if (InvisibleFormatting(cp)) continue;
+    if (out.size() + (space ? 1 : 0) + ch.size() > max_bytes) break;
+    if (space) out += ' ';
+    space = false;
+    out += ch;
+  }
+  return out;
+}
+
 Result<void> ValidateThreadName(std::string_view name) {
   const std::string allowed =
       "a thread name is 1 to 64 bytes of printable text (letters, digits, punctuation, inner "
@@ -72,13 +109,10 @@ Result<void> ValidateThreadName(std::string_view name) {
     uint32_t cp = 0;
     const size_t n = DecodeUtf8(name, i, cp);
     if (n == 0) return Fail(Error::Code::kUsage, "the thread name is not valid UTF-8: " + allowed);
-    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) {
+    if (ControlCharacter(cp)) {
       return Fail(Error::Code::kUsage, "the thread name holds a control character: " + allowed);
     }
-    // Invisible characters that reorder or hide text would make a listed name read as
-    // another one.
-    if (cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
-        (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF) {
+    if (InvisibleFormatting(cp)) {
       return Fail(Error::Code::kUsage,
                   "the thread name holds an invisible formatting character: " + allowed);
     }

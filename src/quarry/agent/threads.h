@@ -41,8 +41,14 @@ std::filesystem::path StateDirectory();
 std::filesystem::path ThreadsPath(const std::filesystem::path& runs_dir);
 
 // Errors: kUsage unless the name is 1 to 64 bytes of valid UTF-8 with no control characters
-// (C0, DEL, C1) and no leading or trailing space; the message says what is allowed.
+// (C0, DEL, C1), no invisible formatting characters (zero-width, bidirectional controls, BOM),
+// not only dots, and no leading or trailing space; the message says what is allowed.
 Result<void> ValidateThreadName(std::string_view name);
+// A start for a thread name made from free text (a question): the characters
+// ValidateThreadName refuses dropped (invalid UTF-8 too), each run of spaces and controls made
+// one space, trimmed, and cut to at most `max_bytes` on a character boundary. "" when nothing
+// is left. Never longer than `max_bytes`.
+std::string ThreadNameFromText(std::string_view text, size_t max_bytes);
 
 // A data file a thread is bound to. `path` is absolute. A database server (engine::IsServerSpec)
 // is bound by its redacted spec as given, and by the set of tables the role could read: then

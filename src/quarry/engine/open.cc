@@ -145,14 +145,19 @@ Result<std::vector<std::filesystem::path>> ExpandFolders(
       continue;
     }
     std::vector<std::filesystem::path> data;
-    std::vector<std::string> skipped;
+    std::vector<std::string> skipped, empty;
     for (std::filesystem::directory_iterator it(given, ec), end; !ec && it != end;
          it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (name.starts_with(".")) continue;  // .quarry/, editors' files: never data
       std::error_code type_ec;
       if (it->is_regular_file(type_ec) && internal::FormatOf(it->path())) {
-        data.push_back(it->path());
+        // An empty file holds no table: one in a folder is skipped, not an error for the rest.
+        if (it->file_size(type_ec) == 0 && !type_ec) {
+          empty.push_back(name);
+        } else {
+          data.push_back(it->path());
+        }
       } else {
         skipped.push_back(name);
       }
@@ -168,13 +173,21 @@ Result<std::vector<std::filesystem::path>> ExpandFolders(
     }
     std::ranges::sort(data);
     std::ranges::sort(skipped);
+    std::ranges::sort(empty);
     if (notes) {
+      auto names = [](const std::vector<std::string>& list) {
+        std::string text = " (";
+        for (size_t i = 0; i < list.size() && i < 5; ++i) text += (i ? ", " : "") + list[i];
+        return text + (list.size() > 5 ? ", ...)" : ")");
+      };
       std::string note =
           "folder " + given.string() + ": reading " + std::to_string(data.size()) + " data file(s)";
       if (!skipped.empty()) {
-        note += "; skipped " + std::to_string(skipped.size()) + " that are not data (";
-        for (size_t i = 0; i < skipped.size() && i < 5; ++i) note += (i ? ", " : "") + skipped[i];
-        note += skipped.size() > 5 ? ", ...)" : ")";
+        note +=
+            "; skipped " + std::to_string(skipped.size()) + " that are not data" + names(skipped);
+      }
+      if (!empty.empty()) {
+        note += "; skipped " + std::to_string(empty.size()) + " empty" + names(empty);
       }
       notes->push_back(note);
     }

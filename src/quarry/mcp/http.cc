@@ -136,7 +136,12 @@ HttpEndpoint::Reply HttpEndpoint::Delete(const std::string& session_id) {
                  ""};
   }
   std::lock_guard lock(impl_->mu);
-  if (impl_->sessions.erase(session_id) == 0) return Reply{404, "", ""};
+  if (impl_->sessions.erase(session_id) == 0) {
+    return Reply{404,
+                 DumpLine(ErrorResponse(nullptr, kInvalidRequest,
+                                        "Not Found: no session " + session_id + " (it ended)")),
+                 ""};
+  }
   return Reply{200, "", ""};
 }
 

@@ -73,7 +73,7 @@ std::optional<json> Dispatcher::Handle(std::string_view line, bool complete, Sto
       Log("ignoring an incomplete last line that is not JSON");
       return std::nullopt;
     }
-    return ErrorResponse(nullptr, kParseError, "Parse error: the line is not valid JSON");
+    return ErrorResponse(nullptr, kParseError, "Parse error: the message is not valid JSON");
   }
   if (message.is_array()) {
     return ErrorResponse(nullptr, kInvalidRequest,

@@ -90,30 +90,12 @@ std::optional<std::string> Field(const json& body, const char* name, Response& r
   return value;
 }
 
-// A name for a new thread: the question's start on one line, and the run's random part, so two
-// threads never share one.
+// A name for a new thread: the question's start (agent::ThreadNameFromText), and the run's
+// random part, so two threads never share one.
 std::string ThreadNameFor(const std::string& question, const std::string& run_id) {
-  std::string line;
-  for (char c : question) {
-    const auto u = static_cast<unsigned char>(c);
-    line += (u < 0x20 || u == 0x7f) ? ' ' : c;
-  }
-  const std::string_view trimmed = Trim(line);
-  line = std::string(Trim(trimmed.substr(0, Utf8Prefix(trimmed, 48))));
-  // C1 controls are two bytes in UTF-8 (U+0080..U+009F): a name may not hold them.
-  std::string clean;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (static_cast<unsigned char>(line[i]) == 0xC2 && i + 1 < line.size() &&
-        static_cast<unsigned char>(line[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(line[i + 1]) <= 0x9F) {
-      ++i;
-      continue;
-    }
-    clean += line[i];
-  }
+  const std::string start = agent::ThreadNameFromText(question, 48);
   const std::string tail = run_id.substr(run_id.size() - 6);
-  const std::string_view name = Trim(clean);
-  return (name.empty() ? std::string("question") : std::string(name)) + " · " + tail;
+  return (start.empty() ? std::string("question") : start) + " \u00b7 " + tail;
 }
 
 // The trace of a run: from memory while this server ran it, else its trace.json.
@@ -349,7 +331,7 @@ void Sql(App& app, const Request& req, Response& res) {
   if (!sql) return;
   if (Trim(*sql).empty()) return Refuse(res, 400, "the SQL is empty");
   int max_rows = 1000;
-  if (body->contains("max_rows")) {
+  if (body->contains("max_rows") && !(*body)["max_rows"].is_null()) {
     const json& given = (*body)["max_rows"];
     if (!given.is_number_integer() || given.get<int64_t>() < 1 ||
         given.get<int64_t>() > kMaxSqlRows) {
@@ -373,11 +355,22 @@ void Sql(App& app, const Request& req, Response& res) {
     columns.push_back({{"name", outcome->columns[i]},
                        {"type", i < outcome->types.size() ? outcome->types[i] : ""}});
   }
+  // Rows past kMaxSqlResultBytes are left out, and the answer says so: a few wide rows must not
+  // make a response of hundreds of megabytes.
+  json rows = agent::RowsJson(*outcome, outcome->rows.size());
+  size_t bytes = 0, kept = 0;
+  for (; kept < rows.size(); ++kept) {
+    bytes += rows[kept].dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+    if (bytes > kMaxSqlResultBytes) break;
+  }
+  const bool cut = kept < rows.size();
+  if (cut) rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(kept), rows.end());
   Send(res, 200,
        {{"columns", columns},
-        {"rows", agent::RowsJson(*outcome, outcome->rows.size())},
+        {"rows", std::move(rows)},
         {"row_count", outcome->row_count},
-        {"truncated", outcome->truncated()},
+        {"truncated", outcome->truncated() || cut},
+        {"cut_at_bytes", cut ? json(kMaxSqlResultBytes) : json(nullptr)},
         {"elapsed_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - started)
                            .count()}});
@@ -513,18 +506,18 @@ void Route(httplib::Server& server, App& app) {
   server.Post(std::string("/api/runs/") + kRunId + "/stop",
               [&app](const Request& req, Response& res) {
                 const std::string id = req.matches[1].str();
-                auto state = app.runs.Find(id);
-                bool finished = !state;
-                if (state) {
-                  std::lock_guard lock(state->mu);
-                  finished = state->finished;
+                switch (app.runs.Stop(id)) {
+                  case Runs::Stopped::kStopping:
+                    return Send(res, 202, {{"stopping", true}});
+                  case Runs::Stopped::kDropped:
+                    return Send(res, 200, {{"stopped", true}});
+                  case Runs::Stopped::kFinished:
+                    break;
+                  case Runs::Stopped::kUnknown:
+                    if (!ReadRun(app, id)) return Refuse(res, 404, "no run " + id);
+                    break;
                 }
-                if (finished) {
-                  if (!state && !ReadRun(app, id)) return Refuse(res, 404, "no run " + id);
-                  return Refuse(res, 409, "run " + id + " has already finished: nothing to stop");
-                }
-                state->stop.request_stop();
-                Send(res, 202, {{"stopping", true}});
+                Refuse(res, 409, "run " + id + " has already finished: nothing to stop");
               });
   server.Get(std::string("/api/runs/") + kRunId + "/figures/(chart-[0-9]+\\.(svg|png))",
              [&app](const Request& req, Response& res) {

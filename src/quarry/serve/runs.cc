@@ -1,6 +1,7 @@
 // The web app's questions (serve_internal.h, Runs): a bounded queue in front of a few workers,
 // each question one agent::RunTurn, its trace events kept in memory as they happen so any number
 // of pages can follow it, and its outcome rendered by the one presenter.
+#include <algorithm>
 #include <filesystem>
 
 #include "quarry/serve/serve_internal.h"
@@ -67,10 +68,59 @@ std::shared_ptr<RunState> Runs::Find(const std::string& id) {
   return it == runs_.end() ? nullptr : it->second;
 }
 
+void Runs::Retire(const std::string& id) {
+  finished_.push_back(id);
+  while (finished_.size() > kKeptFinished) {
+    runs_.erase(finished_.front());
+    finished_.pop_front();
+  }
+}
+
+Runs::Stopped Runs::Stop(const std::string& id) {
+  std::shared_ptr<RunState> dropped;
+  {
+    std::lock_guard lock(mu_);
+    auto it = runs_.find(id);
+    if (it == runs_.end()) return Stopped::kUnknown;
+    auto queued = std::ranges::find_if(queue_, [&](const Job& j) { return j.state->id == id; });
+    if (queued == queue_.end()) {
+      std::lock_guard state_lock(it->second->mu);
+      if (it->second->finished) return Stopped::kFinished;
+      it->second->stop.request_stop();
+      return Stopped::kStopping;
+    }
+    dropped = queued->state;
+    queue_.erase(queued);
+    Retire(id);
+  }
+  {
+    std::lock_guard lock(dropped->mu);
+    dropped->outcome = {{"run_id", dropped->id},
+                        {"thread", dropped->thread},
+                        {"stop_reason", trace::StopReasonName(trace::StopReason::kInterrupted)},
+                        {"heading", trace::StopHeading(trace::StopReason::kInterrupted)},
+                        {"text", "Stopped while it waited for its turn: nothing ran."}};
+    dropped->finished = true;
+  }
+  dropped->changed.notify_all();
+  idle_.notify_all();
+  return Stopped::kDropped;
+}
+
+bool Runs::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_.wait_for(lock, timeout, [this] { return running_ == 0 && queue_.empty(); });
+}
+
 void Runs::StopAll() {
-  std::lock_guard lock(mu_);
-  stopping_ = true;
-  for (auto& [id, state] : runs_) state->stop.request_stop();
+  std::vector<std::string> queued;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (auto& [id, state] : runs_) state->stop.request_stop();
+    for (const Job& j : queue_) queued.push_back(j.state->id);
+  }
+  for (const auto& id : queued) Stop(id);  // each page following one is told at once
 }
 
 void Runs::Work(const std::stop_token& stop) {
@@ -84,13 +134,12 @@ void Runs::Work(const std::stop_token& stop) {
       ++running_;
     }
     RunOne(job);
-    std::lock_guard lock(mu_);
-    --running_;
-    finished_.push_back(job.state->id);
-    while (finished_.size() > kKeptFinished) {
-      runs_.erase(finished_.front());
-      finished_.pop_front();
+    {
+      std::lock_guard lock(mu_);
+      --running_;
+      Retire(job.state->id);
     }
+    idle_.notify_all();
   }
 }
 

@@ -30,8 +30,8 @@ std::string CookieValue(std::string_view header, std::string_view name) {
 
 }  // namespace
 
-Gate::Gate(std::string token, int port, std::vector<std::string> allow_hosts, bool tls)
-    : token_(std::move(token)), port_(port), tls_(tls) {
+Gate::Gate(std::string token, int port, std::vector<std::string> allow_hosts)
+    : token_(std::move(token)), port_(port), cookie_name_(kCookiePrefix + std::to_string(port)) {
   const std::string p = ":" + std::to_string(port);
   for (std::string h : {"127.0.0.1", "localhost", "[::1]"}) {
     hosts_.push_back(h + p);
@@ -54,10 +54,11 @@ bool Gate::SameOrigin(const httplib::Request& request) const {
   const std::string site = request.get_header_value("Sec-Fetch-Site");
   const bool has_origin = request.has_header("Origin");
   if (has_origin) {
-    // "http://127.0.0.1:8765": the scheme this server speaks, then a host it answers to.
+    // "http://127.0.0.1:8765", or "https://quarry.example" through a TLS proxy: a scheme, then
+    // a host this server answers to (a rebinding page's name never is one).
     const std::string origin = Lower(request.get_header_value("Origin"));
-    const std::string scheme = tls_ ? "https://" : "http://";
-    if (!origin.starts_with(scheme) || !HostAllowed(origin.substr(scheme.size()))) return false;
+    const size_t after = origin.starts_with("http://") ? 7 : origin.starts_with("https://") ? 8 : 0;
+    if (after == 0 || !HostAllowed(origin.substr(after))) return false;
   }
   if (!site.empty()) return site == "same-origin" || (bearer && site == "none");
   return has_origin || bearer;
@@ -70,15 +71,14 @@ Gate::Auth Gate::Authenticate(const httplib::Request& request) const {
       ConstantTimeEqual(Trim(std::string_view(authorization).substr(7)), token_)) {
     return Auth::kBearer;
   }
-  if (ConstantTimeEqual(CookieValue(request.get_header_value("Cookie"), kCookieName), token_)) {
+  if (ConstantTimeEqual(CookieValue(request.get_header_value("Cookie"), cookie_name_), token_)) {
     return Auth::kCookie;
   }
   return Auth::kNone;
 }
 
 std::string Gate::Cookie() const {
-  return std::string(kCookieName) + "=" + token_ + "; HttpOnly; SameSite=Strict; Path=/" +
-         (tls_ ? "; Secure" : "");
+  return cookie_name_ + "=" + token_ + "; HttpOnly; SameSite=Strict; Path=/";
 }
 
 void SecurityHeaders(httplib::Response& response) {

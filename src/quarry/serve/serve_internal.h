@@ -37,8 +37,10 @@ namespace quarry::serve::internal {
 
 using json = nlohmann::ordered_json;
 
-// The cookie the token is swapped for on the first visit.
-inline constexpr const char* kCookieName = "quarry_token";
+// The cookie the token is swapped for on the first visit, named with the port after this prefix
+// ("quarry_token_8765"): a browser keeps one cookie jar for every port of a host, so two servers
+// on one machine would otherwise sign each other out.
+inline constexpr const char* kCookiePrefix = "quarry_token_";
 // The largest request body read (a question, an SQL text, an MCP message); past it, 413.
 inline constexpr size_t kMaxBodyBytes = 4 * 1024 * 1024;
 // The longest question or SQL text accepted from the page.
@@ -47,16 +49,19 @@ inline constexpr size_t kMaxQuestionBytes = 8 * 1024;
 inline constexpr int kMaxStreams = 24;
 // Rows /api/sql returns at most.
 inline constexpr int kMaxSqlRows = 10000;
+// Bytes of rows /api/sql returns at most (as JSON); past it, rows are left out and it says so.
+inline constexpr size_t kMaxSqlResultBytes = 8 * 1024 * 1024;
 
 // Who may talk to the server, and how a request proves it (security.cc).
 class Gate {
  public:
-  Gate(std::string token, int port, std::vector<std::string> allow_hosts, bool tls = false);
+  Gate(std::string token, int port, std::vector<std::string> allow_hosts);
   const std::string& token() const { return token_; }
   // The Host header names this server: 127.0.0.1, localhost or [::1] with the port (or without
   // it for port 80), or one of allow_hosts (with or without the port). Case-insensitive.
   bool HostAllowed(std::string_view host) const;
-  // A state-changing request comes from the page's own origin. Sent with the cookie (a
+  // A state-changing request comes from the page's own origin: http:// or https:// (a TLS
+  // proxy in front, named with --allow-host) and a host HostAllowed. Sent with the cookie (a
   // browser): Sec-Fetch-Site must be same-origin, or, from a browser that does not send it,
   // Origin must be this server's; a request with neither is refused. Sent with Authorization:
   // Bearer (a program): a browser cannot add that header cross-site without a CORS preflight,
@@ -73,7 +78,7 @@ class Gate {
   std::string token_;
   int port_;
   std::vector<std::string> hosts_;  // lowercased, each with and without the port
-  bool tls_;
+  std::string cookie_name_;
 };
 
 // The headers every response carries: CSP, nosniff, no referrer, no caching of API answers.
@@ -118,8 +123,14 @@ class Runs {
                                    const std::string& thread);
   // A run this server started (running, queued or among the last finished); nullptr otherwise.
   std::shared_ptr<RunState> Find(const std::string& id);
+  // Stops run `id`: a queued one is dropped at once (it finishes "interrupted" without having
+  // run: no trace, no turn), a running one is asked to stop through its token.
+  enum class Stopped { kStopping, kDropped, kFinished, kUnknown };
+  Stopped Stop(const std::string& id);
   // Every run stops, and no more start.
   void StopAll();
+  // Waits until no question runs or waits, for at most `timeout`; true when none does.
+  bool WaitIdle(std::chrono::milliseconds timeout);
 
  private:
   struct Job {
@@ -128,11 +139,13 @@ class Runs {
   };
   void Work(const std::stop_token& stop);
   void RunOne(Job& job);
+  void Retire(const std::string& id);  // with mu_ held: kept among the last finished
 
   const ServeOptions& options_;
   engine::Engine& engine_;
   std::mutex mu_;
   std::condition_variable_any ready_;
+  std::condition_variable idle_;  // a question finished or was dropped
   std::deque<Job> queue_;
   std::map<std::string, std::shared_ptr<RunState>> runs_;  // by id
   std::deque<std::string> finished_;                       // oldest first, for eviction

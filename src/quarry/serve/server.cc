@@ -10,6 +10,7 @@
 
 #include <iostream>
 
+#include "quarry/agent/threads.h"
 #include "quarry/common/exit_codes.h"
 #include "quarry/common/random.h"
 #include "quarry/mcp/mcp.h"
@@ -23,8 +24,11 @@ namespace {
 // rest answer the page and the API. Connections past them wait in the pool's queue.
 constexpr size_t kServerThreads = internal::kMaxStreams + 16;
 
+// 127.0.0.0/8, ::1 and localhost: only this machine reaches them.
 bool Loopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "::1" || host == "localhost";
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  return host == "::1" || host == "localhost";
 }
 
 void Say(const std::string& line) { std::cerr << "quarry serve: " << line << "\n"; }
@@ -83,6 +87,13 @@ int Serve(const ServeOptions& options) {
   }
   if (options.on_open) options.on_open(**opened);
   engine::SharedEngine shared(**opened);
+  // Questions keep their threads there: a store that cannot be opened is said now, not at the
+  // first question (the schema and the SQL box still work).
+  if (!options.threads_path.empty()) {
+    if (auto store = agent::ThreadStore::Open(options.threads_path); !store) {
+      Say("warning: questions will fail: " + store.error().message);
+    }
+  }
 
   auto token = RandomHex(32);
   if (!token) {
@@ -109,6 +120,33 @@ int Serve(const ServeOptions& options) {
   server.set_read_timeout(std::chrono::seconds(5));
   server.set_write_timeout(std::chrono::seconds(10));
   server.set_keep_alive_timeout(5);
+  // The library's own refusals (413 too large, 404 no route, 414, 400 unreadable) come with no
+  // body: each says what happened, as JSON like every other answer.
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    internal::SecurityHeaders(res);
+    std::string message;
+    switch (res.status) {
+      case 404:
+        message = "not found: " + req.path;
+        break;
+      case 413:
+        message =
+            "the body is too large: JSON bodies up to 4 MiB (send Content-Type: application/json)";
+        break;
+      case 414:
+        message = "the URL is too long";
+        break;
+      case 405:
+        message = req.method + " is not allowed here";
+        break;
+      default:
+        message = "the request was refused (HTTP " + std::to_string(res.status) + ")";
+    }
+    res.set_content(nlohmann::json{{"error", message}}.dump(
+                        -1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json; charset=utf-8");
+  });
   server.set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
         std::string what = "unknown exception";
@@ -153,8 +191,8 @@ int Serve(const ServeOptions& options) {
   std::vector<std::string> reached_by;
   if (Wildcard(options.host)) {
     reached_by = NamesOfThisMachine();
-  } else if (!Loopback(options.host)) {
-    reached_by = {UrlHost(options.host)};
+  } else if (options.host != "127.0.0.1" && options.host != "::1" && options.host != "localhost") {
+    reached_by = {UrlHost(options.host)};  // 192.168.1.20, or a loopback one like 127.0.0.2
   }
   hosts.insert(hosts.end(), reached_by.begin(), reached_by.end());
   internal::Gate gate(*token, port, hosts);
@@ -183,6 +221,9 @@ int Serve(const ServeOptions& options) {
   const std::stop_callback on_stop(options.stop, [&] {
     runs.StopAll();
     mcp_endpoint.StopAll();
+    // The stopped runs write their traces and outcomes first, so pages following them get the
+    // outcome before the connections close (a stopped run ends within about a second).
+    runs.WaitIdle(std::chrono::milliseconds(2000));
     server.stop();
   });
   if (!options.stop.stop_requested()) server.listen_after_bind();

@@ -277,17 +277,22 @@
   const exportText = (cell) => (cell === null || cell === undefined ? ""
     : typeof cell === "object" && typeof cell.base64 === "string" ? cell.base64 : cellText(cell));
 
+  // Text a spreadsheet would run as a formula (= + - @, tab or CR first) is prefixed with ', as
+  // OWASP's CSV injection advice says, in a copy as in a download. Numbers are left alone.
+  const defused = (value, isText) => (isText && /^[=+\-@\t\r]/.test(value) ? "'" + value : value);
+
   function toTsv() {
     const clean = (s) => s.replace(/[\t\r\n]+/g, " ");
-    const lines = [state.result.columns.map((c) => clean(c.name)).join("\t")];
-    for (const row of sortedRows()) lines.push(row.map((c) => clean(exportText(c))).join("\t"));
+    const lines = [state.result.columns.map((c) => clean(defused(c.name, true))).join("\t")];
+    for (const row of sortedRows()) {
+      lines.push(row.map((c) => clean(defused(exportText(c), typeof c !== "number"))).join("\t"));
+    }
     return lines.join("\n") + "\n";
   }
 
-  // RFC 4180 fields; text a spreadsheet would run as a formula (= + - @, tab or CR first) is
-  // prefixed with ' as OWASP's CSV injection advice says. Numbers are left alone.
+  // RFC 4180 fields, defused.
   function csvField(value, isText) {
-    const s = isText && /^[=+\-@\t\r]/.test(value) ? "'" + value : value;
+    const s = defused(value, isText);
     return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   }
   function toCsv() {
