@@ -176,14 +176,9 @@ Result<agent::ThreadStore> Store(App& app) {
   return agent::ThreadStore::Open(app.options.threads_path);
 }
 
-// A thread store's error answered: its message without the database's path (a page is told what
-// went wrong, not where the user's files are; the server's log has the whole message).
+// A thread store's error answered (HideThreadsPath); the server's log has the whole message.
 void StoreFailed(App& app, Response& res, const quarry::Error& e) {
-  std::string message = e.message;
-  const std::string path = app.options.threads_path.string();
-  for (size_t at; !path.empty() && (at = message.find(path)) != std::string::npos;) {
-    message.replace(at, path.size(), "the threads database");
-  }
+  const std::string message = HideThreadsPath(e.message, app.options.threads_path);
   if (e.code != Error::Code::kUsage) std::cerr << "quarry serve: " << e.message << "\n";
   Refuse(res, e.code == Error::Code::kUsage ? 400 : 500, message);
 }

@@ -31,6 +31,14 @@ json OutcomeFor(const trace::Trace& t, const std::string& thread, int turn) {
   return out;
 }
 
+std::string HideThreadsPath(std::string message, const std::filesystem::path& threads_path) {
+  const std::string path = threads_path.string();
+  for (size_t at; !path.empty() && (at = message.find(path)) != std::string::npos;) {
+    message.replace(at, path.size(), "the threads database");
+  }
+  return message;
+}
+
 Runs::Runs(const ServeOptions& options, engine::Engine& engine)
     : options_(options), engine_(engine) {
   for (size_t i = 0; i < std::max<size_t>(options.max_running, 1); ++i) {
@@ -153,7 +161,8 @@ void Runs::RunOne(Job& job) {
     }
     state.changed.notify_all();
   };
-  auto failed = [&](const std::string& message) {
+  auto failed = [&](const std::string& error) {
+    const std::string message = HideThreadsPath(error, options_.threads_path);
     // No run, so no stop reason: the page shows the heading and the error.
     finish({{"run_id", state.id},
             {"thread", state.thread},

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -164,6 +165,10 @@ struct App {
   mcp::HttpEndpoint& mcp;
   std::atomic<int> streams = 0;  // event streams open
 };
+
+// `message` with the threads database named, not placed: a page (maybe on another machine) is
+// told what went wrong, not where the user's files are.
+std::string HideThreadsPath(std::string message, const std::filesystem::path& threads_path);
 
 // Registers every route of the page, the API and /mcp, and the checks in front of them (api.cc).
 void Route(httplib::Server& server, App& app);
