@@ -16,11 +16,13 @@ BELOW = {
     'trace': {'common'},
     'sandbox': {'common'},
     'chart': {'common'},
-    'agent': {'common', 'engine', 'llm', 'trace', 'sandbox', 'chart'},
-    'mcp': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart'},
-    'serve': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'mcp'},
-    'bench': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart'},
-    'cli': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'mcp', 'serve',
+    'knowledge': {'common', 'engine'},
+    'agent': {'common', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'knowledge'},
+    'mcp': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'knowledge'},
+    'serve': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'mcp',
+              'knowledge'},
+    'bench': {'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'knowledge'},
+    'cli': {'knowledge', 'common', 'agent', 'engine', 'llm', 'trace', 'sandbox', 'chart', 'mcp', 'serve',
             'bench'},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"quarry/([a-z_]+)/([^"]+)"')

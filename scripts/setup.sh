@@ -17,6 +17,7 @@ packages=(
   libzip-dev libexpat1-dev libfreexl-dev  # Excel workbooks (.xlsx, .xls)
   zlib1g-dev  # whether a .csv.gz is whole
   libcpp-httplib-dev  # quarry serve's HTTP server (also the tests' stand-in provider)
+  libyaml-cpp-dev  # knowledge files (.quarry/*.yaml)
   libgtest-dev libgmock-dev  # the test targets, which CMake configures
   bubblewrap libseccomp-dev python3 python3-pandas python3-numpy python3-matplotlib
   libcairo2-dev libpango1.0-dev fonts-dejavu-core
