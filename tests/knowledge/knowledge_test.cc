@@ -116,8 +116,8 @@ TEST_F(KnowledgeTest, EachKindIsReadWithItsValuesAndWhereItWasWritten) {
   ASSERT_EQ(sales.columns.size(), 4u);
   EXPECT_EQ(sales.columns[0].unit, "USD");
   EXPECT_EQ(sales.columns[1].values,
-            (std::vector<std::pair<std::string, std::string>>{
-                {"paid", "settled by the customer"}, {"refunded", "money returned"}}));
+            (std::vector<std::pair<std::string, std::string>>{{"paid", "settled by the customer"},
+                                                              {"refunded", "money returned"}}));
   EXPECT_TRUE(sales.columns[2].personal);
   EXPECT_EQ(sales.columns[3].meaning, "the sales region");
 
@@ -149,7 +149,8 @@ TEST_F(KnowledgeTest, BadFilesNameTheFileTheLineAndTheProblem) {
       {"metrics.yaml", "metrics:\n  revenue:\n    table: sales\n",
        "knowledge: metrics.yaml:2: metric 'revenue' has no sql: give an aggregate expression, "
        "e.g. sql: sum(amount)"},
-      {"metrics.yaml", "metrics:\n  revenue:\n    sql: sum(amount)\n    table: sales\n    filtr: x\n",
+      {"metrics.yaml",
+       "metrics:\n  revenue:\n    sql: sum(amount)\n    table: sales\n    filtr: x\n",
        "knowledge: metrics.yaml:5: metric 'revenue' has an unknown key 'filtr' (known: sql, "
        "table, filter, time, description, synonyms)"},
       {"metrics.yaml", "metrics:\n  revenue: [\n",
@@ -163,8 +164,7 @@ TEST_F(KnowledgeTest, BadFilesNameTheFileTheLineAndTheProblem) {
       {"relationships.yaml", "relationships:\n  - from: sales\n    to: regions.name\n",
        "knowledge: relationships.yaml:2: a relationship's from and to are table.column, e.g. "
        "from: orders.customer_id"},
-      {"relationships.yaml",
-       "relationships:\n  - from: a.b\n    to: c.d\n    cardinality: lots\n",
+      {"relationships.yaml", "relationships:\n  - from: a.b\n    to: c.d\n    cardinality: lots\n",
        "knowledge: relationships.yaml:4: cardinality is one of many-to-one, one-to-many, "
        "one-to-one, many-to-many, not 'lots'"},
       {"tables/sales.yaml", "columns:\n  amount:\n    personal: maybe\n",
@@ -173,8 +173,9 @@ TEST_F(KnowledgeTest, BadFilesNameTheFileTheLineAndTheProblem) {
       {"glossary.yaml", "terms:\n  churn:\n    synonyms: [lost]\n",
        "knowledge: glossary.yaml:2: term 'churn' says nothing: give means:, a column: or a "
        "metric:"},
-      {"rules/empty.md", "# Nothing\n\n", "knowledge: rules/empty.md: the rule is empty: write "
-                                          "what must always be done"},
+      {"rules/empty.md", "# Nothing\n\n",
+       "knowledge: rules/empty.md: the rule is empty: write "
+       "what must always be done"},
       {"queries/q.md", "---\nquestion: How many?\n---\nno sql here\n",
        "knowledge: queries/q.md: no ```sql block: put the query's SQL in one, closed by ```"},
       {"queries/q.md", "---\nquestion: How many?\n---\n```sql\nSELECT 1\n",
@@ -196,11 +197,11 @@ TEST_F(KnowledgeTest, BadFilesNameTheFileTheLineAndTheProblem) {
 
 TEST_F(KnowledgeTest, HostileFilesAreErrorsNeverCrashes) {
   const std::vector<std::string> texts = {
-      std::string(200000, '['),                           // nesting past yaml-cpp's depth guard
-      "metrics: &a\n  x: *a\n",                           // an alias of itself
-      std::string("metrics:\n  \xff\xfe: 1\n"),           // not UTF-8
+      std::string(200000, '['),                  // nesting past yaml-cpp's depth guard
+      "metrics: &a\n  x: *a\n",                  // an alias of itself
+      std::string("metrics:\n  \xff\xfe: 1\n"),  // not UTF-8
       "metrics:\n  revenue:\n    sql: [1, 2]\n    table: sales\n",  // a list for text
-      std::string(2 << 20, '#'),                          // over 1 MiB
+      std::string(2 << 20, '#'),                                    // over 1 MiB
   };
   for (const auto& text : texts) {
     Write("metrics.yaml", text);
@@ -225,8 +226,9 @@ TEST_F(KnowledgeTest, AQuestionGetsItsMetricItsNearestVerifiedQueryAndEveryRuleW
   ASSERT_GE(s.items.size(), 3u);
   EXPECT_EQ(s.items[0], "rule test-accounts (rules/test-accounts.md)");
   EXPECT_EQ(s.items[1], "metric revenue (metrics.yaml:2)");
-  EXPECT_NE(std::ranges::find(s.items, "verified query revenue-by-region "
-                                       "(queries/revenue-by-region.md)"),
+  EXPECT_NE(std::ranges::find(s.items,
+                              "verified query revenue-by-region "
+                              "(queries/revenue-by-region.md)"),
             s.items.end());
   EXPECT_NE(s.text.find("- revenue: sum(amount) over sales where status = 'paid'; dates from "
                         "order_date"),
@@ -251,9 +253,8 @@ TEST_F(KnowledgeTest, AQuestionGetsItsMetricItsNearestVerifiedQueryAndEveryRuleW
 
   // Metrics and tables of tables the data does not have are not offered.
   Selection other = Retrieve(*k, "What was the turnover?", 2000, {"invoices"});
-  EXPECT_EQ(std::ranges::count_if(other.items, [](const std::string& i) {
-              return i.starts_with("metric ");
-            }),
+  EXPECT_EQ(std::ranges::count_if(other.items,
+                                  [](const std::string& i) { return i.starts_with("metric "); }),
             0);
   // Nothing relevant and no rules: nothing at all.
   Knowledge empty;
@@ -303,23 +304,23 @@ TEST_F(KnowledgeTest, CheckRunsEveryDefinitionAndFindsWhatChanged) {
   EXPECT_EQ(problems["verified query revenue-by-region"], "");
 
   // The data changes: a row more, a column gone.
-  const fs::path changed = tmp_.Write(
-      "sales.csv",
-      "order_id,region,amount,status,order_date\n1,North,10.5,paid,2026-01-02\n"
-      "2,South,25,paid,2026-01-03\n3,East,7,paid,2026-01-04\n");
+  const fs::path changed =
+      tmp_.Write("sales.csv",
+                 "order_id,region,amount,status,order_date\n1,North,10.5,paid,2026-01-02\n"
+                 "2,South,25,paid,2026-01-03\n3,East,7,paid,2026-01-04\n");
   auto again = engine::Open({changed, tmp_.path() / "regions.csv"});
   ASSERT_TRUE(again) << again.error().message;
   problems.clear();
   for (const auto& f : Check(*k, **again, engine::Limits{})) problems[f.item] = f.problem;
   EXPECT_EQ(problems["table sales"], "column 'email' of sales no longer exists");
-  EXPECT_EQ(problems["verified query revenue-by-region"],
-            "stale: it returned 2 row(s) when saved, 3 now");
+  EXPECT_EQ(problems["verified query revenue-by-region"], "it returned 2 row(s) when saved, 3 now");
   EXPECT_EQ(problems["metric revenue"], "");
   // A metric that no longer runs names the engine's error.
   k->metrics[0].sql = "sum(no_such_column)";
   problems.clear();
   for (const auto& f : Check(*k, **again, engine::Limits{})) problems[f.item] = f.problem;
-  EXPECT_TRUE(problems["metric revenue"].starts_with("does not run: ")) << problems["metric revenue"];
+  EXPECT_TRUE(problems["metric revenue"].starts_with("does not run: "))
+      << problems["metric revenue"];
 }
 
 }  // namespace

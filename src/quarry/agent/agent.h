@@ -17,6 +17,7 @@
 #include "quarry/agent/verify.h"
 #include "quarry/common/common.h"
 #include "quarry/engine/engine.h"
+#include "quarry/knowledge/knowledge.h"
 #include "quarry/llm/llm.h"
 #include "quarry/sandbox/kernel.h"
 #include "quarry/sandbox/sandbox.h"
@@ -68,6 +69,11 @@ struct Config {
   std::filesystem::path artifacts_dir;
   int64_t chart_max_rows = 5000;  // rows a chart query may draw
   SchemaOptions schema;
+  // The user's knowledge files (knowledge::Load), or null. What matters for the question
+  // (knowledge::Retrieve) goes in the system prompt after the schema, within
+  // knowledge_budget_tokens; the trace's config records the folder and the items given.
+  std::shared_ptr<const knowledge::Knowledge> knowledge;
+  int64_t knowledge_budget_tokens = 1500;
 };
 
 // Progress as it happens; the CLI prints it, tests collect it. Called on the run's thread.

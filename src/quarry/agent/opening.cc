@@ -63,6 +63,29 @@ Opening OpenRun(const RunInput& input, engine::Engine& engine, const llm::Client
   MarkSystemPrompt(system, o.schema.text, files, o.trace.injection_suspected);
   MarkDataScan(system, ScanTextColumns(engine, config.limits.stop), o.trace.injection_suspected,
                o.trace.notes);
+  if (config.knowledge) {
+    // The user's own definitions: after the schema, and after the scan of the data's text,
+    // which they are not (they are trusted as the user's words).
+    std::vector<std::string> tables;
+    for (const auto& card : engine.describe()) tables.push_back(card.name);
+    const knowledge::Selection chosen = knowledge::Retrieve(*config.knowledge, input.question,
+                                                            config.knowledge_budget_tokens, tables);
+    if (!chosen.text.empty()) system += "\n" + chosen.text;
+    o.trace.config["knowledge"] = {{"dir", config.knowledge->dir.string()},
+                                   {"items", chosen.items},
+                                   {"left_out", chosen.left_out},
+                                   {"tokens_estimated", chosen.tokens}};
+    if (!chosen.items.empty()) {
+      std::string note = "knowledge given to the model: ";
+      for (size_t i = 0; i < chosen.items.size(); ++i) note += (i ? ", " : "") + chosen.items[i];
+      o.trace.notes.push_back(note);
+    }
+    if (!chosen.left_out.empty()) {
+      o.trace.notes.push_back("knowledge left out (over the budget of " +
+                              std::to_string(config.knowledge_budget_tokens) +
+                              " tokens): " + std::to_string(chosen.left_out.size()) + " item(s)");
+    }
+  }
   const size_t stable = StablePrefixBytes(system);
   o.messages.push_back({llm::Role::kSystem, std::move(system), {}, {}, stable});
   std::vector<llm::Message> prior =

@@ -132,6 +132,15 @@ void AddSchemaFlags(CLI::App* cmd, Options& o) {
                 "(else QUARRY_NO_SAMPLES=1)");
 }
 
+// --knowledge DIR and --no-knowledge, for the commands that ask the model.
+template <typename Options>
+void AddKnowledgeFlags(CLI::App* cmd, Options& o) {
+  auto* dir = cmd->add_option("--knowledge", o.knowledge,
+                              "The knowledge folder: metrics, glossary, rules, verified queries "
+                              "(default: .quarry/ beside the data or here, when there is one)");
+  cmd->add_flag("--no-knowledge", o.no_knowledge, "Use no knowledge folder")->excludes(dir);
+}
+
 CLI::Validator ThreadName() {
   return CLI::Validator(
       [](std::string& name) -> std::string {
@@ -215,6 +224,7 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_flag("--no-python", o.no_python, "Do not offer run_python to the model");
   AddLoadFlags(cmd, o.load);
   AddSchemaFlags(cmd, o);
+  AddKnowledgeFlags(cmd, o);
   return runs_dir;
 }
 
@@ -362,6 +372,7 @@ int Main(int argc, char** argv) {
                     "ask_database waits for whole model replies instead of streamed ones");
   AddLoadFlags(mcp_cmd, mcp.load);
   AddSchemaFlags(mcp_cmd, mcp);
+  AddKnowledgeFlags(mcp_cmd, mcp);
 
   ServeCommandOptions serve;
   CLI::App* serve_cmd = app.add_subcommand(
@@ -405,6 +416,27 @@ int Main(int argc, char** argv) {
   serve_cmd->add_flag("--no-stream", serve.mcp.no_stream, "Wait for whole model replies");
   AddLoadFlags(serve_cmd, serve.mcp.load);
   AddSchemaFlags(serve_cmd, serve.mcp);
+  AddKnowledgeFlags(serve_cmd, serve.mcp);
+
+  KnowledgeOptions knowledge;
+  CLI::App* knowledge_cmd = app.add_subcommand(
+      "knowledge", "The knowledge files: quarry knowledge check DATA... [--knowledge DIR]");
+  knowledge_cmd->require_subcommand(1);
+  CLI::App* knowledge_check = knowledge_cmd->add_subcommand(
+      "check",
+      "Run every metric, join and verified query against the data; report what is "
+      "stale or gone (exit 3 when anything is)");
+  knowledge_check->add_option("paths", knowledge.paths, "Data files, a folder, or a server URL")
+      ->required();
+  knowledge_check->add_option("--knowledge", knowledge.knowledge,
+                              "The knowledge folder (default: .quarry/ beside the data or here)");
+  knowledge_check->add_option("--timeout-ms", knowledge.timeout_ms, "Per-query timeout")
+      ->default_val(10000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  knowledge_check->add_option("--format", knowledge.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
+  AddLoadFlags(knowledge_check, knowledge.load);
 
   CacheOptions cache;
   CLI::App* cache_cmd =
@@ -538,6 +570,7 @@ int Main(int argc, char** argv) {
     if (*python_cmd) return RunPythonScript(python);
     if (*mcp_cmd) return RunMcp(mcp);
     if (*serve_cmd) return RunServe(serve);
+    if (*knowledge_cmd) return RunKnowledgeCheck(knowledge);
     if (*view_cmd) return RunView(view);
     if (*cache_cmd) return RunCache(cache);
     if (*chat_cmd) return RunChat(chat);

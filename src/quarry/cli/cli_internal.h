@@ -10,6 +10,7 @@
 
 #include "quarry/common/common.h"
 #include "quarry/engine/engine.h"
+#include "quarry/knowledge/knowledge.h"
 #include "quarry/mcp/mcp.h"
 
 namespace quarry::cli {
@@ -49,6 +50,13 @@ engine::OpenOptions ToOpenOptions(const LoadFlags& flags);
 // engine::Open over the user's specs (paths, maybe with ?options).
 Result<std::unique_ptr<engine::Engine>> OpenData(const std::vector<std::string>& specs,
                                                  const LoadFlags& flags);
+// The knowledge for a run (knowledge::Discover, then knowledge::Load): `given` (--knowledge), else
+// .quarry/ beside the data or in the working directory; null when there is none or `none`
+// (--no-knowledge). Which folder is used, and what it holds, is said on stderr. Errors: a bad
+// file (kUsage, naming the file and line), or a --knowledge folder that does not exist.
+Result<std::shared_ptr<const knowledge::Knowledge>> LoadKnowledge(
+    const std::string& given, bool none, const std::vector<std::string>& data);
+
 // The loader's notes on stderr, one line each ("quarry: note: table.column: ...").
 void PrintNotes(const engine::Engine& engine);
 // Source::notes on stderr (OpenData does it; `quarry mcp` opens the data itself).

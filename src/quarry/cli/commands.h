@@ -47,6 +47,8 @@ struct AskOptions {
   bool no_python = false;
   std::optional<int64_t> schema_budget;  // --schema-budget
   bool no_samples = false;
+  std::string knowledge;      // --knowledge DIR ("": .quarry/ beside the data or here, if any)
+  bool no_knowledge = false;  // --no-knowledge
 };
 
 struct DataOptions {
@@ -82,6 +84,17 @@ struct McpOptions {
   bool no_stream = false;  // --no-stream: ask_database's model replies whole
   std::optional<int64_t> schema_budget;
   bool no_samples = false;
+  std::string knowledge;  // as AskOptions
+  bool no_knowledge = false;
+};
+
+// `quarry knowledge check` (knowledge_command.cc): every definition run against the data.
+struct KnowledgeOptions {
+  LoadFlags load;
+  std::vector<std::string> paths;
+  std::string knowledge;  // --knowledge DIR ("": discovered)
+  int64_t timeout_ms = 10000;
+  std::string format_name = "text";
 };
 
 // `quarry serve` (serve_command.cc): the web app over the data, with MCP's model flags for
@@ -214,6 +227,7 @@ int RunTrace(const TraceOptions& options);
 int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
 int RunServe(const ServeCommandOptions& options);
+int RunKnowledgeCheck(const KnowledgeOptions& options);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);

@@ -29,6 +29,9 @@ Result<mcp::ServerOptions> ToolServerOptions(const McpOptions& o) {
   auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples);
   if (!schema) return std::unexpected(schema.error());
   options.config.schema = std::move(*schema);
+  auto knowledge = LoadKnowledge(o.knowledge, o.no_knowledge, o.paths);
+  if (!knowledge) return std::unexpected(knowledge.error());
+  options.config.knowledge = std::move(*knowledge);
   // Opening evaluates SQL the data chose (a SQLite view over an endless recursive CTE): each
   // table is bounded by the per-query timeout, as in ask, or initialize was never answered.
   LoadFlags load = o.load;

@@ -89,6 +89,9 @@ Result<agent::Config> BaseConfig(const AskOptions& o) {
   auto schema = ResolveSchemaOptions(o.schema_budget, o.no_samples, !o.offline && o.replay.empty());
   if (!schema) return std::unexpected(schema.error());
   config.schema = std::move(*schema);
+  auto knowledge = LoadKnowledge(o.knowledge, o.no_knowledge, o.data);
+  if (!knowledge) return std::unexpected(knowledge.error());
+  config.knowledge = std::move(*knowledge);
   config.self_correction = !o.no_self_correction;
   config.python = !o.no_python;
   config.sandbox.allow_unisolated = o.allow_unisolated;

@@ -106,10 +106,10 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
     if (f.problem.empty()) f.problem = Missing(catalog, r.to);
     if (f.problem.empty()) {
       const size_t a = r.from.rfind('.'), b = r.to.rfind('.');
-      const std::string sql = "SELECT count(*) AS n FROM " + Quote(r.from.substr(0, a)) +
-                              " JOIN " + Quote(r.to.substr(0, b)) + " ON " +
-                              Quote(r.from.substr(0, a)) + "." + Quote(r.from.substr(a + 1)) +
-                              " = " + Quote(r.to.substr(0, b)) + "." + Quote(r.to.substr(b + 1));
+      const std::string sql = "SELECT count(*) AS n FROM " + Quote(r.from.substr(0, a)) + " JOIN " +
+                              Quote(r.to.substr(0, b)) + " ON " + Quote(r.from.substr(0, a)) + "." +
+                              Quote(r.from.substr(a + 1)) + " = " + Quote(r.to.substr(0, b)) + "." +
+                              Quote(r.to.substr(b + 1));
       if (auto q = run(sql, 1); !q) {
         f.problem = "does not run: " + q.error().message;
       } else if (!q->rows.empty() && q->rows[0][0] == "0") {
@@ -122,9 +122,8 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
     Finding f{"term " + t.name, t.origin, t.column.empty() ? "" : Missing(catalog, t.column),
               false};
     if (f.problem.empty() && !t.metric.empty() &&
-        std::ranges::none_of(k.metrics, [&](const Metric& m) {
-          return Lower(m.name) == Lower(t.metric);
-        })) {
+        std::ranges::none_of(k.metrics,
+                             [&](const Metric& m) { return Lower(m.name) == Lower(t.metric); })) {
       f.problem = "metric '" + t.metric + "' is not defined in metrics.yaml";
     }
     out.push_back(std::move(f));
@@ -137,11 +136,11 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
     } else if (q.result_rows || !q.result_sha256.empty()) {
       const ResultFingerprint now = Fingerprint(*r);
       if (q.result_rows && *q.result_rows != now.rows) {
-        f.problem = "stale: it returned " + std::to_string(*q.result_rows) + " row(s) when saved, " +
+        f.problem = "it returned " + std::to_string(*q.result_rows) + " row(s) when saved, " +
                     std::to_string(now.rows) + " now";
         f.stale = true;
       } else if (!q.result_sha256.empty() && q.result_sha256 != now.sha256) {
-        f.problem = "stale: it returns other values than when it was saved (" + q.verified_at + ")";
+        f.problem = "it returns other values than when it was saved (" + q.verified_at + ")";
         f.stale = true;
       }
     }

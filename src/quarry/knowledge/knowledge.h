@@ -133,8 +133,8 @@ std::optional<std::filesystem::path> Discover(const std::filesystem::path& given
 
 // What a question is given of the knowledge (Retrieve).
 struct Selection {
-  std::string text;      // the prompt section; "" when nothing was selected
-  int64_t tokens = 0;    // engine::EstimateTokens(text)
+  std::string text;    // the prompt section; "" when nothing was selected
+  int64_t tokens = 0;  // engine::EstimateTokens(text)
   // Each item put in, as "metric revenue (metrics.yaml:3)", in the order shown: the trace keeps
   // them, so an answer can be traced to the definitions it was given.
   std::vector<std::string> items;

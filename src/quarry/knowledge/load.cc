@@ -175,7 +175,8 @@ void LoadRelationships(const fs::path& path, Knowledge& k) {
     for (const auto* end : {&rel.from, &rel.to}) {
       const size_t dot = end->find('.');
       if (dot == std::string::npos || dot == 0 || dot + 1 == end->size()) {
-        r.Fail(item, "a relationship's from and to are table.column, e.g. from: orders.customer_id");
+        r.Fail(item,
+               "a relationship's from and to are table.column, e.g. from: orders.customer_id");
       }
     }
     if (!rel.cardinality.empty() && !kinds.contains(rel.cardinality)) {
@@ -205,7 +206,8 @@ void LoadMetrics(const fs::path& path, Knowledge& k) {
     m.synonyms = r.Texts(entry.second["synonyms"], "the synonyms of " + what);
     m.origin = r.At(entry.first);
     if (Trim(m.sql).empty()) {
-      r.Fail(entry.first, what + " has no sql: give an aggregate expression, e.g. sql: sum(amount)");
+      r.Fail(entry.first,
+             what + " has no sql: give an aggregate expression, e.g. sql: sum(amount)");
     }
     if (Trim(m.table).empty()) {
       r.Fail(entry.first, what + " has no table: name the table it is measured over");
@@ -321,7 +323,8 @@ void LoadQuery(const fs::path& path, const std::string& name, Knowledge& k) {
     throw Bad{name + ":" + std::to_string(open + 1) + ": the ```sql block is never closed by ```"};
   }
   q.sql = std::string(Trim(sql));
-  if (q.sql.empty()) throw Bad{name + ":" + std::to_string(open + 1) + ": the ```sql block is empty"};
+  if (q.sql.empty())
+    throw Bad{name + ":" + std::to_string(open + 1) + ": the ```sql block is empty"};
   k.queries.push_back(std::move(q));
 }
 
@@ -346,11 +349,11 @@ std::vector<fs::path> FilesIn(const fs::path& dir, const std::string& ext) {
 Result<Knowledge> Load(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return Fail(Error::Code::kUsage, "knowledge folder " + dir.string() +
-                                         (fs::exists(dir, ec) ? " is not a folder"
-                                                              : " does not exist") +
-                                         ": give a folder with metrics.yaml, tables/, ... "
-                                         "(docs/knowledge.md)");
+    return Fail(Error::Code::kUsage,
+                "knowledge folder " + dir.string() +
+                    (fs::exists(dir, ec) ? " is not a folder" : " does not exist") +
+                    ": give a folder with metrics.yaml, tables/, ... "
+                    "(docs/knowledge.md)");
   }
   Knowledge k;
   k.dir = dir;
@@ -358,7 +361,8 @@ Result<Knowledge> Load(const fs::path& dir) {
     for (const auto& path : FilesIn(dir / "tables", ".yaml")) {
       LoadTable(path, "tables/" + path.filename().string(), k);
     }
-    if (fs::exists(dir / "relationships.yaml", ec)) LoadRelationships(dir / "relationships.yaml", k);
+    if (fs::exists(dir / "relationships.yaml", ec))
+      LoadRelationships(dir / "relationships.yaml", k);
     if (fs::exists(dir / "metrics.yaml", ec)) LoadMetrics(dir / "metrics.yaml", k);
     if (fs::exists(dir / "glossary.yaml", ec)) LoadGlossary(dir / "glossary.yaml", k);
     for (const auto& path : FilesIn(dir / "rules", ".md")) {

@@ -100,9 +100,12 @@ Selection Retrieve(const Knowledge& k, const std::string& question, int64_t budg
 
   // In the order sections are shown.
   static const std::vector<std::string> kSections = {
-      "Rules (always apply them)", "Metrics (use a metric the question names as defined; say so "
-                                   "in the assumptions instead of asking which measure)",
-      "Glossary", "Tables", "Joins the database does not declare",
+      "Rules (always apply them)",
+      "Metrics (use a metric the question names as defined; say so "
+      "in the assumptions instead of asking which measure)",
+      "Glossary",
+      "Tables",
+      "Joins the database does not declare",
       "Verified queries (worked examples: adapt them to the question)"};
   std::vector<Candidate> must;    // rules, named metrics
   std::vector<Candidate> ranked;  // the rest, in ranking order
@@ -110,7 +113,8 @@ Selection Retrieve(const Knowledge& k, const std::string& question, int64_t budg
   std::set<std::string> named;
   for (const Rule& r : k.rules) {
     must.push_back({"rule " + r.name + " (" + r.origin.file + ")",
-                    "- " + r.title + ": " + r.text + " [" + r.origin.file + "]\n", kSections[0],
+                    "- " + r.title + ": " + r.text + " [" + r.origin.file + "]\n",
+                    kSections[0],
                     {}});
   }
   for (const Metric& m : k.metrics) {
@@ -141,16 +145,19 @@ Selection Retrieve(const Knowledge& k, const std::string& question, int64_t budg
     for (const auto& col : t.columns) {
       columns += col.name + " " + engine::JoinWords(col.name) + " " + col.meaning + " ";
     }
-    pool.push_back({"table " + t.table + " (" + Where(t.origin) + ")", TableText(t), kSections[3],
-                    {t.table + " " + engine::JoinWords(t.table), t.grain + " " + t.description,
-                     columns}});
+    pool.push_back(
+        {"table " + t.table + " (" + Where(t.origin) + ")",
+         TableText(t),
+         kSections[3],
+         {t.table + " " + engine::JoinWords(t.table), t.grain + " " + t.description, columns}});
   }
   for (const Relationship& r : k.relationships) {
     std::string text = "- " + r.from + " = " + r.to;
     if (!r.cardinality.empty()) text += " (" + r.cardinality + ")";
     if (!r.note.empty()) text += ": " + r.note;
     text += " [" + Where(r.origin) + "]\n";
-    pool.push_back({"join " + r.from + " = " + r.to + " (" + Where(r.origin) + ")", text,
+    pool.push_back({"join " + r.from + " = " + r.to + " (" + Where(r.origin) + ")",
+                    text,
                     kSections[4],
                     {engine::JoinWords(r.from) + " " + engine::JoinWords(r.to), r.note, ""}});
   }
@@ -158,8 +165,10 @@ Selection Retrieve(const Knowledge& k, const std::string& question, int64_t budg
   for (const VerifiedQuery& q : k.queries) {
     std::string tags;
     for (const auto& t : q.tags) tags += t + " ";
-    pool.push_back({"verified query " + q.name + " (" + q.origin.file + ")", QueryText(q),
-                    kSections[5], {q.question, tags, q.sql}});
+    pool.push_back({"verified query " + q.name + " (" + q.origin.file + ")",
+                    QueryText(q),
+                    kSections[5],
+                    {q.question, tags, q.sql}});
   }
   std::vector<std::vector<std::string>> documents;
   for (const auto& c : pool) documents.push_back(c.fields);
