@@ -40,6 +40,7 @@ columns:
       refunded: money returned
   email:
     meaning: the customer's address
+    values: [ana@shop.example]
     personal: true
   region: the sales region
 )";
@@ -236,6 +237,10 @@ TEST_F(KnowledgeTest, AQuestionGetsItsMetricItsNearestVerifiedQueryAndEveryRuleW
       << s.text;
   EXPECT_NE(s.text.find("```sql\nSELECT region, sum(amount)"), std::string::npos);
   EXPECT_NE(s.text.find("Exclude orders whose email ends in @test.example."), std::string::npos);
+  // A personal column is named and marked, its values never shown.
+  EXPECT_NE(s.text.find("  - email: the customer's address; personal data\n"), std::string::npos)
+      << s.text;
+  EXPECT_EQ(s.text.find("ana@shop.example"), std::string::npos);
   EXPECT_LE(s.tokens, 2000);
   EXPECT_TRUE(s.left_out.empty());
 

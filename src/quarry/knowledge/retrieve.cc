@@ -67,7 +67,7 @@ std::string TableText(const TableDoc& t) {
   for (const ColumnDoc& c : t.columns) {
     out += "  - " + c.name + ": " + c.meaning;
     if (!c.unit.empty()) out += " (" + c.unit + ")";
-    if (!c.values.empty()) {
+    if (!c.values.empty() && !c.personal) {  // a personal column's values stay out
       out += "; values:";
       for (size_t i = 0; i < c.values.size(); ++i) {
         out += (i ? ", " : " ") + c.values[i].first;
