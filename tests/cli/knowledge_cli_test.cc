@@ -34,10 +34,9 @@ std::string Turn(const std::string& name, const json& args) {
 
 TEST(KnowledgeCliTest, TheBundledSalesKnowledgeChecksCleanAgainstItsData) {
   TempDir cwd;
-  auto r = quarry::testing::RunProcess(
-      {QuarryBinary().string(), "knowledge", "check", Sales(), "--knowledge", Knowledge(),
-       "--format", "json"},
-      cwd.path());
+  auto r = quarry::testing::RunProcess({QuarryBinary().string(), "knowledge", "check", Sales(),
+                                        "--knowledge", Knowledge(), "--format", "json"},
+                                       cwd.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const json findings = json::parse(r.out);
   EXPECT_EQ(findings.size(), 10u);
@@ -86,14 +85,17 @@ TEST(KnowledgeCliTest, AStaleVerifiedQueryAndAMissingColumnFailTheCheck) {
 // and answers without asking (scripted turns).
 TEST(KnowledgeCliTest, AQuestionNamingAMetricGetsItsDefinitionAndTheTraceSaysSo) {
   ProviderServer server;
-  server.Enqueue({200, {}, Turn("run_sql", {{"sql", "SELECT round(sum(revenue), 2) AS turnover "
-                                                    "FROM sales"}})});
   server.Enqueue({200,
                   {},
-                  Turn("final_answer",
-                       {{"answer", "Turnover was $504,488.21."},
-                        {"supporting_values", {"504488.21"}},
-                        {"assumptions", {"turnover is the metric revenue (metrics.yaml)"}}})});
+                  Turn("run_sql", {{"sql",
+                                    "SELECT round(sum(revenue), 2) AS turnover "
+                                    "FROM sales"}})});
+  server.Enqueue(
+      {200,
+       {},
+       Turn("final_answer", {{"answer", "Turnover was $504,488.21."},
+                             {"supporting_values", {"504488.21"}},
+                             {"assumptions", {"turnover is the metric revenue (metrics.yaml)"}}})});
   TempDir cwd;
   auto r = quarry::testing::RunProcess(
       {QuarryBinary().string(), "ask", "--format", "json", "--knowledge", Knowledge(), "--data",
@@ -126,9 +128,8 @@ TEST(KnowledgeCliTest, AQuestionNamingAMetricGetsItsDefinitionAndTheTraceSaysSo)
   EXPECT_EQ(trace["config"]["knowledge"]["dir"], Knowledge());
   // --no-knowledge: none of it.
   server.Enqueue({200, {}, Turn("run_sql", {{"sql", "SELECT 1 AS one"}})});
-  server.Enqueue({200,
-                  {},
-                  Turn("final_answer", {{"answer", "One."}, {"supporting_values", {"1"}}})});
+  server.Enqueue(
+      {200, {}, Turn("final_answer", {{"answer", "One."}, {"supporting_values", {"1"}}})});
   auto none = quarry::testing::RunProcess(
       {QuarryBinary().string(), "ask", "--no-knowledge", "--data", Sales(), "What is one?"},
       cwd.path(),
@@ -138,6 +139,85 @@ TEST(KnowledgeCliTest, AQuestionNamingAMetricGetsItsDefinitionAndTheTraceSaysSo)
   EXPECT_EQ(none.exit_code, 0) << none.err;
   const std::string plain = server.requests()[2].Json()["messages"][0]["content"];
   EXPECT_EQ(plain.find("## Knowledge"), std::string::npos);
+}
+
+// quarry learn: an answered, grounded run becomes queries/<name>.md with its question, SQL and
+// result fingerprint, which knowledge check then passes and Load reads back; a second save
+// never replaces it, and a run without a grounded answer is not learned.
+TEST(KnowledgeCliTest, ALearnedRunIsAVerifiedQueryThatChecksClean) {
+  ProviderServer server;
+  server.Enqueue({200,
+                  {},
+                  Turn("run_sql", {{"sql",
+                                    "SELECT channel, count(*) AS orders FROM "
+                                    "sales GROUP BY channel ORDER BY channel"}})});
+  server.Enqueue({200,
+                  {},
+                  Turn("final_answer",
+                       {{"answer", "Online has 1022 orders."}, {"supporting_values", {"1022"}}})});
+  TempDir cwd;
+  const std::vector<std::string> env = {"QUARRY_BASE_URL=" + server.base_url(),
+                                        "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=not-a-real-key",
+                                        "USER=ana"};
+  auto asked =
+      quarry::testing::RunProcess({QuarryBinary().string(), "ask", "--no-knowledge", "--data",
+                                   Sales(), "How many orders came through each channel?"},
+                                  cwd.path(), env, {"OPENROUTER_API_KEY", "QUARRY_PRICES"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.out << asked.err;
+  const std::string k = (cwd.path() / "k").string();
+  auto learned = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "learn", "latest", "--knowledge", k, "--yes"}, cwd.path(), env);
+  ASSERT_EQ(learned.exit_code, 0) << learned.out << learned.err;
+  const auto file = cwd.path() / "k" / "queries" / "how-many-orders-came-through-each-channel.md";
+  ASSERT_TRUE(std::filesystem::exists(file)) << learned.err;
+  const std::string text = quarry::testing::ReadFile(file);
+  EXPECT_TRUE(
+      text.starts_with("---\nquestion: \"How many orders came through each "
+                       "channel?\"\nverified_by: \"ana\"\nverified_at: \""))
+      << text;
+  EXPECT_NE(text.find("result_rows: 3\nresult_sha256: "), std::string::npos) << text;
+  EXPECT_TRUE(
+      text.ends_with("```sql\nSELECT channel, count(*) AS orders FROM sales GROUP BY "
+                     "channel ORDER BY channel;\n```\n"))
+      << text;
+  EXPECT_NE(learned.out.find(text), std::string::npos) << "it was shown before it was saved";
+  auto check = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "knowledge", "check", Sales(), "--knowledge", k}, cwd.path());
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("ok     verified query how-many-orders-came-through-each-channel"),
+            std::string::npos)
+      << check.out;
+  // Never over an existing file; never without being asked (no terminal, no --yes).
+  auto again = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "learn", "latest", "--knowledge", k, "--yes"}, cwd.path(), env);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("exists already: give another name with --name"), std::string::npos)
+      << again.err;
+  auto unasked = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "learn", "latest", "--knowledge", k, "--name", "other"}, cwd.path(),
+      env);
+  EXPECT_EQ(unasked.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(cwd.path() / "k" / "queries" / "other.md"));
+  // A run that did not end in a grounded answer is not learned.
+  server.Enqueue({200,
+                  {},
+                  Turn("final_answer", {{"answer", "There are 999999 orders."},
+                                        {"supporting_values", {"999999"}}})});
+  server.Enqueue({200,
+                  {},
+                  Turn("final_answer", {{"answer", "There are 999999 orders."},
+                                        {"supporting_values", {"999999"}}})});
+  auto refused = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "ask", "--no-knowledge", "--data", Sales(), "How many orders?"},
+      cwd.path(), env, {"OPENROUTER_API_KEY", "QUARRY_PRICES"});
+  EXPECT_EQ(refused.exit_code, 5) << refused.out << refused.err;
+  auto not_learned = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "learn", "latest", "--knowledge", k, "--yes"}, cwd.path(), env);
+  EXPECT_EQ(not_learned.exit_code, 2);
+  EXPECT_NE(not_learned.err.find("ended final_answer_ungrounded: only an answered, grounded run "
+                                 "is saved as a verified query"),
+            std::string::npos)
+      << not_learned.err;
 }
 
 }  // namespace

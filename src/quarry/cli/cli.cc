@@ -438,6 +438,30 @@ int Main(int argc, char** argv) {
       ->default_val("text");
   AddLoadFlags(knowledge_check, knowledge.load);
 
+  LearnOptions learn;
+  CLI::App* learn_cmd = app.add_subcommand(
+      "learn",
+      "Save an answered, grounded run as a verified query of the knowledge files, after "
+      "showing it: quarry learn [latest|ID]");
+  learn_cmd->add_option("which", learn.which, "latest, a run id, or a trace.json path")
+      ->default_val("latest");
+  learn_cmd->add_option("--runs-dir", learn.runs_dir, "Where the runs are")->default_val("runs");
+  learn_cmd->add_option("--knowledge", learn.knowledge,
+                        "The knowledge folder (default: .quarry/ beside the data or here)");
+  learn_cmd
+      ->add_option("--name", learn.name,
+                   "The file's name, queries/NAME.md (default: from the question)")
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            const bool ok = !name.empty() && name.size() <= 80 &&
+                            name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") ==
+                                std::string::npos;
+            return ok ? "" : "a name is 1 to 80 of a-z, 0-9, '-' and '_'";
+          },
+          "NAME", "query name"));
+  learn_cmd->add_flag("--yes", learn.yes, "Save without asking");
+  AddLoadFlags(learn_cmd, learn.load);
+
   CacheOptions cache;
   CLI::App* cache_cmd =
       app.add_subcommand("cache", "The parse cache: quarry cache [list|build FILE...|clear]");
@@ -571,6 +595,7 @@ int Main(int argc, char** argv) {
     if (*mcp_cmd) return RunMcp(mcp);
     if (*serve_cmd) return RunServe(serve);
     if (*knowledge_cmd) return RunKnowledgeCheck(knowledge);
+    if (*learn_cmd) return RunLearn(learn);
     if (*view_cmd) return RunView(view);
     if (*cache_cmd) return RunCache(cache);
     if (*chat_cmd) return RunChat(chat);

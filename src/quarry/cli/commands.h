@@ -228,6 +228,18 @@ int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
 int RunServe(const ServeCommandOptions& options);
 int RunKnowledgeCheck(const KnowledgeOptions& options);
+
+// `quarry learn WHICH` (knowledge_command.cc): an answered, grounded run saved as a verified
+// query, after the user has seen it.
+struct LearnOptions {
+  std::string which = "latest";
+  std::string runs_dir = "runs";
+  std::string knowledge;  // --knowledge DIR ("": discovered, else ./.quarry)
+  std::string name;       // --name: the file's name ("": from the question)
+  bool yes = false;       // --yes: save without asking
+  LoadFlags load;
+};
+int RunLearn(const LearnOptions& options);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);

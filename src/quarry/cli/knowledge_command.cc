@@ -1,5 +1,9 @@
 // The knowledge files from the command line: loading them for a run (LoadKnowledge) and
 // `quarry knowledge check`, which runs every definition against the data.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -7,6 +11,7 @@
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
 #include "quarry/common/exit_codes.h"
+#include "quarry/trace/trace.h"
 
 namespace quarry::cli {
 
@@ -95,6 +100,86 @@ int RunKnowledgeCheck(const KnowledgeOptions& o) {
   std::cerr << "quarry knowledge check: " << findings.size() << " checked, " << failed
             << " failed, " << stale << " stale\n";
   return failed + stale == 0 ? kExitOk : kExitData;
+}
+
+int RunLearn(const LearnOptions& o) {
+  auto path = trace::FindTrace(o.runs_dir, o.which);
+  if (!path) return Report(path.error());
+  auto t = trace::ReadTrace(*path);
+  if (!t) return Report(t.error());
+  if (t->stop_reason != trace::StopReason::kAnswered || !t->grounded) {
+    std::cerr << "quarry learn: run " << t->id << " ended " << trace::StopReasonName(t->stop_reason)
+              << (t->stop_reason == trace::StopReason::kAnswered ? " but not grounded" : "")
+              << ": only an answered, grounded run is saved as a verified query\n";
+    return kExitUsage;
+  }
+  if (Trim(t->answer_sql).empty()) {
+    std::cerr << "quarry learn: run " << t->id
+              << "'s answer rests on no SQL query: there is nothing to save\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> data;
+  for (const auto& s : t->sources) data.push_back(s.path);
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
+  std::vector<std::filesystem::path> paths(data.begin(), data.end());
+  const std::filesystem::path dir =
+      knowledge::Discover(o.knowledge, paths, cwd).value_or(cwd / ".quarry");
+
+  // The result is fingerprinted as it is now, so `knowledge check` can tell when it changes.
+  const InterruptScope interrupt;
+  LoadFlags load = o.load;
+  load.stop = interrupt.token();
+  load.profile = false;
+  auto engine = OpenData(data, load);
+  if (!engine) return Report(engine.error());
+  for (size_t i = 0; i < t->sources.size() && i < (*engine)->sources().size(); ++i) {
+    const auto& then = t->sources[i].sha256;
+    if (!then.empty() && then != (*engine)->sources()[i].sha256) {
+      std::cerr << "quarry learn: note: " << TerminalText(t->sources[i].path)
+                << " has changed since the run: the result saved is today's\n";
+    }
+  }
+  engine::Limits limits;
+  limits.max_rows = 100000;
+  limits.stop = interrupt.token();
+  auto result = (*engine)->Query(t->answer_sql, limits);
+  if (!result) {
+    return Report(
+        Error{Error::Code::kData, "the run's SQL no longer runs: " + result.error().message});
+  }
+  const knowledge::ResultFingerprint print = knowledge::Fingerprint(*result);
+
+  knowledge::VerifiedQuery q;
+  q.name = o.name.empty() ? knowledge::QueryName(t->question) : o.name;
+  q.question = t->question;
+  q.sql = t->answer_sql;
+  const passwd* pw = getpwuid(getuid());
+  const char* user = std::getenv("USER");
+  q.verified_by = user && *user ? user : (pw && pw->pw_name ? pw->pw_name : "");
+  q.verified_at = trace::UtcTimestamp().substr(0, 10);
+  q.result_rows = print.rows;
+  q.result_sha256 = print.sha256;
+  const std::filesystem::path file = dir / "queries" / (q.name + ".md");
+  std::cout << "# " << TerminalText(file.string()) << " (from run " << t->id << ")\n"
+            << TerminalText(knowledge::RenderVerifiedQuery(q));
+  if (!o.yes) {
+    if (!isatty(STDIN_FILENO)) {
+      std::cerr << "quarry learn: not saved: pass --yes to save it without being asked\n";
+      return kExitUsage;
+    }
+    std::cerr << "Save it? [y/N] " << std::flush;
+    std::string reply;
+    std::getline(std::cin, reply);
+    if (Lower(Trim(reply)) != "y" && Lower(Trim(reply)) != "yes") {
+      std::cerr << "quarry learn: not saved\n";
+      return kExitOk;
+    }
+  }
+  auto saved = knowledge::SaveVerifiedQuery(dir, q);
+  if (!saved) return Report(saved.error());
+  std::cerr << "quarry learn: saved " << TerminalText(saved->string()) << "\n";
+  return kExitOk;
 }
 
 }  // namespace quarry::cli

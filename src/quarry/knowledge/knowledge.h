@@ -177,4 +177,15 @@ struct ResultFingerprint {
 };
 ResultFingerprint Fingerprint(const engine::ResultTable& result);
 
+// A verified query as its file is written (queries/<name>.md): front matter, then the SQL in a
+// ```sql block. Load reads back what this writes.
+std::string RenderVerifiedQuery(const VerifiedQuery& query);
+// A file name for a question: its words, lower case, joined by '-', at most 60 bytes
+// ("revenue-by-region"); "query" when it has none.
+std::string QueryName(const std::string& question);
+// Writes `query` as dir/queries/<query.name>.md, creating queries/ when missing; never replaces
+// a file. Errors (kUsage): the file exists (choose another name); kData: it cannot be written.
+Result<std::filesystem::path> SaveVerifiedQuery(const std::filesystem::path& dir,
+                                                const VerifiedQuery& query);
+
 }  // namespace quarry::knowledge
