@@ -5,6 +5,8 @@
 # completions. The package's control fields are checked with `dpkg-deb --info`.
 #   tests/package/install_test.sh BUILD_DIR
 set -euo pipefail
+# Checks read text with `grep -q PATTERN <<<"$text"`, never `echo | grep -q`: under pipefail a
+# grep that stops at its first match kills echo with SIGPIPE, failing a check that matched.
 build=$(cd "$1" && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/quarry-install-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
@@ -18,13 +20,15 @@ check_tree() {
   local bin="$root$prefix/bin/quarry"
   [ -x "$bin" ] || fail "$what: no $bin"
   [ -f "$root$prefix/lib/quarry/libduckdb.so" ] || fail "$what: no lib/quarry/libduckdb.so"
-  if ldd "$bin" | grep -q "libduckdb.so => not found"; then fail "$what: libduckdb not found"; fi
-  ldd "$bin" | grep "libduckdb.so" | grep -q "=> $root$prefix/\(bin/../\)\?lib/quarry/libduckdb.so" \
+  local libs
+  libs=$(ldd "$bin")
+  if grep -q "libduckdb.so => not found" <<<"$libs"; then fail "$what: libduckdb not found"; fi
+  grep -q "=> $root$prefix/\(bin/../\)\?lib/quarry/libduckdb.so" <<<"$libs" \
     || fail "$what: libduckdb does not come from the installed tree: $(ldd "$bin" | grep duckdb)"
   local version
   version=$("$bin" --version)
-  echo "$version" | grep -q "^quarry [0-9.]* (commit " || fail "$what: --version said: $version"
-  echo "$version" | grep -q "DuckDB v1.4.4" || fail "$what: --version names no DuckDB: $version"
+  grep -q "^quarry [0-9.]* (commit " <<<"$version" || fail "$what: --version said: $version"
+  grep -q "DuckDB v1.4.4" <<<"$version" || fail "$what: --version names no DuckDB: $version"
   mkdir -p "$scratch/cwd-$what"
   local out
   out=$(cd "$scratch/cwd-$what" && env -u QUARRY_FIXTURES -u OPENAI_API_KEY -u OPENROUTER_API_KEY \
@@ -32,8 +36,8 @@ check_tree() {
         XDG_STATE_HOME="$scratch/state" "$bin" ask --offline --format json \
         --data "$root$prefix/share/quarry/data/sales.csv" "$question" 2>"$scratch/err-$what") \
     || fail "$what: the offline ask failed: $(cat "$scratch/err-$what")"
-  echo "$out" | grep -q '"stop_reason": "answered"' || fail "$what: not answered: $out"
-  echo "$out" | grep -q '141794.14\|141,794.14' || fail "$what: not the right answer: $out"
+  grep -q '"stop_reason": "answered"' <<<"$out" || fail "$what: not answered: $out"
+  grep -q '141794.14\|141,794.14' <<<"$out" || fail "$what: not the right answer: $out"
   [ -s "$root$prefix/share/man/man1/quarry.1" ] || fail "$what: no man page"
   [ -s "$root$prefix/share/doc/quarry/duckdb-LICENSE" ] || fail "$what: no DuckDB licence"
   # The README's links resolve in the installed tree (docs/ keeps its place beside it).
@@ -63,7 +67,7 @@ deb=$(ls "$scratch"/pkg/quarry_*_amd64.deb 2>/dev/null | head -1)
 info=$(dpkg-deb --info "$deb")
 for field in "Package: quarry" "Architecture: amd64" "Depends:.*bubblewrap" "Depends:.*libpq5" \
              "Depends:.*libc6 (>= 2.34)" "Recommends:.*python3-pandas" "Depends:.*libcurl4"; do
-  echo "$info" | grep -q "$field" || fail "dpkg-deb --info lacks '$field':
+  grep -q "$field" <<<"$info" || fail "dpkg-deb --info lacks '$field':
 $info"
 done
 dpkg -x "$deb" "$scratch/deb"
