@@ -76,8 +76,8 @@ TEST(KnowledgeCliTest, AStaleVerifiedQueryAndAMissingColumnFailTheCheck) {
       {QuarryBinary().string(), "knowledge", "check", Sales(), "--knowledge", dir.string()},
       cwd.path());
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
-  EXPECT_NE(r.out.find("FAIL   table sales (tables/sales.yaml:1): column 'margin' of sales no "
-                       "longer exists"),
+  EXPECT_NE(r.out.find("FAIL   table sales (tables/sales.yaml:1): column 'margin' of sales does "
+                       "not exist"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("stale  verified query regions (queries/regions.md:1): it returned 4 "

@@ -186,6 +186,22 @@ TEST_F(KnowledgeTest, BadFilesNameTheFileTheLineAndTheProblem) {
        "question: ..., ---"},
       {"queries/q.md", "---\nquestion: How many?\nresult_rows: many\n---\n```sql\nSELECT 1\n```\n",
        "knowledge: queries/q.md:3: result_rows must be a whole number, not 'many'"},
+      {"metrics.yaml",
+       "metrics:\n  revenue:\n    sql: sum(amount)\n    sql: sum(other)\n    table: sales\n",
+       "knowledge: metrics.yaml:4: metric 'revenue' gives 'sql' twice"},
+      {"metrics.yaml", "metrics:\n  \"\":\n    sql: sum(amount)\n    table: sales\n",
+       "knowledge: metrics.yaml:2: a metric has an empty name"},
+      {"metrics.yml", "metrics: {}\n",
+       "knowledge: metrics.yml: knowledge files end in .yaml: rename it metrics.yaml"},
+      {"rules/r.yaml", "x: 1\n", "knowledge: rules/r.yaml: files in rules/ end in .md: rename it"},
+      {"tables/orders.yaml", "table: sales\n",
+       "knowledge: tables/sales.yaml: table 'sales' is described twice (also in "
+       "tables/orders.yaml)"},
+      {"queries/q.md",
+       "---\nquestion: How many?\n---\n```sql\nSELECT 1\n```\n```sql\nSELECT 2\n```\n",
+       "knowledge: queries/q.md:7: a second ```sql block: a verified query holds one query"},
+      {"rules/nul.md", std::string("# Nul\n\0text\n", 12),
+       "knowledge: rules/nul.md: holds a NUL byte: a knowledge file is text (YAML or Markdown)"},
   };
   for (const Case& c : cases) {
     SetUp();  // a good folder again, then the one bad file
@@ -215,6 +231,36 @@ TEST_F(KnowledgeTest, HostileFilesAreErrorsNeverCrashes) {
   auto missing = Load(tmp_.path() / "nowhere");
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("does not exist"), std::string::npos);
+}
+
+// A cloned repository's .quarry/ must not send local files to the model provider: a link is
+// refused wherever it stands, and what cannot be read is an error, never silently no knowledge.
+TEST_F(KnowledgeTest, LinksAndUnreadableFilesAreRefusedNeverFollowedOrSkipped) {
+  fs::create_symlink("/etc/passwd", dir_ / "rules" / "readme.md");
+  auto k = Load(dir_);
+  ASSERT_FALSE(k);
+  EXPECT_EQ(k.error().message,
+            "knowledge: rules/readme.md: is a symbolic link; knowledge files must be regular "
+            "files in the folder (copy the file in instead)");
+  fs::remove(dir_ / "rules" / "readme.md");
+  fs::remove(dir_ / "glossary.yaml");
+  fs::create_symlink(dir_ / "nowhere.yaml", dir_ / "glossary.yaml");  // dangling
+  k = Load(dir_);
+  ASSERT_FALSE(k);
+  EXPECT_TRUE(k.error().message.starts_with("knowledge: glossary.yaml: is a symbolic link"))
+      << k.error().message;
+  fs::remove(dir_ / "glossary.yaml");
+  fs::remove_all(dir_ / "queries");
+  fs::create_directory_symlink("/etc", dir_ / "queries");
+  k = Load(dir_);
+  ASSERT_FALSE(k);
+  EXPECT_EQ(k.error().message, "knowledge: queries/: is a symbolic link; make it a folder");
+  fs::remove(dir_ / "queries");
+  // A byte-order mark is not part of the text: the rule keeps its title.
+  Write("rules/test-accounts.md", "\xEF\xBB\xBF# Test accounts\n\nLeave them out.\n");
+  k = Load(dir_);
+  ASSERT_TRUE(k) << k.error().message;
+  EXPECT_EQ(k->rules[0].title, "Test accounts");
 }
 
 TEST_F(KnowledgeTest, AQuestionGetsItsMetricItsNearestVerifiedQueryAndEveryRuleWithinBudget) {
@@ -317,9 +363,25 @@ TEST_F(KnowledgeTest, CheckRunsEveryDefinitionAndFindsWhatChanged) {
   ASSERT_TRUE(again) << again.error().message;
   problems.clear();
   for (const auto& f : Check(*k, **again, engine::Limits{})) problems[f.item] = f.problem;
-  EXPECT_EQ(problems["table sales"], "column 'email' of sales no longer exists");
+  EXPECT_EQ(problems["table sales"], "column 'email' of sales does not exist");
   EXPECT_EQ(problems["verified query revenue-by-region"], "it returned 2 row(s) when saved, 3 now");
   EXPECT_EQ(problems["metric revenue"], "");
+  // A definition cannot replace the rest of the check's statement, and must be an aggregate.
+  k->metrics[0].sql = "max(x) FROM (SELECT 1 AS x) --";
+  k->metrics[1].sql = "amount";
+  problems.clear();
+  for (const auto& f : Check(*k, **again, engine::Limits{})) problems[f.item] = f.problem;
+  EXPECT_TRUE(problems["metric revenue"].starts_with("does not run: "))
+      << problems["metric revenue"];
+  EXPECT_EQ(problems["metric order count"],
+            "is not an aggregate: it gives 3 rows, not one (write sum(...), count(*), avg(...))");
+  // A table joined to itself checks like any join.
+  k->relationships[0].from = "regions.manager";
+  k->relationships[0].to = "regions.name";
+  problems.clear();
+  for (const auto& f : Check(*k, **again, engine::Limits{})) problems[f.item] = f.problem;
+  EXPECT_EQ(problems["join regions.manager = regions.name"],
+            "joins no rows: the columns share no value");
   // A metric that no longer runs names the engine's error.
   k->metrics[0].sql = "sum(no_such_column)";
   problems.clear();

@@ -453,10 +453,14 @@ int Main(int argc, char** argv) {
                    "The file's name, queries/NAME.md (default: from the question)")
       ->check(CLI::Validator(
           [](std::string& name) -> std::string {
-            const bool ok = !name.empty() && name.size() <= 80 &&
+            // A first '-' would read as a flag in every later command that names the file.
+            const bool ok = !name.empty() && name.size() <= 80 && name[0] != '-' &&
+                            name[0] != '_' &&
                             name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") ==
                                 std::string::npos;
-            return ok ? "" : "a name is 1 to 80 of a-z, 0-9, '-' and '_'";
+            return ok ? ""
+                      : "a name is 1 to 80 of a-z, 0-9, '-' and '_', starting with a letter or "
+                        "digit";
           },
           "NAME", "query name"));
   learn_cmd->add_flag("--yes", learn.yes, "Save without asking");

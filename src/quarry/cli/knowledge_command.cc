@@ -62,6 +62,11 @@ int RunKnowledgeCheck(const KnowledgeOptions& o) {
                  ".quarry/ beside the data (docs/knowledge.md)\n";
     return kExitUsage;
   }
+  if ((*k)->size() == 0) {
+    std::cerr << "quarry knowledge check: " << TerminalText((*k)->dir.string())
+              << " holds no knowledge files: nothing to check (docs/knowledge.md)\n";
+    return kExitUsage;
+  }
   const InterruptScope interrupt;
   LoadFlags load = o.load;
   load.stop = interrupt.token();
@@ -118,10 +123,20 @@ int RunLearn(const LearnOptions& o) {
               << "'s answer rests on no SQL query: there is nothing to save\n";
     return kExitUsage;
   }
-  std::vector<std::string> data;
-  for (const auto& s : t->sources) data.push_back(s.path);
+  // A path the run was given relative to where it ran: that is the runs folder's parent when
+  // learn runs elsewhere.
   std::error_code ec;
   const auto cwd = std::filesystem::current_path(ec);
+  const auto ran_in = std::filesystem::absolute(o.runs_dir, ec).parent_path();
+  std::vector<std::string> data;
+  for (const auto& s : t->sources) {
+    std::filesystem::path p = s.path;
+    if (p.is_relative() && !engine::IsServerSpec(s.path) && !std::filesystem::exists(p, ec) &&
+        std::filesystem::exists(ran_in / p, ec)) {
+      p = ran_in / p;
+    }
+    data.push_back(p.string());
+  }
   std::vector<std::filesystem::path> paths(data.begin(), data.end());
   const std::filesystem::path dir =
       knowledge::Discover(o.knowledge, paths, cwd).value_or(cwd / ".quarry");

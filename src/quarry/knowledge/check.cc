@@ -39,9 +39,9 @@ std::string Missing(const Catalog& catalog, const std::string& table_column) {
   if (dot == std::string::npos) return "'" + table_column + "' is not table.column";
   const std::string table = table_column.substr(0, dot), column = table_column.substr(dot + 1);
   auto it = catalog.find(Lower(table));
-  if (it == catalog.end()) return "table '" + table + "' no longer exists";
+  if (it == catalog.end()) return "table '" + table + "' does not exist";
   if (std::ranges::find(it->second.second, Lower(column)) == it->second.second.end()) {
-    return "column '" + column + "' of " + table + " no longer exists";
+    return "column '" + column + "' of " + table + " does not exist";
   }
   return "";
 }
@@ -73,11 +73,11 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
     Finding f{"table " + t.table, t.origin, "", false};
     auto it = catalog.find(Lower(t.table));
     if (it == catalog.end()) {
-      f.problem = "table '" + t.table + "' no longer exists";
+      f.problem = "table '" + t.table + "' does not exist";
     } else {
       for (const ColumnDoc& c : t.columns) {
         if (std::ranges::find(it->second.second, Lower(c.name)) == it->second.second.end()) {
-          f.problem = "column '" + c.name + "' of " + t.table + " no longer exists";
+          f.problem = "column '" + c.name + "' of " + t.table + " does not exist";
           break;
         }
       }
@@ -88,14 +88,22 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
     Finding f{"metric " + m.name, m.origin, "", false};
     auto it = catalog.find(Lower(m.table));
     if (it == catalog.end()) {
-      f.problem = "table '" + m.table + "' no longer exists";
+      f.problem = "table '" + m.table + "' does not exist";
     } else {
-      const std::string sql = "SELECT " + m.sql + " AS value FROM " + Quote(it->second.first) +
-                              (m.filter.empty() ? "" : " WHERE " + m.filter);
-      if (auto r = run(sql, 1); !r) f.problem = "does not run: " + r.error().message;
+      // Each part in parentheses on lines of its own: a comment or a FROM inside the
+      // definition breaks the statement instead of replacing the rest of it.
+      const std::string sql = "SELECT (\n" + m.sql + "\n) AS value\nFROM " +
+                              Quote(it->second.first) +
+                              (m.filter.empty() ? "" : "\nWHERE (\n" + m.filter + "\n)");
+      if (auto r = run(sql, 1); !r) {
+        f.problem = "does not run: " + r.error().message;
+      } else if (r->row_count != 1) {
+        f.problem = "is not an aggregate: it gives " + std::to_string(r->row_count) +
+                    " rows, not one (write sum(...), count(*), avg(...))";
+      }
       if (f.problem.empty() && !m.time.empty()) {
         if (std::ranges::find(it->second.second, Lower(m.time)) == it->second.second.end()) {
-          f.problem = "its time column '" + m.time + "' no longer exists";
+          f.problem = "its time column '" + m.time + "' does not exist";
         }
       }
     }
@@ -106,10 +114,10 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
     if (f.problem.empty()) f.problem = Missing(catalog, r.to);
     if (f.problem.empty()) {
       const size_t a = r.from.rfind('.'), b = r.to.rfind('.');
-      const std::string sql = "SELECT count(*) AS n FROM " + Quote(r.from.substr(0, a)) + " JOIN " +
-                              Quote(r.to.substr(0, b)) + " ON " + Quote(r.from.substr(0, a)) + "." +
-                              Quote(r.from.substr(a + 1)) + " = " + Quote(r.to.substr(0, b)) + "." +
-                              Quote(r.to.substr(b + 1));
+      // Aliased, so a table joined to itself (Employee.ReportsTo = Employee.EmployeeId) runs.
+      const std::string sql = "SELECT count(*) AS n FROM " + Quote(r.from.substr(0, a)) +
+                              " AS a JOIN " + Quote(r.to.substr(0, b)) + " AS b ON a." +
+                              Quote(r.from.substr(a + 1)) + " = b." + Quote(r.to.substr(b + 1));
       if (auto q = run(sql, 1); !q) {
         f.problem = "does not run: " + q.error().message;
       } else if (!q->rows.empty() && q->rows[0][0] == "0") {

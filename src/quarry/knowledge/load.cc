@@ -66,8 +66,14 @@ class Reader {
   void Keys(const YAML::Node& node, const std::string& what,
             const std::vector<std::string>& known) const {
     if (!node.IsMap()) Fail(node, what + " must be a map of " + Join(known));
+    std::vector<std::string> seen;
     for (const auto& entry : node) {
       const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+      // YAML lets a key stand twice, the last one winning: here it is a mistake.
+      if (std::ranges::find(seen, key) != seen.end()) {
+        Fail(entry.first, what + " gives '" + key + "' twice");
+      }
+      seen.push_back(key);
       if (std::ranges::find(known, key) == known.end()) {
         Fail(entry.first, what + " has an unknown key '" + key + "' (known: " + Join(known) + ")");
       }
@@ -84,8 +90,19 @@ class Reader {
   int line_offset_;
 };
 
+// A knowledge file's text. Only a regular file of the folder's own is read: a symlink could make
+// a cloned repository's .quarry/ send /proc/self/environ or ~/.ssh to the model provider with
+// the prompt. A byte-order mark is dropped; a NUL means the file is not text.
 std::string ReadSmall(const fs::path& path, const std::string& name) {
   std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (ec) throw Bad{name + ": cannot read it: " + ec.message()};
+  if (fs::is_symlink(st)) {
+    throw Bad{name +
+              ": is a symbolic link; knowledge files must be regular files in the folder "
+              "(copy the file in instead)"};
+  }
+  if (!fs::is_regular_file(st)) throw Bad{name + ": is not a regular file"};
   const auto size = fs::file_size(path, ec);
   if (!ec && size > kMaxFileBytes) {
     throw Bad{name + ": " + std::to_string(size) +
@@ -93,6 +110,10 @@ std::string ReadSmall(const fs::path& path, const std::string& name) {
   }
   auto text = ReadFileText(path, "knowledge file");
   if (!text) throw Bad{name + ": " + text.error().message};
+  if (text->find('\0') != std::string::npos) {
+    throw Bad{name + ": holds a NUL byte: a knowledge file is text (YAML or Markdown)"};
+  }
+  if (text->starts_with("\xEF\xBB\xBF")) text->erase(0, 3);
   return *text;
 }
 
@@ -196,6 +217,7 @@ void LoadMetrics(const fs::path& path, Knowledge& k) {
   for (const auto& entry : map) {
     Metric m;
     m.name = r.Text(entry.first, "a metric's name");
+    if (Trim(m.name).empty()) r.Fail(entry.first, "a metric has an empty name");
     const std::string what = "metric '" + m.name + "'";
     r.Keys(entry.second, what, {"sql", "table", "filter", "time", "description", "synonyms"});
     m.sql = r.Text(entry.second["sql"], "the sql of " + what);
@@ -224,6 +246,7 @@ void LoadGlossary(const fs::path& path, Knowledge& k) {
   for (const auto& entry : map) {
     Term t;
     t.name = r.Text(entry.first, "a term");
+    if (Trim(t.name).empty()) r.Fail(entry.first, "a term is empty");
     const std::string what = "term '" + t.name + "'";
     t.origin = r.At(entry.first);
     if (entry.second.IsScalar()) {
@@ -323,25 +346,51 @@ void LoadQuery(const fs::path& path, const std::string& name, Knowledge& k) {
     throw Bad{name + ":" + std::to_string(open + 1) + ": the ```sql block is never closed by ```"};
   }
   q.sql = std::string(Trim(sql));
+  for (size_t more = close + 1; more < lines.size(); ++more) {
+    if (Lower(Trim(lines[more])) == "```sql") {
+      throw Bad{name + ":" + std::to_string(more + 1) +
+                ": a second ```sql block: a verified query holds one query"};
+    }
+  }
   if (q.sql.empty())
     throw Bad{name + ":" + std::to_string(open + 1) + ": the ```sql block is empty"};
   k.queries.push_back(std::move(q));
 }
 
-// The files of `dir` whose name ends in `ext`, sorted; none when it does not exist.
-std::vector<fs::path> FilesIn(const fs::path& dir, const std::string& ext) {
+// The files of `dir` whose name ends in `ext`, sorted; none when `dir` does not exist. A
+// folder that cannot be listed, or that is a link, is an error, never "no files"; a file there
+// with a near-miss name (".yml" for ".yaml", ".yaml" under rules/) is an error too, since it was
+// surely meant to be read.
+std::vector<fs::path> FilesIn(const fs::path& dir, const std::string& sub, const std::string& ext) {
   std::vector<fs::path> out;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (ec || !fs::exists(st)) return out;
+  if (fs::is_symlink(st)) throw Bad{sub + "/: is a symbolic link; make it a folder"};
+  if (!fs::is_directory(st)) throw Bad{sub + ": is not a folder"};
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    std::error_code type_ec;
-    if (!name.starts_with(".") && name.ends_with(ext) && it->is_regular_file(type_ec)) {
-      out.push_back(it->path());
+    if (name.starts_with(".")) continue;
+    if (name.ends_with(ext)) {
+      out.push_back(it->path());  // ReadSmall refuses what is not a regular file
+    } else if (name.ends_with(".yml") || name.ends_with(".yaml") || name.ends_with(".md")) {
+      throw Bad{sub + "/" + name + ": files in " + sub + "/ end in " + ext + ": rename it"};
     }
   }
+  if (ec) throw Bad{sub + "/: cannot list it: " + ec.message()};
   std::ranges::sort(out);
   return out;
+}
+
+// Whether the folder holds `name`, as anything at all (a dangling link too: ReadSmall says why
+// it cannot be read, rather than the file being skipped).
+bool Present(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir / name, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw Bad{name + ": cannot read it: " + ec.message()};
+  }
+  return fs::exists(st) || fs::is_symlink(st);
 }
 
 }  // namespace
@@ -358,17 +407,28 @@ Result<Knowledge> Load(const fs::path& dir) {
   Knowledge k;
   k.dir = dir;
   try {
-    for (const auto& path : FilesIn(dir / "tables", ".yaml")) {
+    // The folder itself must be listable: an unreadable one is not an empty one.
+    std::error_code list_ec;
+    fs::directory_iterator listed(dir, list_ec);
+    if (list_ec) throw Bad{dir.string() + ": cannot list it: " + list_ec.message()};
+    for (const auto& entry : listed) {
+      const std::string name = entry.path().filename().string();
+      for (const char* known : {"relationships", "metrics", "glossary"}) {
+        if (name == std::string(known) + ".yml") {
+          throw Bad{name + ": knowledge files end in .yaml: rename it " + known + ".yaml"};
+        }
+      }
+    }
+    for (const auto& path : FilesIn(dir / "tables", "tables", ".yaml")) {
       LoadTable(path, "tables/" + path.filename().string(), k);
     }
-    if (fs::exists(dir / "relationships.yaml", ec))
-      LoadRelationships(dir / "relationships.yaml", k);
-    if (fs::exists(dir / "metrics.yaml", ec)) LoadMetrics(dir / "metrics.yaml", k);
-    if (fs::exists(dir / "glossary.yaml", ec)) LoadGlossary(dir / "glossary.yaml", k);
-    for (const auto& path : FilesIn(dir / "rules", ".md")) {
+    if (Present(dir, "relationships.yaml")) LoadRelationships(dir / "relationships.yaml", k);
+    if (Present(dir, "metrics.yaml")) LoadMetrics(dir / "metrics.yaml", k);
+    if (Present(dir, "glossary.yaml")) LoadGlossary(dir / "glossary.yaml", k);
+    for (const auto& path : FilesIn(dir / "rules", "rules", ".md")) {
       LoadRule(path, "rules/" + path.filename().string(), k);
     }
-    for (const auto& path : FilesIn(dir / "queries", ".md")) {
+    for (const auto& path : FilesIn(dir / "queries", "queries", ".md")) {
       LoadQuery(path, "queries/" + path.filename().string(), k);
     }
   } catch (const Bad& bad) {
@@ -378,8 +438,15 @@ Result<Knowledge> Load(const fs::path& dir) {
   } catch (const std::exception& e) {
     return Fail(Error::Code::kUsage, "knowledge: " + std::string(e.what()));
   }
-  // One name, one definition: a second metric or term of the same name is a mistake.
+  // One name, one definition: a second metric or table file of the same name is a mistake.
   std::map<std::string, Origin> seen;
+  for (const auto& t : k.tables) {
+    if (auto [it, fresh] = seen.emplace("table " + Lower(t.table), t.origin); !fresh) {
+      return Fail(Error::Code::kUsage, "knowledge: " + t.origin.file + ": table '" + t.table +
+                                           "' is described twice (also in " + it->second.file +
+                                           ")");
+    }
+  }
   for (const auto& m : k.metrics) {
     const std::string key = "metric " + Lower(m.name);
     if (auto [it, fresh] = seen.emplace(key, m.origin); !fresh) {
