@@ -375,6 +375,16 @@ TEST_F(KnowledgeTest, CheckRunsEveryDefinitionAndFindsWhatChanged) {
       << problems["metric revenue"];
   EXPECT_EQ(problems["metric order count"],
             "is not an aggregate: it gives 3 rows, not one (write sum(...), count(*), avg(...))");
+  // A glossary value must occur in its column.
+  k->terms[0].column = "sales.status";
+  k->terms[0].value = "paid";
+  k->terms[1].column = "sales.status";
+  k->terms[1].value = "cancelled'); DROP TABLE sales; --";
+  problems.clear();
+  for (const auto& f : Check(*k, **again, engine::Limits{})) problems[f.item] = f.problem;
+  EXPECT_EQ(problems["term active customer"], "");
+  EXPECT_EQ(problems["term top customer"],
+            "value 'cancelled'); DROP TABLE sales; --' does not occur in sales.status");
   // A table joined to itself checks like any join.
   k->relationships[0].from = "regions.manager";
   k->relationships[0].to = "regions.name";

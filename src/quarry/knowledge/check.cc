@@ -134,6 +134,21 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
                              [&](const Metric& m) { return Lower(m.name) == Lower(t.metric); })) {
       f.problem = "metric '" + t.metric + "' is not defined in metrics.yaml";
     }
+    if (f.problem.empty() && !t.column.empty() && !t.value.empty()) {
+      // The value as a literal, compared as text: it must occur in the column.
+      const size_t dot = t.column.rfind('.');
+      std::string literal = "'";
+      for (char c : t.value) literal += c == '\'' ? std::string("''") : std::string(1, c);
+      literal += "'";
+      const std::string sql = "SELECT count(*) AS n FROM " + Quote(t.column.substr(0, dot)) +
+                              " WHERE CAST(" + Quote(t.column.substr(dot + 1)) +
+                              " AS VARCHAR) = " + literal;
+      if (auto q = run(sql, 1); !q) {
+        f.problem = "does not run: " + q.error().message;
+      } else if (!q->rows.empty() && q->rows[0][0] == "0") {
+        f.problem = "value '" + t.value + "' does not occur in " + t.column;
+      }
+    }
     out.push_back(std::move(f));
   }
   for (const VerifiedQuery& q : k.queries) {
