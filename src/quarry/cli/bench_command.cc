@@ -319,6 +319,7 @@ int RunBenchCommand(const BenchCmdOptions& o) {
                    "~/.pgpass or the service file, never from the URL)"});
   }
   AskOptions ask = o.ask;
+  ask.no_knowledge = true;  // measured without knowledge files (no knowledge arm yet)
   auto config = BaseConfig(ask);
   if (!config) return Report(config.error());
   // Found out before any run, not after a live bench has been paid for.

@@ -234,7 +234,8 @@ int RunEvalCommand(const EvalCommandOptions& o) {
   options.open.fingerprint = false;  // a multi-gigabyte BIRD database would be hashed per open
 
   AskOptions ask = o.ask;
-  ask.no_python = true;  // the prediction is SQL: run_python is not offered
+  ask.no_python = true;     // the prediction is SQL: run_python is not offered
+  ask.no_knowledge = true;  // measured without knowledge files (no knowledge arm yet)
   if (!o.gold) {
     auto config = BaseConfig(ask);
     if (!config) return Report(config.error());
