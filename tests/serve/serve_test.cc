@@ -731,6 +731,12 @@ TEST(ServeTest, StoppingAQueuedQuestionDropsItAtOnce) {
   int status = 0;
   json running = s.Post("/api/ask", {{"question", "first"}}, &status);
   ASSERT_EQ(status, 202);
+  // The first is running (its model call has arrived) before the second is asked, so the second
+  // waits behind it and the first is stopped as a running question.
+  for (int i = 0; i < 600 && provider.requests().empty(); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_EQ(provider.requests().size(), 1u);
   json queued = s.Post("/api/ask", {{"question", "second"}}, &status);
   ASSERT_EQ(status, 202);
   json stopped =

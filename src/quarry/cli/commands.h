@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "quarry/agent/agent.h"
@@ -240,6 +241,10 @@ struct LearnOptions {
   LoadFlags load;
 };
 int RunLearn(const LearnOptions& options);
+// Registers `knowledge check` and `learn` on `app` (their load flags are the caller's to add);
+// returns the `knowledge` and `learn` subcommands.
+std::pair<CLI::App*, CLI::App*> AddKnowledgeCommands(CLI::App& app, KnowledgeOptions& knowledge,
+                                                     LearnOptions& learn);
 int RunView(const ViewOptions& options);
 int RunCache(const CacheOptions& options);
 int RunThreads(const ThreadsOptions& options);

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <map>
 
+#include <CLI/CLI.hpp>
+
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
@@ -52,6 +54,54 @@ Result<std::shared_ptr<const knowledge::Knowledge>> LoadKnowledge(
   std::cerr << "quarry: knowledge: " << TerminalText(dir->string()) << " (" << Summary(*loaded)
             << ")\n";
   return std::make_shared<const knowledge::Knowledge>(std::move(*loaded));
+}
+
+std::pair<CLI::App*, CLI::App*> AddKnowledgeCommands(CLI::App& app, KnowledgeOptions& knowledge,
+                                                     LearnOptions& learn) {
+  CLI::App* knowledge_cmd = app.add_subcommand(
+      "knowledge", "The knowledge files: quarry knowledge check DATA... [--knowledge DIR]");
+  knowledge_cmd->require_subcommand(1);
+  CLI::App* knowledge_check = knowledge_cmd->add_subcommand(
+      "check",
+      "Run every metric, join and verified query against the data; report what is "
+      "stale or gone (exit 3 when anything is)");
+  knowledge_check->add_option("paths", knowledge.paths, "Data files, a folder, or a server URL")
+      ->required();
+  knowledge_check->add_option("--knowledge", knowledge.knowledge,
+                              "The knowledge folder (default: .quarry/ beside the data or here)");
+  knowledge_check->add_option("--timeout-ms", knowledge.timeout_ms, "Per-query timeout")
+      ->default_val(10000)
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  knowledge_check->add_option("--format", knowledge.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
+
+  CLI::App* learn_cmd = app.add_subcommand(
+      "learn",
+      "Save an answered, grounded run as a verified query of the knowledge files, after "
+      "showing it: quarry learn [latest|ID]");
+  learn_cmd->add_option("which", learn.which, "latest, a run id, or a trace.json path")
+      ->default_val("latest");
+  learn_cmd->add_option("--runs-dir", learn.runs_dir, "Where the runs are")->default_val("runs");
+  learn_cmd->add_option("--knowledge", learn.knowledge,
+                        "The knowledge folder (default: .quarry/ beside the data or here)");
+  learn_cmd
+      ->add_option("--name", learn.name,
+                   "The file's name, queries/NAME.md (default: from the question)")
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            // A first '-' would read as a flag in every later command that names the file.
+            const bool ok = !name.empty() && name.size() <= 80 && name[0] != '-' &&
+                            name[0] != '_' &&
+                            name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") ==
+                                std::string::npos;
+            return ok ? ""
+                      : "a name is 1 to 80 of a-z, 0-9, '-' and '_', starting with a letter or "
+                        "digit";
+          },
+          "NAME", "query name"));
+  learn_cmd->add_flag("--yes", learn.yes, "Save without asking");
+  return {knowledge_cmd, learn_cmd};
 }
 
 int RunKnowledgeCheck(const KnowledgeOptions& o) {

@@ -183,11 +183,17 @@ void StoreFailed(App& app, Response& res, const quarry::Error& e) {
   Refuse(res, e.code == Error::Code::kUsage ? 400 : 500, message);
 }
 
-// A stored turn's status in words (trace::StopHeading), or that it is still running.
-std::string TurnHeading(const std::string& status) {
-  if (status == agent::kTurnRunning) return "Still running";
+// What the page reads of a stored turn's status, typed here so it compares no names: the
+// status in words (trace::StopHeading), and whether the turn answered, runs, or waits on a reply.
+void DescribeTurn(json& item, const std::string& status) {
+  const bool running = status == agent::kTurnRunning;
   const auto reason = trace::ParseStopReason(status);
-  return reason ? std::string(trace::StopHeading(*reason)) : "No answer: " + status;
+  item["heading"] = running  ? std::string("Still running")
+                    : reason ? std::string(trace::StopHeading(*reason))
+                             : "No answer: " + status;
+  item["answered"] = reason == trace::StopReason::kAnswered;
+  item["running"] = running;
+  item["waiting"] = reason == trace::StopReason::kClarification;
 }
 
 void Threads(App& app, Response& res) {
@@ -202,7 +208,7 @@ void Threads(App& app, Response& res) {
     if (t.turn_count > 0) {
       item["question"] = t.first_question;
       item["status"] = t.last_status;
-      item["heading"] = TurnHeading(t.last_status);
+      DescribeTurn(item, t.last_status);
     }
     out.push_back(item);
   }
@@ -220,7 +226,7 @@ void Thread(App& app, const Request& req, Response& res, const std::string& name
     json turns = json::array();
     for (const auto& turn : (*found)->turns) {
       json item = agent::TurnJson(turn);
-      item["heading"] = TurnHeading(turn.status);
+      DescribeTurn(item, turn.status);
       turns.push_back(std::move(item));
     }
     return Send(res, 200, {{"name", name}, {"turns", turns}});

@@ -23,6 +23,9 @@ json OutcomeFor(const trace::Trace& t, const std::string& thread, int turn) {
   for (const auto& a : t.artifacts) figures.push_back(std::filesystem::path(a).filename().string());
   out["figures"] = figures;
   out["heading"] = trace::StopHeading(t.stop_reason);
+  // Typed for the page, which compares no stop reason's name.
+  out["answered"] = t.stop_reason == trace::StopReason::kAnswered;
+  out["waiting"] = trace::WaitingClarification(t) != nullptr;
   out["run_id"] = t.id;
   out["thread"] = thread;
   out["turn"] = turn;
@@ -107,6 +110,8 @@ Runs::Stopped Runs::Stop(const std::string& id) {
                         {"thread", dropped->thread},
                         {"stop_reason", trace::StopReasonName(trace::StopReason::kInterrupted)},
                         {"heading", trace::StopHeading(trace::StopReason::kInterrupted)},
+                        {"answered", false},
+                        {"waiting", false},
                         {"text", "Stopped while it waited for its turn: nothing ran."}};
     dropped->finished = true;
   }
@@ -168,6 +173,8 @@ void Runs::RunOne(Job& job) {
             {"thread", state.thread},
             {"stop_reason", nullptr},
             {"heading", "The question did not start"},
+            {"answered", false},
+            {"waiting", false},
             {"error", message},
             {"text", message}});
   };

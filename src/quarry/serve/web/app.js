@@ -150,20 +150,20 @@
     resetLive();
     const turns = t.turns || [];
     const last = turns[turns.length - 1];
-    const waiting = last && last.status === "clarification_needed"
+    const waiting = last && last.waiting
       ? (last.clarifications || []).filter((c) => !c.reply).pop() : null;
-    const live = last && (last.status === "running" || waiting);
+    const live = last && (last.running || waiting);
     for (const turn of live ? turns.slice(0, -1) : turns) $("turns").append(storedTurn(turn));
     if (!live) return;
     startLive(last.question, last.run_id);
-    if (last.status === "running") return stream(last.run_id);
+    if (last.running) return stream(last.run_id);
     endRun();  // nothing runs while quarry waits on the reply
-    renderOutcome({ run_id: last.run_id, thread: state.thread, stop_reason: "clarification_needed",
+    renderOutcome({ run_id: last.run_id, thread: state.thread, stop_reason: last.status, waiting: true,
       clarification: { question: waiting.question, choices: waiting.choices || [] } }, ask);
   }
 
   function storedTurn(turn) {
-    const answered = turn.status === "answered";
+    const answered = turn.answered;
     const box = el("div", { class: answered ? "turn-outcome" : "turn-outcome outcome-not-answer" });
     if (answered) {
       box.append(groundedBadge(turn.grounded), el("p", { class: "answer-text" }, turn.answer));

@@ -32,8 +32,8 @@
     const box = $("outcome");
     clear(box);
     box.dataset.stopReason = o.stop_reason || "";
-    if (o.stop_reason === "answered") renderAnswer(box, o);
-    else if (o.stop_reason === "clarification_needed" && o.clarification) {
+    if (o.answered) renderAnswer(box, o);
+    else if (o.waiting && o.clarification) {
       renderClarification(box, o, ask);
     }
     else renderNotAnswer(box, o);
