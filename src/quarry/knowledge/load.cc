@@ -1,6 +1,6 @@
-// Reading a knowledge folder (knowledge.h, Load and Discover): YAML through yaml-cpp, Markdown
-// by its headings, front matter and fenced blocks. Every problem is an error naming the file,
-// the line and what to write instead; nothing in a file can crash the process.
+// Reading a knowledge folder (knowledge.h, Load): YAML through yaml-cpp, Markdown by its
+// headings, front matter and fenced blocks. Every problem is an error naming the file, the line
+// and what to write instead; nothing in a file can crash the process.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -457,23 +457,6 @@ Result<Knowledge> Load(const fs::path& dir) {
     }
   }
   return k;
-}
-
-std::optional<fs::path> Discover(const fs::path& given, const std::vector<fs::path>& data,
-                                 const fs::path& cwd) {
-  if (!given.empty()) return given;
-  std::error_code ec;
-  std::vector<fs::path> places;
-  for (const auto& d : data) {
-    if (engine::IsServerSpec(d.string())) continue;
-    places.push_back(fs::is_directory(d, ec) ? d : d.parent_path());
-  }
-  places.push_back(cwd);
-  for (const auto& place : places) {
-    const fs::path candidate = (place.empty() ? fs::path(".") : place) / ".quarry";
-    if (fs::is_directory(candidate, ec)) return candidate;
-  }
-  return std::nullopt;
 }
 
 }  // namespace quarry::knowledge
