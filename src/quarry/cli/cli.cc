@@ -556,7 +556,7 @@ int Main(int argc, char** argv) {
     if (*python_cmd) return RunPythonScript(python);
     if (*mcp_cmd) return RunMcp(mcp);
     if (*serve_cmd) return RunServe(serve);
-    if (*knowledge_cmd) return RunKnowledgeCheck(knowledge);
+    if (*knowledge_cmd) return RunKnowledge(knowledge);
     if (*learn_cmd) return RunLearn(learn);
     if (*view_cmd) return RunView(view);
     if (*cache_cmd) return RunCache(cache);

@@ -89,13 +89,25 @@ struct McpOptions {
   bool no_knowledge = false;
 };
 
-// `quarry knowledge check` (knowledge_command.cc): every definition run against the data.
+// `quarry knowledge import dbt MANIFEST` (knowledge_command.cc): knowledge files written from a
+// dbt manifest, never over a file.
+struct ImportDbtOptions {
+  bool given = false;  // the subcommand was used
+  std::string manifest;
+  std::string knowledge = ".quarry";  // --knowledge DIR
+  bool yes = false;                   // --yes: write without asking
+  bool dry_run = false;               // --dry-run: print the files, write nothing
+};
+
+// `quarry knowledge check` (knowledge_command.cc): every definition run against the data; and
+// `quarry knowledge import dbt`.
 struct KnowledgeOptions {
   LoadFlags load;
   std::vector<std::string> paths;
   std::string knowledge;  // --knowledge DIR ("": discovered)
   int64_t timeout_ms = 10000;
   std::string format_name = "text";
+  ImportDbtOptions import_dbt;
 };
 
 // `quarry serve` (serve_command.cc): the web app over the data, with MCP's model flags for
@@ -228,7 +240,8 @@ int RunTrace(const TraceOptions& options);
 int RunPythonScript(const PythonOptions& options);
 int RunMcp(const McpOptions& options);
 int RunServe(const ServeCommandOptions& options);
-int RunKnowledgeCheck(const KnowledgeOptions& options);
+// `quarry knowledge check` or `quarry knowledge import dbt`, whichever was given.
+int RunKnowledge(const KnowledgeOptions& options);
 
 // `quarry learn WHICH` (knowledge_command.cc): an answered, grounded run saved as a verified
 // query, after the user has seen it.
@@ -241,8 +254,8 @@ struct LearnOptions {
   LoadFlags load;
 };
 int RunLearn(const LearnOptions& options);
-// Registers `knowledge check` and `learn` on `app` (their load flags are the caller's to add);
-// returns the `knowledge` and `learn` subcommands.
+// Registers `knowledge check`, `knowledge import dbt` and `learn` on `app` (the load flags of
+// check and learn are the caller's to add); returns the `knowledge` and `learn` subcommands.
 std::pair<CLI::App*, CLI::App*> AddKnowledgeCommands(CLI::App& app, KnowledgeOptions& knowledge,
                                                      LearnOptions& learn);
 int RunView(const ViewOptions& options);

@@ -1,5 +1,6 @@
-// The knowledge files from the command line: loading them for a run (LoadKnowledge) and
-// `quarry knowledge check`, which runs every definition against the data.
+// The knowledge files from the command line: loading them for a run (LoadKnowledge),
+// `quarry knowledge check`, which runs every definition against the data, and `quarry knowledge
+// import dbt`, which writes them from a dbt manifest.
 #include <pwd.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
 #include "quarry/common/exit_codes.h"
+#include "quarry/knowledge/dbt.h"
 #include "quarry/trace/trace.h"
 
 namespace quarry::cli {
@@ -37,6 +39,95 @@ std::string Summary(const knowledge::Knowledge& k) {
   return out.empty() ? "nothing" : out;
 }
 
+// "3 tables, 2 relationships, 1 metric" of the files in `files`.
+std::string Counted(const std::vector<const knowledge::KnowledgeFile*>& files) {
+  size_t tables = 0, joins = 0, metrics = 0;
+  for (const auto* f : files) {
+    (!f->table.empty() ? tables : f->path == "metrics.yaml" ? metrics : joins) += f->items;
+  }
+  auto n = [](size_t count, const std::string& one, const std::string& many) {
+    return std::to_string(count) + " " + (count == 1 ? one : many);
+  };
+  return n(tables, "table", "tables") + ", " + n(joins, "relationship", "relationships") + ", " +
+         n(metrics, "metric", "metrics");
+}
+
+// "; not written: a (it exists); skipped: metric x (ratio metrics are not imported), ..."
+std::string Left(const std::vector<std::string>& kept, const std::vector<std::string>& skipped) {
+  std::string out;
+  auto add = [&out](const std::string& label, const std::vector<std::string>& list) {
+    if (list.empty()) return;
+    out += "; " + label + ": ";
+    for (size_t i = 0; i < list.size(); ++i) out += (i ? ", " : "") + list[i];
+  };
+  add("not written", kept);
+  add("skipped", skipped);
+  return out;
+}
+
+int RunImportDbt(const ImportDbtOptions& o) {
+  auto import = knowledge::ReadDbtManifest(o.manifest);
+  if (!import) return Report(import.error());
+  auto files = knowledge::RenderDbtImport(*import, o.manifest);
+  if (!files) return Report(files.error());
+  const std::filesystem::path dir = o.knowledge;
+  const std::string where = TerminalText(dir.string());
+  knowledge::ImportPlan plan = knowledge::PlanDbtImport(dir, std::move(*files));
+  for (const auto& note : import->notes) {
+    std::cerr << "quarry: dbt import: note: " << TerminalText(note) << "\n";
+  }
+  if (!plan.existing_problem.empty()) {
+    std::cerr << "quarry: dbt import: note: " << where
+              << " does not load now, and will not after the import: "
+              << TerminalText(plan.existing_problem) << "\n";
+  }
+  std::vector<const knowledge::KnowledgeFile*> planned;
+  for (const auto& f : plan.write) planned.push_back(&f);
+  if (o.dry_run) {
+    for (const auto& f : plan.write) {
+      std::cout << "# " << TerminalText((dir / f.path).string()) << "\n"
+                << TerminalText(f.text) << "\n";
+    }
+    std::cerr << "quarry: dbt import (dry run): " << Counted(planned) << " would be written to "
+              << where << TerminalText(Left(plan.kept, import->skipped)) << "\n";
+    return kExitOk;
+  }
+  if (plan.write.empty()) {
+    std::cerr << "quarry: dbt import: nothing written to " << where
+              << TerminalText(Left(plan.kept, import->skipped)) << "\n";
+    return kExitOk;
+  }
+  if (!o.yes) {
+    for (const auto& f : plan.write) {
+      std::cerr << "quarry: dbt import: " << TerminalText((dir / f.path).string()) << " ("
+                << TerminalText(f.what) << ")\n";
+    }
+    if (!isatty(STDIN_FILENO)) {
+      std::cerr << "quarry: dbt import: nothing written: pass --yes to write these files, or "
+                   "--dry-run to see them\n";
+      return kExitUsage;
+    }
+    std::cerr << "Write them? [y/N] " << std::flush;
+    std::string reply;
+    std::getline(std::cin, reply);
+    if (Lower(Trim(reply)) != "y" && Lower(Trim(reply)) != "yes") {
+      std::cerr << "quarry: dbt import: nothing written\n";
+      return kExitOk;
+    }
+  }
+  auto written = knowledge::WriteKnowledgeFiles(dir, plan.write);
+  if (!written) return Report(written.error());
+  std::vector<const knowledge::KnowledgeFile*> done;
+  for (const auto& f : plan.write) {
+    if (std::ranges::find(written->written, f.path) != written->written.end()) done.push_back(&f);
+  }
+  std::vector<std::string> kept = plan.kept;
+  kept.insert(kept.end(), written->kept.begin(), written->kept.end());
+  std::cerr << "quarry: dbt import: " << Counted(done) << " written to " << where
+            << TerminalText(Left(kept, import->skipped)) << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const knowledge::Knowledge>> LoadKnowledge(
@@ -59,7 +150,9 @@ Result<std::shared_ptr<const knowledge::Knowledge>> LoadKnowledge(
 std::pair<CLI::App*, CLI::App*> AddKnowledgeCommands(CLI::App& app, KnowledgeOptions& knowledge,
                                                      LearnOptions& learn) {
   CLI::App* knowledge_cmd = app.add_subcommand(
-      "knowledge", "The knowledge files: quarry knowledge check DATA... [--knowledge DIR]");
+      "knowledge",
+      "The knowledge files: quarry knowledge check DATA... [--knowledge DIR], quarry knowledge "
+      "import dbt MANIFEST");
   knowledge_cmd->require_subcommand(1);
   CLI::App* knowledge_check = knowledge_cmd->add_subcommand(
       "check",
@@ -75,6 +168,22 @@ std::pair<CLI::App*, CLI::App*> AddKnowledgeCommands(CLI::App& app, KnowledgeOpt
   knowledge_check->add_option("--format", knowledge.format_name, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->default_val("text");
+
+  CLI::App* import_cmd = knowledge_cmd->add_subcommand(
+      "import", "Write knowledge files from another tool's documentation: import dbt MANIFEST");
+  import_cmd->require_subcommand(1);
+  ImportDbtOptions& dbt = knowledge.import_dbt;
+  CLI::App* import_dbt = import_cmd->add_subcommand(
+      "dbt",
+      "Write table meanings, joins and simple metrics from a dbt manifest "
+      "(target/manifest.json); never over a file");
+  import_dbt->callback([&dbt] { dbt.given = true; });
+  import_dbt->add_option("manifest", dbt.manifest, "The manifest dbt wrote: target/manifest.json")
+      ->required();
+  import_dbt->add_option("--knowledge", dbt.knowledge, "The knowledge folder to write into")
+      ->default_val(".quarry");
+  auto* yes = import_dbt->add_flag("--yes", dbt.yes, "Write without asking");
+  import_dbt->add_flag("--dry-run", dbt.dry_run, "Print the files; write nothing")->excludes(yes);
 
   CLI::App* learn_cmd = app.add_subcommand(
       "learn",
@@ -104,7 +213,8 @@ std::pair<CLI::App*, CLI::App*> AddKnowledgeCommands(CLI::App& app, KnowledgeOpt
   return {knowledge_cmd, learn_cmd};
 }
 
-int RunKnowledgeCheck(const KnowledgeOptions& o) {
+int RunKnowledge(const KnowledgeOptions& o) {
+  if (o.import_dbt.given) return RunImportDbt(o.import_dbt);
   auto k = LoadKnowledge(o.knowledge, false, o.paths);
   if (!k) return Report(k.error());
   if (!*k) {
