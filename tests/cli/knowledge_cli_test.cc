@@ -142,6 +142,9 @@ TEST(KnowledgeCliTest, AQuestionNamingAMetricGetsItsDefinitionAndTheTraceSaysSo)
   EXPECT_EQ(items[0], "rule discounts (rules/discounts.md)");
   EXPECT_EQ(items[1], "metric revenue (metrics.yaml:4)");
   EXPECT_EQ(trace["config"]["knowledge"]["dir"], Knowledge());
+  // The answer cites the metric its SQL rests on, found in the SQL.
+  EXPECT_EQ(out["rests_on"], json::array({"metric revenue (metrics.yaml:4)"})) << r.out;
+  EXPECT_EQ(trace["answer"]["rests_on"], out["rests_on"]);
   // --no-knowledge: none of it.
   server.Enqueue({200, {}, Turn("run_sql", {{"sql", "SELECT 1 AS one"}})});
   server.Enqueue(
@@ -234,6 +237,173 @@ TEST(KnowledgeCliTest, ALearnedRunIsAVerifiedQueryThatChecksClean) {
                                  "is saved as a verified query"),
             std::string::npos)
       << not_learned.err;
+}
+
+// The scripted offline fixtures (fixtures/offline/) with the bundled knowledge: "turnover" is
+// asked about and answered from the metric revenue instead of the user (with --no-knowledge
+// the same turns end waiting on the user); Chinook's money rule is given, and the answer's SQL
+// follows it. Tools execute for real; the turns are scripted.
+TEST(KnowledgeCliTest, ScriptedFixturesAnswerFromAMetricAndApplyARule) {
+  TempDir cwd;
+  const auto ask = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {QuarryBinary().string(), "ask", "--offline", "--format",
+                                     "json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return quarry::testing::RunProcess(
+        argv, SourceDir(), {"QUARRY_FIXTURES=" + (SourceDir() / "fixtures" / "offline").string()},
+        {"QUARRY_BASE_URL", "QUARRY_MODEL", "QUARRY_API_KEY", "OPENROUTER_API_KEY"});
+  };
+  const std::string runs = (cwd.path() / "runs").string();
+  auto metric = ask({"--runs-dir", runs, "--knowledge", "data/knowledge/sales", "--data",
+                     "data/sales.csv", "What was the turnover in 2025?"});
+  ASSERT_EQ(metric.exit_code, 0) << metric.out << metric.err;
+  const json m = json::parse(metric.out);
+  EXPECT_EQ(m["answer"], "Turnover in 2025 was $271,830.53.");
+  EXPECT_EQ(m["rests_on"], json::array({"metric revenue (metrics.yaml:4)"}));
+  const json mt = json::parse(quarry::testing::ReadFile(m["trace"].get<std::string>()));
+  EXPECT_FALSE(mt.contains("clarifications")) << "the user was not asked";
+  EXPECT_NE(mt["notes"].dump().find("answered from the knowledge files (metric revenue "
+                                    "(metrics.yaml:4)) instead of asking the user"),
+            std::string::npos)
+      << mt["notes"].dump();
+  auto unknown = ask({"--runs-dir", runs, "--no-knowledge", "--data", "data/sales.csv",
+                      "What was the turnover in 2025?"});
+  EXPECT_EQ(unknown.exit_code, 7) << unknown.out << unknown.err;  // waits on the user
+
+  auto rule = ask({"--runs-dir", runs, "--knowledge", "data/knowledge/chinook", "--data",
+                   "data/chinook.sqlite", "What were the sales of the Rock genre?"});
+  ASSERT_EQ(rule.exit_code, 0) << rule.out << rule.err;
+  const json r = json::parse(rule.out);
+  EXPECT_EQ(r["answer"], "Rock sales came to $826.65.");
+  EXPECT_EQ(r["grounded"], true);
+  const json rt = json::parse(quarry::testing::ReadFile(r["trace"].get<std::string>()));
+  const json items = rt["config"]["knowledge"]["items"];
+  ASSERT_FALSE(items.empty());
+  EXPECT_EQ(items[0], "rule money (rules/money.md)");
+  EXPECT_NE(r["sql"].get<std::string>().find("sum(il.UnitPrice * il.Quantity)"), std::string::npos);
+}
+
+// A clarification remembered: the user's reply to "top channel: by revenue or by orders?" is
+// offered for the glossary (never written unasked), kept by `quarry remember`, appended to the
+// existing glossary.yaml with its comments intact, and a new question in a new thread is given
+// the term and, when the model asks about it again, answered from the glossary without asking.
+TEST(KnowledgeCliTest, AClarificationReplyKeptInTheGlossaryIsUsedByALaterQuestion) {
+  ProviderServer server;
+  TempDir cwd;
+  const auto k = cwd.path() / "k";
+  std::filesystem::copy(Knowledge(), k, std::filesystem::copy_options::recursive);
+  const std::string before = quarry::testing::ReadFile(k / "glossary.yaml");
+  const std::vector<std::string> env = {"QUARRY_BASE_URL=" + server.base_url(),
+                                        "QUARRY_MODEL=stand-in", "QUARRY_API_KEY=not-a-real-key"};
+  const json asked = {{"question", "Top channel by revenue or by number of orders?"},
+                      {"choices", {"by revenue", "by orders"}},
+                      {"term", "top channel"}};
+  server.Enqueue({200, {}, Turn("ask_user", asked)});
+  auto first = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "ask", "--format", "json", "--knowledge", k.string(), "--data",
+       Sales(), "Which is the top channel?"},
+      cwd.path(), env, {"OPENROUTER_API_KEY", "QUARRY_PRICES"});
+  ASSERT_EQ(first.exit_code, 7) << first.out << first.err;  // waiting on the reply
+  const std::string thread = json::parse(first.out)["thread"];
+  ASSERT_FALSE(thread.empty()) << first.out;
+  // The reply continues the thread; the run that answers offers to keep it.
+  server.Enqueue({200,
+                  {},
+                  Turn("run_sql", {{"sql",
+                                    "SELECT channel, round(sum(revenue), 2) AS revenue FROM sales "
+                                    "GROUP BY channel ORDER BY revenue DESC LIMIT 1"}})});
+  server.Enqueue({200,
+                  {},
+                  Turn("final_answer", {{"answer", "Online is the top channel by revenue."},
+                                        {"supporting_values", {"Online"}},
+                                        {"assumptions", {"top channel = by revenue"}}})});
+  auto reply =
+      quarry::testing::RunProcess({QuarryBinary().string(), "ask", "--knowledge", k.string(),
+                                   "--data", Sales(), "--thread", thread, "by revenue"},
+                                  cwd.path(), env, {"OPENROUTER_API_KEY", "QUARRY_PRICES"});
+  ASSERT_EQ(reply.exit_code, 0) << reply.out << reply.err;
+  EXPECT_NE(reply.err.find("quarry: to keep \"top channel = by revenue (metric revenue)\" for "
+                           "later questions: quarry remember "),
+            std::string::npos)
+      << reply.err;
+  EXPECT_EQ(quarry::testing::ReadFile(k / "glossary.yaml"), before) << "nothing written unasked";
+  // Not on a terminal and without --yes: shown, not kept.
+  auto unasked = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "remember", "latest", "--knowledge", k.string()}, cwd.path(), env);
+  EXPECT_EQ(unasked.exit_code, 2) << unasked.err;
+  EXPECT_EQ(unasked.out, "top channel = by revenue (metric revenue)\n");
+  EXPECT_EQ(quarry::testing::ReadFile(k / "glossary.yaml"), before);
+  auto kept = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "remember", "latest", "--knowledge", k.string(), "--yes"},
+      cwd.path(), env);
+  ASSERT_EQ(kept.exit_code, 0) << kept.out << kept.err;
+  const std::string after = quarry::testing::ReadFile(k / "glossary.yaml");
+  ASSERT_TRUE(after.starts_with(before)) << "the file's own text and comments stay:\n" << after;
+  const std::string added = after.substr(before.size());
+  EXPECT_TRUE(
+      added.starts_with("  # the reply to \"Top channel by revenue or by number of "
+                        "orders?\" (run "))
+      << added;
+  EXPECT_NE(added.find("\n  \"top channel\":\n    means: \"by revenue\"\n    metric: "
+                       "\"revenue\"\n"),
+            std::string::npos)
+      << added;
+  EXPECT_NE(kept.err.find("glossary.yaml:14"), std::string::npos) << kept.err;
+  // Kept once: a second time it is defined already.
+  auto twice = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "remember", "latest", "--knowledge", k.string(), "--yes"},
+      cwd.path(), env);
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_EQ(quarry::testing::ReadFile(k / "glossary.yaml"), after);
+
+  // A new question, no thread: the term is in the prompt, and asking about it again is
+  // answered from the glossary.
+  server.Enqueue({200, {}, Turn("ask_user", asked)});
+  server.Enqueue({200,
+                  {},
+                  Turn("run_sql", {{"sql",
+                                    "SELECT channel, round(sum(revenue), 2) AS revenue FROM sales "
+                                    "WHERE order_date >= '2025-01-01' GROUP BY channel ORDER BY "
+                                    "revenue DESC LIMIT 1"}})});
+  server.Enqueue(
+      {200,
+       {},
+       Turn("final_answer", {{"answer", "Online was the top channel in 2025."},
+                             {"supporting_values", {"Online"}},
+                             {"assumptions", {"top channel = by revenue (glossary)"}}})});
+  const size_t sent = server.requests().size();
+  auto later = quarry::testing::RunProcess(
+      {QuarryBinary().string(), "ask", "--format", "json", "--knowledge", k.string(), "--data",
+       Sales(), "What was the top channel in 2025?"},
+      cwd.path(), env, {"OPENROUTER_API_KEY", "QUARRY_PRICES"});
+  ASSERT_EQ(later.exit_code, 0) << later.out << later.err;
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), sent + 3);
+  const std::string system = requests[sent].Json()["messages"][0]["content"];
+  EXPECT_NE(system.find("- top channel: by revenue → metric revenue [glossary.yaml:14]"),
+            std::string::npos)
+      << system;
+  const json messages = requests[sent + 1].Json()["messages"];
+  const std::string observation = messages.back()["content"];
+  EXPECT_TRUE(
+      observation.starts_with("not asked: the user's knowledge files define it: top "
+                              "channel: by revenue → metric revenue [glossary.yaml:14]; "
+                              "revenue: sum(revenue) over sales"))
+      << observation;
+  const json out = json::parse(later.out);
+  EXPECT_EQ(out["stop_reason"], "answered") << later.out;
+  const json trace =
+      json::parse(quarry::testing::ReadFile(cwd.path() / out["trace"].get<std::string>()));
+  EXPECT_FALSE(trace.contains("clarifications")) << "the user was not asked";
+  bool noted = false;
+  for (const auto& n : trace["notes"]) {
+    noted = noted || n.get<std::string>().starts_with(
+                         "a clarification was answered from the knowledge files (term top "
+                         "channel (glossary.yaml:14))");
+  }
+  EXPECT_TRUE(noted) << trace["notes"].dump();
+  // No offer for a term the glossary now holds.
+  EXPECT_EQ(later.err.find("quarry: to keep"), std::string::npos) << later.err;
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ TEST(ElicitTest, AnAcceptedReplyComesBackAndTheChoicesAreTheSchemasEnum) {
   FakeClient client([](const json&) { return Accept("by revenue"); });
   std::stop_source stop;
   const auto reply =
-      Elicit(client.requests(), {"Top customer by what?", {"by revenue", "by number of orders"}},
+      Elicit(client.requests(),
+             {"Top customer by what?", {"by revenue", "by number of orders"}, "top customer"},
              stop.get_token());
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(*reply, "by revenue");
@@ -102,7 +103,7 @@ TEST(ElicitTest, DeclineCancelErrorsAndMalformedContentGiveNoReply) {
   for (const json& answer : answers) {
     FakeClient client([&](const json&) { return answer; });
     std::stop_source stop;
-    EXPECT_FALSE(Elicit(client.requests(), {"Which artist?", {}}, stop.get_token()).has_value())
+    EXPECT_FALSE(Elicit(client.requests(), {"Which artist?", {}, ""}, stop.get_token()).has_value())
         << answer.dump();
     // Without choices the reply is free text.
     EXPECT_FALSE(
@@ -118,7 +119,7 @@ TEST(ElicitTest, AStopEndsTheWaitAndCancelsTheRequestAtTheClient) {
     stop.request_stop();
   });
   const auto started = std::chrono::steady_clock::now();
-  EXPECT_FALSE(Elicit(client.requests(), {"Which artist?", {}}, stop.get_token()).has_value());
+  EXPECT_FALSE(Elicit(client.requests(), {"Which artist?", {}, ""}, stop.get_token()).has_value());
   stopper.join();
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
   const auto written = client.written();
@@ -134,9 +135,9 @@ TEST(ElicitTest, TheEndOfInputEndsEveryWaitAndLaterRequestsAreNotSent) {
     std::this_thread::sleep_for(milliseconds(100));
     client.requests().Close();
   });
-  EXPECT_FALSE(Elicit(client.requests(), {"Which artist?", {}}, stop.get_token()).has_value());
+  EXPECT_FALSE(Elicit(client.requests(), {"Which artist?", {}, ""}, stop.get_token()).has_value());
   closer.join();
-  EXPECT_FALSE(Elicit(client.requests(), {"Which year?", {}}, stop.get_token()).has_value());
+  EXPECT_FALSE(Elicit(client.requests(), {"Which year?", {}, ""}, stop.get_token()).has_value());
   EXPECT_EQ(client.written().size(), 1u) << "nothing is sent once input has ended";
 }
 

@@ -74,6 +74,9 @@ struct Config {
   // knowledge_budget_tokens; the trace's config records the folder and the items given.
   std::shared_ptr<const knowledge::Knowledge> knowledge;
   int64_t knowledge_budget_tokens = 1500;
+  // Where a clarification reply the user agrees to keep is written (agent/remember.h): the
+  // knowledge folder in use, else ./.quarry; "" when knowledge is off (--no-knowledge).
+  std::filesystem::path glossary_dir;
 };
 
 // Progress as it happens; the CLI prints it, tests collect it. Called on the run's thread.
@@ -211,6 +214,7 @@ std::vector<llm::Message> PriorMessages(const std::vector<PriorTurn>& history,
 struct Clarification {
   std::string question;
   std::vector<std::string> choices;  // may be empty: a free reply
+  std::string term;  // the phrase of the user's question it asks about; "" when not named
 };
 
 // Answers a clarification while the run waits (chat, an MCP client with elicitation): the

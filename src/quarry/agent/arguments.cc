@@ -73,7 +73,9 @@ json ToolParameters(std::string_view tool) {
         "question":{"type":"string","minLength":1,"maxLength":500,
           "description":"one short question to the user"},
         "choices":{"type":"array","items":{"type":"string"},"minItems":2,"maxItems":6,
-          "description":"2 to 6 short options the user can pick from; omit for a free reply"}},
+          "description":"2 to 6 short options the user can pick from; omit for a free reply"},
+        "term":{"type":"string","maxLength":80,
+          "description":"the word or phrase of the user's question that is open, e.g. top customer: the reply can be kept in the glossary for later questions"}},
         "required":["question"],"additionalProperties":false})");
   }
   if (tool == "final_answer") {

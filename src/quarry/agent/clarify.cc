@@ -15,6 +15,7 @@ Clarification ClarificationFrom(const json& args, std::string* problem) {
   Clarification c;
   problem->clear();
   c.question = args.value("question", std::string());
+  c.term = args.value("term", std::string());
   for (const auto& choice : args.value("choices", json::array())) {
     if (choice.is_string()) c.choices.push_back(choice.get<std::string>());
   }
@@ -25,7 +26,9 @@ Clarification ClarificationFrom(const json& args, std::string* problem) {
   const auto one_line = [](const std::string& s) {
     return s.find_first_of("\r\n") == std::string::npos;
   };
-  if (blank(c.question)) {
+  if (!one_line(c.term)) {
+    *problem = "`term` must be one line: the phrase of the question that is open";
+  } else if (blank(c.question)) {
     *problem = "`question` is empty: ask one short question";
   } else if (c.question.size() > kMaxClarificationBytes) {
     *problem = "`question` must be at most " + std::to_string(kMaxClarificationBytes) +
@@ -93,6 +96,7 @@ std::optional<std::string> AskTheUser(const AskUserFn& ask, const Clarification&
 std::vector<llm::Message> ResumeMessages(const PendingClarification& resume) {
   json args = {{"question", resume.asked.question}};
   if (!resume.asked.choices.empty()) args["choices"] = resume.asked.choices;
+  if (!resume.asked.term.empty()) args["term"] = resume.asked.term;
   const std::string id = "resume_1";
   llm::ToolCall call{id, "ask_user", args.dump(-1, ' ', false, json::error_handler_t::replace)};
   return {{llm::Role::kAssistant, "", {call}, {}},

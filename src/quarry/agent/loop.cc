@@ -358,6 +358,9 @@ class Session {
       trace_.assumptions = assumptions;
       trace_.answer_queries = AnswerQueries(report, sources, last_query_, charts_);
       trace_.answer_sql = AnswerSql(trace_.answer_queries);
+      // The definitions the SQL rests on are cited from the SQL itself, not the model's word.
+      if (config_.knowledge)
+        trace_.rests_on = knowledge::RestsOn(*config_.knowledge, trace_.answer_sql);
     }
     trace_.grounded = report.grounded() && !declined;  // a decline grounds no answer
     trace_.verify.clear();
@@ -409,12 +412,24 @@ class Session {
   // ask_user: the reply while the run waits (its wait counts against no budget), or the end of
   // the run, waiting on the question (clarification_needed).
   void AskUser(const Clarification& asked, Observation& obs, trace::Step& step) {
+    // What the user's knowledge files already define is not asked again: a remembered
+    // clarification, or a term that maps to one defined metric.
+    if (config_.knowledge) {
+      if (auto known = knowledge::Define(*config_.knowledge, asked.term, asked.question)) {
+        obs.text = "not asked: the user's knowledge files define it: " + known->text +
+                   ". Use this definition, and name it in final_answer's assumptions.";
+        obs.detail = {{"answered_from", known->item}};
+        trace_.notes.push_back("a clarification was answered from the knowledge files (" +
+                               known->item + ") instead of asking the user: " + asked.question);
+        return;
+      }
+    }
     const auto started = Clock::now();
     const std::optional<std::string> reply = AskTheUser(ask_user_, asked, trace_.notes);
     obs.detail = {{"wait_ms", MsSince(started)}};
     if (reply) obs.detail["reply"] = *reply;  // so a killed run's events still hold it
     trace_.clarifications.push_back({static_cast<int>(trace_.steps.size()) + 1, asked.question,
-                                     asked.choices, reply.value_or("")});
+                                     asked.choices, reply.value_or(""), asked.term});
     if (!reply) {
       obs.text = WaitingObservation(asked);
       step.status = trace::StepStatus::kWaiting;
@@ -571,8 +586,14 @@ trace::Trace Run(const RunInput& input, engine::Engine& engine, llm::Client& cli
   // The opening is built first, under the run's stop token: a stop during the embeddings call
   // that ranks the schema ends it, and the run records the interrupt.
   const Config with_stop = WithStop(config, input.stop);
-  Session session(input, engine, client, with_stop, OpenRun(input, engine, client, with_stop),
-                  observer, writer);
+  // Columns the knowledge marks personal show the model no values in any card of this run.
+  std::optional<knowledge::PersonalRedaction> redacted;
+  if (config.knowledge && knowledge::HasPersonalColumns(*config.knowledge)) {
+    redacted.emplace(engine, *config.knowledge);
+  }
+  engine::Engine& seen = redacted ? static_cast<engine::Engine&>(*redacted) : engine;
+  Session session(input, seen, client, with_stop, OpenRun(input, seen, client, with_stop), observer,
+                  writer);
   return session.Run();
 }
 

@@ -100,8 +100,8 @@ Opening OpenRun(const RunInput& input, engine::Engine& engine, const llm::Client
   o.messages.push_back({llm::Role::kUser, input.question, {}, {}});
   if (input.resume) {  // answered after an earlier run ended on it: step 0, as if asked now
     for (llm::Message& m : ResumeMessages(*input.resume)) o.messages.push_back(std::move(m));
-    o.trace.clarifications.push_back(
-        {0, input.resume->asked.question, input.resume->asked.choices, input.resume->reply});
+    o.trace.clarifications.push_back({0, input.resume->asked.question, input.resume->asked.choices,
+                                      input.resume->reply, input.resume->asked.term});
     o.replies += "\n" + TypedPart(input.resume->reply, input.resume->asked.choices);
   }
   // The cards the model read are evidence too, cited as the card (a date range and a count

@@ -365,10 +365,10 @@ Result<void> Touch(const Db& db, int64_t thread_id, const std::string& now) {
 std::string ClarificationsJson(const std::vector<ThreadClarification>& clarifications) {
   json out = json::array();
   for (const auto& c : clarifications) {
-    out.push_back({{"question", c.question},
-                   {"choices", c.choices},
-                   {"reply", c.reply},
-                   {"run_id", c.run_id}});
+    json record = {
+        {"question", c.question}, {"choices", c.choices}, {"reply", c.reply}, {"run_id", c.run_id}};
+    if (!c.term.empty()) record["term"] = c.term;
+    out.push_back(std::move(record));
   }
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -383,6 +383,7 @@ std::vector<ThreadClarification> ClarificationsFromJson(const std::string& text)
     if (c.contains("question") && c["question"].is_string()) t.question = c["question"];
     if (c.contains("reply") && c["reply"].is_string()) t.reply = c["reply"];
     if (c.contains("run_id") && c["run_id"].is_string()) t.run_id = c["run_id"];
+    if (c.contains("term") && c["term"].is_string()) t.term = c["term"];
     if (c.contains("choices") && c["choices"].is_array()) {
       for (const json& choice : c["choices"]) {
         if (choice.is_string()) t.choices.push_back(choice.get<std::string>());
@@ -398,7 +399,7 @@ void MergeClarifications(const trace::Trace& trace, std::vector<ThreadClarificat
     const bool known = std::any_of(into.begin(), into.end(), [&](const ThreadClarification& t) {
       return t.question == c.question && t.reply == c.reply;
     });
-    if (!known) into.push_back({c.question, c.choices, c.reply, trace.id});
+    if (!known) into.push_back({c.question, c.choices, c.reply, trace.id, c.term});
   }
 }
 

@@ -438,7 +438,7 @@ Result<TurnStart> ThreadStore::StartTurn(std::string_view name, const std::strin
   }
   if (waiting) {
     ThreadClarification& c = waiting->clarifications.back();
-    const Clarification asked{c.question, c.choices};
+    const Clarification asked{c.question, c.choices, c.term};
     auto reply = ReplyText(asked, text);
     if (!reply) return std::unexpected(reply.error());
     c.reply = std::move(*reply);

@@ -67,6 +67,7 @@ struct ThreadClarification {
   std::vector<std::string> choices;
   std::string reply;
   std::string run_id;  // the run that asked
+  std::string term;    // ClarificationRecord::term
 };
 
 struct ThreadTurn {

@@ -424,8 +424,9 @@ std::vector<Tool> DefaultTools(bool python, bool charts) {
   tools.push_back(
       Tool{{"ask_user",
             "Ask the user one short question when the answer needs their choice (an entity not "
-            "named, a measure left open). Give `choices` when the options are few. The run waits "
-            "for the reply (or ends, and continues when the user answers).",
+            "named, a measure left open). Give `choices` when the options are few, and the open "
+            "phrase as `term`. The run waits for the reply (or ends, and continues when the user "
+            "answers).",
             ToolParameters("ask_user")},
            false,
            nullptr});

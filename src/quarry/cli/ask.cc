@@ -1,10 +1,13 @@
 // `quarry ask`: opens the data, picks the model client (live, --offline, --replay), runs one
 // question (run_question.h) with progress on stderr, in a thread when --thread names one, and
 // prints the answer, its SQL and the totals, or the clarification the model asks for.
+#include <unistd.h>
+
 #include <chrono>
 #include <iostream>
 #include <optional>
 
+#include "quarry/cli/remember.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
@@ -50,7 +53,7 @@ int RunAsk(const AskOptions& o) {
         !(*found)->turns.back().clarifications.empty()) {
       const agent::ThreadTurn& turn = (*found)->turns.back();
       const auto& c = turn.clarifications.back();
-      auto reply = agent::ReplyText({c.question, c.choices}, o.question);
+      auto reply = agent::ReplyText({c.question, c.choices, c.term}, o.question);
       if (!reply && o.offline) return Report(reply.error());
       if (reply) {  // --replay with text that is no reply plays the file as typed (below)
         recorded.question = turn.question;
@@ -89,6 +92,21 @@ int RunAsk(const AskOptions& o) {
     if (auto saved = SaveRecording(o.record, *recorder, *run, o.data); !saved) {
       return Report(saved.error());
     }
+  }
+  // A reply the user gave to a clarification can be kept for later questions: asked on a
+  // terminal, else the command that keeps it is said (never written unasked).
+  if (!config->glossary_dir.empty()) {
+    const auto offers = agent::GlossaryOffers(run->trace, config->knowledge.get());
+    AskLine line;
+    if (isatty(STDIN_FILENO) && isatty(STDERR_FILENO) && o.format_name != "json") {
+      line = [](const std::string& prompt) -> std::optional<std::string> {
+        std::cerr << prompt << std::flush;
+        std::string reply;
+        if (!std::getline(std::cin, reply)) return std::nullopt;
+        return reply;
+      };
+    }
+    if (!offers.empty()) OfferGlossary(offers, config->glossary_dir, line);
   }
   return ExitFor(run->trace);
 }

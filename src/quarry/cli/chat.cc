@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "quarry/common/text.h"
+#include "quarry/cli/remember.h"
 #include "quarry/cli/cli.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
@@ -111,7 +112,7 @@ class Chat {
           const auto& c = t.turns.back().clarifications.back();
           std::cout << "turn " << t.turns.back().number << " (\""
                     << TerminalText(t.turns.back().question) << "\") waits on a reply:";
-          PrintClarification({c.question, c.choices});
+          PrintClarification({c.question, c.choices, c.term});
         }
       }
     }
@@ -221,6 +222,7 @@ class Chat {
     }
     PrintRun(*run, o_, /*in_chat=*/true, &said_, asked);
     std::cout << std::flush;
+    Remember(run->trace);
     if (recorder && !recorder->turns().empty()) {
       ++recorded_;
       auto saved = SaveRecording(RecordPath(o_.record, recorded_), *recorder, *run, o_.data);
@@ -229,10 +231,32 @@ class Chat {
     last_ = std::move(*run);
   }
 
+  // Offers each clarification reply of the run for the glossary; one kept is read back, so
+  // the next question of this chat already uses it.
+  void Remember(const trace::Trace& t) {
+    if (config_.glossary_dir.empty()) return;
+    const auto offers = agent::GlossaryOffers(t, config_.knowledge.get());
+    if (offers.empty()) return;
+    const std::filesystem::path dir = config_.glossary_dir;
+    AskLine line = [this](const std::string& prompt) -> std::optional<std::string> {
+      const LineReader::Input in = reader_.Read(prompt);
+      if (in.status != LineReader::Status::kLine) return std::nullopt;
+      if (!reader_.interactive()) std::cout << "> " << TerminalText(in.text) << "\n" << std::flush;
+      return in.text;
+    };
+    if (OfferGlossary(offers, dir, line) == 0) return;
+    auto reloaded = knowledge::Load(dir);
+    if (!reloaded) {
+      Report(reloaded.error());
+      return;
+    }
+    config_.knowledge = std::make_shared<const knowledge::Knowledge>(std::move(*reloaded));
+  }
+
   const AskOptions& o_;
   engine::Engine& engine_;
   llm::Client* live_;
-  const agent::Config& config_;
+  agent::Config config_;  // a copy: a kept glossary term reloads its knowledge
   Threads threads_;
   LineReader reader_;
   std::string thread_;

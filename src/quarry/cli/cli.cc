@@ -423,6 +423,8 @@ int Main(int argc, char** argv) {
   const auto [knowledge_cmd, learn_cmd] = AddKnowledgeCommands(app, knowledge, learn);
   AddLoadFlags(knowledge_cmd->get_subcommand("check"), knowledge.load);
   AddLoadFlags(learn_cmd, learn.load);
+  RememberOptions remember;
+  CLI::App* remember_cmd = AddRememberCommand(app, remember);
 
   CacheOptions cache;
   CLI::App* cache_cmd =
@@ -558,6 +560,7 @@ int Main(int argc, char** argv) {
     if (*serve_cmd) return RunServe(serve);
     if (*knowledge_cmd) return RunKnowledge(knowledge);
     if (*learn_cmd) return RunLearn(learn);
+    if (*remember_cmd) return RunRemember(remember);
     if (*view_cmd) return RunView(view);
     if (*cache_cmd) return RunCache(cache);
     if (*chat_cmd) return RunChat(chat);

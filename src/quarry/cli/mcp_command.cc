@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "quarry/cli/remember.h"
 #include "quarry/cli/cli_internal.h"
 #include "quarry/cli/commands.h"
 #include "quarry/cli/interrupt.h"
@@ -32,6 +33,10 @@ Result<mcp::ServerOptions> ToolServerOptions(const McpOptions& o) {
   auto knowledge = LoadKnowledge(o.knowledge, o.no_knowledge, o.paths);
   if (!knowledge) return std::unexpected(knowledge.error());
   options.config.knowledge = std::move(*knowledge);
+  if (!o.no_knowledge) {
+    options.config.glossary_dir = options.config.knowledge ? options.config.knowledge->dir
+                                                           : GlossaryDir(o.knowledge, o.paths);
+  }
   // Opening evaluates SQL the data chose (a SQLite view over an endless recursive CTE): each
   // table is bounded by the per-query timeout, as in ask, or initialize was never answered.
   LoadFlags load = o.load;

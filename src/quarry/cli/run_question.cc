@@ -1,6 +1,7 @@
 // One question as `quarry ask` and `quarry chat` run it (run_question.h): the run's folder and
 // configuration, progress on stderr, the thread's turn started before and recorded after, and
 // the result printed.
+#include "quarry/cli/remember.h"
 #include "quarry/cli/run_question.h"
 #include "quarry/common/text.h"
 
@@ -92,6 +93,10 @@ Result<agent::Config> BaseConfig(const AskOptions& o) {
   auto knowledge = LoadKnowledge(o.knowledge, o.no_knowledge, o.data);
   if (!knowledge) return std::unexpected(knowledge.error());
   config.knowledge = std::move(*knowledge);
+  if (!o.no_knowledge) {
+    config.glossary_dir =
+        config.knowledge ? config.knowledge->dir : GlossaryDir(o.knowledge, o.data);
+  }
   config.self_correction = !o.no_self_correction;
   config.python = !o.no_python;
   config.sandbox.allow_unisolated = o.allow_unisolated;

@@ -6,7 +6,9 @@
 // definition against the data (Check).
 #pragma once
 
+#include <deque>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -152,6 +154,54 @@ struct Selection {
 Selection Retrieve(const Knowledge& knowledge, const std::string& question, int64_t budget_tokens,
                    const std::vector<std::string>& tables = {});
 
+// The definitions an answer's SQL rests on, named as Selection::items names them: each metric
+// whose expression (and filter, when it has one) appears in `sql` over its table, and each
+// verified query whose SQL `sql` holds whole, compared without case, spaces or a final ';'.
+// A citation found in the SQL, so it holds whether or not the model named it.
+std::vector<std::string> RestsOn(const Knowledge& knowledge, const std::string& sql);
+
+// What the knowledge folder already says of a phrase a clarification asks about.
+struct Definition {
+  std::string item;  // "term best customer (glossary.yaml:3)", as Selection::items names it
+  std::string text;  // the definition as the prompt shows it, one line
+};
+
+// The definition a clarification is answered from instead of asking the user again: the
+// glossary term or metric whose name or synonym is `term` (ask_user's; whole words, any case).
+// With no `term`, the one glossary term (not a metric: a question such as "by revenue or by
+// orders?" names measures as choices, not as the phrase asked about) whose name or synonym
+// stands in `question` as whole words; nullopt when none, or more than one, does.
+std::optional<Definition> Define(const Knowledge& knowledge, const std::string& term,
+                                 const std::string& question);
+
+// The engine as a run's model sees it when the knowledge marks columns personal
+// (ColumnDoc::personal; tables and columns matched by name in any case): each such column keeps
+// its name, type and counts but has no samples and no min or max, and carries the note
+// "personal data (FILE): its values are not shown". Queries pass through unchanged. The
+// references describe() returns stay valid for the wrapper's life. As thread-safe as `inner`.
+class PersonalRedaction final : public engine::Engine {
+ public:
+  PersonalRedaction(engine::Engine& inner, const Knowledge& knowledge);
+  engine::Dialect dialect() const override { return inner_.dialect(); }
+  const std::vector<engine::TableCard>& describe() const override;
+  const std::vector<engine::Source>& sources() const override { return inner_.sources(); }
+  uint64_t cards_version() const override { return inner_.cards_version(); }
+  engine::QueryOutcome Query(std::string_view sql, const engine::Limits& limits) override {
+    return inner_.Query(sql, limits);
+  }
+
+ private:
+  engine::Engine& inner_;
+  // Copied, not pointed at: the knowledge may be read again while a run goes on.
+  std::vector<std::string> personal_;  // "table.column", lower case
+  std::vector<std::string> files_;     // where each was marked, by personal_'s index
+  mutable std::mutex mu_;
+  mutable std::deque<std::pair<uint64_t, std::vector<engine::TableCard>>> views_;
+};
+
+// Whether `knowledge` marks any column personal.
+bool HasPersonalColumns(const Knowledge& knowledge);
+
 // One finding of Check: what was checked ("metric revenue"), where it is written, and what is
 // wrong ("" when it passed).
 struct Finding {
@@ -187,5 +237,15 @@ std::string QueryName(const std::string& question);
 // a file. Errors (kUsage): the file exists (choose another name); kData: it cannot be written.
 Result<std::filesystem::path> SaveVerifiedQuery(const std::filesystem::path& dir,
                                                 const VerifiedQuery& query);
+
+// Adds `term` (its name, means, and metric, column and value when set) to dir/glossary.yaml
+// under `terms:`, after `comment` as "# " lines (who saved it, from which run), creating the
+// folder and the file when missing. Only text is appended: the file's comments and layout
+// stay. Returns where the term now stands. Errors: kUsage when the folder does not load (its
+// error), the term has no name or no meaning, its name or a synonym is already a term or
+// metric (naming where), or the file is laid out so that an entry cannot be appended (flow
+// style; the error gives the lines to add by hand); kData when it cannot be written.
+Result<Origin> SaveTerm(const std::filesystem::path& dir, const Term& term,
+                        const std::string& comment);
 
 }  // namespace quarry::knowledge

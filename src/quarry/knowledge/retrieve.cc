@@ -1,6 +1,8 @@
 // What of the knowledge a question is given (knowledge.h, Retrieve): rules always, the metrics
 // it names, then the rest ranked by bm25 (engine::RankDocuments) within the token budget.
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <set>
 
 #include "quarry/common/text.h"
@@ -221,6 +223,84 @@ Selection Retrieve(const Knowledge& k, const std::string& question, int64_t budg
   }
   out.tokens = engine::EstimateTokens(out.text);
   return out;
+}
+
+std::vector<std::string> RestsOn(const Knowledge& k, const std::string& sql) {
+  // Case and spacing differ between a definition and the SQL written from it.
+  const auto squeeze = [](const std::string& text) {
+    std::string out;
+    for (char c : text) {
+      if (!std::isspace(static_cast<unsigned char>(c))) {
+        out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+    }
+    while (!out.empty() && out.back() == ';') out.pop_back();
+    return out;
+  };
+  const std::string query = squeeze(sql);
+  std::vector<std::string> out;
+  if (query.empty()) return out;
+  for (const Metric& m : k.metrics) {
+    const std::string expression = squeeze(m.sql);
+    if (expression.empty() || query.find(expression) == std::string::npos) continue;
+    if (!Names(sql, m.table)) continue;
+    if (!m.filter.empty() && query.find(squeeze(m.filter)) == std::string::npos) continue;
+    out.push_back("metric " + m.name + " (" + Where(m.origin) + ")");
+  }
+  for (const VerifiedQuery& q : k.queries) {
+    const std::string verified = squeeze(q.sql);
+    if (!verified.empty() && query.find(verified) != std::string::npos) {
+      out.push_back("verified query " + q.name + " (" + q.origin.file + ")");
+    }
+  }
+  return out;
+}
+
+std::optional<Definition> Define(const Knowledge& k, const std::string& term,
+                                 const std::string& question) {
+  const auto one_line = [](std::string text) {
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text.substr(2);  // without the list's "- "
+  };
+  const auto same = [](const std::string& a, const std::string& b) {
+    const std::string x = engine::JoinWords(a);
+    return !x.empty() && x == engine::JoinWords(b);
+  };
+  const auto names = [&](const std::vector<std::string>& synonyms, const std::string& name,
+                         auto&& match) {
+    if (match(name)) return true;
+    return std::any_of(synonyms.begin(), synonyms.end(), match);
+  };
+  if (!engine::JoinWords(term).empty()) {
+    const auto is_term = [&](const std::string& n) { return same(n, term); };
+    for (const Term& t : k.terms) {
+      if (names(t.synonyms, t.name, is_term)) {
+        std::string text = one_line(TermText(t));
+        // A term pointing at a metric brings the metric's definition with it.
+        for (const Metric& m : k.metrics) {
+          if (!t.metric.empty() && same(m.name, t.metric)) text += "; " + one_line(MetricText(m));
+        }
+        return Definition{"term " + t.name + " (" + Where(t.origin) + ")", text};
+      }
+    }
+    for (const Metric& m : k.metrics) {
+      if (names(m.synonyms, m.name, is_term)) {
+        return Definition{"metric " + m.name + " (" + Where(m.origin) + ")",
+                          one_line(MetricText(m))};
+      }
+    }
+    return std::nullopt;
+  }
+  const Term* found = nullptr;
+  const auto in_question = [&](const std::string& n) { return Names(question, n); };
+  for (const Term& t : k.terms) {
+    if (!names(t.synonyms, t.name, in_question)) continue;
+    if (found) return std::nullopt;  // two terms: which one the question is about is unclear
+    found = &t;
+  }
+  if (!found) return std::nullopt;
+  return Define(k, found->name, "");
 }
 
 }  // namespace quarry::knowledge

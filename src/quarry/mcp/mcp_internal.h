@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "quarry/agent/agent.h"
+#include "quarry/agent/remember.h"
 #include "quarry/mcp/mcp.h"
 
 namespace quarry::mcp {
@@ -85,11 +86,13 @@ struct McpTool {
   bool idempotent = true;
   bool open_world = false;  // talks to something outside the data (ask_database: the model)
   json (*handler)(ToolBox& box, const json& arguments, const CallContext& call) = nullptr;
+  bool read_only = true;  // false: it writes (remember_clarification: the user's glossary)
 };
 
 // quarry's MCP tools over one opened engine: describe_schema, run_sql, ask_database,
-// make_chart, and run_python when options.allow_python. Every tool is read-only with respect
-// to the user's data. Bad arguments, guard rejections and failed executions come back as
+// make_chart, run_python when options.allow_python, and remember_clarification when
+// config.glossary_dir is set (it writes the glossary, nothing else). Every tool is read-only with
+// respect to the user's data. Bad arguments, guard rejections and failed executions come back as
 // results with isError true; exceptions (bugs) propagate to the dispatcher.
 // Thread-safe: calls run concurrently on the scheduler's workers, over a SharedEngine; the last
 // run_sql result is guarded here; threads live in the agent's thread store.
@@ -116,6 +119,8 @@ class ToolBox {
   // the latest successful run_sql result across calls (run_python sees it as `last`).
   agent::Observation RunAgentTool(const agent::Tool& tool, const json& arguments,
                                   agent::Config config, const StopToken& stop);
+  // The knowledge each ask_database run is given, read again after remember_clarification.
+  agent::LiveKnowledge& knowledge() { return knowledge_; }
 
  private:
   const ServerOptions& options_;
@@ -124,6 +129,7 @@ class ToolBox {
   std::vector<McpTool> tools_;
   std::mutex mu_;  // guards last_
   std::optional<sandbox::LastResult> last_;
+  agent::LiveKnowledge knowledge_;
 };
 
 // run_sql's result within the budgets (kResponseBytes, engine::kResultCellBytes): `text` is the

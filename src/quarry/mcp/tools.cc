@@ -168,8 +168,10 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
         (b.thread.empty() ? "" : ", thread '" + b.thread + "' turn " + std::to_string(b.turn)));
     progress.set_run(b.run_id);
   };
-  auto end = agent::RunTurn(turn, options.config, options.runs_dir, options.threads_path,
-                            box.engine(), **client, hooks);
+  agent::Config config = options.config;
+  config.knowledge = box.knowledge().Get();
+  auto end = agent::RunTurn(turn, config, options.runs_dir, options.threads_path, box.engine(),
+                            **client, hooks);
   if (!end) return ToolResult(end.error().message, true);
   const trace::Trace& t = end->trace;
   const std::string thread = end->thread;
@@ -186,10 +188,32 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   const bool answered = t.stop_reason == trace::StopReason::kAnswered;
   std::string out = trace::OutcomeText(shown, answered ? std::vector<std::string>{} : t.notes);
   out += "\ntrace: " + trace_path;
+  // The user's reply to a clarification can be kept for later questions, if the user agrees.
+  if (!options.config.glossary_dir.empty()) {
+    for (const auto& offer : agent::GlossaryOffers(t, config.knowledge.get())) {
+      out += "\n\nThe user's reply \"" + agent::OfferText(offer) +
+             "\" can be kept in the knowledge files' glossary, so later questions use it "
+             "instead of asking: ask the user, and only if they agree call "
+             "remember_clarification with run_id '" +
+             t.id + "' and term '" + offer.term.name + "'.";
+    }
+  }
   // A declined question is an outcome the client asked for, not a failure of the tool.
   json result = ToolResult(out, !answered && t.stop_reason != trace::StopReason::kDeclined);
   AddImages(t.artifacts, result);
   return result;
+}
+
+// Keeps a clarification reply of an earlier ask_database run in the glossary: a write to the
+// user's knowledge files (never the data), made only on the user's word.
+json RememberClarification(ToolBox& box, const json& arguments, const CallContext&) {
+  auto kept = box.knowledge().Keep(box.options().runs_dir, arguments["run_id"].get<std::string>(),
+                                   arguments.value("term", ""));
+  if (!kept) return ToolResult(kept.error().message, true);
+  return ToolResult("kept in " + (box.options().config.glossary_dir / kept->file).string() + ":" +
+                        std::to_string(kept->line) +
+                        "; later questions are given it and are not asked again",
+                    false);
 }
 
 // The agent's make_chart takes the spec either whole as its arguments or as {"spec": ...}.
@@ -254,7 +278,10 @@ std::string DialectTitle(engine::Dialect dialect) {
 }
 
 ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
-    : options_(options), engine_(engine), agent_tools_(agent::DefaultTools(options.allow_python)) {
+    : options_(options),
+      engine_(engine),
+      agent_tools_(agent::DefaultTools(options.allow_python)),
+      knowledge_(options.config.knowledge, options.config.glossary_dir) {
   const std::string dialect = DialectTitle(engine.dialect());
   const std::string max_rows = std::to_string(options.config.limits.max_rows);
   tools_.push_back({"describe_schema", "Describe the schema",
@@ -306,6 +333,23 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
                     "drawn, and the trace path. Give the same `thread` to ask follow-ups.",
                     std::move(ask_schema), std::nullopt, false, true, AskDatabase});
 
+  if (!options.config.glossary_dir.empty()) {
+    tools_.push_back(
+        {"remember_clarification", "Keep a clarification reply",
+         "Keep the user's reply to a clarification that ask_database asked (\"top customer: by "
+         "revenue or by orders?\") in the knowledge files' glossary (" +
+             (options.config.glossary_dir / "glossary.yaml").string() +
+             "), so later questions use it instead of asking again. Writes that file, never the "
+             "data. Call it only when the user has agreed to keep the reply.",
+         json::parse(R"({"type": "object",
+             "properties": {
+               "run_id": {"type": "string", "minLength": 1, "maxLength": 64,
+                          "description": "the ask_database run that asked, from its result"},
+               "term": {"type": "string", "maxLength": 80,
+                        "description": "the phrase asked about, from the result's offer"}},
+             "required": ["run_id"], "additionalProperties": false})"),
+         std::nullopt, false, false, RememberClarification, /*read_only=*/false});
+  }
   const agent::Tool* chart = AgentTool("make_chart");
   tools_.push_back({"make_chart", "Draw a chart", ChartDescription(chart), SpecArguments(chart),
                     std::nullopt, true, false, MakeChart});
@@ -344,7 +388,13 @@ agent::Observation ToolBox::RunAgentTool(const agent::Tool& tool, const json& ar
     std::lock_guard lock(mu_);
     last = last_;
   }
-  agent::ToolContext context{engine_, config, evidence, last};
+  // The client's model is a model too: personal columns show it no values (describe_schema).
+  std::optional<knowledge::PersonalRedaction> redacted;
+  if (const auto known = knowledge_.Get(); known && knowledge::HasPersonalColumns(*known)) {
+    redacted.emplace(engine_, *known);
+  }
+  engine::Engine& seen = redacted ? static_cast<engine::Engine&>(*redacted) : engine_;
+  agent::ToolContext context{seen, config, evidence, last};
   agent::Observation obs = tool.run(arguments, context);
   // Only a successful run_sql sets it; of concurrent ones, the last to finish wins.
   if (tool.schema.name == "run_sql" && obs.failure == FailureClass::kNone && last) {
@@ -376,7 +426,7 @@ json ToolBox::List(bool structured) const {
     entry["inputSchema"] = t.input_schema;
     if (structured && t.output_schema) entry["outputSchema"] = *t.output_schema;
     entry["annotations"] = {{"title", t.title},
-                            {"readOnlyHint", true},
+                            {"readOnlyHint", t.read_only},
                             {"destructiveHint", false},
                             {"idempotentHint", t.idempotent},
                             {"openWorldHint", t.open_world}};

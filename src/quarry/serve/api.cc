@@ -281,7 +281,7 @@ void Events(App& app, const Request& req, Response& res, const std::string& id) 
     // A run this server did not start, or finished long ago: its outcome from the trace.
     auto t = ReadRun(app, id);
     if (!t) return Refuse(res, 404, "no run " + id);
-    const json outcome = OutcomeFor(*t, t->thread, t->thread_turn);
+    const json outcome = OutcomeFor(*t, t->thread, t->thread_turn, app.runs.knowledge());
     res.set_header("Cache-Control", "no-store");
     res.set_content("event: outcome\ndata: " +
                         outcome.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n",
@@ -502,7 +502,7 @@ void Route(httplib::Server& server, App& app) {
     Send(res, 200,
          {{"run_id", id},
           {"running", false},
-          {"outcome", OutcomeFor(*t, t->thread, t->thread_turn)}});
+          {"outcome", OutcomeFor(*t, t->thread, t->thread_turn, app.runs.knowledge())}});
   });
   server.Post(std::string("/api/runs/") + kRunId + "/stop",
               [&app](const Request& req, Response& res) {
@@ -520,6 +520,28 @@ void Route(httplib::Server& server, App& app) {
                 }
                 Refuse(res, 409, "run " + id + " has already finished: nothing to stop");
               });
+  // Keeps a run's clarification reply in the glossary, on the user's click: the only write the
+  // page can cause, to the knowledge files, never the data.
+  server.Post(
+      std::string("/api/runs/") + kRunId + "/remember", [&app](const Request& req, Response& res) {
+        const std::string id = req.matches[1].str();
+        auto body = Body(req, res);
+        if (!body) return;
+        if (body->contains("term") && !(*body)["term"].is_string()) {
+          return Refuse(res, 400, "term must be a string: the phrase to keep");
+        }
+        auto kept =
+            app.runs.knowledge().Keep(app.options.runs_dir, id, body->value("term", std::string()));
+        if (!kept) {  // the page is told what went wrong, not where the folder is
+          std::string message = kept.error().message;
+          const std::string dir = app.options.config.glossary_dir.string();
+          for (size_t at; !dir.empty() && (at = message.find(dir)) != std::string::npos;) {
+            message.replace(at, dir.size(), "the knowledge folder");
+          }
+          return Refuse(res, 409, message);
+        }
+        Send(res, 200, {{"kept", kept->file + ":" + std::to_string(kept->line)}});
+      });
   server.Get(std::string("/api/runs/") + kRunId + "/figures/(chart-[0-9]+\\.(svg|png))",
              [&app](const Request& req, Response& res) {
                const std::string id = req.matches[1].str(), name = req.matches[2].str();

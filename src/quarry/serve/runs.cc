@@ -16,7 +16,8 @@ constexpr size_t kKeptFinished = 200;
 
 }  // namespace
 
-json OutcomeFor(const trace::Trace& t, const std::string& thread, int turn) {
+json OutcomeFor(const trace::Trace& t, const std::string& thread, int turn,
+                const agent::LiveKnowledge& knowledge) {
   json out = trace::OutcomeJson(t);
   // Figures by file name: the page asks for them by run id and name, never by path.
   json figures = json::array();
@@ -31,6 +32,13 @@ json OutcomeFor(const trace::Trace& t, const std::string& thread, int turn) {
   out["turn"] = turn;
   out["text"] = trace::OutcomeText(
       t, t.stop_reason == trace::StopReason::kAnswered ? std::vector<std::string>{} : t.notes);
+  json offers = json::array();
+  for (const auto& offer : knowledge.Offers(t)) {
+    offers.push_back({{"term", offer.term.name},
+                      {"means", offer.term.means},
+                      {"text", agent::OfferText(offer)}});
+  }
+  out["glossary_offers"] = std::move(offers);
   return out;
 }
 
@@ -43,7 +51,9 @@ std::string HideThreadsPath(std::string message, const std::filesystem::path& th
 }
 
 Runs::Runs(const ServeOptions& options, engine::Engine& engine)
-    : options_(options), engine_(engine) {
+    : options_(options),
+      engine_(engine),
+      knowledge_(options.config.knowledge, options.config.glossary_dir) {
   for (size_t i = 0; i < std::max<size_t>(options.max_running, 1); ++i) {
     workers_.emplace_back([this](std::stop_token stop) { Work(stop); });
   }
@@ -196,10 +206,12 @@ void Runs::RunOne(Job& job) {
     }
     state.changed.notify_all();
   };
-  auto end = agent::RunTurn(input, options_.config, options_.runs_dir, options_.threads_path,
-                            engine_, **client, hooks);
+  agent::Config config = options_.config;
+  config.knowledge = knowledge_.Get();
+  auto end = agent::RunTurn(input, config, options_.runs_dir, options_.threads_path, engine_,
+                            **client, hooks);
   if (!end) return failed(end.error().message);
-  json outcome = OutcomeFor(end->trace, end->thread, end->turn);
+  json outcome = OutcomeFor(end->trace, end->thread, end->turn, knowledge_);
   if (!end->record_error.empty()) outcome["record_error"] = end->record_error;
   finish(std::move(outcome));
 }

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "quarry/agent/remember.h"
 #include "quarry/agent/threads.h"
 #include "quarry/serve/serve.h"
 
@@ -132,6 +133,8 @@ class Runs {
   void StopAll();
   // Waits until no question runs or waits, for at most `timeout`; true when none does.
   bool WaitIdle(std::chrono::milliseconds timeout);
+  // The knowledge each run is given, read again once a clarification reply is kept.
+  agent::LiveKnowledge& knowledge() { return knowledge_; }
 
  private:
   struct Job {
@@ -144,6 +147,7 @@ class Runs {
 
   const ServeOptions& options_;
   engine::Engine& engine_;
+  agent::LiveKnowledge knowledge_;
   std::mutex mu_;
   std::condition_variable_any ready_;
   std::condition_variable idle_;  // a question finished or was dropped
@@ -174,7 +178,9 @@ std::string HideThreadsPath(std::string message, const std::filesystem::path& th
 void Route(httplib::Server& server, App& app);
 
 // The JSON every outcome is shown with: trace::OutcomeJson plus run_id, thread, turn, the
-// figures by file name only, and "text", the outcome as the CLI prints it.
-json OutcomeFor(const trace::Trace& trace, const std::string& thread, int turn);
+// figures by file name only, "text", the outcome as the CLI prints it, and "glossary_offers":
+// the clarification replies that `knowledge` could keep, as [{"term", "means", "text"}].
+json OutcomeFor(const trace::Trace& trace, const std::string& thread, int turn,
+                const agent::LiveKnowledge& knowledge);
 
 }  // namespace quarry::serve::internal

@@ -67,6 +67,10 @@ std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes) {
         line("\nAssumptions:");
         for (const auto& a : t.assumptions) line("- " + a);
       }
+      if (!t.rests_on.empty()) {
+        line("\nRests on (knowledge files):");
+        for (const auto& r : t.rests_on) line("- " + r);
+      }
       if (!t.answer_sql.empty()) line("\nSQL:\n" + t.answer_sql);
       for (const auto& a : t.artifacts) line("figure: " + a);
       return out;
@@ -153,6 +157,7 @@ json OutcomeJson(const Trace& t) {
               {"sql", t.answer_sql},
               {"supporting_values", t.supporting_values},
               {"assumptions", t.assumptions},
+              {"rests_on", t.rests_on},
               {"queries", whole["answer"]["queries"]},
               {"verify", whole["verify"]["checks"]},
               {"figures", t.artifacts},

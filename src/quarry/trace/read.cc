@@ -193,6 +193,7 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
     af("supporting_values", t.supporting_values);
     af("sql", t.answer_sql);
     af("assumptions", t.assumptions);
+    af("rests_on", t.rests_on);
     if (const json* queries = af.Array("queries")) {
       for (size_t i = 0; i < queries->size() && problem.empty(); ++i) {
         AnswerQuery aq;
@@ -218,6 +219,7 @@ void ReadTraceFields(const json& j, Trace& t, std::string& problem) {
       cf("question", c.question);
       cf("choices", c.choices);
       cf("reply", c.reply);
+      cf("term", c.term);
       t.clarifications.push_back(std::move(c));
     }
   }

@@ -124,6 +124,7 @@ json ToJson(const Trace& t) {
                  {"sql", t.answer_sql},
                  {"queries", queries},
                  {"assumptions", t.assumptions}};
+  if (!t.rests_on.empty()) j["answer"]["rests_on"] = t.rests_on;
   if (!t.reply.empty()) j["reply"] = {{"text", t.reply}, {"verified", false}};
   json checks = json::array();
   for (const auto& c : t.verify) {
@@ -144,8 +145,10 @@ json ToJson(const Trace& t) {
   if (!t.clarifications.empty()) {
     json cs = json::array();
     for (const auto& c : t.clarifications) {
-      cs.push_back(
-          {{"step", c.step}, {"question", c.question}, {"choices", c.choices}, {"reply", c.reply}});
+      json record = {
+          {"step", c.step}, {"question", c.question}, {"choices", c.choices}, {"reply", c.reply}};
+      if (!c.term.empty()) record["term"] = c.term;
+      cs.push_back(std::move(record));
     }
     j["clarifications"] = cs;
   }

@@ -196,12 +196,15 @@ struct AnswerQuery {
 };
 
 // A question the model put to the user (ask_user), with its optional choices, and the user's
-// reply when one came ("" while the run waits on it).
+// reply when one came ("" while the run waits on it). `term`: the phrase of the question it
+// asks about ("top customer"; "" when the model named none), under which the reply can be
+// saved to the knowledge folder's glossary.
 struct ClarificationRecord {
   int step = 0;
   std::string question;
   std::vector<std::string> choices;
   std::string reply;
+  std::string term;
 };
 
 // Text in the data that reads like instructions to the model: where it was found
@@ -238,6 +241,9 @@ struct Trace {
   std::vector<AnswerQuery> answer_queries;
   // Choices the model states it made ("top customer = by revenue"), shown with the answer.
   std::vector<std::string> assumptions;
+  // The knowledge files' definitions the answer's SQL rests on ("metric revenue
+  // (metrics.yaml:4)", knowledge::RestsOn), found in the SQL whether or not the model named them.
+  std::vector<std::string> rests_on;
   // A run that ended without an answer (no_tool_call, a budget): what the model last wrote in
   // plain text without calling a tool, or "". Never verified; never the answer.
   std::string reply;
@@ -304,7 +310,8 @@ std::vector<VerifyCheck> UnsupportedValues(const Trace& t);
 // caller shows apart). No trace path, no totals.
 std::string OutcomeText(const Trace& t, const std::vector<std::string>& notes);
 // For programs: {"answer", "grounded", "stop_reason", "sql", "supporting_values",
-// "assumptions", "queries", "verify" (every check), "figures", "totals", "notes"?, "reply"?:
+// "assumptions", "rests_on", "queries", "verify" (every check), "figures", "totals", "notes"?,
+// "reply"?:
 // {"text", "verified": false}, "explanation"?: {"text", "answer": false}, "declined"?:
 // {"text", "answer": false}, "clarification"?: {"question", "choices"}}.
 nlohmann::ordered_json OutcomeJson(const Trace& t);

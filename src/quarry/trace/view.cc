@@ -240,6 +240,11 @@ std::string RenderHtml(const Trace& t, const fs::path& trace_dir) {
     for (const auto& a : t.assumptions) h += "<li>" + e(a) + "</li>";
     h += "</ul>";
   }
+  if (!t.rests_on.empty()) {
+    h += "<p><b>Rests on (knowledge files)</b></p><ul>";
+    for (const auto& r : t.rests_on) h += "<li>" + e(r) + "</li>";
+    h += "</ul>";
+  }
   if (!t.answer_queries.empty()) {
     for (const auto& q : t.answer_queries) {
       h += "<p class=\"muted\">" + e(q.tool) + ", <a href=\"#step-" + std::to_string(q.step) +

@@ -5,7 +5,7 @@
   "use strict";
 
   const {
-    PAGE_ROWS, SQL_MAX_ROWS, state, $, enc, el, button, clear, api,
+    PAGE_ROWS, SQL_MAX_ROWS, state, $, enc, el, button, clear, api, showError,
     num, basename, plural, cellText, cellNode, columnsOf, totalsText, stopHeading,
   } = window.quarryPage;
 
@@ -40,8 +40,29 @@
     if (Array.isArray(o.notes) && o.notes.length) {
       box.append(el("ul", { class: "notes" }, ...o.notes.map((n) => el("li", {}, `note: ${n}`))));
     }
+    if (o.run_id && Array.isArray(o.glossary_offers)) {
+      for (const offer of o.glossary_offers) box.append(glossaryOffer(o.run_id, offer));
+    }
     if (o.totals) box.append(el("p", { class: "totals muted" }, totalsText(o.totals)));
     if (o.run_id) box.append(traceLink(o.run_id, true));
+  }
+
+  // A clarification reply the user may keep for later questions: written only on this click.
+  function glossaryOffer(runId, offer) {
+    const p = el("p", { class: "glossary-offer", "data-testid": "glossary-offer" });
+    const keep = button(`Keep "${offer.text}" for later questions`,
+      { class: "glossary-keep", "data-testid": "glossary-keep" }, async () => {
+        keep.disabled = true;
+        try {
+          const r = await api("POST", `/api/runs/${enc(runId)}/remember`, { term: offer.term });
+          p.replaceChildren(`Kept in the glossary (${r.kept}): later questions use it.`);
+        } catch (e) {
+          keep.disabled = false;
+          showError(e);
+        }
+      });
+    p.append(keep);
+    return p;
   }
 
   const groundedBadge = (grounded) => el("span", {
@@ -57,6 +78,11 @@
     if (o.assumptions && o.assumptions.length) {
       box.append(el("h4", {}, "Assumptions"),
         el("ul", { class: "assumptions" }, ...o.assumptions.map((a) => el("li", {}, a))));
+    }
+    if (o.rests_on && o.rests_on.length) {
+      box.append(el("h4", {}, "Rests on (knowledge files)"),
+        el("ul", { class: "rests-on", "data-testid": "rests-on" },
+          ...o.rests_on.map((r) => el("li", {}, r))));
     }
     if (o.sql) box.append(sqlBlock(o.sql, true));
     for (const f of o.figures || []) {
