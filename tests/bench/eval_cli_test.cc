@@ -264,6 +264,91 @@ TEST(EvalCliTest, BirdEvidenceReachesTheModelAsAHint) {
   EXPECT_EQ(user_text(requests[4].Json()).find("Hint:"), std::string::npos);
 }
 
+// BIRD with and without its evidence: given as knowledge it is a rule of the system prompt's
+// knowledge section and no hint follows the question; given as none it is nowhere. `eval
+// compare` then pairs the two runs by question (McNemar). Scripted turns: the none run answers
+// the question that needs the evidence wrongly.
+TEST(EvalCliTest, BirdEvidenceAsKnowledgeOrNoneAndTheTwoRunsCompared) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("bird", tmp.path() / "bird"));
+  const std::string wrong_revenue =
+      "SELECT SUM(p.price) FROM products p JOIN orders o USING (product_id) WHERE p.name = "
+      "'Widget'";
+  const std::vector<std::string> sqls = {
+      wrong_revenue,
+      "SELECT COUNT(*) FROM singer WHERE age > 40",
+      "SELECT DISTINCT country FROM singer WHERE country IS NOT NULL",
+      "SELECT name FROM products ORDER BY price ASC",
+      "SELECT 100.0 * COUNT(discount) / COUNT(*) FROM orders",
+  };
+  const std::vector<std::string> env_model = {"QUARRY_MODEL=stand-in-model",
+                                              "QUARRY_API_KEY=sk-test-eval"};
+  auto run = [&](const std::string& evidence, std::vector<std::string> answers,
+                 ProviderServer& server) {
+    for (const std::string& sql : answers) {
+      server.Enqueue({200, {}, Sql(sql)});
+      server.Enqueue({200, {}, Answer()});
+    }
+    std::vector<std::string> env = env_model;
+    env.push_back("QUARRY_BASE_URL=" + server.base_url());
+    return Eval(tmp,
+                {"bird", "--dir", (tmp.path() / "bird").string(), "--tag", evidence, "--evidence",
+                 evidence},
+                env);
+  };
+  ProviderServer with_server;
+  auto with = run("knowledge", sqls, with_server);
+  ASSERT_EQ(with.exit_code, 0) << with.out << with.err;
+  const auto requests = with_server.requests();
+  ASSERT_EQ(requests.size(), 10u);
+  const json q1 = requests[2].Json();
+  const std::string system = q1["messages"][0]["content"];
+  EXPECT_NE(system.find("- Evidence for this question: older than 40 refers to age > 40 [BIRD "
+                        "evidence]"),
+            std::string::npos)
+      << system;
+  EXPECT_EQ(q1.dump().find("Hint:"), std::string::npos);
+  const json s = ReadJson(tmp.path() / "results" / "eval" / "bird-dev-knowledge" / "summary.json");
+  EXPECT_EQ(s["evidence"], "knowledge");
+  EXPECT_EQ(s["matched"], 4);
+
+  std::vector<std::string> blind = sqls;
+  blind[1] = "SELECT COUNT(*) FROM singer WHERE age > 50";  // without the evidence: wrong
+  ProviderServer none_server;
+  auto none = run("none", blind, none_server);
+  ASSERT_EQ(none.exit_code, 0) << none.out << none.err;
+  const json n1 = none_server.requests()[2].Json();
+  EXPECT_EQ(n1.dump().find("older than 40 refers to"), std::string::npos) << "no evidence at all";
+
+  auto compared = Eval(tmp, {"compare", "results/eval/bird-dev-knowledge",
+                             "results/eval/bird-dev-none", "--format", "json"});
+  ASSERT_EQ(compared.exit_code, 0) << compared.out << compared.err;
+  const json c = json::parse(compared.out);
+  EXPECT_EQ(c["pairs"], 5);
+  EXPECT_EQ(c["a"]["matched"], 4);
+  EXPECT_EQ(c["b"]["matched"], 3);
+  EXPECT_EQ(c["matched_only_in_a"], 1);
+  EXPECT_EQ(c["matched_only_in_b"], 0);
+  EXPECT_DOUBLE_EQ(c["p_value"].get<double>(), 1.0);
+  EXPECT_EQ(c["a"]["summary"]["evidence"], "knowledge");
+  auto text =
+      Eval(tmp, {"compare", "results/eval/bird-dev-knowledge", "results/eval/bird-dev-none"});
+  EXPECT_NE(text.out.find("execution accuracy over them: A 4/5 = 80.0%, B 3/5 = 60.0%"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("matched only in A 1, only in B 0, two-sided p = 1"), std::string::npos);
+  // A folder no eval wrote, and a corrupt line, are clear errors.
+  auto missing = Eval(tmp, {"compare", "results/eval/bird-dev-knowledge", "nowhere"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nowhere/questions.jsonl does not exist"), std::string::npos)
+      << missing.err;
+  tmp.Write("broken/questions.jsonl", "{\"question_id\": \"1\", \"outcome\": \"match\"}\n[1, 2]\n");
+  auto broken = Eval(tmp, {"compare", "broken", "results/eval/bird-dev-none"});
+  EXPECT_EQ(broken.exit_code, 3);
+  EXPECT_NE(broken.err.find("broken/questions.jsonl:2: not a question's result"), std::string::npos)
+      << broken.err;
+}
+
 TEST(EvalCliTest, OfflineRecordedTurnsScoreAndQuestionsWithoutOneAreSkipped) {
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(BuildEvalFixture("spider", tmp.path() / "spider"));

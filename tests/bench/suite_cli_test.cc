@@ -569,5 +569,65 @@ TEST_F(BenchCliTest, TheRepoSuiteRunsOfflineWithNoKeyAndGradesForReal) {
             std::string::npos);
 }
 
+// The knowledge arm: every task run with the knowledge files of its data
+// (data/knowledge/<stem>/) and without, self-correction on in both, kept in results/knowledge/
+// and paired by McNemar. Scripted turns are the same in both arms, so the grades are too: what
+// this shows is that each arm's runs were given what they should have been.
+TEST_F(BenchCliTest, TheKnowledgeArmGivesEachTaskItsDataKnowledgeAndPairsTheArms) {
+  const ProcessResult p = Bench({"--offline", "--tasks", (SourceDir() / "tasks").string(),
+                                 "--knowledge", (SourceDir() / "data" / "knowledge").string(),
+                                 "--tags", "group-by", "--out", "out", "--runs-dir", "runs"});
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  const json r = ReadJson(dir_.path() / "out" / "knowledge" / "offline" / "bench_results.json");
+  ASSERT_FALSE(r.is_discarded());
+  EXPECT_EQ(r["ablation"], "knowledge");
+  ASSERT_EQ(r["arms"].size(), 2u);
+  EXPECT_EQ(r["arms"][0]["arm"], "knowledge");
+  EXPECT_EQ(r["arms"][0]["knowledge"], true);
+  EXPECT_EQ(r["arms"][0]["self_correction"], true);
+  EXPECT_EQ(r["arms"][1]["arm"], "none");
+  EXPECT_EQ(r["arms"][1]["knowledge"], false);
+  EXPECT_EQ(r["arms"][1]["self_correction"], true);
+  EXPECT_EQ(r["arms"][0]["graded"], r["arms"][1]["graded"]);
+  EXPECT_GE(r["arms"][0]["graded"].get<int>(), 1);
+  EXPECT_EQ(r["mcnemar"]["b_on_only"], 0);
+  EXPECT_EQ(r["mcnemar"]["c_off_only"], 0);
+  // The sales task's knowledge run was given data/knowledge/sales; its other run none.
+  const json& with = Run(r, "sales_top_region", "knowledge");
+  const json& without = Run(r, "sales_top_region", "none");
+  ASSERT_TRUE(with["trace"].is_string()) << with.dump();
+  const json t = ReadJson(dir_.path() / with["trace"].get<std::string>());
+  EXPECT_EQ(t["config"]["knowledge"]["dir"],
+            (SourceDir() / "data" / "knowledge" / "sales").string());
+  EXPECT_GE(t["config"]["knowledge"]["items"].size(), 1u);
+  const json u = ReadJson(dir_.path() / without["trace"].get<std::string>());
+  EXPECT_FALSE(u["config"].contains("knowledge")) << u["config"].dump();
+  EXPECT_EQ(with["status"], without["status"]);
+  // RESULTS.md sets the knowledge arm apart; the self-correction files are not replaced.
+  const std::string md = ReadFile(dir_.path() / "out" / "RESULTS.md");
+  EXPECT_NE(md.find("## With and without knowledge files"), std::string::npos);
+  EXPECT_NE(md.find("| figure | with knowledge files | without knowledge files |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("passed only with knowledge files b = 0, only without them c = 0"),
+            std::string::npos)
+      << md;
+  EXPECT_FALSE(fs::exists(dir_.path() / "out" / "offline"));
+  // --arms is the other comparison; a folder that does not load stops the bench before a run.
+  const ProcessResult both =
+      Bench({"--offline", "--tasks", (SourceDir() / "tasks").string(), "--knowledge",
+             (SourceDir() / "data" / "knowledge").string(), "--arms", "on", "--out", "o2"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("give one of them"), std::string::npos) << both.err;
+  dir_.Write("bad/metrics.yaml", "metrics:\n  revenue: [\n");
+  const ProcessResult bad =
+      Bench({"--offline", "--tasks", (SourceDir() / "tasks").string(), "--knowledge",
+             (dir_.path() / "bad").string(), "--out", "o3", "--runs-dir", "r3"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--knowledge: "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("metrics.yaml:"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir_.path() / "r3")) << "no run started";
+}
+
 }  // namespace
 }  // namespace quarry::testing

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "quarry/bench/bench.h"
+#include "quarry/knowledge/knowledge.h"
 
 namespace quarry::bench {
 
@@ -159,6 +160,19 @@ std::vector<size_t> SampleIndices(size_t total, size_t n, uint64_t seed);
 
 // ---- A run ----------------------------------------------------------------------------
 
+// How BIRD's evidence reaches the model: kHint after the question, as BIRD's papers give it;
+// kKnowledge as a rule of the run's knowledge section (docs/knowledge.md), as a user's
+// knowledge files would; kNone not at all (BIRD without evidence).
+enum class Evidence { kHint, kKnowledge, kNone };
+std::string_view EvidenceName(Evidence e);  // "hint", "knowledge", "none"
+
+// The knowledge a question's run is given: `dir`/<db_id>/ when that folder exists, else `dir`
+// (nothing when `dir` is empty), plus with kKnowledge the question's evidence as the rule
+// "evidence" (origin "BIRD evidence"). Null when there is none of either. Errors:
+// knowledge::Load's.
+Result<std::shared_ptr<const knowledge::Knowledge>> QuestionKnowledge(
+    const std::filesystem::path& dir, const EvalQuestion& question, Evidence evidence);
+
 struct EvalOptions {
   std::filesystem::path out_dir;    // questions.jsonl and summary.json; must not hold them yet
   std::filesystem::path runs_dir;   // each question's runs/<id>/trace.json
@@ -167,8 +181,10 @@ struct EvalOptions {
   bool keep_distinct = false;  // test-suite rule: else DISTINCT is removed from both
   ExecLimits exec;
   Tolerance tolerance;
-  agent::Config config;      // for the agent's runs (its prompt set to PromptMode::kEval)
-  engine::OpenOptions open;  // how the agent's database is opened
+  agent::Config config;  // for the agent's runs (its prompt set to PromptMode::kEval)
+  Evidence evidence = Evidence::kHint;  // BIRD's; Spider has none
+  std::filesystem::path knowledge;      // QuestionKnowledge's folder; "" : none
+  engine::OpenOptions open;             // how the agent's database is opened
   // "live", "recorded" (fixtures) or "none" (--gold): what the model turns were, in the summary.
   std::string turns = "live";
   std::string tag;
@@ -201,5 +217,27 @@ struct EvalSummary {
 // kUsage when out_dir already holds results; kInternal when they cannot be written.
 Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t>& picked,
                             const EvalOptions& options, const ClientFactory& clients);
+
+// ---- Two runs compared -----------------------------------------------------------------
+
+// Two eval runs paired by question (db_id and question_id): the questions scored in both
+// (outcome match, mismatch, prediction_error or no_prediction), each run's matches among them,
+// and McNemar's exact test (b: matched only in A, c: only in B).
+struct EvalComparison {
+  std::filesystem::path a, b;
+  nlohmann::ordered_json a_summary, b_summary;  // each folder's summary.json (null if absent)
+  int64_t pairs = 0;
+  int64_t a_matched = 0, b_matched = 0;
+  int64_t both = 0, neither = 0;
+  int64_t a_only = 0, b_only = 0;
+  double p_value = 1.0;
+  int64_t only_in_a = 0, only_in_b = 0;  // questions scored in one run and not the other
+};
+// Errors: kUsage when a folder has no questions.jsonl; kData naming the file and line of a
+// line that is not a result object.
+Result<EvalComparison> CompareEvalRuns(const std::filesystem::path& a,
+                                       const std::filesystem::path& b);
+nlohmann::ordered_json ComparisonJson(const EvalComparison& c);
+std::string ComparisonText(const EvalComparison& c);
 
 }  // namespace quarry::bench

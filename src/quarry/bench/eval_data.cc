@@ -110,6 +110,44 @@ std::string PromptQuestion(const EvalQuestion& q) {
   return q.question + "\n\nHint: " + q.evidence.substr(0, end + 1);
 }
 
+std::string_view EvidenceName(Evidence e) {
+  switch (e) {
+    case Evidence::kHint:
+      return "hint";
+    case Evidence::kKnowledge:
+      return "knowledge";
+    case Evidence::kNone:
+      return "none";
+  }
+  return "hint";
+}
+
+Result<std::shared_ptr<const knowledge::Knowledge>> QuestionKnowledge(
+    const std::filesystem::path& dir, const EvalQuestion& q, Evidence evidence) {
+  knowledge::Knowledge k;
+  bool any = false;
+  if (!dir.empty()) {
+    std::error_code ec;
+    const bool own = !q.db_id.empty() && std::filesystem::is_directory(dir / q.db_id, ec);
+    auto loaded = knowledge::Load(own ? dir / q.db_id : dir);
+    if (!loaded) return std::unexpected(loaded.error());
+    k = std::move(*loaded);
+    any = true;
+  }
+  const size_t end = q.evidence.find_last_not_of(" \t\r\n");
+  if (evidence == Evidence::kKnowledge && end != std::string::npos) {
+    knowledge::Rule rule;
+    rule.name = "evidence";
+    rule.title = "Evidence for this question";
+    rule.text = q.evidence.substr(0, end + 1);
+    rule.origin = {"BIRD evidence", 0};
+    k.rules.push_back(std::move(rule));
+    any = true;
+  }
+  if (!any) return std::shared_ptr<const knowledge::Knowledge>();
+  return std::make_shared<const knowledge::Knowledge>(std::move(k));
+}
+
 std::vector<size_t> SampleIndices(size_t total, size_t n, uint64_t seed) {
   std::vector<size_t> all(total);
   for (size_t i = 0; i < total; ++i) all[i] = i;

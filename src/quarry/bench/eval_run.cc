@@ -143,6 +143,16 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
                                          " already holds results: pass another --tag or --out, "
                                          "or remove it");
   }
+  // Knowledge that does not load stops the run before any question, not in the middle.
+  std::set<std::string> checked;
+  for (size_t pick : picked) {
+    if (o.knowledge.empty() || pick >= dataset.questions.size()) continue;
+    const EvalQuestion& q = dataset.questions[pick];
+    if (!checked.insert(q.db_id).second) continue;
+    if (auto k = QuestionKnowledge(o.knowledge, q, Evidence::kNone); !k) {
+      return Fail(Error::Code::kUsage, "--knowledge: " + k.error().message);
+    }
+  }
   fs::create_directories(o.out_dir, ec);
   if (ec) {
     return Fail(Error::Code::kInternal,
@@ -218,15 +228,20 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
       pred_sql = q.gold_sql;
       line["prediction_source"] = "gold";
     } else if (outcome.empty()) {
-      auto client = clients(PromptQuestion(q), {q.db_path.string()});
+      const std::string asked = o.evidence == Evidence::kHint ? PromptQuestion(q) : q.question;
+      auto client = clients(asked, {q.db_path.string()});
+      auto known = QuestionKnowledge(o.knowledge, q, o.evidence);
+      if (!known) return std::unexpected(known.error());
       if (!client) {
         outcome = "skipped";
         error = client.error().message;
       } else {
         agent::RunInput input;
-        input.question = PromptQuestion(q);
+        input.question = asked;
         input.stop = o.stop;
-        auto r = RunAgent(std::move(input), *dbs[0], **client, config, o.runs_dir);
+        agent::Config with = config;
+        with.knowledge = *known;
+        auto r = RunAgent(std::move(input), *dbs[0], **client, with, o.runs_dir);
         if (!r) return std::unexpected(r.error());
         run = std::move(*r);
         pred_sql = PredictionOf(run->trace);
@@ -328,6 +343,9 @@ Result<EvalSummary> RunEval(const EvalDataset& dataset, const std::vector<size_t
             {"model", o.model.empty() ? tally.model : o.model},
             {"provider", tally.provider},
             {"rules", MatchRuleName(o.rule)},
+            {"evidence", dataset.benchmark == Benchmark::kBird ? json(EvidenceName(o.evidence))
+                                                               : json(nullptr)},
+            {"knowledge", o.knowledge.empty() ? json(nullptr) : json(o.knowledge.string())},
             {"keep_distinct", o.rule == MatchRule::kTestSuite ? json(o.keep_distinct) : json(true)},
             {"tolerance", {{"relative", o.tolerance.relative}, {"absolute", o.tolerance.absolute}}},
             {"exec", {{"timeout_ms", o.exec.timeout_ms}, {"max_rows", o.exec.max_rows}}},

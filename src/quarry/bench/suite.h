@@ -1,6 +1,7 @@
 // The task suite (`quarry bench`): tasks loaded from tasks/suite.json and tasks/truth.json
 // (format: tasks/README.md), graded numerically, by predicates or by an LLM judge, run in two
-// arms (self-correction on and off) with everything else identical, summarised per arm with
+// arms (self-correction on and off, or knowledge files given and not) with everything else
+// identical, summarised per arm with
 // the statistics of bench.h, and written as results/bench_results.json and RESULTS.md.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "quarry/bench/bench.h"
+#include "quarry/knowledge/knowledge.h"
 
 namespace quarry::bench {
 
@@ -165,16 +167,29 @@ using EngineFactory = std::function<Result<std::unique_ptr<engine::Engine>>(
 // A judge client for one answer; a run's judge calls use their own client.
 using JudgeFactory = std::function<Result<std::unique_ptr<llm::Client>>()>;
 
+// What the arms compare: self-correction on and off (the default), or knowledge files given
+// and not (self-correction as config.self_correction in both).
+enum class Ablation { kSelfCorrection, kKnowledge };
+
+// The knowledge a task's runs are given in the knowledge arm: `dir`/<stem of the task's first
+// data file>/ when that folder exists ("data/knowledge/sales" for data/sales.csv), else `dir`
+// itself. Errors: knowledge::Load's, naming the folder.
+Result<std::shared_ptr<const knowledge::Knowledge>> KnowledgeFor(
+    const std::filesystem::path& dir, const std::vector<std::filesystem::path>& data);
+
 struct BenchOptions {
-  std::vector<bool> arms = {true, false};  // self_correction of each arm, in output order
-  int samples = 1;                         // runs of each task per arm
-  bool offline = false;           // recorded turns from fixtures; tasks without one are skipped
-  int limit = 0;                  // the first N selected tasks; 0: all
-  std::vector<std::string> tags;  // a task with any of them; empty: all
+  // The compared feature of each arm, on or off, in output order.
+  std::vector<bool> arms = {true, false};
+  Ablation ablation = Ablation::kSelfCorrection;
+  std::filesystem::path knowledge;  // kKnowledge: the folder KnowledgeFor reads
+  int samples = 1;                  // runs of each task per arm
+  bool offline = false;             // recorded turns from fixtures; tasks without one are skipped
+  int limit = 0;                    // the first N selected tasks; 0: all
+  std::vector<std::string> tags;    // a task with any of them; empty: all
   std::optional<double> max_cost_usd;  // the whole bench, judge calls included
   int jobs = 1;
   std::filesystem::path runs_dir;  // each run's folder: runs_dir/<run id>/
-  agent::Config config;            // shared by every run; self_correction set per arm
+  agent::Config config;            // shared by every run; the compared feature set per arm
   EngineFactory open_engine;
   // A PostgreSQL server spec (engine::IsServerSpec): only the tasks that RunsOnPostgres are
   // selected, and each run opens {postgres} instead of the task's data; offline, a task's
@@ -197,8 +212,10 @@ std::string_view RunStatusName(RunStatus status);  // "pass", "fail", "skipped",
 struct TaskRun {
   std::string task;
   GraderKind grader = GraderKind::kNumeric;
+  bool arm = true;  // the compared feature on (BenchOptions::arms)
   bool self_correction = true;
-  int sample = 1;  // from 1
+  bool knowledge = false;  // the run was given knowledge files
+  int sample = 1;          // from 1
   RunStatus status = RunStatus::kSkipped;
   std::string reason;
   bool ran = false;  // a trace exists: metrics are meaningful
@@ -218,7 +235,10 @@ struct TaskRun {
 
 // The figures of one arm over its task runs.
 struct ArmSummary {
+  Ablation ablation = Ablation::kSelfCorrection;
+  bool on = true;  // the compared feature
   bool self_correction = true;
+  bool knowledge = false;
   int64_t runs = 0;    // task runs that produced a trace
   int64_t graded = 0;  // pass + fail
   int64_t passed = 0;
@@ -253,10 +273,13 @@ struct ArmSummary {
   int64_t judge_agreed = 0;
   double judge_agreement_rate = 0.0;  // NaN when nothing was judged
 };
-ArmSummary Summarise(const std::vector<TaskRun>& runs, bool self_correction);
+// The runs of the arm `on` (TaskRun::arm).
+ArmSummary Summarise(const std::vector<TaskRun>& runs, bool on, Ablation ablation);
+// An arm's name in results: "on" / "off" (self-correction), "knowledge" / "none".
+std::string ArmName(Ablation ablation, bool on);
 
 // McNemar's exact test over the (task, sample) pairs graded in both arms: b pairs passed only
-// with self-correction on, c only with it off.
+// with the compared feature on, c only with it off.
 struct Paired {
   int64_t pairs = 0;
   int64_t both_pass = 0;
@@ -285,6 +308,8 @@ struct BenchResult {
   // redacted) from the first run that opened it ("" when none did).
   bool on_postgres = false;
   std::string postgres;
+  Ablation ablation = Ablation::kSelfCorrection;
+  std::filesystem::path knowledge;  // kKnowledge: BenchOptions::knowledge
   bool budget_stopped = false;
   bool interrupted = false;
   std::vector<TaskRun> runs;  // task order, then sample, then arm
@@ -297,8 +322,10 @@ struct BenchResult {
 // run with its own engine and clients. A task is skipped (with the reason) offline without a
 // fixture, offline as a judge task without judge_turns ("needs a live judge"), and once the
 // spent cost plus the next run's bound (config.max_cost_usd) would pass max_cost_usd. A run
-// that did not end answered and grounded fails its task. Errors: kUsage for options that
-// cannot run (no arms, samples < 1, jobs < 1, a live run without a client factory).
+// that did not end answered and grounded fails its task. In the knowledge ablation each task's
+// knowledge (KnowledgeFor) is read before anything runs. Errors: kUsage for options that
+// cannot run (no arms, samples < 1, jobs < 1, a live run without a client factory, knowledge
+// that does not load).
 Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options);
 
 // ---- Results ----------------------------------------------------------------------------
@@ -313,12 +340,15 @@ nlohmann::ordered_json ResultsJson(const BenchResult& result);
 
 // RESULTS.md from the latest offline and live results files (either may be absent: its rows
 // say "not run" / "pending"), and, in sections of their own, the latest ones run with
-// --postgres (the Chinook tasks on a PostgreSQL server), so their figures never mix.
+// --postgres (the Chinook tasks on a PostgreSQL server) and with --knowledge (the knowledge
+// arm), so their figures never mix.
 std::string RenderResultsMarkdown(
     const std::optional<nlohmann::ordered_json>& offline,
     const std::optional<nlohmann::ordered_json>& live,
     const std::optional<nlohmann::ordered_json>& postgres_offline = std::nullopt,
-    const std::optional<nlohmann::ordered_json>& postgres_live = std::nullopt);
+    const std::optional<nlohmann::ordered_json>& postgres_live = std::nullopt,
+    const std::optional<nlohmann::ordered_json>& knowledge_offline = std::nullopt,
+    const std::optional<nlohmann::ordered_json>& knowledge_live = std::nullopt);
 
 // An HTML fragment (a table per results file, every text escaped) for site/index.html.
 std::string RenderSiteBlock(const nlohmann::ordered_json& results);

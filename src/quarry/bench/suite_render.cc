@@ -135,7 +135,11 @@ std::vector<std::string> ArmNames(const json& results) {
   std::vector<std::string> names;
   const json arms = Field(results, "arms");
   for (const json& a : arms.is_array() ? arms : json::array()) {
-    names.push_back(TextAt(a, "arm") == "off" ? "self-correction off" : "self-correction on");
+    const std::string arm = TextAt(a, "arm");
+    names.push_back(arm == "off"         ? "self-correction off"
+                    : arm == "knowledge" ? "with knowledge files"
+                    : arm == "none"      ? "without knowledge files"
+                                         : "self-correction on");
   }
   return names;
 }
@@ -143,10 +147,12 @@ std::vector<std::string> ArmNames(const json& results) {
 std::string McNemarLine(const json& results) {
   const json m = Field(results, "mcnemar");
   if (!m.is_object()) return "";
+  const bool knowledge = TextAt(results, "ablation", "") == "knowledge";
   return "Paired comparison (McNemar's exact test over the " + Count(NumberAt(m, "pairs")) +
-         " (task, sample) pairs graded in both arms): passed only with self-correction on b = " +
-         Count(NumberAt(m, "b_on_only")) +
-         ", only with it off c = " + Count(NumberAt(m, "c_off_only")) +
+         " (task, sample) pairs graded in both arms): passed only " +
+         (knowledge ? "with knowledge files" : "with self-correction on") +
+         " b = " + Count(NumberAt(m, "b_on_only")) + ", only " +
+         (knowledge ? "without them" : "with it off") + " c = " + Count(NumberAt(m, "c_off_only")) +
          ", two-sided p = " + Fmt("%.4g", NumberAt(m, "p_value")) + ".";
 }
 
@@ -226,7 +232,9 @@ std::string PendingTable() {
 std::string RenderResultsMarkdown(const std::optional<json>& offline,
                                   const std::optional<json>& live,
                                   const std::optional<json>& postgres_offline,
-                                  const std::optional<json>& postgres_live) {
+                                  const std::optional<json>& postgres_live,
+                                  const std::optional<json>& knowledge_offline,
+                                  const std::optional<json>& knowledge_live) {
   std::string out =
       "# quarry bench: results\n\n"
       "Written by `quarry bench` from `results/offline/bench_results.json` (the latest run "
@@ -266,6 +274,27 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
     out += MdSection(*postgres_offline);
   } else {
     out += "Not run yet: `quarry bench --offline --postgres URL`.\n";
+  }
+  out += std::string("\n## With and without knowledge files\n\n") +
+         "The same tasks, each run once with the knowledge files of its data (`quarry bench "
+         "--knowledge data/knowledge`: `data/knowledge/<data file's stem>/`) and once without "
+         "them, self-correction on in both. From `results/knowledge/live/` and "
+         "`results/knowledge/offline/`.\n\n### Live, knowledge arm\n\n";
+  if (knowledge_live) {
+    out += MdSection(*knowledge_live);
+  } else {
+    out +=
+        "No live run yet: every figure is pending. Run `quarry bench --knowledge "
+        "data/knowledge` with a model configured.\n";
+  }
+  out += "\n### Harness run on scripted turns, knowledge arm\n\n";
+  out += std::string("> ") + kScriptedLabel +
+         ". Scripted turns are the same in both arms, so equal figures here say only that the "
+         "harness runs both.\n\n";
+  if (knowledge_offline) {
+    out += MdSection(*knowledge_offline);
+  } else {
+    out += "Not run yet: `quarry bench --offline --knowledge data/knowledge`.\n";
   }
   return out;
 }

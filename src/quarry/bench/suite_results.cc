@@ -57,11 +57,12 @@ json ToJson(const JudgeResult& j) {
           {"votes", votes}};
 }
 
-json ToJson(const TaskRun& r) {
+json ToJson(const TaskRun& r, Ablation ablation) {
   json out = {{"task", r.task},
               {"grader", GraderName(r.grader)},
-              {"arm", r.self_correction ? "on" : "off"},
+              {"arm", ArmName(ablation, r.arm)},
               {"self_correction", r.self_correction},
+              {"knowledge", r.knowledge},
               {"sample", r.sample},
               {"status", RunStatusName(r.status)},
               {"reason", r.reason},
@@ -80,8 +81,9 @@ json ToJson(const TaskRun& r) {
 json ToJson(const ArmSummary& s) {
   json skipped = json::object();
   for (const auto& [reason, n] : s.skipped_by_reason) skipped[reason] = n;
-  return {{"arm", s.self_correction ? "on" : "off"},
+  return {{"arm", ArmName(s.ablation, s.on)},
           {"self_correction", s.self_correction},
+          {"knowledge", s.knowledge},
           {"runs", s.runs},
           {"graded", s.graded},
           {"passed", s.passed},
@@ -117,14 +119,23 @@ json ToJson(const ArmSummary& s) {
 
 }  // namespace
 
-ArmSummary Summarise(const std::vector<TaskRun>& runs, bool self_correction) {
+std::string ArmName(Ablation ablation, bool on) {
+  if (ablation == Ablation::kKnowledge) return on ? "knowledge" : "none";
+  return on ? "on" : "off";
+}
+
+ArmSummary Summarise(const std::vector<TaskRun>& runs, bool on, Ablation ablation) {
   ArmSummary s;
-  s.self_correction = self_correction;
+  s.ablation = ablation;
+  s.on = on;
+  s.knowledge = ablation == Ablation::kKnowledge && on;
+  s.self_correction = ablation == Ablation::kKnowledge ? true : on;
   std::vector<double> steps, latency;
   int64_t repaired_runs = 0, grounded = 0;
   std::set<std::string> graded_tasks, seen_tasks, unskipped_tasks;
   for (const TaskRun& r : runs) {
-    if (r.self_correction != self_correction) continue;
+    if (r.arm != on) continue;
+    if (ablation == Ablation::kKnowledge) s.self_correction = r.self_correction;
     seen_tasks.insert(r.task);
     switch (r.status) {
       case RunStatus::kPass:
@@ -188,9 +199,9 @@ Paired ComparePaired(const std::vector<TaskRun>& runs) {
     return r.status == RunStatus::kPass || r.status == RunStatus::kFail;
   };
   for (const TaskRun& on : runs) {
-    if (!on.self_correction || !graded(on)) continue;
+    if (!on.arm || !graded(on)) continue;
     for (const TaskRun& off : runs) {
-      if (off.self_correction || off.task != on.task || off.sample != on.sample) continue;
+      if (off.arm || off.task != on.task || off.sample != on.sample) continue;
       if (!graded(off)) break;
       ++p.pairs;
       const bool a = on.status == RunStatus::kPass, b = off.status == RunStatus::kPass;
@@ -209,7 +220,7 @@ json ResultsJson(const BenchResult& r) {
   json runs = json::array();
   std::set<std::string> engines;
   for (const TaskRun& run : r.runs) {
-    runs.push_back(ToJson(run));
+    runs.push_back(ToJson(run, r.ablation));
     if (!run.engine.empty()) engines.insert(run.engine);
   }
   // Which engines served the runs, so a PostgreSQL figure is never read as a SQLite one.
@@ -242,6 +253,9 @@ json ResultsJson(const BenchResult& r) {
               {"budget_stopped", r.budget_stopped},
               {"interrupted", r.interrupted},
               {"total_cost_usd", r.total_cost_usd},
+              {"ablation", r.ablation == Ablation::kKnowledge ? "knowledge" : "self_correction"},
+              {"knowledge",
+               r.ablation == Ablation::kKnowledge ? json(r.knowledge.string()) : json(nullptr)},
               {"arms", arms},
               {"mcnemar", nullptr},
               {"runs", runs}};

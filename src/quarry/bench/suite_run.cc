@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -27,6 +28,11 @@ std::string BudgetReason(double max_cost_usd) {
   return buf;
 }
 
+// The knowledge a task is given, keyed by its first data file.
+std::string KnowledgeKey(const Task& task) {
+  return task.data_paths.empty() ? std::string() : task.data_paths.front().string();
+}
+
 struct Shared {
   std::mutex mu;
   std::condition_variable cv;
@@ -43,8 +49,12 @@ struct Shared {
 class Runner {
  public:
   // tasks_of[i] is the task of result.runs[i].
-  Runner(const BenchOptions& options, BenchResult& result, std::vector<const Task*> tasks_of)
-      : options_(options), result_(result), tasks_of_(std::move(tasks_of)) {}
+  Runner(const BenchOptions& options, BenchResult& result, std::vector<const Task*> tasks_of,
+         std::map<std::string, std::shared_ptr<const knowledge::Knowledge>> knowledge)
+      : options_(options),
+        result_(result),
+        tasks_of_(std::move(tasks_of)),
+        knowledge_(std::move(knowledge)) {}
 
   void Run() {
     const int jobs = std::max(1, std::min<int>(options_.jobs, static_cast<int>(pending())));
@@ -114,12 +124,12 @@ class Runner {
     }
   }
 
-  static std::string Line(const TaskRun& r) {
+  std::string Line(const TaskRun& r) const {
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "[%-3s] %s #%d %-7s steps %d  repairs %d/%d  send-backs %d  $%.4f  %lld ms  "
                   "on %s",
-                  r.self_correction ? "on" : "off", r.task.c_str(), r.sample,
+                  ArmName(options_.ablation, r.arm).c_str(), r.task.c_str(), r.sample,
                   std::string(RunStatusName(r.status)).c_str(), r.metrics.steps,
                   r.metrics.repair_successes, r.metrics.repair_attempts, r.metrics.send_backs,
                   r.cost_usd, static_cast<long long>(r.metrics.wall_ms),
@@ -184,6 +194,8 @@ class Runner {
     }
     agent::Config config = options_.config;
     config.self_correction = run.self_correction;
+    config.knowledge = nullptr;
+    if (run.knowledge) config.knowledge = knowledge_.at(KnowledgeKey(task));
     agent::RunInput input;
     input.question = task.question;
     input.stop = options_.stop;
@@ -260,10 +272,25 @@ class Runner {
   const BenchOptions& options_;
   BenchResult& result_;
   std::vector<const Task*> tasks_of_;
+  // Read before the workers start, only read after.
+  const std::map<std::string, std::shared_ptr<const knowledge::Knowledge>> knowledge_;
   Shared shared_;
 };
 
 }  // namespace
+
+Result<std::shared_ptr<const knowledge::Knowledge>> KnowledgeFor(
+    const std::filesystem::path& dir, const std::vector<std::filesystem::path>& data) {
+  std::filesystem::path folder = dir;
+  std::error_code ec;
+  if (!data.empty() && !data.front().stem().empty() &&
+      std::filesystem::is_directory(dir / data.front().stem(), ec)) {
+    folder = dir / data.front().stem();
+  }
+  auto k = knowledge::Load(folder);
+  if (!k) return std::unexpected(k.error());
+  return std::make_shared<const knowledge::Knowledge>(std::move(*k));
+}
 
 std::string_view RunStatusName(RunStatus status) {
   switch (status) {
@@ -343,7 +370,10 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
         TaskRun run;
         run.task = task->id;
         run.grader = task->grader;
-        run.self_correction = arm;
+        run.arm = arm;
+        const bool knowledge_arm = options.ablation == Ablation::kKnowledge;
+        run.self_correction = knowledge_arm ? options.config.self_correction : arm;
+        run.knowledge = knowledge_arm && arm;
         run.sample = sample;
         run.status = RunStatus::kSkipped;
         run.reason = skip;  // "" : still to run
@@ -352,16 +382,31 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
       }
     }
   }
+  // Each task's knowledge, read once before any run: a folder that does not load stops the
+  // bench here, not in every run.
+  std::map<std::string, std::shared_ptr<const knowledge::Knowledge>> knowledge;
+  if (options.ablation == Ablation::kKnowledge) {
+    for (const Task* task : selected) {
+      if (knowledge.contains(KnowledgeKey(*task))) continue;
+      auto k = KnowledgeFor(options.knowledge, task->data_paths);
+      if (!k) return Fail(Error::Code::kUsage, "--knowledge: " + k.error().message);
+      knowledge[KnowledgeKey(*task)] = std::move(*k);
+    }
+  }
   std::error_code ec;
   fs::create_directories(options.runs_dir, ec);
   if (ec) {
     return Fail(Error::Code::kInternal,
                 "cannot create the runs folder " + options.runs_dir.string() + ": " + ec.message());
   }
-  Runner runner(options, result, std::move(task_of_run));
+  Runner runner(options, result, std::move(task_of_run), std::move(knowledge));
   runner.Run();
 
-  for (bool arm : options.arms) result.arms.push_back(Summarise(result.runs, arm));
+  result.ablation = options.ablation;
+  result.knowledge = options.knowledge;
+  for (bool arm : options.arms) {
+    result.arms.push_back(Summarise(result.runs, arm, options.ablation));
+  }
   const bool on = std::find(options.arms.begin(), options.arms.end(), true) != options.arms.end();
   const bool off = std::find(options.arms.begin(), options.arms.end(), false) != options.arms.end();
   if (on && off) result.paired = ComparePaired(result.runs);

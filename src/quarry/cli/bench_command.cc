@@ -127,9 +127,13 @@ void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
   if (r.source == "scripted") std::cout << ": " << bench::kScriptedLabel;
   std::cout << "\n";
   for (const bench::ArmSummary& a : r.arms) {
-    std::cout << "  self-correction " << (a.self_correction ? "on " : "off") << "  success "
-              << a.passed << "/" << a.graded << " (" << Fixed("%.1f%%", a.success_rate * 100)
-              << ", 95% CI " << Fixed("%.1f", a.success_ci.low * 100) << "-"
+    const std::string arm =
+        r.ablation == bench::Ablation::kKnowledge
+            ? (a.knowledge ? "knowledge files" : "no knowledge   ")
+            : (a.self_correction ? "self-correction on " : "self-correction off");
+    std::cout << "  " << arm << "  success " << a.passed << "/" << a.graded << " ("
+              << Fixed("%.1f%%", a.success_rate * 100) << ", 95% CI "
+              << Fixed("%.1f", a.success_ci.low * 100) << "-"
               << Fixed("%.1f%%", a.success_ci.high * 100) << ")  skipped " << a.skipped
               << "  errors " << a.errors << "  repairs " << a.repair_successes << "/"
               << a.repair_attempts << "  send-backs " << a.send_backs << "  median steps "
@@ -137,7 +141,9 @@ void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
               << "\n";
   }
   if (r.paired) {
-    std::cout << "  McNemar: b (on only) " << r.paired->b << ", c (off only) " << r.paired->c
+    const bool k = r.ablation == bench::Ablation::kKnowledge;
+    std::cout << "  McNemar: b (" << (k ? "knowledge" : "on") << " only) " << r.paired->b << ", c ("
+              << (k ? "none" : "off") << " only) " << r.paired->c
               << ", p = " << Fixed("%.4g", r.paired->p_value) << " over " << r.paired->pairs
               << " pairs\n";
   }
@@ -184,8 +190,9 @@ int RenderSite(const BenchCmdOptions& o) {
 CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "bench",
-      "Run the task suite in the self-correction arms and write results/: quarry bench "
-      "[--offline] [--arms on,off] [--samples K]");
+      "Run the task suite in the self-correction arms (or, with --knowledge, with and without "
+      "knowledge files) and write results/: quarry bench [--offline] [--arms on,off] "
+      "[--samples K]");
   cmd->add_option("--postgres", o.postgres,
                   "Run the tasks whose data is data/chinook.sqlite on this PostgreSQL server "
                   "instead (postgresql://USER@HOST:PORT/DB or service=NAME, Chinook loaded from "
@@ -200,6 +207,10 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
   o.arms_option = cmd->add_option("--arms", o.arms, "on, off or on,off (self-correction)")
                       ->default_val("on,off");
   cmd->add_flag("--no-self-correction", o.no_self_correction, "Run the off arm only");
+  cmd->add_option("--knowledge", o.ask.knowledge,
+                  "Compare knowledge files instead of self-correction: each task run with "
+                  "DIR/<its data file's stem>/ (or DIR) and without; results go to "
+                  "<--out>/knowledge/");
   cmd->add_option("--samples", o.samples, "Runs of each task per arm")
       ->default_val(1)
       ->check(CLI::Range(1, 1000));
@@ -285,6 +296,11 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
 int RunBenchCommand(const BenchCmdOptions& o) {
   if (o.render_site) return RenderSite(o);
   if (o.suite == "behaviour") {
+    if (!o.ask.knowledge.empty()) {
+      return Report({Error::Code::kUsage,
+                     "--knowledge is for the task suite; the behaviour suite's checks are "
+                     "measured without knowledge files"});
+    }
     BehaviourCommandOptions b;
     b.run = o.ask;
     if (!o.runs_dir.empty()) b.run.runs_dir = o.runs_dir;
@@ -304,7 +320,16 @@ int RunBenchCommand(const BenchCmdOptions& o) {
                    "--case, --source, --work-dir and --fixtures are for --suite behaviour; the "
                    "task suite's fixtures are in --tasks DIR/fixtures"});
   }
-  auto arms = Arms(o);
+  const bool knowledge_arm = !o.ask.knowledge.empty();
+  if (knowledge_arm && o.arms_option && o.arms_option->count() > 0) {
+    return Report({Error::Code::kUsage,
+                   "--arms sets the self-correction arms; --knowledge compares knowledge files "
+                   "with none: give one of them"});
+  }
+  if (knowledge_arm && !o.postgres.empty()) {
+    return Report({Error::Code::kUsage, "--knowledge and --postgres are measured separately"});
+  }
+  auto arms = knowledge_arm ? Result<std::vector<bool>>(std::vector<bool>{true, false}) : Arms(o);
   if (!arms) return Report(arms.error());
   const fs::path tasks = TasksDir(o);
   std::error_code ec;
@@ -318,10 +343,12 @@ int RunBenchCommand(const BenchCmdOptions& o) {
                    "postgres://..., or service=NAME (a password comes from PGPASSWORD, "
                    "~/.pgpass or the service file, never from the URL)"});
   }
+  // Never the .quarry/ of the working directory: a knowledge arm gives each task its own.
   AskOptions ask = o.ask;
-  ask.no_knowledge = true;  // measured without knowledge files (no knowledge arm yet)
+  ask.no_knowledge = true;
   auto config = BaseConfig(ask);
   if (!config) return Report(config.error());
+  if (knowledge_arm) config->self_correction = !o.no_self_correction;
   // Found out before any run, not after a live bench has been paid for.
   const fs::path probe = fs::path(o.out) / ".quarry-write-check";
   if (auto w = bench::WriteFileAtomically(probe, ""); !w) {
@@ -332,6 +359,10 @@ int RunBenchCommand(const BenchCmdOptions& o) {
 
   bench::BenchOptions options;
   options.arms = *arms;
+  if (knowledge_arm) {
+    options.ablation = bench::Ablation::kKnowledge;
+    options.knowledge = o.ask.knowledge;
+  }
   options.samples = o.samples;
   options.offline = o.ask.offline;
   options.limit = o.limit;
@@ -384,7 +415,9 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   const fs::path out = o.out;
   // A run on PostgreSQL keeps its own latest files, so RESULTS.md never mixes its figures with
   // the SQLite ones.
-  const fs::path kept = o.postgres.empty() ? out : out / "postgresql";
+  const fs::path kept = knowledge_arm        ? out / "knowledge"
+                        : o.postgres.empty() ? out
+                                             : out / "postgresql";
   const json doc = bench::ResultsJson(*result);
   const std::string text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   if (auto w = bench::WriteFileAtomically(out / "bench_results.json", text); !w)
@@ -396,7 +429,10 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   const auto live = ReadResults(out / "live" / "bench_results.json");
   const auto pg_offline = ReadResults(out / "postgresql" / "offline" / "bench_results.json");
   const auto pg_live = ReadResults(out / "postgresql" / "live" / "bench_results.json");
-  const std::string md = bench::RenderResultsMarkdown(offline, live, pg_offline, pg_live);
+  const auto k_offline = ReadResults(out / "knowledge" / "offline" / "bench_results.json");
+  const auto k_live = ReadResults(out / "knowledge" / "live" / "bench_results.json");
+  const std::string md =
+      bench::RenderResultsMarkdown(offline, live, pg_offline, pg_live, k_offline, k_live);
   if (auto w = bench::WriteFileAtomically(out / "RESULTS.md", md); !w) return Report(w.error());
   PrintSummary(*result, out);
   return result->interrupted ? kExitInterrupted : kExitOk;

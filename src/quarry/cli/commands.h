@@ -177,7 +177,9 @@ struct EvalCommandOptions {
   int64_t query_timeout_ms = 60000;
   int max_rows = 100000;
   std::string format_name = "text";
-  AskOptions ask;
+  std::string evidence = "hint";     // bird: hint, knowledge or none (bench::Evidence)
+  std::vector<std::string> compare;  // `eval compare A B`: two results folders
+  AskOptions ask;                    // ask.knowledge: --knowledge DIR
 };
 
 struct TraceOptions {
@@ -254,6 +256,18 @@ struct LearnOptions {
   LoadFlags load;
 };
 int RunLearn(const LearnOptions& options);
+
+// quarry remember [latest|ID]: keeps a run's clarification replies as glossary terms.
+struct RememberOptions {
+  std::string which = "latest";
+  std::string runs_dir = "runs";
+  std::string knowledge;  // --knowledge DIR ("": discovered, else ./.quarry)
+  std::string term;       // --term: the name to keep the reply under ("": the one asked about)
+  bool yes = false;       // --yes: save without asking
+};
+int RunRemember(const RememberOptions& options);
+// Registers `remember` on `app`.
+CLI::App* AddRememberCommand(CLI::App& app, RememberOptions& options);
 // Registers `knowledge check`, `knowledge import dbt` and `learn` on `app` (the load flags of
 // check and learn are the caller's to add); returns the `knowledge` and `learn` subcommands.
 std::pair<CLI::App*, CLI::App*> AddKnowledgeCommands(CLI::App& app, KnowledgeOptions& knowledge,

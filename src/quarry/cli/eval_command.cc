@@ -63,6 +63,9 @@ void AddBenchmarkFlags(CLI::App* cmd, EvalCommandOptions& o) {
   cmd->add_option("--format", o.format_name, "The summary on stdout: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->default_val("text");
+  cmd->add_option("--knowledge", o.ask.knowledge,
+                  "Give each question's run knowledge files: DIR/<db_id>/ when it exists, else "
+                  "DIR (default: none)");
   AskOptions& a = o.ask;
   cmd->add_flag("--offline", a.offline,
                 "Replay recorded model turns (matched by question and database file name)");
@@ -175,6 +178,19 @@ void PrintProgress(const json& line, size_t done, size_t total) {
   std::cerr << Paint(TerminalText(text), color) << "\n";
 }
 
+// `quarry eval compare A B`: the questions scored in both runs, each run's accuracy over
+// them, and McNemar's exact test on the pairs where one matched and the other did not.
+int RunEvalCompare(const EvalCommandOptions& o) {
+  auto c = bench::CompareEvalRuns(o.compare[0], o.compare[1]);
+  if (!c) return Report(c.error());
+  if (o.format_name == "json") {
+    std::cout << bench::ComparisonJson(*c).dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << bench::ComparisonText(*c);
+  return kExitOk;
+}
+
 }  // namespace
 
 CLI::App* AddEvalCommand(CLI::App& app, EvalCommandOptions& o) {
@@ -190,10 +206,27 @@ CLI::App* AddEvalCommand(CLI::App& app, EvalCommandOptions& o) {
   bird->preparse_callback([&o](size_t) { o.benchmark = "bird"; });
   AddBenchmarkFlags(spider, o);
   AddBenchmarkFlags(bird, o);
+  bird->add_option("--evidence", o.evidence,
+                   "How each question's evidence reaches the model: hint (after the question, "
+                   "as BIRD gives it), knowledge (as a rule of the knowledge section) or none")
+      ->check(CLI::IsMember({"hint", "knowledge", "none"}))
+      ->default_val("hint");
+  CLI::App* compare = eval->add_subcommand(
+      "compare",
+      "Two eval results folders side by side, paired by question, with McNemar's exact test: "
+      "quarry eval compare A B");
+  compare->preparse_callback([&o](size_t) { o.benchmark = "compare"; });
+  compare->add_option("folders", o.compare, "The two results folders (each holds questions.jsonl)")
+      ->required()
+      ->expected(2);
+  compare->add_option("--format", o.format_name, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_val("text");
   return eval;
 }
 
 int RunEvalCommand(const EvalCommandOptions& o) {
+  if (o.benchmark == "compare") return RunEvalCompare(o);
   const bool bird = o.benchmark == "bird";
   // Both name a folder under results/eval: no path of their own.
   for (const auto& [flag, value] :
@@ -232,10 +265,17 @@ int RunEvalCommand(const EvalCommandOptions& o) {
       (o.n > 0 ? " --n " + std::to_string(o.n) + " --seed " + std::to_string(o.seed) : "") +
       (o.gold ? " --gold" : "") + (o.ask.offline ? " --offline" : "") + " --rules " + rules;
   options.open.fingerprint = false;  // a multi-gigabyte BIRD database would be hashed per open
+  options.evidence = o.evidence == "knowledge" ? bench::Evidence::kKnowledge
+                     : o.evidence == "none"    ? bench::Evidence::kNone
+                                               : bench::Evidence::kHint;
+  options.knowledge = o.ask.knowledge;
+  if (bird) options.command += " --evidence " + o.evidence;
+  if (!o.ask.knowledge.empty()) options.command += " --knowledge " + o.ask.knowledge;
 
   AskOptions ask = o.ask;
-  ask.no_python = true;     // the prediction is SQL: run_python is not offered
-  ask.no_knowledge = true;  // measured without knowledge files (no knowledge arm yet)
+  ask.no_python = true;  // the prediction is SQL: run_python is not offered
+  // Only what --knowledge and --evidence give: never the working directory's .quarry/.
+  ask.no_knowledge = true;
   if (!o.gold) {
     auto config = BaseConfig(ask);
     if (!config) return Report(config.error());
