@@ -468,12 +468,13 @@ TEST_F(DbtTest, MalformedManifestsAreErrorsNamingTheFieldAndTheProblem) {
 // written YAML exactly as the manifest had it (control characters but newline and tab dropped,
 // descriptions trimmed), and a table's name never leaves tables/.
 TEST_F(DbtTest, AnyTextReadsBackAsTheManifestHadIt) {
-  const std::vector<std::string> texts = {
+  std::vector<std::string> texts = {
       "yes",    "no",    "null", "~",          "#x",        "a: b",       "- x",       "'q'",
       "\"dq\"", "{x}",   "[y]",  "a\nb",       "lead",      "ünïcødé",    "@at",       "`tick`",
       "%pct",   "*star", "&amp", "!bang",      "|pipe",     ">gt",        "? q",       "1.5",
       "0x10",   "true",  "a\\b", "tab\tin",    "--- x",     "...",        "a #b",      "x:",
       ",",      "[",     "}",    "nel\u0085x", "ls\u2028x", "bom\ufeffx", "\u00a0nbsp"};
+  texts.push_back(std::string(1500, 'k'));  // past yaml-cpp's 1024 for a plain key: "? key"
   json nodes = json::object();
   json columns = json::object();
   json values = json::array();

@@ -151,7 +151,9 @@ void ReadSemanticModel(const std::string& id, const Json& model, const TableOfTa
     m.name = Text(item, "name", at);
     m.agg = Text(item, "agg", at);
     const auto expr = item.find("expr");
-    m.expr = expr == item.end() || expr->is_null() ? m.name : Scalar(*expr, Child(at, "expr"));
+    // No expr (or an empty one) means the column of the measure's name, as in MetricFlow.
+    if (expr != item.end() && !expr->is_null()) m.expr = Trim(Scalar(*expr, Child(at, "expr")));
+    if (m.expr.empty()) m.expr = m.name;
     m.description = Text(item, "description", at);
     if (std::string time = Text(item, "agg_time_dimension", at); !time.empty()) m.time = time;
     if (Member(item, "non_additive_dimension", at, Shape::kObject)) {
