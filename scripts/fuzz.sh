@@ -11,7 +11,8 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(sql_guard json tool_arguments injection chart_spec verify_numbers trace_reader xlsx)
+  targets=(sql_guard json tool_arguments injection chart_spec verify_numbers trace_reader xlsx
+           knowledge)
 fi
 cxx="${QUARRY_FUZZ_CXX:-clang++-16}"
 if [ ! -f build-fuzz/build.ninja ]; then
