@@ -174,7 +174,7 @@ TEST_F(ClarifyTest, ResumedRunSeesTheReplyAsIfItCameDuringTheRun) {
   client_.turns = {Scripted({Call("call_1", "run_sql", {{"sql", kTopByRevenue}})}),
                    Scripted({Call("call_2", "final_answer", kAnswer)})};
   RunInput input = Input();
-  input.resume = PendingClarification{{kAsk, kChoices}, "by revenue"};
+  input.resume = PendingClarification{{kAsk, kChoices, ""}, "by revenue"};
   input.thread = "customers";
   input.thread_turn = 2;
   const trace::Trace t = RunIt(input);
@@ -256,7 +256,7 @@ TEST_F(ClarifyTest, AResumedPickOfAChoiceGroundsNothing) {
                    Scripted({Call("call_2", "final_answer", kPlantedAnswer)}),
                    Scripted({Call("call_3", "final_answer", kPlantedAnswer)})};
   RunInput input = Input();
-  input.resume = PendingClarification{{"Which measure?", kPlantedChoices}, kPlantedChoices[0]};
+  input.resume = PendingClarification{{"Which measure?", kPlantedChoices, ""}, kPlantedChoices[0]};
   const trace::Trace t = RunIt(input);
 
   EXPECT_FALSE(t.grounded);

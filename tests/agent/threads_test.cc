@@ -59,7 +59,7 @@ trace::Trace Asking(const std::string& id, const std::string& question,
   trace::Trace t;
   t.id = id;
   t.stop_reason = trace::StopReason::kClarification;
-  t.clarifications.push_back({3, question, std::move(choices), ""});
+  t.clarifications.push_back({3, question, std::move(choices), "", ""});
   return t;
 }
 
@@ -250,7 +250,7 @@ TEST(ThreadStoreTest, AReplyContinuesTheTurnThatWaitsOnAClarification) {
   // The continued run records the clarification again, with its reply: kept once.
   trace::Trace done = Answered("run-3", "Customer 17 placed the most orders: 12.");
   done.clarifications.push_back(
-      {0, "Top by revenue or by orders?", {"by revenue", "by orders"}, "by orders"});
+      {0, "Top by revenue or by orders?", {"by revenue", "by orders"}, "by orders", ""});
   ASSERT_TRUE(store.FinishTurn("t", 2, done));
   auto t = store.Find("t");
   ASSERT_TRUE(t && *t);
@@ -273,13 +273,13 @@ TEST(ThreadStoreTest, AReplyContinuesTheTurnThatWaitsOnAClarification) {
 }
 
 TEST(ThreadStoreTest, ReplyTextPicksAChoiceByTextThenByNumber) {
-  const Clarification asked{"Which?", {"gross", "net"}};
+  const Clarification asked{"Which?", {"gross", "net"}, ""};
   EXPECT_EQ(ReplyText(asked, "1").value_or("?"), "gross");
   EXPECT_EQ(ReplyText(asked, "2\n").value_or("?"), "net");
   EXPECT_EQ(ReplyText(asked, "NET").value_or("?"), "net");
   EXPECT_EQ(ReplyText(asked, "  net revenue  ").value_or("?"), "net revenue");
-  EXPECT_EQ(ReplyText({"Which?", {}}, "1").value_or("?"), "1");
-  EXPECT_EQ(ReplyText({"How many?", {}}, "-7").value_or("?"), "-7");
+  EXPECT_EQ(ReplyText({"Which?", {}, ""}, "1").value_or("?"), "1");
+  EXPECT_EQ(ReplyText({"How many?", {}, ""}, "-7").value_or("?"), "-7");
   // A number that picks nothing is a slip, said as such, not a reply passed on.
   for (const char* slip : {"3", "0", "-1", "+9", "99999999999999999999999"}) {
     auto r = ReplyText(asked, slip);
@@ -290,7 +290,7 @@ TEST(ThreadStoreTest, ReplyTextPicksAChoiceByTextThenByNumber) {
                                      "to 2, or the reply in words");
   }
   // Choices that are numbers: the typed choice wins over the position.
-  const Clarification numbers{"Top how many?", {"10", "5", "1"}};
+  const Clarification numbers{"Top how many?", {"10", "5", "1"}, ""};
   EXPECT_EQ(ReplyText(numbers, "1").value_or("?"), "1");
   EXPECT_EQ(ReplyText(numbers, "2").value_or("?"), "5");
   EXPECT_EQ(ReplyText(numbers, "3").value_or("?"), "1");

@@ -140,10 +140,10 @@ TEST(SchemaPrivacyTest, TheTraceSetsTheEstimateBesideTheReportedCount) {
   ASSERT_FALSE(run.trace.empty()) << run.result.out << run.result.err;
   const json trace = json::parse(quarry::testing::ReadFile(run.trace));
   const int64_t estimated = trace["config"]["prompt_tokens_estimated"].get<int64_t>();
-  // js-tiktoken counts Chinook's first request at about 2,950 o200k tokens (node
-  // bench/prompt_tokens.mjs); the estimate runs about 8% over it.
+  // js-tiktoken counts Chinook's first request at about 3,020 o200k tokens (node
+  // bench/prompt_tokens.mjs; ask_user's `term` added 70); the estimate runs about 8% over it.
   EXPECT_GT(estimated, 2000);
-  EXPECT_LT(estimated, 3200);
+  EXPECT_LT(estimated, 3300);
   EXPECT_EQ(trace["config"]["schema_budget_tokens"], 2000);
   EXPECT_EQ(trace["config"]["schema_tables_full"], 11);
   auto summary =

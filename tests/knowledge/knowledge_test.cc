@@ -345,7 +345,8 @@ TEST_F(KnowledgeTest, CheckRunsEveryDefinitionAndFindsWhatChanged) {
   auto findings = Check(*k, **engine, engine::Limits{});
   std::map<std::string, std::string> problems;
   for (const auto& f : findings) problems[f.item] = f.problem;
-  EXPECT_EQ(problems.size(), 7u);
+  EXPECT_EQ(problems.size(), 8u);
+  EXPECT_EQ(problems["rule test-accounts"], "");
   EXPECT_EQ(problems["table sales"], "");
   EXPECT_EQ(problems["metric revenue"], "");
   EXPECT_EQ(problems["metric order count"], "");
@@ -353,6 +354,23 @@ TEST_F(KnowledgeTest, CheckRunsEveryDefinitionAndFindsWhatChanged) {
   EXPECT_EQ(problems["term active customer"], "");
   EXPECT_EQ(problems["term top customer"], "");
   EXPECT_EQ(problems["verified query revenue-by-region"], "");
+
+  // A rule too long for the knowledge section is never given: said, with its size.
+  std::string long_rule = "# Everything\n\n";
+  for (int i = 0; i < 2000; ++i) long_rule += "always ";
+  Write("rules/zz-everything.md", long_rule + "\n");
+  auto grown = Load(dir_);
+  ASSERT_TRUE(grown) << grown.error().message;
+  bool seen = false;
+  for (const auto& f : Check(*grown, **engine, engine::Limits{})) {
+    if (f.item != "rule zz-everything") continue;
+    seen = true;
+    EXPECT_TRUE(
+        f.problem.starts_with("does not fit the knowledge budget of 1500 tokens after the "
+                              "rules before it, so no question is given it: shorten it"))
+        << f.problem;
+  }
+  EXPECT_TRUE(seen);
 
   // The data changes: a row more, a column gone.
   const fs::path changed =

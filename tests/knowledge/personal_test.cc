@@ -26,10 +26,10 @@ const engine::ColumnCard* Column(const std::vector<engine::TableCard>& cards,
 
 TEST(PersonalTest, APersonalColumnShowsNoValuesAndSaysWhy) {
   TempDir tmp;
-  const fs::path csv = tmp.Write(
-      "customers.csv",
-      "id,email,birth_date,country\n1,ana@shop.example,1980-02-03,PT\n2,bo@shop.example,"
-      "1991-07-08,SE\n3,cy@shop.example,2001-11-12,PT\n");
+  const fs::path csv =
+      tmp.Write("customers.csv",
+                "id,email,birth_date,country\n1,ana@shop.example,1980-02-03,PT\n2,bo@shop.example,"
+                "1991-07-08,SE\n3,cy@shop.example,2001-11-12,PT\n");
   fs::create_directories(tmp.path() / "k" / "tables");
   // Any case for the table and the column, as a user writes them.
   std::ofstream(tmp.path() / "k" / "tables" / "Customers.yaml")

@@ -235,6 +235,99 @@ TEST_F(McpConversationTest, AClientWithElicitationIsAskedAndTheRunGoesOnWithTheR
   EXPECT_EQ(trace["stop_reason"], "answered");
 }
 
+// A reply given through elicitation is offered for the glossary in the result, kept only by
+// remember_clarification (the one tool that writes, and only the glossary), and a later
+// question that asks about the same term is answered from it without asking the user again.
+TEST_F(McpConversationTest, AReplyKeptWithRememberClarificationAnswersTheNextQuestion) {
+  ProviderServer provider;
+  const std::string ask =
+      ToolCallReply({{"c1", "ask_user",
+                      json{{"question", "Top region by revenue or by number of sales?"},
+                           {"choices", {"by revenue", "by number of sales"}},
+                           {"term", "top region"}}
+                          .dump()}});
+  provider.Enqueue({200, {}, ask});
+  provider.Enqueue({200,
+                    {},
+                    SqlTurn("c2",
+                            "SELECT region, count(*) AS n FROM sales "
+                            "GROUP BY region ORDER BY n DESC LIMIT 1")});
+  provider.Enqueue({200, {}, AnswerTurn("c3", "North has the most sales: 2.", "2")});
+  auto server = Start(provider, {{"elicitation", json::object()}});
+  server->Send(Request(9, "tools/list", json::object()));
+  const auto list = server->Response(9, milliseconds(30000));
+  ASSERT_TRUE(list.has_value()) << server->Err();
+  bool listed = false;
+  for (const json& tool : list->message["result"]["tools"]) {
+    if (tool["name"] != "remember_clarification") continue;
+    listed = true;
+    EXPECT_EQ(tool["annotations"]["readOnlyHint"], false);
+    EXPECT_NE(tool["description"].get<std::string>().find("only when the user has agreed"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(listed) << list->message.dump();
+  server->Send(Call(1, "ask_database", {{"question", "Which is the top region?"}}));
+  const auto elicit =
+      server->WaitFor([](const json& m) { return m.value("method", "") == "elicitation/create"; },
+                      milliseconds(60000));
+  ASSERT_TRUE(elicit.has_value()) << server->Err();
+  server->Send(
+      {{"jsonrpc", "2.0"},
+       {"id", elicit->message["id"]},
+       {"result", {{"action", "accept"}, {"content", {{"reply", "by number of sales"}}}}}});
+  const auto r = server->Response(1, milliseconds(60000));
+  ASSERT_TRUE(r.has_value()) << server->Err();
+  const std::string text = Text(r->message["result"]);
+  const size_t offer =
+      text.find("The user's reply \"top region = by number of sales\" can be kept");
+  ASSERT_NE(offer, std::string::npos) << text;
+  const fs::path glossary = tmp_.path() / ".quarry" / "glossary.yaml";
+  EXPECT_FALSE(fs::exists(glossary)) << "offered, not written";
+  const std::string trace_path = text.substr(text.rfind("trace: ") + 7);
+  const json trace = json::parse(testing::ReadFile(trace_path));
+  const std::string run_id = trace["id"];
+  ASSERT_NE(text.find("run_id '" + run_id + "' and term 'top region'"), std::string::npos);
+
+  // A path is no run id; then the real one is kept.
+  server->Send(Call(2, "remember_clarification", {{"run_id", "../../etc"}}));
+  const auto bad = server->Response(2, milliseconds(30000));
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->message["result"]["isError"], true);
+  server->Send(Call(3, "remember_clarification", {{"run_id", run_id}, {"term", "top region"}}));
+  const auto kept = server->Response(3, milliseconds(30000));
+  ASSERT_TRUE(kept.has_value()) << server->Err();
+  EXPECT_EQ(kept->message["result"]["isError"], false) << kept->message.dump();
+  EXPECT_NE(Text(kept->message["result"]).find("glossary.yaml:3"), std::string::npos);
+  const std::string written = testing::ReadFile(glossary);
+  EXPECT_NE(written.find("  \"top region\":\n    means: \"by number of sales\"\n"),
+            std::string::npos)
+      << written;
+  // Kept once only.
+  server->Send(Call(4, "remember_clarification", {{"run_id", run_id}}));
+  const auto twice = server->Response(4, milliseconds(30000));
+  ASSERT_TRUE(twice.has_value());
+  EXPECT_EQ(twice->message["result"]["isError"], true);
+
+  // The next question: the model asks again, and is answered from the glossary.
+  provider.Enqueue({200, {}, ask});
+  provider.Enqueue({200,
+                    {},
+                    SqlTurn("c5",
+                            "SELECT region, count(*) AS n FROM sales "
+                            "GROUP BY region ORDER BY n DESC LIMIT 1")});
+  provider.Enqueue({200, {}, AnswerTurn("c6", "North, with 2 sales.", "2")});
+  const size_t sent = provider.requests().size();
+  server->Send(Call(5, "ask_database", {{"question", "And the top region now?"}}));
+  const auto again = server->Response(5, milliseconds(60000));
+  ASSERT_TRUE(again.has_value()) << server->Err();
+  EXPECT_EQ(again->message["result"]["isError"], false) << again->message.dump();
+  const json messages = provider.requests()[sent + 1].Json()["messages"];
+  EXPECT_TRUE(messages.back()["content"].get<std::string>().starts_with(
+      "not asked: the user's knowledge files define it: top region: by number of sales"))
+      << messages.back().dump();
+  EXPECT_EQ(Text(again->message["result"]).find("can be kept"), std::string::npos);
+}
+
 TEST_F(McpConversationTest, ADeclinedElicitationEndsTheRunWaitingOnItsQuestion) {
   ProviderServer provider;
   provider.Enqueue({200, {}, AskUserTurn("c1")});

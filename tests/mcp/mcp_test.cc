@@ -320,12 +320,14 @@ TEST_F(McpServerTest, InitializeNegotiatesTheProtocolVersion) {
   EXPECT_TRUE(s.responses[3]["result"]["tools"][0].contains("title"));
 }
 
-TEST_F(McpServerTest, ToolsAreReadOnlyAndRunPythonIsOptIn) {
+TEST_F(McpServerTest, ToolsAreReadOnlyButTheGlossaryOneAndRunPythonIsOptIn) {
   const auto names = [](const Session& s) {
     std::vector<std::string> out;
     for (const auto& tool : s.responses.at(1)["result"]["tools"]) {
       out.push_back(tool["name"]);
-      EXPECT_EQ(tool["annotations"]["readOnlyHint"], true) << tool["name"];
+      // Only remember_clarification writes: the glossary, on the user's word, never the data.
+      EXPECT_EQ(tool["annotations"]["readOnlyHint"], tool["name"] != "remember_clarification")
+          << tool["name"];
       EXPECT_TRUE(tool["title"].is_string()) << tool["name"];
       EXPECT_EQ(tool["inputSchema"]["type"], "object") << tool["name"];
     }
@@ -333,10 +335,14 @@ TEST_F(McpServerTest, ToolsAreReadOnlyAndRunPythonIsOptIn) {
   };
   const std::string list = R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})";
   EXPECT_EQ(names(Initialized({list})),
-            (std::vector<std::string>{"describe_schema", "run_sql", "ask_database", "make_chart"}));
+            (std::vector<std::string>{"describe_schema", "run_sql", "ask_database",
+                                      "remember_clarification", "make_chart"}));
   EXPECT_EQ(names(Initialized({list}, {"--allow-python"})),
-            (std::vector<std::string>{"describe_schema", "run_sql", "ask_database", "make_chart",
-                                      "run_python"}));
+            (std::vector<std::string>{"describe_schema", "run_sql", "ask_database",
+                                      "remember_clarification", "make_chart", "run_python"}));
+  // With knowledge files off, nothing can be kept, and nothing is offered.
+  EXPECT_EQ(names(Initialized({list}, {"--no-knowledge"})),
+            (std::vector<std::string>{"describe_schema", "run_sql", "ask_database", "make_chart"}));
   // Without the opt-in, run_python is not a tool at all.
   const Session s = Initialized({Call(2, "run_python", {{"code", "print(1)"}})});
   EXPECT_EQ(s.responses.at(1)["error"]["code"], -32602);

@@ -101,9 +101,10 @@ test('tools, SQL and tool errors through the SDK client', async () => {
     assert.deepEqual(await s.client.ping(), {});
 
     const { tools } = await s.client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['describe_schema', 'run_sql', 'ask_database', 'make_chart']);
+    assert.deepEqual(tools.map((t) => t.name), ['describe_schema', 'run_sql', 'ask_database', 'remember_clarification', 'make_chart']);
     for (const tool of tools) {
-      assert.equal(tool.annotations?.readOnlyHint, true, `${tool.name} is not readOnlyHint`);
+      // Only remember_clarification writes: the glossary, on the user's word, never the data.
+      assert.equal(tool.annotations?.readOnlyHint, tool.name !== 'remember_clarification', `${tool.name}'s readOnlyHint`);
       assert.equal(typeof tool.title, 'string', `${tool.name} has no title`);
       assert.equal(tool.inputSchema.type, 'object');
     }

@@ -375,7 +375,7 @@ test('c. a clarification: choices as buttons, and a click continues the run to a
   assert.equal(await page.$$eval('#turns li', (l) => l.length), 0);
   const from = provider.requests.length;
   provider.script(
-    { name: 'ask_user', arguments: { question: 'Top region by which measure?', choices: ['by revenue', 'by units sold'] } },
+    { name: 'ask_user', arguments: { question: 'Top region by which measure?', choices: ['by revenue', 'by units sold'], term: 'top region' } },
     { name: 'run_sql', arguments: { sql: SQL_UNITS } },
     { name: 'final_answer', arguments: { answer: 'By units sold, East is the top region with 1,780 units.', supporting_values: ['East', '1780'], assumptions: [] } },
   );
@@ -403,7 +403,15 @@ test('c. a clarification: choices as buttons, and a click continues the run to a
   assert.equal(stored.turns.length, 1, 'the reply continued the turn that asked');
   assert.equal(stored.turns[0].status, 'answered');
   assert.equal(stored.turns[0].clarifications[0].reply, 'by units sold');
+  // The reply is offered for the glossary, and written only on the click.
+  assert.equal(await page.textContent('[data-testid="glossary-keep"]'), 'Keep "top region = by units sold" for later questions');
+  const glossary = path.join(main.dir, '.quarry', 'glossary.yaml');
+  assert.equal(fs.existsSync(glossary), false, 'offered, not written');
   await shot(page, 'clarification-answered.png');
+  await page.click('[data-testid="glossary-keep"]');
+  await page.waitForSelector('[data-testid="glossary-offer"] >> text=Kept in the glossary');
+  assert.equal(await page.textContent('[data-testid="glossary-offer"]'), 'Kept in the glossary (glossary.yaml:3): later questions use it.');
+  assert.match(fs.readFileSync(glossary, 'utf8'), /\n {2}"top region":\n {4}means: "by units sold"\n/);
 });
 
 test('d. the result view: Show result, a long query, sort, pages, CSV and JSON downloads', async () => {

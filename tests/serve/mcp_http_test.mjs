@@ -73,7 +73,7 @@ test('the SDK client lists and calls the tools over Streamable HTTP', async () =
     assert.equal(client.getServerVersion().name, 'quarry');
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['ask_database', 'describe_schema', 'make_chart', 'run_sql']);
+    assert.deepEqual(names, ['ask_database', 'describe_schema', 'make_chart', 'remember_clarification', 'run_sql']);
     await client.ping();
 
     const result = await client.callTool({

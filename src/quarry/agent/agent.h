@@ -73,7 +73,7 @@ struct Config {
   // (knowledge::Retrieve) goes in the system prompt after the schema, within
   // knowledge_budget_tokens; the trace's config records the folder and the items given.
   std::shared_ptr<const knowledge::Knowledge> knowledge;
-  int64_t knowledge_budget_tokens = 1500;
+  int64_t knowledge_budget_tokens = knowledge::kDefaultBudgetTokens;
   // Where a clarification reply the user agrees to keep is written (agent/remember.h): the
   // knowledge folder in use, else ./.quarry; "" when knowledge is off (--no-knowledge).
   std::filesystem::path glossary_dir;

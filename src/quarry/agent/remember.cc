@@ -81,8 +81,8 @@ Result<knowledge::Origin> LiveKnowledge::Keep(const std::filesystem::path& runs_
     return Fail(Error::Code::kUsage, "knowledge files are off here (--no-knowledge): nothing kept");
   }
   // A run id, never a path: the caller is a client of the server.
-  if (run_id.empty() || run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") !=
-                            std::string::npos) {
+  if (run_id.empty() ||
+      run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos) {
     return Fail(Error::Code::kUsage, "'" + run_id + "' is not a run id");
   }
   auto path = trace::FindTrace(runs_dir, run_id);

@@ -26,8 +26,9 @@ Result<std::map<std::string, bool>> ReadScored(const fs::path& dir) {
   const fs::path file = dir / "questions.jsonl";
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
-    return Fail(Error::Code::kUsage, file.string() + " does not exist: give a folder that a "
-                                                     "`quarry eval` run wrote");
+    return Fail(Error::Code::kUsage, file.string() +
+                                         " does not exist: give a folder that a "
+                                         "`quarry eval` run wrote");
   }
   std::ifstream in(file, std::ios::binary);
   std::map<std::string, bool> out;
@@ -76,7 +77,8 @@ std::string Setting(const json& s) {
 std::string Percent(int64_t n, int64_t of) {
   if (of == 0) return "n/a";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(n) / static_cast<double>(of));
+  std::snprintf(buf, sizeof buf, "%.1f%%",
+                100.0 * static_cast<double>(n) / static_cast<double>(of));
   return buf;
 }
 
@@ -135,8 +137,8 @@ std::string ComparisonText(const EvalComparison& c) {
          Percent(c.b_matched, c.pairs) + "\n";
   char p[32];
   std::snprintf(p, sizeof p, "%.4g", c.p_value);
-  out += "McNemar's exact test: matched only in A " + std::to_string(c.a_only) +
-         ", only in B " + std::to_string(c.b_only) + ", two-sided p = " + p + "\n";
+  out += "McNemar's exact test: matched only in A " + std::to_string(c.a_only) + ", only in B " +
+         std::to_string(c.b_only) + ", two-sided p = " + p + "\n";
   if (c.only_in_a + c.only_in_b > 0) {
     out += "not paired: " + std::to_string(c.only_in_a) + " scored only in A, " +
            std::to_string(c.only_in_b) + " only in B\n";

@@ -103,11 +103,11 @@ int RunRemember(const RememberOptions& o) {
                                       [](const auto& c) { return !Trim(c.reply).empty(); });
     std::cerr << "quarry remember: run " << t->id
               << (t->clarifications.empty() ? " asked no clarification"
-                  : !answered             ? "'s clarification has no reply yet"
-                  : o.term.empty()        ? " has no reply to keep: the model named no term for "
-                                            "it (give one with --term NAME), or it is defined "
-                                            "already"
-                                          : " has no reply to keep: the term is defined already")
+                  : !answered               ? "'s clarification has no reply yet"
+                  : o.term.empty()          ? " has no reply to keep: the model named no term for "
+                                              "it (give one with --term NAME), or it is defined "
+                                              "already"
+                                            : " has no reply to keep: the term is defined already")
               << "\n";
     return kExitUsage;
   }

@@ -69,6 +69,19 @@ std::vector<Finding> Check(const Knowledge& k, engine::Engine& engine,
     l.max_rows = max_rows;
     return engine.Query(sql, l);
   };
+  // Rules go first into every prompt; one that does not fit even so is never given.
+  const Selection empty = Retrieve(k, "", kDefaultBudgetTokens);
+  for (const Rule& r : k.rules) {
+    const std::string label = "rule " + r.name + " (" + r.origin.file + ")";
+    Finding f{"rule " + r.name, r.origin, "", false};
+    if (std::ranges::find(empty.left_out, label) != empty.left_out.end()) {
+      f.problem = "does not fit the knowledge budget of " + std::to_string(kDefaultBudgetTokens) +
+                  " tokens after the rules before it, so no question is given it: shorten it "
+                  "(about " +
+                  std::to_string(engine::EstimateTokens(r.text)) + " tokens now)";
+    }
+    out.push_back(std::move(f));
+  }
   for (const TableDoc& t : k.tables) {
     Finding f{"table " + t.table, t.origin, "", false};
     auto it = catalog.find(Lower(t.table));

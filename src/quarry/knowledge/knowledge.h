@@ -133,6 +133,10 @@ std::optional<std::filesystem::path> Discover(const std::filesystem::path& given
                                               const std::vector<std::filesystem::path>& data,
                                               const std::filesystem::path& cwd);
 
+// The knowledge section's size in a run's prompt unless configured (agent::Config), in
+// engine::EstimateTokens.
+inline constexpr int64_t kDefaultBudgetTokens = 1500;
+
 // What a question is given of the knowledge (Retrieve).
 struct Selection {
   std::string text;    // the prompt section; "" when nothing was selected
@@ -212,10 +216,11 @@ struct Finding {
 };
 
 // Runs every definition against `engine` under `limits`: each table doc's table and columns
-// exist, each metric's aggregate runs over its table with its filter, each join's columns exist
-// and join, each glossary term's column and metric exist, and each verified query runs and,
-// when its result was saved, still returns it (ResultFingerprint). Every query goes through
-// the engine's guard.
+// exist, each rule fits the default budget with the rules before it (rules always go first:
+// one that does not fit is never given), each metric's aggregate runs over its table with its
+// filter, each join's columns exist and join, each glossary term's column and metric exist, and
+// each verified query runs and, when its result was saved, still returns it (ResultFingerprint).
+// Every query goes through the engine's guard.
 std::vector<Finding> Check(const Knowledge& knowledge, engine::Engine& engine,
                            const engine::Limits& limits);
 

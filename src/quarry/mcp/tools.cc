@@ -187,10 +187,9 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
   for (auto& a : shown.artifacts) a = Absolute(a);
   const bool answered = t.stop_reason == trace::StopReason::kAnswered;
   std::string out = trace::OutcomeText(shown, answered ? std::vector<std::string>{} : t.notes);
-  out += "\ntrace: " + trace_path;
   // The user's reply to a clarification can be kept for later questions, if the user agrees.
-  if (!options.config.glossary_dir.empty()) {
-    for (const auto& offer : agent::GlossaryOffers(t, config.knowledge.get())) {
+  {
+    for (const auto& offer : box.knowledge().Offers(t)) {
       out += "\n\nThe user's reply \"" + agent::OfferText(offer) +
              "\" can be kept in the knowledge files' glossary, so later questions use it "
              "instead of asking: ask the user, and only if they agree call "
@@ -198,6 +197,7 @@ json AskDatabase(ToolBox& box, const json& arguments, const CallContext& call) {
              t.id + "' and term '" + offer.term.name + "'.";
     }
   }
+  out += "\ntrace: " + trace_path;
   // A declined question is an outcome the client asked for, not a failure of the tool.
   json result = ToolResult(out, !answered && t.stop_reason != trace::StopReason::kDeclined);
   AddImages(t.artifacts, result);

@@ -243,6 +243,38 @@ void Thread(App& app, const Request& req, Response& res, const std::string& name
   Send(res, 200, {{"name", *new_name}});
 }
 
+// Keeps a run's clarification reply in the glossary, on the user's click: the only write the
+// page can cause, to the knowledge files, never the data.
+void Remember(App& app, const Request& req, Response& res) {
+  const std::string id = req.matches[1].str();
+  auto body = Body(req, res);
+  if (!body) return;
+  if (body->contains("term") && !(*body)["term"].is_string()) {
+    return Refuse(res, 400, "term must be a string: the phrase to keep");
+  }
+  const std::string term = body->value("term", std::string());
+  auto kept = app.runs.knowledge().Keep(app.options.runs_dir, id, term);
+  if (!kept) {  // the page is told what went wrong, not where the folder is
+    std::string message = kept.error().message;
+    const std::string dir = app.options.config.glossary_dir.string();
+    for (size_t at; !dir.empty() && (at = message.find(dir)) != std::string::npos;) {
+      message.replace(at, dir.size(), "the knowledge folder");
+    }
+    return Refuse(res, 409, message);
+  }
+  // The run's outcome, kept in memory, no longer offers what the glossary now holds.
+  if (auto state = app.runs.Find(id)) {
+    std::lock_guard lock(state->mu);
+    json left = json::array();
+    const json offers = state->outcome.value("glossary_offers", json::array());
+    for (const json& o : offers) {
+      if (!term.empty() && o.value("term", "") != term) left.push_back(o);
+    }
+    state->outcome["glossary_offers"] = std::move(left);
+  }
+  Send(res, 200, {{"kept", kept->file + ":" + std::to_string(kept->line)}});
+}
+
 void Ask(App& app, const Request& req, Response& res) {
   auto body = Body(req, res);
   if (!body) return;
@@ -520,28 +552,8 @@ void Route(httplib::Server& server, App& app) {
                 }
                 Refuse(res, 409, "run " + id + " has already finished: nothing to stop");
               });
-  // Keeps a run's clarification reply in the glossary, on the user's click: the only write the
-  // page can cause, to the knowledge files, never the data.
-  server.Post(
-      std::string("/api/runs/") + kRunId + "/remember", [&app](const Request& req, Response& res) {
-        const std::string id = req.matches[1].str();
-        auto body = Body(req, res);
-        if (!body) return;
-        if (body->contains("term") && !(*body)["term"].is_string()) {
-          return Refuse(res, 400, "term must be a string: the phrase to keep");
-        }
-        auto kept =
-            app.runs.knowledge().Keep(app.options.runs_dir, id, body->value("term", std::string()));
-        if (!kept) {  // the page is told what went wrong, not where the folder is
-          std::string message = kept.error().message;
-          const std::string dir = app.options.config.glossary_dir.string();
-          for (size_t at; !dir.empty() && (at = message.find(dir)) != std::string::npos;) {
-            message.replace(at, dir.size(), "the knowledge folder");
-          }
-          return Refuse(res, 409, message);
-        }
-        Send(res, 200, {{"kept", kept->file + ":" + std::to_string(kept->line)}});
-      });
+  server.Post(std::string("/api/runs/") + kRunId + "/remember",
+              [&app](const Request& req, Response& res) { Remember(app, req, res); });
   server.Get(std::string("/api/runs/") + kRunId + "/figures/(chart-[0-9]+\\.(svg|png))",
              [&app](const Request& req, Response& res) {
                const std::string id = req.matches[1].str(), name = req.matches[2].str();
