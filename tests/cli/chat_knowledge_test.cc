@@ -29,8 +29,9 @@ TEST(ChatKnowledgeTest, AReplyKeptAtTheTerminalAnswersTheNextQuestion) {
   ASSERT_TRUE(chat.started());
   ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.output();
   server.Enqueue({200, {}, AskRegion()});
-  EnqueueTurn(server, kOrders,
-              R"({"answer": "North has the most orders: 565.", "supporting_values": ["North", "565"]})");
+  EnqueueTurn(
+      server, kOrders,
+      R"({"answer": "North has the most orders: 565.", "supporting_values": ["North", "565"]})");
   chat.Type("Which is the top region?\r");
   ASSERT_TRUE(chat.WaitFor("reply> ")) << chat.rest();
   chat.Type("2\r");
@@ -42,14 +43,15 @@ TEST(ChatKnowledgeTest, AReplyKeptAtTheTerminalAnswersTheNextQuestion) {
   chat.Type("y\r");
   ASSERT_TRUE(chat.WaitFor("quarry: kept in " + glossary.string() + ":3")) << chat.rest();
   ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.rest();
-  EXPECT_NE(quarry::testing::ReadFile(glossary).find(
-                "  \"top region\":\n    means: \"by orders\"\n"),
-            std::string::npos);
+  EXPECT_NE(
+      quarry::testing::ReadFile(glossary).find("  \"top region\":\n    means: \"by orders\"\n"),
+      std::string::npos);
 
   // The next question: the model asks again and is answered from the glossary, no prompt.
   server.Enqueue({200, {}, AskRegion()});
-  EnqueueTurn(server, kOrders,
-              R"({"answer": "North still has the most orders: 565.", "supporting_values": ["North", "565"]})");
+  EnqueueTurn(
+      server, kOrders,
+      R"({"answer": "North still has the most orders: 565.", "supporting_values": ["North", "565"]})");
   chat.Type("And the top region now?\r");
   ASSERT_TRUE(chat.WaitFor("North still has the most orders: 565.")) << chat.rest();
   ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.rest();
@@ -75,8 +77,9 @@ TEST(ChatKnowledgeTest, AnythingButYesKeepsNothing) {
   ASSERT_TRUE(chat.started());
   ASSERT_TRUE(chat.WaitFor("quarry> ")) << chat.output();
   server.Enqueue({200, {}, AskRegion()});
-  EnqueueTurn(server, kOrders,
-              R"({"answer": "North has the most orders: 565.", "supporting_values": ["North", "565"]})");
+  EnqueueTurn(
+      server, kOrders,
+      R"({"answer": "North has the most orders: 565.", "supporting_values": ["North", "565"]})");
   chat.Type("Which is the top region?\r");
   ASSERT_TRUE(chat.WaitFor("reply> ")) << chat.rest();
   chat.Type("by orders\r");
@@ -86,6 +89,38 @@ TEST(ChatKnowledgeTest, AnythingButYesKeepsNothing) {
   EXPECT_FALSE(fs::exists(cwd.path() / ".quarry")) << "nothing written";
   chat.Type("\x04");
   EXPECT_EQ(chat.Wait(10s), 0);
+}
+
+// `quarry ask` on a terminal asks too: the reply that continues a thread is offered, and kept
+// on "y"; off a terminal the same offer is the command that keeps it.
+TEST(ChatKnowledgeTest, AskAtATerminalOffersTheReplyItContinuedWith) {
+  ProviderServer server;
+  quarry::testing::TempDir cwd;
+  const fs::path glossary = cwd.path() / ".quarry" / "glossary.yaml";
+  const std::vector<std::string> env = ChildEnv(server, cwd.path() / "state");
+  const std::string runs = (cwd.path() / "runs").string();
+  server.Enqueue({200, {}, AskRegion()});
+  auto first = quarry::testing::RunProcess(
+      {quarry::testing::QuarryBinary().string(), "ask", "--no-python", "--runs-dir", runs,
+       "--thread", "regions", "--data", Sales().string(), "Which is the top region?"},
+      cwd.path(), env);
+  ASSERT_EQ(first.exit_code, 7) << first.out << first.err;
+  EnqueueTurn(
+      server, kOrders,
+      R"({"answer": "North has the most orders: 565.", "supporting_values": ["North", "565"]})");
+  PtyQuarry ask({"ask", "--no-python", "--runs-dir", runs, "--thread", "regions", "--data",
+                 Sales().string(), "by orders"},
+                cwd.path(), env);
+  ASSERT_TRUE(ask.started());
+  ASSERT_TRUE(ask.WaitFor("North has the most orders: 565.")) << ask.output();
+  ASSERT_TRUE(ask.WaitFor("Keep \"top region = by orders\" in " + glossary.string() +
+                          " for later questions? [y/N] "))
+      << ask.rest();
+  EXPECT_FALSE(fs::exists(glossary));
+  ask.Type("y\r");
+  ASSERT_TRUE(ask.WaitFor("quarry: kept in " + glossary.string() + ":3")) << ask.rest();
+  EXPECT_EQ(ask.Wait(10s), 0);
+  EXPECT_TRUE(fs::exists(glossary));
 }
 
 }  // namespace
