@@ -158,7 +158,8 @@ class PtyQuarry {
   size_t cursor_ = 0;
 };
 
-inline bool WaitForRequests(const ProviderServer& server, size_t n, std::chrono::milliseconds limit) {
+inline bool WaitForRequests(const ProviderServer& server, size_t n,
+                            std::chrono::milliseconds limit) {
   const auto deadline = Clock::now() + limit;
   while (Clock::now() < deadline) {
     if (server.requests().size() >= n) return true;
@@ -168,13 +169,12 @@ inline bool WaitForRequests(const ProviderServer& server, size_t n, std::chrono:
 }
 
 inline json ShowThread(const ProviderServer& server, const fs::path& cwd, const fs::path& runs,
-                const std::string& name) {
+                       const std::string& name) {
   auto r = quarry::testing::RunProcess({quarry::testing::QuarryBinary().string(), "threads", "show",
                                         name, "--runs-dir", runs.string(), "--format", "json"},
                                        cwd, {"QUARRY_BASE_URL=" + server.base_url()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(r.out, nullptr, false);
 }
-
 
 }  // namespace quarry::chat_test

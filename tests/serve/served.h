@@ -144,7 +144,8 @@ class Served {
     return json::parse(r->body, nullptr, false);
   }
   // The run's outcome once it has finished (polled), or null after `timeout`.
-  json Outcome(const std::string& run_id, std::chrono::milliseconds timeout = std::chrono::milliseconds(30000)) const {
+  json Outcome(const std::string& run_id,
+               std::chrono::milliseconds timeout = std::chrono::milliseconds(30000)) const {
     const auto until = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < until) {
       json run = Get("/api/runs/" + run_id);
