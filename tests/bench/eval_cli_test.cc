@@ -337,7 +337,18 @@ TEST(EvalCliTest, BirdEvidenceAsKnowledgeOrNoneAndTheTwoRunsCompared) {
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("matched only in A 1, only in B 0, two-sided p = 1"), std::string::npos);
-  // A folder no eval wrote, and a corrupt line, are clear errors.
+  // A folder no eval wrote, a corrupt line, a question twice, an outcome no eval writes: errors.
+  tmp.Write("twice/questions.jsonl",
+            "{\"question_id\": \"1\", \"outcome\": \"match\"}\n"
+            "{\"question_id\": \"1\", \"outcome\": \"mismatch\"}\n");
+  auto twice = Eval(tmp, {"compare", "twice", "results/eval/bird-dev-none"});
+  EXPECT_EQ(twice.exit_code, 3);
+  EXPECT_NE(twice.err.find("twice/questions.jsonl:2: question 1 is there twice"), std::string::npos)
+      << twice.err;
+  tmp.Write("odd/questions.jsonl", "{\"question_id\": \"1\", \"outcome\": \"MATCH\"}\n");
+  auto odd = Eval(tmp, {"compare", "odd", "results/eval/bird-dev-none"});
+  EXPECT_EQ(odd.exit_code, 3);
+  EXPECT_NE(odd.err.find("outcome 'MATCH' is none of match"), std::string::npos) << odd.err;
   auto missing = Eval(tmp, {"compare", "results/eval/bird-dev-knowledge", "nowhere"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("nowhere/questions.jsonl does not exist"), std::string::npos)

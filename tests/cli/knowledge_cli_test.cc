@@ -404,6 +404,15 @@ TEST(KnowledgeCliTest, AClarificationReplyKeptInTheGlossaryIsUsedByALaterQuestio
   EXPECT_TRUE(noted) << trace["notes"].dump();
   // No offer for a term the glossary now holds.
   EXPECT_EQ(later.err.find("quarry: to keep"), std::string::npos) << later.err;
+  // The command that continues a waiting thread keeps the knowledge the question had.
+  server.Enqueue({200, {}, Turn("ask_user", {{"question", "Which year?"}, {"term", "last year"}})});
+  auto waiting =
+      quarry::testing::RunProcess({QuarryBinary().string(), "ask", "--knowledge", k.string(),
+                                   "--data", Sales(), "What was revenue last year?"},
+                                  cwd.path(), env, {"OPENROUTER_API_KEY", "QUARRY_PRICES"});
+  EXPECT_EQ(waiting.exit_code, 7) << waiting.err;
+  EXPECT_NE(waiting.out.find(" --knowledge " + k.string() + " --data "), std::string::npos)
+      << waiting.out;
 }
 
 }  // namespace

@@ -160,6 +160,8 @@ TEST_F(GlossaryTest, WhatIsDefinedAlreadyOrCannotBeAppendedIsRefusedAndTheFileKe
             "'turnover' is already the metric 'revenue' (metrics.yaml:2): change it there if it "
             "has changed");
   EXPECT_EQ(error("  "), "the term has no name: name the phrase it defines");
+  EXPECT_EQ(error(std::string(81, 'w')),
+            "the term is 81 bytes: a term is a short phrase of at most 80 bytes");
   t.means = "";
   EXPECT_EQ(error("empty"), "the term 'empty' says nothing: give its meaning");
   EXPECT_EQ(ReadFile(dir_ / "glossary.yaml"), before);

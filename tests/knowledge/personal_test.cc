@@ -65,6 +65,23 @@ TEST(PersonalTest, APersonalColumnShowsNoValuesAndSaysWhy) {
   ASSERT_TRUE(result) << result.error().message;
   ASSERT_EQ(result->rows.size(), 1u);
   EXPECT_EQ(result->rows[0][0], "3");
+  // A glossary value of a personal column stays out of the knowledge section too, and out of
+  // a clarification answered from it; another column's value is shown.
+  std::ofstream(tmp.path() / "k" / "glossary.yaml")
+      << "terms:\n  vip customer: {means: our VIP, column: customers.email, value: "
+         "ana@shop.example}\n  home market: {means: where we began, column: customers.country, "
+         "value: PT}\n";
+  auto with_terms = Load(tmp.path() / "k");
+  ASSERT_TRUE(with_terms) << with_terms.error().message;
+  const Selection s = Retrieve(*with_terms, "vip customer in the home market", 1500);
+  EXPECT_EQ(s.text.find("ana@shop.example"), std::string::npos) << s.text;
+  EXPECT_NE(s.text.find("→ column customers.email = a value not shown (personal data)"),
+            std::string::npos)
+      << s.text;
+  EXPECT_NE(s.text.find("→ column customers.country = 'PT'"), std::string::npos) << s.text;
+  auto vip = Define(*with_terms, "vip customer", "");
+  ASSERT_TRUE(vip);
+  EXPECT_EQ(vip->text.find("ana@shop.example"), std::string::npos) << vip->text;
   // Knowledge without a personal column has none to hide.
   EXPECT_FALSE(HasPersonalColumns(Knowledge{}));
 }

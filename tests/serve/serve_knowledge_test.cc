@@ -66,6 +66,11 @@ TEST(ServeKnowledgeTest, AReplyKeptFromThePageAnswersTheNextQuestion) {
   json again = s.Post("/api/runs/" + id + "/remember", {{"term", "top channel"}}, &status);
   EXPECT_EQ(status, 409);
   EXPECT_EQ(again.dump().find(k.path().string()), std::string::npos) << again.dump();
+  // A run that does not exist: refused, with no folder of the machine named.
+  json unknown = s.Post("/api/runs/20261204-000000-000000/remember", json::object(), &status);
+  EXPECT_EQ(status, 409);
+  EXPECT_EQ(unknown.dump().find(s.dir().string()), std::string::npos) << unknown.dump();
+  EXPECT_NE(unknown.dump().find("the runs folder"), std::string::npos) << unknown.dump();
   // The outcome no longer offers what is kept.
   EXPECT_TRUE(s.Get("/api/runs/" + id)["outcome"]["glossary_offers"].empty());
 

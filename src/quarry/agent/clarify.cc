@@ -26,8 +26,9 @@ Clarification ClarificationFrom(const json& args, std::string* problem) {
   const auto one_line = [](const std::string& s) {
     return s.find_first_of("\r\n") == std::string::npos;
   };
-  if (!one_line(c.term)) {
-    *problem = "`term` must be one line: the phrase of the question that is open";
+  if (!one_line(c.term) || c.term.size() > knowledge::kMaxTermBytes) {
+    *problem = "`term` must be one line of at most " + std::to_string(knowledge::kMaxTermBytes) +
+               " bytes: the phrase of the question that is open";
   } else if (blank(c.question)) {
     *problem = "`question` is empty: ask one short question";
   } else if (c.question.size() > kMaxClarificationBytes) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "quarry/bench/eval.h"
 #include "quarry/common/json.h"
@@ -32,6 +33,7 @@ Result<std::map<std::string, bool>> ReadScored(const fs::path& dir) {
   }
   std::ifstream in(file, std::ios::binary);
   std::map<std::string, bool> out;
+  std::set<std::string> seen;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -43,9 +45,20 @@ Result<std::map<std::string, bool>> ReadScored(const fs::path& dir) {
                                           "question_id and outcome)");
     }
     const std::string outcome = j["outcome"].get<std::string>();
-    if (!Scored(outcome)) continue;
+    const std::string where = file.string() + ":" + std::to_string(number) + ": ";
+    if (!Scored(outcome) && outcome != "harness_error" && outcome != "skipped") {
+      return Fail(Error::Code::kData, where + "outcome '" + outcome +
+                                          "' is none of match, mismatch, prediction_error, "
+                                          "no_prediction, harness_error, skipped");
+    }
     const std::string db = j.contains("db_id") && j["db_id"].is_string() ? j["db_id"] : "";
-    out[db + "\n" + j["question_id"].get<std::string>()] = outcome == "match";
+    const std::string key = db + "\n" + j["question_id"].get<std::string>();
+    if (!seen.insert(key).second) {
+      return Fail(Error::Code::kData, where + "question " + j["question_id"].get<std::string>() +
+                                          (db.empty() ? "" : " of " + db) +
+                                          " is there twice: one run's results per folder");
+    }
+    if (Scored(outcome)) out[key] = outcome == "match";
   }
   return out;
 }

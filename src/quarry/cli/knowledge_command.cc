@@ -252,14 +252,15 @@ int RunKnowledge(const KnowledgeOptions& o) {
   for (const auto& f : findings) {
     if (f.problem.empty()) {
       if (o.format_name == "text") {
-        std::cout << "ok     " << TerminalText(f.item) << " (" << Where(f.origin) << ")\n";
+        std::cout << "ok     " << TerminalText(f.item) << " (" << TerminalText(Where(f.origin))
+                  << ")\n";
       }
       continue;
     }
     (f.stale ? stale : failed) += 1;
     if (o.format_name == "text") {
       std::cout << (f.stale ? "stale  " : "FAIL   ") << TerminalText(f.item) << " ("
-                << Where(f.origin) << "): " << TerminalText(f.problem) << "\n";
+                << TerminalText(Where(f.origin)) << "): " << TerminalText(f.problem) << "\n";
     }
   }
   std::cerr << "quarry knowledge check: " << findings.size() << " checked, " << failed

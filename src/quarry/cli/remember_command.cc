@@ -105,9 +105,10 @@ int RunRemember(const RememberOptions& o) {
               << (t->clarifications.empty() ? " asked no clarification"
                   : !answered               ? "'s clarification has no reply yet"
                   : o.term.empty()          ? " has no reply to keep: the model named no term for "
-                                              "it (give one with --term NAME), or it is defined "
-                                              "already"
-                                            : " has no reply to keep: the term is defined already")
+                                              "it (give one with --term NAME), the reply has no "
+                                              "words, or it is defined already"
+                                            : " has no reply to keep: the reply has no words, or "
+                                              "the term is defined already")
               << "\n";
     return kExitUsage;
   }

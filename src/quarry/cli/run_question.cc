@@ -176,6 +176,9 @@ std::string ContinueCommand(const AskOptions& o, const std::string& thread) {
   if (o.runs_dir_given) cmd += " --runs-dir " + ShellQuote(o.runs_dir);
   if (o.offline) cmd += " --offline";
   if (o.offline && !o.fixtures.empty()) cmd += " --fixtures " + ShellQuote(o.fixtures);
+  // The same knowledge as the question had, or the reply runs with other definitions.
+  if (o.no_knowledge) cmd += " --no-knowledge";
+  if (!o.no_knowledge && !o.knowledge.empty()) cmd += " --knowledge " + ShellQuote(o.knowledge);
   for (const auto& d : o.data) cmd += " --data " + ShellQuote(d);
   return cmd + " \"<your reply>\"";
 }

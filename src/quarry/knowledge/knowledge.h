@@ -250,6 +250,8 @@ Result<std::filesystem::path> SaveVerifiedQuery(const std::filesystem::path& dir
 // error), the term has no name or no meaning, its name or a synonym is already a term or
 // metric (naming where), or the file is laid out so that an entry cannot be appended (flow
 // style; the error gives the lines to add by hand); kData when it cannot be written.
+// A glossary term's name at most, in bytes (SaveTerm; ask_user's `term`).
+inline constexpr size_t kMaxTermBytes = 80;
 Result<Origin> SaveTerm(const std::filesystem::path& dir, const Term& term,
                         const std::string& comment);
 

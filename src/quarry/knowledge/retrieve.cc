@@ -47,7 +47,18 @@ std::string MetricText(const Metric& m) {
   return out + " [" + Where(m.origin) + "]\n";
 }
 
-std::string TermText(const Term& t) {
+// Whether `table_column` ("sales.customer_id", any case) is a column the knowledge marks personal.
+bool Personal(const Knowledge& k, const std::string& table_column) {
+  for (const TableDoc& t : k.tables) {
+    for (const ColumnDoc& c : t.columns) {
+      if (c.personal && Lower(t.table + "." + c.name) == Lower(table_column)) return true;
+    }
+  }
+  return false;
+}
+
+// A term as the prompt shows it; the value of a personal column stays out, as in the cards.
+std::string TermText(const Term& t, bool personal) {
   std::string out = "- " + t.name;
   if (!t.synonyms.empty()) {
     out += " (or:";
@@ -57,7 +68,9 @@ std::string TermText(const Term& t) {
   out += ": " + t.means;
   if (!t.metric.empty()) out += " → metric " + t.metric;
   if (!t.column.empty()) out += " → column " + t.column;
-  if (!t.value.empty()) out += " = '" + t.value + "'";
+  if (!t.value.empty()) {
+    out += personal ? " = a value not shown (personal data)" : " = '" + t.value + "'";
+  }
   return out + " [" + Where(t.origin) + "]\n";
 }
 
@@ -135,10 +148,14 @@ Selection Retrieve(const Knowledge& k, const std::string& question, int64_t budg
     }
   }
   for (const Term& t : k.terms) {
-    Candidate c{"term " + t.name + " (" + Where(t.origin) + ")", TermText(t), kSections[2], {}};
+    Candidate c{"term " + t.name + " (" + Where(t.origin) + ")",
+                TermText(t, Personal(k, t.column)),
+                kSections[2],
+                {}};
     std::string words = t.name;
     for (const auto& s : t.synonyms) words += " " + s;
-    c.fields = {words, t.means, t.column + " " + t.value + " " + t.metric};
+    c.fields = {words, t.means,
+                t.column + " " + (Personal(k, t.column) ? "" : t.value) + " " + t.metric};
     pool.push_back(std::move(c));
   }
   for (const TableDoc& t : k.tables) {
@@ -276,7 +293,7 @@ std::optional<Definition> Define(const Knowledge& k, const std::string& term,
     const auto is_term = [&](const std::string& n) { return same(n, term); };
     for (const Term& t : k.terms) {
       if (names(t.synonyms, t.name, is_term)) {
-        std::string text = one_line(TermText(t));
+        std::string text = one_line(TermText(t, Personal(k, t.column)));
         // A term pointing at a metric brings the metric's definition with it.
         for (const Metric& m : k.metrics) {
           if (!t.metric.empty() && same(m.name, t.metric)) text += "; " + one_line(MetricText(m));

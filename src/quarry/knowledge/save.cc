@@ -96,7 +96,14 @@ Result<void> ReplaceFile(const std::filesystem::path& path, const std::string& t
   if (fd < 0) {
     return Fail(Error::Code::kData, "cannot write " + path.string() + ": " + std::strerror(errno));
   }
-  ::fchmod(fd, 0644);
+  // The file keeps its own mode and owner: a glossary kept private stays private.
+  struct stat was {};
+  if (::stat(path.c_str(), &was) == 0) {
+    ::fchmod(fd, was.st_mode & 07777);
+    [[maybe_unused]] const int owned = ::fchown(fd, was.st_uid, was.st_gid);
+  } else {
+    ::fchmod(fd, 0644);
+  }
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   const bool synced = ::fsync(fd) == 0;
   const bool closed = ::close(fd) == 0;
@@ -116,6 +123,11 @@ Result<Origin> SaveTerm(const std::filesystem::path& dir, const Term& given,
   term.means = std::string(Trim(term.means));
   if (engine::JoinWords(term.name).empty()) {
     return Fail(Error::Code::kUsage, "the term has no name: name the phrase it defines");
+  }
+  if (term.name.size() > kMaxTermBytes) {
+    return Fail(Error::Code::kUsage, "the term is " + std::to_string(term.name.size()) +
+                                         " bytes: a term is a short phrase of at most " +
+                                         std::to_string(kMaxTermBytes) + " bytes");
   }
   if (term.means.empty() && term.metric.empty() && term.column.empty()) {
     return Fail(Error::Code::kUsage, "the term '" + term.name + "' says nothing: give its meaning");

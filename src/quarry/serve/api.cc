@@ -254,11 +254,17 @@ void Remember(App& app, const Request& req, Response& res) {
   }
   const std::string term = body->value("term", std::string());
   auto kept = app.runs.knowledge().Keep(app.options.runs_dir, id, term);
-  if (!kept) {  // the page is told what went wrong, not where the folder is
+  if (!kept) {  // the page is told what went wrong, not where the folders are
     std::string message = kept.error().message;
-    const std::string dir = app.options.config.glossary_dir.string();
-    for (size_t at; !dir.empty() && (at = message.find(dir)) != std::string::npos;) {
-      message.replace(at, dir.size(), "the knowledge folder");
+    std::error_code ec;
+    const std::pair<std::string, const char*> folders[] = {
+        {app.options.config.glossary_dir.string(), "the knowledge folder"},
+        {std::filesystem::absolute(app.options.runs_dir, ec).string(), "the runs folder"},
+        {app.options.runs_dir.string(), "the runs folder"}};
+    for (const auto& [dir, name] : folders) {
+      for (size_t at; !dir.empty() && (at = message.find(dir)) != std::string::npos;) {
+        message.replace(at, dir.size(), name);
+      }
     }
     return Refuse(res, 409, message);
   }
