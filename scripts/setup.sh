@@ -14,6 +14,7 @@ packages=(
   libedit-dev  # line editing in quarry chat
   libtomlplusplus-dev  # the config file
   libpq-dev  # PostgreSQL's client
+  libmariadb-dev  # the MySQL protocol's client (MariaDB, MySQL)
   libzip-dev libexpat1-dev libfreexl-dev  # Excel workbooks (.xlsx, .xls)
   zlib1g-dev  # whether a .csv.gz is whole
   libcpp-httplib-dev  # quarry serve's HTTP server (also the tests' stand-in provider)
@@ -25,6 +26,7 @@ packages=(
 if [ "$tests" = 1 ]; then
   packages+=(
     postgresql  # the server the tests start
+    mariadb-server mariadb-plugin-spider  # MariaDB, and Spider for the sharded tests
     python3-openpyxl  # one of the writers of the workbook corpus (tests/engine/workbooks)
     chromium
     clang-16 libclang-rt-16-dev  # libFuzzer and its sanitizers (scripts/fuzz.sh)

@@ -1,9 +1,9 @@
-// The PostgreSQL Chinook (data/chinook_postgresql.sql on the test server) answers the same
-// questions as data/chinook.sqlite: every query pair of tasks/postgres/equivalence.json runs on
-// both through engine::Open, and the rows are compared in order, value by value, by each
-// column's kind (the file states the kinds and their tolerances). The pairs that carry a task
-// id are also checked against tasks/truth.json, so `quarry bench --postgres` grades a server's
-// answers with a truth that holds there.
+// The PostgreSQL Chinook (data/chinook_postgresql.sql on the test server) and the MariaDB one
+// (data/chinook_mysql.sql) answer the same questions as data/chinook.sqlite: every query of
+// tasks/postgres/equivalence.json runs on SQLite and on each server through engine::Open, and the
+// rows are compared in order, value by value, by each column's kind (the file states the kinds and
+// their tolerances). The pairs that carry a task id are also checked against tasks/truth.json, so
+// `quarry bench --postgres` grades a server's answers with a truth that holds there.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 
 #include "quarry/common/json.h"
 #include "quarry/engine/engine.h"
+#include "support/mariadb_server.h"
 #include "support/pg_server.h"
 #include "support/test_support.h"
 
@@ -79,7 +80,9 @@ engine::ResultTable Query(engine::Engine& e, const std::string& sql, const std::
   return *r;
 }
 
-TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
+// Every query of the file on `url` (its query under `key`) against SQLite's Chinook.
+void AnswersEveryPairLikeSqlite(const std::string& url, const std::string& key,
+                                engine::Dialect dialect) {
   const json doc = ReadJson(SourceDir() / "tasks" / "postgres" / "equivalence.json");
   const json suite = ReadJson(SourceDir() / "tasks" / "suite.json");
   const json truth = ReadJson(SourceDir() / "tasks" / "truth.json")["tasks"];
@@ -90,10 +93,10 @@ TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
   options.fingerprint = false;
   auto lite = engine::Open({SourceDir() / "data" / "chinook.sqlite"}, options);
   ASSERT_TRUE(lite) << lite.error().message;
-  auto pg = engine::Open({fs::path(test::SharedPgServer().Url())}, options);
+  auto pg = engine::Open({fs::path(url)}, options);
   ASSERT_TRUE(pg) << pg.error().message;
   ASSERT_EQ((*lite)->dialect(), engine::Dialect::kSQLite);
-  ASSERT_EQ((*pg)->dialect(), engine::Dialect::kPostgreSQL);
+  ASSERT_EQ((*pg)->dialect(), dialect);
 
   const std::set<std::string> kinds = {"int", "text", "money", "real", "timestamp"};
   std::set<std::string> ids, tasks_checked, kinds_seen;
@@ -108,7 +111,7 @@ TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
       kinds_seen.insert(k);
     }
     const engine::ResultTable a = Query(**lite, q.value("sqlite", ""), id);
-    const engine::ResultTable b = Query(**pg, q.value("postgresql", ""), id);
+    const engine::ResultTable b = Query(**pg, q.value(key, ""), id);
     ASSERT_GT(a.row_count, 0) << "a pair proves nothing on no rows";
     ASSERT_EQ(a.row_count, b.row_count);
     ASSERT_EQ(a.columns.size(), columns.size());
@@ -117,7 +120,7 @@ TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
       for (size_t c = 0; c < columns.size(); ++c) {
         const std::string why = Differ(columns[c], a.rows[r][c], b.rows[r][c]);
         EXPECT_EQ(why, "") << "row " << r << " column " << c << " (" << columns[c] << "): sqlite "
-                           << Show(a.rows[r][c]) << ", postgresql " << Show(b.rows[r][c]);
+                           << Show(a.rows[r][c]) << ", " << key << " " << Show(b.rows[r][c]);
         ++cells;
         null_cells += a.rows[r][c] ? 0 : 1;
       }
@@ -170,6 +173,15 @@ TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
   EXPECT_EQ(kinds_seen, kinds);
   EXPECT_GT(null_cells, 50);  // Customer.Company, Customer.State, Track.Composer, ReportsTo
   EXPECT_GT(cells, 1000);
+}
+
+TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
+  AnswersEveryPairLikeSqlite(test::SharedPgServer().Url(), "postgresql",
+                             engine::Dialect::kPostgreSQL);
+}
+
+TEST(MySqlEquivalence, ChinookOnMariaDbAnswersEveryQueryLikeChinookOnSqlite) {
+  AnswersEveryPairLikeSqlite(test::SharedMariaDbServer().Url(), "mysql", engine::Dialect::kMySQL);
 }
 
 }  // namespace

@@ -36,20 +36,28 @@
 #include <gtest/gtest.h>
 
 #include "support/pg_server_internal.h"
+#include "support/server_process.h"
 
 namespace quarry::test {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using internal::Euid;
+using internal::Fnv1a;
+using internal::LogTail;
+using internal::PercentEncode;
+using internal::ServerUser;
+using internal::StopServer;
+using internal::WaitFor;
 
 // Bump when the template's content (pg_template.cc) or settings change: a new cache key.
 constexpr int kSchemaVersion = 3;
 constexpr const char* kAdmin = "quarry_admin";
 constexpr auto kReadyTimeout = 60s;
 
-[[noreturn]] void Fail(const std::string& what) {
-  throw std::runtime_error("test PostgreSQL server: " + what);
-}
+constexpr std::string_view kWhat = "test PostgreSQL server";
+
+[[noreturn]] void Fail(const std::string& message) { internal::FailServer(kWhat, message); }
 
 struct Binaries {
   std::string version;  // the directory name under /usr/lib/postgresql, e.g. "15"
@@ -83,114 +91,15 @@ Binaries FindBinaries() {
 }
 
 // As root, the server runs as `postgres` (or `nobody`): PostgreSQL refuses to run as root.
-struct ServerUser {
-  bool drop = false;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
-ServerUser PickServerUser() {
-  if (::geteuid() != 0) return {};
-  for (const char* name : {"postgres", "nobody"}) {
-    if (const passwd* pw = ::getpwnam(name)) return {true, pw->pw_uid, pw->pw_gid};
-  }
-  Fail(
-      "running as root, but there is no 'postgres' or 'nobody' user to run the server as; "
-      "run scripts/setup.sh --tests (Debian's postgresql package creates the postgres user)");
+ServerUser PickPgUser() {
+  return internal::PickServerUser(kWhat, {"postgres", "nobody"},
+                                  "run scripts/setup.sh --tests (Debian's postgresql package "
+                                  "creates the postgres user)");
 }
 
-void ChownTree(const fs::path& dir, const ServerUser& user) {
-  if (!user.drop) return;
-  if (::lchown(dir.c_str(), user.uid, user.gid) != 0) {
-    Fail("cannot chown " + dir.string() + ": " + std::strerror(errno));
-  }
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (::lchown(entry.path().c_str(), user.uid, user.gid) != 0) {
-      Fail("cannot chown " + entry.path().string() + ": " + std::strerror(errno));
-    }
-  }
-}
-
-std::string LogTail(const fs::path& log) {
-  std::ifstream in(log, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string all = text.str();
-  constexpr size_t kTail = 3000;
-  return all.size() > kTail ? "..." + all.substr(all.size() - kTail) : all;
-}
-
-void WriteChildError(const char* what) {
-  ssize_t ignored = ::write(2, what, std::strlen(what));
-  (void)ignored;
-}
-
-// Runs argv as a direct child (as the server user when we are root), its output appended to
-// `log`. The child gets SIGQUIT when this thread dies (PR_SET_PDEATHSIG, set after setuid
-// because a credential change clears it), so a crashed test process takes its server along.
 pid_t Spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log,
             const ServerUser& user) {
-  std::vector<char*> args;
-  for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  static const char* const kEnv[] = {"LC_ALL=C", "TZ=UTC", "PATH=/usr/bin:/bin", nullptr};
-  const std::string cwd_text = cwd.string();
-  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) Fail("cannot open " + log.string() + ": " + std::strerror(errno));
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls from here on: the test process may have threads.
-    ::setpgid(0, 0);
-    if (null_fd < 0 || ::dup2(null_fd, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
-      ::_exit(126);
-    }
-    ::syscall(SYS_close_range, 3U, ~0U, 0U);
-    if (user.drop &&
-        (::setgroups(0, nullptr) != 0 || ::setgid(user.gid) != 0 || ::setuid(user.uid) != 0)) {
-      WriteChildError("test PostgreSQL server: cannot switch to the server user\n");
-      ::_exit(126);
-    }
-    if (::prctl(PR_SET_PDEATHSIG, SIGQUIT) != 0 || ::getppid() != parent) ::_exit(126);
-    if (::chdir(cwd_text.c_str()) != 0) {
-      WriteChildError("test PostgreSQL server: the server user cannot enter its directory\n");
-      ::_exit(126);
-    }
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(args[0], args.data(), const_cast<char* const*>(kEnv));
-    WriteChildError("test PostgreSQL server: exec failed\n");
-    ::_exit(127);
-  }
-  const int fork_errno = errno;
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
-  if (pid < 0) Fail(std::string("fork failed: ") + std::strerror(fork_errno));
-  return pid;
-}
-
-// Waits up to `timeout` for `pid`; returns its wait status, or nullopt if it still runs.
-std::optional<int> WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    pid_t got = ::waitpid(pid, &status, WNOHANG);
-    if (got == pid) return status;
-    if (got < 0 && errno != EINTR) return -1;  // not our child any more: treat as gone
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(10ms);
-  }
-}
-
-void StopServer(pid_t pid, int signal) {
-  if (pid <= 0) return;
-  ::kill(pid, signal);
-  if (!WaitFor(pid, 20s)) {
-    ::kill(pid, SIGKILL);
-    WaitFor(pid, 5s);
-  }
+  return internal::Spawn(kWhat, argv, cwd, log, user);
 }
 
 std::string Quote(std::string_view value) {
@@ -245,12 +154,6 @@ pid_t StartPostgres(const Binaries& bin, const fs::path& data_dir, const fs::pat
   }
 }
 
-uint64_t Fnv1a(std::string_view text) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
-  return hash;
-}
-
 // The cache key: the script's size and mtime, the server version and kSchemaVersion.
 std::string CacheKey(const Binaries& bin) {
   const std::string script = QUARRY_SOURCE_DIR "/data/chinook_postgresql.sql";
@@ -264,37 +167,6 @@ std::string CacheKey(const Binaries& bin) {
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Fnv1a(key)));
   return hex;
 }
-
-// A directory in the shared temp dir that must be ours (a predictable name another user
-// could have planted).
-void EnsureOwnDir(const fs::path& dir, mode_t mode) {
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
-    Fail("cannot create " + dir.string() + ": " + std::strerror(errno));
-  }
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
-    Fail(dir.string() + " is not a directory owned by this user; remove it and run again");
-  }
-}
-
-std::string Euid() { return std::to_string(::geteuid()); }
-
-class FileLock {
- public:
-  explicit FileLock(const fs::path& path)
-      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
-    if (fd_ < 0) Fail("cannot open the lock " + path.string() + ": " + std::strerror(errno));
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) Fail("cannot lock " + path.string() + ": " + std::strerror(errno));
-    }
-  }
-  ~FileLock() { ::close(fd_); }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_;
-};
 
 void AppendTo(const fs::path& file, const std::string& text, bool prepend) {
   std::ifstream in(file, std::ios::binary);
@@ -332,110 +204,46 @@ void DropSpareWal(const Binaries& bin, const fs::path& data, const fs::path& bui
   }
 }
 
-// The template data directory, built if missing. Several test processes start at once: the
-// first builds under the lock into a scratch dir and renames it into place, so a half-built
-// template is never seen; the others wait on the lock and then reuse it.
-fs::path EnsureTemplate(const Binaries& bin, const ServerUser& user) {
+// The template data directory, built if missing (internal::EnsureTemplate).
+fs::path EnsurePgTemplate(const Binaries& bin, const ServerUser& user) {
   const fs::path root = fs::temp_directory_path() / ("quarry-pg-" + Euid() + "-" + CacheKey(bin));
-  EnsureOwnDir(root, 0755);  // the server user must traverse it
-  const fs::path tmpl = root / "template";
-  if (fs::exists(tmpl / "PG_VERSION")) return tmpl;
-  FileLock lock(root / "lock");
-  if (fs::exists(tmpl / "PG_VERSION")) return tmpl;
-
-  // Under the lock nobody else builds: scratch dirs of builders that died go.
-  for (const auto& entry : fs::directory_iterator(root)) {
-    if (entry.path().filename().string().rfind("build-", 0) == 0) fs::remove_all(entry.path());
-  }
-  const fs::path build = root / ("build-" + std::to_string(::getpid()));
-  fs::create_directory(build);
-  fs::permissions(build, fs::perms::owner_all);
-  ChownTree(build, user);
-  const fs::path data = build / "data";
-  const fs::path log = build / "build.log";
-  pid_t initdb = Spawn({bin.initdb, "-D", data.string(), "-U", kAdmin, "-A", "trust", "-E", "UTF8",
-                        "--locale=C", "--no-sync", "--no-instructions", "--wal-segsize=1"},
-                       build, log, user);
-  std::optional<int> status = WaitFor(initdb, 120s);
-  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    if (!status) StopServer(initdb, SIGKILL);
-    Fail("initdb failed; its output (" + log.string() + "):\n" + LogTail(log));
-  }
-  AppendTo(data / "pg_hba.conf",
-           "# quarry tests: pwuser must give its password on the socket\n"
-           "local all pwuser scram-sha-256\n",
-           /*prepend=*/true);
-  // Small WAL segments keep the template (copied for every test process) small.
-  AppendTo(data / "postgresql.conf",
-           "\ntimezone = 'UTC'\nlog_timezone = 'UTC'\nmin_wal_size = '4MB'\n", false);
-
-  const int port = 40000 + ::getpid() % 10000;
-  pid_t server = StartPostgres(bin, data, build, port, false, log, user);
-  try {
-    internal::PopulateTemplate(AdminConninfo(build, port));
-  } catch (const std::exception& e) {
-    StopServer(server, SIGQUIT);
-    throw std::runtime_error(std::string(e.what()) + "\nserver log:\n" + LogTail(log));
-  }
-  // A fast shutdown checkpoints, so the copy starts clean without recovery.
-  ::kill(server, SIGINT);
-  status = WaitFor(server, 60s);
-  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    if (!status) StopServer(server, SIGKILL);
-    Fail("the template server did not shut down cleanly; its log:\n" + LogTail(log));
-  }
-  DropSpareWal(bin, data, build, user);
-  ::sync();  // the server ran with fsync off; the template outlives it
-  fs::rename(data, tmpl);
-  std::error_code ignored;
-  fs::remove_all(build, ignored);
-  return tmpl;
-}
-
-// Private dirs of test processes that died (their servers died with them) are removed.
-void SweepStaleRuns() {
-  const std::string prefix = "quarry-pg-" + Euid() + "-run-";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    pid_t pid = std::atoi(name.c_str() + prefix.size());
-    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
-      std::error_code ignored;
-      fs::remove_all(entry.path(), ignored);
+  return internal::EnsureTemplate(kWhat, root, "PG_VERSION", user, [&](const fs::path& build) {
+    const fs::path data = build / "data";
+    const fs::path log = build / "build.log";
+    pid_t initdb =
+        Spawn({bin.initdb, "-D", data.string(), "-U", kAdmin, "-A", "trust", "-E", "UTF8",
+               "--locale=C", "--no-sync", "--no-instructions", "--wal-segsize=1"},
+              build, log, user);
+    std::optional<int> status = WaitFor(initdb, 120s);
+    if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+      if (!status) StopServer(initdb, SIGKILL);
+      Fail("initdb failed; its output (" + log.string() + "):\n" + LogTail(log));
     }
-  }
-}
+    AppendTo(data / "pg_hba.conf",
+             "# quarry tests: pwuser must give its password on the socket\n"
+             "local all pwuser scram-sha-256\n",
+             /*prepend=*/true);
+    // Small WAL segments keep the template (copied for every test process) small.
+    AppendTo(data / "postgresql.conf",
+             "\ntimezone = 'UTC'\nlog_timezone = 'UTC'\nmin_wal_size = '4MB'\n", false);
 
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) Fail(std::string("socket failed: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  if (port < 0) Fail("no free port on 127.0.0.1");
-  return port;
-}
-
-std::string PercentEncode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
+    const int port = 40000 + ::getpid() % 10000;
+    pid_t server = StartPostgres(bin, data, build, port, false, log, user);
+    try {
+      internal::PopulateTemplate(AdminConninfo(build, port));
+    } catch (const std::exception& e) {
+      StopServer(server, SIGQUIT);
+      throw std::runtime_error(std::string(e.what()) + "\nserver log:\n" + LogTail(log));
     }
-  }
-  return out;
+    // A fast shutdown checkpoints, so the copy starts clean without recovery.
+    ::kill(server, SIGINT);
+    status = WaitFor(server, 60s);
+    if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+      if (!status) StopServer(server, SIGKILL);
+      Fail("the template server did not shut down cleanly; its log:\n" + LogTail(log));
+    }
+    DropSpareWal(bin, data, build, user);
+  });
 }
 
 using Conn = std::unique_ptr<PGconn, decltype(&PQfinish)>;
@@ -545,9 +353,9 @@ std::map<std::string, std::string> PgServer::TableChecksums(std::string_view db)
 OwnedPgServer::OwnedPgServer(bool loopback_tcp) : owner_(::getpid()) {
   static std::atomic<int> counter{0};
   const Binaries bin = FindBinaries();
-  const ServerUser user = PickServerUser();
-  const fs::path tmpl = EnsureTemplate(bin, user);
-  SweepStaleRuns();
+  const ServerUser user = PickPgUser();
+  const fs::path tmpl = EnsurePgTemplate(bin, user);
+  internal::SweepStaleRuns("quarry-pg-" + Euid() + "-run-");
   dir_ = fs::temp_directory_path() / ("quarry-pg-" + Euid() + "-run-" + std::to_string(owner_) +
                                       "-" + std::to_string(counter++));
   fs::remove_all(dir_);
@@ -557,9 +365,9 @@ OwnedPgServer::OwnedPgServer(bool loopback_tcp) : owner_(::getpid()) {
   fs::permissions(dir_ / "data", fs::perms::owner_all);
   fs::create_directory(dir_ / "sock");
   fs::permissions(dir_ / "sock", fs::perms::owner_all);
-  ChownTree(dir_, user);
+  internal::ChownTree(kWhat, dir_, user);
   server_.socket_dir = (dir_ / "sock").string();
-  server_.port = loopback_tcp ? FreeLoopbackPort() : 50000 + owner_ % 10000;
+  server_.port = loopback_tcp ? internal::FreeLoopbackPort(kWhat) : 50000 + owner_ % 10000;
   server_.tcp_port = loopback_tcp ? server_.port : 0;
   try {
     pid_ = StartPostgres(bin, dir_ / "data", dir_ / "sock", server_.port, loopback_tcp,

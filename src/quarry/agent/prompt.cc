@@ -31,6 +31,8 @@ std::string SystemPrompt(const engine::Engine& engine, const std::string& questi
         return {"SQLite", "cleaning_sqlite"};
       case engine::Dialect::kPostgreSQL:
         return {"PostgreSQL", "cleaning_postgres"};
+      case engine::Dialect::kMySQL:
+        return {"MySQL", "cleaning_mysql"};
     }
     return {"SQLite", "cleaning_sqlite"};
   }();

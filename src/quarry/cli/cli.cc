@@ -154,9 +154,10 @@ CLI::Validator ThreadName() {
 // Returns --runs-dir, whose presence also moves the threads there.
 CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_option("-d,--data", o.data,
-                  "A data file (repeat for several), or one PostgreSQL server: "
+                  "A data file (repeat for several), or one database server: "
                   "postgresql://USER@HOST:PORT/DB or service=NAME (password from PGPASSWORD, "
-                  "~/.pgpass or a service file)");  // required, checked after parsing
+                  "~/.pgpass or a service file), or mysql://USER@HOST:PORT/DB (MariaDB, MySQL; "
+                  "password from MYSQL_PWD or ~/.my.cnf)");  // required, checked after parsing
   cmd->add_flag("--offline", o.offline,
                 "Replay recorded model turns from fixtures/offline (tools still execute)");
   cmd->add_option("--fixtures", o.fixtures, "Where --offline looks for recorded turns");
@@ -355,7 +356,7 @@ int Main(int argc, char** argv) {
   McpOptions mcp;
   CLI::App* mcp_cmd = app.add_subcommand(
       "mcp", "Serve quarry's tools over MCP (stdio) for Claude Code and other MCP clients");
-  mcp_cmd->add_option("paths", mcp.paths, "Data files, or a PostgreSQL server URL")->required();
+  mcp_cmd->add_option("paths", mcp.paths, "Data files, or a database server URL")->required();
   mcp_cmd->add_flag("--allow-python", mcp.allow_python, "Offer run_python (sandboxed) to clients");
   mcp_cmd->add_option("--runs-dir", mcp.runs_dir,
                       "Where runs/<id>/ go (default runs); threads.sqlite3 too when given");

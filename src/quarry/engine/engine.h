@@ -1,7 +1,8 @@
 // The engine module: opens data sources, describes them as schema cards, and runs guarded,
 // read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON, Excel sheets) and
 // .duckdb databases; SQLite serves .sqlite/.db files; libpq serves PostgreSQL servers (and engines
-// that speak its wire protocol). Nothing here knows about the agent.
+// that speak its wire protocol); libmariadb serves MariaDB and MySQL servers (and engines that
+// speak the MySQL protocol). Nothing here knows about the agent.
 #pragma once
 
 #include <condition_variable>
@@ -21,11 +22,11 @@
 
 namespace quarry::engine {
 
-enum class Dialect { kDuckDB, kSQLite, kPostgreSQL };
-std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite", "postgresql"
+enum class Dialect { kDuckDB, kSQLite, kPostgreSQL, kMySQL };
+std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite", "postgresql", "mysql"
 
 // Whether a --data value names a database server rather than a file: a postgresql:// or
-// postgres:// URL, or a libpq service name ("service=NAME").
+// postgres:// URL, a libpq service name ("service=NAME"), or a mysql:// or mariadb:// URL.
 bool IsServerSpec(std::string_view spec);
 
 // Per column: min/max only for ordered scalar types; samples are the most frequent non-null
@@ -74,8 +75,19 @@ struct TableCard {
 };
 
 // What a source is read as. Names (traces, `quarry data --format json`): "csv", "tsv",
-// "parquet", "json", "xlsx", "xls", "sqlite", "duckdb", "postgresql".
-enum class SourceFormat { kCsv, kTsv, kParquet, kJson, kXlsx, kXls, kSqlite, kDuckDb, kPostgreSql };
+// "parquet", "json", "xlsx", "xls", "sqlite", "duckdb", "postgresql", "mysql".
+enum class SourceFormat {
+  kCsv,
+  kTsv,
+  kParquet,
+  kJson,
+  kXlsx,
+  kXls,
+  kSqlite,
+  kDuckDb,
+  kPostgreSql,
+  kMySql
+};
 std::string_view SourceFormatName(SourceFormat format);
 std::optional<SourceFormat> ParseSourceFormat(std::string_view name);
 

@@ -1,6 +1,7 @@
 // Pieces the engine implementations share; only the engine module includes this header.
 #pragma once
 
+#include <cctype>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -63,6 +64,26 @@ std::string BlobText(std::string_view bytes);
 std::string QuoteIdent(std::string_view name);
 // 'text' with embedded quotes doubled.
 std::string QuoteLiteral(std::string_view text);
+
+// A card column's type without the " NOT NULL"/" PRIMARY KEY" the cards append.
+inline std::string BaseCardType(std::string type) {
+  for (const char* suffix : {" NOT NULL", " PRIMARY KEY"}) {
+    if (type.ends_with(suffix)) type.resize(type.size() - std::string_view(suffix).size());
+  }
+  return type;
+}
+// An export CSV's field in double quotes, embedded quotes doubled.
+inline void AppendCsvQuoted(std::string& line, std::string_view text) {
+  line += '"';
+  for (const char c : text) line += c == '"' ? std::string("\"\"") : std::string(1, c);
+  line += '"';
+}
+// An exported table's file name: <index>_<table, letters and digits, other bytes as '_'>.csv.
+inline std::string ExportFileName(size_t index, const std::string& table) {
+  std::string safe;
+  for (const char c : table) safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return std::to_string(index) + "_" + safe.substr(0, 60) + ".csv";
+}
 
 // Samples a card keeps of a column with more than kCardFewValues distinct values.
 inline constexpr size_t kSampleValues = 3;
@@ -293,6 +314,28 @@ Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const Open
 
 // The spec as it may be shown: user, host, port and database only; never a password.
 std::string RedactServerSpec(std::string_view spec);
+
+// A MariaDB or MySQL server from a mysql:// or mariadb:// URL (case aside).
+bool IsMySqlSpec(std::string_view spec);
+// RedactServerSpec for such a URL.
+std::string RedactMySqlSpec(std::string_view spec);
+// Errors: kUsage for a password or an unknown parameter in the URL, or no database; kData when
+// the server cannot be reached or read.
+Result<std::unique_ptr<Engine>> OpenMySql(const std::string& spec, const OpenOptions& options);
+// ExportTables for a MySQL-protocol engine (mysql_export.cc).
+Result<std::vector<TableExport>> ExportMySql(const Engine& engine, const std::filesystem::path& dir,
+                                             int64_t max_rows);
+// Tests only: a MySQL-protocol engine's query without the text guard (the server's layers alone:
+// the READ ONLY transaction, privileges, the statement time limit).
+QueryOutcome QueryMySqlPastTextGuard(Engine& engine, std::string_view sql, const Limits& limits);
+
+// Column statistics from sampled rows (one row per sampled table row, a cell per card column,
+// in card order): null and distinct counts, the most frequent values, and min/max of the
+// columns `ranged` says sort as numbers (1) or as text (2; ISO dates and times), 0 for none.
+// `rows_known` is the table's row count (-1 unknown): when the sample is smaller, counts are
+// scaled to it and marked approximate.
+void SampleStatsInto(TableCard& card, const Rows& rows, int64_t rows_known,
+                     const std::function<int(const ColumnCard&)>& ranged);
 
 // Tests only: a PostgreSQL engine's query without the text guard (CheckQueryText), so a test
 // can show the server's own layers (READ ONLY transaction, privileges, timeouts) refuse on

@@ -399,6 +399,7 @@ Result<std::vector<TableExport>> ExportTables(const Engine& engine, const fs::pa
   if (engine.sources().empty()) return std::vector<TableExport>{};
   if (engine.dialect() == Dialect::kPostgreSQL)
     return internal::ExportPostgres(engine, abs, max_rows);
+  if (engine.dialect() == Dialect::kMySQL) return internal::ExportMySql(engine, abs, max_rows);
   return engine.dialect() == Dialect::kSQLite ? ExportSqlite(engine, abs, max_rows)
                                               : ExportDuckDb(engine, abs, max_rows);
 }

@@ -451,7 +451,7 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
                      "only the text before it; remove it and send one SELECT query");
   }
   auto tokens = Tokenize(sql, dialect);
-  if (!tokens && dialect == Dialect::kPostgreSQL) {
+  if (!tokens && (dialect == Dialect::kPostgreSQL || dialect == Dialect::kMySQL)) {
     // What the guard cannot read is not sent: a lexer difference must not become a way past.
     return QueryFailure{FailureClass::kSyntaxError, "",
                         "the SQL has a string, quoted name or comment that never closes; close it "
@@ -472,6 +472,9 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
                        "guard: exactly one statement is allowed; remove the ';' and everything "
                        "after it, and send one SELECT query");
     }
+  }
+  if (dialect == Dialect::kMySQL) {
+    if (auto v = internal::CheckMySql(*tokens)) return v;
   }
   const Token& first = tokens->front();
   if (!Contains(kQueryStarts, first.text)) {

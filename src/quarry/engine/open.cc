@@ -72,6 +72,7 @@ constexpr NamePair<SourceFormat> kSourceFormatNames[] = {
     {SourceFormat::kSqlite, "sqlite"},
     {SourceFormat::kDuckDb, "duckdb"},
     {SourceFormat::kPostgreSql, "postgresql"},
+    {SourceFormat::kMySql, "mysql"},
 };
 
 constexpr NamePair<CacheUse> kCacheUseNames[] = {
@@ -106,6 +107,8 @@ std::string_view DialectName(Dialect dialect) {
       return "sqlite";
     case Dialect::kPostgreSQL:
       return "postgresql";
+    case Dialect::kMySQL:
+      return "mysql";
   }
   return "unknown";
 }
@@ -113,6 +116,7 @@ std::string_view DialectName(Dialect dialect) {
 bool IsServerSpec(std::string_view spec) {
   const std::string head = Lower(std::string(spec.substr(0, 13)));
   if (head.starts_with("postgresql://") || head.starts_with("postgres://")) return true;
+  if (internal::IsMySqlSpec(spec)) return true;
   // libpq's keyword/value form ("host=db user=reader dbname=shop", "service=warehouse"): its
   // first word is one of libpq's keywords, unless a file of that name exists.
   const size_t start = spec.find_first_not_of(" \t");
@@ -208,6 +212,7 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
                   "a database server must be the only data source: ask about " +
                       internal::RedactServerSpec(given.string()) + " and the files separately");
     }
+    if (internal::IsMySqlSpec(given.string())) return internal::OpenMySql(given.string(), options);
     return internal::OpenPostgres(given.string(), options);
   }
   std::vector<SourceFormat> formats;

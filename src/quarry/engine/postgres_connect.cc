@@ -121,6 +121,7 @@ std::string Shown(std::string_view spec, const std::map<std::string, std::string
 }  // namespace
 
 std::string RedactServerSpec(std::string_view spec) {
+  if (IsMySqlSpec(spec)) return RedactMySqlSpec(spec);
   const Parsed parsed = Parse(spec);
   if (!parsed.error.empty()) {
     return LowerScheme(spec).find("://") == std::string::npos ? "(a libpq connection string)"

@@ -11,25 +11,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void Quoted(std::string& line, std::string_view text) {
-  line += '"';
-  for (const char c : text) line += c == '"' ? std::string("\"\"") : std::string(1, c);
-  line += '"';
-}
-
-std::string FileName(size_t index, const std::string& table) {
-  std::string safe;
-  for (const char c : table) safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return std::to_string(index) + "_" + safe.substr(0, 60) + ".csv";
-}
-
-std::string BaseType(std::string type) {
-  for (const char* suffix : {" NOT NULL", " PRIMARY KEY"}) {
-    if (type.ends_with(suffix)) type.resize(type.size() - std::string_view(suffix).size());
-  }
-  return type;
-}
-
 // Copies one table; `e` gets its columns, rows_written and row_count.
 Result<void> CopyTable(PGconn* conn, const std::string& sql_name, const TableCard& card,
                        int64_t max_rows, TableExport& e) {
@@ -63,11 +44,11 @@ Result<void> CopyTable(PGconn* conn, const std::string& sql_name, const TableCar
         const std::string name = PQfname(raw, c);
         std::string type;
         for (const ColumnCard& col : card.columns) {
-          if (col.name == name) type = BaseType(col.type);
+          if (col.name == name) type = BaseCardType(col.type);
         }
         e.columns.emplace_back(name, type);
         if (c) line += ',';
-        Quoted(line, name);
+        AppendCsvQuoted(line, name);
       }
       line += '\n';
     }
@@ -86,7 +67,7 @@ Result<void> CopyTable(PGconn* conn, const std::string& sql_name, const TableCar
       if (bare) {
         line += text;
       } else {
-        Quoted(line, text);
+        AppendCsvQuoted(line, text);
       }
     }
     line += '\n';
@@ -126,7 +107,7 @@ Result<std::vector<TableExport>> ExportPostgres(const Engine& engine, const fs::
   for (size_t i = 0; i < cards.size() && i < pg->sql_names_.size(); ++i) {
     TableExport e;
     e.table = cards[i].name;
-    e.path = dir / FileName(i, cards[i].name);
+    e.path = dir / ExportFileName(i, cards[i].name);
     if (auto copied = CopyTable(conn->get(), pg->sql_names_[i], cards[i], max_rows, e); !copied) {
       return Fail(Error::Code::kData,
                   "export of table " + cards[i].name + " failed: " + copied.error().message);

@@ -64,14 +64,6 @@ std::vector<std::string> ArrayItems(std::string_view text) {
   return out;
 }
 
-// The type without the " NOT NULL"/" PRIMARY KEY" the card appends.
-std::string BaseType(std::string type) {
-  for (const char* suffix : {" NOT NULL", " PRIMARY KEY"}) {
-    if (type.ends_with(suffix)) type.resize(type.size() - std::string_view(suffix).size());
-  }
-  return type;
-}
-
 // Numbers, dates and times: where a histogram's first and last bounds read as a range.
 bool Ranged(const std::string& type) {
   for (const char* t : {"smallint", "integer", "bigint", "numeric", "real", "double precision",
@@ -87,7 +79,7 @@ bool Ranged(const std::string& type) {
 // text does not sort, so with common values beside its histogram it gets no range.
 void RangeInto(ColumnCard& col, const std::vector<std::string>& bounds,
                const std::vector<std::string>& common) {
-  const std::string type = BaseType(col.type);
+  const std::string type = BaseCardType(col.type);
   const bool numeric =
       !type.starts_with("date") && !type.starts_with("time") && !type.starts_with("interval");
   if (type.starts_with("interval") && !common.empty() && !bounds.empty()) return;
@@ -143,40 +135,7 @@ void SampleInto(PGconn* conn, const PgRelationFacts& f, int64_t rows_known, Tabl
   sql += " LIMIT " + std::to_string(kSampleRows);
   auto rows = PgRowsSaved(conn, sql);
   if (!rows) return;
-  for (size_t c = 0; c < card.columns.size(); ++c) {
-    ColumnCard& col = card.columns[c];
-    std::map<std::string, int64_t> counts;
-    int64_t nulls = 0;
-    for (const auto& row : *rows) {
-      if (c >= row.size() || !row[c]) {
-        ++nulls;
-      } else {
-        ++counts[*row[c]];
-      }
-    }
-    col.profiled = true;
-    col.null_count = nulls;
-    col.distinct_count = static_cast<int64_t>(counts.size());
-    const auto sampled = static_cast<int64_t>(rows->size());
-    col.distinct_approx = sampled != rows_known;
-    if (sampled > 0 && rows_known > sampled) {
-      // A sample's counts, scaled to the table: nulls in proportion; a column whose sampled
-      // values were all different is taken as all different, others keep the sample's count
-      // (a floor; the card marks it "~").
-      const double scale = static_cast<double>(rows_known) / static_cast<double>(sampled);
-      col.null_count = std::llround(static_cast<double>(nulls) * scale);
-      if (col.distinct_count == sampled - nulls && col.distinct_count > 1) {
-        col.distinct_count = rows_known - col.null_count;
-      }
-    }
-    std::vector<std::pair<int64_t, std::string>> top;
-    for (const auto& [value, n] : counts) top.emplace_back(-n, value);
-    std::sort(top.begin(), top.end());
-    for (size_t i = 0; i < top.size() && i < kCardFewValues; ++i) {
-      col.samples.push_back(top[i].second);
-    }
-    KeepSamples(col);
-  }
+  SampleStatsInto(card, *rows, rows_known, [](const ColumnCard&) { return 0; });
   if (static_cast<int64_t>(rows->size()) != rows_known) {
     card.estimated = true;
     card.notes.push_back("column statistics from a sample of " + std::to_string(rows->size()) +
@@ -246,7 +205,7 @@ Result<void> ProfilePgCards(PostgresEngine& engine, size_t count, std::vector<Ta
         col.samples.push_back(common[k]);
       }
       KeepSamples(col);
-      if (Ranged(BaseType(col.type))) {
+      if (Ranged(BaseCardType(col.type))) {
         RangeInto(col, s.histogram ? ArrayItems(*s.histogram) : std::vector<std::string>{}, common);
       }
     }

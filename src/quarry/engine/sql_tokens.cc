@@ -25,21 +25,54 @@ size_t DollarTagEnd(std::string_view sql, size_t i) {
 std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect) {
   const bool postgres = dialect == Dialect::kPostgreSQL;
   const bool sqlite = dialect == Dialect::kSQLite;
+  const bool mysql = dialect == Dialect::kMySQL;
   std::vector<Token> tokens;
   size_t i = 0;
+  bool in_executable = false;  // MySQL: inside /*! ... */, whose text the server runs
   while (i < sql.size()) {
     char c = sql[i];
     if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (mysql && in_executable && c == '*' && i + 1 < sql.size() && sql[i + 1] == '/') {
+      in_executable = false;
+      i += 2;
+    } else if (mysql && (c == '#' || (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-' &&
+                                      (i + 2 == sql.size() ||
+                                       static_cast<unsigned char>(sql[i + 2]) <= ' ')))) {
+      // MySQL reads "--" as a comment only before a space or control character: 1--1 is 1 - -1.
+      // Ending it at a carriage return too only shows the guard more text.
+      while (i < sql.size() && sql[i] != '\n' && sql[i] != '\r') ++i;
+    } else if (mysql && c == '/' && i + 2 < sql.size() && sql[i + 1] == '*' &&
+               (sql[i + 2] == '!' ||
+                (sql[i + 2] == 'M' && i + 3 < sql.size() && sql[i + 3] == '!'))) {
+      // An executable comment: the server runs its text (when its version is at least the
+      // optional number), so the guard reads it as code, always.
+      if (in_executable) return std::nullopt;  // the server refuses them nested
+      const bool mariadb = sql[i + 2] == 'M';
+      i += mariadb ? 4 : 3;
+      size_t digits = 0;
+      while (i + digits < sql.size() && std::isdigit(static_cast<unsigned char>(sql[i + digits]))) {
+        ++digits;
+      }
+      // A version is five digits (/*!50001) or six (/*M!100100); another count, where MySQL
+      // and MariaDB may split version and code differently, is not read.
+      if (digits != 0 && digits != (mariadb ? 6u : 5u)) return std::nullopt;
+      i += digits;
+      in_executable = true;
+    } else if (mysql && c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      tokens.push_back({TokenKind::kSymbol, "-"});
       ++i;
     } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
       // PostgreSQL also ends a comment at a carriage return; ending it there everywhere only
       // shows the guard more text.
       while (i < sql.size() && sql[i] != '\n' && sql[i] != '\r') ++i;
     } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      // Inside an executable comment the first */ may end either: unreadable, so refused.
+      if (in_executable) return std::nullopt;
       size_t end = sql.find("*/", i + 2);
       if (end == std::string_view::npos) return std::nullopt;
       i = end + 2;
-    } else if (!sqlite && c == '$' && DollarTagEnd(sql, i) != std::string_view::npos) {
+    } else if (!sqlite && !mysql && c == '$' && DollarTagEnd(sql, i) != std::string_view::npos) {
       // $$...$$ or $tag$...$tag$: a string literal in DuckDB and PostgreSQL.
       const size_t tag_end = DollarTagEnd(sql, i);
       const std::string_view tag = sql.substr(i, tag_end - i + 1);
@@ -48,13 +81,15 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
       tokens.push_back(
           {TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
       i = close + tag.size();
-    } else if (c == '\'' || c == '"' || (!postgres && (c == '`' || c == '['))) {
+    } else if (c == '\'' || c == '"' || (!postgres && (c == '`' || (!mysql && c == '[')))) {
       char close = c == '[' ? ']' : c;
       // E'...' (PostgreSQL, DuckDB): a backslash escapes the next character, \' included.
       // Read as a plain string, E'\'', pg_read_file(...) --' would hide the call.
-      const bool escapes = !sqlite && c == '\'' && !tokens.empty() &&
-                           tokens.back().kind == TokenKind::kWord && tokens.back().text == "E" &&
-                           i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e');
+      // MySQL: every '...' and "..." string takes backslash escapes.
+      const bool escapes = (mysql && c != '`') ||
+                           (!sqlite && !mysql && c == '\'' && !tokens.empty() &&
+                            tokens.back().kind == TokenKind::kWord && tokens.back().text == "E" &&
+                            i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e'));
       std::string text;
       size_t j = i + 1;
       for (;; ++j) {
@@ -74,7 +109,8 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
         }
         text += sql[j];
       }
-      tokens.push_back({c == '\'' ? TokenKind::kString : TokenKind::kQuotedIdent, text});
+      const bool string = c == '\'' || (mysql && c == '"');
+      tokens.push_back({string ? TokenKind::kString : TokenKind::kQuotedIdent, text});
       i = j + 1;
     } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$') {
       size_t j = i;
@@ -89,6 +125,7 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
       ++i;
     }
   }
+  if (in_executable) return std::nullopt;
   return tokens;
 }
 

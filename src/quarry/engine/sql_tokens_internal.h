@@ -23,6 +23,13 @@ struct Token {
 // The dialect decides what hides text: '[' and '`' are operators in PostgreSQL (ARRAY[...]),
 // not quoted names; SQLite has neither dollar quotes nor E'' strings ($a$ is a parameter name
 // there, E a column), so reading them as strings would hide the code between them.
+// MySQL: `#` and `-- ` (a space or control character after it) comments; '...' and "..." are
+// strings with backslash escapes (the engine sets a sql_mode without ANSI_QUOTES and
+// NO_BACKSLASH_ESCAPES, so the server reads them so too); `name` is a quoted name; the text of an
+// executable comment (/*!, /*!NNNNN, /*M!, /*M!NNNNNN) is read as code.
 std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect);
+
+// The MySQL dialect's rules (guard_mysql.cc) on the tokens of a text with one statement.
+std::optional<QueryFailure> CheckMySql(const std::vector<Token>& tokens);
 
 }  // namespace quarry::engine::internal

@@ -273,6 +273,8 @@ std::string DialectTitle(engine::Dialect dialect) {
       return "SQLite";
     case engine::Dialect::kPostgreSQL:
       return "PostgreSQL";
+    case engine::Dialect::kMySQL:
+      return "MySQL";
   }
   return std::string(engine::DialectName(dialect));
 }
@@ -307,7 +309,8 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
                     "Run one read-only query (SELECT or WITH ... SELECT) in the " + dialect +
                         " dialect. A guard refuses writes, DDL, PRAGMA/ATTACH and file access, "
                         "naming the rule" +
-                        std::string(engine.dialect() == engine::Dialect::kPostgreSQL
+                        std::string(engine.dialect() == engine::Dialect::kPostgreSQL ||
+                                            engine.dialect() == engine::Dialect::kMySQL
                                         ? "; the server runs it in a read-only transaction"
                                         : "") +
                         ". Returns at most " + max_rows +

@@ -1,0 +1,221 @@
+// MySQL-protocol schema cards: tables, columns and declared foreign keys from information_schema
+// (three queries, whatever the number of tables), the server's row estimates, then each table's
+// statistics from a sample of its first rows. A table the sample reads whole gets exact figures;
+// a larger one gets the server's estimated row count and the sample's statistics, marked "~".
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "quarry/common/text.h"
+#include "quarry/engine/mysql_internal.h"
+
+namespace quarry::engine::internal {
+namespace {
+
+// Rows read per table for its statistics: Chinook's largest table (8,715 rows) is read whole.
+constexpr int kSampleRows = 10000;
+// Tables sampled at most; past them cards hold names and types (a note says so).
+constexpr size_t kSampledTables = 300;
+
+constexpr const char* kTablesSql =
+    "SELECT TABLE_NAME, TABLE_TYPE, ENGINE, TABLE_ROWS, TABLE_COMMENT FROM "
+    "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME";
+constexpr const char* kColumnsSql =
+    "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY, "
+    "COLUMN_COMMENT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+    "ORDER BY TABLE_NAME, ORDINAL_POSITION";
+constexpr const char* kKeysSql =
+    "SELECT TABLE_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME FROM "
+    "information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = DATABASE() AND "
+    "REFERENCED_TABLE_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME IS NOT NULL "
+    "ORDER BY TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION";
+
+std::string Text(const std::optional<std::string>& v) { return v.value_or(""); }
+
+// COLUMN_TYPE as a card shows it: the type's name in capitals, without an integer's display
+// width ("int(11)" -> "INT"), its parameters (sizes, ENUM values) as declared.
+std::string CardType(const std::string& data_type, const std::string& column_type) {
+  std::string out = Upper(data_type);
+  const size_t open = column_type.find('(');
+  const bool integer = out == "TINYINT" || out == "SMALLINT" || out == "MEDIUMINT" ||
+                       out == "INT" || out == "BIGINT";
+  if (open != std::string::npos && !integer) {
+    const size_t close = column_type.rfind(')');
+    if (close != std::string::npos && close > open) {
+      out += column_type.substr(open, close - open + 1);
+    }
+  }
+  if (column_type.find(" unsigned") != std::string::npos) out += " UNSIGNED";
+  return out;
+}
+
+// 1: min/max as numbers; 2: as text (ISO dates and times sort as written); 0: none.
+int RangeOf(const std::string& data_type) {
+  const std::string t = Lower(data_type);
+  for (const char* n : {"tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float",
+                        "double", "year"}) {
+    if (t == n) return 1;
+  }
+  for (const char* d : {"date", "datetime", "timestamp", "time"}) {
+    if (t == d) return 2;
+  }
+  return 0;
+}
+
+bool ZeroDate(const std::string& v) { return v.starts_with("0000-00-00"); }
+
+// Zero dates ('0000-00-00', MySQL's "no date") are counted, said, and kept out of the range;
+// dates with a zero month or day ('2024-05-00') are said.
+void DateNotes(ColumnCard& col, size_t c, const Rows& sample) {
+  int64_t zero = 0, partial = 0;
+  std::optional<std::string> lo, hi;
+  for (const auto& row : sample) {
+    if (c >= row.size() || !row[c]) continue;
+    const std::string& v = *row[c];
+    if (ZeroDate(v)) {
+      ++zero;
+      continue;
+    }
+    if (v.size() >= 10 && (v.compare(5, 2, "00") == 0 || v.compare(8, 2, "00") == 0)) ++partial;
+    if (!lo || v < *lo) lo = v;
+    if (!hi || *hi < v) hi = v;
+  }
+  if (zero > 0) {
+    col.min = lo;
+    col.max = hi;
+    std::erase_if(col.samples, ZeroDate);
+    col.notes.push_back(std::to_string(zero) +
+                        " rows hold the zero date '0000-00-00' (MySQL's \"no date\"): read them "
+                        "as missing, not as a date; the range leaves them out");
+  }
+  if (partial > 0) {
+    col.notes.push_back(std::to_string(partial) +
+                        " rows hold dates with a zero month or day ('2024-05-00'): they are no "
+                        "calendar date, and date functions may return NULL for them");
+  }
+}
+
+// A note when the user can write: the grants say so (SHOW GRANTS names the current user's).
+std::optional<std::string> WriteNote(MySqlSession& session) {
+  auto grants = session.Fetch("SHOW GRANTS");
+  if (!grants) return std::nullopt;
+  for (const auto& row : *grants) {
+    if (row.empty() || !row[0]) continue;
+    const std::string g = Upper(*row[0]);
+    for (const char* w : {"ALL PRIVILEGES", "INSERT", "UPDATE", "DELETE", "DROP", "CREATE", "ALTER",
+                          "SUPER", "FILE"}) {
+      if (g.find(std::string(" ") + w) != std::string::npos ||
+          g.find(std::string(",") + w) != std::string::npos) {
+        return "the user " + session.spec().user + " may write (" + w +
+               " in SHOW GRANTS): quarry still runs every query read-only, but a user with "
+               "SELECT only is safer (docs/engines.md)";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<void> BuildMySqlCards(MySqlEngine& engine, bool profile) {
+  MySqlSession& session = *engine.session_;
+  auto tables = session.Fetch(kTablesSql);
+  if (!tables) return std::unexpected(tables.error());
+  auto columns = session.Fetch(kColumnsSql);
+  if (!columns) return std::unexpected(columns.error());
+  auto keys = session.Fetch(kKeysSql);
+  if (!keys) return std::unexpected(keys.error());
+  std::map<std::string, size_t> index;
+  std::vector<int64_t> estimates;
+  std::vector<std::vector<int>> ranges;
+  std::vector<std::vector<std::string>> data_types;
+  for (const auto& row : *tables) {
+    if (row.size() < 5 || !row[0]) continue;
+    TableCard card;
+    card.name = *row[0];
+    card.source = session.spec().shown;
+    const std::string engine_name = Text(row[2]);
+    if (Upper(engine_name) == "SPIDER") {
+      card.notes.push_back(
+          "a Spider table: its rows live on other servers (shards), which "
+          "answer its queries");
+    }
+    if (!Text(row[4]).empty() && Text(row[1]) != "VIEW") {
+      card.notes.push_back("comment: " + Text(row[4]));
+    }
+    index[card.name] = engine.cards_.size();
+    estimates.push_back(row[3] ? std::atoll(row[3]->c_str()) : -1);
+    engine.table_names_.push_back(card.name);
+    engine.cards_.push_back(std::move(card));
+    ranges.emplace_back();
+    data_types.emplace_back();
+  }
+  for (const auto& row : *columns) {
+    if (row.size() < 7 || !row[0] || !row[1]) continue;
+    const auto it = index.find(*row[0]);
+    if (it == index.end()) continue;
+    ColumnCard col;
+    col.name = *row[1];
+    col.type = CardType(Text(row[2]), Text(row[3]));
+    if (Text(row[5]) == "PRI") col.type += " PRIMARY KEY";
+    if (Text(row[4]) == "NO" && Text(row[5]) != "PRI") col.type += " NOT NULL";
+    if (!Text(row[6]).empty()) col.notes.push_back("comment: " + Text(row[6]));
+    if (Lower(Text(row[2])) == "timestamp") {
+      col.notes.push_back("TIMESTAMP values are shown in UTC (quarry's session time zone)");
+    }
+    engine.cards_[it->second].columns.push_back(std::move(col));
+    ranges[it->second].push_back(RangeOf(Text(row[2])));
+    data_types[it->second].push_back(Lower(Text(row[2])));
+  }
+  for (const auto& row : *keys) {
+    if (row.size() < 4 || !row[0] || !row[1] || !row[2] || !row[3]) continue;
+    const auto it = index.find(*row[0]);
+    if (it == index.end()) continue;
+    engine.cards_[it->second].foreign_keys.push_back({*row[1], *row[2], *row[3]});
+  }
+  if (auto note = WriteNote(session)) engine.source_notes_.push_back(*note);
+  if (!profile) return {};
+  for (size_t t = 0; t < engine.cards_.size(); ++t) {
+    TableCard& card = engine.cards_[t];
+    if (t >= kSampledTables) {
+      card.notes.push_back("no statistics: only the first " + std::to_string(kSampledTables) +
+                           " tables are sampled when the database is opened");
+      continue;
+    }
+    if (card.columns.empty()) continue;
+    std::string sql = "SELECT ";
+    for (size_t c = 0; c < card.columns.size(); ++c) {
+      sql += (c ? ", " : "") + MySqlIdent(card.columns[c].name);
+    }
+    sql += " FROM " + MySqlIdent(card.name) + " LIMIT " + std::to_string(kSampleRows);
+    Limits limits;
+    limits.timeout_ms = 30000;
+    limits.max_rows = kSampleRows;
+    auto sample = RunMySql(session, sql, limits, {});
+    if (!sample) {
+      card.notes.push_back("no statistics: sampling it failed (" + sample.error().message + ")");
+      continue;
+    }
+    const auto got = static_cast<int64_t>(sample->rows.size());
+    const bool whole = got < kSampleRows;
+    const int64_t rows_known = whole ? got : std::max(estimates[t], got);
+    card.row_count = rows_known;
+    card.profiled = true;
+    card.estimated = !whole;
+    SampleStatsInto(card, sample->rows, rows_known, [&](const ColumnCard& col) {
+      const size_t c = static_cast<size_t>(&col - card.columns.data());
+      return ranges[t][c];
+    });
+    for (size_t c = 0; c < card.columns.size(); ++c) {
+      if (ranges[t][c] == 2) DateNotes(card.columns[c], c, sample->rows);
+      if (data_types[t][c] == "bit") card.columns[c].samples.clear();
+    }
+    if (!whole) {
+      card.notes.push_back("column statistics from the first " + std::to_string(got) +
+                           " rows; the row count is the server's estimate");
+    }
+  }
+  return {};
+}
+
+}  // namespace quarry::engine::internal
