@@ -10,6 +10,7 @@
 
 #include "quarry/bench/suite.h"
 #include "quarry/common/json.h"
+#include "support/mariadb_server.h"
 #include "support/pg_server.h"
 #include "support/test_support.h"
 
@@ -44,7 +45,7 @@ std::set<std::string> ChinookTasks() {
   std::set<std::string> ids;
   const json suite = ReadJson(SourceDir() / "tasks" / "suite.json");
   for (const json& t : suite["tasks"]) {
-    if (t["data"] == json::array({std::string(bench::kPostgresStandIn)})) ids.insert(t["id"]);
+    if (t["data"] == json::array({std::string(bench::kServerStandIn)})) ids.insert(t["id"]);
   }
   return ids;
 }
@@ -157,18 +158,53 @@ TEST(PgBench, OfflineChinookTasksRunOnPostgresWithTheSameTruthAndSayTheirEngine)
   EXPECT_EQ(ReadJson(dir.path() / "out" / "postgresql" / "offline" / "bench_results.json"), r);
 }
 
+// The Chinook tasks on MariaDB: the same truth, the MySQL fixtures, results of their own.
+TEST(MySqlBench, OfflineChinookTasksRunOnMariaDbWithTheSameTruth) {
+  const std::string url = test::SharedMariaDbServer().Url();
+  TempDir dir;
+  const ProcessResult m = Bench(dir, {"--offline", "--mysql", url, "--runs-dir", "runs-my"});
+  ASSERT_EQ(m.exit_code, 0) << m.err << m.out;
+  EXPECT_NE(m.out.find("on MySQL: data/chinook.sqlite served by mysql://reader@localhost/"),
+            std::string::npos)
+      << m.out;
+  const json r = ReadJson(dir.path() / "out" / "mysql" / "offline" / "bench_results.json");
+  ASSERT_FALSE(r.is_discarded());
+  EXPECT_EQ(r["engines"], json::array({"mysql"}));
+  EXPECT_EQ(r["mysql"]["engine"], "mysql");
+  EXPECT_EQ(r["mysql"]["replaces"], "data/chinook.sqlite");
+  EXPECT_EQ(r["postgres"], nullptr);
+  EXPECT_EQ(r["tasks_selected"], 8);
+  ASSERT_EQ(r["runs"].size(), 16u);
+  for (const json& run : r["runs"]) {
+    EXPECT_EQ(run["engine"], "mysql") << run["task"];
+    EXPECT_EQ(run["status"], "pass") << run["task"] << ": " << run["reason"];
+  }
+  const std::string md = ReadFile(dir.path() / "out" / "RESULTS.md");
+  const size_t section = md.find("## On MariaDB (MySQL protocol)");
+  ASSERT_NE(section, std::string::npos) << md;
+  EXPECT_GT(md.find("| chinook_rock_revenue | numeric | on | 1 | pass | mysql |"), section) << md;
+  EXPECT_NE(md.find("No live run on PostgreSQL yet"), std::string::npos);
+  const ProcessResult both = Bench(dir, {"--offline", "--mysql", url, "--postgres", url});
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  const ProcessResult wrong = Bench(dir, {"--offline", "--mysql", "postgresql://r@h/db"});
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
+  EXPECT_NE(wrong.err.find("--mysql takes a MariaDB or MySQL server"), std::string::npos);
+}
+
 // The loader's rules for fixtures/postgres/ (no server needed).
 TEST(PgBench, PostgresFixturesAreLoadedOnlyForChinookTasksAndMustSayTheirEngine) {
   auto suite = bench::LoadSuite(SourceDir() / "tasks", SourceDir());
   ASSERT_TRUE(suite) << suite.error().message;
   int with_pg = 0;
   for (const bench::Task& t : suite->tasks) {
-    EXPECT_EQ(t.postgres_fixture.has_value(), bench::RunsOnPostgres(t)) << t.id;
-    if (!t.postgres_fixture) continue;
-    ++with_pg;
-    EXPECT_EQ((*t.postgres_fixture)["source"], "scripted");
-    EXPECT_EQ((*t.postgres_fixture)["engine"], "postgresql");
-    EXPECT_EQ(t.postgres_fixture_path.filename(), t.id + ".json");
+    for (const char* engine : {"postgresql", "mysql"}) {
+      EXPECT_EQ(t.server_fixtures.contains(engine), bench::RunsOnServer(t)) << t.id;
+      if (!t.server_fixtures.contains(engine)) continue;
+      with_pg += engine == std::string("postgresql") ? 1 : 0;
+      EXPECT_EQ(t.server_fixtures.at(engine)["source"], "scripted");
+      EXPECT_EQ(t.server_fixtures.at(engine)["engine"], engine);
+      EXPECT_EQ(t.server_fixture_paths.at(engine).filename(), t.id + ".json");
+    }
   }
   EXPECT_EQ(with_pg, 8);
 
@@ -215,7 +251,7 @@ TEST(PgBench, PostgresFixturesAreLoadedOnlyForChinookTasksAndMustSayTheirEngine)
             fixture("How many customers?", "data/chinook.sqlite", true));
   loaded = bench::LoadSuite(dir.path() / "tasks", dir.path());
   ASSERT_TRUE(loaded) << loaded.error().message;
-  EXPECT_TRUE(loaded->tasks[0].postgres_fixture.has_value());
+  EXPECT_TRUE(loaded->tasks[0].server_fixtures.contains("postgresql"));
   EXPECT_FALSE(loaded->tasks[0].fixture.has_value());
   // A task over other data cannot run on the server.
   dir.Write("tasks/fixtures/postgres/s.json", fixture("How many orders?", "data/sales.csv", true));

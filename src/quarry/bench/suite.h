@@ -65,18 +65,21 @@ struct Task {
   std::optional<nlohmann::ordered_json> fixture;
   std::filesystem::path fixture_path;
   std::vector<nlohmann::ordered_json> judge_turns;
-  // fixtures/postgres/<id>.json when present (tasks that RunsOnPostgres only): the scripted
-  // turns with PostgreSQL SQL that --offline --postgres replays instead of `fixture`.
-  std::optional<nlohmann::ordered_json> postgres_fixture;
-  std::filesystem::path postgres_fixture_path;
+  // By server engine ("postgresql" from fixtures/postgres/<id>.json, "mysql" from
+  // fixtures/mysql/<id>.json), when present (tasks that RunsOnServer only): the scripted turns
+  // in that server's dialect that --offline --postgres/--mysql replays instead of `fixture`.
+  std::map<std::string, nlohmann::ordered_json> server_fixtures;
+  std::map<std::string, std::filesystem::path> server_fixture_paths;
 };
 
 // The one data file a server can stand in for: the Chinook tasks run on a PostgreSQL server
-// loaded from data/chinook_postgresql.sql (the same database, snake_case names), graded with
-// the same truth.
-inline constexpr const char* kPostgresStandIn = "data/chinook.sqlite";
-// Whether a task's data is exactly kPostgresStandIn (as written in suite.json).
-bool RunsOnPostgres(const Task& task);
+// loaded from data/chinook_postgresql.sql (the same database, snake_case names) or a MariaDB or
+// MySQL server loaded from data/chinook_mysql.sql, graded with the same truth.
+inline constexpr const char* kServerStandIn = "data/chinook.sqlite";
+// Whether a task's data is exactly kServerStandIn (as written in suite.json).
+bool RunsOnServer(const Task& task);
+// The fixtures folder of a server engine: "postgres" for "postgresql", "mysql" for "mysql".
+std::string ServerFixtureDir(std::string_view engine);
 
 struct Suite {
   std::filesystem::path dir;   // the tasks folder
@@ -91,8 +94,8 @@ struct Suite {
 // abs/rel, finite, >= 0), a missing rubric (judge), a task without truth or truth of the
 // wrong shape, a data file that does not exist, a fixture that is not a replay file or whose
 // question or data files are not the task's, judge_turns not exactly three strings or objects;
-// and for fixtures/postgres/<id>.json also: its task does not RunsOnPostgres, or it lacks
-// "engine": "postgresql".
+// and for fixtures/postgres/<id>.json and fixtures/mysql/<id>.json also: its task does not
+// RunsOnServer, or it lacks "engine": "postgresql" (or "mysql").
 Result<Suite> LoadSuite(const std::filesystem::path& dir, const std::filesystem::path& root);
 
 // ---- Graders ----------------------------------------------------------------------------
@@ -191,10 +194,12 @@ struct BenchOptions {
   std::filesystem::path runs_dir;  // each run's folder: runs_dir/<run id>/
   agent::Config config;            // shared by every run; the compared feature set per arm
   EngineFactory open_engine;
-  // A PostgreSQL server spec (engine::IsServerSpec): only the tasks that RunsOnPostgres are
-  // selected, and each run opens {postgres} instead of the task's data; offline, a task's
-  // fixtures/postgres/<id>.json is replayed (a task without one is skipped). Empty: the files.
-  std::string postgres;
+  // A server spec (engine::IsServerSpec) and its engine ("postgresql" or "mysql"): only the
+  // tasks that RunsOnServer are selected, and each run opens {server} instead of the task's
+  // data; offline, the task's fixture for that engine (Task::server_fixtures) is replayed (a
+  // task without one is skipped). Empty: the files.
+  std::string server;
+  std::string server_engine;
   ClientFactory live_client;  // live: the agent's model client per run
   JudgeFactory live_judge;    // live: the judge's client per judged answer
   // Called with one line per finished run (for -v), from the worker threads, serialised.
@@ -304,10 +309,11 @@ struct BenchResult {
   std::vector<std::string> tags;
   int limit = 0;
   int tasks_selected = 0;
-  // With BenchOptions::postgres: true, and the server as its engine named it (the URL
+  // With BenchOptions::server: true, its engine, and the server as its engine named it (the URL
   // redacted) from the first run that opened it ("" when none did).
-  bool on_postgres = false;
-  std::string postgres;
+  bool on_server = false;
+  std::string server_engine;
+  std::string server;
   Ablation ablation = Ablation::kSelfCorrection;
   std::filesystem::path knowledge;  // kKnowledge: BenchOptions::knowledge
   bool budget_stopped = false;
@@ -340,7 +346,7 @@ nlohmann::ordered_json ResultsJson(const BenchResult& result);
 
 // RESULTS.md from the latest offline and live results files (either may be absent: its rows
 // say "not run" / "pending"), and, in sections of their own, the latest ones run with
-// --postgres (the Chinook tasks on a PostgreSQL server) and with --knowledge (the knowledge
+// --postgres and --mysql (the Chinook tasks on a server) and with --knowledge (the knowledge
 // arm), so their figures never mix.
 std::string RenderResultsMarkdown(
     const std::optional<nlohmann::ordered_json>& offline,
@@ -348,7 +354,9 @@ std::string RenderResultsMarkdown(
     const std::optional<nlohmann::ordered_json>& postgres_offline = std::nullopt,
     const std::optional<nlohmann::ordered_json>& postgres_live = std::nullopt,
     const std::optional<nlohmann::ordered_json>& knowledge_offline = std::nullopt,
-    const std::optional<nlohmann::ordered_json>& knowledge_live = std::nullopt);
+    const std::optional<nlohmann::ordered_json>& knowledge_live = std::nullopt,
+    const std::optional<nlohmann::ordered_json>& mysql_offline = std::nullopt,
+    const std::optional<nlohmann::ordered_json>& mysql_live = std::nullopt);
 
 // An HTML fragment (a table per results file, every text escaped) for site/index.html.
 std::string RenderSiteBlock(const nlohmann::ordered_json& results);

@@ -206,21 +206,22 @@ Result<void> ReadTruth(Task& task, const json& truth, const fs::path& file) {
   return {};
 }
 
-// `postgres`: fixtures/postgres/<id>.json, read into task.postgres_fixture.
-Result<void> ReadFixture(Task& task, const fs::path& file, bool postgres = false) {
+// `server`: a server engine's fixture (fixtures/postgres/<id>.json, fixtures/mysql/<id>.json),
+// read into task.server_fixtures[server]; empty: fixtures/<id>.json.
+Result<void> ReadFixture(Task& task, const fs::path& file, const std::string& server = "") {
+  const bool postgres = !server.empty();
   auto doc = ReadJsonFile(file);
   if (!doc) return std::unexpected(doc.error());
   auto fail = [&](const std::string& problem) {
     return std::unexpected(DataError(file, "fixture of task " + task.id + ": " + problem));
   };
-  if (postgres && !RunsOnPostgres(task)) {
-    return fail(std::string("only tasks whose data is ") + kPostgresStandIn +
-                " run on PostgreSQL; remove this file or fix the task's data");
+  if (postgres && !RunsOnServer(task)) {
+    return fail(std::string("only tasks whose data is ") + kServerStandIn +
+                " run on a server; remove this file or fix the task's data");
   }
-  if (postgres && JsonString(*doc, "engine") != "postgresql") {
-    return fail(
-        "a fixture under fixtures/postgres/ says \"engine\": \"postgresql\" (its SQL "
-        "is PostgreSQL's)");
+  if (postgres && JsonString(*doc, "engine") != server) {
+    return fail("a fixture under fixtures/" + ServerFixtureDir(server) + "/ says \"engine\": \"" +
+                server + "\" (its SQL is that server's dialect)");
   }
   if (!doc->contains("turns") || !(*doc)["turns"].is_array()) {
     return fail("field 'turns' should be the array of scripted model turns");
@@ -262,8 +263,13 @@ Result<void> ReadFixture(Task& task, const fs::path& file, bool postgres = false
   if (auto client = llm::MakeReplayClientFromJson(*doc, file.string()); !client) {
     return std::unexpected(Error{Error::Code::kData, client.error().message});
   }
-  (postgres ? task.postgres_fixture : task.fixture) = std::move(*doc);
-  (postgres ? task.postgres_fixture_path : task.fixture_path) = file;
+  if (postgres) {
+    task.server_fixtures[server] = std::move(*doc);
+    task.server_fixture_paths[server] = file;
+  } else {
+    task.fixture = std::move(*doc);
+    task.fixture_path = file;
+  }
   return {};
 }
 
@@ -281,8 +287,12 @@ std::string_view GraderName(GraderKind kind) {
   return "numeric";
 }
 
-bool RunsOnPostgres(const Task& task) {
-  return task.data.size() == 1 && task.data[0] == kPostgresStandIn;
+bool RunsOnServer(const Task& task) {
+  return task.data.size() == 1 && task.data[0] == kServerStandIn;
+}
+
+std::string ServerFixtureDir(std::string_view engine) {
+  return engine == "postgresql" ? "postgres" : std::string(engine);
 }
 
 Result<Suite> LoadSuite(const fs::path& dir, const fs::path& root) {
@@ -334,9 +344,11 @@ Result<Suite> LoadSuite(const fs::path& dir, const fs::path& root) {
     if (fs::is_regular_file(fixture, ec)) {
       if (auto r = ReadFixture(task, fixture); !r) return std::unexpected(r.error());
     }
-    const fs::path pg_fixture = dir / "fixtures" / "postgres" / (task.id + ".json");
-    if (fs::is_regular_file(pg_fixture, ec)) {
-      if (auto r = ReadFixture(task, pg_fixture, true); !r) return std::unexpected(r.error());
+    for (const char* server : {"postgresql", "mysql"}) {
+      const fs::path file = dir / "fixtures" / ServerFixtureDir(server) / (task.id + ".json");
+      if (fs::is_regular_file(file, ec)) {
+        if (auto r = ReadFixture(task, file, server); !r) return std::unexpected(r.error());
+      }
     }
   }
   return suite;

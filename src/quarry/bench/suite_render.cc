@@ -156,7 +156,7 @@ std::string McNemarLine(const json& results) {
          ", two-sided p = " + Fmt("%.4g", NumberAt(m, "p_value")) + ".";
 }
 
-// Which engines served the runs: "sqlite, duckdb", or for --postgres "postgresql
+// Which engines served the runs: "sqlite, duckdb", or for --postgres and --mysql "postgresql
 // (data/chinook.sqlite served by postgresql://reader@/chinook...)".
 std::string EngineText(const json& results) {
   std::string engines;
@@ -165,10 +165,12 @@ std::string EngineText(const json& results) {
     if (e.is_string()) engines += (engines.empty() ? "" : ", ") + e.get<std::string>();
   }
   if (engines.empty()) engines = "none opened";
-  const json pg = Field(results, "postgres");
-  if (pg.is_object()) {
-    engines += " (" + TextAt(pg, "replaces") + " served by " +
-               TextAt(pg, "server", "the --postgres server") + ")";
+  for (const char* flag : {"postgres", "mysql"}) {
+    const json server = Field(results, flag);
+    if (server.is_object()) {
+      engines += " (" + TextAt(server, "replaces") + " served by " +
+                 TextAt(server, "server", std::string("the --") + flag + " server") + ")";
+    }
   }
   return engines;
 }
@@ -227,14 +229,41 @@ std::string PendingTable() {
   return out;
 }
 
+// A section of the Chinook tasks on one kind of server (--postgres, --mysql).
+std::string ServerSection(const std::string& title, const std::string& flag,
+                          const std::string& script, const std::string& dir,
+                          const std::optional<json>& offline, const std::optional<json>& live) {
+  std::string out = "\n## On " + title + "\n\n" + "The tasks whose data is `" + kServerStandIn +
+                    "`, run by `quarry bench --" + flag + " URL` on a " + title +
+                    " server loaded from `" + script +
+                    "` (the same database), graded with the same truth. From `results/" + dir +
+                    "/live/` and `results/" + dir +
+                    "/offline/`; these figures are never merged with the ones above.\n\n"
+                    "### Live on " +
+                    title + "\n\n";
+  if (live) {
+    out += MdSection(*live);
+  } else {
+    out += "No live run on " + title + " yet: every figure is pending. Run `quarry bench --" +
+           flag + " URL` with a model configured.\n";
+  }
+  out += "\n### Harness run on scripted turns, on " + title + "\n\n";
+  out += std::string("> ") + kScriptedLabel + ".\n\n";
+  if (offline) {
+    out += MdSection(*offline);
+  } else {
+    out += "Not run yet: `quarry bench --offline --" + flag + " URL`.\n";
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string RenderResultsMarkdown(const std::optional<json>& offline,
-                                  const std::optional<json>& live,
-                                  const std::optional<json>& postgres_offline,
-                                  const std::optional<json>& postgres_live,
-                                  const std::optional<json>& knowledge_offline,
-                                  const std::optional<json>& knowledge_live) {
+std::string RenderResultsMarkdown(
+    const std::optional<json>& offline, const std::optional<json>& live,
+    const std::optional<json>& postgres_offline, const std::optional<json>& postgres_live,
+    const std::optional<json>& knowledge_offline, const std::optional<json>& knowledge_live,
+    const std::optional<json>& mysql_offline, const std::optional<json>& mysql_live) {
   std::string out =
       "# quarry bench: results\n\n"
       "Written by `quarry bench` from `results/offline/bench_results.json` (the latest run "
@@ -256,25 +285,10 @@ std::string RenderResultsMarkdown(const std::optional<json>& offline,
   } else {
     out += "Not run yet: `quarry bench --offline`.\n";
   }
-  out += std::string("\n## On PostgreSQL\n\n") + "The tasks whose data is `" + kPostgresStandIn +
-         "`, run by `quarry bench --postgres URL` on a PostgreSQL server loaded from "
-         "`data/chinook_postgresql.sql` (the same database), graded with the same truth. From "
-         "`results/postgresql/live/` and `results/postgresql/offline/`; these figures are "
-         "never merged with the ones above.\n\n### Live on PostgreSQL\n\n";
-  if (postgres_live) {
-    out += MdSection(*postgres_live);
-  } else {
-    out +=
-        "No live run on PostgreSQL yet: every figure is pending. Run `quarry bench "
-        "--postgres URL` with a model configured.\n";
-  }
-  out += "\n### Harness run on scripted turns, on PostgreSQL\n\n";
-  out += std::string("> ") + kScriptedLabel + ".\n\n";
-  if (postgres_offline) {
-    out += MdSection(*postgres_offline);
-  } else {
-    out += "Not run yet: `quarry bench --offline --postgres URL`.\n";
-  }
+  out += ServerSection("PostgreSQL", "postgres", "data/chinook_postgresql.sql", "postgresql",
+                       postgres_offline, postgres_live);
+  out += ServerSection("MariaDB (MySQL protocol)", "mysql", "data/chinook_mysql.sql", "mysql",
+                       mysql_offline, mysql_live);
   out += std::string("\n## With and without knowledge files\n\n") +
          "The same tasks, each run once with the knowledge files of its data (`quarry bench "
          "--knowledge data/knowledge`: `data/knowledge/<data file's stem>/`) and once without "

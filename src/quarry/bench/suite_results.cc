@@ -224,10 +224,11 @@ json ResultsJson(const BenchResult& r) {
     if (!run.engine.empty()) engines.insert(run.engine);
   }
   // Which engines served the runs, so a PostgreSQL figure is never read as a SQLite one.
-  json postgres = nullptr;
-  if (r.on_postgres) {
-    postgres = {{"replaces", kPostgresStandIn},
-                {"server", r.postgres.empty() ? json(nullptr) : json(r.postgres)}};
+  json server = nullptr;
+  if (r.on_server) {
+    server = {{"engine", r.server_engine},
+              {"replaces", kServerStandIn},
+              {"server", r.server.empty() ? json(nullptr) : json(r.server)}};
   }
   json arms = json::array();
   for (const ArmSummary& s : r.arms) arms.push_back(ToJson(s));
@@ -249,7 +250,8 @@ json ResultsJson(const BenchResult& r) {
               {"limit", r.limit},
               {"tasks_selected", r.tasks_selected},
               {"engines", engines},
-              {"postgres", postgres},
+              {"postgres", r.server_engine == "postgresql" ? server : json(nullptr)},
+              {"mysql", r.server_engine == "mysql" ? server : json(nullptr)},
               {"budget_stopped", r.budget_stopped},
               {"interrupted", r.interrupted},
               {"total_cost_usd", r.total_cost_usd},

@@ -18,7 +18,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 const char* kNoFixture = "no fixture for --offline";
-const char* kNoPostgresFixture = "no PostgreSQL fixture (fixtures/postgres/) for --offline";
+std::string NoServerFixture(const std::string& engine) {
+  return "no " + engine + " fixture (fixtures/" + ServerFixtureDir(engine) + "/) for --offline";
+}
 const char* kNeedsJudge = "needs a live judge";
 const char* kInterrupted = "interrupted";
 
@@ -43,7 +45,7 @@ struct Shared {
   bool budget_stopped = false;
   bool interrupted = false;
   std::string model, provider, judge_model;
-  std::string postgres;  // the server as the first engine opened on it names it
+  std::string server;  // the server as the first engine opened on it names it
 };
 
 class Runner {
@@ -67,7 +69,7 @@ class Runner {
     if (!shared_.model.empty()) result_.model = shared_.model;
     if (!shared_.provider.empty()) result_.provider = shared_.provider;
     if (!shared_.judge_model.empty()) result_.judge_model = shared_.judge_model;
-    result_.postgres = shared_.postgres;
+    result_.server = shared_.server;
   }
 
  private:
@@ -138,9 +140,10 @@ class Runner {
   }
 
   Result<std::unique_ptr<llm::Client>> AgentClient(const Task& task) {
-    if (options_.offline && !options_.postgres.empty()) {
-      return llm::MakeReplayClientFromJson(*task.postgres_fixture,
-                                           task.postgres_fixture_path.string());
+    if (options_.offline && !options_.server.empty()) {
+      return llm::MakeReplayClientFromJson(
+          task.server_fixtures.at(options_.server_engine),
+          task.server_fixture_paths.at(options_.server_engine).string());
     }
     if (options_.offline)
       return llm::MakeReplayClientFromJson(*task.fixture, task.fixture_path.string());
@@ -170,9 +173,9 @@ class Runner {
   }
 
   TaskRun RunOne(const Task& task, TaskRun run) {
-    auto engine = options_.postgres.empty()
+    auto engine = options_.server.empty()
                       ? options_.open_engine(task.data_paths)
-                      : options_.open_engine({std::filesystem::path(options_.postgres)});
+                      : options_.open_engine({std::filesystem::path(options_.server)});
     if (!engine) {
       run.status = RunStatus::kError;
       run.reason = "the data did not open: " + engine.error().message;
@@ -182,9 +185,9 @@ class Runner {
     for (const engine::Source& source : (*engine)->sources()) {
       run.data += (run.data.empty() ? "" : ", ") + source.path;
     }
-    if (!options_.postgres.empty()) {
+    if (!options_.server.empty()) {
       std::lock_guard lock(shared_.mu);
-      if (shared_.postgres.empty()) shared_.postgres = run.data;
+      if (shared_.server.empty()) shared_.server = run.data;
     }
     auto client = AgentClient(task);
     if (!client) {
@@ -316,7 +319,7 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   }
   std::vector<const Task*> selected;
   for (const Task& t : suite.tasks) {
-    if (!options.postgres.empty() && !RunsOnPostgres(t)) continue;
+    if (!options.server.empty() && !RunsOnServer(t)) continue;
     bool tagged = options.tags.empty();
     for (const std::string& tag : options.tags) {
       tagged = tagged || std::find(t.tags.begin(), t.tags.end(), tag) != t.tags.end();
@@ -326,9 +329,9 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   if (selected.empty()) {
     std::string tags;
     for (const auto& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
-    if (!options.postgres.empty()) {
-      return Fail(Error::Code::kUsage, "--postgres runs the tasks whose data is " +
-                                           std::string(kPostgresStandIn) +
+    if (!options.server.empty()) {
+      return Fail(Error::Code::kUsage, "a server runs the tasks whose data is " +
+                                           std::string(kServerStandIn) +
                                            (tags.empty() ? "" : " (and --tags " + tags + ")") +
                                            ": none in " + (suite.dir / "suite.json").string());
     }
@@ -353,14 +356,16 @@ Result<BenchResult> RunBench(const Suite& suite, const BenchOptions& options) {
   result.tags = options.tags;
   result.limit = options.limit;
   result.tasks_selected = static_cast<int>(selected.size());
-  result.on_postgres = !options.postgres.empty();
+  result.on_server = !options.server.empty();
+  result.server_engine = options.server_engine;
 
   std::vector<const Task*> task_of_run;
   for (const Task* task : selected) {
     std::string skip;
-    if (options.offline && result.on_postgres && !task->postgres_fixture) {
-      skip = kNoPostgresFixture;
-    } else if (options.offline && !result.on_postgres && !task->fixture) {
+    if (options.offline && result.on_server &&
+        !task->server_fixtures.contains(options.server_engine)) {
+      skip = NoServerFixture(options.server_engine);
+    } else if (options.offline && !result.on_server && !task->fixture) {
       skip = kNoFixture;
     } else if (options.offline && task->grader == GraderKind::kJudge && task->judge_turns.empty()) {
       skip = kNeedsJudge;

@@ -119,9 +119,13 @@ std::string Fixed(const char* format, double v) {
 
 void PrintSummary(const bench::BenchResult& r, const fs::path& out) {
   std::cout << "quarry bench (" << r.mode << ", model " << TerminalText(r.model);
-  if (r.on_postgres) {
-    std::cout << ", on PostgreSQL: " << bench::kPostgresStandIn << " served by "
-              << TerminalText(r.postgres.empty() ? "the --postgres server" : r.postgres);
+  if (r.on_server) {
+    const bool pg = r.server_engine == "postgresql";
+    std::cout << (pg ? ", on PostgreSQL: " : ", on MySQL: ") << bench::kServerStandIn
+              << " served by "
+              << TerminalText(r.server.empty()
+                                  ? (pg ? "the --postgres server" : "the --mysql server")
+                                  : r.server);
   }
   std::cout << ")";
   if (r.source == "scripted") std::cout << ": " << bench::kScriptedLabel;
@@ -198,6 +202,11 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchCmdOptions& o) {
                   "instead (postgresql://USER@HOST:PORT/DB or service=NAME, Chinook loaded from "
                   "data/chinook_postgresql.sql), graded with the same truth; --offline replays "
                   "tasks/fixtures/postgres/. Results go to <--out>/postgresql/");
+  cmd->add_option("--mysql", o.mysql,
+                  "Run the tasks whose data is data/chinook.sqlite on this MariaDB or MySQL "
+                  "server instead (mysql://USER@HOST:PORT/DB, Chinook loaded from "
+                  "data/chinook_mysql.sql), graded with the same truth; --offline replays "
+                  "tasks/fixtures/mysql/. Results go to <--out>/mysql/");
   cmd->add_option("--tasks", o.tasks,
                   "The suite's folder (suite.json, truth.json, fixtures/); default tasks/ here, "
                   "else the bundled one. Task data paths are relative to its parent folder");
@@ -310,10 +319,13 @@ int RunBenchCommand(const BenchCmdOptions& o) {
     b.only = o.cases;
     return RunBehaviourCommand(b);
   }
-  if (!o.postgres.empty() && o.suite == "behaviour") {
+  if ((!o.postgres.empty() || !o.mysql.empty()) && o.suite == "behaviour") {
     return Report({Error::Code::kUsage,
-                   "--postgres is for the task suite; the behaviour suite plants its checks in "
-                   "a copy of a SQLite file"});
+                   "--postgres and --mysql are for the task suite; the behaviour suite plants "
+                   "its checks in a copy of a SQLite file"});
+  }
+  if (!o.postgres.empty() && !o.mysql.empty()) {
+    return Report({Error::Code::kUsage, "--postgres and --mysql are measured separately"});
   }
   if (!o.cases.empty() || !o.source.empty() || !o.work_dir.empty() || !o.ask.fixtures.empty()) {
     return Report({Error::Code::kUsage,
@@ -326,8 +338,8 @@ int RunBenchCommand(const BenchCmdOptions& o) {
                    "--arms sets the self-correction arms; --knowledge compares knowledge files "
                    "with none: give one of them"});
   }
-  if (knowledge_arm && !o.postgres.empty()) {
-    return Report({Error::Code::kUsage, "--knowledge and --postgres are measured separately"});
+  if (knowledge_arm && (!o.postgres.empty() || !o.mysql.empty())) {
+    return Report({Error::Code::kUsage, "--knowledge and a server are measured separately"});
   }
   auto arms = knowledge_arm ? Result<std::vector<bool>>(std::vector<bool>{true, false}) : Arms(o);
   if (!arms) return Report(arms.error());
@@ -337,11 +349,17 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   auto suite = bench::LoadSuite(tasks, root.empty() ? fs::path(".") : root);
   if (!suite) return Report(suite.error());
 
-  if (!o.postgres.empty() && !engine::IsServerSpec(o.postgres)) {
+  if (!o.postgres.empty() && engine::ServerDialect(o.postgres) != engine::Dialect::kPostgreSQL) {
     return Report({Error::Code::kUsage,
                    "--postgres takes a PostgreSQL server: postgresql://USER@HOST:PORT/DB, "
                    "postgres://..., or service=NAME (a password comes from PGPASSWORD, "
                    "~/.pgpass or the service file, never from the URL)"});
+  }
+  if (!o.mysql.empty() && engine::ServerDialect(o.mysql) != engine::Dialect::kMySQL) {
+    return Report({Error::Code::kUsage,
+                   "--mysql takes a MariaDB or MySQL server: mysql://USER@HOST:PORT/DB or "
+                   "mariadb://... (a password comes from MYSQL_PWD or ~/.my.cnf, never from the "
+                   "URL)"});
   }
   // Never the .quarry/ of the working directory: a knowledge arm gives each task its own.
   AskOptions ask = o.ask;
@@ -379,11 +397,13 @@ int RunBenchCommand(const BenchCmdOptions& o) {
     for (const auto& p : data) specs.push_back(p.string());
     return OpenData(specs, load);
   };
-  options.postgres = o.postgres;
-  if (!o.postgres.empty()) {
+  options.server = o.postgres.empty() ? o.mysql : o.postgres;
+  options.server_engine = o.postgres.empty() ? "mysql" : "postgresql";
+  const std::string flag = o.postgres.empty() ? "--mysql" : "--postgres";
+  if (!options.server.empty()) {
     // An unreachable server is said once, before anything runs, not as an error in every run.
-    if (auto e = options.open_engine({fs::path(o.postgres)}); !e) {
-      return Report({e.error().code, "--postgres: " + e.error().message});
+    if (auto e = options.open_engine({fs::path(options.server)}); !e) {
+      return Report({e.error().code, flag + ": " + e.error().message});
     }
   }
   if (!o.ask.offline) {
@@ -413,11 +433,12 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   if (!result) return Report(result.error());
 
   const fs::path out = o.out;
-  // A run on PostgreSQL keeps its own latest files, so RESULTS.md never mixes its figures with
+  // A run on a server keeps its own latest files, so RESULTS.md never mixes its figures with
   // the SQLite ones.
-  const fs::path kept = knowledge_arm        ? out / "knowledge"
-                        : o.postgres.empty() ? out
-                                             : out / "postgresql";
+  const fs::path kept = knowledge_arm         ? out / "knowledge"
+                        : !o.postgres.empty() ? out / "postgresql"
+                        : !o.mysql.empty()    ? out / "mysql"
+                                              : out;
   const json doc = bench::ResultsJson(*result);
   const std::string text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   if (auto w = bench::WriteFileAtomically(out / "bench_results.json", text); !w)
@@ -431,8 +452,10 @@ int RunBenchCommand(const BenchCmdOptions& o) {
   const auto pg_live = ReadResults(out / "postgresql" / "live" / "bench_results.json");
   const auto k_offline = ReadResults(out / "knowledge" / "offline" / "bench_results.json");
   const auto k_live = ReadResults(out / "knowledge" / "live" / "bench_results.json");
-  const std::string md =
-      bench::RenderResultsMarkdown(offline, live, pg_offline, pg_live, k_offline, k_live);
+  const auto my_offline = ReadResults(out / "mysql" / "offline" / "bench_results.json");
+  const auto my_live = ReadResults(out / "mysql" / "live" / "bench_results.json");
+  const std::string md = bench::RenderResultsMarkdown(offline, live, pg_offline, pg_live, k_offline,
+                                                      k_live, my_offline, my_live);
   if (auto w = bench::WriteFileAtomically(out / "RESULTS.md", md); !w) return Report(w.error());
   PrintSummary(*result, out);
   return result->interrupted ? kExitInterrupted : kExitOk;

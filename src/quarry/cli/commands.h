@@ -206,8 +206,9 @@ struct BenchCmdOptions {
   bool render_site = false;
   std::string results;
   std::string site = "site/index.html";
-  // --postgres: a PostgreSQL server spec serving data/chinook.sqlite's tasks ("" : files).
+  // --postgres / --mysql: a server spec serving data/chinook.sqlite's tasks ("" : files).
   std::string postgres;
+  std::string mysql;
   // --suite behaviour: the behaviour suite (RunBehaviourCommand) with the flags below.
   std::string suite = "tasks";
   std::vector<std::string> cases;  // --case

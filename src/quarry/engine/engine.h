@@ -28,6 +28,8 @@ std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite", "postgres
 // Whether a --data value names a database server rather than a file: a postgresql:// or
 // postgres:// URL, a libpq service name ("service=NAME"), or a mysql:// or mariadb:// URL.
 bool IsServerSpec(std::string_view spec);
+// The dialect of the server a spec names (kPostgreSQL or kMySQL), or nullopt for a file.
+std::optional<Dialect> ServerDialect(std::string_view spec);
 
 // Per column: min/max only for ordered scalar types; samples are the most frequent non-null
 // values (ties broken by value), rendered as text: all of them when the column has at most

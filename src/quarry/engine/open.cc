@@ -113,6 +113,11 @@ std::string_view DialectName(Dialect dialect) {
   return "unknown";
 }
 
+std::optional<Dialect> ServerDialect(std::string_view spec) {
+  if (!IsServerSpec(spec)) return std::nullopt;
+  return internal::IsMySqlSpec(spec) ? Dialect::kMySQL : Dialect::kPostgreSQL;
+}
+
 bool IsServerSpec(std::string_view spec) {
   const std::string head = Lower(std::string(spec.substr(0, 13)));
   if (head.starts_with("postgresql://") || head.starts_with("postgres://")) return true;
