@@ -1,0 +1,1 @@
+SELECT '\'', LOAD_FILE('/etc/passwd') /*M!100100 ; DO 1 */ 1--1
