@@ -30,15 +30,17 @@ if [ "${QUARRY_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake --build build-asan
   stage "sanitizer build"
   # The sanitizer build holds the modules' own tests (tests/CMakeLists.txt), which ran above
-  # unsanitized with the end-to-end ones. Three at a time on 2 cores: many wait on sanitized child processes; a test
-  # slowed into failing is rerun alone. Left to the plain suite as well, measured on 2026-12-04
+  # unsanitized with the end-to-end ones. Three at a time on 2 cores: many wait on sanitized
+  # child processes; a test slowed into failing is rerun alone. Left to the plain suite as
+  # well, measured on 2026-12-04
   # at 3 to 7 times their plain cost: suites whose time goes to child processes (the MCP server
-  # binary, the Python kernel), to large files through the loaders (whose parsers the fuzz
-  # targets below cover under the same sanitizers), or to thousands of tables.
-  heavy='^(SchemaBudgetTest\.|SchemaViewTest\.|WorkbookCorpusTest\.|LoaderTest\.|CacheTest\.'
-  heavy+='|CsvSpectrumTest\.|CardNotesTest\.|QueryMemoryTest\.|McpServerTest\.|McpLiveTest\.'
-  heavy+='|McpConversationTest\.|KernelTest\.|TablesTest\.|sandbox\.RunnerGuard$'
-  heavy+='|trace\.ViewerInChromium$|mcp\.SdkClient$)'
+  # binary, the Python kernel, the test servers' own harness), to large files through the
+  # loaders (whose parsers the fuzz targets below cover under the same sanitizers), or to
+  # thousands of tables.
+  heavy='(^|/)(SchemaBudgetTest|SchemaViewTest|WorkbookCorpusTest|LoaderTest|CacheTest'
+  heavy+='|CsvSpectrumTest|CardNotesTest|QueryMemoryTest|HostileDataTest|EncodingTest'
+  heavy+='|SqliteWideTest|DataScanTest|PgServerTest|McpServerTest|McpLiveTest|McpConversationTest'
+  heavy+='|KernelTest|TablesTest)\.|^(sandbox\.RunnerGuard|trace\.ViewerInChromium|mcp\.SdkClient)$'
   ctest --test-dir build-asan --output-on-failure -j3 -E "$heavy" || rerun build-asan
   stage "sanitizer tests"
 fi

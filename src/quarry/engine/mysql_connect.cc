@@ -116,8 +116,9 @@ Result<MySqlSpec> ParseMySqlSpec(std::string_view spec) {
     host = colon == std::string_view::npos ? std::string_view() : host.substr(colon + 1);
   }
   if (!host.empty()) {
+    const std::string digits(host);  // strtol's end points into it: it must outlive the check
     char* end = nullptr;
-    const long port = std::strtol(std::string(host).c_str(), &end, 10);
+    const long port = std::strtol(digits.c_str(), &end, 10);
     if (*end != '\0' || port <= 0 || port > 65535) {
       return Fail(Error::Code::kUsage, "cannot read the server URL " + scheme +
                                            "://…: the port must be a number from 1 to 65535" +
