@@ -27,31 +27,9 @@ OpenOptions NoProfile() {
   return options;
 }
 
-struct Hostile {
-  std::string rule;
-  bool refused = true;  // by the server's layers too
-  std::string sql;
-};
-
-std::vector<Hostile> Corpus() {
-  std::ifstream in(quarry::testing::SourceDir() / "tests/engine/mysql_hostile.txt");
-  std::vector<Hostile> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t a = line.find(" | ");
-    const size_t b = line.find(" | ", a + 3);
-    if (a == std::string::npos || b == std::string::npos) {
-      ADD_FAILURE() << "malformed corpus line: " << line;
-      continue;
-    }
-    std::string sql = line.substr(b + 3);
-    for (size_t at = sql.find("\\n"); at != std::string::npos; at = sql.find("\\n", at + 1)) {
-      sql.replace(at, 2, "\n");
-    }
-    out.push_back({line.substr(0, a), line.substr(a + 3, b - a - 3) == "refused", sql});
-  }
-  return out;
+std::vector<quarry::testing::HostileStatement> Corpus() {
+  return quarry::testing::ReadHostileCorpus(quarry::testing::SourceDir() /
+                                            "tests/engine/mysql_hostile.txt");
 }
 
 const TableCard* Card(const Engine& engine, const std::string& name) {
@@ -96,7 +74,7 @@ TEST(MySqlSpec, UrlsPasswordsAndRedaction) {
 TEST(MySqlGuard, TextRulesRefuseTheCorpusAndPassHonestQueries) {
   const auto corpus = Corpus();
   ASSERT_GE(corpus.size(), 65u);
-  for (const Hostile& h : corpus) {
+  for (const quarry::testing::HostileStatement& h : corpus) {
     const auto v = CheckQueryText(h.sql, Dialect::kMySQL, {"Genre"});
     ASSERT_TRUE(v.has_value()) << "passed the guard: " << h.sql;
     EXPECT_EQ(v->failure_class, FailureClass::kGuardViolation) << h.sql;
@@ -130,12 +108,12 @@ TEST(MySqlGuard, HostileCorpusRefusedTwiceDatabaseUnchanged) {
   ASSERT_TRUE(opened.has_value()) << opened.error().message;
   Engine& engine = **opened;
   int refused_by_server = 0;
-  for (const Hostile& h : Corpus()) {
+  for (const quarry::testing::HostileStatement& h : Corpus()) {
     auto guarded = engine.Query(h.sql, Limits{});
     ASSERT_FALSE(guarded.has_value()) << "ran: " << h.sql;
     EXPECT_EQ(guarded.error().rule, h.rule) << h.sql;
     auto past = internal::QueryMySqlPastTextGuard(engine, h.sql, Limits{1000, 10, {}});
-    if (h.refused) {
+    if (h.refused()) {
       EXPECT_FALSE(past.has_value()) << "the server ran: " << h.sql;
       refused_by_server += past.has_value() ? 0 : 1;
     }

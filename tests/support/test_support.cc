@@ -25,6 +25,32 @@ namespace quarry::testing {
 namespace fs = std::filesystem;
 
 fs::path SourceDir() { return fs::path(QUARRY_SOURCE_DIR); }
+
+std::vector<HostileStatement> ReadHostileCorpus(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) ADD_FAILURE() << "cannot read " << file;
+  std::vector<HostileStatement> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t a = line.find(" | ");
+    const size_t b = line.find(" | ", a + 3);
+    if (a == std::string::npos || b == std::string::npos) {
+      ADD_FAILURE() << "malformed corpus line: " << line;
+      continue;
+    }
+    std::string sql = line.substr(b + 3);
+    for (size_t at = sql.find("\\n"); at != std::string::npos; at = sql.find("\\n", at + 1)) {
+      sql.replace(at, 2, "\n");
+    }
+    HostileStatement h{line.substr(0, a), line.substr(a + 3, b - a - 3), sql};
+    if (h.server != "refused" && h.server != "defused" && h.server != "allowed") {
+      ADD_FAILURE() << "corpus line with an unknown outcome: " << line;
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
 fs::path QuarryBinary() { return fs::path(QUARRY_BINARY); }
 
 TempDir::TempDir() {

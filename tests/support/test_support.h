@@ -33,6 +33,20 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A guard's hostile corpus (tests/engine/*_hostile.txt): one statement a line,
+// "RULE | SERVER | SQL" ("\n" in SQL is a line break; '#' lines are comments). RULE is the guard
+// rule that refuses it; SERVER says what the server's own layers do with the guard bypassed:
+// "refused", "defused" (it runs, and nothing it did outlives the query, or it only waits until
+// the time limit ends it), or "allowed" (only the guard stops it; the docs say so).
+struct HostileStatement {
+  std::string rule;
+  std::string server;
+  std::string sql;
+  bool refused() const { return server == "refused"; }
+};
+// ADD_FAILUREs on a malformed line or an unknown SERVER word.
+std::vector<HostileStatement> ReadHostileCorpus(const std::filesystem::path& file);
+
 // Hex SHA-256 of a file's bytes; throws std::runtime_error when unreadable.
 std::string Sha256File(const std::filesystem::path& path);
 // Names and hashes of every file in a directory (recursive), sorted: equal before and after

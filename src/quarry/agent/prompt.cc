@@ -33,6 +33,8 @@ std::string SystemPrompt(const engine::Engine& engine, const std::string& questi
         return {"PostgreSQL", "cleaning_postgres"};
       case engine::Dialect::kMySQL:
         return {"MySQL", "cleaning_mysql"};
+      case engine::Dialect::kClickHouse:
+        return {"ClickHouse", "cleaning_clickhouse"};
     }
     return {"SQLite", "cleaning_sqlite"};
   }();

@@ -2,7 +2,8 @@
 // read-only, capped queries. DuckDB serves files (CSV, TSV, Parquet, JSON, Excel sheets) and
 // .duckdb databases; SQLite serves .sqlite/.db files; libpq serves PostgreSQL servers (and engines
 // that speak its wire protocol); libmariadb serves MariaDB and MySQL servers (and engines that
-// speak the MySQL protocol). Nothing here knows about the agent.
+// speak the MySQL protocol); libcurl serves ClickHouse over its HTTP interface. Nothing here
+// knows about the agent.
 #pragma once
 
 #include <condition_variable>
@@ -22,13 +23,16 @@
 
 namespace quarry::engine {
 
-enum class Dialect { kDuckDB, kSQLite, kPostgreSQL, kMySQL };
-std::string_view DialectName(Dialect dialect);  // "duckdb", "sqlite", "postgresql", "mysql"
+enum class Dialect { kDuckDB, kSQLite, kPostgreSQL, kMySQL, kClickHouse };
+// "duckdb", "sqlite", "postgresql", "mysql", "clickhouse"
+std::string_view DialectName(Dialect dialect);
 
 // Whether a --data value names a database server rather than a file: a postgresql:// or
-// postgres:// URL, a libpq service name ("service=NAME"), or a mysql:// or mariadb:// URL.
+// postgres:// URL, a libpq service name ("service=NAME"), a mysql:// or mariadb:// URL, or a
+// clickhouse://, clickhouse+http:// or clickhouse+https:// URL.
 bool IsServerSpec(std::string_view spec);
-// The dialect of the server a spec names (kPostgreSQL or kMySQL), or nullopt for a file.
+// The dialect of the server a spec names (kPostgreSQL, kMySQL or kClickHouse), or nullopt for a
+// file.
 std::optional<Dialect> ServerDialect(std::string_view spec);
 
 // Per column: min/max only for ordered scalar types; samples are the most frequent non-null
@@ -77,7 +81,7 @@ struct TableCard {
 };
 
 // What a source is read as. Names (traces, `quarry data --format json`): "csv", "tsv",
-// "parquet", "json", "xlsx", "xls", "sqlite", "duckdb", "postgresql", "mysql".
+// "parquet", "json", "xlsx", "xls", "sqlite", "duckdb", "postgresql", "mysql", "clickhouse".
 enum class SourceFormat {
   kCsv,
   kTsv,
@@ -88,7 +92,8 @@ enum class SourceFormat {
   kSqlite,
   kDuckDb,
   kPostgreSql,
-  kMySql
+  kMySql,
+  kClickHouse
 };
 std::string_view SourceFormatName(SourceFormat format);
 std::optional<SourceFormat> ParseSourceFormat(std::string_view name);

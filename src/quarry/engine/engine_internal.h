@@ -315,6 +315,29 @@ Result<std::unique_ptr<Engine>> OpenPostgres(const std::string& spec, const Open
 // The spec as it may be shown: user, host, port and database only; never a password.
 std::string RedactServerSpec(std::string_view spec);
 
+// A server URL's parts (server_url.cc): SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/PATH][?K=V&...],
+// percent-decoded. With a password, `password` is true and nothing after the user is read, so
+// the caller can refuse the URL without repeating it.
+struct ServerUrl {
+  std::string scheme;  // lower-cased
+  std::string user;
+  bool password = false;
+  std::string host;  // an IPv6 host without its brackets
+  unsigned port = 0;
+  std::string path;                                         // after the first '/'
+  std::vector<std::pair<std::string, std::string>> params;  // keys lower-cased
+};
+// Errors: kUsage "cannot read the server URL SCHEME://…: WHY" + `usage`, for an IPv6 host never
+// closed, a port that is not 1 to 65535, or a '%' without two hex digits.
+Result<ServerUrl> ParseServerUrl(std::string_view spec, std::string_view usage);
+// USER@HOST:PORT as shown (percent-encoded; brackets around an IPv6 host).
+std::string ServerUrlAuthority(const ServerUrl& url);
+std::string UrlEncode(std::string_view text);  // '/' kept
+std::string UrlScheme(std::string_view spec);  // lower-cased; "" without "://"
+// "the server URL has the parameter 'KEY' quarry does not know; " + `takes` (a key that is not
+// a plain name is not repeated).
+std::string UnknownUrlParameter(const std::string& key, std::string_view takes);
+
 // A MariaDB or MySQL server from a mysql:// or mariadb:// URL (case aside).
 bool IsMySqlSpec(std::string_view spec);
 // RedactServerSpec for such a URL.
@@ -325,6 +348,21 @@ Result<std::unique_ptr<Engine>> OpenMySql(const std::string& spec, const OpenOpt
 // ExportTables for a MySQL-protocol engine (mysql_export.cc).
 Result<std::vector<TableExport>> ExportMySql(const Engine& engine, const std::filesystem::path& dir,
                                              int64_t max_rows);
+// A ClickHouse server from a clickhouse://, clickhouse+http:// or clickhouse+https:// URL (case
+// aside), reached over its HTTP interface.
+bool IsClickHouseSpec(std::string_view spec);
+std::string RedactClickHouseSpec(std::string_view spec);
+// Errors: kUsage for a password or an unknown parameter in the URL; kData when the server
+// cannot be reached or read.
+Result<std::unique_ptr<Engine>> OpenClickHouse(const std::string& spec, const OpenOptions& options);
+// ExportTables for a ClickHouse engine (clickhouse_export.cc).
+Result<std::vector<TableExport>> ExportClickHouse(const Engine& engine,
+                                                  const std::filesystem::path& dir,
+                                                  int64_t max_rows);
+// Tests only: a ClickHouse engine's query without the text guard (the server's layers alone:
+// readonly=1, the execution time limit, the result row limit).
+QueryOutcome QueryClickHousePastTextGuard(Engine& engine, std::string_view sql,
+                                          const Limits& limits);
 // Tests only: a MySQL-protocol engine's query without the text guard (the server's layers alone:
 // the READ ONLY transaction, privileges, the statement time limit).
 QueryOutcome QueryMySqlPastTextGuard(Engine& engine, std::string_view sql, const Limits& limits);

@@ -400,6 +400,9 @@ Result<std::vector<TableExport>> ExportTables(const Engine& engine, const fs::pa
   if (engine.dialect() == Dialect::kPostgreSQL)
     return internal::ExportPostgres(engine, abs, max_rows);
   if (engine.dialect() == Dialect::kMySQL) return internal::ExportMySql(engine, abs, max_rows);
+  if (engine.dialect() == Dialect::kClickHouse) {
+    return internal::ExportClickHouse(engine, abs, max_rows);
+  }
   return engine.dialect() == Dialect::kSQLite ? ExportSqlite(engine, abs, max_rows)
                                               : ExportDuckDb(engine, abs, max_rows);
 }

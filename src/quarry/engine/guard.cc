@@ -184,6 +184,14 @@ constexpr std::array kPgFunctionRules = {
     FunctionRule{"PG_STAT_RESET*", "admin"},
     FunctionRule{"PG_STAT_STATEMENTS_RESET", "admin"},
     FunctionRule{"PG_LOG_BACKEND_MEMORY_CONTEXTS", "admin"},
+    FunctionRule{"PG_LOG_STANDBY_SNAPSHOT", "admin"},    // PostgreSQL 16: writes to the WAL
+    FunctionRule{"PG_SYNC_REPLICATION_SLOTS", "admin"},  // 17: creates slots on a standby
+    FunctionRule{"BINARY_UPGRADE_*", "admin"},           // pg_upgrade's own
+    // PostgreSQL 18 writes planner statistics through these (pg_restore_relation_stats,
+    // pg_clear_attribute_stats ...), inside a READ ONLY transaction too, for a role with
+    // MAINTAIN on the table; the cards read those statistics.
+    FunctionRule{"PG_RESTORE_*", "admin"},
+    FunctionRule{"PG_CLEAR_*", "admin"},
     FunctionRule{"PG_IMPORT_SYSTEM_COLLATIONS", "admin"},
     FunctionRule{"PG_PREWARM", "admin"},
     // Index maintenance that PostgreSQL allows inside a READ ONLY transaction.
@@ -451,7 +459,8 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
                      "only the text before it; remove it and send one SELECT query");
   }
   auto tokens = Tokenize(sql, dialect);
-  if (!tokens && (dialect == Dialect::kPostgreSQL || dialect == Dialect::kMySQL)) {
+  if (!tokens && (dialect == Dialect::kPostgreSQL || dialect == Dialect::kMySQL ||
+                  dialect == Dialect::kClickHouse)) {
     // What the guard cannot read is not sent: a lexer difference must not become a way past.
     return QueryFailure{FailureClass::kSyntaxError, "",
                         "the SQL has a string, quoted name or comment that never closes; close it "
@@ -475,6 +484,9 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
   }
   if (dialect == Dialect::kMySQL) {
     if (auto v = internal::CheckMySql(*tokens)) return v;
+  }
+  if (dialect == Dialect::kClickHouse) {
+    if (auto v = internal::CheckClickHouse(*tokens)) return v;
   }
   const Token& first = tokens->front();
   if (!Contains(kQueryStarts, first.text)) {

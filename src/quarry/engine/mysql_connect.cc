@@ -10,50 +10,14 @@
 namespace quarry::engine::internal {
 namespace {
 
-std::string Decode(std::string_view text, bool* ok) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%') {
-      if (i + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
-          !std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-        *ok = false;
-        return out;
-      }
-      out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
-std::string Encode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-std::string SchemeOf(std::string_view spec) {
-  const size_t colon = spec.find("://");
-  return colon == std::string_view::npos ? "" : Lower(std::string(spec.substr(0, colon)));
-}
-
 std::string Shown(const MySqlSpec& s, std::string_view scheme) {
-  std::string out = std::string(scheme) + "://";
-  if (!s.user.empty()) out += Encode(s.user) + "@";
-  out += s.host.find(':') != std::string::npos ? "[" + s.host + "]" : Encode(s.host);
-  if (s.port != 0) out += ":" + std::to_string(s.port);
-  out += "/" + Encode(s.database);
-  if (!s.socket.empty()) out += "?socket=" + Encode(s.socket);
+  ServerUrl url;
+  url.user = s.user;
+  url.host = s.host;
+  url.port = s.port;
+  std::string out = std::string(scheme) + "://" + ServerUrlAuthority(url);
+  out += "/" + UrlEncode(s.database);
+  if (!s.socket.empty()) out += "?socket=" + UrlEncode(s.socket);
   return out;
 }
 
@@ -69,76 +33,29 @@ int RefuseError(void*, char* message, unsigned int length) {
 }  // namespace
 
 bool IsMySqlSpec(std::string_view spec) {
-  const std::string scheme = SchemeOf(spec.substr(0, 16));
+  const std::string scheme = UrlScheme(spec.substr(0, 16));
   return scheme == "mysql" || scheme == "mariadb";
 }
 
 Result<MySqlSpec> ParseMySqlSpec(std::string_view spec) {
-  const std::string scheme = SchemeOf(spec);
   const std::string usage =
       "; give mysql://USER@HOST:PORT/DATABASE or mysql://USER@localhost/DATABASE?socket=PATH";
-  std::string_view rest = spec.substr(spec.find("://") + 3);
+  auto url = ParseServerUrl(spec, usage);
+  if (!url) return std::unexpected(url.error());
+  const std::string& scheme = url->scheme;
   MySqlSpec out;
-  const size_t slash = rest.find_first_of("/?");
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
-  bool ok = true;
-  if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
-    const std::string_view userinfo = authority.substr(0, at);
-    if (userinfo.find(':') != std::string_view::npos) {
-      out.user = Decode(userinfo.substr(0, userinfo.find(':')), &ok);
-      out.host = "…";
-      return Fail(Error::Code::kUsage,
-                  "the server URL " + scheme + "://" + Encode(out.user) +
-                      "@… holds a password: never put one in --data (it would show in process "
-                      "lists and shell history); set MYSQL_PWD, or put it in the client's option "
-                      "file (~/.my.cnf, [client] password=...)");
-    }
-    out.user = Decode(userinfo, &ok);
-    authority = authority.substr(at + 1);
+  out.user = url->user;
+  if (url->password) {
+    return Fail(Error::Code::kUsage,
+                "the server URL " + scheme + "://" + UrlEncode(out.user) +
+                    "@… holds a password: never put one in --data (it would show in process "
+                    "lists and shell history); set MYSQL_PWD, or put it in the client's option "
+                    "file (~/.my.cnf, [client] password=...)");
   }
-  std::string_view host = authority;
-  if (host.starts_with('[')) {
-    const size_t close = host.find(']');
-    if (close == std::string_view::npos) {
-      return Fail(Error::Code::kUsage, "cannot read the server URL " + scheme +
-                                           "://…: an IPv6 "
-                                           "host opens '[' and never closes it" +
-                                           usage);
-    }
-    out.host = std::string(host.substr(1, close - 1));
-    host = host.substr(close + 1);
-    if (!host.empty() && host.front() != ':') ok = false;
-    host = host.empty() ? host : host.substr(1);
-  } else {
-    const size_t colon = host.rfind(':');
-    out.host = Decode(host.substr(0, colon), &ok);
-    host = colon == std::string_view::npos ? std::string_view() : host.substr(colon + 1);
-  }
-  if (!host.empty()) {
-    const std::string digits(host);  // strtol's end points into it: it must outlive the check
-    char* end = nullptr;
-    const long port = std::strtol(digits.c_str(), &end, 10);
-    if (*end != '\0' || port <= 0 || port > 65535) {
-      return Fail(Error::Code::kUsage, "cannot read the server URL " + scheme +
-                                           "://…: the port must be a number from 1 to 65535" +
-                                           usage);
-    }
-    out.port = static_cast<unsigned>(port);
-  }
-  std::string_view query;
-  if (const size_t q = path.find('?'); q != std::string_view::npos) {
-    query = path.substr(q + 1);
-    path = path.substr(0, q);
-  }
-  if (path.starts_with('/')) out.database = Decode(path.substr(1), &ok);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    const std::string key = Lower(std::string(pair.substr(0, eq)));
-    const std::string value = eq == std::string_view::npos ? "" : Decode(pair.substr(eq + 1), &ok);
+  out.host = url->host;
+  out.port = url->port;
+  out.database = url->path;
+  for (const auto& [key, value] : url->params) {
     if (key == "socket" || key == "unix_socket") {
       out.socket = value;
     } else if (key == "password" || key == "pass" || key == "pwd") {
@@ -146,18 +63,8 @@ Result<MySqlSpec> ParseMySqlSpec(std::string_view spec) {
                   "the server URL holds a password: never put one in --data; set MYSQL_PWD, or "
                   "put it in the client's option file (~/.my.cnf)");
     } else {
-      const bool name = !key.empty() && key.size() <= 40 &&
-                        key.find_first_not_of("abcdefghijklmnopqrstuvwxyz_-") == std::string::npos;
-      return Fail(Error::Code::kUsage, "the server URL has the parameter " +
-                                           (name ? "'" + key + "'" : std::string("…")) +
-                                           " quarry does not know; it takes socket=PATH only");
+      return Fail(Error::Code::kUsage, UnknownUrlParameter(key, "it takes socket=PATH only"));
     }
-  }
-  if (!ok) {
-    return Fail(Error::Code::kUsage, "cannot read the server URL " + scheme +
-                                         "://…: a '%' is not followed by two hex "
-                                         "digits" +
-                                         usage);
   }
   if (out.database.empty() || out.database.find('/') != std::string::npos) {
     out.shown = Shown(out, scheme);
@@ -170,7 +77,7 @@ Result<MySqlSpec> ParseMySqlSpec(std::string_view spec) {
 
 std::string RedactMySqlSpec(std::string_view spec) {
   auto parsed = ParseMySqlSpec(spec);
-  return parsed ? parsed->shown : SchemeOf(spec) + "://…";
+  return parsed ? parsed->shown : UrlScheme(spec) + "://…";
 }
 
 Result<std::unique_ptr<MySqlSession>> MySqlSession::Connect(const MySqlSpec& spec) {

@@ -73,6 +73,7 @@ constexpr NamePair<SourceFormat> kSourceFormatNames[] = {
     {SourceFormat::kDuckDb, "duckdb"},
     {SourceFormat::kPostgreSql, "postgresql"},
     {SourceFormat::kMySql, "mysql"},
+    {SourceFormat::kClickHouse, "clickhouse"},
 };
 
 constexpr NamePair<CacheUse> kCacheUseNames[] = {
@@ -109,19 +110,22 @@ std::string_view DialectName(Dialect dialect) {
       return "postgresql";
     case Dialect::kMySQL:
       return "mysql";
+    case Dialect::kClickHouse:
+      return "clickhouse";
   }
   return "unknown";
 }
 
 std::optional<Dialect> ServerDialect(std::string_view spec) {
   if (!IsServerSpec(spec)) return std::nullopt;
+  if (internal::IsClickHouseSpec(spec)) return Dialect::kClickHouse;
   return internal::IsMySqlSpec(spec) ? Dialect::kMySQL : Dialect::kPostgreSQL;
 }
 
 bool IsServerSpec(std::string_view spec) {
   const std::string head = Lower(std::string(spec.substr(0, 13)));
   if (head.starts_with("postgresql://") || head.starts_with("postgres://")) return true;
-  if (internal::IsMySqlSpec(spec)) return true;
+  if (internal::IsMySqlSpec(spec) || internal::IsClickHouseSpec(spec)) return true;
   // libpq's keyword/value form ("host=db user=reader dbname=shop", "service=warehouse"): its
   // first word is one of libpq's keywords, unless a file of that name exists.
   const size_t start = spec.find_first_not_of(" \t");
@@ -218,6 +222,9 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
                       internal::RedactServerSpec(given.string()) + " and the files separately");
     }
     if (internal::IsMySqlSpec(given.string())) return internal::OpenMySql(given.string(), options);
+    if (internal::IsClickHouseSpec(given.string())) {
+      return internal::OpenClickHouse(given.string(), options);
+    }
     return internal::OpenPostgres(given.string(), options);
   }
   std::vector<SourceFormat> formats;

@@ -122,6 +122,7 @@ std::string Shown(std::string_view spec, const std::map<std::string, std::string
 
 std::string RedactServerSpec(std::string_view spec) {
   if (IsMySqlSpec(spec)) return RedactMySqlSpec(spec);
+  if (IsClickHouseSpec(spec)) return RedactClickHouseSpec(spec);
   const Parsed parsed = Parse(spec);
   if (!parsed.error.empty()) {
     return LowerScheme(spec).find("://") == std::string::npos ? "(a libpq connection string)"

@@ -26,6 +26,7 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
   const bool postgres = dialect == Dialect::kPostgreSQL;
   const bool sqlite = dialect == Dialect::kSQLite;
   const bool mysql = dialect == Dialect::kMySQL;
+  const bool clickhouse = dialect == Dialect::kClickHouse;
   std::vector<Token> tokens;
   size_t i = 0;
   bool in_executable = false;  // MySQL: inside /*! ... */, whose text the server runs
@@ -36,6 +37,10 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
     } else if (mysql && in_executable && c == '*' && i + 1 < sql.size() && sql[i + 1] == '/') {
       in_executable = false;
       i += 2;
+    } else if (clickhouse && c == '#') {
+      // ClickHouse 22 and later read "# " and "#!" as comments; 18.16 refuses '#'. Read as a
+      // comment here, the guard never reads less than a server runs.
+      while (i < sql.size() && sql[i] != '\n' && sql[i] != '\r') ++i;
     } else if (mysql && (c == '#' || (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-' &&
                                       (i + 2 == sql.size() ||
                                        static_cast<unsigned char>(sql[i + 2]) <= ' ')))) {
@@ -71,9 +76,15 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
       if (in_executable) return std::nullopt;
       size_t end = sql.find("*/", i + 2);
       if (end == std::string_view::npos) return std::nullopt;
+      // ClickHouse nests block comments (/* /* */ still open */): a comment that opens another
+      // is read differently by the guard and some servers, so it is not read.
+      if (clickhouse && sql.substr(i + 2, end - i - 2).find("/*") != std::string_view::npos) {
+        return std::nullopt;
+      }
       i = end + 2;
     } else if (!sqlite && !mysql && c == '$' && DollarTagEnd(sql, i) != std::string_view::npos) {
-      // $$...$$ or $tag$...$tag$: a string literal in DuckDB and PostgreSQL.
+      // $$...$$ or $tag$...$tag$: a string literal in DuckDB and PostgreSQL, and a heredoc
+      // string in ClickHouse 23 and later.
       const size_t tag_end = DollarTagEnd(sql, i);
       const std::string_view tag = sql.substr(i, tag_end - i + 1);
       const size_t close = sql.find(tag, tag_end + 1);
@@ -81,12 +92,14 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
       tokens.push_back(
           {TokenKind::kString, std::string(sql.substr(tag_end + 1, close - tag_end - 1))});
       i = close + tag.size();
-    } else if (c == '\'' || c == '"' || (!postgres && (c == '`' || (!mysql && c == '[')))) {
+    } else if (c == '\'' || c == '"' ||
+               (!postgres && (c == '`' || (!mysql && !clickhouse && c == '[')))) {
       char close = c == '[' ? ']' : c;
       // E'...' (PostgreSQL, DuckDB): a backslash escapes the next character, \' included.
       // Read as a plain string, E'\'', pg_read_file(...) --' would hide the call.
-      // MySQL: every '...' and "..." string takes backslash escapes.
-      const bool escapes = (mysql && c != '`') ||
+      // MySQL: every '...' and "..." string takes backslash escapes. ClickHouse: strings and
+      // both kinds of quoted names do.
+      const bool escapes = (mysql && c != '`') || clickhouse ||
                            (!sqlite && !mysql && c == '\'' && !tokens.empty() &&
                             tokens.back().kind == TokenKind::kWord && tokens.back().text == "E" &&
                             i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e'));

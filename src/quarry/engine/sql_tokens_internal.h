@@ -27,9 +27,14 @@ struct Token {
 // strings with backslash escapes (the engine sets a sql_mode without ANSI_QUOTES and
 // NO_BACKSLASH_ESCAPES, so the server reads them so too); `name` is a quoted name; the text of an
 // executable comment (/*!, /*!NNNNN, /*M!, /*M!NNNNNN) is read as code.
+// ClickHouse: `--` and `#` comments; '...' strings and "..." and `...` names, all with backslash
+// escapes; $tag$...$tag$ heredoc strings; a block comment holding another "/*" is not read
+// (servers differ on nesting).
 std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect);
 
 // The MySQL dialect's rules (guard_mysql.cc) on the tokens of a text with one statement.
 std::optional<QueryFailure> CheckMySql(const std::vector<Token>& tokens);
+// The ClickHouse dialect's rules (guard_clickhouse.cc), likewise.
+std::optional<QueryFailure> CheckClickHouse(const std::vector<Token>& tokens);
 
 }  // namespace quarry::engine::internal

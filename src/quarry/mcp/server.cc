@@ -134,6 +134,9 @@ std::string Instructions(const engine::Engine& engine, const ServerOptions& opti
   if (engine.dialect() == engine::Dialect::kMySQL && !engine.sources().empty()) {
     where = " on the MySQL-protocol server " + engine.sources().front().path;
   }
+  if (engine.dialect() == engine::Dialect::kClickHouse && !engine.sources().empty()) {
+    where = " on the ClickHouse server " + engine.sources().front().path;
+  }
   return "quarry serves read-only access to " + std::to_string(cards.size()) + " table(s)" + where +
          " (" + DialectTitle(engine.dialect()) + " SQL): " + tables +
          ". Call describe_schema before writing SQL. run_sql runs one read-only query and "

@@ -275,6 +275,8 @@ std::string DialectTitle(engine::Dialect dialect) {
       return "PostgreSQL";
     case engine::Dialect::kMySQL:
       return "MySQL";
+    case engine::Dialect::kClickHouse:
+      return "ClickHouse";
   }
   return std::string(engine::DialectName(dialect));
 }
@@ -312,6 +314,8 @@ ToolBox::ToolBox(const ServerOptions& options, engine::Engine& engine)
                         std::string(engine.dialect() == engine::Dialect::kPostgreSQL ||
                                             engine.dialect() == engine::Dialect::kMySQL
                                         ? "; the server runs it in a read-only transaction"
+                                    : engine.dialect() == engine::Dialect::kClickHouse
+                                        ? "; the server runs it with readonly=1"
                                         : "") +
                         ". Returns at most " + max_rows +
                         " rows and the true row count. Cells are typed: numbers as JSON "
