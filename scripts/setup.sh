@@ -27,6 +27,7 @@ if [ "$tests" = 1 ]; then
   packages+=(
     postgresql  # the server the tests start
     mariadb-server mariadb-plugin-spider  # MariaDB, and Spider for the sharded tests
+    clickhouse-server  # ClickHouse 18.16, for the ClickHouse engine's tests
     python3-openpyxl  # one of the writers of the workbook corpus (tests/engine/workbooks)
     chromium
     clang-16 libclang-rt-16-dev  # libFuzzer and its sanitizers (scripts/fuzz.sh)

@@ -1,9 +1,10 @@
 // The PostgreSQL Chinook (data/chinook_postgresql.sql on the test server) and the MariaDB one
-// (data/chinook_mysql.sql) answer the same questions as data/chinook.sqlite: every query of
-// tasks/postgres/equivalence.json runs on SQLite and on each server through engine::Open, and the
-// rows are compared in order, value by value, by each column's kind (the file states the kinds and
-// their tolerances). The pairs that carry a task id are also checked against tasks/truth.json, so
-// `quarry bench --postgres` grades a server's answers with a truth that holds there.
+// (data/chinook_mysql.sql) and the ClickHouse one (flat, and with a Distributed InvoiceLine;
+// tests/support/clickhouse_server.h) answer the same questions as data/chinook.sqlite: every query
+// of tasks/postgres/equivalence.json runs on SQLite and on each server through engine::Open, and
+// the rows are compared in order, value by value, by each column's kind (the file states the kinds
+// and their tolerances). The pairs that carry a task id are also checked against tasks/truth.json,
+// so `quarry bench --postgres` grades a server's answers with a truth that holds there.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "quarry/common/json.h"
 #include "quarry/engine/engine.h"
+#include "support/clickhouse_server.h"
 #include "support/mariadb_server.h"
 #include "support/pg_server.h"
 #include "support/test_support.h"
@@ -182,6 +184,17 @@ TEST(PgEquivalence, ChinookOnPostgresAnswersEveryPairLikeChinookOnSqlite) {
 
 TEST(MySqlEquivalence, ChinookOnMariaDbAnswersEveryQueryLikeChinookOnSqlite) {
   AnswersEveryPairLikeSqlite(test::SharedMariaDbServer().Url(), "mysql", engine::Dialect::kMySQL);
+}
+
+TEST(ClickHouseEquivalence, ChinookOnClickHouseAnswersEveryQueryLikeChinookOnSqlite) {
+  AnswersEveryPairLikeSqlite(test::SharedClickHouseServer().Url(), "clickhouse",
+                             engine::Dialect::kClickHouse);
+}
+
+// InvoiceLine there is a Distributed table over two shards (tests/support/clickhouse_server.h).
+TEST(ClickHouseEquivalence, DistributedChinookAnswersEveryQueryLikeChinookOnSqlite) {
+  AnswersEveryPairLikeSqlite(test::SharedClickHouseServer().Url("ChinookSharded"), "clickhouse",
+                             engine::Dialect::kClickHouse);
 }
 
 }  // namespace
