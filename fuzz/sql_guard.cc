@@ -15,8 +15,8 @@ using quarry::engine::Dialect;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view sql(reinterpret_cast<const char*>(data), size);
   static const std::vector<std::string> tables = {"sales", "customers", "\"odd \"\"name\""};
-  for (const Dialect dialect :
-       {Dialect::kDuckDB, Dialect::kSQLite, Dialect::kPostgreSQL, Dialect::kMySQL}) {
+  for (const Dialect dialect : {Dialect::kDuckDB, Dialect::kSQLite, Dialect::kPostgreSQL,
+                                Dialect::kMySQL, Dialect::kClickHouse}) {
     const auto failure = CheckQueryText(sql, dialect, tables);
     if (failure && failure->message.empty()) std::abort();
   }

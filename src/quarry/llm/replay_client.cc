@@ -220,16 +220,21 @@ std::string RecordingKey(std::string_view question) {
 
 namespace {
 
-// A server is named by its protocol and database ("postgresql:chinook", "mysql:Chinook") or
+// A server is named by its protocol and database ("postgresql:chinook", "mysql:Chinook",
+// "clickhouse:Chinook") or
 // service ("service=warehouse"): the host, port, socket and options differ from machine to
 // machine, and the last "/" of a URL starts no file name.
 std::string DataName(const std::string& path) {
-  for (std::string_view scheme : {"postgresql://", "postgres://", "mysql://", "mariadb://"}) {
+  for (std::string_view scheme : {"postgresql://", "postgres://", "mysql://", "mariadb://",
+                                  "clickhouse://", "clickhouse+http://", "clickhouse+https://"}) {
     if (!path.starts_with(scheme)) continue;
     std::string_view rest = std::string_view(path).substr(scheme.size());
     rest = rest.substr(0, rest.find_first_of("?#"));
     const size_t slash = rest.find('/');
-    return std::string(scheme.starts_with("postgres") ? "postgresql:" : "mysql:") +
+    const char* protocol = scheme.starts_with("postgres")     ? "postgresql:"
+                           : scheme.starts_with("clickhouse") ? "clickhouse:"
+                                                              : "mysql:";
+    return std::string(protocol) +
            std::string(slash == std::string_view::npos ? "" : rest.substr(slash + 1));
   }
   if (path.starts_with("service=")) return path.substr(0, path.find_first_of(" \t"));

@@ -1,0 +1,1 @@
+SELECT $a$ ' $a$; DROP TABLE Genre; -- '
