@@ -156,8 +156,9 @@ CLI::Option* AddQuestionFlags(CLI::App* cmd, AskOptions& o) {
   cmd->add_option("-d,--data", o.data,
                   "A data file (repeat for several), or one database server: "
                   "postgresql://USER@HOST:PORT/DB or service=NAME (password from PGPASSWORD, "
-                  "~/.pgpass or a service file), or mysql://USER@HOST:PORT/DB (MariaDB, MySQL; "
-                  "password from MYSQL_PWD or ~/.my.cnf)");  // required, checked after parsing
+                  "~/.pgpass or a service file), mysql://USER@HOST:PORT/DB (MariaDB, MySQL; "
+                  "password from MYSQL_PWD or ~/.my.cnf), or clickhouse://USER@HOST:8123/DB "
+                  "(password from CLICKHOUSE_PASSWORD)");  // required, checked after parsing
   cmd->add_flag("--offline", o.offline,
                 "Replay recorded model turns from fixtures/offline (tools still execute)");
   cmd->add_option("--fixtures", o.fixtures, "Where --offline looks for recorded turns");
@@ -312,7 +313,7 @@ int Main(int argc, char** argv) {
   DataOptions sql;
   CLI::App* sql_cmd =
       app.add_subcommand("sql", "Run one read-only query: quarry sql PATH... \"SELECT ...\"");
-  sql_cmd->add_option("args", sql.paths, "Data files (or a PostgreSQL server URL), then the SQL")
+  sql_cmd->add_option("args", sql.paths, "Data files (or a database server's URL), then the SQL")
       ->required()
       ->expected(2, -1);
   sql_cmd
