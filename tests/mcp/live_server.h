@@ -149,6 +149,11 @@ class LiveServer {
       const pid_t r = waitpid(pid_, &status, WNOHANG);
       if (r == pid_) {
         exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        // What it wrote before exiting is read before Err() is asked for it: the pipes close
+        // at its exit, which ends the reader.
+        std::unique_lock lock(mu_);
+        cv_.wait_until(lock, std::max(until, Clock::now() + milliseconds(2000)),
+                       [&] { return read_all_; });
         break;
       }
       std::this_thread::sleep_for(milliseconds(10));
@@ -189,11 +194,15 @@ class LiveServer {
         cv_.notify_all();
       }
     }
+    std::lock_guard lock(mu_);
+    read_all_ = true;
+    cv_.notify_all();
   }
 
   pid_t pid_ = -1;
   int in_ = -1;
   std::optional<int> exit_code_;
+  bool read_all_ = false;  // both pipes closed
   std::thread reader_;
   std::mutex mu_;
   std::condition_variable cv_;
