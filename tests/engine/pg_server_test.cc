@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -75,6 +76,51 @@ TEST(PgServerTest, AnswersOnItsUnixSocketByUrlAndConninfo) {
   auto rows = server.Rows("postgres", "SELECT 1, NULL::text, 'x'");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0], (std::vector<std::optional<std::string>>{"1", std::nullopt, "x"}));
+}
+
+// What a build's postgres says it is: "postgres (PostgreSQL) 18.4" -> "18.4", and Debian's
+// "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)" -> "15.18"; "" on failure.
+std::string BuildVersion(const fs::path& postgres) {
+  std::string command = "'";
+  for (char c : postgres.string()) command += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  command += "' --version";
+  std::unique_ptr<FILE, decltype(&::pclose)> out(::popen(command.c_str(), "r"), &::pclose);
+  if (!out) return "";
+  char line[256] = {};
+  if (!std::fgets(line, sizeof line, out.get())) return "";
+  std::istringstream words(line);
+  std::string word;
+  while (words >> word) {
+    if (word == "(PostgreSQL)") return words >> word ? word : "";
+  }
+  return "";
+}
+
+// The server under test is the build QUARRY_TEST_PG_BIN names (the Pg18 CTest entries rest on
+// it), else the newest in /usr/lib/postgresql. Its version is printed for the log.
+TEST(PgServerTest, IsTheBuildQuarryTestPgBinNamesOrDebiansNewest) {
+  fs::path bin;
+  if (const char* named = std::getenv("QUARRY_TEST_PG_BIN"); named && *named) {
+    bin = named;
+  } else {
+    int best = -1;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
+      const int major = std::atoi(entry.path().filename().c_str());
+      if (major > best && fs::exists(entry.path() / "bin" / "postgres")) {
+        best = major;
+        bin = entry.path() / "bin";
+      }
+    }
+  }
+  const std::string expected = BuildVersion(bin / "postgres");
+  ASSERT_FALSE(expected.empty()) << "cannot run " << (bin / "postgres") << " --version";
+  Conn conn = Connect(SharedPgServer().Conninfo("postgres", "reader"));
+  ASSERT_EQ(PQstatus(conn.get()), CONNECTION_OK) << PQerrorMessage(conn.get());
+  // Debian's says "15.18 (Debian 15.18-0+deb12u1)", the npm build "18.4".
+  const std::string version = Scalar(conn.get(), "SHOW server_version");
+  std::printf("test PostgreSQL server: %s, from %s\n", version.c_str(), bin.c_str());
+  EXPECT_EQ(version.substr(0, version.find(' ')), expected) << bin;
 }
 
 TEST(PgServerTest, ChinookHasTheSameRowsAsTheSqliteFile) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -177,6 +178,23 @@ TEST(PostgresCards, CatalogCardsStatisticsAndWriteRole) {
           "the role writer can write to 11 tables (INSERT, UPDATE, DELETE or TRUNCATE); quarry "
           "only reads, but use a role with only pg_read_all_data (README)"});
   EXPECT_FALSE(HasNote((*writer)->describe().front().notes, "can write"));
+  // PostgreSQL 17 added MAINTAIN (granted on every table by pg_maintain): no write privilege,
+  // but ANALYZE rewrites the statistics even in a read-only transaction. 15 has no such role.
+  const auto version = pg.Rows("postgres", "SHOW server_version_num");
+  ASSERT_EQ(version.size(), 1u);
+  if (std::atoi(version[0][0].value_or("0").c_str()) >= 170000) {
+    pg.Exec("postgres",
+            "CREATE ROLE maintainer LOGIN; GRANT pg_read_all_data, pg_maintain TO maintainer");
+    auto maintainer = Open({pg.Url("chinook", "maintainer")}, quick);
+    ASSERT_TRUE(maintainer.has_value()) << maintainer.error().message;
+    EXPECT_EQ((*maintainer)->sources()[0].notes,
+              std::vector<std::string>{
+                  "the role maintainer can maintain 11 tables (MAINTAIN: ANALYZE rewrites their "
+                  "statistics even in a read-only transaction); quarry only reads, but use a role "
+                  "with only pg_read_all_data (README)"});
+    maintainer->reset();
+    pg.Exec("postgres", "DROP ROLE maintainer");
+  }
   auto admin = Open({pg.Url("chinook", "quarry_admin")}, quick);
   ASSERT_TRUE(admin.has_value()) << admin.error().message;
   ASSERT_EQ((*admin)->sources()[0].notes.size(), 1u);

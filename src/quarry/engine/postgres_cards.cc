@@ -79,19 +79,34 @@ std::string Text(const std::optional<std::string>& v) { return v.value_or(""); }
 int64_t Int(const std::optional<std::string>& v) { return v ? std::atoll(v->c_str()) : 0; }
 
 // The role can change data: superuser, or INSERT/UPDATE/DELETE/TRUNCATE on a table, or CREATE
-// in a schema, outside the system schemas. "" when it cannot.
+// in a schema, outside the system schemas; or, from PostgreSQL 17 on, MAINTAIN on a table
+// (pg_maintain grants it on all): no write privilege, but its ANALYZE rewrites
+// pg_class.reltuples in place even in a READ ONLY transaction that is rolled back (seen on
+// 18.4), and on 18 pg_restore_relation_stats writes statistics. "" when it cannot.
 Result<std::string> WriteRoleNote(PGconn* conn) {
-  auto rows = PgRows(conn, R"(
-SELECT current_user, (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user),
+  constexpr const char* kTables = R"(
   (SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
    WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
      AND n.nspname NOT LIKE 'pg\_%'
-     AND pg_catalog.has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')),
+     AND pg_catalog.has_table_privilege(c.oid, )";
+  // PostgreSQL 15 and 16 do not know the word MAINTAIN: has_table_privilege would fail.
+  const bool has_maintain = PQserverVersion(conn) >= 170000;
+  std::string sql =
+      "SELECT current_user, (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = "
+      "current_user),";
+  sql.append(kTables).append("'INSERT, UPDATE, DELETE, TRUNCATE')),");
+  sql.append(R"(
   (SELECT string_agg(n.nspname, ', ' ORDER BY n.nspname) FROM pg_catalog.pg_namespace n
    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%'
-     AND pg_catalog.has_schema_privilege(n.oid, 'CREATE')))");
+     AND pg_catalog.has_schema_privilege(n.oid, 'CREATE')),)");
+  if (has_maintain) {
+    sql.append(kTables).append("'MAINTAIN'))");
+  } else {
+    sql.append(" 0");
+  }
+  auto rows = PgRows(conn, sql);
   if (!rows) return std::unexpected(rows.error());
-  if (rows->empty() || (*rows)[0].size() < 4) return std::string();
+  if (rows->empty() || (*rows)[0].size() < 5) return std::string();
   const auto& r = (*rows)[0];
   std::string what;
   if (Text(r[1]) == "t") {
@@ -101,6 +116,9 @@ SELECT current_user, (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = c
            " tables (INSERT, UPDATE, DELETE or TRUNCATE)";
   } else if (r[3] && !r[3]->empty()) {
     what = "can create tables in schema " + *r[3];
+  } else if (Int(r[4]) > 0) {
+    what = "can maintain " + std::to_string(Int(r[4])) +
+           " tables (MAINTAIN: ANALYZE rewrites their statistics even in a read-only transaction)";
   } else {
     return std::string();
   }
