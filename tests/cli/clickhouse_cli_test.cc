@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/clickhouse_server.h"
+#include "cli/server_cli.h"
 #include "support/test_support.h"
 
 namespace quarry {
@@ -17,35 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
-using quarry::testing::ReadFile;
-using quarry::testing::RunProcess;
-using quarry::testing::TempDir;
 
-const std::vector<std::string> kUnset = {
-    "QUARRY_BASE_URL", "QUARRY_MODEL",        "QUARRY_API_KEY",    "OPENROUTER_API_KEY",
-    "QUARRY_FIXTURES", "QUARRY_PRICES",       "ANTHROPIC_API_KEY", "QUARRY_PROVIDER",
-    "CLICKHOUSE_USER", "CLICKHOUSE_PASSWORD", "XDG_STATE_HOME",    "http_proxy",
-    "HTTP_PROXY"};
-
-class ClickHouseCliTest : public ::testing::Test {
+class ClickHouseCliTest : public testing::ServerCliTest {
  protected:
-  testing::ProcessResult Quarry(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    args.insert(args.begin(), quarry::testing::QuarryBinary().string());
-    env.push_back("HOME=" + cwd_.path().string());
-    env.push_back("XDG_STATE_HOME=" + (cwd_.path() / "state").string());
-    env.push_back("NO_COLOR=1");
-    return RunProcess(args, cwd_.path(), env, kUnset);
-  }
-  std::string AllRunFiles() const {
-    std::string all;
-    std::error_code ec;
-    for (const auto& e : fs::recursive_directory_iterator(cwd_.path() / "runs", ec)) {
-      if (e.is_regular_file()) all += ReadFile(e.path());
-    }
-    return all;
-  }
   const test::ClickHouseServer& ch_ = test::SharedClickHouseServer();
-  TempDir cwd_;
 };
 
 TEST_F(ClickHouseCliTest, SqlSchemaPromptAndOfflineAskAnswerFromTheServer) {

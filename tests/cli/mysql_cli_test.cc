@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/mariadb_server.h"
+#include "cli/server_cli.h"
 #include "support/test_support.h"
 
 namespace quarry {
@@ -17,35 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
-using quarry::testing::ReadFile;
-using quarry::testing::RunProcess;
-using quarry::testing::TempDir;
 
-const std::vector<std::string> kUnset = {"QUARRY_BASE_URL",    "QUARRY_MODEL",    "QUARRY_API_KEY",
-                                         "OPENROUTER_API_KEY", "QUARRY_FIXTURES", "QUARRY_PRICES",
-                                         "ANTHROPIC_API_KEY",  "QUARRY_PROVIDER", "MYSQL_PWD",
-                                         "MYSQL_HOST",         "MYSQL_TCP_PORT",  "XDG_STATE_HOME"};
-
-class MySqlCliTest : public ::testing::Test {
+class MySqlCliTest : public testing::ServerCliTest {
  protected:
-  testing::ProcessResult Quarry(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    args.insert(args.begin(), quarry::testing::QuarryBinary().string());
-    // No ~/.my.cnf of the machine's user: HOME is the test's directory.
-    env.push_back("HOME=" + cwd_.path().string());
-    env.push_back("XDG_STATE_HOME=" + (cwd_.path() / "state").string());
-    env.push_back("NO_COLOR=1");
-    return RunProcess(args, cwd_.path(), env, kUnset);
-  }
-  std::string AllRunFiles() const {
-    std::string all;
-    std::error_code ec;
-    for (const auto& e : fs::recursive_directory_iterator(cwd_.path() / "runs", ec)) {
-      if (e.is_regular_file()) all += ReadFile(e.path());
-    }
-    return all;
-  }
   const test::MariaDbServer& my_ = test::SharedMariaDbServer();
-  TempDir cwd_;
 };
 
 TEST_F(MySqlCliTest, SqlSchemaPromptAndOfflineAskAnswerFromTheServer) {

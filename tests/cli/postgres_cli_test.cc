@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/server_cli.h"
 #include "support/pg_server.h"
 #include "support/test_support.h"
 
@@ -18,64 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 using quarry::testing::ReadFile;
-using quarry::testing::RunProcess;
-using quarry::testing::TempDir;
 
 constexpr const char* kSecret = "pg-test-secret";
 constexpr const char* kQuestion = "Which 3 genres bring in the most revenue?";
 const json kGenreValues = json::parse(R"(["Rock","826.65","Latin","382.14","Metal","261.36"])");
 
-// No model settings, and no libpq settings, leak in from the machine running the tests.
-const std::vector<std::string> kUnset = {"QUARRY_BASE_URL",
-                                         "QUARRY_MODEL",
-                                         "QUARRY_API_KEY",
-                                         "OPENROUTER_API_KEY",
-                                         "QUARRY_FIXTURES",
-                                         "QUARRY_PRICES",
-                                         "ANTHROPIC_API_KEY",
-                                         "QUARRY_PROVIDER",
-                                         "PGPASSWORD",
-                                         "PGSERVICE",
-                                         "PGHOST",
-                                         "PGPORT",
-                                         "PGUSER",
-                                         "PGDATABASE",
-                                         "PGPASSFILE",
-                                         "XDG_STATE_HOME"};
-
-class PostgresCliTest : public ::testing::Test {
+class PostgresCliTest : public testing::ServerCliTest {
  protected:
-  testing::ProcessResult Quarry(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    args.insert(args.begin(), quarry::testing::QuarryBinary().string());
-    // No ~/.pgpass of the machine's user: the password comes only from what the test gives.
-    env.push_back("PGPASSFILE=" + (cwd_.path() / "no-pgpass").string());
-    env.push_back("XDG_STATE_HOME=" + (cwd_.path() / "state").string());
-    env.push_back("NO_COLOR=1");
-    return RunProcess(args, cwd_.path(), env, kUnset);
-  }
-  // `quarry chat ARGS` with `input` on stdin (not a terminal: no prompt is drawn).
-  testing::ProcessResult Chat(const std::vector<std::string>& args, const std::string& input) {
-    const fs::path in = cwd_.Write("stdin.txt", input);
-    std::string command = "exec \"$0\" chat";
-    for (size_t i = 0; i < args.size(); ++i) command += " \"$" + std::to_string(i + 1) + "\"";
-    command += " < " + in.string();
-    std::vector<std::string> argv = {"/bin/sh", "-c", command,
-                                     quarry::testing::QuarryBinary().string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv, cwd_.path(),
-                      {"PGPASSFILE=" + (cwd_.path() / "no-pgpass").string(),
-                       "XDG_STATE_HOME=" + (cwd_.path() / "state").string(), "NO_COLOR=1"},
-                      kUnset);
-  }
-  // Every file under runs/, concatenated: what a trace and its events hold.
-  std::string AllRunFiles() const {
-    std::string all;
-    std::error_code ec;
-    for (const auto& e : fs::recursive_directory_iterator(cwd_.path() / "runs", ec)) {
-      if (e.is_regular_file()) all += ReadFile(e.path());
-    }
-    return all;
-  }
   json OnlyTrace() const {
     std::vector<fs::path> traces;
     std::error_code ec;
@@ -86,7 +36,6 @@ class PostgresCliTest : public ::testing::Test {
     return traces.empty() ? json() : json::parse(ReadFile(traces.front()), nullptr, false);
   }
   const test::PgServer& pg_ = test::SharedPgServer();
-  TempDir cwd_;
 };
 
 TEST_F(PostgresCliTest, SqlSchemaAndOfflineAskAnswerFromTheServerAndAWriteIsRefused) {
