@@ -249,7 +249,7 @@ std::string ColumnLine(const ColumnCard& c, const ForeignKey* fk, int64_t rows, 
   if (c.distinct_approx) {
     // An estimate of 0 is no estimate (PostgreSQL's n_distinct for json): nothing is said.
     if (c.distinct_count > 0) out += ", ~" + std::to_string(c.distinct_count) + " distinct";
-  } else if (c.distinct_count == 0) {
+  } else if (c.distinct_count == 0 && rows > 0) {
     out += ", all null";
   } else if (c.distinct_count > 1) {
     out += unique ? ", unique" : ", " + std::to_string(c.distinct_count) + " distinct";

@@ -154,7 +154,8 @@ Result<void> BuildClickHouseCards(ClickHouseEngine& engine, bool profile) {
           rows_known = std::atoll(counted->rows[0][0]->c_str());
         }
       }
-      card.notes.push_back("column statistics from the first " + std::to_string(got) + " rows");
+      card.notes.push_back("column statistics (counts, ranges, values) from the first " +
+                           std::to_string(got) + " rows only, not the whole table");
     }
     card.row_count = rows_known;
     card.profiled = true;
@@ -242,14 +243,14 @@ Result<std::unique_ptr<Engine>> OpenClickHouse(const std::string& spec,
           who +
           "'s profile has readonly=1 and no max_execution_time, and refuses the limits "
           "quarry would send with each query: its own deadline and KILL QUERY end a "
-          "query; set max_execution_time in the profile (docs/engines.md)");
+          "query; set max_execution_time in the profile (docs/clickhouse.md)");
     }
   } else if (engine->server_.settings == Settings::kLimits) {
     engine->source_notes_.push_back(
         who +
         "'s profile has readonly=2: the server refuses writes but lets a query change "
         "its own settings and call table functions, which only quarry's guard refuses; "
-        "a profile with readonly=1 is stricter (docs/engines.md)");
+        "a profile with readonly=1 is stricter (docs/clickhouse.md)");
   } else {
     // The profile's own readonly, read without the readonly=1 every query carries.
     client.Post(
@@ -261,7 +262,7 @@ Result<std::unique_ptr<Engine>> OpenClickHouse(const std::string& spec,
                 who +
                 " may write (its profile has readonly=0): quarry sends readonly=1 with "
                 "every query, but a user whose profile has readonly=1 is safer "
-                "(docs/engines.md)");
+                "(docs/clickhouse.md)");
           }
           return true;
         },

@@ -16,11 +16,13 @@ Result<void> CopyTable(const ClickHouseEngine& engine, const TableCard& card, in
   std::ofstream file(e.path, std::ios::binary | std::ios::trunc);
   std::string line;
   std::vector<std::string> types;
+  std::vector<int64_t> bytes_cells;  // per column: values that are not UTF-8 text
   TsvReader reader(
       [&](std::vector<std::string> names, std::vector<std::string> given) {
         types = std::move(given);
         for (size_t c = 0; c < names.size(); ++c) {
-          e.columns.emplace_back(names[c], c < types.size() ? types[c] : "");
+          e.columns.emplace_back(names[c],
+                                 ClickHousePortableType(c < types.size() ? types[c] : ""));
           if (c) line += ',';
           AppendCsvQuoted(line, names[c]);
         }
@@ -36,6 +38,10 @@ Result<void> CopyTable(const ClickHouseEngine& engine, const TableCard& card, in
           }
           const auto [kind, text] =
               ClickHouseCell(c < types.size() ? types[c] : "", std::move(*cells[c]));
+          if (kind == CellKind::kBlob) {
+            bytes_cells.resize(std::max(bytes_cells.size(), c + 1));
+            ++bytes_cells[c];
+          }
           if (kind == CellKind::kInteger || kind == CellKind::kReal || kind == CellKind::kDecimal) {
             line += text;
           } else {
@@ -63,6 +69,13 @@ Result<void> CopyTable(const ClickHouseEngine& engine, const TableCard& card, in
                                                     : ParseClickHouseError(reply.body).message));
   }
   if (!file) return Fail(Error::Code::kData, "cannot write " + e.path.string());
+  for (size_t c = 0; c < bytes_cells.size() && c < e.columns.size(); ++c) {
+    if (bytes_cells[c] == 0) continue;
+    e.notes.push_back("table " + e.table + ": column " + e.columns[c].first + " has " +
+                      std::to_string(bytes_cells[c]) +
+                      " values that are bytes rather than UTF-8 text (or hold NUL); Python "
+                      "has them as text with \\xNN escapes");
+  }
   e.row_count =
       e.rows_written >= max_rows ? std::max(card.row_count, e.rows_written) : e.rows_written;
   return {};

@@ -141,6 +141,10 @@ std::vector<std::pair<std::string, std::string>> ClickHouseQueryParams(
 std::pair<CellKind, std::string> ClickHouseCell(std::string_view type, std::string value);
 // The type without Nullable(...) and LowCardinality(...) around it.
 std::string_view ClickHouseBaseType(std::string_view type);
+// The type in the SQL names the export's readers know (the sandbox's pandas): BIGINT, UBIGINT,
+// HUGEINT, DOUBLE, DECIMAL(P,S), BOOLEAN, DATE, TIMESTAMP, VARCHAR, VARCHAR[] (an Array),
+// STRUCT (a Tuple), MAP.
+std::string ClickHousePortableType(std::string_view type);
 
 // Rows a query may return before the server stops it (result_overflow_mode=break): past this
 // quarry refuses the result rather than count rows it never saw.

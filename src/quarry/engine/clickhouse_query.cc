@@ -88,6 +88,37 @@ std::string_view ClickHouseBaseType(std::string_view type) {
   return type;
 }
 
+std::string ClickHousePortableType(std::string_view type) {
+  const std::string_view base = ClickHouseBaseType(type);
+  if (base.starts_with("Array(")) return "VARCHAR[]";
+  if (base.starts_with("Tuple(") || base.starts_with("Nested(")) return "STRUCT";
+  if (base.starts_with("Map(")) return "MAP";
+  if (base == "UInt64") return "UBIGINT";
+  if (base.ends_with("128") || base.ends_with("256")) {
+    if (base.starts_with("Int") || base.starts_with("UInt")) return "HUGEINT";
+  }
+  if (base.starts_with("Int") || base.starts_with("UInt")) return "BIGINT";
+  if (base.starts_with("Float")) return "DOUBLE";
+  if (base.starts_with("Decimal(")) return "DECIMAL" + std::string(base.substr(7));
+  if (base.starts_with("Decimal")) {
+    // Decimal32(S), Decimal64(S), Decimal128(S), Decimal256(S): the precision by width.
+    const std::string_view width = base.substr(7, base.find('(') - 7);
+    const std::string precision = width == "32"    ? "9"
+                                  : width == "64"  ? "18"
+                                  : width == "128" ? "38"
+                                                   : "76";
+    const size_t open = base.find('(');
+    const std::string scale = open == std::string_view::npos
+                                  ? "0"
+                                  : std::string(base.substr(open + 1, base.size() - open - 2));
+    return "DECIMAL(" + precision + "," + scale + ")";
+  }
+  if (base == "Bool") return "BOOLEAN";
+  if (base.starts_with("DateTime")) return "TIMESTAMP";
+  if (base.starts_with("Date")) return "DATE";
+  return "VARCHAR";
+}
+
 std::pair<CellKind, std::string> ClickHouseCell(std::string_view type, std::string value) {
   const std::string_view base = ClickHouseBaseType(type);
   if (base.starts_with("Int") || base.starts_with("UInt")) {
@@ -118,7 +149,8 @@ std::vector<std::pair<std::string, std::string>> ClickHouseQueryParams(
   std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(timeout_ms) / 1000.0);
   params.insert(params.end(), {{"max_execution_time", seconds},
                                {"timeout_overflow_mode", "throw"},
-                               {"max_result_rows", std::to_string(kClickHouseResultRows)},
+                               // One more than quarry takes: exactly that many is a result.
+                               {"max_result_rows", std::to_string(kClickHouseResultRows + 1)},
                                {"result_overflow_mode", "break"}});
   // 21.9 and later drop a Decimal's trailing zeros unless told; 18.x knows no such setting.
   if (server.version >= 2109) params.emplace_back("output_format_decimal_trailing_zeros", "1");
@@ -179,10 +211,11 @@ QueryOutcome RunClickHouse(const ClickHouseClient& client, const ClickHouseServe
           QueryFailure{FailureClass::kTimeout, "", TimeoutFailure(limits.timeout_ms).message});
     }
     if (error.code == kReadonly) {
-      return std::unexpected(
-          QueryFailure{FailureClass::kGuardViolation, "read_only",
-                       Capped("guard: the server refused it in readonly mode (" + error.message +
-                              "): only a single read-only query may run")});
+      return std::unexpected(QueryFailure{
+          FailureClass::kGuardViolation, "read_only",
+          Capped("guard: the server refused it in readonly mode (" + error.message +
+                 "): quarry's queries cannot write or change settings, and on this server "
+                 "cannot call table functions either; write a SELECT over the tables")});
     }
     std::string text = "clickhouse: " + error.message;
     if (error.code == kUnknownIdentifier) {
@@ -201,7 +234,7 @@ QueryOutcome RunClickHouse(const ClickHouseClient& client, const ClickHouseServe
         Capped(std::move(text))});
   }
   reader.Finish();
-  if (table.row_count >= kClickHouseResultRows) {
+  if (table.row_count > kClickHouseResultRows) {
     return std::unexpected(QueryFailure{
         FailureClass::kRuntimeError, "",
         "clickhouse: the result has more than " + std::to_string(kClickHouseResultRows) +

@@ -462,9 +462,12 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
   if (!tokens && (dialect == Dialect::kPostgreSQL || dialect == Dialect::kMySQL ||
                   dialect == Dialect::kClickHouse)) {
     // What the guard cannot read is not sent: a lexer difference must not become a way past.
-    return QueryFailure{FailureClass::kSyntaxError, "",
-                        "the SQL has a string, quoted name or comment that never closes; close it "
-                        "and send one SELECT query"};
+    return QueryFailure{
+        FailureClass::kSyntaxError, "",
+        "the SQL has a string, quoted name or comment that never closes, or a comment "
+        "the server may read otherwise (one inside another, or a /*! comment "
+        "whose version is not 5 or 6 digits); close it, drop the inner comment, "
+        "and send one SELECT query"};
   }
   if (!tokens) return std::nullopt;
   // Trailing semicolons are harmless; anything after one is a second statement.

@@ -143,6 +143,11 @@ std::optional<QueryFailure> CheckMySql(const std::vector<Token>& tokens) {
         return Violation("read_only",
                          "guard: NEXT VALUE FOR advances a sequence, which is not allowed");
       }
+      if (t.text == "PREVIOUS" && word(1) == "VALUE" && word(2) == "FOR") {
+        return Violation("read_only",
+                         "guard: PREVIOUS VALUE FOR reads a sequence's session state (as LASTVAL "
+                         "does), which is not allowed");
+      }
     }
     if (!symbol(1, "(")) continue;
     std::string name = t.text;

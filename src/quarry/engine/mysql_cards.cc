@@ -95,18 +95,35 @@ void DateNotes(ColumnCard& col, size_t c, const Rows& sample) {
   }
 }
 
-// A note when the user can write: the grants say so (SHOW GRANTS names the current user's).
+// A note when the user can write here: a grant on *.* or on this database (SHOW GRANTS names
+// the current user's, roles' and PUBLIC's) holds a writing privilege. Grants on other databases
+// are not this data's risk.
 std::optional<std::string> WriteNote(MySqlSession& session) {
   auto grants = session.Fetch("SHOW GRANTS");
   if (!grants) return std::nullopt;
+  const std::string db = Upper(session.spec().database);
   for (const auto& row : *grants) {
     if (row.empty() || !row[0]) continue;
     const std::string g = Upper(*row[0]);
+    const size_t on = g.find(" ON ");
+    if (on == std::string::npos) continue;  // a role granted: its grants are listed too
+    std::string object = g.substr(on + 4, g.find(" TO ", on) - on - 4);
+    std::string scope = object.substr(0, object.find('.'));
+    std::erase(scope, '`');
+    if (scope != "*" && scope != db) continue;
+    const std::string privileges = g.substr(0, on);
     for (const char* w : {"ALL PRIVILEGES", "INSERT", "UPDATE", "DELETE", "DROP", "CREATE", "ALTER",
                           "SUPER", "FILE"}) {
-      if (g.find(std::string(" ") + w) != std::string::npos ||
-          g.find(std::string(",") + w) != std::string::npos) {
-        return "the user " + session.spec().user + " may write (" + w +
+      if (privileges.find(std::string(" ") + w) != std::string::npos ||
+          privileges.find(std::string(",") + w) != std::string::npos) {
+        std::string user = session.spec().user;
+        if (user.empty()) {
+          auto current = session.Fetch("SELECT CURRENT_USER()");
+          if (current && !current->empty() && !(*current)[0].empty() && (*current)[0][0]) {
+            user = *(*current)[0][0];
+          }
+        }
+        return "the user " + user + " may write (" + w + " on " + object +
                " in SHOW GRANTS): quarry still runs every query read-only, but a user with "
                "SELECT only is safer (docs/engines.md)";
       }
@@ -211,8 +228,10 @@ Result<void> BuildMySqlCards(MySqlEngine& engine, bool profile) {
       if (data_types[t][c] == "bit") card.columns[c].samples.clear();
     }
     if (!whole) {
-      card.notes.push_back("column statistics from the first " + std::to_string(got) +
-                           " rows; the row count is the server's estimate");
+      card.notes.push_back("column statistics (counts, ranges, values) from the first " +
+                           std::to_string(got) +
+                           " rows only, not the whole table; the row count is the server's "
+                           "estimate");
     }
   }
   return {};

@@ -222,9 +222,10 @@ Result<std::unique_ptr<Engine>> OpenMySql(const std::string& spec, const OpenOpt
   }
   if (engine->cards_.empty()) {
     return Fail(Error::Code::kData, parsed->shown +
-                                        " has no table or view this user can read: GRANT "
-                                        "SELECT ON " +
-                                        parsed->database + ".* to the user quarry connects as");
+                                        " has no table or view this user can read: "
+                                        "the database is empty, or the user needs "
+                                        "GRANT SELECT ON " +
+                                        parsed->database + ".*");
   }
   Source source;
   source.path = parsed->shown;

@@ -215,6 +215,22 @@ Result<std::unique_ptr<Engine>> Open(const std::vector<std::filesystem::path>& p
     return Fail(Error::Code::kUsage, "no data given: pass a file with --data PATH");
   }
   for (const auto& given : paths) {
+    std::error_code exists_ec;
+    const std::string text = given.string();
+    if (const size_t sep = text.find("://"); sep != std::string::npos && sep > 0 && sep < 24 &&
+                                             !IsServerSpec(text) &&
+                                             !std::filesystem::exists(given, exists_ec)) {
+      const std::string scheme = text.substr(0, sep);
+      const bool name = scheme.find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            "0123456789+.-") == std::string::npos;
+      if (name) {
+        return Fail(Error::Code::kUsage,
+                    "quarry does not read " + scheme +
+                        ":// URLs: give a file, or a server as postgresql://, mysql://, "
+                        "mariadb://, clickhouse://, clickhouse+http:// or clickhouse+https://");
+      }
+    }
     if (!IsServerSpec(given.string())) continue;
     if (paths.size() > 1) {
       return Fail(Error::Code::kUsage,

@@ -62,6 +62,12 @@ Result<ServerUrl> ParseServerUrl(std::string_view spec, std::string_view usage) 
   const size_t sep = spec.find("://");
   std::string_view rest = sep == std::string_view::npos ? spec : spec.substr(sep + 3);
   const std::string unread = "cannot read the server URL " + out.scheme + "://…: ";
+  // A fragment is no part of a server URL; what follows '#' (a password, by mistake?) is not
+  // repeated.
+  if (rest.find('#') != std::string_view::npos) {
+    return Fail(Error::Code::kUsage,
+                unread + "it holds a '#'; write %23 where a name holds one" + std::string(usage));
+  }
   const size_t slash = rest.find_first_of("/?");
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
@@ -114,7 +120,14 @@ Result<ServerUrl> ParseServerUrl(std::string_view spec, std::string_view usage) 
     const std::string_view pair = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     const size_t eq = pair.find('=');
-    out.params.emplace_back(Lower(std::string(pair.substr(0, eq))),
+    std::string key = Lower(std::string(pair.substr(0, eq)));
+    for (const auto& [seen, value] : out.params) {
+      if (seen == key) {
+        return Fail(Error::Code::kUsage,
+                    unread + "the parameter '" + key + "' is given twice" + std::string(usage));
+      }
+    }
+    out.params.emplace_back(std::move(key),
                             eq == std::string_view::npos ? "" : Decode(pair.substr(eq + 1), &ok));
   }
   if (!ok) {

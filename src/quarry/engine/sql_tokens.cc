@@ -1,5 +1,6 @@
 // The read-only guard's SQL tokenizer (sql_tokens_internal.h).
 #include <cctype>
+#include <cstring>
 
 #include "quarry/common/text.h"
 #include "quarry/engine/sql_tokens_internal.h"
@@ -18,6 +19,28 @@ size_t DollarTagEnd(std::string_view sql, size_t i) {
   };
   while (j < sql.size() && tag_char(j)) ++j;
   return j < sql.size() && sql[j] == '$' ? j : std::string_view::npos;
+}
+
+int Hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// ClickHouse's escapes, in strings and quoted names alike: `fi\x6ce` names file. The guard
+// compares names as the server decodes them. Returns the characters consumed after the '\'.
+size_t ClickHouseEscape(std::string_view sql, size_t j, std::string& out) {
+  const char e = sql[j];
+  if (e == 'x' && j + 2 < sql.size() && Hex(sql[j + 1]) >= 0 && Hex(sql[j + 2]) >= 0) {
+    out += static_cast<char>(Hex(sql[j + 1]) * 16 + Hex(sql[j + 2]));
+    return 3;
+  }
+  const char* from = "bfnrt0av";
+  const char* to = "\b\f\n\r\t\0\a\v";
+  const char* at = std::strchr(from, e);
+  out += at && e != '\0' ? to[at - from] : e;
+  return 1;
 }
 
 }  // namespace
@@ -109,7 +132,11 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
         if (j >= sql.size()) return std::nullopt;
         if (escapes && sql[j] == '\\') {
           if (++j >= sql.size()) return std::nullopt;
-          text += sql[j];
+          if (clickhouse) {
+            j += ClickHouseEscape(sql, j, text) - 1;
+          } else {
+            text += sql[j];
+          }
           continue;
         }
         if (sql[j] == close) {

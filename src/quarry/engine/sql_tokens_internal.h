@@ -28,8 +28,9 @@ struct Token {
 // NO_BACKSLASH_ESCAPES, so the server reads them so too); `name` is a quoted name; the text of an
 // executable comment (/*!, /*!NNNNN, /*M!, /*M!NNNNNN) is read as code.
 // ClickHouse: `--` and `#` comments; '...' strings and "..." and `...` names, all with backslash
-// escapes; $tag$...$tag$ heredoc strings; a block comment holding another "/*" is not read
-// (servers differ on nesting).
+// escapes, decoded as the server decodes them (\xHH, \n, \t, \0 ...), so `fi\x6ce` reads file;
+// $tag$...$tag$ heredoc strings; a block comment holding another "/*" is not read (servers differ
+// on nesting).
 std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect);
 
 // The MySQL dialect's rules (guard_mysql.cc) on the tokens of a text with one statement.

@@ -259,7 +259,9 @@ def convert(pd, series, kind):
     if kind == "int":
         return pd.to_numeric(series).astype("Int64")
     if kind == "float":
-        return pd.to_numeric(series).astype(float)
+        # float() reads what the engines write for non-finite values ("nan", "inf", "-inf"),
+        # which pandas' parsers refuse when NA words are off.
+        return series.map(lambda v: float(v) if isinstance(v, str) else v).astype(float)
     if kind == "bool":
         words = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
         return series.map(lambda v: words.get(v.strip().lower(), v) if isinstance(v, str) else v).astype("boolean")
@@ -344,6 +346,10 @@ def load_export(pd, spec, notes):
         frame.columns = names
         frame = typed(pd, frame, kinds, f"table {name}", notes)
     for (column, engine_type), kind in zip(columns, kinds):
+        precision = re.match(r"\s*(?:DECIMAL|NUMERIC)\s*\(\s*(\d+)", engine_type or "", re.I)
+        if kind == "float" and precision and int(precision.group(1)) > 15:
+            notes.append(f"table {name}: column {column!r} ({engine_type}) is a float64 in Python, which "
+                         "keeps 15 to 17 significant digits; run_sql gives its values and sums exact")
         if kind == "str" and engine_kind(engine_type) == "str" and (
                 engine_type.upper().endswith("]") or engine_type.upper().startswith(("STRUCT", "MAP", "UNION", "BLOB"))):
             notes.append(f"table {name}: column {column!r} ({engine_type}) is text in Python")
