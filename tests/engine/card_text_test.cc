@@ -107,6 +107,23 @@ TEST(CardTextTest, NoSamplesKeepsTypesCountsAndNumericRanges) {
       << with;
 }
 
+TEST(CardTextTest, AnEmptyTableHasNoAllNullColumns) {
+  TableCard card;
+  card.name = "empty";
+  card.profiled = true;
+  ColumnCard x;
+  x.name = "x";
+  x.type = "INTEGER";
+  x.profiled = true;
+  card.columns = {x};
+  CardOptions options;
+  options.sources = CardOptions::Sources::kNone;
+  EXPECT_EQ(RenderCards({card}, options), "table empty (0 rows)\n  x INTEGER\n");
+  card.row_count = 3;
+  card.columns[0].null_count = 3;
+  EXPECT_EQ(RenderCards({card}, options), "table empty (3 rows)\n  x INTEGER, 3 null, all null\n");
+}
+
 TEST(CardTextTest, ManyNotesKeepThoseThatChangeASumOrACount) {
   TableCard card;
   card.name = "sales";

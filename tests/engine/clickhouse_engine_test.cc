@@ -84,6 +84,21 @@ TEST(ClickHouseSpec, UrlsPasswordsAndRedaction) {
   EXPECT_EQ(internal::RedactServerSpec("clickhouse+https://r@h:8443/db"),
             "clickhouse+https://r@h:8443/db");
   EXPECT_EQ(internal::RedactServerSpec("clickhouse://r:secret@h/db"), "clickhouse://…");
+  // What no server URL holds: a fragment (what follows '#' is not repeated), a parameter twice,
+  // a scheme quarry does not read (not taken for a missing file).
+  auto fragment = Open({"clickhouse://reader@db/shop#hunter2"}, NoProfile());
+  ASSERT_FALSE(fragment.has_value());
+  EXPECT_EQ(fragment.error().code, Error::Code::kUsage);
+  EXPECT_EQ(fragment.error().message.find("hunter2"), std::string::npos);
+  auto twice = Open({"mysql://reader@localhost/shop?socket=/a&socket=/b"}, NoProfile());
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_NE(twice.error().message.find("'socket' is given twice"), std::string::npos)
+      << twice.error().message;
+  auto scheme = Open({"clickhouse+ftp://db/shop"}, NoProfile());
+  ASSERT_FALSE(scheme.has_value());
+  EXPECT_EQ(scheme.error().code, Error::Code::kUsage);
+  EXPECT_NE(scheme.error().message.find("does not read clickhouse+ftp:// URLs"), std::string::npos)
+      << scheme.error().message;
   // Nothing listens on port 1: a clear error naming the server, not a crash.
   auto down = Open({"clickhouse://reader@127.0.0.1:1/db"}, NoProfile());
   ASSERT_FALSE(down.has_value());
