@@ -239,6 +239,51 @@ TEST(MySqlEngine, ChinookCardsAndAnswersLikeSqlite) {
   EXPECT_EQ(capped->row_count, 3503);
 }
 
+TEST(MySqlEngine, AnalyzedTablesTakeTheServersStatisticsOthersASample) {
+  const auto& my = SharedMariaDbServer();
+  auto opened = Open({my.Url("quarry_types")});
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  // reader may read mysql.column_stats: the analyzed table is described without being read.
+  const TableCard* analyzed = Card(**opened, "analyzed");
+  ASSERT_NE(analyzed, nullptr);
+  EXPECT_TRUE(analyzed->estimated);
+  EXPECT_GT(analyzed->row_count, 15000);
+  EXPECT_LT(analyzed->row_count, 25000);
+  ASSERT_FALSE(analyzed->notes.empty());
+  EXPECT_NE(analyzed->notes[0].find("mysql.column_stats"), std::string::npos) << analyzed->notes[0];
+  const ColumnCard* id = Column(*analyzed, "id");
+  ASSERT_NE(id, nullptr);
+  EXPECT_EQ(id->min, "1");
+  EXPECT_EQ(id->max, "20000");  // the whole table's, which a sample of 10,000 would not see
+  EXPECT_TRUE(id->distinct_approx);
+  const ColumnCard* amount = Column(*analyzed, "amount");
+  ASSERT_NE(amount, nullptr);
+  EXPECT_NEAR(static_cast<double>(amount->null_count), 0.1 * analyzed->row_count,
+              0.02 * analyzed->row_count);
+  const ColumnCard* grp = Column(*analyzed, "grp");
+  ASSERT_NE(grp, nullptr);
+  EXPECT_EQ(grp->distinct_count, 7);
+  // Without statistics the sample describes it, and the index's cardinality gives the distinct
+  // count the first 10,000 rows could only floor.
+  const TableCard* sampled = Card(**opened, "unanalyzed");
+  ASSERT_NE(sampled, nullptr);
+  ASSERT_FALSE(sampled->notes.empty());
+  EXPECT_NE(sampled->notes[0].find("from the first 10000 rows only"), std::string::npos)
+      << sampled->notes[0];
+  const ColumnCard* sampled_id = Column(*sampled, "id");
+  ASSERT_NE(sampled_id, nullptr);
+  EXPECT_EQ(sampled_id->max, "10000");
+  EXPECT_TRUE(sampled_id->distinct_approx);
+  EXPECT_GT(sampled_id->distinct_count, 15000);
+  // A user without SELECT on mysql.column_stats gets the sample for both.
+  auto writer = Open({my.Url("quarry_types", "writer")});
+  ASSERT_TRUE(writer.has_value()) << writer.error().message;
+  const TableCard* as_writer = Card(**writer, "analyzed");
+  ASSERT_NE(as_writer, nullptr);
+  ASSERT_FALSE(as_writer->notes.empty());
+  EXPECT_NE(as_writer->notes[0].find("from the first 10000 rows only"), std::string::npos);
+}
+
 TEST(MySqlEngine, ValuesExactZeroDatesNoted) {
   const auto& my = SharedMariaDbServer();
   auto opened = Open({my.Url("quarry_types")});

@@ -34,7 +34,7 @@ using internal::StopServer;
 using internal::WaitFor;
 
 // Bump when the template's content or settings change: a new cache key.
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr std::string_view kWhat = "test MariaDB server";
 constexpr const char* kServer = "/usr/sbin/mariadbd";
 constexpr const char* kInstallDb = "/usr/bin/mariadb-install-db";
@@ -67,6 +67,17 @@ GRANT SELECT, SHOW VIEW, INSERT, UPDATE, DELETE ON Chinook.* TO writer@localhost
 GRANT SELECT, SHOW VIEW ON quarry_types.* TO writer@localhost;
 CREATE USER pwuser@localhost IDENTIFIED BY 'my-test-secret';
 GRANT SELECT, SHOW VIEW ON Chinook.* TO pwuser@localhost;
+CREATE TABLE quarry_types.analyzed (id INT PRIMARY KEY, grp INT NOT NULL, amount DECIMAL(10,2),
+  label VARCHAR(10), KEY (grp));
+SET SESSION max_recursive_iterations = 100000;
+INSERT INTO quarry_types.analyzed SELECT i, i % 7, CASE WHEN i % 10 = 0 THEN NULL ELSE i / 100 END,
+  CONCAT('L', i % 50) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n
+  WHERE i < 20000) SELECT i FROM n) AS x;
+ANALYZE TABLE quarry_types.analyzed PERSISTENT FOR ALL;
+CREATE TABLE quarry_types.unanalyzed LIKE quarry_types.analyzed;
+INSERT INTO quarry_types.unanalyzed SELECT * FROM quarry_types.analyzed;
+ANALYZE TABLE quarry_types.unanalyzed;
+GRANT SELECT ON mysql.column_stats TO reader@localhost;
 ANALYZE TABLE Chinook.Album, Chinook.Artist, Chinook.Customer, Chinook.Employee, Chinook.Genre,
   Chinook.Invoice, Chinook.InvoiceLine, Chinook.MediaType, Chinook.Playlist,
   Chinook.PlaylistTrack, Chinook.Track;

@@ -15,6 +15,10 @@
 //     amount DECIMAL(30,10), big BIGINT UNSIGNED, ratio DOUBLE, taken DATETIME(6),
 //     stamped TIMESTAMP(3) NULL, flags BIT(8), doc JSON, size ENUM('S','M','L'),
 //     tags SET('red','green','blue'), raw VARBINARY(16), born DATE, note TEXT
+//   tables quarry_types.analyzed and .unanalyzed: 20,000 rows each (id 1..20000 PK, grp = id % 7
+//     indexed, amount = id / 100 NULL every 10th row, label 'L0'..'L49'); only `analyzed` has
+//     MariaDB's engine-independent statistics (ANALYZE ... PERSISTENT FOR ALL), which reader
+//     may read (SELECT on mysql.column_stats)
 //   Server settings: utf8mb4, time zone +00:00, sql_mode of 10.11 without NO_ZERO_DATE (so
 //   the zero-date row can exist).
 #pragma once

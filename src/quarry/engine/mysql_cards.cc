@@ -1,8 +1,13 @@
 // MySQL-protocol schema cards: tables, columns and declared foreign keys from information_schema
-// (three queries, whatever the number of tables), the server's row estimates, then each table's
-// statistics from a sample of its first rows. A table the sample reads whole gets exact figures;
-// a larger one gets the server's estimated row count and the sample's statistics, marked "~".
+// (three queries, whatever the number of tables), the server's row estimates, and its own
+// column statistics where it keeps them (MariaDB's mysql.column_stats, filled by ANALYZE TABLE
+// ... PERSISTENT FOR ALL) and the indexes' cardinality (two queries). A table whose columns were
+// all analyzed takes the server's figures, marked "~", and is not read. The others get
+// statistics from a sample of their first rows: a table the sample reads whole gets exact
+// figures; a larger one the server's estimated row count, the sample's statistics, and its
+// indexed columns' cardinality, marked "~".
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -29,6 +34,22 @@ constexpr const char* kKeysSql =
     "information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = DATABASE() AND "
     "REFERENCED_TABLE_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME IS NOT NULL "
     "ORDER BY TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION";
+
+// MariaDB's engine-independent statistics (ANALYZE TABLE ... PERSISTENT FOR ALL), readable by
+// a user granted SELECT on mysql.column_stats; and the first column of each index's cardinality.
+constexpr const char* kColumnStatsSql =
+    "SELECT table_name, column_name, min_value, max_value, nulls_ratio, avg_frequency FROM "
+    "mysql.column_stats WHERE db_name = DATABASE()";
+constexpr const char* kCardinalitySql =
+    "SELECT TABLE_NAME, COLUMN_NAME, MAX(CARDINALITY) FROM information_schema.STATISTICS WHERE "
+    "TABLE_SCHEMA = DATABASE() AND SEQ_IN_INDEX = 1 AND CARDINALITY IS NOT NULL GROUP BY "
+    "TABLE_NAME, COLUMN_NAME";
+
+struct ColumnStat {
+  std::optional<std::string> min, max;
+  double nulls_ratio = 0;
+  double avg_frequency = 0;
+};
 
 std::string Text(const std::optional<std::string>& v) { return v.value_or(""); }
 
@@ -192,6 +213,26 @@ Result<void> BuildMySqlCards(MySqlEngine& engine, bool profile) {
   }
   if (auto note = WriteNote(session)) engine.source_notes_.push_back(*note);
   if (!profile) return {};
+  // The server's own statistics, where it keeps and shows them (two queries; an error, such as
+  // no SELECT on mysql.column_stats, leaves the tables to the sample).
+  std::map<std::string, std::map<std::string, ColumnStat>> stats;
+  if (session.flavor() == MySqlFlavor::kMariaDb) {
+    if (auto rows = session.Fetch(kColumnStatsSql)) {
+      for (const auto& row : *rows) {
+        if (row.size() < 6 || !row[0] || !row[1]) continue;
+        stats[*row[0]][*row[1]] = {row[2], row[3], std::atof(Text(row[4]).c_str()),
+                                   std::atof(Text(row[5]).c_str())};
+      }
+    }
+  }
+  std::map<std::string, std::map<std::string, int64_t>> cardinality;
+  if (auto rows = session.Fetch(kCardinalitySql)) {
+    for (const auto& row : *rows) {
+      if (row.size() >= 3 && row[0] && row[1] && row[2]) {
+        cardinality[*row[0]][*row[1]] = std::atoll(row[2]->c_str());
+      }
+    }
+  }
   for (size_t t = 0; t < engine.cards_.size(); ++t) {
     TableCard& card = engine.cards_[t];
     if (t >= kSampledTables) {
@@ -200,6 +241,32 @@ Result<void> BuildMySqlCards(MySqlEngine& engine, bool profile) {
       continue;
     }
     if (card.columns.empty()) continue;
+    if (const auto it = stats.find(card.name);
+        it != stats.end() && it->second.size() >= card.columns.size() && estimates[t] > 0) {
+      // Every column analyzed: the server's figures, no scan. Counts are estimates ("~").
+      const auto rows = static_cast<double>(estimates[t]);
+      card.row_count = estimates[t];
+      card.profiled = card.estimated = true;
+      for (size_t c = 0; c < card.columns.size(); ++c) {
+        ColumnCard& col = card.columns[c];
+        const auto found = it->second.find(col.name);
+        if (found == it->second.end()) continue;
+        const ColumnStat& st = found->second;
+        col.profiled = true;
+        col.distinct_approx = true;
+        col.null_count = std::llround(st.nulls_ratio * rows);
+        col.distinct_count =
+            st.avg_frequency > 0 ? std::llround(rows * (1 - st.nulls_ratio) / st.avg_frequency) : 0;
+        if (ranges[t][c] != 0 && data_types[t][c] != "bit") {
+          col.min = st.min;
+          col.max = st.max;
+        }
+      }
+      card.notes.push_back(
+          "column statistics from the server's ANALYZE (mysql.column_stats), not a scan: "
+          "counts are estimates, and the ranges are as of that ANALYZE");
+      continue;
+    }
     std::string sql = "SELECT ";
     for (size_t c = 0; c < card.columns.size(); ++c) {
       sql += (c ? ", " : "") + MySqlIdent(card.columns[c].name);
@@ -226,6 +293,13 @@ Result<void> BuildMySqlCards(MySqlEngine& engine, bool profile) {
     for (size_t c = 0; c < card.columns.size(); ++c) {
       if (ranges[t][c] == 2) DateNotes(card.columns[c], c, sample->rows);
       if (data_types[t][c] == "bit") card.columns[c].samples.clear();
+      // A sample sees a floor of the distinct values; an index's cardinality sees the table.
+      if (const auto it = cardinality.find(card.name); !whole && it != cardinality.end()) {
+        if (const auto k = it->second.find(card.columns[c].name); k != it->second.end()) {
+          card.columns[c].distinct_count = k->second;
+          card.columns[c].distinct_approx = true;
+        }
+      }
     }
     if (!whole) {
       card.notes.push_back("column statistics (counts, ranges, values) from the first " +
