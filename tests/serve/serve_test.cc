@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include "serve/served.h"
+#include "support/clickhouse_server.h"
+#include "support/mariadb_server.h"
 #include "quarry/common/text.h"
 
 namespace quarry::testing {
@@ -178,6 +180,29 @@ TEST(ServeTest, EveryAnswerCarriesTheSecurityHeadersAndNoCorsHeader) {
   EXPECT_EQ(page->body.find("<script>"), std::string::npos);
   EXPECT_EQ(page->body.find("http"), std::string::npos);
   EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+}
+
+// A database server is served as a file is: the schema, the SQL box, and a write refused.
+TEST(ServeTest, MariaDbAndClickHouseServersAreServedLikeAFile) {
+  const std::vector<std::pair<std::string, std::string>> servers = {
+      {test::SharedMariaDbServer().Url(), "UPDATE Track SET UnitPrice = 0"},
+      {test::SharedClickHouseServer().Url(), "ALTER TABLE Track UPDATE UnitPrice = 0 WHERE 1"}};
+  for (const auto& [url, write] : servers) {
+    SCOPED_TRACE(url);
+    ProviderServer provider;
+    Served s(provider, {}, url);
+    ASSERT_GT(s.port(), 0) << s.process().Err();
+    int status = 0;
+    const json schema = s.Get("/api/schema", &status);
+    EXPECT_EQ(status, 200);
+    EXPECT_NE(schema.dump().find("InvoiceLine"), std::string::npos) << schema.dump().substr(0, 400);
+    json r = s.Post("/api/sql", {{"sql", "SELECT count(*) AS n FROM Track"}}, &status);
+    EXPECT_EQ(status, 200) << r.dump();
+    EXPECT_EQ(r["rows"], json::parse("[[3503]]"));
+    r = s.Post("/api/sql", {{"sql", write}}, &status);
+    EXPECT_EQ(status, 400) << r.dump();
+    EXPECT_EQ(r["failure_class"], "guard_violation");
+  }
 }
 
 TEST(ServeTest, OnlyTheSourcesCanBeReachedAndOnlyByIds) {

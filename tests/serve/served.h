@@ -77,8 +77,11 @@ inline int StatusOf(const std::string& response) {
 // One `quarry serve` on a free port over data/sales.csv, its model the stand-in provider.
 class Served {
  public:
-  explicit Served(ProviderServer& provider, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--data",     (SourceDir() / "data" / "sales.csv").string(),
+  // `data`: what --data names (a file or a server URL); data/sales.csv when empty.
+  explicit Served(ProviderServer& provider, std::vector<std::string> extra = {},
+                  std::string data = "") {
+    if (data.empty()) data = (SourceDir() / "data" / "sales.csv").string();
+    std::vector<std::string> args = {"--data",     data,
                                      "--port",     "0",
                                      "--runs-dir", (dir_.path() / "runs").string(),
                                      "--base-url", provider.base_url(),
