@@ -15,6 +15,7 @@
 
 #include "quarry/engine/engine.h"
 #include "quarry/engine/engine_internal.h"
+#include "engine/engine_lookup.h"
 #include "support/clickhouse_server.h"
 #include "support/test_support.h"
 
@@ -23,22 +24,9 @@ namespace {
 
 using quarry::test::SharedClickHouseServer;
 
-OpenOptions NoProfile() {
-  OpenOptions options;
-  options.profile = false;
-  return options;
-}
-
 std::vector<quarry::testing::HostileStatement> Corpus() {
   return quarry::testing::ReadHostileCorpus(quarry::testing::SourceDir() /
                                             "tests/engine/clickhouse_hostile.txt");
-}
-
-const TableCard* Card(const Engine& engine, const std::string& name) {
-  for (const auto& c : engine.describe()) {
-    if (c.name == name) return &c;
-  }
-  return nullptr;
 }
 
 int64_t Millis(std::chrono::steady_clock::time_point start) {

@@ -14,6 +14,7 @@
 
 #include "quarry/engine/engine.h"
 #include "quarry/engine/engine_internal.h"
+#include "engine/engine_lookup.h"
 #include "support/test_support.h"
 
 namespace quarry::engine {
@@ -54,13 +55,6 @@ void MakeSqlite(const std::filesystem::path& path, const std::string& script) {
   sqlite3_free(err);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << message;
-}
-
-const TableCard* Card(const Engine& engine, const std::string& name) {
-  for (const auto& c : engine.describe()) {
-    if (c.name == name) return &c;
-  }
-  return nullptr;
 }
 
 std::string AllNotes(const TableCard& card) {

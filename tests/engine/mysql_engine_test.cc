@@ -13,6 +13,7 @@
 
 #include "quarry/engine/engine.h"
 #include "quarry/engine/engine_internal.h"
+#include "engine/engine_lookup.h"
 #include "support/mariadb_server.h"
 #include "support/test_support.h"
 
@@ -21,29 +22,9 @@ namespace {
 
 using quarry::test::SharedMariaDbServer;
 
-OpenOptions NoProfile() {
-  OpenOptions options;
-  options.profile = false;
-  return options;
-}
-
 std::vector<quarry::testing::HostileStatement> Corpus() {
   return quarry::testing::ReadHostileCorpus(quarry::testing::SourceDir() /
                                             "tests/engine/mysql_hostile.txt");
-}
-
-const TableCard* Card(const Engine& engine, const std::string& name) {
-  for (const auto& c : engine.describe()) {
-    if (c.name == name) return &c;
-  }
-  return nullptr;
-}
-
-const ColumnCard* Column(const TableCard& card, const std::string& name) {
-  for (const auto& c : card.columns) {
-    if (c.name == name) return &c;
-  }
-  return nullptr;
 }
 
 TEST(MySqlSpec, UrlsPasswordsAndRedaction) {
@@ -258,8 +239,8 @@ TEST(MySqlEngine, AnalyzedTablesTakeTheServersStatisticsOthersASample) {
   EXPECT_TRUE(id->distinct_approx);
   const ColumnCard* amount = Column(*analyzed, "amount");
   ASSERT_NE(amount, nullptr);
-  EXPECT_NEAR(static_cast<double>(amount->null_count), 0.1 * analyzed->row_count,
-              0.02 * analyzed->row_count);
+  const auto rows = static_cast<double>(analyzed->row_count);
+  EXPECT_NEAR(static_cast<double>(amount->null_count), 0.1 * rows, 0.02 * rows);
   const ColumnCard* grp = Column(*analyzed, "grp");
   ASSERT_NE(grp, nullptr);
   EXPECT_EQ(grp->distinct_count, 7);

@@ -12,6 +12,7 @@
 
 #include "quarry/engine/engine.h"
 #include "quarry/engine/engine_internal.h"
+#include "engine/engine_lookup.h"
 #include "support/pg_server.h"
 #include "support/test_support.h"
 
@@ -19,12 +20,6 @@ namespace quarry::engine {
 namespace {
 
 using quarry::test::SharedPgServer;
-
-OpenOptions NoProfile() {
-  OpenOptions options;
-  options.profile = false;
-  return options;
-}
 
 struct Hostile {
   std::string rule;

@@ -10,6 +10,7 @@
 
 #include "quarry/common/text.h"
 #include "quarry/engine/clickhouse_internal.h"
+#include "quarry/engine/sql_tokens_internal.h"
 
 namespace quarry::engine::internal {
 namespace {
@@ -52,32 +53,6 @@ size_t OnWrite(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-char Unescape(char c) {
-  switch (c) {
-    case 'b':
-      return '\b';
-    case 'f':
-      return '\f';
-    case 'n':
-      return '\n';
-    case 'r':
-      return '\r';
-    case 't':
-      return '\t';
-    case '0':
-      return '\0';
-    default:
-      return c;
-  }
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // `composite`: an Array, Tuple or Map, which the server writes in its quoted form (elements
 // quoted and escaped once), with no TSV escaping on top: kept as written.
 std::optional<std::string> Field(std::string_view raw, bool composite) {
@@ -90,13 +65,7 @@ std::optional<std::string> Field(std::string_view raw, bool composite) {
       out += raw[i];
       continue;
     }
-    const char e = raw[++i];
-    if (e == 'x' && i + 2 < raw.size() && HexDigit(raw[i + 1]) >= 0 && HexDigit(raw[i + 2]) >= 0) {
-      out += static_cast<char>(HexDigit(raw[i + 1]) * 16 + HexDigit(raw[i + 2]));
-      i += 2;
-    } else {
-      out += Unescape(e);
-    }
+    i += DecodeClickHouseEscape(raw, i + 1, out);
   }
   return out;
 }

@@ -241,7 +241,7 @@ std::string TableList(const std::vector<std::string>& tables) {
 }
 
 QueryFailure Violation(std::string rule, std::string message) {
-  return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
+  return internal::GuardViolation(std::move(rule), std::move(message));
 }
 
 using FunctionCheck = std::optional<QueryFailure> (*)(const std::string& name, bool in_string);
@@ -556,4 +556,46 @@ std::optional<QueryFailure> CheckQueryText(std::string_view sql, Dialect dialect
   return std::nullopt;
 }
 
+namespace internal {
+
+QueryFailure GuardViolation(std::string rule, std::string message) {
+  return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
+}
+
+namespace {
+constexpr const char* kOnlyOneQuery = ": only a single read-only query may run";
+}  // namespace
+
+std::optional<QueryFailure> CheckStatementStart(const Token& first,
+                                                std::span<const char* const> starts,
+                                                std::span<const NamedRule> statements,
+                                                std::string_view allowed) {
+  const bool plain = first.kind != TokenKind::kString && first.kind != TokenKind::kQuotedIdent;
+  if (plain &&
+      std::any_of(starts.begin(), starts.end(), [&](const char* k) { return first.text == k; })) {
+    return std::nullopt;
+  }
+  for (const NamedRule& r : statements) {
+    if (first.kind == TokenKind::kWord && first.text == r.name) {
+      return GuardViolation(
+          r.rule, std::string("guard: ") + r.why + ", which is not allowed" + kOnlyOneQuery);
+    }
+  }
+  return GuardViolation("read_only", "guard: only a read-only query is allowed (" +
+                                         std::string(allowed) +
+                                         "); got a statement starting with " + first.text);
+}
+
+std::optional<QueryFailure> CheckFunctionCall(std::string_view upper, std::string_view shown,
+                                              std::span<const NamedRule> functions) {
+  for (const NamedRule& r : functions) {
+    if (upper == r.name) {
+      return GuardViolation(r.rule, "guard: " + std::string(shown) + "() " + r.why +
+                                        ", which is not allowed" + kOnlyOneQuery);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace internal
 }  // namespace quarry::engine

@@ -16,97 +16,74 @@ namespace {
 
 constexpr std::array kChQueryStarts = {"SELECT", "WITH", "("};
 
-struct Rule {
-  const char* name;
-  const char* rule;
-  const char* why;
-};
-
 constexpr std::array kChStatementRules = {
-    Rule{"SET", "configuration", "SET changes settings"},
-    Rule{"SYSTEM", "admin", "SYSTEM controls the server"},
-    Rule{"KILL", "admin", "KILL ends queries"},
-    Rule{"OPTIMIZE", "read_only", "OPTIMIZE rewrites a table's parts"},
-    Rule{"ATTACH", "attach", "ATTACH adds tables or databases"},
-    Rule{"DETACH", "attach", "DETACH removes tables or databases"},
-    Rule{"RENAME", "read_only", "RENAME changes names"},
-    Rule{"EXCHANGE", "read_only", "EXCHANGE swaps tables"},
-    Rule{"SHOW", "configuration", "SHOW is not a query"},
-    Rule{"DESCRIBE", "configuration", "DESCRIBE is not a query"},
-    Rule{"DESC", "configuration", "DESC is not a query"},
-    Rule{"EXISTS", "configuration", "EXISTS is not a query"},
-    Rule{"EXPLAIN", "configuration", "EXPLAIN is not a query"},
-    Rule{"USE", "configuration", "USE changes the default database"},
-    Rule{"CHECK", "admin", "CHECK TABLE reads a table's files"},
-    Rule{"WATCH", "read_only", "WATCH waits on a live view"},
-    Rule{"BACKUP", "file_write", "BACKUP writes files"},
-    Rule{"RESTORE", "read_only", "RESTORE writes tables"},
-    Rule{"UNDROP", "read_only", "UNDROP restores a table"},
-    Rule{"MOVE", "read_only", "MOVE changes access entities"},
-    Rule{"GRANT", "admin", "GRANT changes privileges"},
-    Rule{"REVOKE", "admin", "REVOKE changes privileges"},
+    NamedRule{"SET", "configuration", "SET changes settings"},
+    NamedRule{"SYSTEM", "admin", "SYSTEM controls the server"},
+    NamedRule{"KILL", "admin", "KILL ends queries"},
+    NamedRule{"OPTIMIZE", "read_only", "OPTIMIZE rewrites a table's parts"},
+    NamedRule{"ATTACH", "attach", "ATTACH adds tables or databases"},
+    NamedRule{"DETACH", "attach", "DETACH removes tables or databases"},
+    NamedRule{"RENAME", "read_only", "RENAME changes names"},
+    NamedRule{"EXCHANGE", "read_only", "EXCHANGE swaps tables"},
+    NamedRule{"SHOW", "configuration", "SHOW is not a query"},
+    NamedRule{"DESCRIBE", "configuration", "DESCRIBE is not a query"},
+    NamedRule{"DESC", "configuration", "DESC is not a query"},
+    NamedRule{"EXISTS", "configuration", "EXISTS is not a query"},
+    NamedRule{"EXPLAIN", "configuration", "EXPLAIN is not a query"},
+    NamedRule{"USE", "configuration", "USE changes the default database"},
+    NamedRule{"CHECK", "admin", "CHECK TABLE reads a table's files"},
+    NamedRule{"WATCH", "read_only", "WATCH waits on a live view"},
+    NamedRule{"BACKUP", "file_write", "BACKUP writes files"},
+    NamedRule{"RESTORE", "read_only", "RESTORE writes tables"},
+    NamedRule{"UNDROP", "read_only", "UNDROP restores a table"},
+    NamedRule{"MOVE", "read_only", "MOVE changes access entities"},
+    NamedRule{"GRANT", "admin", "GRANT changes privileges"},
+    NamedRule{"REVOKE", "admin", "REVOKE changes privileges"},
 };
 
 // Table functions and functions that reach files, other servers or the network, run programs,
 // or only wait. Names are compared without case: the server knows some in either.
 constexpr std::array kChFunctionRules = {
-    Rule{"FILE", "file_access", "reads the server's files"},
-    Rule{"FILECLUSTER", "file_access", "reads the servers' files"},
-    Rule{"INPUT", "file_access", "reads data sent with the query"},
-    Rule{"URL", "remote_url", "reaches a URL"},
-    Rule{"URLCLUSTER", "remote_url", "reaches a URL"},
-    Rule{"S3", "remote_url", "reaches object storage"},
-    Rule{"S3CLUSTER", "remote_url", "reaches object storage"},
-    Rule{"GCS", "remote_url", "reaches object storage"},
-    Rule{"COSN", "remote_url", "reaches object storage"},
-    Rule{"OSS", "remote_url", "reaches object storage"},
-    Rule{"AZUREBLOBSTORAGE", "remote_url", "reaches object storage"},
-    Rule{"AZUREBLOBSTORAGECLUSTER", "remote_url", "reaches object storage"},
-    Rule{"HDFS", "remote_url", "reaches HDFS"},
-    Rule{"HDFSCLUSTER", "remote_url", "reaches HDFS"},
-    Rule{"ICEBERG", "remote_url", "reaches object storage"},
-    Rule{"DELTALAKE", "remote_url", "reaches object storage"},
-    Rule{"HUDI", "remote_url", "reaches object storage"},
-    Rule{"REMOTE", "remote_url", "reaches another server"},
-    Rule{"REMOTESECURE", "remote_url", "reaches another server"},
-    Rule{"CLUSTER", "remote_url", "reaches other servers"},
-    Rule{"CLUSTERALLREPLICAS", "remote_url", "reaches other servers"},
-    Rule{"MYSQL", "remote_url", "reaches a MySQL server"},
-    Rule{"POSTGRESQL", "remote_url", "reaches a PostgreSQL server"},
-    Rule{"MONGODB", "remote_url", "reaches a MongoDB server"},
-    Rule{"REDIS", "remote_url", "reaches a Redis server"},
-    Rule{"JDBC", "remote_url", "reaches a JDBC bridge"},
-    Rule{"ODBC", "remote_url", "reaches an ODBC bridge"},
-    Rule{"SQLITE", "file_access", "reads a SQLite file"},
-    Rule{"HIVE", "remote_url", "reaches Hive"},
-    Rule{"EXECUTABLE", "admin", "runs a program on the server"},
-    Rule{"SLEEP", "sleep", "only waits"},
-    Rule{"SLEEPEACHROW", "sleep", "only waits"},
+    NamedRule{"FILE", "file_access", "reads the server's files"},
+    NamedRule{"FILECLUSTER", "file_access", "reads the servers' files"},
+    NamedRule{"INPUT", "file_access", "reads data sent with the query"},
+    NamedRule{"URL", "remote_url", "reaches a URL"},
+    NamedRule{"URLCLUSTER", "remote_url", "reaches a URL"},
+    NamedRule{"S3", "remote_url", "reaches object storage"},
+    NamedRule{"S3CLUSTER", "remote_url", "reaches object storage"},
+    NamedRule{"GCS", "remote_url", "reaches object storage"},
+    NamedRule{"COSN", "remote_url", "reaches object storage"},
+    NamedRule{"OSS", "remote_url", "reaches object storage"},
+    NamedRule{"AZUREBLOBSTORAGE", "remote_url", "reaches object storage"},
+    NamedRule{"AZUREBLOBSTORAGECLUSTER", "remote_url", "reaches object storage"},
+    NamedRule{"HDFS", "remote_url", "reaches HDFS"},
+    NamedRule{"HDFSCLUSTER", "remote_url", "reaches HDFS"},
+    NamedRule{"ICEBERG", "remote_url", "reaches object storage"},
+    NamedRule{"DELTALAKE", "remote_url", "reaches object storage"},
+    NamedRule{"HUDI", "remote_url", "reaches object storage"},
+    NamedRule{"REMOTE", "remote_url", "reaches another server"},
+    NamedRule{"REMOTESECURE", "remote_url", "reaches another server"},
+    NamedRule{"CLUSTER", "remote_url", "reaches other servers"},
+    NamedRule{"CLUSTERALLREPLICAS", "remote_url", "reaches other servers"},
+    NamedRule{"MYSQL", "remote_url", "reaches a MySQL server"},
+    NamedRule{"POSTGRESQL", "remote_url", "reaches a PostgreSQL server"},
+    NamedRule{"MONGODB", "remote_url", "reaches a MongoDB server"},
+    NamedRule{"REDIS", "remote_url", "reaches a Redis server"},
+    NamedRule{"JDBC", "remote_url", "reaches a JDBC bridge"},
+    NamedRule{"ODBC", "remote_url", "reaches an ODBC bridge"},
+    NamedRule{"SQLITE", "file_access", "reads a SQLite file"},
+    NamedRule{"HIVE", "remote_url", "reaches Hive"},
+    NamedRule{"EXECUTABLE", "admin", "runs a program on the server"},
+    NamedRule{"SLEEP", "sleep", "only waits"},
+    NamedRule{"SLEEPEACHROW", "sleep", "only waits"},
 };
-
-QueryFailure Violation(std::string rule, std::string message) {
-  return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
-}
-
-constexpr const char* kOnly = ": only a single read-only query may run";
 
 }  // namespace
 
 std::optional<QueryFailure> CheckClickHouse(const std::vector<Token>& tokens) {
-  const Token& first = tokens.front();
-  const bool starts = first.kind != TokenKind::kString && first.kind != TokenKind::kQuotedIdent &&
-                      std::any_of(kChQueryStarts.begin(), kChQueryStarts.end(),
-                                  [&](const char* k) { return first.text == k; });
-  if (!starts) {
-    for (const Rule& r : kChStatementRules) {
-      if (first.kind == TokenKind::kWord && first.text == r.name) {
-        return Violation(r.rule, std::string("guard: ") + r.why + ", which is not allowed" + kOnly);
-      }
-    }
-    return Violation("read_only",
-                     "guard: only a read-only query is allowed (SELECT or WITH ... SELECT); got a "
-                     "statement starting with " +
-                         first.text);
+  if (auto v = CheckStatementStart(tokens.front(), kChQueryStarts, kChStatementRules,
+                                   "SELECT or WITH ... SELECT")) {
+    return v;
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
@@ -121,33 +98,29 @@ std::optional<QueryFailure> CheckClickHouse(const std::vector<Token>& tokens) {
       const bool assigns = i + 2 < tokens.size() && tokens[i + 2].kind == TokenKind::kSymbol &&
                            tokens[i + 2].text == "=";
       if (t.text == "SETTINGS" && assigns) {
-        return Violation("configuration",
-                         "guard: a SETTINGS clause changes the query's limits, which is not "
-                         "allowed: drop it");
+        return GuardViolation("configuration",
+                              "guard: a SETTINGS clause changes the query's limits, which is not "
+                              "allowed: drop it");
       }
       if (t.text == "FORMAT" && !word(1).empty() &&
           (i + 2 == tokens.size() || word(2) == "SETTINGS")) {
-        return Violation("configuration",
-                         "guard: a FORMAT clause changes how the result comes back, which quarry "
-                         "sets itself: drop it");
+        return GuardViolation(
+            "configuration",
+            "guard: a FORMAT clause changes how the result comes back, which quarry "
+            "sets itself: drop it");
       }
       if (t.text == "INTO") {
         const bool file = word(1) == "OUTFILE";
-        return Violation(file ? "file_write" : "read_only",
-                         file ? "guard: INTO OUTFILE writes a file, which is not allowed: drop "
-                                "the INTO clause"
-                              : "guard: INTO stores data, which is not allowed: drop the INTO "
-                                "clause");
+        return GuardViolation(file ? "file_write" : "read_only",
+                              file
+                                  ? "guard: INTO OUTFILE writes a file, which is not allowed: drop "
+                                    "the INTO clause"
+                                  : "guard: INTO stores data, which is not allowed: drop the INTO "
+                                    "clause");
       }
     }
     if (!call || (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdent)) continue;
-    const std::string name = Upper(t.text);
-    for (const Rule& r : kChFunctionRules) {
-      if (name == r.name) {
-        return Violation(r.rule,
-                         "guard: " + t.text + "() " + r.why + ", which is not allowed" + kOnly);
-      }
-    }
+    if (auto v = CheckFunctionCall(Upper(t.text), t.text, kChFunctionRules)) return v;
   }
   return std::nullopt;
 }

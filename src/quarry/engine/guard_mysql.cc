@@ -14,87 +14,65 @@ namespace {
 
 constexpr std::array kMyQueryStarts = {"SELECT", "WITH", "VALUES", "TABLE", "("};
 
-struct Rule {
-  const char* name;
-  const char* rule;
-  const char* why;
-};
-
 // Statements refused by first word, with a rule more telling than read_only.
 constexpr std::array kMyStatementRules = {
-    Rule{"SET", "configuration", "SET changes the session"},
-    Rule{"CALL", "read_only", "CALL runs a stored procedure"},
-    Rule{"DO", "read_only", "DO runs expressions for their effects"},
-    Rule{"HANDLER", "read_only", "HANDLER opens tables outside SQL"},
-    Rule{"LOCK", "locking", "LOCK takes table locks"},
-    Rule{"UNLOCK", "locking", "UNLOCK releases table locks"},
-    Rule{"LOAD", "file_access", "LOAD reads files"},
-    Rule{"SHOW", "configuration", "SHOW is not a query"},
-    Rule{"DESCRIBE", "configuration", "DESCRIBE is not a query"},
-    Rule{"DESC", "configuration", "DESC is not a query"},
-    Rule{"EXPLAIN", "read_only", "EXPLAIN (its ANALYZE form runs the statement)"},
-    Rule{"ANALYZE", "read_only", "ANALYZE runs the statement or rewrites statistics"},
-    Rule{"USE", "configuration", "USE changes the default database"},
-    Rule{"KILL", "admin", "KILL ends other sessions"},
-    Rule{"FLUSH", "admin", "FLUSH changes the server's state"},
-    Rule{"RESET", "admin", "RESET changes the server's state"},
-    Rule{"PURGE", "admin", "PURGE removes logs"},
-    Rule{"SHUTDOWN", "admin", "SHUTDOWN stops the server"},
-    Rule{"INSTALL", "extension_loading", "INSTALL loads code into the server"},
-    Rule{"UNINSTALL", "extension_loading", "UNINSTALL unloads code"},
-    Rule{"PREPARE", "dynamic_sql", "PREPARE runs SQL given as text"},
-    Rule{"EXECUTE", "dynamic_sql", "EXECUTE runs SQL given as text"},
-    Rule{"XA", "read_only", "XA controls transactions"},
-    Rule{"BINLOG", "admin", "BINLOG replays events"},
-    Rule{"CHANGE", "admin", "CHANGE configures replication"},
-    Rule{"CACHE", "admin", "CACHE INDEX changes the server's state"},
-    Rule{"HELP", "configuration", "HELP is not a query"},
+    NamedRule{"SET", "configuration", "SET changes the session"},
+    NamedRule{"CALL", "read_only", "CALL runs a stored procedure"},
+    NamedRule{"DO", "read_only", "DO runs expressions for their effects"},
+    NamedRule{"HANDLER", "read_only", "HANDLER opens tables outside SQL"},
+    NamedRule{"LOCK", "locking", "LOCK takes table locks"},
+    NamedRule{"UNLOCK", "locking", "UNLOCK releases table locks"},
+    NamedRule{"LOAD", "file_access", "LOAD reads files"},
+    NamedRule{"SHOW", "configuration", "SHOW is not a query"},
+    NamedRule{"DESCRIBE", "configuration", "DESCRIBE is not a query"},
+    NamedRule{"DESC", "configuration", "DESC is not a query"},
+    NamedRule{"EXPLAIN", "read_only", "EXPLAIN (its ANALYZE form runs the statement)"},
+    NamedRule{"ANALYZE", "read_only", "ANALYZE runs the statement or rewrites statistics"},
+    NamedRule{"USE", "configuration", "USE changes the default database"},
+    NamedRule{"KILL", "admin", "KILL ends other sessions"},
+    NamedRule{"FLUSH", "admin", "FLUSH changes the server's state"},
+    NamedRule{"RESET", "admin", "RESET changes the server's state"},
+    NamedRule{"PURGE", "admin", "PURGE removes logs"},
+    NamedRule{"SHUTDOWN", "admin", "SHUTDOWN stops the server"},
+    NamedRule{"INSTALL", "extension_loading", "INSTALL loads code into the server"},
+    NamedRule{"UNINSTALL", "extension_loading", "UNINSTALL unloads code"},
+    NamedRule{"PREPARE", "dynamic_sql", "PREPARE runs SQL given as text"},
+    NamedRule{"EXECUTE", "dynamic_sql", "EXECUTE runs SQL given as text"},
+    NamedRule{"XA", "read_only", "XA controls transactions"},
+    NamedRule{"BINLOG", "admin", "BINLOG replays events"},
+    NamedRule{"CHANGE", "admin", "CHANGE configures replication"},
+    NamedRule{"CACHE", "admin", "CACHE INDEX changes the server's state"},
+    NamedRule{"HELP", "configuration", "HELP is not a query"},
 };
 
 // Functions refused by name.
 constexpr std::array kMyFunctionRules = {
-    Rule{"LOAD_FILE", "file_access", "reads the server's files"},
-    Rule{"SLEEP", "sleep", "only waits"},
-    Rule{"BENCHMARK", "sleep", "only burns time"},
-    Rule{"GET_LOCK", "locking", "takes a lock that outlives the query"},
-    Rule{"RELEASE_LOCK", "locking", "releases locks"},
-    Rule{"RELEASE_ALL_LOCKS", "locking", "releases locks"},
-    Rule{"MASTER_POS_WAIT", "sleep", "waits on replication"},
-    Rule{"MASTER_GTID_WAIT", "sleep", "waits on replication"},
-    Rule{"SOURCE_POS_WAIT", "sleep", "waits on replication"},
-    Rule{"WAIT_FOR_EXECUTED_GTID_SET", "sleep", "waits on replication"},
-    Rule{"WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS", "sleep", "waits on replication"},
-    Rule{"NEXTVAL", "read_only", "advances a sequence"},
-    Rule{"SETVAL", "read_only", "changes a sequence"},
-    Rule{"LASTVAL", "read_only", "reads a sequence's session state"},
-    Rule{"SYS_EXEC", "admin", "runs commands on the server"},
-    Rule{"SYS_EVAL", "admin", "runs commands on the server"},
-    Rule{"SYS_GET", "admin", "reads the server's environment"},
-    Rule{"SYS_SET", "admin", "changes the server's environment"},
+    NamedRule{"LOAD_FILE", "file_access", "reads the server's files"},
+    NamedRule{"SLEEP", "sleep", "only waits"},
+    NamedRule{"BENCHMARK", "sleep", "only burns time"},
+    NamedRule{"GET_LOCK", "locking", "takes a lock that outlives the query"},
+    NamedRule{"RELEASE_LOCK", "locking", "releases locks"},
+    NamedRule{"RELEASE_ALL_LOCKS", "locking", "releases locks"},
+    NamedRule{"MASTER_POS_WAIT", "sleep", "waits on replication"},
+    NamedRule{"MASTER_GTID_WAIT", "sleep", "waits on replication"},
+    NamedRule{"SOURCE_POS_WAIT", "sleep", "waits on replication"},
+    NamedRule{"WAIT_FOR_EXECUTED_GTID_SET", "sleep", "waits on replication"},
+    NamedRule{"WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS", "sleep", "waits on replication"},
+    NamedRule{"NEXTVAL", "read_only", "advances a sequence"},
+    NamedRule{"SETVAL", "read_only", "changes a sequence"},
+    NamedRule{"LASTVAL", "read_only", "reads a sequence's session state"},
+    NamedRule{"SYS_EXEC", "admin", "runs commands on the server"},
+    NamedRule{"SYS_EVAL", "admin", "runs commands on the server"},
+    NamedRule{"SYS_GET", "admin", "reads the server's environment"},
+    NamedRule{"SYS_SET", "admin", "changes the server's environment"},
 };
-
-QueryFailure Violation(std::string rule, std::string message) {
-  return QueryFailure{FailureClass::kGuardViolation, std::move(rule), std::move(message)};
-}
-
-constexpr const char* kOnly = ": only a single read-only query may run";
 
 }  // namespace
 
 std::optional<QueryFailure> CheckMySql(const std::vector<Token>& tokens) {
-  const Token& first = tokens.front();
-  const bool starts = std::any_of(kMyQueryStarts.begin(), kMyQueryStarts.end(),
-                                  [&](const char* k) { return first.text == k; });
-  if (!starts || first.kind == TokenKind::kString || first.kind == TokenKind::kQuotedIdent) {
-    for (const Rule& r : kMyStatementRules) {
-      if (first.kind == TokenKind::kWord && first.text == r.name) {
-        return Violation(r.rule, std::string("guard: ") + r.why + ", which is not allowed" + kOnly);
-      }
-    }
-    return Violation("read_only",
-                     "guard: only a read-only query is allowed (SELECT, WITH ... SELECT, VALUES "
-                     "or TABLE); got a statement starting with " +
-                         first.text);
+  if (auto v = CheckStatementStart(tokens.front(), kMyQueryStarts, kMyStatementRules,
+                                   "SELECT, WITH ... SELECT, VALUES or TABLE")) {
+    return v;
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& t = tokens[i];
@@ -107,46 +85,51 @@ std::optional<QueryFailure> CheckMySql(const std::vector<Token>& tokens) {
              tokens[i + k].text == s;
     };
     if (t.kind == TokenKind::kSymbol && t.text == ":" && symbol(1, "=")) {
-      return Violation("read_only",
-                       "guard: ':=' assigns a variable, which is not allowed: compute the value "
-                       "in the query itself");
+      return GuardViolation(
+          "read_only",
+          "guard: ':=' assigns a variable, which is not allowed: compute the value "
+          "in the query itself");
     }
     if (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdent) continue;
     if (t.kind == TokenKind::kWord) {
       if (t.text == "INTO") {
         const std::string target = word(1);
         if (target == "OUTFILE" || target == "DUMPFILE") {
-          return Violation("file_write", "guard: INTO " + target +
-                                             " writes a file on the server, which is not "
-                                             "allowed: drop the INTO clause");
+          return GuardViolation("file_write", "guard: INTO " + target +
+                                                  " writes a file on the server, which is not "
+                                                  "allowed: drop the INTO clause");
         }
-        return Violation("read_only",
-                         "guard: SELECT ... INTO stores the result, which is not allowed: drop "
-                         "the INTO clause");
+        return GuardViolation(
+            "read_only",
+            "guard: SELECT ... INTO stores the result, which is not allowed: drop "
+            "the INTO clause");
       }
       if (t.text == "FOR" && (word(1) == "UPDATE" || word(1) == "SHARE")) {
-        return Violation("locking",
-                         "guard: FOR UPDATE/SHARE locks rows, which is not allowed: drop the "
-                         "locking clause");
+        return GuardViolation("locking",
+                              "guard: FOR UPDATE/SHARE locks rows, which is not allowed: drop the "
+                              "locking clause");
       }
       if (t.text == "LOCK" && word(1) == "IN" && word(2) == "SHARE" && word(3) == "MODE") {
-        return Violation("locking",
-                         "guard: LOCK IN SHARE MODE locks rows, which is not allowed: drop the "
-                         "locking clause");
+        return GuardViolation(
+            "locking",
+            "guard: LOCK IN SHARE MODE locks rows, which is not allowed: drop the "
+            "locking clause");
       }
       if (t.text == "PROCEDURE" && (symbol(2, "(") || word(1) == "ANALYSE")) {
-        return Violation("read_only",
-                         "guard: a PROCEDURE clause runs a procedure over the result, which is "
-                         "not allowed");
+        return GuardViolation(
+            "read_only",
+            "guard: a PROCEDURE clause runs a procedure over the result, which is "
+            "not allowed");
       }
       if (t.text == "NEXT" && word(1) == "VALUE" && word(2) == "FOR") {
-        return Violation("read_only",
-                         "guard: NEXT VALUE FOR advances a sequence, which is not allowed");
+        return GuardViolation("read_only",
+                              "guard: NEXT VALUE FOR advances a sequence, which is not allowed");
       }
       if (t.text == "PREVIOUS" && word(1) == "VALUE" && word(2) == "FOR") {
-        return Violation("read_only",
-                         "guard: PREVIOUS VALUE FOR reads a sequence's session state (as LASTVAL "
-                         "does), which is not allowed");
+        return GuardViolation(
+            "read_only",
+            "guard: PREVIOUS VALUE FOR reads a sequence's session state (as LASTVAL "
+            "does), which is not allowed");
       }
     }
     if (!symbol(1, "(")) continue;
@@ -154,12 +137,7 @@ std::optional<QueryFailure> CheckMySql(const std::vector<Token>& tokens) {
     if (t.kind == TokenKind::kQuotedIdent) {
       for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     }
-    for (const Rule& r : kMyFunctionRules) {
-      if (name == r.name) {
-        return Violation(r.rule,
-                         "guard: " + name + "() " + r.why + ", which is not allowed" + kOnly);
-      }
-    }
+    if (auto v = CheckFunctionCall(name, name, kMyFunctionRules)) return v;
   }
   return std::nullopt;
 }

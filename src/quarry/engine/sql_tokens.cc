@@ -28,9 +28,11 @@ int Hex(char c) {
   return -1;
 }
 
+}  // namespace
+
 // ClickHouse's escapes, in strings and quoted names alike: `fi\x6ce` names file. The guard
 // compares names as the server decodes them. Returns the characters consumed after the '\'.
-size_t ClickHouseEscape(std::string_view sql, size_t j, std::string& out) {
+size_t DecodeClickHouseEscape(std::string_view sql, size_t j, std::string& out) {
   const char e = sql[j];
   if (e == 'x' && j + 2 < sql.size() && Hex(sql[j + 1]) >= 0 && Hex(sql[j + 2]) >= 0) {
     out += static_cast<char>(Hex(sql[j + 1]) * 16 + Hex(sql[j + 2]));
@@ -42,8 +44,6 @@ size_t ClickHouseEscape(std::string_view sql, size_t j, std::string& out) {
   out += at && e != '\0' ? to[at - from] : e;
   return 1;
 }
-
-}  // namespace
 
 std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect) {
   const bool postgres = dialect == Dialect::kPostgreSQL;
@@ -133,7 +133,7 @@ std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect
         if (escapes && sql[j] == '\\') {
           if (++j >= sql.size()) return std::nullopt;
           if (clickhouse) {
-            j += ClickHouseEscape(sql, j, text) - 1;
+            j += DecodeClickHouseEscape(sql, j, text) - 1;
           } else {
             text += sql[j];
           }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,32 @@ struct Token {
 // $tag$...$tag$ heredoc strings; a block comment holding another "/*" is not read (servers differ
 // on nesting).
 std::optional<std::vector<Token>> Tokenize(std::string_view sql, Dialect dialect);
+
+// ClickHouse's backslash escape after the '\\' at text[at - 1]: appends what it stands for
+// (\xHH a byte; \b \f \n \r \t \0 \a \v control characters; any other character itself)
+// to `out` and returns the characters it took. The server reads strings, quoted names and TSV
+// fields so.
+size_t DecodeClickHouseEscape(std::string_view text, size_t at, std::string& out);
+
+// A statement or function a dialect refuses by its name (upper-case), the rule it breaks, and
+// why ("SET changes the session").
+struct NamedRule {
+  const char* name;
+  const char* rule;
+  const char* why;
+};
+QueryFailure GuardViolation(std::string rule, std::string message);
+// nullopt when `first` is one of `starts` (a string or quoted name never is); else the rule of
+// `statements` that names its first word, or read_only, saying `allowed` ("SELECT or WITH ...
+// SELECT") is what may run. (guard.cc)
+std::optional<QueryFailure> CheckStatementStart(const Token& first,
+                                                std::span<const char* const> starts,
+                                                std::span<const NamedRule> statements,
+                                                std::string_view allowed);
+// The refusal of a call of a function that `functions` names (`upper`: its name upper-cased;
+// `shown`: as the message gives it), or nullopt.
+std::optional<QueryFailure> CheckFunctionCall(std::string_view upper, std::string_view shown,
+                                              std::span<const NamedRule> functions);
 
 // The MySQL dialect's rules (guard_mysql.cc) on the tokens of a text with one statement.
 std::optional<QueryFailure> CheckMySql(const std::vector<Token>& tokens);
