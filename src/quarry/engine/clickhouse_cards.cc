@@ -219,10 +219,6 @@ Result<std::unique_ptr<Engine>> OpenClickHouse(const std::string& spec,
     const int minor = dot == std::string::npos ? 0 : std::atoi(v.c_str() + dot + 1);
     engine->server_.version = major * 100 + std::min(minor, 99);
   }
-  if (engine->server_.version >= 2109 && engine->server_.settings != Settings::kNone) {
-    // The probe went without the trailing-zeros setting (the version was not known yet).
-    reply = read(ClickHouseQueryParams(*parsed, engine->server_, 10000, ""));
-  }
   if (auto built = BuildClickHouseCards(*engine, options.profile); !built) {
     return Fail(Error::Code::kData, "cannot read " + parsed->shown + ": " + built.error().message);
   }
